@@ -1,0 +1,49 @@
+"""Command-line interface. Thin: each command builds an options object and calls the library.
+
+Errors are turned into messages and exit codes here, and only here.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from conda_distro.cli.app import app, stderr
+from conda_distro.errors import DistroError, ExitCode
+
+# Each module registers its commands on ``app``.
+from conda_distro.cli import lint_cmd, graph_cmd  # noqa: E402,F401  isort: skip
+
+
+def print_error(exc: DistroError) -> None:
+    stderr.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False) if stderr.is_terminal else \
+        sys.stderr.write(f"error: {exc}\n")
+    if exc.hint:
+        sys.stderr.write(f"hint: {exc.hint}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        rv = app(args=argv, prog_name="conda-distro", standalone_mode=False)
+    except DistroError as exc:
+        print_error(exc)
+        return int(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:  # bare `conda-distro`
+        exc.show()
+        return int(ExitCode.BAD_INPUT)
+    except click.ClickException as exc:
+        exc.show()
+        return int(ExitCode.BAD_INPUT)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        sys.stderr.write("aborted\n")
+        return 130
+    except KeyboardInterrupt:
+        return 130
+    return int(rv) if isinstance(rv, int) else 0
+
+
+def entrypoint() -> None:
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""The typer application object and the options every command shares."""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    name="conda-distro",
+    help="Run an integration-tested conda distribution of PyTorch-ecosystem packages.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+RootOpt = Annotated[
+    Optional[Path],
+    typer.Option("--root", help="The distribution repository (default: nearest folder at or above the current one holding distro.yaml).",
+                 file_okay=False, show_default=False),
+]
+
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class TextJson(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+FormatOpt = Annotated[TextJson, typer.Option("--format", help="Output format.")]
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")

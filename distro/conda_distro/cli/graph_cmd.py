@@ -1,0 +1,66 @@
+"""`conda-distro graph`."""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from conda_distro.cli.app import RootOpt, app, out, print_json
+from conda_distro.distribution import load_distribution
+from conda_distro.errors import UsageError
+from conda_distro.gitutil import changed_recipes
+from conda_distro.graph import RecipeGraph
+
+
+class GraphFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    dot = "dot"
+    github_matrix = "github-matrix"
+
+
+@app.command()
+def graph(
+    root: RootOpt = None,
+    affected_by: Annotated[Optional[list[str]], typer.Option("--affected-by", help="Package name(s) that changed (repeatable).")] = None,
+    changed_since: Annotated[Optional[str], typer.Option("--changed-since", help="Git ref: recipes changed since it are the changed set.")] = None,
+    shards: Annotated[int, typer.Option("--shards", min=1, help="With --format github-matrix: number of runners.")] = 1,
+    format: Annotated[GraphFormat, typer.Option("--format", help="text, json, dot (Graphviz) or github-matrix.")] = GraphFormat.text,
+) -> int:
+    """Dependency order among distribution packages; the affected set of a change."""
+    dist = load_distribution(root)
+    g = RecipeGraph.from_recipes(dist.recipes)
+    changed: list[str] | None = None
+    if affected_by:
+        for n in affected_by:
+            dist.get(n)
+        changed = list(affected_by)
+    if changed_since:
+        changed = sorted(set(changed or []) | set(changed_recipes(dist.root, changed_since)))
+    affected = g.affected(changed) if changed is not None else g.order()
+    doc = {
+        "order": g.order(),
+        "levels": g.levels(),
+        "affected": affected,
+        "changed": changed if changed is not None else None,
+    }
+    if format is GraphFormat.json:
+        print_json(doc)
+    elif format is GraphFormat.dot:
+        out(g.to_dot(highlight=affected if changed is not None else ()).rstrip("\n"))
+    elif format is GraphFormat.github_matrix:
+        parts = g.shards(affected, shards)
+        include = [{"shard": i, "levels": json.dumps(levels), "packages": " ".join(n for lv in levels for n in lv)}
+                   for i, levels in enumerate(parts) if any(levels)]
+        out(json.dumps({"include": include}))
+    else:
+        out("order (dependencies first):")
+        for i, level in enumerate(g.levels()):
+            out(f"  level {i}: {', '.join(level)}")
+        if changed is not None:
+            out(f"changed: {', '.join(changed) or '(none)'}")
+            out(f"affected ({len(affected)}): {', '.join(affected) or '(none)'}")
+    return 0

@@ -1,0 +1,237 @@
+"""distro.yaml: the distribution's definition (spec §1), as a typed, strict model."""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from conda_distro.errors import ConfigError
+from conda_distro.yamlio import LDict, LList, load_fast_file
+
+DISTRO_FILE = "distro.yaml"
+KNOWN_SUBDIRS = {
+    "linux-64", "linux-aarch64", "linux-ppc64le", "osx-64", "osx-arm64", "win-64", "win-arm64",
+}
+ANACONDA_SCHEME = "anaconda://"
+_URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class UpperBounds(str, enum.Enum):
+    REQUIRED = "required"
+    PYTORCH_ONLY = "pytorch-only"
+    OFF = "off"
+
+
+class Channels(Strict):
+    upstream: list[str] = Field(default_factory=lambda: ["conda-forge"], min_length=1)
+    staging: str = "build/channels/staging"
+    main: str = "build/channels/pytorch"
+
+
+class PyTorch(Strict):
+    name: str = "pytorch"
+    releases: list[str] = Field(min_length=1)
+    variants: list[Literal["cpu", "cuda"]] = Field(default_factory=lambda: ["cpu", "cuda"], min_length=1)
+
+    @field_validator("releases", mode="before")
+    @classmethod
+    def _strs(cls, v: Any) -> Any:
+        return [str(x) for x in v] if isinstance(v, list) else v
+
+    @field_validator("releases")
+    @classmethod
+    def _ordered(cls, v: list[str]) -> list[str]:
+        from rattler import Version
+
+        parsed = []
+        for s in v:
+            if not re.fullmatch(r"\d+\.\d+(\.\d+)?([a-z]+\d*)?", s):
+                raise ValueError(f"'{s}' is not a release version like 2.5.1")
+            parsed.append(Version(s))
+        if len(set(v)) != len(v):
+            raise ValueError("releases contain a duplicate")
+        if parsed != sorted(parsed):
+            raise ValueError("releases must be listed oldest first")
+        return v
+
+
+class Policy(Strict):
+    upper_bounds: UpperBounds = UpperBounds.REQUIRED
+    unbounded_allowed: list[str] = Field(default_factory=lambda: ["python"])
+    unmaintained_grace_days: int = Field(default=60, ge=0)
+    # Upper bounds that packages export to everything built against them (conda-forge run_exports),
+    # used when the upstream channel's metadata is not available: name -> granularity of the bound.
+    run_exports: dict[str, Literal["x", "x.x", "x.x.x"]] = Field(default_factory=lambda: {"pytorch": "x.x"})
+
+
+class Anaconda(Strict):
+    api_url: str = "https://api.anaconda.org"
+
+
+class DistroConfig(Strict):
+    name: str = Field(min_length=1)
+    channels: Channels = Field(default_factory=Channels)
+    pytorch: PyTorch
+    platforms: list[str] = Field(default_factory=lambda: ["linux-64"], min_length=1)
+    policy: Policy = Field(default_factory=Policy)
+    anaconda: Anaconda = Field(default_factory=Anaconda)
+
+    @field_validator("platforms")
+    @classmethod
+    def _platforms(cls, v: list[str]) -> list[str]:
+        for p in v:
+            if p == "noarch":
+                raise ValueError("noarch is always included; list only real platforms like linux-64")
+            if p not in KNOWN_SUBDIRS:
+                raise ValueError(f"unknown platform '{p}' (known: {', '.join(sorted(KNOWN_SUBDIRS))})")
+        return v
+
+    @model_validator(mode="after")
+    def _channels(self) -> "DistroConfig":
+        for ch in (self.channels.staging, self.channels.main):
+            if ch.startswith(ANACONDA_SCHEME) and not re.fullmatch(r"anaconda://[\w.-]+(/[\w.-]+)?", ch):
+                raise ValueError(f"'{ch}' is not anaconda://OWNER[/LABEL]")
+        return self
+
+
+class Distro:
+    """A loaded distribution: the config plus where it lives. Paths are resolved against ``root``."""
+
+    def __init__(self, config: DistroConfig, root: Path) -> None:
+        self.config = config
+        self.root = root
+        self.path = root / DISTRO_FILE
+
+    @property
+    def recipes_dir(self) -> Path:
+        return self.root / "recipes"
+
+    @property
+    def proposals_dir(self) -> Path:
+        return self.root / "proposals"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / "channel_state"
+
+    @property
+    def build_dir(self) -> Path:
+        return self.root / "build"
+
+    def resolve_local(self, ref: str) -> Path:
+        """A staging/main/upstream reference that is a local folder, resolved against root."""
+        if ref.startswith("file://"):
+            return Path(ref[len("file://"):])
+        p = Path(ref).expanduser()
+        return p if p.is_absolute() else (self.root / p).resolve()
+
+    @staticmethod
+    def is_anaconda(ref: str) -> bool:
+        return ref.startswith(ANACONDA_SCHEME)
+
+    @staticmethod
+    def is_local_ref(ref: str) -> bool:
+        """Upstream entries: a plain name (``conda-forge``) is a channel name, not a path."""
+        if _URL_RE.match(ref):
+            return ref.startswith("file://")
+        return "/" in ref or ref.startswith((".", "~"))
+
+    def channel_url(self, ref: str) -> str:
+        """A URL rattler understands for an upstream/staging/main reference."""
+        if self.is_anaconda(ref):
+            owner_label = ref[len(ANACONDA_SCHEME):]
+            owner, _, label = owner_label.partition("/")
+            base = "https://conda.anaconda.org"
+            return f"{base}/{owner}/label/{label}" if label and label != "main" else f"{base}/{owner}"
+        if _URL_RE.match(ref) and not ref.startswith("file://"):
+            return ref
+        if self.is_local_ref(ref) or ref in (self.config.channels.staging, self.config.channels.main):
+            return self.resolve_local(ref).as_uri()
+        return ref  # a channel name such as conda-forge
+
+    @property
+    def upstream_urls(self) -> list[str]:
+        return [self.channel_url(u) for u in self.config.channels.upstream]
+
+    @property
+    def subdirs(self) -> list[str]:
+        return [*self.config.platforms, "noarch"]
+
+
+def find_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` that holds distro.yaml."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / DISTRO_FILE).is_file():
+            return folder
+    raise ConfigError(
+        f"no {DISTRO_FILE} found in {start} or any parent folder",
+        hint="run inside a distribution repository, pass --root DIR, or create one with `conda-distro sandbox DIR`",
+    )
+
+
+def _line_for(doc: Any, loc: tuple) -> int | None:
+    node, line = doc, getattr(doc, "line", None)
+    for part in loc:
+        if isinstance(node, LDict) and isinstance(part, str) and part in node:
+            line = node.line_of(part)
+            node = node[part]
+        elif isinstance(node, LList) and isinstance(part, int) and part < len(node):
+            line = node.line_of(part)
+            node = node[part]
+        else:
+            break
+    return line
+
+
+def _model_for(loc: tuple) -> type[BaseModel]:
+    model: type[BaseModel] = DistroConfig
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        ann = getattr(field, "annotation", None)
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            model = ann
+        else:
+            break
+    return model
+
+
+def _to_config_error(exc: ValidationError, doc: Any, path: Path) -> ConfigError:
+    err = exc.errors()[0]
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    field = ".".join(str(p) for p in loc) or None
+    line = _line_for(doc, loc)
+    if err["type"] == "extra_forbidden":
+        key = str(loc[-1])
+        known = list(_model_for(loc[:-1]).model_fields)
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
+        hint = f"did you mean '{close[0]}'?" if close else f"known keys here: {', '.join(known)}"
+        return ConfigError(f"unknown key '{key}'", path=path, field=field, line=line, hint=hint)
+    if err["type"] == "missing":
+        return ConfigError("required key is missing", path=path, field=field, line=line,
+                           hint=f"add '{loc[-1]}:' (see the README's distro.yaml section)")
+    msg = err["msg"].removeprefix("Value error, ")
+    return ConfigError(msg, path=path, field=field, line=line, hint="see the README's distro.yaml section")
+
+
+def load_config(root: Path) -> Distro:
+    path = root / DISTRO_FILE
+    if not path.is_file():
+        raise ConfigError(f"{DISTRO_FILE} not found", path=path, hint="pass --root pointing at a distribution repository")
+    doc = load_fast_file(path)
+    if not isinstance(doc, dict):
+        raise ConfigError("distro.yaml must be a mapping of keys", path=path, line=getattr(doc, "line", 1))
+    try:
+        config = DistroConfig.model_validate(doc)
+    except ValidationError as exc:
+        raise _to_config_error(exc, doc, path) from None
+    return Distro(config, root.resolve())

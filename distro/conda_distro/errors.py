@@ -1,0 +1,109 @@
+"""One error tree for the whole tool, and the exit codes, defined once.
+
+Every error a user can cause derives from :class:`DistroError`: it carries the file and field
+(or line) it is about and a hint saying what to do. The CLI turns any of them into exit code 2
+in one place (``conda_distro.cli``); helpers never call ``sys.exit``.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+
+
+class ExitCode(enum.IntEnum):
+    """Stable exit codes of every command (spec §2)."""
+
+    OK = 0
+    FAILURES = 1  # the command ran and found failures
+    BAD_INPUT = 2  # bad input or usage; nothing was written
+
+
+class DistroError(Exception):
+    """Base of every user-facing error. ``exit_code`` is always BAD_INPUT unless a child says otherwise."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        field: str | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.field = field
+        self.line = line
+        self.hint = hint
+
+    @property
+    def location(self) -> str:
+        """``file:line (field)`` as far as known."""
+        parts = []
+        if self.path:
+            parts.append(self.path + (f":{self.line}" if self.line else ""))
+        if self.field:
+            parts.append(f"field '{self.field}'")
+        return ", ".join(parts)
+
+    def __str__(self) -> str:
+        loc = self.location
+        return f"{loc}: {self.message}" if loc else self.message
+
+    def to_dict(self) -> dict:
+        return {
+            "error": type(self).__name__,
+            "message": self.message,
+            "path": self.path,
+            "field": self.field,
+            "line": self.line,
+            "hint": self.hint,
+        }
+
+
+class ConfigError(DistroError):
+    """distro.yaml is missing, malformed or has bad values."""
+
+
+class RecipeError(DistroError):
+    """A recipe.yaml cannot be read or understood."""
+
+
+class SpecError(RecipeError):
+    """A dependency spec does not parse."""
+
+
+class GraphError(DistroError):
+    """The dependency graph is not a DAG, or names an unknown package."""
+
+
+class GitError(DistroError):
+    """A git reference or repository problem."""
+
+
+class UsageError(DistroError):
+    """Bad combination of command-line arguments."""
+
+
+class EngineUnavailableError(DistroError):
+    """An optional backend (conda-build, libmambapy) was asked for but is not installed."""
+
+
+class ChannelError(DistroError):
+    """A channel cannot be read or written."""
+
+
+class LedgerError(DistroError):
+    """A channel_state/ file is corrupt or has the wrong schema."""
+
+
+class ProposalError(DistroError):
+    """A proposals/*.yaml file is malformed."""
+
+
+class LockTimeoutError(DistroError):
+    """Another process holds the lock for too long."""

@@ -1,0 +1,51 @@
+"""Git questions the flows ask (gitpython): which recipes changed, who last touched a recipe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conda_distro.errors import GitError
+
+
+def _repo(root: Path):
+    import git
+
+    try:
+        return git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise GitError(f"{root} is not inside a git repository", path=root,
+                       hint="--changed-since needs the distribution to be a git checkout") from None
+
+
+def changed_files(root: Path, ref: str) -> list[str]:
+    """Paths (relative to ``root``) changed between ``ref`` and the working tree, untracked included."""
+    import git
+
+    repo = _repo(root)
+    try:
+        base = repo.commit(ref)
+    except (git.BadName, ValueError, git.GitCommandError):
+        raise GitError(f"unknown git reference '{ref}'", field="--changed-since",
+                       hint="pass a branch, tag or commit that exists, e.g. origin/main or HEAD~1") from None
+    top = Path(repo.working_tree_dir).resolve()
+    names = set(repo.git.diff("--name-only", base.hexsha, "--").splitlines())
+    names |= set(repo.untracked_files)
+    rel_root = root.resolve().relative_to(top) if root.resolve() != top else Path()
+    out = []
+    for n in names:
+        p = Path(n)
+        try:
+            out.append(p.relative_to(rel_root).as_posix() if rel_root.parts else p.as_posix())
+        except ValueError:
+            continue
+    return sorted(out)
+
+
+def changed_recipes(root: Path, ref: str) -> list[str]:
+    """Recipe folder names with any change under recipes/<name>/."""
+    names = set()
+    for path in changed_files(root, ref):
+        parts = path.split("/")
+        if len(parts) >= 3 and parts[0] == "recipes":
+            names.add(parts[1])
+    return sorted(names)

@@ -1,0 +1,98 @@
+"""RecipeGraph: dependency order among distribution packages (run + host requirements)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+import networkx as nx
+
+from conda_distro.errors import GraphError
+from conda_distro.recipe import Recipe
+
+GRAPH_SECTIONS = ("host", "run")
+
+
+@dataclass
+class RecipeGraph:
+    """Edges point from a dependency to its dependent (``torchvision -> timm``)."""
+
+    g: nx.DiGraph
+
+    @classmethod
+    def from_recipes(cls, recipes: Mapping[str, Recipe], check_cycles: bool = True) -> "RecipeGraph":
+        g = nx.DiGraph()
+        by_pkg = {r.name: folder for folder, r in recipes.items()}
+        g.add_nodes_from(sorted(recipes))
+        for folder, recipe in recipes.items():
+            for dep in recipe.deps(*GRAPH_SECTIONS):
+                target = by_pkg.get(dep.name)
+                if target is not None and target != folder:
+                    g.add_edge(target, folder)
+        graph = cls(g)
+        if check_cycles:
+            graph.check_acyclic()
+        return graph
+
+    def check_acyclic(self) -> None:
+        try:
+            cycle = nx.find_cycle(self.g)
+        except nx.NetworkXNoCycle:
+            return
+        names = [u for u, _ in cycle] + [cycle[0][0]]
+        raise GraphError(f"dependency cycle: {' -> '.join(names)}", field="requirements",
+                         hint="a distribution package cannot depend on itself through others; break the cycle")
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.g.nodes)
+
+    def order(self, subset: Iterable[str] | None = None) -> list[str]:
+        """Dependencies first; ties broken by name so the order is stable."""
+        g = self.g if subset is None else self.g.subgraph(set(subset))
+        return list(nx.lexicographical_topological_sort(g))
+
+    def levels(self, subset: Iterable[str] | None = None) -> list[list[str]]:
+        g = self.g if subset is None else self.g.subgraph(set(subset))
+        return [sorted(level) for level in nx.topological_generations(g)]
+
+    def dependencies(self, name: str) -> set[str]:
+        """Direct distribution dependencies."""
+        return set(self.g.predecessors(name))
+
+    def dependents(self, name: str) -> set[str]:
+        return set(self.g.successors(name))
+
+    def ancestors(self, name: str) -> set[str]:
+        return nx.ancestors(self.g, name)
+
+    def descendants(self, name: str) -> set[str]:
+        return nx.descendants(self.g, name)
+
+    def affected(self, changed: Iterable[str]) -> list[str]:
+        """changed ∪ transitive reverse dependencies, in dependency order."""
+        out: set[str] = set()
+        for name in changed:
+            if name in self.g:
+                out.add(name)
+                out |= nx.descendants(self.g, name)
+        return self.order(out)
+
+    def shards(self, names: list[str], n: int) -> list[list[list[str]]]:
+        """Split each dependency level of ``names`` over ``n`` shards: shards[i] = levels for runner i."""
+        out: list[list[list[str]]] = [[] for _ in range(max(1, n))]
+        for level in self.levels(names):
+            for i in range(len(out)):
+                out[i].append(level[i:: len(out)])
+        return out
+
+    def to_dot(self, highlight: Iterable[str] = ()) -> str:
+        hl = set(highlight)
+        lines = ["digraph distribution {", "  rankdir=LR;", "  node [shape=box, fontname=Helvetica];"]
+        for n in self.names:
+            style = ' [style=filled, fillcolor="#ffd27f"]' if n in hl else ""
+            lines.append(f'  "{n}"{style};')
+        for u, v in sorted(self.g.edges):
+            lines.append(f'  "{u}" -> "{v}";')
+        lines.append("}")
+        return "\n".join(lines) + "\n"

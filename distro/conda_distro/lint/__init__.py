@@ -1,0 +1,126 @@
+"""Recipe lint: run every registered check over the distribution's recipes, optionally fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conda_distro.distribution import Distribution
+from conda_distro.errors import DistroError, ExitCode
+from conda_distro.lint import checks as _checks  # noqa: F401  (registers the checks)
+from conda_distro.lint.base import CHECKS, Check, Finding, Severity
+from conda_distro.lint.context import LintContext
+from conda_distro.recipe import Recipe, load_recipe
+from conda_distro.yamlio import atomic_write_text, dump_roundtrip
+
+__all__ = ["CHECKS", "Check", "Finding", "LintOptions", "LintResult", "Severity", "lint_distribution"]
+
+
+@dataclass(frozen=True)
+class LintOptions:
+    names: tuple[str, ...] = ()  # recipe folder names; empty = all
+    fix: bool = False
+    only: tuple[str, ...] = ()  # run only these check ids
+    include_warnings: bool = True
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)  # paths rewritten by --fix
+    malformed: bool = False  # some input could not be read at all (exit 2)
+
+    @property
+    def errors(self) -> int:
+        return sum(f.severity == Severity.ERROR.value for f in self.findings)
+
+    @property
+    def warnings(self) -> int:
+        return sum(f.severity == Severity.WARNING.value for f in self.findings)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.malformed:
+            return ExitCode.BAD_INPUT
+        return ExitCode.FAILURES if self.errors else ExitCode.OK
+
+    def to_dict(self) -> dict:
+        return {
+            "findings": [f.to_dict() for f in self.findings],
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "fixed": self.fixed,
+        }
+
+
+def _error_finding(exc: DistroError, ctx: LintContext, recipe: str) -> Finding:
+    path = Path(exc.path) if exc.path else ctx.distro.recipes_dir / recipe
+    return Finding(recipe=recipe, check="recipe-invalid", severity="error", message=exc.message,
+                   path=ctx.relpath(path), line=exc.line, hint=exc.hint)
+
+
+def selected_checks(only: tuple[str, ...] = ()) -> list[Check]:
+    unknown = [c for c in only if c not in CHECKS]
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], CHECKS, n=1)
+        raise DistroError(f"unknown check id '{unknown[0]}'", field="--check",
+                          hint=f"did you mean '{close[0]}'?" if close else "see `conda-distro lint --list-checks`")
+    return [CHECKS[c]() for c in (only or sorted(CHECKS))]
+
+
+def lint_recipe(recipe: Recipe, ctx: LintContext, checks: list[Check]) -> list[Finding]:
+    out: list[Finding] = []
+    skip = set(recipe.skip_lints)
+    for check in checks:
+        if check.id not in skip:
+            out.extend(check.findings(recipe, ctx))
+    return out
+
+
+def _apply_fixes(recipe: Recipe, findings: list[Finding], ctx: LintContext) -> bool:
+    ids = {f.check for f in findings if f.fixable}
+    if not ids:
+        return False
+    doc, y = recipe.roundtrip()
+    changed = False
+    for cid in sorted(ids):
+        changed |= CHECKS[cid]().fix(recipe, doc, ctx)
+    if changed:
+        atomic_write_text(recipe.path, dump_roundtrip(doc, y))
+    return changed
+
+
+def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) -> LintResult:
+    ctx = LintContext(dist.distro, names={r.name for r in dist.recipes.values()})
+    checks = selected_checks(options.only)
+    result = LintResult()
+    names = list(options.names) or sorted(set(dist.recipes) | {_folder(e) for e in dist.errors})
+    errors_by_folder = {_folder(e): e for e in dist.errors}
+    for name in names:
+        if name in errors_by_folder:
+            result.findings.append(_error_finding(errors_by_folder[name], ctx, name))
+            result.malformed = True
+            continue
+        recipe = dist.get(name)
+        findings = lint_recipe(recipe, ctx, checks)
+        if options.fix and _apply_fixes(recipe, findings, ctx):
+            result.fixed.append(ctx.relpath(recipe.path))
+            try:
+                recipe = load_recipe(recipe.path, recipe.platform)
+            except DistroError as exc:  # pragma: no cover - a fix must never break a recipe
+                result.findings.append(_error_finding(exc, ctx, name))
+                result.malformed = True
+                continue
+            findings = lint_recipe(recipe, ctx, checks)
+        result.malformed |= any(CHECKS[f.check].fatal for f in findings)
+        result.findings.extend(findings)
+    if not options.include_warnings:
+        result.findings = [f for f in result.findings if f.severity == Severity.ERROR.value]
+    result.findings.sort(key=lambda f: (f.path, f.line or 0, f.check))
+    return result
+
+
+def _folder(exc: DistroError) -> str:
+    return Path(exc.path).parent.name if exc.path else "?"

@@ -1,0 +1,82 @@
+"""Lint framework: one small class per check, registered by id; its docstring is the help text."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Iterable, Iterator
+
+from conda_distro.recipe import Recipe
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Finding:
+    recipe: str
+    check: str
+    severity: str
+    message: str
+    path: str
+    line: int | None
+    hint: str | None = None
+    fixable: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What a check yields: the message, the line, and (optionally) a more specific hint."""
+
+    message: str
+    line: int | None = None
+    hint: str | None = None
+
+
+CHECKS: dict[str, type["Check"]] = {}
+
+
+class Check:
+    """Base of all checks. Subclasses set ``id``, ``severity``, ``hint`` and implement ``run``."""
+
+    id: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.ERROR
+    hint: ClassVar[str] = ""
+    fatal: ClassVar[bool] = False  # findings mean the input is malformed (exit 2), not merely non-compliant
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if getattr(cls, "id", None):
+            if cls.id in CHECKS:
+                raise RuntimeError(f"duplicate lint check id {cls.id}")
+            CHECKS[cls.id] = cls
+
+    @classmethod
+    def explanation(cls) -> str:
+        return " ".join((cls.__doc__ or "").split())
+
+    @property
+    def fixable(self) -> bool:
+        return type(self).fix is not Check.fix
+
+    def run(self, recipe: Recipe, ctx: "LintContext") -> Iterable[Problem]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fix(self, recipe: Recipe, doc: Any, ctx: "LintContext") -> bool:
+        """Edit the ruamel round-trip ``doc`` in place; return True when something changed."""
+        return False
+
+    def findings(self, recipe: Recipe, ctx: "LintContext") -> Iterator[Finding]:
+        for p in self.run(recipe, ctx):
+            yield Finding(
+                recipe=recipe.folder.name, check=self.id, severity=self.severity.value, message=p.message,
+                path=ctx.relpath(recipe.path), line=p.line, hint=p.hint or self.hint or None, fixable=self.fixable,
+            )
+
+
+from conda_distro.lint.context import LintContext  # noqa: E402  (circular typing only)

@@ -1,0 +1,477 @@
+"""The lint checks. Each class is one check; its docstring is what `conda-distro lint --explain` shows."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from conda_distro.lint.base import CHECKS, Check, Problem, Severity
+from conda_distro.lint.context import LintContext
+from conda_distro.recipe import SECTIONS, Recipe
+from conda_distro.specs import admits, admitted_minors, granularity_name, has_upper_bound
+
+HANDLE_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
+SPDX_RE = re.compile(r"^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*$|^\(.*\)$")
+_SPDX_BAD_WORDS = re.compile(r"\b(license|licence|other|unknown|see|custom)\b", re.I)
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+# ------------------------------------------------------------------ maintainers
+
+
+class MaintainersMissing(Check):
+    """Every recipe lists at least one GitHub handle in extra.recipe-maintainers: someone answers for it
+    when a PyTorch release breaks it."""
+
+    id = "maintainers-missing"
+    hint = "add extra: {recipe-maintainers: [your-github-handle]} (a team such as conda-distro/core is fine)"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if not recipe.maintainers:
+            yield Problem("no recipe maintainers listed", recipe.line_of("extra.recipe-maintainers") if "extra.recipe-maintainers" in recipe.lines else recipe.line_of("extra"))
+
+
+class MaintainersMalformed(Check):
+    """Maintainers are GitHub handles (letters, digits, single hyphens, at most 39 characters) or
+    ORG/TEAM handles, written without a leading @."""
+
+    id = "maintainers-malformed"
+    hint = "write the bare handle, e.g. 'octocat' or 'conda-distro/core'"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        for m in recipe.maintainers:
+            if not HANDLE_RE.match(m):
+                yield Problem(f"'{m}' is not a GitHub handle", recipe.line_of("extra.recipe-maintainers"))
+
+
+class MaintainersDuplicate(Check):
+    """A maintainer is listed twice."""
+
+    id = "maintainers-duplicate"
+    severity = Severity.WARNING
+    hint = "remove the repeated handle (lint --fix does it)"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        seen: set[str] = set()
+        for m in recipe.maintainers:
+            if m.lower() in seen:
+                yield Problem(f"maintainer '{m}' is listed more than once", recipe.line_of("extra.recipe-maintainers"))
+            seen.add(m.lower())
+
+    def fix(self, recipe: Recipe, doc: Any, ctx: LintContext) -> bool:
+        lst = doc.get("extra", {}).get("recipe-maintainers")
+        if not isinstance(lst, list):
+            return False
+        changed = False
+        for i in reversed(range(len(lst))):
+            if str(lst[i]).lower() in {str(x).lower() for x in lst[:i]}:
+                del lst[i]
+                changed = True
+        return changed
+
+
+# ------------------------------------------------------------------ pins
+
+
+class SpecSyntax(Check):
+    """Every requirement parses as a conda MatchSpec (rattler's strict parser): 'pytorch 2.5' is
+    ambiguous (it means ==2.5), 'pytorch >=2,,<3' is broken."""
+
+    id = "spec-syntax"
+    fatal = True
+    hint = "write 'name >=LOW,<HIGH' or 'name X.Y.*'"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        for dep in recipe.deps(*SECTIONS):
+            if dep.spec is not None and not dep.spec.ok:
+                yield Problem(f"requirements.{dep.section}: cannot parse '{dep.raw}': {dep.spec.error}", dep.line)
+        for dep in recipe.run_exports:
+            if dep.spec is not None and not dep.spec.ok:
+                yield Problem(f"run_exports: cannot parse '{dep.raw}': {dep.spec.error}", dep.line)
+
+
+class RunDepUnbounded(Check):
+    """Every run requirement has an upper bound (policy.upper_bounds; names in policy.unbounded_allowed
+    are exempt). A bare host requirement whose package exports an upper-bounded run_export (conda-forge's
+    pytorch exports 'pytorch >=X.Y,<X.(Y+1)') counts as bounded. Upper bounds are what let the
+    distribution promise that `conda install` of today's packages still works after tomorrow's releases."""
+
+    id = "run-dep-unbounded"
+    hint = "add an upper bound, e.g. 'numpy >=1.24,<3' (or list the package in policy.unbounded_allowed)"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        seen: set[str] = set()
+        for dep in recipe.deps("run"):
+            name = dep.name
+            if not name or name in seen or dep.func in ("compiler", "stdlib", "cdt"):
+                continue
+            if dep.spec is not None and not dep.spec.ok:
+                continue
+            seen.add(name)
+            if not ctx.needs_upper_bound(name) or name in ctx.names and dep.func == "pin_subpackage":
+                continue
+            if not ctx.is_bounded(recipe, name):
+                yield Problem(f"run requirement '{dep.raw}' has no upper bound", dep.line)
+
+
+class PytorchBoundGranularity(Check):
+    """The pin on pytorch is bounded at minor granularity (`pytorch >=2.4,<2.7`, not `<3` and not `<2.6.2`):
+    a bugfix release of PyTorch must never need a new downstream build, and a new minor release must be
+    tested before it is admitted."""
+
+    id = "pytorch-bound-granularity"
+    hint = "bound pytorch at a minor release: 'pytorch >=2.4,<2.7'"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        views = ctx.run_pins(recipe, ctx.pytorch)
+        if not views:
+            return
+        bounded = [v for v in views if v.granularity is not None]
+        if not bounded:
+            if ctx.needs_upper_bound(ctx.pytorch):
+                return  # run-dep-unbounded reports it
+            v = views[0]
+            yield Problem(f"'{v.dep.raw}' has only a floor: pytorch must be bounded at a minor release", v.dep.line)
+            return
+        best = min(bounded, key=lambda v: abs(v.granularity - 2))
+        if best.granularity != 2:
+            yield Problem(
+                f"'{best.dep.raw}' bounds pytorch at {granularity_name(best.granularity)} granularity, not minor",
+                best.dep.line)
+
+
+class PytorchLowerBound(Check):
+    """An explicit pytorch run pin has a floor, so that users with an older PyTorch get a solver
+    error rather than a broken import."""
+
+    id = "pytorch-lower-bound"
+    severity = Severity.WARNING
+    hint = "add a floor, e.g. 'pytorch >=2.4,<2.7'"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        for v in ctx.run_pins(recipe, ctx.pytorch):
+            if v.via == "spec" and v.version and has_upper_bound(v.version) and admits(v.version, "0.0.1"):
+                yield Problem(f"'{v.dep.raw}' has no lower bound", v.dep.line)
+
+
+class PytorchPinAdmitsRelease(Check):
+    """The pytorch pin admits at least one release listed in distro.yaml (pytorch.releases); otherwise
+    the package can never be tested or installed from the distribution."""
+
+    id = "pytorch-pin-no-release"
+    hint = "widen the pin to cover a supported release, or add the release to distro.yaml"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        pins = [d for d in recipe.deps("run", "host") if d.name == ctx.pytorch and d.spec is not None and d.spec.ok]
+        for d in pins:
+            if d.version and not any(admits(d.version, r) for r in ctx.releases):
+                yield Problem(f"'{d.raw}' admits none of the supported releases ({', '.join(ctx.releases)})", d.line)
+
+
+class LockstepOneMinor(Check):
+    """Packages marked extra.pytorch-lockstep (torchvision-like, versioned with PyTorch's minor) pin
+    pytorch to exactly one minor release, e.g. 'pytorch >=2.5,<2.6'."""
+
+    id = "lockstep-pin-one-minor"
+    hint = "pin pytorch to one minor: 'pytorch >=2.5,<2.6' (or 'pytorch 2.5.*')"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if not recipe.lockstep:
+            return
+        explicit = [d for d in recipe.deps("run") if d.name == ctx.pytorch and d.spec is not None and d.spec.ok and d.version]
+        host = [d for d in recipe.deps("host") if d.name == ctx.pytorch and d.spec is not None and d.spec.ok and d.version]
+        candidates = explicit or host
+        if not candidates:
+            line = recipe.line_of("requirements")
+            yield Problem("lockstep package does not pin pytorch to a version", line)
+            return
+        for d in candidates:
+            n = len(admitted_minors(d.version))
+            if n != 1:
+                yield Problem(f"'{d.raw}' admits {n} minor releases of pytorch; a lockstep package admits one", d.line)
+
+
+class PytorchMissing(Check):
+    """A package in the PyTorch distribution depends on pytorch, directly or through another
+    distribution package. Packages that do not belong in conda-forge, not here."""
+
+    id = "pytorch-missing"
+    severity = Severity.WARNING
+    hint = "add pytorch to requirements.run, or propose the package to conda-forge instead"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        names = recipe.dep_names("run", "host")
+        if ctx.pytorch not in names and not (names & ctx.names) and recipe.name != ctx.pytorch:
+            yield Problem("the recipe depends neither on pytorch nor on a distribution package", recipe.line_of("requirements"))
+
+
+class DuplicateDeps(Check):
+    """A package appears twice in the same requirements section (outside if/then branches)."""
+
+    id = "duplicate-deps"
+    hint = "keep one entry per package per section (lint --fix removes exact repeats)"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        for section in SECTIONS:
+            seen: dict[str, int] = {}
+            for d in recipe.deps(section):
+                if d.conditional or not d.name or d.func in ("compiler", "stdlib", "cdt"):
+                    continue
+                if d.name in seen:
+                    yield Problem(f"requirements.{section}: '{d.name}' is listed twice (lines {seen[d.name]} and {d.line})", d.line)
+                else:
+                    seen[d.name] = d.line
+
+    def fix(self, recipe: Recipe, doc: Any, ctx: LintContext) -> bool:
+        changed = False
+        reqs = doc.get("requirements") or {}
+        for section in SECTIONS:
+            lst = reqs.get(section)
+            if not isinstance(lst, list):
+                continue
+            for i in range(len(lst) - 1, -1, -1):
+                item = lst[i]
+                if isinstance(item, str) and item.strip() in {x.strip() for x in lst[:i] if isinstance(x, str)}:
+                    del lst[i]
+                    changed = True
+        return changed
+
+
+# ------------------------------------------------------------------ build
+
+
+class BuildNumberMissing(Check):
+    """build.number is set explicitly: every rebuild of the same version (pin widened, fix) bumps it, and
+    the artifact filename must never be reused."""
+
+    id = "build-number-missing"
+    hint = "add build: {number: 0} (lint --fix does it)"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if recipe.build_number is None:
+            yield Problem("build.number is not set", recipe.line_of("build"))
+
+    def fix(self, recipe: Recipe, doc: Any, ctx: LintContext) -> bool:
+        from ruamel.yaml.comments import CommentedMap
+
+        if "outputs" in doc:
+            return False
+        build = doc.get("build")
+        if build is None:
+            build = CommentedMap()
+            keys = list(doc.keys())
+            pos = keys.index("source") + 1 if "source" in keys else (keys.index("package") + 1 if "package" in keys else len(keys))
+            doc.insert(pos, "build", build)
+        build.insert(0, "number", 0)
+        return True
+
+
+class FolderNameMismatch(Check):
+    """The recipe folder is named after the package (recipes/<package.name>/recipe.yaml)."""
+
+    id = "folder-name-mismatch"
+    hint = "rename the folder to the package name"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if recipe.folder.name != recipe.name:
+            yield Problem(f"folder '{recipe.folder.name}' holds package '{recipe.name}'", recipe.line_of("package.name"))
+
+
+class VersionPrefix(Check):
+    """The version is the upstream version without a leading 'v' (git tags often have one; conda versions do not)."""
+
+    id = "version-v-prefix"
+    hint = "drop the leading 'v' (lint --fix does it)"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if recipe.version[:1] in ("v", "V"):
+            yield Problem(f"version '{recipe.version}' starts with 'v'", recipe.line_of("package.version"))
+
+    def fix(self, recipe: Recipe, doc: Any, ctx: LintContext) -> bool:
+        for holder, key in ((doc.get("context") or {}, "version"), (doc.get("package") or {}, "version")):
+            value = holder.get(key)
+            if isinstance(value, str) and value[:1] in ("v", "V") and "${{" not in value:
+                holder[key] = type(value)(value[1:]) if type(value) is not str else value[1:]
+                return True
+        return False
+
+
+class VersionInvalid(Check):
+    """The version is a valid conda version (no spaces, no '-', no '${{' left after rendering)."""
+
+    id = "version-invalid"
+    fatal = True
+    hint = "use the upstream version, e.g. 1.2.0 (a '-' becomes '_')"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        from rattler import Version
+        from rattler.exceptions import InvalidVersionError
+
+        v = recipe.version.removeprefix("v").removeprefix("V")  # version-v-prefix reports that one
+        try:
+            if "-" in v or " " in v:
+                raise InvalidVersionError(v)
+            Version(v)
+        except (InvalidVersionError, ValueError):
+            yield Problem(f"'{v}' is not a valid conda version", recipe.line_of("package.version"))
+
+
+class NoarchPythonNeedsPython(Check):
+    """A noarch: python package lists python in both host and run requirements; without it the
+    build has no site-packages and the package installs into any environment."""
+
+    id = "noarch-python-missing-python"
+    hint = "add python to requirements.host and requirements.run (e.g. 'python >=3.10')"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if recipe.noarch != "python":
+            return
+        for section in ("host", "run"):
+            if "python" not in recipe.dep_names(section):
+                yield Problem(f"noarch: python package has no python in requirements.{section}", recipe.line_of("requirements"))
+
+
+class NoarchWithCompiler(Check):
+    """A noarch package cannot use compilers: compiled code is platform-specific."""
+
+    id = "noarch-with-compiler"
+    hint = "drop noarch, or drop the compiler requirement"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if recipe.noarch:
+            for d in recipe.deps("build"):
+                if d.func == "compiler":
+                    yield Problem(f"noarch: {recipe.noarch} package uses compiler('{d.name}')", d.line)
+
+
+# ------------------------------------------------------------------ tests
+
+
+class TestsMissing(Check):
+    """Every recipe has tests: the distribution's promise rests on testing each artifact against every
+    supported PyTorch release."""
+
+    id = "tests-missing"
+    hint = "add tests: [{python: {imports: [yourpkg]}}] and a script test exercising the torch API you use"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        runnable = [t for t in recipe.tests if isinstance(t, dict) and set(t) & {"python", "script", "downstream", "r", "perl"}]
+        if not runnable:
+            yield Problem("no runnable tests (python imports or a script)", recipe.line_of("tests") if "tests" in recipe.lines else 1)
+
+
+class PythonImportTest(Check):
+    """A python package has a `python: imports:` test; it is the cheapest test that catches a broken
+    install."""
+
+    id = "tests-no-import"
+    severity = Severity.WARNING
+    hint = "add tests: [{python: {imports: [yourpkg]}}]"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if recipe.noarch == "python" and recipe.tests and not any(isinstance(t, dict) and "python" in t for t in recipe.tests):
+            yield Problem("python package without a 'python: imports:' test", recipe.line_of("tests"))
+
+
+# ------------------------------------------------------------------ about / source
+
+
+class LicenseMissing(Check):
+    """about.license is set: redistributing a package requires knowing its license."""
+
+    id = "license-missing"
+    hint = "add about: {license: BSD-3-Clause} (an SPDX identifier)"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if not str(recipe.about.get("license") or "").strip():
+            yield Problem("about.license is missing", recipe.line_of("about"))
+
+
+class LicenseSpdx(Check):
+    """about.license is an SPDX expression (e.g. 'BSD-3-Clause', 'MIT OR Apache-2.0')."""
+
+    id = "license-not-spdx"
+    severity = Severity.WARNING
+    hint = "use the SPDX identifier, see https://spdx.org/licenses/"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        lic = str(recipe.about.get("license") or "").strip()
+        if lic and (not SPDX_RE.match(lic) or _SPDX_BAD_WORDS.search(lic)):
+            yield Problem(f"license '{lic}' does not look like an SPDX expression", recipe.line_of("about.license"))
+
+
+class LicenseFileMissing(Check):
+    """about.license_file names the license text shipped in the package."""
+
+    id = "license-file-missing"
+    severity = Severity.WARNING
+    hint = "add about: {license_file: LICENSE}"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if recipe.about.get("license") and not recipe.about.get("license_file"):
+            yield Problem("about.license_file is missing", recipe.line_of("about"))
+
+
+class SummaryMissing(Check):
+    """about.summary says in one line what the package is; it is shown by `conda search` and on the status page."""
+
+    id = "summary-missing"
+    severity = Severity.WARNING
+    hint = "add about: {summary: ...}"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if not str(recipe.about.get("summary") or "").strip():
+            yield Problem("about.summary is missing", recipe.line_of("about"))
+
+
+class HomepageMissing(Check):
+    """about.homepage (or repository) points users to the project."""
+
+    id = "homepage-missing"
+    severity = Severity.WARNING
+    hint = "add about: {homepage: https://...}"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if not (recipe.about.get("homepage") or recipe.about.get("repository")):
+            yield Problem("about.homepage is missing", recipe.line_of("about"))
+
+
+class SourceSha256(Check):
+    """Every url source has a sha256 checksum, so that a changed upstream tarball fails loudly."""
+
+    id = "source-missing-sha256"
+    hint = "add sha256: (e.g. from `pip download --no-deps --no-binary :all: NAME==VER` and `sha256sum`)"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        for s in recipe.sources:
+            if s.url and not s.sha256:
+                yield Problem(f"source {s.url} has no sha256", s.line)
+            elif s.sha256 and not SHA256_RE.match(s.sha256):
+                yield Problem(f"sha256 '{s.sha256}' is not 64 lowercase hex digits", s.line)
+
+
+class SourceUrlVersion(Check):
+    """A url source names the version (through ${{ version }}), so that a version bump cannot silently
+    keep building the old tarball."""
+
+    id = "source-url-without-version"
+    severity = Severity.WARNING
+    hint = "write the url with ${{ version }} in it"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        for s in recipe.sources:
+            if s.url and recipe.version not in s.url:
+                yield Problem(f"source url does not contain the version {recipe.version}", s.line)
+
+
+class SkipLintsUnknown(Check):
+    """extra.skip-lints names only existing check ids."""
+
+    id = "skip-lints-unknown"
+    severity = Severity.WARNING
+    hint = "see `conda-distro lint --list-checks` for the ids"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        for s in recipe.skip_lints:
+            if s not in CHECKS:
+                yield Problem(f"extra.skip-lints names unknown check '{s}'", recipe.line_of("extra"))

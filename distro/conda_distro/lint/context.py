@@ -1,0 +1,111 @@
+"""What checks need besides the recipe: policy, releases, distribution names, run_exports."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from conda_distro.config import Distro, UpperBounds
+from conda_distro.recipe import Dep, Recipe
+from conda_distro.specs import parse_spec, pin_granularity, upper_granularity
+
+
+@dataclass
+class PinView:
+    """How a run requirement on one package is bounded, whatever form the recipe used."""
+
+    dep: Dep
+    version: str | None  # a version spec when there is one (explicit or derived)
+    granularity: int | None  # upper-bound granularity: 1 major, 2 minor, 3+ finer; None unbounded
+    via: str  # "spec" | "pin_compatible" | "run_exports"
+
+
+@dataclass
+class LintContext:
+    distro: Distro
+    names: set[str] = field(default_factory=set)  # package names in the distribution
+
+    @property
+    def config(self):
+        return self.distro.config
+
+    @property
+    def pytorch(self) -> str:
+        return self.config.pytorch.name
+
+    @property
+    def releases(self) -> list[str]:
+        return self.config.pytorch.releases
+
+    def relpath(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.distro.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def needs_upper_bound(self, name: str) -> bool:
+        mode = self.config.policy.upper_bounds
+        if mode is UpperBounds.OFF or name in self.config.policy.unbounded_allowed or name.startswith("__"):
+            return False
+        return mode is UpperBounds.REQUIRED or name == self.pytorch
+
+    @cached_property
+    def upstream_run_exports(self) -> dict[str, int]:
+        """name -> granularity of the upper bound its upstream package exports (from run_exports.json
+        in local upstream channels, as conda-forge publishes it)."""
+        out: dict[str, int] = {}
+        for ref in self.config.channels.upstream:
+            if not self.distro.is_local_ref(ref):
+                continue
+            base = self.distro.resolve_local(ref)
+            for subdir in self.distro.subdirs:
+                f = base / subdir / "run_exports.json"
+                if not f.is_file():
+                    continue
+                try:
+                    data = json.loads(f.read_text())
+                except (OSError, ValueError):
+                    continue
+                for key in ("packages", "packages.conda"):
+                    for entry in (data.get(key) or {}).values():
+                        rex = entry.get("run_exports") or {}
+                        for spec in (rex.get("weak") or []) + (rex.get("strong") or []):
+                            p = parse_spec(spec)
+                            g = upper_granularity(p.version) if p.ok else None
+                            if g is not None:
+                                out[p.name] = max(out.get(p.name, 0), g)
+        return out
+
+    def run_exports_granularity(self, name: str) -> int | None:
+        if name in self.upstream_run_exports:
+            return self.upstream_run_exports[name]
+        pin = self.config.policy.run_exports.get(name)
+        return pin_granularity(pin) if pin else None
+
+    def run_pins(self, recipe: Recipe, name: str) -> list[PinView]:
+        """Every way the recipe's run requirements constrain ``name``."""
+        views: list[PinView] = []
+        host = [d for d in recipe.deps("host") if d.name == name]
+        for d in recipe.deps("run"):
+            if d.name != name:
+                continue
+            if d.func in ("pin_compatible", "pin_subpackage"):
+                if d.kw("exact", "False").lower() == "true":
+                    g = 99
+                else:
+                    ub = d.kw("upper_bound", d.kw("max_pin", "'x'")).strip("'\"")
+                    g = None if ub in ("", "None") else pin_granularity(ub)
+                host_version = next((h.version for h in host if h.spec and h.spec.ok), None)
+                views.append(PinView(d, host_version, g, "pin_compatible"))
+            elif d.spec is not None and d.spec.ok:
+                views.append(PinView(d, d.version, upper_granularity(d.version), "spec"))
+        bare_host = next((h for h in host if h.spec is not None and h.spec.ok), None)
+        g = self.run_exports_granularity(name) if bare_host is not None else None
+        if g is not None:
+            views.append(PinView(bare_host, bare_host.version, g, "run_exports"))
+        return views
+
+    def is_bounded(self, recipe: Recipe, name: str) -> bool:
+        return any(v.granularity is not None for v in self.run_pins(recipe, name))

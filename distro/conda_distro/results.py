@@ -1,0 +1,102 @@
+"""Typed results of builds and tests, and the store that keeps them under the build folder.
+
+The store (``build/results/``) is what `promote` reads: one JSON file per staging artifact with the
+outcome of every (release, variant) test run against it. Files are written atomically.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from conda_distro.errors import DistroError
+from conda_distro.yamlio import atomic_write_text
+
+SCHEMA_VERSION = 1
+BuildStatus = Literal["built", "skipped-existing", "failed", "blocked"]
+TestStatus = Literal["passed", "failed", "blocked"]
+Variant = Literal["cpu", "cuda"]
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BuildRecord(_Model):
+    name: str
+    version: str
+    artifact: str | None = None  # "<subdir>/<filename>" relative to the staging channel
+    sha256: str | None = None
+    status: BuildStatus
+    log: str | None = None  # path of the build log
+    reason: str | None = None  # why failed / blocked
+    variant: dict[str, str] = Field(default_factory=dict)  # variant keys used (e.g. {"pytorch": "2.5"})
+
+
+class TestRecord(_Model):
+    name: str
+    artifact: str
+    pytorch: str
+    variant: Variant
+    status: TestStatus
+    log: str | None = None
+    reason: str | None = None
+    date: dt.datetime = Field(default_factory=now)
+
+
+class ArtifactResults(_Model):
+    """Everything known about one staging artifact (one file in build/results/)."""
+
+    schema_version: int = SCHEMA_VERSION
+    artifact: str
+    name: str
+    version: str
+    sha256: str
+    depends: list[str] = Field(default_factory=list)
+    input_hash: str | None = None
+    tests: list[TestRecord] = Field(default_factory=list)
+
+    def latest(self) -> dict[tuple[str, str], TestRecord]:
+        out: dict[tuple[str, str], TestRecord] = {}
+        for t in sorted(self.tests, key=lambda t: t.date):
+            out[(t.pytorch, t.variant)] = t
+        return out
+
+    def record(self, test: TestRecord) -> None:
+        self.tests = [t for t in self.tests if (t.pytorch, t.variant) != (test.pytorch, test.variant)] + [test]
+
+
+class ResultsStore:
+    """build/results/<subdir>__<filename>.json, one per artifact."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def _path(self, artifact: str) -> Path:
+        return self.folder / (artifact.replace("/", "__") + ".json")
+
+    def get(self, artifact: str) -> ArtifactResults | None:
+        p = self._path(artifact)
+        if not p.is_file():
+            return None
+        try:
+            return ArtifactResults.model_validate(json.loads(p.read_text()))
+        except (ValueError, ValidationError) as exc:
+            raise DistroError(f"corrupt results file: {exc}".splitlines()[0], path=p,
+                              hint="delete it; the next `conda-distro build` re-tests the artifact") from None
+
+    def put(self, results: ArtifactResults) -> None:
+        atomic_write_text(self._path(results.artifact), results.model_dump_json(indent=2) + "\n")
+
+    def all(self) -> list[ArtifactResults]:
+        if not self.folder.is_dir():
+            return []
+        return [r for p in sorted(self.folder.glob("*.json")) if (r := self.get(p.name[:-5].replace("__", "/")))]
