@@ -50,6 +50,8 @@ class TestRecord(_Model):
     log: str | None = None
     reason: str | None = None
     date: dt.datetime = Field(default_factory=now)
+    key: str | None = None  # hash of everything the outcome depended on; same key = no need to re-test
+    cached: bool = False  # this run reused the stored outcome
 
 
 class ArtifactResults(_Model):

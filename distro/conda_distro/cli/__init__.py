@@ -14,6 +14,7 @@ from conda_distro.errors import DistroError, ExitCode
 
 # Each module registers its commands on ``app``.
 from conda_distro.cli import lint_cmd, graph_cmd  # noqa: E402,F401  isort: skip
+from conda_distro.cli import build_cmd, solve_cmd  # noqa: E402,F401  isort: skip
 
 
 def print_error(exc: DistroError) -> None:

@@ -1,0 +1,59 @@
+"""`conda-distro build`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json
+from conda_distro.distribution import load_distribution
+from conda_distro.engine.run import BuildOptions, BuildRun, run_build
+from conda_distro.progress import make_reporter
+
+
+def print_build_text(run: BuildRun) -> None:
+    if run.report is None:
+        out("plan (dry run; nothing built):")
+        for p in run.plan.packages:
+            out(f"  {p.name} {p.version}")
+            for v in p.variants:
+                out(f"    {v.action:14} {v.spec.artifact}")
+            out(f"    test against: {', '.join(str(t) for t in p.targets) or '(no supported release admitted)'}")
+        return
+    rep = run.report
+    out("builds:")
+    for b in rep.builds:
+        out(f"  {b.status:16} {b.artifact or b.name}" + (f"  ({b.reason})" if b.reason else ""))
+    out("tests:")
+    for t in rep.tests:
+        extra = f"  {t.reason}" if t.status != "passed" and t.reason else ""
+        log = f"  log: {t.log}" if t.status == "failed" and t.log else ""
+        out(f"  {t.status:8} {t.artifact}  pytorch {t.pytorch} ({t.variant}){' [unchanged]' if t.cached else ''}{extra}{log}")
+    n_fail = sum(t.status != "passed" for t in rep.tests) + sum(b.status in ("failed", "blocked") for b in rep.builds)
+    out("ok" if rep.ok else f"FAILED: {n_fail} failed or blocked build/test(s)")
+
+
+@app.command()
+def build(
+    names: Annotated[Optional[list[str]], typer.Argument(help="Packages that changed (their reverse dependencies are built too).", show_default=False)] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Build and test every package.")] = False,
+    changed_since: Annotated[Optional[str], typer.Option("--changed-since", help="Git ref: build recipes changed since it, and their dependents.")] = None,
+    pytorch: Annotated[Optional[list[str]], typer.Option("--pytorch", help="Test only against this release (repeatable).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Packages built/tested at once (processes).")] = 1,
+    engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
+    root: RootOpt = None,
+    format: FormatOpt = TextJson.text,
+) -> int:
+    """Build affected packages into staging in dependency order, then test each artifact against every
+    supported release × variant its pins admit."""
+    dist = load_distribution(root)
+    options = BuildOptions(names=tuple(names or ()), all=all_, changed_since=changed_since, pytorch=tuple(pytorch or ()),
+                           jobs=jobs, engine=engine, dry_run=dry_run)
+    run = run_build(dist, options, make_reporter() if not dry_run else None)
+    if format is TextJson.json:
+        print_json(run.to_dict())
+    else:
+        print_build_text(run)
+    return 0 if run.report is None else int(run.report.exit_code)

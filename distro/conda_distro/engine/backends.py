@@ -1,0 +1,234 @@
+"""Builders behind one small protocol: rattler-build (default, in-process Python API) and conda-build
+(optional, subprocess; used only when `conda-build` is on PATH and `--engine conda-build` is given).
+
+A backend turns plain data (:class:`BuildJob`, :class:`TestJob`) into plain data
+(:class:`BuildOutcome`, :class:`TestOutcome`), so jobs can cross a process boundary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Protocol
+
+from conda_distro.errors import EngineUnavailableError, RecipeError
+
+CLEAN_PATH = "/usr/bin:/bin"  # build/test scripts must not see the caller's venv (engine notes, gotcha 6)
+
+
+@contextlib.contextmanager
+def build_environment(cuda: str | None = None) -> Iterator[None]:
+    """PATH without the caller's venv; CONDA_OVERRIDE_CUDA set ("" = no GPU) when given."""
+    saved = {k: os.environ.get(k) for k in ("PATH", "CONDA_OVERRIDE_CUDA")}
+    os.environ["PATH"] = CLEAN_PATH
+    if cuda is not None:
+        os.environ["CONDA_OVERRIDE_CUDA"] = cuda
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """One rendered variant of a recipe, known before building."""
+
+    name: str
+    version: str
+    build_string: str
+    build_number: int
+    subdir: str
+    variant: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}-{self.version}-{self.build_string}.conda"
+
+    @property
+    def artifact(self) -> str:
+        return f"{self.subdir}/{self.filename}"
+
+
+@dataclass(frozen=True)
+class BuildJob:
+    recipe: Path
+    variant: VariantSpec
+    variant_config: dict[str, list[str]]
+    output_dir: Path
+    channels: tuple[str, ...]
+    log: Path
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    ok: bool
+    path: Path | None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class TestJob:
+    artifact: Path
+    channels: tuple[str, ...]
+    cuda: str  # CONDA_OVERRIDE_CUDA value: "" for the cpu variant
+    log: Path
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    ok: bool
+    message: str | None = None
+
+
+class Builder(Protocol):
+    name: str
+
+    def render(self, recipe: Path, variant_config: dict[str, list[str]]) -> list[VariantSpec]: ...
+
+    def build(self, job: BuildJob) -> BuildOutcome: ...
+
+    def test(self, job: TestJob) -> TestOutcome: ...
+
+
+def _write_log(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(str(line).rstrip("\n") for line in lines) + "\n", encoding="utf-8", errors="replace")
+
+
+_KNOWN_FAILURES = ("Script failed with status", "failed to setup test environment", "Error:", "error:")
+
+
+def _failure_line(output: list) -> str:
+    """The one line of a test's output that says why it failed."""
+    lines = [ln.strip() for chunk in output for ln in str(chunk).splitlines() if ln.strip()]
+    for needle in _KNOWN_FAILURES:
+        hit = next((ln for ln in reversed(lines) if needle in ln), None)
+        if hit:
+            return hit.split("failed to run test: ")[-1][:200]
+    return lines[-1][:200] if lines else "no output"
+
+
+class RattlerBuildBackend:
+    """py-rattler-build: render, build (tests skipped at build time), then `Package.run_tests` per target."""
+
+    name = "rattler-build"
+
+    def _variants(self, recipe: Path, variant_config: dict[str, list[str]]):
+        from rattler_build import RattlerBuildError, Stage0Recipe, VariantConfig
+
+        try:
+            return Stage0Recipe.from_file(str(recipe)).render(VariantConfig(variant_config))
+        except RattlerBuildError as exc:
+            raise RecipeError(f"rattler-build cannot render the recipe: {exc}", path=recipe,
+                              hint="run `conda-distro lint` and check the ${{ }} expressions") from None
+
+    def render(self, recipe: Path, variant_config: dict[str, list[str]]) -> list[VariantSpec]:
+        out = []
+        for v in self._variants(recipe, variant_config):
+            r = v.recipe
+            noarch = r.build.noarch
+            subdir = "noarch" if noarch else v.variant.get("target_platform", "linux-64")
+            used = {str(k): str(val) for k, val in v.variant.items() if k != "target_platform"}
+            out.append(VariantSpec(r.package.name, str(r.package.version), r.build.string, int(r.build.number),
+                                   subdir, used))
+        return out
+
+    def build(self, job: BuildJob) -> BuildOutcome:
+        from rattler_build import RattlerBuildError, ToolConfiguration
+
+        match = [v for v in self._variants(job.recipe, job.variant_config) if v.recipe.build.string == job.variant.build_string]
+        if not match:
+            return BuildOutcome(False, None, f"variant {job.variant.build_string} no longer renders from the recipe")
+        with build_environment():
+            try:
+                res = match[0].run_build(
+                    tool_config=ToolConfiguration(test_strategy="skip"),
+                    output_dir=str(job.output_dir),
+                    channels=list(job.channels),
+                )
+            except RattlerBuildError as exc:
+                _write_log(job.log, list(getattr(exc, "log", None) or []) + [f"ERROR: {getattr(exc, 'message', exc)}"])
+                return BuildOutcome(False, None, str(getattr(exc, "message", exc)).strip().splitlines()[0])
+        _write_log(job.log, list(res.log))
+        return BuildOutcome(True, Path(res.packages[0]))
+
+    def test(self, job: TestJob) -> TestOutcome:
+        from rattler_build import Package, RattlerBuildError
+
+        with build_environment(cuda=job.cuda):
+            try:
+                results = Package.from_file(str(job.artifact)).run_tests(channel=list(job.channels))
+            except RattlerBuildError as exc:
+                _write_log(job.log, [f"ERROR: {exc}"])
+                return TestOutcome(False, str(exc).splitlines()[0])
+        lines: list[str] = []
+        failed = None
+        for r in results:
+            lines.append(f"=== test {r.test_index}: {'passed' if r.success else 'FAILED'}")
+            lines.extend(str(o) for o in r.output)
+            if not r.success and failed is None:
+                failed = f"test {r.test_index} failed: {_failure_line(r.output)}"
+        if not results:
+            lines.append("(the package has no tests)")
+        _write_log(job.log, lines)
+        return TestOutcome(failed is None, failed)
+
+
+class CondaBuildBackend:
+    """conda-build through its CLI (`conda-build` and `conda-build --test`). Not exercised by the test
+    suite here: conda-build cannot be installed on this machine."""
+
+    name = "conda-build"
+
+    def __init__(self) -> None:
+        self.exe = shutil.which("conda-build")
+        if not self.exe:
+            raise EngineUnavailableError("conda-build is not on PATH", field="--engine",
+                                         hint="install conda-build (conda install conda-build) or use the default --engine rattler-build")
+
+    def render(self, recipe: Path, variant_config: dict[str, list[str]]) -> list[VariantSpec]:
+        return RattlerBuildBackend().render(recipe, variant_config)
+
+    def _run(self, args: list[str], log: Path) -> subprocess.CompletedProcess:
+        proc = subprocess.run([self.exe, *args], capture_output=True, text=True, check=False)
+        _write_log(log, [proc.stdout, proc.stderr])
+        return proc
+
+    def build(self, job: BuildJob) -> BuildOutcome:
+        args = ["--no-test", "--output-folder", str(job.output_dir), "--override-channels"]
+        for c in job.channels:
+            args += ["-c", c]
+        for key, values in job.variant_config.items():
+            if key in job.variant.variant:
+                args += ["--variants", f"{{{key}: ['{job.variant.variant[key]}']}}"]
+        proc = self._run([*args, str(job.recipe.parent)], job.log)
+        out = job.output_dir / job.variant.artifact
+        return BuildOutcome(proc.returncode == 0 and out.exists(), out if out.exists() else None,
+                            None if proc.returncode == 0 else f"conda-build exited with {proc.returncode}")
+
+    def test(self, job: TestJob) -> TestOutcome:
+        args = ["--test", str(job.artifact), "--override-channels"]
+        for c in job.channels:
+            args += ["-c", c]
+        with build_environment(cuda=job.cuda):
+            proc = self._run(args, job.log)
+        return TestOutcome(proc.returncode == 0, None if proc.returncode == 0 else f"conda-build --test exited with {proc.returncode}")
+
+
+ENGINES = {"rattler-build": RattlerBuildBackend, "conda-build": CondaBuildBackend}
+
+
+def make_builder(name: str) -> Builder:
+    try:
+        return ENGINES[name]()
+    except KeyError:
+        raise EngineUnavailableError(f"unknown engine '{name}'", field="--engine",
+                                     hint=f"choose one of: {', '.join(ENGINES)}") from None

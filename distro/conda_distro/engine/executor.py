@@ -1,0 +1,201 @@
+"""Run a :class:`BuildPlan`: units in dependency order, concurrently where independent (spawn
+processes: rattler-build holds the GIL), blocking dependents of failures."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import multiprocessing
+import shutil
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from conda_distro.engine.plan import BuildPlan, PackagePlan
+from conda_distro.engine.releases import ReleaseView, Target
+from conda_distro.engine.worker import TargetView, Unit, UnitOutcome, run_unit
+from conda_distro.errors import ExitCode
+from conda_distro.results import BuildRecord, TestRecord
+
+
+class Reporter(Protocol):
+    def started(self, total: int) -> None: ...
+
+    def unit_started(self, name: str) -> None: ...
+
+    def unit_done(self, outcome: UnitOutcome) -> None: ...
+
+    def finished(self) -> None: ...
+
+
+class NullReporter:
+    def started(self, total: int) -> None: ...
+
+    def unit_started(self, name: str) -> None: ...
+
+    def unit_done(self, outcome: UnitOutcome) -> None: ...
+
+    def finished(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ExecContext:
+    staging: Path
+    upstream: tuple[str, ...]  # upstream channel URLs
+    views: dict[Target, ReleaseView]
+    store: Path
+    logs: Path
+    pytorch: str
+    jobs: int = 1
+
+
+@dataclass
+class BuildReport:
+    builds: list[BuildRecord] = field(default_factory=list)
+    tests: list[TestRecord] = field(default_factory=list)
+    cached_tests: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return all(b.status in ("built", "skipped-existing") for b in self.builds) and all(t.status == "passed" for t in self.tests)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.ok else ExitCode.FAILURES
+
+    def to_dict(self) -> dict:
+        def build(b: BuildRecord) -> dict:
+            return b.model_dump(mode="json", exclude_none=True)
+
+        def test(t: TestRecord) -> dict:
+            return t.model_dump(mode="json", exclude={"key"}, exclude_none=True)
+
+        return {"ok": self.ok, "builds": [build(b) for b in self.builds], "tests": [test(t) for t in self.tests]}
+
+
+@dataclass
+class _Status:
+    """How a finished package did, for deciding about its dependents."""
+
+    build_failed: str | None = None  # reason, when the build failed or was blocked
+    failed_targets: dict[Target, str] = field(default_factory=dict)
+    passed_any: bool = False
+
+
+def _summarise(outcome: UnitOutcome) -> _Status:
+    st = _Status()
+    bad = [b for b in outcome.builds if b.status in ("failed", "blocked")]
+    if bad and len(bad) == len(outcome.builds):
+        st.build_failed = f"{outcome.name} {'failed to build' if bad[0].status == 'failed' else 'is blocked'}"
+    for t in outcome.tests:
+        target = Target(t.pytorch, t.variant)
+        if t.status == "passed":
+            st.passed_any = True
+        else:
+            st.failed_targets[target] = f"{outcome.name} {t.status} on pytorch {t.pytorch} ({t.variant})"
+    if not st.build_failed and outcome.tests and not st.passed_any:
+        st.build_failed = f"{outcome.name} passed no test"
+    return st
+
+
+def _staging_digest(staging: Path, names: tuple[str, ...]) -> str:
+    """sha256 of the staging repodata entries of ``names`` (a dependency changed = re-test)."""
+    wanted = set(names)
+    rows = []
+    for repodata in sorted(staging.glob("*/repodata.json")):
+        try:
+            data = json.loads(repodata.read_text())
+        except (OSError, ValueError):
+            continue
+        for key in ("packages", "packages.conda"):
+            for fn, rec in (data.get(key) or {}).items():
+                if rec.get("name") in wanted:
+                    rows.append(f"{fn}={rec.get('sha256')}")
+    return hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest()
+
+
+class Executor:
+    def __init__(self, plan: BuildPlan, ctx: ExecContext, reporter: Reporter | None = None) -> None:
+        self.plan = plan
+        self.ctx = ctx
+        self.reporter = reporter or NullReporter()
+        self.status: dict[str, _Status] = {}
+
+    def _unit(self, pkg: PackagePlan) -> Unit:
+        block_build = next((self.status[d].build_failed and f"dependency {self.status[d].build_failed}"
+                            for d in pkg.deps if d in self.status and self.status[d].build_failed), None)
+        blocked: dict[Target, str] = {}
+        for d in pkg.closure:
+            for target, reason in self.status.get(d, _Status()).failed_targets.items():
+                blocked.setdefault(target, f"dependency {reason}")
+        views = tuple(
+            TargetView(t, self.ctx.views[t].url, self.ctx.views[t].sha256, self.ctx.views[t].cuda_override, self.ctx.views[t].reason)
+            for t in pkg.targets
+        )
+        return Unit(
+            name=pkg.name, recipe=pkg.recipe,
+            variants=tuple((v.spec, v.input_hash, v.action) for v in pkg.variants),
+            variant_config=pkg.variant_config, engine=self.plan.engine, staging=self.ctx.staging,
+            channels=(self.ctx.staging.as_uri(), *self.ctx.upstream), store=self.ctx.store, logs=self.ctx.logs,
+            pytorch=self.ctx.pytorch, targets=views, blocked=blocked,
+            deps_digest=_staging_digest(self.ctx.staging, pkg.closure), block_build=block_build,
+        )
+
+    def _prepare_staging(self) -> None:
+        """Rebuilding an existing filename: remove the stale file first (engine notes, gotcha 3)."""
+        from rattler.index import index_fs
+
+        for sub in {"noarch", *(v.spec.subdir for p in self.plan.packages for v in p.variants)}:
+            (self.ctx.staging / sub).mkdir(parents=True, exist_ok=True)
+        stale = [self.ctx.staging / v.spec.artifact for p in self.plan.packages for v in p.variants
+                 if v.action == "build" and (self.ctx.staging / v.spec.artifact).exists()]
+        for f in stale:
+            f.unlink()
+        if stale or not (self.ctx.staging / "noarch" / "repodata.json").exists():
+            asyncio.run(index_fs(self.ctx.staging, force=True, write_zst=False, write_shards=False))
+        for junk in ("bld", "test", ".tmp", "src_cache"):  # rattler-build scratch from earlier runs
+            shutil.rmtree(self.ctx.staging / junk, ignore_errors=True)
+
+    def run(self) -> BuildReport:
+        self._prepare_staging()
+        report = BuildReport()
+        pending = {p.name: p for p in self.plan.packages}
+        self.reporter.started(len(pending))
+        if self.ctx.jobs <= 1:
+            for pkg in self.plan.packages:
+                self.reporter.unit_started(pkg.name)
+                self._collect(run_unit(self._unit(pkg)), report)
+        else:
+            self._run_parallel(pending, report)
+        self.reporter.finished()
+        order = {p.name: i for i, p in enumerate(self.plan.packages)}
+        report.builds.sort(key=lambda b: (order[b.name], b.artifact or ""))
+        report.tests.sort(key=lambda t: (order[t.name], t.artifact, t.pytorch, t.variant))
+        return report
+
+    def _collect(self, outcome: UnitOutcome, report: BuildReport) -> None:
+        self.status[outcome.name] = _summarise(outcome)
+        report.builds.extend(outcome.builds)
+        report.tests.extend(outcome.tests)
+        report.cached_tests += outcome.cached_tests
+        self.reporter.unit_done(outcome)
+
+    def _run_parallel(self, pending: dict[str, PackagePlan], report: BuildReport) -> None:
+        in_plan = set(pending)
+        running: dict[Future, str] = {}
+        ctx = multiprocessing.get_context("spawn")  # never fork after rattler-build ran (gotcha 8)
+        with ProcessPoolExecutor(max_workers=self.ctx.jobs, mp_context=ctx) as pool:
+            while pending or running:
+                ready = [p for p in pending.values() if all(d not in in_plan or d in self.status for d in p.closure)]
+                for pkg in ready[: max(0, self.ctx.jobs - len(running))]:
+                    del pending[pkg.name]
+                    self.reporter.unit_started(pkg.name)
+                    running[pool.submit(run_unit, self._unit(pkg))] = pkg.name
+                if not running:  # pragma: no cover - a DAG always has a ready node
+                    raise RuntimeError("build scheduler stalled")
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    running.pop(fut)
+                    self._collect(fut.result(), report)

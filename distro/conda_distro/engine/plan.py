@@ -1,0 +1,146 @@
+"""The build plan: pure data saying what will be built, skipped and tested, in which order."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conda_distro.distribution import Distribution
+from conda_distro.engine.backends import Builder, VariantSpec
+from conda_distro.engine.releases import Target
+from conda_distro.errors import UsageError
+from conda_distro.graph import RecipeGraph
+from conda_distro.pins import admitted_releases, uses_pytorch_variant
+from conda_distro.results import ResultsStore
+from conda_distro.specs import minor_of
+
+PLAN_VERSION = "1"  # bump to invalidate every input hash
+
+
+@dataclass(frozen=True)
+class VariantPlan:
+    spec: VariantSpec
+    input_hash: str
+    action: str  # "build" | "skip-existing"
+
+
+@dataclass(frozen=True)
+class PackagePlan:
+    name: str
+    recipe: Path
+    version: str
+    deps: tuple[str, ...]  # direct distribution dependencies
+    closure: tuple[str, ...]  # all distribution dependencies (transitive)
+    variants: tuple[VariantPlan, ...]
+    targets: tuple[Target, ...]  # what its pins admit (before looking at built artifacts)
+    variant_config: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "deps": list(self.deps),
+            "variants": [{"artifact": v.spec.artifact, "action": v.action, "variant": v.spec.variant} for v in self.variants],
+            "tests": [{"pytorch": t.pytorch, "variant": t.variant} for t in self.targets],
+        }
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    packages: tuple[PackagePlan, ...]  # dependency order
+    levels: tuple[tuple[str, ...], ...]
+    targets: tuple[Target, ...]
+    engine: str
+
+    def get(self, name: str) -> PackagePlan:
+        return next(p for p in self.packages if p.name == name)
+
+    def to_dict(self) -> dict:
+        return {
+            "engine": self.engine,
+            "order": [p.name for p in self.packages],
+            "levels": [list(level) for level in self.levels],
+            "targets": [{"pytorch": t.pytorch, "variant": t.variant} for t in self.targets],
+            "packages": [p.to_dict() for p in self.packages],
+        }
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    names: tuple[str, ...] = ()  # the changed set (affected = these ∪ reverse deps); empty + all=False = nothing
+    all: bool = False
+    pytorch: tuple[str, ...] = ()  # restrict to these releases
+    engine: str = "rattler-build"
+
+
+def folder_digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            h.update(p.relative_to(folder).as_posix().encode() + b"\0")
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def select_releases(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
+    releases = dist.config.pytorch.releases
+    for r in wanted:
+        if r not in releases:
+            raise UsageError(f"pytorch {r} is not a supported release", field="--pytorch",
+                             hint=f"supported: {', '.join(releases)} (distro.yaml pytorch.releases)")
+    return [r for r in releases if not wanted or r in wanted]
+
+
+def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: ResultsStore,
+              staging: Path, options: PlanOptions) -> BuildPlan:
+    releases = select_releases(dist, options.pytorch)
+    variants = dist.config.pytorch.variants
+    pytorch = dist.config.pytorch.name
+    names = graph.order() if options.all else graph.affected(options.names)
+    admitted = admitted_releases(dist.recipes, graph, pytorch, releases)
+    minors = sorted({".".join(map(str, minor_of(r))) for r in releases}, key=lambda m: tuple(map(int, m.split("."))))
+    input_hashes: dict[str, list[str]] = {}
+    packages = []
+    tool = f"{PLAN_VERSION}:{builder.name}:{_tool_version()}"
+    needed = set(names).union(*(graph.ancestors(n) for n in names))  # deps' hashes feed dependents' hashes
+    for name in graph.order(needed):
+        recipe = dist.recipes[name]
+        vc = {pytorch: minors} if uses_pytorch_variant(recipe, pytorch) else {}
+        specs = builder.render(recipe.path, vc)
+        if vc:  # keep only variants whose pytorch minor is admitted
+            specs = [s for s in specs if any(".".join(map(str, minor_of(r))) == s.variant.get(pytorch) for r in admitted[name])]
+        host_deps = sorted({d for d in graph.dependencies(name) if d in recipe.dep_names("host")})
+        base = folder_digest(recipe.folder)
+        vplans = []
+        for spec in specs:
+            h = hashlib.sha256(json.dumps([tool, base, spec.variant, [input_hashes.get(d) for d in host_deps]]).encode()).hexdigest()
+            prev = store.get(spec.artifact)
+            up_to_date = (staging / spec.artifact).is_file() and prev is not None and prev.input_hash == h
+            vplans.append(VariantPlan(spec, h, "skip-existing" if up_to_date else "build"))
+        input_hashes[name] = sorted(v.input_hash for v in vplans)
+        if name not in names:
+            continue
+        targets = tuple(Target(r, v) for r in releases if r in admitted[name] for v in variants)
+        packages.append(PackagePlan(
+            name=name, recipe=recipe.path, version=recipe.version,
+            deps=tuple(sorted(graph.dependencies(name))), closure=tuple(sorted(graph.ancestors(name))),
+            variants=tuple(vplans), targets=targets, variant_config=vc,
+        ))
+    chosen = [p.name for p in packages]
+    return BuildPlan(
+        packages=tuple(packages),
+        levels=tuple(tuple(level) for level in graph.levels(chosen)),
+        targets=tuple(Target(r, v) for r in releases for v in variants),
+        engine=builder.name,
+    )
+
+
+def _tool_version() -> str:
+    try:
+        from rattler_build import rattler_build_version
+
+        return str(rattler_build_version())
+    except Exception:  # noqa: BLE001 - version is informational
+        return "?"

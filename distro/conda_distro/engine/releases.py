@@ -1,0 +1,113 @@
+"""Releases × variants, and release views: channels that force a test onto one pytorch build."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from conda_distro.config import Distro
+from conda_distro.errors import ChannelError
+
+CUDA_VERSION = "12.4"  # the __cuda version announced in the cuda variant (CONDA_OVERRIDE_CUDA)
+
+
+@dataclass(frozen=True, order=True)
+class Target:
+    """One (release, variant) combination a package is tested against."""
+
+    pytorch: str
+    variant: str
+
+    def __str__(self) -> str:
+        return f"{self.pytorch}/{self.variant}"
+
+
+@dataclass(frozen=True)
+class ReleaseView:
+    """A local channel holding only the upstream pytorch build of one target."""
+
+    target: Target
+    url: str | None  # file:// URL of the view channel; None when the build does not exist upstream
+    filename: str | None
+    sha256: str | None
+    reason: str | None = None  # why there is no view
+
+    @property
+    def cuda_override(self) -> str:
+        return CUDA_VERSION if self.target.variant == "cuda" else ""
+
+
+def all_targets(distro: Distro) -> list[Target]:
+    cfg = distro.config.pytorch
+    return [Target(r, v) for r in cfg.releases for v in cfg.variants]
+
+
+def is_cuda_record(depends: list[str]) -> bool:
+    return any(d.split()[0] == "__cuda" for d in depends)
+
+
+async def _query_pytorch(distro: Distro):
+    from rattler import Gateway
+
+    gw = Gateway()
+    name = distro.config.pytorch.name
+    try:
+        groups = await gw.query(distro.upstream_urls, distro.subdirs, [name], recursive=False)
+    except Exception as exc:  # rattler raises several fetch errors
+        raise ChannelError(f"cannot read the upstream channels: {exc}", field="channels.upstream",
+                           hint="check channels.upstream in distro.yaml (local paths must exist)") from None
+    return [r for group in groups for r in group if r.name.normalized == name]
+
+
+def _fetch(url: str, dest: Path) -> None:
+    if url.startswith("file://"):
+        src = Path(urllib.request.url2pathname(url[len("file://"):]))
+        try:
+            os.link(src, dest)
+        except OSError:
+            shutil.copy2(src, dest)
+        return
+    with urllib.request.urlopen(url, timeout=300) as resp, dest.open("wb") as fh:  # noqa: S310 - channel URL
+        shutil.copyfileobj(resp, fh)
+
+
+def build_release_views(distro: Distro, folder: Path) -> dict[Target, ReleaseView]:
+    """Create (or reuse) one pin channel per target under ``folder``."""
+    from rattler.index import index_fs
+
+    records = asyncio.run(_query_pytorch(distro))
+    views: dict[Target, ReleaseView] = {}
+    for target in all_targets(distro):
+        want_cuda = target.variant == "cuda"
+        matching = [r for r in records if str(r.version) == target.pytorch and is_cuda_record(list(r.depends)) == want_cuda]
+        if not matching:
+            views[target] = ReleaseView(target, None, None, None,
+                                        reason=f"no {target.variant} build of {distro.config.pytorch.name} {target.pytorch} in the upstream channels")
+            continue
+        rec = max(matching, key=lambda r: (r.build_number, r.build))
+        view_dir = folder / f"{target.pytorch}-{target.variant}"
+        stamp = view_dir / ".source.json"
+        sha = rec.sha256.hex() if rec.sha256 else None
+        want = {"url": rec.url, "sha256": sha}
+        if not (stamp.is_file() and json.loads(stamp.read_text()) == want):
+            shutil.rmtree(view_dir, ignore_errors=True)
+            (view_dir / rec.subdir).mkdir(parents=True, exist_ok=True)
+            (view_dir / "noarch").mkdir(parents=True, exist_ok=True)
+            _fetch(rec.url, view_dir / rec.subdir / rec.file_name)
+            asyncio.run(index_fs(view_dir, force=True, write_zst=False, write_shards=False))
+            stamp.write_text(json.dumps(want))
+        views[target] = ReleaseView(target, view_dir.as_uri(), rec.file_name, sha)
+    return views
+
+
+def views_digest(views: dict[Target, ReleaseView]) -> str:
+    h = hashlib.sha256()
+    for t in sorted(views):
+        h.update(f"{t}={views[t].sha256}\n".encode())
+    return h.hexdigest()

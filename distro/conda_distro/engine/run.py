@@ -1,0 +1,87 @@
+"""`build`: plan the affected set, then execute it. The one entry point the CLI and other flows call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from conda_distro.distribution import Distribution
+from conda_distro.engine.backends import make_builder
+from conda_distro.engine.executor import BuildReport, ExecContext, Executor, Reporter
+from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
+from conda_distro.engine.releases import build_release_views
+from conda_distro.errors import UsageError
+from conda_distro.gitutil import changed_recipes
+from conda_distro.graph import RecipeGraph
+from conda_distro.results import ResultsStore
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    names: tuple[str, ...] = ()
+    all: bool = False
+    changed_since: str | None = None
+    pytorch: tuple[str, ...] = ()
+    jobs: int = 1
+    engine: str = "rattler-build"
+    dry_run: bool = False
+
+
+@dataclass
+class BuildRun:
+    plan: BuildPlan
+    report: BuildReport | None  # None for a dry run
+
+    def to_dict(self) -> dict:
+        if self.report is None:
+            return {"dry_run": True, "plan": self.plan.to_dict(), "builds": [], "tests": []}
+        return {**self.report.to_dict(), "plan": {"order": [p.name for p in self.plan.packages]}}
+
+
+@dataclass(frozen=True)
+class Paths:
+    staging: Path
+    store: Path
+    logs: Path
+    views: Path
+
+
+def build_paths(dist: Distribution) -> Paths:
+    staging_ref = dist.config.channels.staging
+    if dist.distro.is_anaconda(staging_ref):
+        raise UsageError("building needs a local staging channel", path=dist.distro.path, field="channels.staging",
+                         hint="set channels.staging to a folder such as build/channels/staging")
+    staging = dist.distro.resolve_local(staging_ref)
+    if ":" in str(staging):
+        raise UsageError("the staging path must not contain ':' (PATH-like lists split on it)", path=dist.distro.path,
+                         field="channels.staging")
+    b = dist.distro.build_dir
+    return Paths(staging=staging, store=b / "results", logs=b / "logs", views=b / "release-views")
+
+
+def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Paths]:
+    dist.raise_errors()
+    graph = RecipeGraph.from_recipes(dist.recipes)
+    names = list(options.names)
+    for n in names:
+        dist.get(n)
+    if options.changed_since:
+        names += changed_recipes(dist.root, options.changed_since)
+    if not (names or options.all or options.changed_since):
+        raise UsageError("nothing selected to build", field="NAME",
+                         hint="name packages, or pass --all or --changed-since REF")
+    paths = build_paths(dist)
+    builder = make_builder(options.engine)
+    plan = make_plan(dist, graph, builder, ResultsStore(paths.store), paths.staging,
+                     PlanOptions(names=tuple(names), all=options.all, pytorch=options.pytorch, engine=options.engine))
+    return plan, paths
+
+
+def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | None = None) -> BuildRun:
+    plan, paths = plan_build(dist, options)
+    if options.dry_run or not plan.packages:
+        return BuildRun(plan, None if options.dry_run else BuildReport())
+    views = build_release_views(dist.distro, paths.views)
+    ctx = ExecContext(staging=paths.staging, upstream=tuple(dist.distro.upstream_urls), views=views,
+                      store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name, jobs=options.jobs)
+    return BuildRun(plan, Executor(plan, ctx, reporter).run())

@@ -1,0 +1,241 @@
+"""`solve`: is the whole distribution co-installable with each release × variant?
+
+By default the distribution is solved from its *recipes* (before anything is built): each recipe becomes
+a repodata record with its rendered run requirements in a throwaway channel placed before upstream,
+exactly as our channel overlays conda-forge. ``source="staging"``/``"main"`` solves the built artifacts
+instead. On conflict, the rattler solver's explanation is reported together with a minimal set of
+distribution packages that cannot be installed together with that release.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conda_distro.distribution import Distribution
+from conda_distro.engine.releases import CUDA_VERSION, Target, is_cuda_record
+from conda_distro.errors import ChannelError, EngineUnavailableError, UsageError
+from conda_distro.graph import RecipeGraph
+from conda_distro.pins import admitted_releases, uses_pytorch_variant
+from conda_distro.recipe import Recipe
+from conda_distro.specs import minor_of, next_minor_bound
+
+TIMEOUT = dt.timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    pytorch: tuple[str, ...] = ()
+    source: str = "recipes"  # recipes | staging | main
+    solver: str = "rattler"
+    explain: bool = True  # compute a minimal conflicting set on failure
+
+
+@dataclass
+class SolveResult:
+    pytorch: str
+    variant: str
+    ok: bool
+    packages: list[str] = field(default_factory=list)  # "name version build" of the solution
+    requested: list[str] = field(default_factory=list)
+    conflict: str | None = None
+    conflicting: list[str] = field(default_factory=list)  # a minimal set of distribution packages that clash
+
+    def to_dict(self) -> dict:
+        return {"pytorch": self.pytorch, "variant": self.variant, "ok": self.ok, "packages": self.packages,
+                "requested": self.requested, "conflict": self.conflict, "conflicting": self.conflicting}
+
+
+@dataclass
+class SolveReport:
+    results: list[SolveResult]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+    def to_dict(self) -> dict:
+        return {"ok": self.ok, "results": [r.to_dict() for r in self.results]}
+
+
+# ---------------------------------------------------------------------------------------------
+# recipes -> a throwaway channel
+
+
+def _run_depends(recipe: Recipe, pytorch: str, minor: str | None) -> list[str]:
+    deps: list[str] = []
+    host_versions = {d.name: d.version for d in recipe.deps("host") if d.spec is not None and d.spec.ok}
+    for d in recipe.deps("run"):
+        if d.func in ("compiler", "stdlib", "cdt"):
+            continue
+        if d.spec is not None:
+            if d.spec.ok:
+                deps.append(d.raw)
+            continue
+        if d.func in ("pin_compatible", "pin_subpackage"):
+            if d.name == pytorch and minor:
+                deps.append(f"{pytorch} >={minor},<{next_minor_bound(minor + '.0')}")
+            elif host_versions.get(d.name):
+                deps.append(f"{d.name} {host_versions[d.name]}")
+            else:
+                deps.append(d.name)
+    if minor and not any(x.split()[0] == pytorch for x in deps):
+        deps.append(f"{pytorch} >={minor},<{next_minor_bound(minor + '.0')}")  # the host pytorch's run_export
+    return deps
+
+
+def write_recipe_channel(dist: Distribution, releases: list[str], folder: Path) -> Path:
+    """A channel whose repodata describes what the recipes would build (no package files needed)."""
+    pytorch = dist.config.pytorch.name
+    platform = dist.config.platforms[0]
+    minors = sorted({".".join(map(str, minor_of(r))) for r in releases})
+    subdirs: dict[str, dict] = {s: {} for s in ("noarch", platform)}
+    for recipe in dist.recipes.values():
+        subdir = "noarch" if recipe.noarch else platform
+        for minor in (minors if uses_pytorch_variant(recipe, pytorch) else [None]):
+            tag = f"pt{minor.replace('.', '')}_" if minor else "h0_"
+            build = f"{tag}{recipe.build_number or 0}"
+            fn = f"{recipe.name}-{recipe.version}-{build}.conda"
+            rec = {"name": recipe.name, "version": recipe.version, "build": build,
+                   "build_number": recipe.build_number or 0, "depends": _run_depends(recipe, pytorch, minor),
+                   "subdir": subdir, "timestamp": 0}
+            if recipe.noarch:
+                rec["noarch"] = recipe.noarch
+            rec["sha256"] = hashlib.sha256(json.dumps(rec, sort_keys=True).encode()).hexdigest()
+            subdirs[subdir][fn] = rec
+    for subdir, pkgs in subdirs.items():
+        (folder / subdir).mkdir(parents=True, exist_ok=True)
+        (folder / subdir / "repodata.json").write_text(json.dumps(
+            {"info": {"subdir": subdir}, "packages": {}, "packages.conda": pkgs, "repodata_version": 1}))
+    return folder
+
+
+# ---------------------------------------------------------------------------------------------
+# solving
+
+
+def _virtual_packages(cuda: bool):
+    from rattler import GenericVirtualPackage, PackageName, Version, VirtualPackage, BuildString
+
+    out = [v.into_generic() for v in VirtualPackage.detect()]
+    out = [g for g in out if g.name.normalized != "__cuda"]
+    if cuda:
+        out.append(GenericVirtualPackage(PackageName("__cuda"), Version(CUDA_VERSION), BuildString("0")))
+    return out
+
+
+class RattlerSolver:
+    name = "rattler"
+
+    def __init__(self, channels: list[str], platforms: list[str]) -> None:
+        from rattler import Gateway
+
+        self.channels = channels
+        self.platforms = platforms
+        self.gateway = Gateway()
+
+    def solve(self, specs: list[str], cuda: bool):
+        from rattler import solve
+
+        return asyncio.run(solve(self.channels, specs, gateway=self.gateway, platforms=self.platforms,
+                                 virtual_packages=_virtual_packages(cuda), timeout=TIMEOUT))
+
+
+def make_solver(name: str, channels: list[str], platforms: list[str]) -> RattlerSolver:
+    if name == "rattler":
+        return RattlerSolver(channels, platforms)
+    if name == "libmamba":
+        try:
+            import libmambapy  # noqa: F401
+        except ImportError:
+            raise EngineUnavailableError("libmambapy is not installed", field="--solver",
+                                         hint="install libmambapy (conda install libmambapy) or use the default --solver rattler") from None
+        raise EngineUnavailableError("the libmamba solver backend is not available in this build", field="--solver",
+                                     hint="use the default --solver rattler")
+    raise UsageError(f"unknown solver '{name}'", field="--solver", hint="choose rattler or libmamba")
+
+
+def _try(solver: RattlerSolver, specs: list[str], cuda: bool) -> tuple[list | None, str | None]:
+    from rattler.exceptions import SolverError
+
+    try:
+        return solver.solve(specs, cuda), None
+    except SolverError as exc:
+        return None, str(exc).strip()
+
+
+def minimal_conflict(solver: RattlerSolver, fixed: list[str], candidates: list[str], cuda: bool) -> list[str]:
+    """Deletion filter: the smallest set of ``candidates`` that is still unsatisfiable with ``fixed``."""
+    core = list(candidates)
+    for name in list(candidates):
+        trial = [c for c in core if c != name]
+        if _try(solver, fixed + trial, cuda)[0] is None:
+            core = trial
+    return core
+
+
+def _names_in_channel(folder: Path) -> set[str]:
+    names = set()
+    for rd in folder.glob("*/repodata.json"):
+        data = json.loads(rd.read_text())
+        for key in ("packages", "packages.conda"):
+            names |= {r["name"] for r in (data.get(key) or {}).values()}
+    return names
+
+
+def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions()) -> SolveReport:
+    from conda_distro.engine.plan import select_releases
+
+    dist.raise_errors()
+    releases = select_releases(dist, options.pytorch)
+    graph = RecipeGraph.from_recipes(dist.recipes)
+    pytorch = dist.config.pytorch.name
+    admitted = admitted_releases(dist.recipes, graph, pytorch, releases)
+    by_name = {folder: r.name for folder, r in dist.recipes.items()}
+    with tempfile.TemporaryDirectory(prefix="conda-distro-solve-") as tmp:
+        if options.source == "recipes":
+            channel = write_recipe_channel(dist, releases, Path(tmp))
+            available = None
+        elif options.source in ("staging", "main"):
+            ref = getattr(dist.config.channels, options.source)
+            if dist.distro.is_anaconda(ref):
+                raise UsageError(f"solving the {options.source} channel needs it to be local", field="--from")
+            channel = dist.distro.resolve_local(ref)
+            if not channel.is_dir():
+                raise ChannelError(f"the {options.source} channel {channel} does not exist yet", field=f"channels.{options.source}",
+                                   hint="run `conda-distro build` first (or solve --from recipes)")
+            available = _names_in_channel(channel)
+        else:
+            raise UsageError(f"unknown source '{options.source}'", field="--from", hint="recipes, staging or main")
+        solver = make_solver(options.solver, [channel.as_uri(), *dist.distro.upstream_urls], dist.distro.subdirs)
+        results = []
+        for target in (Target(r, v) for r in releases for v in dist.config.pytorch.variants):
+            names = sorted(by_name[f] for f in graph.order() if target.pytorch in admitted[f]
+                           and (available is None or by_name[f] in available))
+            results.append(_solve_target(solver, pytorch, target, names, options.explain))
+    return SolveReport(results)
+
+
+def _solve_target(solver: RattlerSolver, pytorch: str, target: Target, names: list[str], explain: bool) -> SolveResult:
+    cuda = target.variant == "cuda"
+    fixed = [f"{pytorch} =={target.pytorch}"]
+    records, error = _try(solver, fixed + names, cuda)
+    res = SolveResult(target.pytorch, target.variant, records is not None, requested=fixed + names)
+    if records is None:
+        res.conflict = error
+        if explain and _try(solver, fixed, cuda)[0] is not None:
+            res.conflicting = minimal_conflict(solver, fixed, names, cuda)
+            res.conflict = f"{pytorch} {target.pytorch} ({target.variant}) cannot be installed together with " \
+                           f"{', '.join(res.conflicting)}:\n{error}"
+        return res
+    res.packages = sorted(f"{r.name.normalized} {r.version} {r.build}" for r in records)
+    torch = next((r for r in records if r.name.normalized == pytorch), None)
+    if torch is not None and is_cuda_record(list(torch.depends)) != cuda:
+        res.ok = False
+        res.conflict = f"the solver chose the {'cuda' if not cuda else 'cpu'} build {torch.build} of {pytorch} for the {target.variant} variant"
+    return res
