@@ -1,0 +1,53 @@
+"""`conda-distro sweep`."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated
+
+import typer
+
+from conda_distro.cli.app import RootOpt, app, out, print_json
+from conda_distro.progress import make_reporter
+from conda_distro.sweep import SweepOptions, SweepResult, run_sweep
+
+
+class SweepFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+def _text(res: SweepResult) -> None:
+    if res.message:
+        out(res.message)
+    for d in res.plan.decisions:
+        pin = f"{d.old_pin} -> {d.new_pin}" if d.old_pin != d.new_pin else (d.old_pin or "")
+        out(f"  {d.status:18} {d.name:24} {pin}" + (f"  ({d.reason})" if d.reason else ""))
+    if res.branch:
+        out(f"branch {res.branch}: {len(res.commits)} commit(s)")
+
+
+@app.command()
+def sweep(
+    pytorch: Annotated[str, typer.Option("--pytorch", help="The new PyTorch release, e.g. 2.7.0.")],
+    commit: Annotated[bool, typer.Option("--commit", help="Make a git branch sweep/pytorch-VER with one commit per package.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; edit, build and commit nothing.")] = False,
+    no_build: Annotated[bool, typer.Option("--no-build", help="Edit only; skip building and testing.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1)] = 1,
+    author: Annotated[str, typer.Option("--author", help="Commit author 'Name <email>'.")] = "conda-distro bot <bot@conda-distro.invalid>",
+    root: RootOpt = None,
+    format: Annotated[SweepFormat, typer.Option("--format")] = SweepFormat.text,
+) -> int:
+    """Release-day sweep: admit a new PyTorch release, widening pins where tests allow."""
+    res = run_sweep(root, SweepOptions(release=pytorch, commit=commit, dry_run=dry_run, build=not no_build, jobs=jobs,
+                                       author=author), make_reporter() if not dry_run else None)
+    if format is SweepFormat.json:
+        print_json(res.to_dict())
+    elif format is SweepFormat.markdown:
+        out(res.tracking_issue or (res.message or ""))
+        for name, pr in res.pr_bodies.items():
+            out(f"\n---\n## PR: {pr['title']}\n\n{pr['body']}")
+    else:
+        _text(res)
+    return 0
