@@ -15,7 +15,7 @@ from typing import Protocol
 
 from conda_distro.engine.plan import BuildPlan, PackagePlan
 from conda_distro.engine.releases import ReleaseView, Target
-from conda_distro.engine.worker import TargetView, Unit, UnitOutcome, run_unit
+from conda_distro.engine.worker import TargetView, Unit, UnitOutcome, is_cached, run_unit
 from conda_distro.errors import ExitCode
 from conda_distro.results import BuildRecord, TestRecord
 
@@ -185,17 +185,30 @@ class Executor:
     def _run_parallel(self, pending: dict[str, PackagePlan], report: BuildReport) -> None:
         in_plan = set(pending)
         running: dict[Future, str] = {}
-        ctx = multiprocessing.get_context("spawn")  # never fork after rattler-build ran (gotcha 8)
-        with ProcessPoolExecutor(max_workers=self.ctx.jobs, mp_context=ctx) as pool:
+        pool: ProcessPoolExecutor | None = None  # started only when some unit has real work
+        try:
             while pending or running:
                 ready = [p for p in pending.values() if all(d not in in_plan or d in self.status for d in p.closure)]
-                for pkg in ready[: max(0, self.ctx.jobs - len(running))]:
-                    del pending[pkg.name]
-                    self.reporter.unit_started(pkg.name)
-                    running[pool.submit(run_unit, self._unit(pkg))] = pkg.name
-                if not running:  # pragma: no cover - a DAG always has a ready node
-                    raise RuntimeError("build scheduler stalled")
+                for pkg in ready:
+                    unit = self._unit(pkg)
+                    if is_cached(unit):
+                        del pending[pkg.name]
+                        self.reporter.unit_started(pkg.name)
+                        self._collect(run_unit(unit), report)
+                    elif len(running) < self.ctx.jobs:
+                        if pool is None:  # spawn, never fork after rattler-build ran (gotcha 8)
+                            pool = ProcessPoolExecutor(max_workers=self.ctx.jobs, mp_context=multiprocessing.get_context("spawn"))
+                        del pending[pkg.name]
+                        self.reporter.unit_started(pkg.name)
+                        running[pool.submit(run_unit, unit)] = pkg.name
+                if not running:
+                    if pending and not any(all(d not in in_plan or d in self.status for d in p.closure) for p in pending.values()):
+                        raise RuntimeError("build scheduler stalled")  # pragma: no cover - a DAG always has a ready node
+                    continue
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in done:
                     running.pop(fut)
                     self._collect(fut.result(), report)
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)

@@ -64,6 +64,31 @@ def _artifact_targets(depends: list[str], pytorch: str, targets: tuple[TargetVie
     return [tv for tv in targets if all(admits(p.version, tv.target.pytorch) for p in pins)]
 
 
+def test_key(artifact_sha256: str, view: TargetView, deps_digest: str) -> str:
+    """Everything a test outcome depends on: same key, same outcome (no need to re-run)."""
+    return hashlib.sha256(f"{artifact_sha256}|{view.target}|{view.sha256}|{deps_digest}".encode()).hexdigest()
+
+
+def is_cached(unit: Unit) -> bool:
+    """True when running the unit would only reuse stored results (no build, no test): such units
+    run in the scheduling process, with no worker process to start."""
+    if unit.block_build:
+        return True
+    store = ResultsStore(unit.store)
+    for spec, _, action in unit.variants:
+        prev = store.get(spec.artifact)
+        if action != "skip-existing" or prev is None:
+            return False
+        latest = prev.latest()
+        for tv in _artifact_targets(prev.depends, unit.pytorch, unit.targets):
+            if tv.target in unit.blocked or tv.url is None:
+                continue
+            old = latest.get((tv.target.pytorch, tv.target.variant))
+            if old is None or old.key != test_key(prev.sha256, tv, unit.deps_digest):
+                return False
+    return True
+
+
 def _blocked_unit(unit: Unit) -> UnitOutcome:
     out = UnitOutcome(unit.name)
     for spec, _, _ in unit.variants:
@@ -116,7 +141,7 @@ def run_unit(unit: Unit) -> UnitOutcome:
             if tv.url is None:
                 out.tests.append(TestRecord(**base, status="blocked", reason=tv.missing_reason))
                 continue
-            key = hashlib.sha256(f"{sha}|{t}|{tv.sha256}|{unit.deps_digest}".encode()).hexdigest()
+            key = test_key(sha, tv, unit.deps_digest)
             old = latest.get((t.pytorch, t.variant))
             if old is not None and old.key == key and old.status in ("passed", "failed"):
                 out.tests.append(old.model_copy(update={"cached": True}))

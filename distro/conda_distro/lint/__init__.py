@@ -8,6 +8,7 @@ from pathlib import Path
 from conda_distro.distribution import Distribution
 from conda_distro.errors import DistroError, ExitCode
 from conda_distro.lint import checks as _checks  # noqa: F401  (registers the checks)
+from conda_distro.lint import proposal_checks as _proposal_checks  # noqa: F401  (registers proposal-* checks)
 from conda_distro.lint.base import CHECKS, Check, Finding, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.recipe import Recipe, load_recipe
@@ -116,6 +117,13 @@ def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) 
             findings = lint_recipe(recipe, ctx, checks)
         result.malformed |= any(CHECKS[f.check].fatal for f in findings)
         result.findings.extend(findings)
+    # --- proposals/<name>.yaml (spec §5): the proposal-* checks, see conda_distro.proposal ---
+    from conda_distro.proposal import lint_proposals  # here: conda_distro.proposal imports this package
+
+    proposal_findings = lint_proposals(dist, ctx, names=options.names, checks=checks)
+    result.malformed |= any(CHECKS[f.check].fatal for f in proposal_findings)
+    result.findings.extend(proposal_findings)
+    # --- end proposals ---
     if not options.include_warnings:
         result.findings = [f for f in result.findings if f.severity == Severity.ERROR.value]
     result.findings.sort(key=lambda f: (f.path, f.line or 0, f.check))

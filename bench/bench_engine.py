@@ -1,0 +1,129 @@
+"""Engine benchmarks (issue: build/test/solve). Prints figures and ratios measured in one run.
+
+    python bench/bench_engine.py
+
+1. orchestration overhead: `conda-distro build` vs calling rattler-build directly in a loop, same
+   recipes, same tests (target ratio <= 1.10);
+2. --jobs 2 vs --jobs 1 on 6 independent packages (target speed-up >= 1.5x on 2 cores);
+3. a no-change second `build --all` vs the first (target >= 20x faster);
+4. `solve` of the whole distribution for every release x variant (target < 1 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from conda_distro.distribution import load_distribution
+from conda_distro.engine.backends import build_environment
+from conda_distro.engine.releases import build_release_views
+from conda_distro.engine.run import BuildOptions, run_build
+from conda_distro.sandbox.world import SandboxOptions, create_sandbox
+from conda_distro.solve import solve_distribution
+from conda_distro.specs import admits
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def world(tmp: Path, name: str) -> Path:
+    res = create_sandbox(SandboxOptions(path=tmp / name))
+    return res.path
+
+
+def direct_loop(root: Path, names: list[str], staging: Path) -> int:
+    """What a person would write with py-rattler-build alone: build each recipe, then test each artifact
+    against every release view its pins admit."""
+    from rattler import MatchSpec
+    from rattler_build import Package, Stage0Recipe, ToolConfiguration, VariantConfig
+    from rattler.index import index_fs
+
+    dist = load_distribution(root)
+    views = build_release_views(dist.distro, root / "build" / "direct-views")
+    staging.mkdir(parents=True, exist_ok=True)
+    (staging / "noarch").mkdir(exist_ok=True)
+    asyncio.run(index_fs(staging, force=True, write_zst=False, write_shards=False))
+    upstream = dist.distro.upstream_urls
+    n = 0
+    for name in names:
+        recipe = dist.recipes[name]
+        with build_environment():
+            for v in Stage0Recipe.from_file(str(recipe.path)).render(VariantConfig()):
+                res = v.run_build(tool_config=ToolConfiguration(test_strategy="skip"), output_dir=str(staging),
+                                  channels=[staging.as_uri(), *upstream])
+                pkg = Package.from_file(str(res.packages[0]))
+                pins = [MatchSpec(d) for d in pkg.depends if d.split()[0] == "pytorch"]
+                for target, view in views.items():
+                    if all(admits(p.version, target.pytorch) for p in pins):
+                        os.environ["CONDA_OVERRIDE_CUDA"] = view.cuda_override
+                        pkg.run_tests(channel=[view.url, staging.as_uri(), *upstream])
+                        n += 1
+    return n
+
+
+def main() -> int:
+    argparse.ArgumentParser(description=__doc__).parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-engine-"))
+    try:
+        root = world(tmp, "a")
+        dist = load_distribution(root)
+        names = ["tensorutils"]
+
+        # 1. overhead: the same packages (a changed package and all its reverse dependencies), the same tests
+        root_b = world(tmp, "b")
+        t_ours, run = timed(lambda: run_build(load_distribution(root_b), BuildOptions(names=tuple(names[:1]), jobs=1)))
+        built = [p.name for p in run.plan.packages]
+        t_direct, n_tests = timed(lambda: direct_loop(root, built, root / "build" / "direct-staging"))
+        print(f"overhead: {len(built)} packages ({', '.join(built)}); direct rattler-build loop {t_direct:.2f} s "
+              f"({n_tests} tests) vs conda-distro build {t_ours:.2f} s ({len(run.report.tests)} tests) "
+              f"-> ratio {t_ours / t_direct:.3f} (target <= 1.10)")
+
+        # 2. jobs: six independent packages (copies of one leaf recipe), one release
+        root_c = world(tmp, "c")
+        src = root_c / "recipes" / "tensorutils"
+        indep = []
+        for i in range(6):
+            name = f"indep{i}"
+            dst = root_c / "recipes" / name
+            shutil.copytree(src, dst)
+            text = (dst / "recipe.yaml").read_text().replace("tensorutils", name)
+            (dst / "recipe.yaml").write_text(text)
+            (dst / "src" / "tensorutils").rename(dst / "src" / name)
+            indep.append(name)
+        rel = load_distribution(root_c).config.pytorch.releases[-2]
+        t1, _ = timed(lambda: run_build(load_distribution(root_c), BuildOptions(names=tuple(indep), pytorch=(rel,), jobs=1)))
+        shutil.rmtree(root_c / "build")
+        t2, _ = timed(lambda: run_build(load_distribution(root_c), BuildOptions(names=tuple(indep), pytorch=(rel,), jobs=2)))
+        print(f"jobs: 6 independent packages, --jobs 1 {t1:.2f} s, --jobs 2 {t2:.2f} s -> speed-up {t1 / t2:.2f}x (target >= 1.5x)")
+
+        # 3. no-change rebuild of everything
+        root_d = world(tmp, "d")
+        tf, _ = timed(lambda: run_build(load_distribution(root_d), BuildOptions(all=True, jobs=2)))
+        ts, second = timed(lambda: run_build(load_distribution(root_d), BuildOptions(all=True, jobs=2)))
+        assert all(b.status in ("skipped-existing", "blocked") for b in second.report.builds)
+        print(f"no-change: first build --all {tf:.2f} s, second {ts:.3f} s -> {tf / ts:.1f}x faster (target >= 20x)")
+
+        # 4. solve
+        solve_distribution(dist)  # warm imports
+        times = []
+        for _ in range(5):
+            t, rep = timed(lambda: solve_distribution(load_distribution(root)))
+            times.append(t)
+        print(f"solve: {len(rep.results)} release x variant solves of {len(dist.recipes)} packages, best {min(times):.3f} s, "
+              f"median {sorted(times)[2]:.3f} s (target < 1 s)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

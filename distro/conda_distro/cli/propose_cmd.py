@@ -1,0 +1,42 @@
+"""`conda-distro propose`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json
+from conda_distro.distribution import open_distro
+from conda_distro.proposal import ProposeOptions, propose as write_proposal
+
+
+@app.command()
+def propose(
+    name: Annotated[str, typer.Argument(help="The conda package name to propose (lowercase).", show_default=False)],
+    maintainer: Annotated[Optional[list[str]], typer.Option(
+        "--maintainer", help="GitHub handle of a maintainer (repeatable; at least one).", show_default=False)] = None,
+    version: Annotated[Optional[str], typer.Option(
+        "--version", help="The upstream version to package (default: a 0.0.0 placeholder that lint flags).",
+        show_default=False)] = None,
+    summary: Annotated[str, typer.Option("--summary", help="One line: what the package does.")] = "",
+    homepage: Annotated[str, typer.Option("--homepage", help="The project's homepage (http(s) URL).")] = "",
+    repository: Annotated[str, typer.Option("--repository", help="The upstream source repository (http(s) URL).")] = "",
+    license: Annotated[str, typer.Option("--license", help="SPDX identifier of the upstream license.")] = "",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing proposal or recipe.")] = False,
+    root: RootOpt = None,
+    format: FormatOpt = TextJson.text,
+) -> int:
+    """Write proposals/NAME.yaml (the RFC-0006 intake questions) and a recipe skeleton recipes/NAME/recipe.yaml."""
+    distro = open_distro(root)
+    result = write_proposal(distro, ProposeOptions(
+        name=name, maintainers=tuple(maintainer or ()), version=version, summary=summary, homepage=homepage,
+        repository=repository, license=license, force=force))
+    if format is TextJson.json:
+        print_json(result.to_dict())
+    else:
+        for path in result.relpaths():
+            out(f"wrote {path}")
+        out(f"next: answer the questions in proposals/{name}.yaml, complete the TODOs in the recipe, "
+            f"run `conda-distro lint {name}`, and open a pull request; each maintainer then sets `consent: true`.")
+    return 0
