@@ -1,0 +1,92 @@
+"""The channel interface every backend implements, and the record of one file in a channel.
+
+A channel is where conda packages live: the *staging* channel builds land in, the *main* channel users
+install from. Promotion and retirement only talk to channels through :class:`Channel`, so the local
+folder backend and the anaconda.org backend are interchangeable (composition, no inheritance).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+
+#: A progress sink: receives one short human-readable line per step (the CLI sends them to stderr).
+Progress = Callable[[str], None]
+
+
+def no_progress(_: str) -> None:
+    """The default progress sink: says nothing."""
+
+
+@dataclass(frozen=True)
+class ChannelFile:
+    """One package file in a channel, as its repodata (or the anaconda.org API) describes it."""
+
+    subdir: str
+    filename: str
+    name: str
+    version: str
+    build: str
+    build_number: int
+    sha256: str
+    depends: tuple[str, ...] = ()
+    size: int | None = field(default=None, compare=False)
+
+    @property
+    def artifact(self) -> str:
+        """``<subdir>/<filename>``: the key used by the results store and the ledger."""
+        return f"{self.subdir}/{self.filename}"
+
+    @classmethod
+    def from_repodata(cls, subdir: str, filename: str, record: Mapping[str, Any]) -> "ChannelFile":
+        return cls(
+            subdir=str(record.get("subdir") or subdir),
+            filename=filename,
+            name=str(record["name"]),
+            version=str(record["version"]),
+            build=str(record.get("build", "")),
+            build_number=int(record.get("build_number", 0)),
+            sha256=str(record.get("sha256") or ""),
+            depends=tuple(str(d) for d in record.get("depends", ())),
+            size=record.get("size"),
+        )
+
+
+def split_artifact(artifact: str) -> tuple[str, str]:
+    """``"noarch/foo-1.0-h0_0.conda"`` -> ``("noarch", "foo-1.0-h0_0.conda")``."""
+    subdir, _, filename = artifact.partition("/")
+    return subdir, filename
+
+
+@runtime_checkable
+class Channel(Protocol):
+    """What promotion and retirement need from a channel backend."""
+
+    #: The reference as written in distro.yaml (a path or ``anaconda://OWNER[/LABEL]``).
+    ref: str
+
+    def describe(self) -> str:
+        """A short human name for messages (never includes a secret)."""
+
+    def list_files(self) -> dict[str, ChannelFile]:
+        """Every published file, keyed by artifact (``<subdir>/<filename>``). A channel that does not
+        exist yet is empty."""
+
+    def lock(self, timeout: float) -> AbstractContextManager[None]:
+        """Serialise writers of this channel; raises LockTimeoutError after ``timeout`` seconds."""
+
+    def check_source(self, source: "Channel") -> None:
+        """Raise ChannelError (before anything is written) if files cannot be copied from ``source``."""
+
+    def recover(self, source: "Channel", keep: set[str], progress: Progress = no_progress) -> None:
+        """Clean up what an interrupted write left behind (partial files, unindexed copies)."""
+
+    def receive(self, source: "Channel", files: Sequence[ChannelFile], progress: Progress = no_progress) -> None:
+        """Copy ``files`` from ``source`` in, each verified against its sha256. Never overwrites a file."""
+
+    def publish(self, progress: Progress = no_progress) -> None:
+        """Make received files visible to installers (local: re-index; anaconda.org: nothing to do)."""
+
+    def withdraw(self, files: Sequence[ChannelFile], progress: Progress = no_progress) -> list[str]:
+        """Take ``files`` out of the channel (retirement). Returns where they went, one line each."""

@@ -1,0 +1,27 @@
+"""Pick the channel backend from a reference: ``anaconda://OWNER[/LABEL]`` or a local path."""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping
+
+from conda_distro.channels.anaconda import API_URL_ENV, TOKEN_ENV, AnacondaChannel, parse_anaconda_ref
+from conda_distro.channels.base import Channel
+from conda_distro.channels.local import LocalChannel
+from conda_distro.config import Distro
+
+
+def anaconda_api_url(distro: Distro, env: Mapping[str, str]) -> str:
+    """``$ANACONDA_API_URL`` wins over distro.yaml's ``anaconda.api_url``."""
+    return env.get(API_URL_ENV) or distro.config.anaconda.api_url
+
+
+def open_channel(distro: Distro, ref: str, *, env: Mapping[str, str] | None = None) -> Channel:
+    """The backend for a staging/main reference of ``distro``. ``env`` defaults to ``os.environ``
+    (read here, at call time)."""
+    env = os.environ if env is None else env
+    if distro.is_anaconda(ref):
+        parsed = parse_anaconda_ref(ref)
+        return AnacondaChannel(parsed.owner, parsed.label, api_url=anaconda_api_url(distro, env),
+                               token=env.get(TOKEN_ENV) or None, lock_dir=distro.build_dir / "locks", ref=ref)
+    return LocalChannel(distro.resolve_local(ref), ref=ref, subdirs=distro.subdirs)

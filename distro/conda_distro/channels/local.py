@@ -1,0 +1,284 @@
+"""A local channel: a folder with ``noarch/`` and ``<platform>/`` subfolders, indexed by rattler.
+
+Crash safety (what a reader of the channel can see at any instant):
+
+* a package file appears under its final name only once it is complete, fsynced and verified against
+  its sha256 (written as a hidden ``.<name>.<pid>.part`` first, then hard-linked to the final name, so an
+  existing file is never overwritten);
+* ``repodata.json`` is rewritten only after the files it will name are in place, and atomically
+  (rattler's ``index_fs`` writes a temp file and renames it; verified with strace);
+* files leave the channel (retirement) only after a repodata without them is in place.
+
+So repodata never names a missing or different file. What an interrupted run leaves behind (parts,
+files copied but not yet indexed) is cleaned up by :meth:`LocalChannel.recover` on the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Sequence
+
+from conda_distro.channels.base import Channel, ChannelFile, Progress, no_progress
+from conda_distro.channels.hooks import crash_point
+from conda_distro.channels.locking import channel_lock
+from conda_distro.errors import ChannelError
+
+LOCK_NAME = ".conda-distro.lock"
+PART_SUFFIX = ".part"
+PACKAGE_SUFFIXES = (".conda", ".tar.bz2")
+REPODATA = "repodata.json"
+STALE_INDEX_FILES = ("repodata.json.zst", "repodata_shards.msgpack.zst", "repodata.json.bz2")
+_CHUNK = 1 << 20
+_COPY_THREADS = 8
+_SUBDIR_RE = re.compile(r"^(noarch|[a-z]+-[a-z0-9]+)$")
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _copy_hashed(src: Path, dst: Path) -> str:
+    """Copy ``src`` to a new file ``dst`` (fsynced, mode 0644) and return the sha256 of what was written."""
+    h = hashlib.sha256()
+    with open(src, "rb") as fin, open(dst, "xb") as fout:
+        while chunk := fin.read(_CHUNK):
+            h.update(chunk)
+            fout.write(chunk)
+        fout.flush()
+        os.fchmod(fout.fileno(), 0o644)
+        os.fsync(fout.fileno())
+    return h.hexdigest()
+
+
+def is_subdir_name(name: str) -> bool:
+    """``noarch`` or a platform like ``linux-64`` (not rattler-build's ``bld``/``broken``/``src_cache``)."""
+    return bool(_SUBDIR_RE.match(name))
+
+
+def _is_package(name: str) -> bool:
+    return name.endswith(PACKAGE_SUFFIXES) and not name.startswith(".")
+
+
+def read_repodata(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ChannelError(f"cannot read channel index: {exc}", path=path,
+                           hint="re-index the channel (delete the file; the next promote rebuilds it)") from None
+    if not isinstance(data, dict):
+        raise ChannelError("channel index is not a JSON object", path=path)
+    return data
+
+
+class LocalChannel:
+    """A channel that is a folder on this machine (the embedded default)."""
+
+    def __init__(self, path: Path, *, ref: str | None = None, subdirs: Sequence[str] = ("noarch",),
+                 retired_dir: Path | None = None) -> None:
+        self.path = Path(path)
+        self.ref = ref or str(path)
+        self.subdirs = tuple(dict.fromkeys([*subdirs, "noarch"]))
+        self.retired_dir = retired_dir or self.path.parent / "retired"
+
+    def __repr__(self) -> str:
+        return f"LocalChannel({str(self.path)!r})"
+
+    def describe(self) -> str:
+        return str(self.path)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def indexed_subdirs(self) -> list[str]:
+        if not self.path.is_dir():
+            return []
+        return sorted(p.parent.name for p in self.path.glob(f"*/{REPODATA}") if is_subdir_name(p.parent.name))
+
+    def list_files(self) -> dict[str, ChannelFile]:
+        out: dict[str, ChannelFile] = {}
+        for subdir in self.indexed_subdirs():
+            data = read_repodata(self.path / subdir / REPODATA)
+            for key in ("packages", "packages.conda"):
+                for filename, record in (data.get(key) or {}).items():
+                    f = ChannelFile.from_repodata(subdir, filename, record)
+                    out[f.artifact] = f
+        return out
+
+    def file_path(self, f: ChannelFile) -> Path:
+        return self.path / f.subdir / f.filename
+
+    def unindexed_files(self) -> list[str]:
+        """Package files on disk that no repodata.json names (left by an interrupted write)."""
+        indexed = set(self.list_files())
+        found = []
+        for subdir in self.subdirs_on_disk():
+            for p in (self.path / subdir).iterdir():
+                if _is_package(p.name) and f"{subdir}/{p.name}" not in indexed:
+                    found.append(f"{subdir}/{p.name}")
+        return sorted(found)
+
+    def subdirs_on_disk(self) -> list[str]:
+        if not self.path.is_dir():
+            return []
+        return sorted(p.name for p in self.path.iterdir() if p.is_dir() and is_subdir_name(p.name))
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def lock(self, timeout: float) -> AbstractContextManager[None]:
+        return channel_lock(self.path / LOCK_NAME, timeout, f"channel {self.describe()}")
+
+    def check_source(self, source: Channel) -> None:
+        if not isinstance(source, LocalChannel):
+            raise ChannelError(
+                f"cannot copy from {source.describe()} into the local channel {self.describe()}",
+                field="channels.staging",
+                hint="staging and main must be both local folders or both anaconda:// channels",
+            )
+
+    def recover(self, source: Channel, keep: set[str], progress: Progress = no_progress) -> None:
+        """Remove partial files; move unindexed package files that are not about to be promoted out of
+        the channel (into the retired folder), so a later index never publishes them by accident."""
+        for subdir in self.subdirs_on_disk():
+            for p in (self.path / subdir).glob(f".*{PART_SUFFIX}"):
+                progress(f"removing partial file {p.name} left by an interrupted run")
+                p.unlink(missing_ok=True)
+        for artifact in self.unindexed_files():
+            if artifact not in keep:
+                dest = self._move_out(self.path / artifact, artifact.split("/")[0])
+                progress(f"moved unindexed {artifact} out of the channel to {dest}")
+
+    def receive(self, source: Channel, files: Sequence[ChannelFile], progress: Progress = no_progress) -> None:
+        """Two phases: every file is copied to a hidden part and verified first (a mismatch aborts with
+        nothing placed); then each part is linked to its final name, which never overwrites."""
+        self.check_source(source)
+        assert isinstance(source, LocalChannel)
+        self.ensure_layout()
+        staged = self._stage_all(source, files)
+        for i, (f, part) in enumerate(staged):
+            os.link(part, self.file_path(f))
+            part.unlink()
+            if i == 0:
+                crash_point("promote-after-first-file")
+        for subdir in sorted({f.subdir for f, _ in staged}):
+            _fsync_dir(self.path / subdir)
+        progress(f"copied {len(staged)} file(s) into {self.describe()}"
+                 + (f" ({len(files) - len(staged)} already there)" if len(files) != len(staged) else ""))
+
+    def _stage_all(self, source: "LocalChannel", files: Sequence[ChannelFile]) -> list[tuple[ChannelFile, Path]]:
+        """Phase 1 over a few threads (copy, hash and fsync release the GIL; the fsyncs overlap).
+        If any file fails, every part is removed and the first error is raised."""
+        with ThreadPoolExecutor(max_workers=max(1, min(_COPY_THREADS, len(files)))) as pool:
+            futures = [(f, pool.submit(self._stage_one, source, f)) for f in files]
+        errors = [fut.exception() for _, fut in futures if fut.exception() is not None]
+        staged = [(f, part) for f, fut in futures if fut.exception() is None and (part := fut.result()) is not None]
+        if errors:
+            for _, part in staged:
+                part.unlink(missing_ok=True)
+            raise errors[0]
+        return staged
+
+    def _stage_one(self, source: "LocalChannel", f: ChannelFile) -> Path | None:
+        dest = self.file_path(f)
+        if dest.exists():
+            actual = sha256_of(dest)
+            if actual != f.sha256:
+                raise ChannelError(
+                    f"{f.artifact} already exists in {self.describe()} with a different sha256 "
+                    f"({actual[:12]}…, expected {f.sha256[:12]}…); a file is never overwritten", path=dest,
+                    hint="move the stray file away and run promote again")
+            return None  # copied by an interrupted run and verified then: only needs indexing
+        part = dest.with_name(f".{f.filename}.{os.getpid()}{PART_SUFFIX}")
+        try:
+            actual = _copy_hashed(source.file_path(f), part)
+        except FileNotFoundError:
+            part.unlink(missing_ok=True)
+            raise ChannelError(f"{f.artifact} is listed in the staging index but missing on disk",
+                               path=source.file_path(f), hint="rebuild it with `conda-distro build`") from None
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+        if actual != f.sha256:
+            part.unlink(missing_ok=True)
+            raise ChannelError(
+                f"{f.artifact} in staging does not match the sha256 its index records "
+                f"({actual[:12]}… on disk, {f.sha256[:12]}… recorded); nothing was promoted",
+                path=source.file_path(f), hint="the staging file changed after it was tested: rebuild and re-test it")
+        return part
+
+    def ensure_layout(self) -> None:
+        for subdir in self.subdirs:
+            (self.path / subdir).mkdir(parents=True, exist_ok=True)
+
+    def publish(self, progress: Progress = no_progress) -> None:
+        """Re-index: rattler writes each repodata.json to a temp file and renames it into place."""
+        from rattler.index import index_fs
+
+        self.ensure_layout()
+        try:
+            asyncio.run(index_fs(self.path, force=False, write_zst=False, write_shards=False))
+        except Exception as exc:  # noqa: BLE001 - rattler raises several types; the old index stays valid
+            raise ChannelError(f"indexing {self.describe()} failed: {exc}", path=self.path,
+                               hint="a package file in the channel is unreadable; move it away and rerun") from None
+        for subdir in self.subdirs_on_disk():
+            self._drop_stale_index(self.path / subdir)
+            if (self.path / subdir / REPODATA).exists():
+                _fsync_dir(self.path / subdir)
+        progress(f"indexed {self.describe()}")
+
+    @staticmethod
+    def _drop_stale_index(folder: Path) -> None:
+        """Compressed or sharded indexes from an earlier indexer would go stale (engine-notes gotcha 4)."""
+        for name in STALE_INDEX_FILES:
+            (folder / name).unlink(missing_ok=True)
+        if (folder / "shards").is_dir():
+            shutil.rmtree(folder / "shards", ignore_errors=True)
+
+    def withdraw(self, files: Sequence[ChannelFile], progress: Progress = no_progress) -> list[str]:
+        """Retire: first a repodata without the files, then the files out, then a fresh index."""
+        self._unlist(files)
+        crash_point("retire-after-unlist")
+        moved = [str(self._move_out(self.file_path(f), f.subdir)) for f in files if self.file_path(f).exists()]
+        self.publish(progress)
+        progress(f"moved {len(moved)} file(s) to {self.retired_dir}")
+        return moved
+
+    def _unlist(self, files: Sequence[ChannelFile]) -> None:
+        from conda_distro.yamlio import atomic_write_text
+
+        by_subdir: dict[str, set[str]] = {}
+        for f in files:
+            by_subdir.setdefault(f.subdir, set()).add(f.filename)
+        for subdir, names in sorted(by_subdir.items()):
+            path = self.path / subdir / REPODATA
+            data = read_repodata(path)
+            for key in ("packages", "packages.conda"):
+                data[key] = {k: v for k, v in (data.get(key) or {}).items() if k not in names}
+            atomic_write_text(path, json.dumps(data, separators=(",", ":"), sort_keys=True))
+
+    def _move_out(self, path: Path, subdir: str) -> Path:
+        target_dir = self.retired_dir / subdir
+        target_dir.mkdir(parents=True, exist_ok=True)
+        dest, n = target_dir / path.name, 1
+        while dest.exists():
+            dest, n = target_dir / f"{path.name}.{n}", n + 1
+        shutil.move(str(path), str(dest))
+        return dest

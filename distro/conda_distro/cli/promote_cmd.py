@@ -1,0 +1,58 @@
+"""`conda-distro promote` and `conda-distro retire`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json
+from conda_distro.promote import DEFAULT_LOCK_TIMEOUT, PromoteOptions, promote as run_promote
+from conda_distro.retire import RetireOptions, retire as run_retire
+
+LockTimeoutOpt = Annotated[float, typer.Option(
+    "--lock-timeout", min=0, help="Seconds to wait for another promote/retire on the same main channel.")]
+
+
+def _log(line: str) -> None:
+    sys.stderr.write(f"{line}\n")
+
+
+@app.command()
+def promote(
+    root: RootOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False,
+    format: FormatOpt = TextJson.text,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
+) -> int:
+    """Copy every staging artifact whose tests all passed (and whose distribution dependencies are in
+    main or promoted with it) to the main channel, and record it in channel_state/."""
+    result = run_promote(PromoteOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout, progress=_log))
+    if format is TextJson.json:
+        print_json(result.to_dict())
+    else:
+        for line in result.text_lines():
+            out(line)
+    return int(result.exit_code)
+
+
+@app.command()
+def retire(
+    name: Annotated[str, typer.Argument(help="The package to take out of the main channel.", show_default=False)],
+    reason: Annotated[str, typer.Option("--reason", help="Why (recorded in channel_state/).", show_default=False)],
+    root: RootOpt = None,
+    by: Annotated[Optional[str], typer.Option("--by", help="Who retires it (default: git user.name, else the login).",
+                                              show_default=False)] = None,
+    format: FormatOpt = TextJson.text,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
+) -> int:
+    """Remove a package from the main channel (local: files out + re-index; anaconda.org: `broken` label)."""
+    result = run_retire(RetireOptions(name=name, reason=reason, root=root, by=by, lock_timeout=lock_timeout,
+                                      progress=_log))
+    if format is TextJson.json:
+        print_json(result.to_dict())
+    else:
+        for line in result.text_lines():
+            out(line)
+    return int(result.exit_code)

@@ -1,0 +1,311 @@
+"""channel_state/: the ledger of what is in the main channel and how it was tested (spec §6).
+
+One JSON file per package, ``channel_state/<name>.json``::
+
+    {
+      "schema_version": 1,
+      "name": "torchplug",
+      "artifacts": [                               # sorted by artifact
+        {
+          "artifact": "noarch/torchplug-0.3.0-h6950d92_0.conda",
+          "sha256": "…", "version": "0.3.0", "build": "h6950d92_0", "build_number": 0,
+          "depends": ["pytorch >=2.5.1,<2.6.0a0"],  # sorted
+          "channel": "build/channels/pytorch",      # the main channel it was promoted to
+          "promoted_at": "2025-01-01T12:00:00Z",    # UTC; null if it entered main another way
+          "commit": "9ff6986…",                     # git HEAD of the distribution repo; null outside git
+          "tests": [{"release": "2.5.1", "variant": "cpu", "status": "passed", "date": "…Z"}],
+          "retired": null                           # or {"at": "…Z", "reason": "…", "by": "…"}
+        }
+      ]
+    }
+
+Keys are written in this fixed order and lists sorted, so a promotion shows up as a minimal diff.
+Files are written atomically and only when their content changes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any, Iterable, Literal, Mapping, Protocol
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from conda_distro.errors import LedgerError
+from conda_distro.yamlio import LDict, LList, atomic_write_text
+
+LEDGER_SCHEMA_VERSION = 1
+_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_HINT = "fix the file by hand or restore it from git (`git checkout -- channel_state/`)"
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    if value.tzinfo is None:
+        raise ValueError("date has no time zone; write it in UTC like 2025-01-01T12:00:00Z")
+    return value.astimezone(dt.timezone.utc)
+
+
+UtcDatetime = Annotated[dt.datetime, AfterValidator(_utc)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TestEvidence(_Strict):
+    """One test run of the artifact against one PyTorch release and variant."""
+
+    __test__ = False  # not a pytest class
+
+    release: str
+    variant: Literal["cpu", "cuda"]
+    status: Literal["passed", "failed", "blocked"]
+    date: UtcDatetime
+
+
+class Retirement(_Strict):
+    at: UtcDatetime
+    reason: str = Field(min_length=1)
+    by: str
+
+
+class ArtifactEntry(_Strict):
+    artifact: str = Field(pattern=r"^[\w-]+/[^/]+$")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    version: str
+    build: str
+    build_number: int = Field(ge=0)
+    depends: list[str] = Field(default_factory=list)
+    channel: str
+    promoted_at: UtcDatetime | None
+    commit: str | None
+    tests: list[TestEvidence] = Field(default_factory=list)
+    retired: Retirement | None = None
+
+    @property
+    def in_main(self) -> bool:
+        return self.retired is None
+
+    def normalised(self) -> "ArtifactEntry":
+        from rattler import Version
+
+        tests = sorted(self.tests, key=lambda t: (Version(t.release), t.variant))
+        return self.model_copy(update={"depends": sorted(self.depends), "tests": tests})
+
+
+class PackageState(_Strict):
+    schema_version: int
+    name: str = Field(pattern=_NAME_RE.pattern)
+    artifacts: list[ArtifactEntry] = Field(default_factory=list)
+
+    def get(self, artifact: str) -> ArtifactEntry | None:
+        return next((a for a in self.artifacts if a.artifact == artifact), None)
+
+    def normalised(self) -> "PackageState":
+        arts = sorted((a.normalised() for a in self.artifacts), key=lambda a: a.artifact)
+        return self.model_copy(update={"artifacts": arts})
+
+    def to_json(self) -> str:
+        return self.normalised().model_dump_json(indent=2) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# reading with errors that name file, field and line
+
+
+def _line_of(doc: Any, loc: tuple) -> int | None:
+    """The 1-based line of ``loc`` in a document parsed by :func:`conda_distro.yamlio.load_fast`."""
+    line = getattr(doc, "line", None)
+    node = doc
+    for part in loc:
+        if isinstance(node, LDict) and str(part) in node:
+            line, node = node.line_of(str(part)), node[str(part)]
+        elif isinstance(node, LList) and isinstance(part, int) and part < len(node):
+            line, node = node.line_of(part), node[part]
+        else:
+            break
+    return line
+
+
+def _validation_error(exc: ValidationError, text: str, path: Path) -> LedgerError:
+    from conda_distro.yamlio import load_fast
+
+    err = exc.errors()[0]
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    try:
+        line = _line_of(load_fast(text), loc)
+    except Exception:  # noqa: BLE001 - a line number is a nicety
+        line = None
+    field = ".".join(str(p) for p in loc) or None
+    msg = {"extra_forbidden": "unknown key", "missing": "required key is missing"}.get(
+        err["type"], err["msg"].removeprefix("Value error, "))
+    return LedgerError(msg, path=path, field=field, line=line, hint=_HINT)
+
+
+def parse_state(text: str, path: Path) -> PackageState:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise LedgerError(f"not valid JSON: {getattr(exc, 'msg', exc)}", path=path,
+                          line=getattr(exc, "lineno", None), hint=_HINT) from None
+    if not isinstance(data, dict):
+        raise LedgerError("must be a JSON object", path=path, line=1, hint=_HINT)
+    version = data.get("schema_version")
+    if isinstance(version, int) and version > LEDGER_SCHEMA_VERSION:
+        raise LedgerError(f"written by a newer conda-distro (schema {version}; this one reads "
+                          f"{LEDGER_SCHEMA_VERSION})", path=path, field="schema_version",
+                          hint="upgrade conda-distro")
+    try:
+        state = PackageState.model_validate(data)
+    except ValidationError as exc:
+        raise _validation_error(exc, text, path) from None
+    if state.schema_version != LEDGER_SCHEMA_VERSION:
+        raise LedgerError(f"unsupported schema_version {state.schema_version}", path=path,
+                          field="schema_version", hint=f"this conda-distro reads schema {LEDGER_SCHEMA_VERSION}")
+    if state.name != path.stem:
+        raise LedgerError(f"file is named {path.name} but records package '{state.name}'", path=path,
+                          field="name", hint=f"rename the file to {state.name}.json or fix the name")
+    return state
+
+
+# ---------------------------------------------------------------------------------------------
+# the store
+
+
+class Ledger:
+    """The channel_state/ folder."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def path_for(self, name: str) -> Path:
+        if not _NAME_RE.match(name):
+            raise LedgerError(f"'{name}' is not a valid package name", field="name")
+        return self.folder / f"{name}.json"
+
+    def load(self, name: str) -> PackageState | None:
+        path = self.path_for(name)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LedgerError(f"cannot read: {exc}", path=path, hint=_HINT) from None
+        return parse_state(text, path)
+
+    def load_all(self) -> dict[str, PackageState]:
+        if not self.folder.is_dir():
+            return {}
+        return {p.stem: s for p in sorted(self.folder.glob("*.json")) if (s := self.load(p.stem))}
+
+    def save(self, state: PackageState) -> Path | None:
+        """Write ``state`` atomically; returns the path, or None when the file already said exactly this."""
+        path = self.path_for(state.name)
+        text = state.to_json()
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            return None
+        atomic_write_text(path, text)
+        return path
+
+    def empty(self, name: str) -> PackageState:
+        return PackageState(schema_version=LEDGER_SCHEMA_VERSION, name=name, artifacts=[])
+
+    def add_artifacts(self, name: str, entries: Iterable[ArtifactEntry]) -> Path | None:
+        """Record artifacts now in main. An artifact already recorded keeps its first promotion record."""
+        state = self.load(name) or self.empty(name)
+        known = {a.artifact for a in state.artifacts}
+        new = [e for e in entries if e.artifact not in known]
+        if not new:
+            return None
+        return self.save(state.model_copy(update={"artifacts": [*state.artifacts, *new]}))
+
+    def retire(self, name: str, entries: Iterable[ArtifactEntry], retirement: Retirement) -> Path | None:
+        """Mark artifacts retired (adding entries for any the ledger did not know). An artifact already
+        retired keeps its first retirement record."""
+        state = self.load(name) or self.empty(name)
+        by_artifact = {a.artifact: a for a in state.artifacts}
+        for e in entries:
+            current = by_artifact.get(e.artifact, e)
+            if current.retired is None:
+                by_artifact[e.artifact] = current.model_copy(update={"retired": retirement})
+        return self.save(state.model_copy(update={"artifacts": list(by_artifact.values())}))
+
+    def retired_artifacts(self, states: Mapping[str, PackageState] | None = None) -> dict[str, Retirement]:
+        states = self.load_all() if states is None else states
+        return {a.artifact: a.retired for s in states.values() for a in s.artifacts if a.retired is not None}
+
+
+# ---------------------------------------------------------------------------------------------
+# provenance
+
+
+def current_commit(root: Path) -> str | None:
+    """The git HEAD commit of the distribution repository; None outside git (or before the first commit)."""
+    try:
+        import git
+
+        return git.Repo(root, search_parent_directories=True).head.commit.hexsha
+    except Exception:  # noqa: BLE001 - not a repo, no commits, no git binary: all mean "unknown"
+        return None
+
+
+def current_user(root: Path) -> str:
+    """Who is acting: git's user.name <user.email> if configured, else the login name."""
+    try:
+        import git
+
+        reader = git.Repo(root, search_parent_directories=True).config_reader()
+        name = reader.get_value("user", "name", default="")
+        email = reader.get_value("user", "email", default="")
+        if name:
+            return f"{name} <{email}>" if email else str(name)
+    except Exception:  # noqa: BLE001 - fall back to the login name
+        pass
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+# ---------------------------------------------------------------------------------------------
+# drift: the ledger against what the channel actually holds (for verify-channel)
+
+DriftKind = Literal["missing-from-channel", "not-in-ledger", "sha256-differs", "retired-but-in-channel"]
+
+
+class Drift(_Strict):
+    artifact: str
+    kind: DriftKind
+    detail: str
+
+
+class _HasSha(Protocol):
+    sha256: str
+
+
+def compare_with_channel(states: Mapping[str, PackageState], files: Mapping[str, _HasSha]) -> list[Drift]:
+    """Differences between channel_state/ and a channel listing (``{artifact: file with .sha256}``, e.g.
+    ``open_channel(distro, main).list_files()``), sorted by artifact. Empty means they agree."""
+    out: list[Drift] = []
+    recorded = {a.artifact: a for s in states.values() for a in s.artifacts}
+    for art, a in recorded.items():
+        f = files.get(art)
+        if a.retired is not None:
+            if f is not None:
+                out.append(Drift(artifact=art, kind="retired-but-in-channel",
+                                 detail=f"retired {a.retired.at:%Y-%m-%d} ({a.retired.reason}) but still published"))
+        elif f is None:
+            out.append(Drift(artifact=art, kind="missing-from-channel", detail="recorded as in main but not published"))
+        elif f.sha256 != a.sha256:
+            out.append(Drift(artifact=art, kind="sha256-differs",
+                             detail=f"ledger {a.sha256[:12]}…, channel {f.sha256[:12]}…"))
+    out += [Drift(artifact=art, kind="not-in-ledger", detail="published but not recorded in channel_state/")
+            for art in files if art not in recorded]
+    return sorted(out, key=lambda d: (d.artifact, d.kind))

@@ -1,0 +1,321 @@
+"""Channel backends: LocalChannel on real rattler-build artifacts, AnacondaChannel through the real
+anaconda-client code against the fake server (tests/anaconda_server.py), and open_channel.
+
+The helpers at the top (building tiny packages, writing a distro.yaml) are shared with test_promote.py.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import textwrap
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from anaconda_server import FakeAnaconda
+from conda_distro.channels import (AnacondaChannel, ChannelFile, LocalChannel, mask_secret, open_channel,
+                                   parse_anaconda_ref, sha256_of)
+from conda_distro.config import load_config
+from conda_distro.errors import ChannelError, LockTimeoutError
+
+TOKEN = "tok-SECRET-0123456789"
+
+# name -> run requirements of the tiny test packages
+PACKAGES = {
+    "alpha": ["pytorch >=2.4,<2.6"],
+    "beta": ["pytorch >=2.4,<2.7"],
+    "gamma": ["alpha >=1.0,<2"],
+    "delta": ["beta >=1.0,<2"],
+    "eps": ["pytorch >=2.5,<2.7"],
+    "zeta": ["pytorch >=2.4,<2.7"],
+}
+
+
+def build_package(out: Path, name: str, run: list[str], *, version: str = "1.0", content: str = "v1",
+                  build_number: int = 0) -> Path:
+    """Build one ``noarch: generic`` package with rattler-build into the channel folder ``out``."""
+    from rattler_build import Stage0Recipe, ToolConfiguration, VariantConfig
+
+    recipe_dir = out.parent / "recipes" / f"{name}-{content}"
+    recipe_dir.mkdir(parents=True, exist_ok=True)
+    text = textwrap.dedent(f"""\
+        package: {{name: {name}, version: "{version}"}}
+        build:
+          number: {build_number}
+          noarch: generic
+          script: ["mkdir -p $PREFIX/share/{name}", "echo {content} > $PREFIX/share/{name}/VERSION"]
+        requirements:
+          run: {json.dumps(run)}
+        """)
+    recipe = Stage0Recipe.from_yaml(text, recipe_dir=recipe_dir)
+    old_path = os.environ.get("PATH", "")
+    os.environ["PATH"] = "/usr/bin:/bin"  # engine-notes gotcha 6
+    try:
+        (variant,) = recipe.render(VariantConfig())
+        res = variant.run_build(tool_config=ToolConfiguration(test_strategy="skip"), output_dir=str(out),
+                                channels=[out.as_uri()])
+    finally:
+        os.environ["PATH"] = old_path
+    return Path(res.packages[0])
+
+
+@lru_cache(maxsize=None)
+def _template(base: str) -> Path:
+    out = Path(base) / "staging"
+    for name, run in PACKAGES.items():
+        build_package(out, name, run)
+    other = Path(base) / "other"  # same filename as alpha, different content
+    build_package(other, "alpha", PACKAGES["alpha"], content="v2")
+    return Path(base)
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory) -> Path:
+    """A staging channel of the PACKAGES (built once per session) and an ``other`` channel holding a
+    different file with alpha's filename."""
+    return _template(str(tmp_path_factory.mktemp("built")))
+
+
+def copy_channel(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("bld", ".tmp", "src_cache", "test", "broken"))
+    return dest
+
+
+DISTRO_YAML = """\
+name: test-distro
+channels:
+  upstream: [conda-forge]
+  staging: {staging}
+  main: {main}
+pytorch:
+  releases: ["2.4.1", "2.5.1", "2.6.0"]
+  variants: [cpu, cuda]
+platforms: [linux-64]
+{extra}"""
+
+
+def write_distro(root: Path, *, staging: str = "build/channels/staging", main: str = "build/channels/main",
+                 extra: str = "") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "distro.yaml").write_text(DISTRO_YAML.format(staging=staging, main=main, extra=extra))
+    return root
+
+
+def staging_files(channel: Path) -> dict[str, ChannelFile]:
+    return LocalChannel(channel).list_files()
+
+
+def by_name(files: dict[str, ChannelFile]) -> dict[str, ChannelFile]:
+    return {f.name: f for f in files.values()}
+
+
+def api_doc(f: ChannelFile) -> dict:
+    """The anaconda.org file dict for a ChannelFile (what an upload would have recorded)."""
+    return {"name": f.name, "version": f.version, "basename": f.artifact, "sha256": f.sha256, "size": f.size,
+            "attrs": {"subdir": f.subdir, "build": f.build, "build_number": f.build_number,
+                      "depends": list(f.depends)}}
+
+
+# ---------------------------------------------------------------------------------------------
+# LocalChannel
+
+
+def test_local_list_files_reads_repodata(template):
+    files = staging_files(template / "staging")
+    alpha = by_name(files)["alpha"]
+    assert alpha.artifact.startswith("noarch/alpha-1.0-h") and alpha.artifact.endswith("_0.conda")
+    assert alpha.depends == ("pytorch >=2.4,<2.6",)
+    assert alpha.sha256 == sha256_of(template / "staging" / alpha.artifact)
+    assert set(by_name(files)) == set(PACKAGES)
+
+
+def test_local_missing_channel_is_empty(tmp_path):
+    assert LocalChannel(tmp_path / "nope").list_files() == {}
+
+
+def test_local_receive_publish_and_never_overwrite(template, tmp_path):
+    staging = LocalChannel(copy_channel(template / "staging", tmp_path / "staging"))
+    main = LocalChannel(tmp_path / "main", subdirs=["linux-64"])
+    alpha = by_name(staging.list_files())["alpha"]
+    main.receive(staging, [alpha])
+    assert main.list_files() == {}  # placed, not yet published
+    main.publish()
+    assert main.list_files()[alpha.artifact].sha256 == alpha.sha256
+    placed = main.path / alpha.artifact
+    assert sha256_of(placed) == alpha.sha256 and oct(placed.stat().st_mode & 0o777) == "0o644"
+    assert (main.path / "linux-64" / "repodata.json").is_file()
+    assert not list(main.path.glob("*/.*.part"))
+    main.receive(staging, [alpha])  # already there with the same sha256: a no-op
+    other = LocalChannel(template / "other")
+    other_alpha = by_name(other.list_files())["alpha"]
+    assert other_alpha.filename == alpha.filename and other_alpha.sha256 != alpha.sha256
+    (main.path / alpha.artifact).unlink()
+    shutil.copy(template / "other" / alpha.artifact, main.path / alpha.artifact)
+    with pytest.raises(ChannelError, match="never overwritten"):
+        main.receive(staging, [alpha])
+    assert sha256_of(main.path / alpha.artifact) == other_alpha.sha256
+
+
+def test_local_receive_rejects_corrupt_source_and_places_nothing(template, tmp_path):
+    staging = LocalChannel(copy_channel(template / "staging", tmp_path / "staging"))
+    files = by_name(staging.list_files())
+    (staging.path / files["beta"].artifact).write_bytes(b"corrupted")
+    main = LocalChannel(tmp_path / "main")
+    with pytest.raises(ChannelError, match="does not match the sha256"):
+        main.receive(staging, [files["alpha"], files["beta"]])
+    assert not [p for p in (main.path / "noarch").iterdir()]  # no file, no part
+
+
+def test_local_recover_moves_unplanned_unindexed_files_out(template, tmp_path):
+    staging = LocalChannel(copy_channel(template / "staging", tmp_path / "staging"))
+    main = LocalChannel(tmp_path / "channels" / "main")
+    f = by_name(staging.list_files())
+    main.receive(staging, [f["alpha"], f["beta"]])
+    (main.path / "noarch" / ".x.conda.123.part").write_bytes(b"partial")
+    main.recover(staging, keep={f["alpha"].artifact})
+    assert (main.path / f["alpha"].artifact).exists()
+    assert not (main.path / f["beta"].artifact).exists()
+    assert (tmp_path / "channels" / "retired" / f["beta"].artifact).exists()
+    assert not (main.path / "noarch" / ".x.conda.123.part").exists()
+
+
+def test_local_withdraw_unlists_then_moves(template, tmp_path):
+    staging = LocalChannel(copy_channel(template / "staging", tmp_path / "staging"))
+    main = LocalChannel(tmp_path / "channels" / "main")
+    f = by_name(staging.list_files())
+    main.receive(staging, [f["alpha"], f["beta"]])
+    main.publish()
+    (main.path / "noarch" / "repodata.json.zst").write_bytes(b"stale")
+    moved = main.withdraw([f["alpha"]])
+    assert set(main.list_files()) == {f["beta"].artifact}
+    assert moved == [str(tmp_path / "channels" / "retired" / f["alpha"].artifact)]
+    assert not (main.path / "noarch" / "repodata.json.zst").exists()
+
+
+def test_local_lock_times_out(tmp_path):
+    ch = LocalChannel(tmp_path / "main")
+    with ch.lock(5):
+        with pytest.raises(LockTimeoutError, match="another conda-distro process") as exc:
+            with LocalChannel(tmp_path / "main").lock(0.2):
+                pass
+    assert exc.value.exit_code == 2
+    with ch.lock(0.2):  # released
+        pass
+
+
+def test_local_rejects_anaconda_source(tmp_path):
+    ch = LocalChannel(tmp_path / "main")
+    with pytest.raises(ChannelError, match="cannot copy from anaconda.org") as exc:
+        ch.check_source(AnacondaChannel("o", api_url="http://127.0.0.1:9", token=None))
+    assert "both local folders or both anaconda" in exc.value.hint
+
+
+# ---------------------------------------------------------------------------------------------
+# open_channel, refs and secrets
+
+
+def test_open_channel_picks_backend_and_api_url(tmp_path):
+    root = write_distro(tmp_path, staging="anaconda://stage-owner/staging", main="anaconda://main-owner",
+                        extra="anaconda:\n  api_url: http://127.0.0.1:1/from-yaml\n")
+    distro = load_config(root)
+    st = open_channel(distro, distro.config.channels.staging, env={"ANACONDA_API_TOKEN": TOKEN})
+    assert isinstance(st, AnacondaChannel)
+    assert (st.owner, st.label, st.api_url) == ("stage-owner", "staging", "http://127.0.0.1:1/from-yaml")
+    main = open_channel(distro, distro.config.channels.main, env={"ANACONDA_API_URL": "http://127.0.0.1:2"})
+    assert (main.owner, main.label, main.api_url) == ("main-owner", "main", "http://127.0.0.1:2")
+    assert TOKEN not in repr(st) and TOKEN not in st.describe()
+    local = open_channel(distro, "build/channels/x", env={})
+    assert isinstance(local, LocalChannel) and local.path == tmp_path / "build" / "channels" / "x"
+
+
+def test_parse_anaconda_ref():
+    assert parse_anaconda_ref("anaconda://own").label == "main"
+    assert parse_anaconda_ref("anaconda://own/staging").label == "staging"
+    with pytest.raises(ChannelError):
+        parse_anaconda_ref("anaconda://own/a/b")
+
+
+def test_mask_secret():
+    assert mask_secret(f"bad token {TOKEN}!", TOKEN) == "bad token ***!"
+    assert mask_secret("x", None) == "x"
+
+
+# ---------------------------------------------------------------------------------------------
+# AnacondaChannel against the fake server (real binstar_client code path)
+
+
+@pytest.fixture()
+def server():
+    with FakeAnaconda(TOKEN, lifetime=120) as srv:
+        yield srv
+
+
+def test_anaconda_list_copy_verify(template, server):
+    files = by_name(staging_files(template / "staging"))
+    server.seed("distro", [api_doc(files["alpha"]), api_doc(files["beta"])], label="staging")
+    staging = AnacondaChannel("distro", "staging", api_url=server.url, token=TOKEN)
+    main = AnacondaChannel("distro", "main", api_url=server.url, token=TOKEN)
+    assert main.list_files() == {}  # unknown label: empty
+    listed = staging.list_files()
+    assert listed[files["alpha"].artifact] == files["alpha"]  # same fields as the local repodata
+    main.receive(staging, [files["alpha"]])
+    assert set(main.list_files()) == {files["alpha"].artifact}
+    copy = [r for r in server.requests() if r["method"] == "POST" and r["path"].startswith("/copy/")]
+    assert copy == [{"method": "POST", "auth": "valid",
+                     "path": f"/copy/package/distro/alpha/1.0/{files['alpha'].artifact}",
+                     "body": {"to_owner": "distro", "from_channel": "staging", "to_channel": "main"}}]
+    with pytest.raises(ChannelError, match="never overwritten"):  # 409 from the server
+        main.receive(staging, [files["alpha"]])
+
+
+def test_anaconda_copy_to_other_owner_and_sha_check(template, server):
+    files = by_name(staging_files(template / "staging"))
+    doc = api_doc(files["beta"])
+    server.seed("builds", [{**doc, "sha256": "0" * 64}], label="staging")  # the server holds another file
+    staging = AnacondaChannel("builds", "staging", api_url=server.url, token=TOKEN)
+    main = AnacondaChannel("distro", "main", api_url=server.url, token=TOKEN)
+    with pytest.raises(ChannelError, match="server reports sha256 0000"):
+        main.receive(staging, [files["beta"]])
+
+
+def test_anaconda_withdraw_labels_broken(template, server):
+    files = by_name(staging_files(template / "staging"))
+    server.seed("distro", [api_doc(files["alpha"])], label="main")
+    main = AnacondaChannel("distro", "main", api_url=server.url, token=TOKEN)
+    main.withdraw([files["alpha"]])
+    assert main.list_files() == {}
+    (state,) = server.files()
+    assert state["labels"] == ["broken"]
+    writes = [(r["method"], r["path"], r["body"]) for r in server.requests() if r["method"] != "GET"]
+    body = {"package": "alpha", "version": "1.0", "basename": files["alpha"].artifact}
+    assert writes == [("POST", "/channels/distro/broken", body), ("DELETE", "/channels/distro/main", body)]
+
+
+def test_anaconda_bad_token_is_masked(template, server, caplog):
+    caplog.set_level(logging.DEBUG)
+    bad = "tok-WRONG-9876543210"
+    ch = AnacondaChannel("distro", "main", api_url=server.url, token=bad)
+    with pytest.raises(ChannelError) as exc:
+        ch.list_files()
+    text = str(exc.value) + str(exc.value.hint) + repr(exc.value.to_dict())
+    assert bad not in text and "***" in text and "ANACONDA_API_TOKEN" in text
+    assert bad not in caplog.text
+    assert server.requests()[-1]["auth"] == "invalid"
+    assert bad not in json.dumps(server.requests())  # the fake never records the token itself
+
+
+def test_anaconda_write_without_token(server):
+    ch = AnacondaChannel("distro", "main", api_url=server.url, token=None)
+    with pytest.raises(ChannelError, match="needs a token"):
+        ch.check_source(AnacondaChannel("distro", "staging", api_url=server.url, token=None))
+
+
+def test_anaconda_unreachable_server():
+    ch = AnacondaChannel("distro", "main", api_url="http://127.0.0.1:9", token=TOKEN)
+    with pytest.raises(ChannelError, match="failed") as exc:
+        ch.list_files()
+    assert TOKEN not in str(exc.value)
