@@ -172,7 +172,7 @@ def _try(solver: RattlerSolver, specs: list[str], cuda: bool) -> tuple[list | No
 def minimal_conflict(solver: RattlerSolver, fixed: list[str], candidates: list[str], cuda: bool) -> list[str]:
     """Deletion filter: the smallest set of ``candidates`` that is still unsatisfiable with ``fixed``."""
     core = list(candidates)
-    for name in list(candidates):
+    for name in reversed(candidates):
         trial = [c for c in core if c != name]
         if _try(solver, fixed + trial, cuda)[0] is None:
             core = trial
@@ -215,8 +215,9 @@ def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions(
         solver = make_solver(options.solver, [channel.as_uri(), *dist.distro.upstream_urls], dist.distro.subdirs)
         results = []
         for target in (Target(r, v) for r in releases for v in dist.config.pytorch.variants):
-            names = sorted(by_name[f] for f in graph.order() if target.pytorch in admitted[f]
-                           and (available is None or by_name[f] in available))
+            # dependents last: the deletion filter then drops dependents first and names the root cause
+            names = [by_name[f] for f in graph.order() if target.pytorch in admitted[f]
+                     and (available is None or by_name[f] in available)]
             results.append(_solve_target(solver, pytorch, target, names, options.explain))
     return SolveReport(results)
 
@@ -231,7 +232,7 @@ def _solve_target(solver: RattlerSolver, pytorch: str, target: Target, names: li
         if explain and _try(solver, fixed, cuda)[0] is not None:
             res.conflicting = minimal_conflict(solver, fixed, names, cuda)
             res.conflict = f"{pytorch} {target.pytorch} ({target.variant}) cannot be installed together with " \
-                           f"{', '.join(res.conflicting)}:\n{error}"
+                           f"{', '.join(res.conflicting)}\n{error}"
         return res
     res.packages = sorted(f"{r.name.normalized} {r.version} {r.build}" for r in records)
     torch = next((r for r in records if r.name.normalized == pytorch), None)

@@ -100,10 +100,12 @@ def _summarise(outcome: UnitOutcome) -> _Status:
     return st
 
 
-def _staging_digest(staging: Path, names: tuple[str, ...]) -> str:
-    """sha256 of the staging repodata entries of ``names`` (a dependency changed = re-test)."""
+def _staging_digest(staging: Path, names: tuple[str, ...], pinned: dict[str, str]) -> str:
+    """What a test environment can see of the distribution dependencies ``names``: this run's
+    artifacts (``pinned``: artifact -> sha256) for packages built in this run, otherwise every
+    staging entry of the name. A change there means re-testing."""
     wanted = set(names)
-    rows = []
+    rows = [f"{a}={sha}" for a, sha in pinned.items()]
     for repodata in sorted(staging.glob("*/repodata.json")):
         try:
             data = json.loads(repodata.read_text())
@@ -122,6 +124,7 @@ class Executor:
         self.ctx = ctx
         self.reporter = reporter or NullReporter()
         self.status: dict[str, _Status] = {}
+        self.artifacts: dict[str, dict[str, str]] = {}  # package -> {artifact: sha256} made or kept by this run
 
     def _unit(self, pkg: PackagePlan) -> Unit:
         block_build = next((self.status[d].build_failed and f"dependency {self.status[d].build_failed}"
@@ -130,6 +133,8 @@ class Executor:
         for d in pkg.closure:
             for target, reason in self.status.get(d, _Status()).failed_targets.items():
                 blocked.setdefault(target, f"dependency {reason}")
+        in_run = {d for d in pkg.closure if d in self.artifacts}
+        pinned = {a: sha for d in sorted(in_run) for a, sha in self.artifacts[d].items()}
         views = tuple(
             TargetView(t, self.ctx.views[t].url, self.ctx.views[t].sha256, self.ctx.views[t].cuda_override, self.ctx.views[t].reason)
             for t in pkg.targets
@@ -140,7 +145,9 @@ class Executor:
             variant_config=pkg.variant_config, engine=self.plan.engine, staging=self.ctx.staging,
             channels=(self.ctx.staging.as_uri(), *self.ctx.upstream), store=self.ctx.store, logs=self.ctx.logs,
             pytorch=self.ctx.pytorch, targets=views, blocked=blocked,
-            deps_digest=_staging_digest(self.ctx.staging, pkg.closure), block_build=block_build,
+            deps_digest=_staging_digest(self.ctx.staging, tuple(d for d in pkg.closure if d not in in_run), pinned),
+            block_build=block_build, dep_artifacts=tuple(sorted(pinned)),
+            dep_view=self.ctx.store.parent / "dep-views" / pkg.name,
         )
 
     def _prepare_staging(self) -> None:
@@ -177,6 +184,7 @@ class Executor:
 
     def _collect(self, outcome: UnitOutcome, report: BuildReport) -> None:
         self.status[outcome.name] = _summarise(outcome)
+        self.artifacts[outcome.name] = {b.artifact: b.sha256 for b in outcome.builds if b.sha256 and b.artifact}
         report.builds.extend(outcome.builds)
         report.tests.extend(outcome.tests)
         report.cached_tests += outcome.cached_tests

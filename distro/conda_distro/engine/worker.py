@@ -41,6 +41,33 @@ class Unit:
     blocked: dict[Target, str] = field(default_factory=dict)  # target -> reason (a dependency failed there)
     deps_digest: str = ""
     block_build: str | None = None  # reason when the whole unit is blocked
+    dep_artifacts: tuple[str, ...] = ()  # this run's artifacts of its distribution deps (staging-relative)
+    dep_view: Path | None = None  # where to put the channel holding exactly those
+
+
+def make_dep_view(unit: Unit) -> str | None:
+    """A channel with exactly this run's builds of the unit's dependencies, placed before staging: with
+    strict channel priority the test environment cannot fall back to an older build of a dependency
+    that is still in staging (a dependent is tested against what this run built)."""
+    if not unit.dep_artifacts or unit.dep_view is None:
+        return None
+    import asyncio
+    import os
+    import shutil
+
+    from rattler.index import index_fs
+
+    shutil.rmtree(unit.dep_view, ignore_errors=True)
+    (unit.dep_view / "noarch").mkdir(parents=True)
+    for art in unit.dep_artifacts:
+        src, dst = unit.staging / art, unit.dep_view / art
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+    asyncio.run(index_fs(unit.dep_view, force=True, write_zst=False, write_shards=False))
+    return unit.dep_view.as_uri()
 
 
 @dataclass
@@ -107,6 +134,7 @@ def run_unit(unit: Unit) -> UnitOutcome:
     store = ResultsStore(unit.store)
     out = UnitOutcome(unit.name)
     logs = unit.logs / unit.name
+    dep_view: list[str] | None = None  # made on the first test that has to run
     for spec, input_hash, action in unit.variants:
         path = unit.staging / spec.artifact
         build_log = logs / f"{spec.build_string}.build.log"
@@ -148,7 +176,9 @@ def run_unit(unit: Unit) -> UnitOutcome:
                 out.cached_tests += 1
                 continue
             log = logs / f"{spec.build_string}.{t.pytorch}-{t.variant}.test.log"
-            res = builder.test(TestJob(path, (tv.url, *unit.channels), tv.cuda, log))
+            if dep_view is None:
+                dep_view = [u for u in (make_dep_view(unit),) if u]
+            res = builder.test(TestJob(path, (tv.url, *dep_view, *unit.channels), tv.cuda, log))
             rec = TestRecord(**base, status="passed" if res.ok else "failed", log=str(log), reason=res.message, key=key)
             results.record(rec)
             out.tests.append(rec)

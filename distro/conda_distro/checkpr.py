@@ -1,0 +1,227 @@
+"""`check-pr`: the PR gate. In order: lint of changed recipes and proposals, proposal checks, the
+affected set (changed ∪ transitive reverse deps), solve per release × variant, build + test of the
+affected set; plus downstream notification (dependents whose pins no longer admit a changed package).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conda_distro.distribution import Distribution, load_distribution
+from conda_distro.errors import ExitCode
+from conda_distro.gitutil import changed_files
+from conda_distro.graph import RecipeGraph
+from conda_distro.lint import Finding, LintOptions, lint_distribution
+from conda_distro.specs import admits, upper_granularity
+
+BUILDABLE_PREFIXES = ("recipes/", "proposals/")
+BUILDABLE_FILES = ("distro.yaml",)
+
+
+@dataclass(frozen=True)
+class CheckPrOptions:
+    base: str
+    build: bool = True
+    jobs: int = 1
+
+
+@dataclass
+class PinUpdate:
+    name: str  # the dependent whose pin must change
+    dependency: str
+    new_version: str
+    pin: str  # as written
+    suggested: str
+    maintainers: list[str]
+    path: str
+    line: int
+
+    def to_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+@dataclass
+class CheckPrResult:
+    base: str
+    changed: list[str] = field(default_factory=list)  # recipe names
+    changed_proposals: list[str] = field(default_factory=list)
+    changed_files: list[str] = field(default_factory=list)
+    lint: list[Finding] = field(default_factory=list)
+    proposals: list[Finding] = field(default_factory=list)
+    affected: list[str] = field(default_factory=list)
+    solve: list[dict] = field(default_factory=list)
+    builds: list[dict] = field(default_factory=list)
+    tests: list[dict] = field(default_factory=list)
+    needs_pin_update: list[PinUpdate] = field(default_factory=list)
+    maintainers: dict[str, list[str]] = field(default_factory=dict)
+    malformed: bool = False
+    nothing_buildable: bool = False
+    built: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.malformed and not any(f.severity == "error" for f in self.lint + self.proposals) \
+            and all(s["ok"] for s in self.solve) \
+            and all(b["status"] in ("built", "skipped-existing") for b in self.builds) \
+            and all(t["status"] == "passed" for t in self.tests) and not self.needs_pin_update
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.malformed:
+            return ExitCode.BAD_INPUT
+        return ExitCode.OK if self.ok else ExitCode.FAILURES
+
+    def to_dict(self) -> dict:
+        return {
+            "ok": self.ok, "base": self.base, "changed": self.changed, "changed_proposals": self.changed_proposals,
+            "nothing_buildable": self.nothing_buildable,
+            "lint": [f.to_dict() for f in self.lint], "proposals": [f.to_dict() for f in self.proposals],
+            "affected": self.affected, "solve": self.solve, "builds": self.builds, "tests": self.tests,
+            "needs_pin_update": [p.to_dict() for p in self.needs_pin_update],
+        }
+
+
+def _bump(version: str, granularity: int) -> str:
+    nums = [int(x) for x in re.findall(r"\d+", version)[: max(1, granularity)]]
+    while len(nums) < granularity:
+        nums.append(0)
+    nums[-1] += 1
+    return ".".join(map(str, nums))
+
+
+def suggest_pin(name: str, spec_version: str | None, new_version: str) -> str:
+    """Widen a pin so that it admits ``new_version``, keeping its floor and its bound's granularity."""
+    floor = re.search(r">=\s*([\w.]+)", spec_version or "")
+    g = upper_granularity(spec_version) or 1
+    g = 1 if g >= 99 else g
+    return f"{name} >={floor.group(1) if floor else new_version},<{_bump(new_version, g)}"
+
+
+def pin_updates(dist: Distribution, graph: RecipeGraph, changed: list[str]) -> list[PinUpdate]:
+    out = []
+    for folder in changed:
+        if folder not in dist.recipes:
+            continue
+        pkg = dist.recipes[folder]
+        for dep_folder in sorted(graph.dependents(folder)):
+            d = dist.recipes[dep_folder]
+            for req in d.deps("host", "run"):
+                if req.name == pkg.name and req.spec is not None and req.spec.ok and not admits(req.version, pkg.version):
+                    out.append(PinUpdate(dep_folder, pkg.name, pkg.version, req.raw,
+                                         suggest_pin(pkg.name, req.version, pkg.version), list(d.maintainers),
+                                         d.path.relative_to(dist.root).as_posix(), req.line))
+    return out
+
+
+def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> CheckPrResult:
+    from conda_distro.proposal import changed_proposals, has_fatal, lint_proposals
+
+    dist = load_distribution(root, strict=False)
+    res = CheckPrResult(base=options.base)
+    res.changed_files = changed_files(dist.root, options.base)
+    buildable = [f for f in res.changed_files if f.startswith(BUILDABLE_PREFIXES) or f in BUILDABLE_FILES]
+    if not buildable:
+        res.nothing_buildable = True
+        return res
+    config_changed = any(f in BUILDABLE_FILES for f in buildable)
+    res.changed = sorted({f.split("/")[1] for f in buildable if f.startswith("recipes/") and f.count("/") >= 2})
+    res.changed_proposals = changed_proposals(dist.root, options.base)
+    present = [n for n in res.changed if (dist.distro.recipes_dir / n).is_dir()]
+    lint = lint_distribution(dist, LintOptions(names=tuple(present))) if present else None
+    res.lint = [f for f in (lint.findings if lint else []) if not f.check.startswith("proposal-")]
+    res.proposals = lint_proposals(dist, names=res.changed_proposals) if res.changed_proposals else []
+    res.malformed = bool(lint and lint.malformed) or has_fatal(res.proposals) or bool(dist.errors)
+    if res.malformed:
+        return res
+    graph = RecipeGraph.from_recipes(dist.recipes)
+    res.affected = graph.order() if config_changed else graph.affected(present)
+    res.maintainers = {n: list(dist.recipes[n].maintainers) for n in res.affected}
+    res.needs_pin_update = pin_updates(dist, graph, present)
+    from conda_distro.solve import solve_distribution
+
+    res.solve = [r.to_dict() for r in solve_distribution(dist).results]
+    if options.build and res.affected:
+        from conda_distro.engine.run import BuildOptions, run_build
+
+        run = run_build(dist, BuildOptions(names=tuple(res.affected), jobs=options.jobs), reporter)
+        rep = run.report.to_dict() if run.report else {"builds": [], "tests": []}
+        res.builds, res.tests, res.built = rep["builds"], rep["tests"], True
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# the PR comment
+
+
+ICON = {"passed": "✅ pass", "failed": "❌ fail", "blocked": "⛔ blocked"}
+
+
+def to_markdown(res: CheckPrResult) -> str:
+    if res.nothing_buildable:
+        return ("### conda-distro check-pr: ✅ nothing to build\n\n"
+                f"This PR changes no recipe, proposal or distro.yaml (compared with `{res.base}`); "
+                "no build or test is needed.\n")
+    verdict = "✅ ready to merge" if res.ok else ("🛑 malformed input" if res.malformed else "❌ changes needed")
+    lines = [f"### conda-distro check-pr: {verdict}", "",
+             f"Changed: {', '.join(f'`{n}`' for n in res.changed) or '(no recipe)'}"
+             + (f"; proposals: {', '.join(f'`{n}`' for n in res.changed_proposals)}" if res.changed_proposals else ""),
+             f"Affected (changed + reverse dependencies): {', '.join(f'`{n}`' for n in res.affected) or '(none)'}", ""]
+    if res.tests or res.builds:
+        targets = sorted({(t["pytorch"], t["variant"]) for t in res.tests}, key=lambda t: (tuple(int(x) for x in t[0].split(".")), t[1]))
+        lines += ["| package | " + " | ".join(f"{r} {v}" for r, v in targets) + " |",
+                  "|---|" + "---|" * len(targets)]
+        cells: dict[tuple[str, str, str], str] = {}
+        for t in res.tests:
+            key = (t["name"], t["pytorch"], t["variant"])
+            if cells.get(key) != "failed":
+                cells[key] = t["status"]
+        for name in res.affected:
+            row = [ICON.get(cells.get((name, r, v), ""), "–") for r, v in targets]
+            lines.append(f"| `{name}` | " + " | ".join(row) + " |")
+        failed_builds = [b for b in res.builds if b["status"] in ("failed", "blocked")]
+        for b in failed_builds:
+            lines.append(f"\n- build of `{b['name']}` {b['status']}" + (f": {b.get('reason')}" if b.get("reason") else ""))
+        lines.append("")
+    elif not res.built and res.affected:
+        lines += ["Build and tests: not run here (`--no-build`; the sharded build jobs run them).", ""]
+    bad_solves = [s for s in res.solve if not s["ok"]]
+    if bad_solves:
+        lines.append("**Not co-installable:**")
+        for s in bad_solves:
+            culprits = ", ".join(f"`{c}`" for c in s["conflicting"]) or "the distribution"
+            lines.append(f"- pytorch {s['pytorch']} ({s['variant']}): {culprits}")
+        lines += ["", "<details><summary>solver explanation</summary>", "", "```",
+                  (bad_solves[0]["conflict"] or "").strip(), "```", "</details>", ""]
+    findings = res.lint + res.proposals
+    if findings:
+        lines.append("**Lint:**")
+        for f in findings:
+            loc = f"{f.path}:{f.line}" if f.line else f.path
+            lines.append(f"- {'❌' if f.severity == 'error' else '⚠️'} `{loc}` [{f.check}] {f.message}")
+        lines.append("")
+    if res.needs_pin_update:
+        lines.append("**Downstream pins to update (needs-pin-update):**")
+        for p in res.needs_pin_update:
+            who = " ".join(f"@{m}" for m in p.maintainers) or "(no maintainers)"
+            lines.append(f"- `{p.name}` ({who}): `{p.pin}` does not admit {p.dependency} {p.new_version}; "
+                         f"change it to `{p.suggested}` in `{p.path}:{p.line}`")
+        lines.append("")
+    lines.append("**Next:** " + _next_step(res))
+    return "\n".join(lines) + "\n"
+
+
+def _next_step(res: CheckPrResult) -> str:
+    if res.ok:
+        return "a maintainer of the changed packages reviews and merges; promotion to the main channel follows on main."
+    steps = []
+    if any(f.severity == "error" for f in res.lint + res.proposals):
+        steps.append("fix the lint errors (`conda-distro lint --fix` fixes the simple ones)")
+    if any(t["status"] == "failed" for t in res.tests) or any(b["status"] == "failed" for b in res.builds):
+        steps.append("fix the failing builds/tests (logs are in the job's artifacts; reproduce with `conda-distro build NAME`)")
+    if any(not s["ok"] for s in res.solve):
+        steps.append("make the pins co-installable (`conda-distro solve` explains the conflict)")
+    if res.needs_pin_update:
+        steps.append("update the dependents' pins listed above (their maintainers are mentioned)")
+    return "; ".join(steps) + "." if steps else "see the details above."

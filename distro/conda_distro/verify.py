@@ -1,0 +1,178 @@
+"""`verify-channel`: install from main + upstream exactly as an end user would, per release × variant,
+run each package's import test and a pytorch variant check inside the environment, and compare the
+channel with channel_state/ (drift).
+
+What a user runs: ``conda install -c <main> -c conda-forge --strict-channel-priority pytorch=R pkg…``.
+Here: ``rattler.solve`` over [main, *upstream] with strict priority, the virtual packages of a machine
+with (cuda) or without (cpu) a GPU, then ``rattler.install`` into a fresh prefix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conda_distro.channels import open_channel
+from conda_distro.channels.base import ChannelFile
+from conda_distro.distribution import Distribution
+from conda_distro.engine.plan import select_releases
+from conda_distro.engine.releases import Target, is_cuda_record
+from conda_distro.errors import ChannelError
+from conda_distro.ledger import Ledger, compare_with_channel
+from conda_distro.recipe import Recipe
+from conda_distro.solve import RattlerSolver
+from conda_distro.specs import admits, parse_spec
+
+SMOKE_TIMEOUT = 300
+# Real torch and the sandbox stand-ins share this API: torch.version.cuda is None in cpu builds.
+VARIANT_PROBE = "import torch, sys; c = torch.version.cuda; print('cuda' if c else 'cpu', c)"
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    pytorch: tuple[str, ...] = ()
+    keep: Path | None = None  # keep the environments under this folder (default: temporary)
+
+
+@dataclass
+class VerifyResult:
+    pytorch: str
+    variant: str
+    ok: bool
+    installed: list[str] = field(default_factory=list)
+    requested: list[str] = field(default_factory=list)
+    checks: list[dict] = field(default_factory=list)  # {package, check, ok, output}
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"pytorch": self.pytorch, "variant": self.variant, "ok": self.ok, "installed": self.installed,
+                "requested": self.requested, "checks": self.checks, "error": self.error}
+
+
+@dataclass
+class VerifyReport:
+    results: list[VerifyResult]
+    drift: list[dict]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results) and not self.drift
+
+    def to_dict(self) -> dict:
+        return {"ok": self.ok, "results": [r.to_dict() for r in self.results], "drift": self.drift}
+
+
+def _admitting(files: list[ChannelFile], pytorch: str, release: str) -> list[str]:
+    """Names in main with a build that admits ``release`` and whose distribution deps do too."""
+    names = {f.name for f in files}
+    ok: dict[str, bool] = {}
+
+    def admits_release(name: str, seen: frozenset = frozenset()) -> bool:
+        if name in ok:
+            return ok[name]
+        if name in seen:
+            return False
+        result = False
+        for f in (f for f in files if f.name == name):
+            specs = [s for s in (parse_spec(d) for d in f.depends) if s.ok]
+            if not all(admits(s.version, release) for s in specs if s.name == pytorch):
+                continue
+            if all(admits_release(s.name, seen | {name}) for s in specs if s.name in names):
+                result = True
+                break
+        ok[name] = result
+        return result
+
+    return sorted(n for n in names if admits_release(n))
+
+
+def _import_names(recipe: Recipe | None) -> list[str]:
+    if recipe is None:
+        return []
+    out: list[str] = []
+    for t in recipe.tests:
+        py = t.get("python") if isinstance(t, dict) else None
+        if isinstance(py, dict):
+            imports = py.get("imports") or []
+            out += [str(i) for i in (imports if isinstance(imports, list) else [imports])]
+    return out
+
+
+def _python(prefix: Path, code: str) -> tuple[bool, str]:
+    exe = prefix / "bin" / "python"
+    if not exe.exists():
+        return False, "no python in the environment"
+    env = {"PATH": f"{prefix / 'bin'}:/usr/bin:/bin", "HOME": str(prefix), "LANG": "C.UTF-8", "PYTHONNOUSERSITE": "1"}
+    try:
+        proc = subprocess.run([str(exe), "-c", code], capture_output=True, text=True, env=env, timeout=SMOKE_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        return False, f"timed out after {SMOKE_TIMEOUT} s"
+    return proc.returncode == 0, (proc.stdout + proc.stderr).strip()[-2000:]
+
+
+def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, names: list[str], workdir: Path) -> VerifyResult:
+    from rattler import install
+    from rattler.exceptions import SolverError
+
+    pytorch = dist.config.pytorch.name
+    cuda = target.variant == "cuda"
+    specs = [f"{pytorch} =={target.pytorch}", *names]
+    res = VerifyResult(target.pytorch, target.variant, False, requested=specs)
+    try:
+        records = solver.solve(specs, cuda)
+    except SolverError as exc:
+        res.error = f"cannot be installed together: {exc}"
+        return res
+    res.installed = sorted(f"{r.name.normalized} {r.version} {r.build}" for r in records)
+    torch = next((r for r in records if r.name.normalized == pytorch), None)
+    if torch is None or is_cuda_record(list(torch.depends)) != cuda:
+        res.error = f"the {target.variant} variant installed {pytorch} build {torch.build if torch else '(none)'}" \
+                    f", not a {target.variant} build"
+        return res
+    prefix = workdir / f"env-{target.pytorch}-{target.variant}"
+    try:
+        asyncio.run(install(records, target_prefix=str(prefix), show_progress=False))
+    except Exception as exc:  # rattler raises several install errors
+        res.error = f"install failed: {exc}"
+        return res
+    ok, output = _python(prefix, VARIANT_PROBE)
+    seen = output.split()[0] if ok and output else "?"
+    res.checks.append({"package": pytorch, "check": "variant", "ok": ok and seen == target.variant, "output": output})
+    by_pkg = {r.name: r for r in dist.recipes.values()}
+    for name in names:
+        for module in _import_names(by_pkg.get(name)):
+            ok, output = _python(prefix, f"import {module}")
+            res.checks.append({"package": name, "check": f"import {module}", "ok": ok, "output": output})
+    failed = [c for c in res.checks if not c["ok"]]
+    res.ok = not failed
+    if failed:
+        res.error = "; ".join(f"{c['package']}: {c['check']} failed" for c in failed)
+    return res
+
+
+def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions()) -> VerifyReport:
+    dist.raise_errors()
+    releases = select_releases(dist, options.pytorch)
+    main_ref = dist.config.channels.main
+    main = open_channel(dist.distro, main_ref)
+    files = list(main.list_files().values())
+    drift = [d.model_dump(mode="json") for d in compare_with_channel(Ledger(dist.distro.state_dir).load_all(), main.list_files())]
+    if not files:
+        raise ChannelError(f"the main channel {main.describe()} holds no packages", field="channels.main",
+                           hint="promote something first: conda-distro build --all && conda-distro promote")
+    solver = RattlerSolver([dist.distro.channel_url(main_ref), *dist.distro.upstream_urls], dist.distro.subdirs)
+    pytorch = dist.config.pytorch.name
+    results = []
+    with tempfile.TemporaryDirectory(prefix="conda-distro-verify-") as tmp:
+        workdir = options.keep or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        for target in (Target(r, v) for r in releases for v in dist.config.pytorch.variants):
+            names = _admitting(files, pytorch, target.pytorch)
+            results.append(_verify_target(solver, dist, target, names, workdir))
+    return VerifyReport(results, drift)
+
+
+__all__ = ["VerifyOptions", "VerifyReport", "verify_channel"]
