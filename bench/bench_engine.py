@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from conda_distro.distribution import load_distribution
-from conda_distro.engine.backends import build_environment
 from conda_distro.engine.releases import build_release_views
 from conda_distro.engine.run import BuildOptions, run_build
+from conda_distro.rattler_env import rattler_env
 from conda_distro.sandbox.world import SandboxOptions, create_sandbox
 from conda_distro.solve import solve_distribution
 from conda_distro.specs import admits
@@ -56,7 +56,7 @@ def direct_loop(root: Path, names: list[str], staging: Path) -> int:
     n = 0
     for name in names:
         recipe = dist.recipes[name]
-        with build_environment():
+        with rattler_env():
             for v in Stage0Recipe.from_file(str(recipe.path)).render(VariantConfig()):
                 res = v.run_build(tool_config=ToolConfiguration(test_strategy="skip"), output_dir=str(staging),
                                   channels=[staging.as_uri(), *upstream])

@@ -14,7 +14,10 @@ from conda_distro.errors import DistroError, ExitCode
 
 # Each module registers its commands on ``app``.
 from conda_distro.cli import lint_cmd, graph_cmd  # noqa: E402,F401  isort: skip
-from conda_distro.cli import build_cmd, solve_cmd  # noqa: E402,F401  isort: skip
+from conda_distro.cli import sandbox_cmd  # noqa: E402,F401  isort: skip
+from conda_distro.cli import promote_cmd  # noqa: E402,F401  isort: skip
+from conda_distro.cli import build_cmd, solve_cmd, sweep_cmd, verify_cmd, checkpr_cmd  # noqa: E402,F401  isort: skip
+from conda_distro.cli import propose_cmd  # noqa: E402,F401  isort: skip
 
 
 def print_error(exc: DistroError) -> None:
@@ -24,21 +27,36 @@ def print_error(exc: DistroError) -> None:
         sys.stderr.write(f"hint: {exc.hint}\n")
 
 
+def _click_exceptions():
+    """click's exception classes: typer (>= 0.2x) vendors its own copy of click as ``typer._click``."""
+    mods = [click.exceptions]
+    try:
+        from typer._click import exceptions as vendored
+        mods.append(vendored)
+    except ImportError:  # pragma: no cover - older typer uses click itself
+        pass
+
+    def grab(name: str) -> tuple[type, ...]:
+        return tuple(getattr(m, name) for m in mods if hasattr(m, name))
+
+    return grab("ClickException"), grab("Exit"), grab("Abort")
+
+
+CLICK_ERRORS, CLICK_EXIT, CLICK_ABORT = _click_exceptions()
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         rv = app(args=argv, prog_name="conda-distro", standalone_mode=False)
     except DistroError as exc:
         print_error(exc)
         return int(exc.exit_code)
-    except click.exceptions.NoArgsIsHelpError as exc:  # bare `conda-distro`
+    except CLICK_ERRORS as exc:  # usage errors, including a bare `conda-distro` (help shown)
         exc.show()
         return int(ExitCode.BAD_INPUT)
-    except click.ClickException as exc:
-        exc.show()
-        return int(ExitCode.BAD_INPUT)
-    except click.exceptions.Exit as exc:
+    except CLICK_EXIT as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except CLICK_ABORT:
         sys.stderr.write("aborted\n")
         return 130
     except KeyboardInterrupt:

@@ -7,35 +7,14 @@ A backend turns plain data (:class:`BuildJob`, :class:`TestJob`) into plain data
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Protocol
 
 from conda_distro.errors import EngineUnavailableError, RecipeError
-
-CLEAN_PATH = "/usr/bin:/bin"  # build/test scripts must not see the caller's venv (engine notes, gotcha 6)
-
-
-@contextlib.contextmanager
-def build_environment(cuda: str | None = None) -> Iterator[None]:
-    """PATH without the caller's venv; CONDA_OVERRIDE_CUDA set ("" = no GPU) when given."""
-    saved = {k: os.environ.get(k) for k in ("PATH", "CONDA_OVERRIDE_CUDA")}
-    os.environ["PATH"] = CLEAN_PATH
-    if cuda is not None:
-        os.environ["CONDA_OVERRIDE_CUDA"] = cuda
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
+from conda_distro.rattler_env import rattler_env
 
 @dataclass(frozen=True)
 class VariantSpec:
@@ -147,7 +126,7 @@ class RattlerBuildBackend:
         match = [v for v in self._variants(job.recipe, job.variant_config) if v.recipe.build.string == job.variant.build_string]
         if not match:
             return BuildOutcome(False, None, f"variant {job.variant.build_string} no longer renders from the recipe")
-        with build_environment():
+        with rattler_env():
             try:
                 res = match[0].run_build(
                     tool_config=ToolConfiguration(test_strategy="skip"),
@@ -163,7 +142,7 @@ class RattlerBuildBackend:
     def test(self, job: TestJob) -> TestOutcome:
         from rattler_build import Package, RattlerBuildError
 
-        with build_environment(cuda=job.cuda):
+        with rattler_env(cuda=job.cuda):
             try:
                 results = Package.from_file(str(job.artifact)).run_tests(channel=list(job.channels))
             except RattlerBuildError as exc:
@@ -218,7 +197,7 @@ class CondaBuildBackend:
         args = ["--test", str(job.artifact), "--override-channels"]
         for c in job.channels:
             args += ["-c", c]
-        with build_environment(cuda=job.cuda):
+        with rattler_env(cuda=job.cuda):
             proc = self._run(args, job.log)
         return TestOutcome(proc.returncode == 0, None if proc.returncode == 0 else f"conda-build --test exited with {proc.returncode}")
 

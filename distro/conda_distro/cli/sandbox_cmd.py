@@ -1,0 +1,47 @@
+"""`conda-distro sandbox DIR`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from conda_distro.cli.app import FormatOpt, TextJson, app, out, print_json, stderr
+from conda_distro.sandbox import SandboxOptions, create_sandbox
+
+
+def _progress(interactive: bool):
+    """Progress lines on a terminal; under CI or a pipe they go to the log only (spec section 2)."""
+    if not interactive:
+        return None
+    return lambda msg: stderr.print(f"[dim]{msg}[/]", markup=True, highlight=False)
+
+
+@app.command()
+def sandbox(
+    dir: Annotated[Path, typer.Argument(help="The folder to create the sandbox world in.", metavar="DIR", show_default=False)],
+    force: Annotated[bool, typer.Option("--force", help="Delete the content of a non-empty DIR first.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Build the upstream channel afresh instead of "
+                                           "copying it from $CONDA_DISTRO_CACHE (~/.cache/conda-distro).")] = False,
+    format: FormatOpt = TextJson.text,
+) -> int:
+    """Create a self-contained, offline distribution world in DIR: an upstream channel with the host
+    python and stand-in pytorch releases (cpu and cuda builds), and a set of sandbox recipes."""
+    interactive = stderr.is_terminal and not os.environ.get("CI") and sys.stderr.isatty()
+    result = create_sandbox(SandboxOptions(path=dir, force=force, use_cache=not no_cache,
+                                           progress=_progress(interactive)))
+    if format is TextJson.json:
+        print_json(result.to_dict())
+        return 0
+    out(f"sandbox world created in {result.path} ({result.seconds:.1f}s"
+        f"{', upstream from cache' if result.cache_hit else ''})")
+    out(f"  upstream channel: {result.upstream}")
+    out(f"    {result.python.name}")
+    for (release, variant), p in sorted(result.pytorch.items()):
+        out(f"    {p.name}  (stand-in {release}, {variant})")
+    out(f"  recipes: {', '.join(result.recipes)}")
+    out(f"next: cd {result.path} && conda-distro lint && conda-distro graph")
+    return 0

@@ -1,0 +1,178 @@
+"""The process environment every rattler-build call runs in, and the few rules around it.
+
+rattler-build is used in-process (``py-rattler-build``). Four of the engine's gotchas (docs:
+engine-notes.md section 5) are handled here, once, instead of at every call site:
+
+* gotcha 6: the caller's ``PATH`` leaks into build and test scripts (a test ``python -c`` without
+  python in the env ran the caller's venv python). :func:`rattler_env` sets ``PATH=/usr/bin:/bin``
+  for the duration of a call and restores it.
+* gotcha 7: a ``:`` in an output-dir or channel path breaks PATH splitting. :func:`assert_no_colon`
+  refuses such paths with a hint.
+* gotchas 1 and 2: :func:`native_tool_config` turns tests on (the default strategy is ``skip``);
+  :func:`run_build` and :func:`run_tests` require explicit channels (the default is conda-forge,
+  which offline fails only at test time).
+* gotcha 8: rattler-build holds the GIL; parallelise with ``multiprocessing.get_context("spawn")``,
+  never with a fork-started pool. Nothing here starts processes.
+
+Test environments see a ``__cuda`` virtual package when ``CONDA_OVERRIDE_CUDA`` is set (verified:
+a package that depends on ``__cuda`` passes its tests with ``CONDA_OVERRIDE_CUDA=12.4`` on a machine
+without a GPU, and fails to set up its test environment without it). ``rattler_env(cuda=...)`` sets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from conda_distro.errors import ChannelError
+
+SAFE_PATH = "/usr/bin:/bin"
+CUDA_OVERRIDE_VAR = "CONDA_OVERRIDE_CUDA"
+RATTLER_CACHE_VAR = "RATTLER_CACHE_DIR"  # package cache: $RATTLER_CACHE_DIR/pkgs (default ~/.cache/rattler/cache)
+
+# os.environ is process-wide: two threads entering rattler_env at once must not interleave their
+# save/restore. rattler-build holds the GIL anyway, so threads never gain anything here.
+_ENV_LOCK = threading.RLock()
+
+
+@contextmanager
+def rattler_env(*, cuda: str | None = None, path: str = SAFE_PATH,
+                rattler_cache: str | os.PathLike[str] | None = None) -> Iterator[None]:
+    """Run the body with ``PATH`` set to ``path`` (default ``/usr/bin:/bin``), then restore it.
+
+    ``cuda``: ``None`` leaves ``CONDA_OVERRIDE_CUDA`` as it is; a version such as ``"12.4"`` makes
+    test environments see ``__cuda`` of that version; ``""`` asks for no ``__cuda`` (conda's meaning
+    of an empty override; not verified on a machine with a GPU).
+    ``rattler_cache``: a private package cache (``RATTLER_CACHE_DIR``) for the body, e.g. while building
+    packages whose filename may exist elsewhere with other content (the cache re-extracts a package
+    whenever the sha256 differs, so two builders sharing one cache would thrash).
+    Re-entrant; the previous values are restored on exit, also on error.
+    """
+    with _ENV_LOCK:
+        saved = {k: os.environ.get(k) for k in ("PATH", CUDA_OVERRIDE_VAR, RATTLER_CACHE_VAR)}
+        os.environ["PATH"] = path
+        if cuda is not None:
+            os.environ[CUDA_OVERRIDE_VAR] = cuda
+        if rattler_cache is not None:
+            os.environ[RATTLER_CACHE_VAR] = str(assert_no_colon(rattler_cache, what="rattler cache"))
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def assert_no_colon(path: str | os.PathLike[str], *, what: str = "output folder") -> Path:
+    """The absolute ``path``, or :class:`ChannelError` if it contains ``:`` (engine-notes gotcha 7)."""
+    p = Path(path).expanduser().absolute()
+    if ":" in str(p):
+        raise ChannelError(
+            f"the {what} path contains ':', which rattler-build cannot use (it splits PATH on ':')",
+            path=p,
+            hint="choose a folder whose absolute path has no ':' in it",
+        )
+    return p
+
+
+def channel_url(path: str | os.PathLike[str]) -> str:
+    """``file://`` URL of a local channel folder (checked for ``:``)."""
+    return assert_no_colon(path, what="channel").as_uri()
+
+
+def native_tool_config(**kwargs: Any):
+    """``ToolConfiguration`` with tests run natively (the default strategy ``skip`` never runs them)."""
+    from rattler_build import ToolConfiguration
+
+    kwargs.setdefault("test_strategy", "native")
+    return ToolConfiguration(**kwargs)
+
+
+def _check_channels(channels: Sequence[str]) -> list[str]:
+    if not channels:
+        raise ChannelError("no channels given to rattler-build",
+                           hint="pass the channels explicitly; the default (conda-forge) is unreachable offline")
+    out = []
+    for ch in channels:
+        ch = str(ch)
+        if "://" not in ch and ("/" in ch or ch.startswith(".")):
+            ch = channel_url(ch)
+        elif ch.startswith("file://"):
+            assert_no_colon(ch[len("file://"):], what="channel")
+        out.append(ch)
+    return out
+
+
+def run_build(variant: Any, *, output_dir: str | os.PathLike[str], channels: Sequence[str],
+              tool_config: Any = None, cuda: str | None = None, rattler_cache: str | os.PathLike[str] | None = None,
+              **kwargs: Any):
+    """``RenderedVariant.run_build`` inside :func:`rattler_env`, with tests on and explicit channels.
+
+    ``channels`` are URLs or local folders (turned into ``file://`` URLs). ``cuda`` and
+    ``rattler_cache`` as in :func:`rattler_env`. Returns rattler-build's ``BuildResult``; a failing
+    build or test raises its ``BuildError`` as usual.
+    """
+    out = assert_no_colon(output_dir)
+    chans = _check_channels(channels)
+    with rattler_env(cuda=cuda, rattler_cache=rattler_cache):
+        return variant.run_build(tool_config=tool_config or native_tool_config(), output_dir=str(out),
+                                 channels=chans, **kwargs)
+
+
+def run_tests(package_file: str | os.PathLike[str], *, channels: Sequence[str], cuda: str | None = None,
+              rattler_cache: str | os.PathLike[str] | None = None, **kwargs: Any) -> list:
+    """``Package.from_file(f).run_tests(channel=...)`` inside :func:`rattler_env` (the
+    ``conda-build --test`` equivalent). Put a channel holding only the wanted ``pytorch`` first to
+    force a release (strict channel priority). Returns ``TestResult``s; does not raise on failure."""
+    from rattler_build import Package
+
+    chans = _check_channels(channels)
+    pkg = Package.from_file(str(package_file))
+    with rattler_env(cuda=cuda, rattler_cache=rattler_cache):
+        return pkg.run_tests(channel=chans, **kwargs)
+
+
+def _run_coro(coro: Any) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    result: dict[str, Any] = {}
+
+    def target() -> None:  # called from inside a running loop (e.g. an async test): use a thread
+        try:
+            result["value"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            result["error"] = exc
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if "error" in result:
+        raise result["error"]
+    return result.get("value")
+
+
+def index_channel(channel_dir: str | os.PathLike[str], *, subdirs: Sequence[str] = ("linux-64",),
+                  force: bool = True) -> None:
+    """(Re)index a local channel with rattler's indexer: plain ``repodata.json`` only (no ``.zst``,
+    no shards; stale ones from an earlier index are removed, engine-notes gotcha 4). ``noarch/`` and
+    the given ``subdirs`` are created if missing."""
+    from rattler.index import index_fs
+
+    root = assert_no_colon(channel_dir, what="channel")
+    for sub in ("noarch", *subdirs):
+        d = root / sub
+        d.mkdir(parents=True, exist_ok=True)
+        for stale in ("repodata.json.zst", "repodata_shards.msgpack.zst"):
+            (d / stale).unlink(missing_ok=True)
+        shutil.rmtree(d / "shards", ignore_errors=True)
+    _run_coro(index_fs(root, force=force, write_zst=False, write_shards=False))

@@ -1,0 +1,52 @@
+"""The sandbox world: a self-contained, offline distribution repository (spec section 9).
+
+Public API:
+
+* :func:`create_sandbox` (:class:`SandboxOptions` in, :class:`SandboxResult` out): the whole world in
+  a folder (``conda-distro sandbox DIR``).
+* :func:`build_pytorch_standins`: add stand-in pytorch releases (cpu + cuda) to an existing local
+  channel and re-index it, e.g. to publish "2.7.0" into a sandbox's upstream for a release-day sweep.
+* :func:`build_upstream_channel`: build a fresh upstream channel (python + stand-ins), no cache.
+* :func:`ensure_upstream_cached` / :func:`copy_channel` / :func:`default_cache_dir`: the cache.
+* :func:`pytorch_packages`, :func:`reindex`, :func:`write_run_exports`: channel helpers.
+"""
+
+from conda_distro.sandbox.cache import (
+    CachedChannel,
+    copy_channel,
+    default_cache_dir,
+    ensure_upstream_cached,
+)
+from conda_distro.sandbox.upstream import (
+    DEFAULT_RELEASES,
+    HostPython,
+    SandboxError,
+    UpstreamChannel,
+    build_pytorch_standins,
+    build_upstream_channel,
+    cuda_version_for,
+    pytorch_packages,
+    reindex,
+    write_run_exports,
+)
+from conda_distro.sandbox.world import SandboxOptions, SandboxResult, create_sandbox
+
+__all__ = [
+    "DEFAULT_RELEASES",
+    "CachedChannel",
+    "HostPython",
+    "SandboxError",
+    "SandboxOptions",
+    "SandboxResult",
+    "UpstreamChannel",
+    "build_pytorch_standins",
+    "build_upstream_channel",
+    "copy_channel",
+    "create_sandbox",
+    "cuda_version_for",
+    "default_cache_dir",
+    "ensure_upstream_cached",
+    "pytorch_packages",
+    "reindex",
+    "write_run_exports",
+]

@@ -1,0 +1,329 @@
+"""The sandbox world's upstream channel: the host python, repackaged, and stand-in pytorch packages.
+
+Everything is built offline with rattler-build from the recipes in ``sandbox/data/upstream/``:
+
+* ``python``: the running interpreter (``sys.base_prefix``, a pyenv ``--enable-shared`` CPython),
+  copied into a conda package (engine-notes section 2). Its source folder and version are passed
+  through ``RenderConfig(extra_context=...)``.
+* ``pytorch``: per release, a cpu build (``cpu_h<hash>_0``) and a cuda build
+  (``cuda<ver>_h<hash>_200``, depends on ``__cuda``), both linux-64, ``python`` in host and run,
+  run_export ``pytorch >=X.Y.Z,<X.(Y+1).0a0``. Summaries say "STAND-IN for pytorch X".
+
+Builds run serially in this process (rattler-build holds the GIL; engine-notes gotcha 8) inside
+:func:`conda_distro.rattler_env.rattler_env`. Packages are built into a throwaway folder and then
+published into the channel, which is re-indexed and gets a conda-forge style ``run_exports.json``
+per subdir (rattler's indexer does not write one).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from conda_distro.errors import ChannelError, DistroError
+from conda_distro.rattler_env import assert_no_colon, channel_url, index_channel, run_build
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RELEASES: tuple[str, ...] = ("2.4.1", "2.5.1", "2.6.0")
+VARIANTS: tuple[str, ...] = ("cpu", "cuda")
+PLATFORM = "linux-64"
+SUBDIRS: tuple[str, ...] = (PLATFORM, "noarch")
+CPU_BUILD_NUMBER = 0
+CUDA_BUILD_NUMBER = 200  # conda-forge adds 200 to the build number of cuda builds
+# CUDA version of the stand-in cuda build, by PyTorch minor (roughly what conda-forge shipped).
+CUDA_BY_MINOR: dict[tuple[int, int], str] = {(2, 4): "12.4", (2, 5): "12.4", (2, 6): "12.6"}
+DEFAULT_CUDA = "12.8"
+# Builds use a private rattler package cache inside their work folder: every build of python has the
+# same filename but another sha256, and a shared cache re-extracts on each mismatch (two concurrent
+# builders thrashed: 80 s instead of 15 s).
+RATTLER_CACHE = "rattler-cache"
+
+
+class SandboxError(DistroError):
+    """The sandbox world cannot be created (bad target folder, unusable host python, failed build)."""
+
+
+# ---------------------------------------------------------------------------------------- data
+
+
+def data_dir() -> Path:
+    """The folder holding the sandbox's data files (upstream recipes and the distribution template)."""
+    return Path(str(resources.files("conda_distro.sandbox") / "data"))
+
+
+def upstream_recipe(name: str) -> Path:
+    return data_dir() / "upstream" / name / "recipe.yaml"
+
+
+def iter_data_files(root: Path) -> Iterable[Path]:
+    """Files under ``root``, sorted, without caches (``__pycache__``, ``*.pyc``)."""
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
+            yield p
+
+
+def cuda_version_for(release: str) -> str:
+    """The CUDA version of the stand-in cuda build for a PyTorch release (``2.5.1`` -> ``12.4``)."""
+    major, minor = (int(x) for x in release.split(".")[:2])
+    return CUDA_BY_MINOR.get((major, minor), DEFAULT_CUDA)
+
+
+# ---------------------------------------------------------------------------------------- host python
+
+
+@dataclass(frozen=True)
+class HostPython:
+    """The interpreter to repackage: its prefix and version."""
+
+    prefix: Path  # sys.base_prefix
+    version: str  # 3.11.7
+    short: str  # 3.11
+
+    @classmethod
+    def current(cls) -> "HostPython":
+        """The running interpreter, checked for what the python recipe needs."""
+        prefix = Path(sys.base_prefix).resolve()
+        short = f"{sys.version_info.major}.{sys.version_info.minor}"
+        version = ".".join(str(x) for x in sys.version_info[:3])
+        hp = cls(prefix, version, short)
+        if sys.version_info.releaselevel != "final":
+            raise SandboxError(f"the host python {sys.version.split()[0]} is a pre-release",
+                               hint="run conda-distro with a released CPython (e.g. pyenv 3.11.7)")
+        if not sysconfig.get_config_var("Py_ENABLE_SHARED") or not (prefix / "lib" / f"libpython{short}.so.1.0").is_file():
+            raise SandboxError(
+                f"the host python at {prefix} is not built with --enable-shared (no lib/libpython{short}.so.1.0)",
+                path=prefix,
+                hint="the sandbox repackages the running interpreter; use a pyenv CPython built with "
+                     "PYTHON_CONFIGURE_OPTS=--enable-shared",
+            )
+        assert_no_colon(prefix, what="host python")
+        return hp
+
+
+# ---------------------------------------------------------------------------------------- channel I/O
+
+
+def _packages(channel_dir: Path, subdir: str) -> list[Path]:
+    d = channel_dir / subdir
+    return sorted([*d.glob("*.conda"), *d.glob("*.tar.bz2")]) if d.is_dir() else []
+
+
+def read_repodata(channel_dir: Path, subdir: str) -> dict:
+    f = channel_dir / subdir / "repodata.json"
+    try:
+        return json.loads(f.read_text())
+    except FileNotFoundError:
+        return {"info": {"subdir": subdir}, "packages": {}, "packages.conda": {}}
+    except (OSError, ValueError) as exc:
+        raise ChannelError(f"cannot read repodata: {exc}", path=f, hint="re-index the channel") from None
+
+
+def write_run_exports(channel_dir: str | os.PathLike[str], subdirs: Sequence[str] = SUBDIRS) -> None:
+    """Write ``<subdir>/run_exports.json`` in conda-forge's format from the subdir's repodata.json
+    (rattler's indexer puts ``run_exports`` into repodata records but writes no run_exports.json)."""
+    root = Path(channel_dir)
+    for subdir in subdirs:
+        repodata = read_repodata(root, subdir)
+        doc: dict = {"info": {"subdir": subdir}, "packages": {}, "packages.conda": {}}
+        for key in ("packages", "packages.conda"):
+            for fn, rec in sorted((repodata.get(key) or {}).items()):
+                doc[key][fn] = {"run_exports": rec.get("run_exports") or {}}
+        tmp = root / subdir / "run_exports.json.tmp"
+        tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, root / subdir / "run_exports.json")
+
+
+def reindex(channel_dir: str | os.PathLike[str]) -> None:
+    """Index a local channel (repodata.json only) and refresh its run_exports.json files."""
+    root = Path(channel_dir)
+    index_channel(root, subdirs=[PLATFORM])
+    tmp = root / ".tmp"
+    if tmp.is_dir() and not any(tmp.iterdir()):  # the indexer leaves an empty .tmp/ behind
+        tmp.rmdir()
+    write_run_exports(root)
+
+
+def _publish(files: Iterable[Path], channel_dir: Path) -> list[Path]:
+    """Copy built packages into the channel (readable by all; rattler-build writes them 0600)."""
+    out = []
+    for f in files:
+        dest = channel_dir / f.parent.name / f.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.exists():
+            raise ChannelError(f"{dest.name} is already in the channel", path=dest,
+                               hint="a package filename is never overwritten (engine-notes gotcha 3); bump the build number")
+        shutil.copyfile(f, dest)
+        dest.chmod(0o644)
+        out.append(dest)
+    return out
+
+
+def pytorch_packages(channel_dir: str | os.PathLike[str]) -> dict[tuple[str, str], Path]:
+    """The pytorch packages in a channel's linux-64 subdir: ``(version, "cpu"|"cuda") -> file``."""
+    root = Path(channel_dir)
+    out: dict[tuple[str, str], Path] = {}
+    for key in ("packages", "packages.conda"):
+        for fn, rec in (read_repodata(root, PLATFORM).get(key) or {}).items():
+            if rec.get("name") == "pytorch":
+                variant = "cuda" if any(d.split()[0] == "__cuda" for d in rec.get("depends", [])) else "cpu"
+                out[(rec["version"], variant)] = root / PLATFORM / fn
+    return out
+
+
+# ---------------------------------------------------------------------------------------- builds
+
+
+def _build_failed(what: str, exc: Exception) -> SandboxError:
+    lines = [str(x) for x in (getattr(exc, "log", None) or [])][-15:]
+    detail = ("\n" + "\n".join(lines)) if lines else ""
+    return SandboxError(f"building {what} failed: {getattr(exc, 'message', None) or exc}{detail}",
+                        hint="the last lines of the build log are above; the sandbox data files or the host python are at fault")
+
+
+def _build_python(work_dir: Path, host: HostPython) -> list[Path]:
+    from rattler_build import RattlerBuildError, RenderConfig, Stage0Recipe, VariantConfig
+
+    recipe = Stage0Recipe.from_file(str(upstream_recipe("python")))
+    ctx = {"src": str(host.prefix), "py_full": host.version, "py_short": host.short}
+    out: list[Path] = []
+    for variant in recipe.render(VariantConfig(), RenderConfig(extra_context=ctx)):
+        t0 = time.monotonic()
+        try:
+            # zstd level 1: 3.5 s instead of 6.5 s, 10.5 MiB instead of 8.7 MiB
+            res = run_build(variant, output_dir=work_dir, channels=[work_dir], package_format="conda:1",
+                            rattler_cache=work_dir / RATTLER_CACHE)
+        except RattlerBuildError as exc:
+            raise _build_failed(f"python {host.version}", exc) from None
+        log.info("built %s in %.1fs", ", ".join(p.name for p in res.packages), time.monotonic() - t0)
+        out.extend(Path(p) for p in res.packages)
+    return out
+
+
+def _build_standins(work_dir: Path, channels: Sequence[str | Path], wanted: Sequence[tuple[str, str]]) -> list[Path]:
+    """Build the wanted ``(release, variant)`` stand-ins into ``work_dir``; ``channels`` must provide python."""
+    from rattler_build import RattlerBuildError, Stage0Recipe, VariantConfig
+
+    if not wanted:
+        return []
+    releases = sorted({r for r, _ in wanted}, key=lambda r: tuple(int(x) for x in r.split(".")[:3]))
+    vc = VariantConfig(
+        {"torch_version": releases, "cuda_version": [cuda_version_for(r) for r in releases],
+         "torch_variant": sorted({v for _, v in wanted})},
+        zip_keys=[["torch_version", "cuda_version"]],
+    )
+    recipe = Stage0Recipe.from_file(str(upstream_recipe("pytorch")))
+    out: list[Path] = []
+    for variant in recipe.render(vc):
+        release, kind = str(variant.variant["torch_version"]), str(variant.variant["torch_variant"])
+        if (release, kind) not in wanted:
+            continue
+        t0 = time.monotonic()
+        # The cuda build's own test needs __cuda in its test environment.
+        cuda = str(variant.variant["cuda_version"]) if kind == "cuda" else None
+        try:
+            res = run_build(variant, output_dir=work_dir, channels=[work_dir, *channels], cuda=cuda,
+                            rattler_cache=work_dir / RATTLER_CACHE)
+        except RattlerBuildError as exc:
+            raise _build_failed(f"the pytorch {release} ({kind}) stand-in", exc) from None
+        log.info("built %s in %.1fs", ", ".join(p.name for p in res.packages), time.monotonic() - t0)
+        out.extend(Path(p) for p in res.packages)
+    return out
+
+
+def check_releases(releases: Sequence[str]) -> list[str]:
+    """Validate X.Y.Z release strings; duplicates dropped, order kept."""
+    import re
+
+    out = []
+    for r in releases:
+        r = str(r)
+        if not re.fullmatch(r"\d+\.\d+\.\d+", r):
+            raise SandboxError(f"'{r}' is not a release version like 2.5.1", field="releases",
+                               hint="stand-ins are built for full X.Y.Z releases")
+        if r not in out:
+            out.append(r)
+    if not out:
+        raise SandboxError("no pytorch releases given", field="releases", hint="e.g. ['2.4.1', '2.5.1', '2.6.0']")
+    return out
+
+
+def _workdir() -> tempfile.TemporaryDirectory:
+    td = tempfile.TemporaryDirectory(prefix="conda-distro-sandbox-")
+    assert_no_colon(td.name, what="temporary folder")
+    return td
+
+
+def build_pytorch_standins(channel_dir: str | os.PathLike[str], releases: Sequence[str],
+                           variants: Sequence[str] = VARIANTS) -> list[Path]:
+    """Add stand-in ``pytorch`` packages for ``releases`` (each in the given ``variants``) to an existing
+    local channel that already holds ``python``, then re-index it and refresh run_exports.json.
+
+    Releases already in the channel (same version and variant) are skipped, so calling this twice is
+    harmless. This is how a test "publishes" a new PyTorch release upstream, e.g.
+    ``build_pytorch_standins(sandbox / "upstream", ["2.7.0"])`` (about 1 s per package).
+    Returns the paths of the packages added to the channel.
+    """
+    channel = assert_no_colon(channel_dir, what="channel")
+    wanted_releases = check_releases(releases)
+    for v in variants:
+        if v not in VARIANTS:
+            raise SandboxError(f"unknown variant '{v}'", field="variants", hint="use cpu and/or cuda")
+    python_present = any(rec.get("name") == "python"
+                         for key in ("packages", "packages.conda")
+                         for rec in (read_repodata(channel, PLATFORM).get(key) or {}).values())
+    if not python_present:
+        raise SandboxError(f"{channel} has no python package in {PLATFORM}/repodata.json", path=channel,
+                           hint="stand-ins are built against the channel's python: create the channel with "
+                                "build_upstream_channel() or `conda-distro sandbox` first")
+    have = pytorch_packages(channel)
+    wanted = [(r, v) for r in wanted_releases for v in variants if (r, v) not in have]
+    if not wanted:
+        return []
+    with _workdir() as td:
+        built = _build_standins(Path(td), [channel_url(channel)], wanted)
+        added = _publish(built, channel)
+    reindex(channel)
+    return added
+
+
+@dataclass(frozen=True)
+class UpstreamChannel:
+    """A built upstream channel: where it is and what is in it."""
+
+    path: Path
+    python: Path
+    pytorch: dict[tuple[str, str], Path]  # (release, "cpu"|"cuda") -> package file
+    build_seconds: float
+
+
+def build_upstream_channel(channel_dir: str | os.PathLike[str], releases: Sequence[str] = DEFAULT_RELEASES,
+                           host: HostPython | None = None) -> UpstreamChannel:
+    """Build a fresh upstream channel in ``channel_dir`` (created; must not hold packages yet):
+    the host python plus cpu and cuda pytorch stand-ins for each release. About 15 s on 2 cores."""
+    t0 = time.monotonic()
+    channel = assert_no_colon(channel_dir, what="channel")
+    wanted_releases = check_releases(releases)
+    host = host or HostPython.current()
+    if any(_packages(channel, s) for s in SUBDIRS):
+        raise SandboxError(f"{channel} already holds packages", path=channel,
+                           hint="use build_pytorch_standins() to add releases to an existing channel")
+    channel.mkdir(parents=True, exist_ok=True)
+    with _workdir() as td:
+        work = Path(td)
+        py = _build_python(work, host)
+        standins = _build_standins(work, [], [(r, v) for r in wanted_releases for v in VARIANTS])
+        published = _publish([*py, *standins], channel)
+    reindex(channel)
+    python_file = next(p for p in published if p.name.startswith("python-"))
+    return UpstreamChannel(channel, python_file, pytorch_packages(channel), time.monotonic() - t0)
