@@ -1,5 +1,11 @@
 """Retirement: take a package out of the main channel and record why (spec §2 `retire`).
 
+Before anything is written, a package that other distribution packages depend on (run/host, by the
+RecipeGraph) is refused unless ``force``; dependents that are retired themselves don't count. Each
+retirement also writes a request record, ``channel_state/retirements/<name>-<YYYYMMDD>.yaml`` (who, why,
+when, the evidence: the package's `report unmaintained` entry and its last test results), which the reports
+link to; rerunning an interrupted retirement keeps the record of the first attempt.
+
 Local main: the files move to ``<main>/../retired/<subdir>/`` after a repodata without them is in
 place, then the channel is re-indexed. anaconda.org: each file gets the ``broken`` label and loses the
 main label. The ledger records the retirement (when, why, who) *before* the channel is touched, so a
@@ -15,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, no_progress, open_channel
-from conda_distro.distribution import open_distro
+from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.errors import DistroError, ExitCode, UsageError
-from conda_distro.ledger import Ledger, PackageState, Retirement, current_user, utcnow
+from conda_distro.graph import RecipeGraph
+from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, Retirement, current_user, utcnow
 from conda_distro.promote import DEFAULT_LOCK_TIMEOUT, ledger_entry, parse_dep
+from conda_distro.reports.records import RecordEvidence, RetirementRecord, RetirementRecords
 
 
 @dataclass(frozen=True)
@@ -29,6 +37,7 @@ class RetireOptions:
     by: str | None = None
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     progress: Progress = no_progress
+    force: bool = False  # retire even though distribution packages depend on it
 
 
 @dataclass
@@ -40,7 +49,9 @@ class RetireResult:
     moved_to: list[str] = field(default_factory=list)
     already_retired: list[str] = field(default_factory=list)
     dependents: list[str] = field(default_factory=list)  # files left in main that depend on the package
+    recipe_dependents: list[str] = field(default_factory=list)  # distribution packages depending on it (--force)
     ledger: str | None = None
+    record: str | None = None  # channel_state/retirements/<name>-<YYYYMMDD>.yaml
 
     exit_code = ExitCode.OK
 
@@ -49,7 +60,8 @@ class RetireResult:
             "retired": [{"artifact": f.artifact, "sha256": f.sha256} for f in self.retired],
             "name": self.name, "reason": self.reason, "by": self.by,
             "moved_to": list(self.moved_to), "already_retired": list(self.already_retired),
-            "dependents": list(self.dependents), "ledger": self.ledger,
+            "dependents": list(self.dependents), "recipe_dependents": list(self.recipe_dependents),
+            "forced": bool(self.recipe_dependents), "ledger": self.ledger, "record": self.record,
         }
 
     def text_lines(self) -> list[str]:
@@ -58,8 +70,12 @@ class RetireResult:
         if not self.retired and self.already_retired:
             lines.append(f"{self.name} was already retired ({len(self.already_retired)} file(s)); nothing to do")
         lines += [f"warning: {d} is still in main and depends on {self.name}" for d in self.dependents]
+        if self.recipe_dependents:
+            lines.append(f"forced: {', '.join(self.recipe_dependents)} still depend(s) on {self.name} in recipes/")
         if self.ledger:
             lines.append(f"recorded {self.ledger}")
+        if self.record:
+            lines.append(f"request record {self.record}")
         return lines
 
 
@@ -83,6 +99,50 @@ def _dependents(name: str, remaining: dict[str, ChannelFile]) -> list[str]:
                   if f.name != name and any((d := parse_dep(t)) and d.name == name for t in f.depends))
 
 
+def recipe_dependents(dist: Distribution, name: str, ledger: Ledger) -> list[str]:
+    """Distribution packages whose recipes depend on ``name`` (run/host), except retired ones."""
+    folders = {r.name: f for f, r in dist.recipes.items()}
+    if name not in folders:
+        return []
+    graph = RecipeGraph.from_recipes(dist.recipes, check_cycles=False)
+    out = []
+    for folder in graph.dependents(folders[name]):
+        state = ledger.load(dist.recipes[folder].name)
+        if not (state and state.artifacts and all(a.retired for a in state.artifacts)):
+            out.append(dist.recipes[folder].name)
+    return sorted(out)
+
+
+def _refuse(name: str, dependents: list[str]) -> UsageError:
+    return UsageError(f"{name} is a dependency of distribution package(s): {', '.join(dependents)}", field="NAME",
+                      hint=f"retire {'them' if len(dependents) > 1 else 'it'} first, or pass --force to retire "
+                           f"{name} anyway (their builds and tests will fail without it)")
+
+
+def _evidence(dist: Distribution, name: str, entries: list[ArtifactEntry]) -> RecordEvidence:
+    """The package's `report unmaintained` entry as of today (None when it does not lag) and the newest
+    artifact's last test results. The report is evidence, not a gate: when it cannot be made, it is left out."""
+    from conda_distro.reports.facts import gather, newest_artifact, parse_as_of
+    from conda_distro.reports.unmaintained import evaluate_package, last_tests
+
+    entry = None
+    try:
+        facts = gather(dist, parse_as_of(None), sweeps=True)
+        pkg = facts.packages.get(name)
+        found = evaluate_package(pkg, facts) if pkg is not None else None
+        entry = found.to_dict() if found is not None else None
+    except DistroError:
+        pass
+    return RecordEvidence(unmaintained=entry, last_tests=last_tests(newest_artifact(entries)))
+
+
+def _write_record(distro_root: Path, records: RetirementRecords, record: RetirementRecord) -> tuple[str, bool]:
+    """Write the request record; returns its repository-relative path and whether it is new."""
+    existing = records.find(record.name, record.at)
+    path = existing or records.write(record)
+    return path.relative_to(distro_root).as_posix(), existing is None
+
+
 def _restore(ledger: Ledger, name: str, before: PackageState | None) -> None:
     if before is None:
         ledger.path_for(name).unlink(missing_ok=True)
@@ -93,7 +153,9 @@ def _restore(ledger: Ledger, name: str, before: PackageState | None) -> None:
 def retire(options: RetireOptions) -> RetireResult:
     _check_options(options)
     distro = open_distro(options.root)
+    dist = load_distribution(distro=distro, strict=False)  # retiring must not depend on unrelated recipes
     main, ledger = open_channel(distro, distro.config.channels.main), Ledger(distro.state_dir)
+    records = RetirementRecords(distro.state_dir)
     name = options.name.strip()
     with main.lock(options.lock_timeout):
         main.recover(main, set(), options.progress)
@@ -104,17 +166,30 @@ def retire(options: RetireOptions) -> RetireResult:
         result.already_retired = sorted(a.artifact for a in (before.artifacts if before else ()) if a.retired)
         if not files:
             if result.already_retired:
+                found = records.for_package(name)
+                result.record = found[-1][0].relative_to(distro.root).as_posix() if found else None
                 return result
             raise _unknown_package(name, main, in_main)
+        result.recipe_dependents = recipe_dependents(dist, name, ledger)
+        if result.recipe_dependents and not options.force:
+            raise _refuse(name, result.recipe_dependents)
         known = {a.artifact: a for a in (before.artifacts if before else ())}
         entries = [known.get(f.artifact) or ledger_entry(f, None, channel=main.ref, promoted_at=None, commit=None)
                    for f in files]
+        evidence = _evidence(dist, name, entries)
         written = ledger.retire(name, entries, Retirement(at=utcnow(), reason=result.reason, by=result.by))
+        effective = ledger.load(name).get(files[0].artifact).retired  # a rerun keeps the first retirement
+        result.record, new_record = _write_record(distro.root, records, RetirementRecord(
+            name=name, at=effective.at, by=effective.by, reason=effective.reason,
+            artifacts=[f.artifact for f in files], forced=bool(result.recipe_dependents),
+            dependents=result.recipe_dependents, evidence=evidence))
         crash_point("retire-after-ledger")
         try:
             result.moved_to = main.withdraw(files, options.progress)
         except DistroError:
             _restore(ledger, name, before)
+            if new_record:
+                (distro.root / result.record).unlink(missing_ok=True)
             raise
     result.retired = files
     result.dependents = _dependents(name, {a: f for a, f in in_main.items() if f.name != name})

@@ -18,6 +18,7 @@ from conda_distro.cli import sandbox_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import promote_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import build_cmd, solve_cmd, sweep_cmd, verify_cmd, checkpr_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import propose_cmd  # noqa: E402,F401  isort: skip
+from conda_distro.cli import report_cmd  # noqa: E402,F401  isort: skip
 
 
 def print_error(exc: DistroError) -> None:

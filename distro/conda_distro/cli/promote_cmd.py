@@ -44,12 +44,15 @@ def retire(
     root: RootOpt = None,
     by: Annotated[Optional[str], typer.Option("--by", help="Who retires it (default: git user.name, else the login).",
                                               show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Retire it even though distribution packages depend on it.")] = False,
     format: FormatOpt = TextJson.text,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> int:
-    """Remove a package from the main channel (local: files out + re-index; anaconda.org: `broken` label)."""
+    """Remove a package from the main channel (local: files out + re-index; anaconda.org: `broken` label),
+    and write a request record to channel_state/retirements/. Refused (exit 2) when other distribution
+    packages depend on it, unless --force."""
     result = run_retire(RetireOptions(name=name, reason=reason, root=root, by=by, lock_timeout=lock_timeout,
-                                      progress=_log))
+                                      progress=_log, force=force))
     if format is TextJson.json:
         print_json(result.to_dict())
     else:

@@ -1,0 +1,65 @@
+"""`conda-distro report unmaintained` and `conda-distro status`."""
+
+from __future__ import annotations
+
+import enum
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json
+from conda_distro.reports.status import StatusOptions, write_status
+from conda_distro.reports.unmaintained import UnmaintainedOptions, report_unmaintained
+
+report_app = typer.Typer(name="report", help="Reports over channel_state/ and the repository.", no_args_is_help=True,
+                         add_completion=False, rich_markup_mode=None)
+app.add_typer(report_app, name="report")
+
+AsOfOpt = Annotated[Optional[str], typer.Option(
+    "--as-of", metavar="YYYY-MM-DD", help="Report as of this day (default: today, UTC).", show_default=False)]
+
+
+class ReportFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+@report_app.command("unmaintained")
+def unmaintained(
+    as_of: AsOfOpt = None,
+    root: RootOpt = None,
+    format: Annotated[ReportFormat, typer.Option("--format", help="Output format (markdown: a GitHub issue body).")] = ReportFormat.text,
+) -> int:
+    """Packages that lag behind the supported PyTorch releases past the grace period, or whose newest
+    artifact fails; with maintainers to ping and the suggested action (ping | retire). Exit 1 when any."""
+    report = report_unmaintained(UnmaintainedOptions(root=root, as_of=as_of))
+    if format is ReportFormat.json:
+        print_json(report.to_dict())
+    elif format is ReportFormat.markdown:
+        sys.stdout.write(report.markdown())
+    else:
+        for line in report.text_lines():
+            out(line)
+    return int(report.exit_code)
+
+
+@app.command()
+def status(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder to write index.html and style.css into.",
+                                          file_okay=False, show_default=False)],
+    as_of: AsOfOpt = None,
+    root: RootOpt = None,
+    format: FormatOpt = TextJson.text,
+) -> int:
+    """Write a static HTML status page (package × release × variant matrix, maintainers, unmaintained
+    flags, dependencies) from channel_state/ and the repository; never reads a channel."""
+    result = write_status(StatusOptions(out=out_dir, root=root, as_of=as_of))
+    if format is TextJson.json:
+        print_json(result.to_dict())
+    else:
+        for line in result.text_lines():
+            out(line)
+    return 0

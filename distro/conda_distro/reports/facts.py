@@ -1,0 +1,373 @@
+"""What the repository and the ledger say, as of a date (the inputs of every report).
+
+* release dates: the commit that added each release to distro.yaml's ``pytorch.releases`` (git log on
+  distro.yaml), else the first test against it recorded in channel_state/;
+* per recipe: the first and the last commit touching ``recipes/<name>/``;
+* per package: its artifacts in main and its retired ones, with the test evidence up to the date;
+* optionally the open statuses of release-day sweeps saved under ``build/sweep/*.json``.
+
+Everything after the as-of date is left out, so ``--as-of`` shows the distribution as it was then.
+Outside git (or before the first commit) the git facts are simply unknown.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from conda_distro.config import DISTRO_FILE
+from conda_distro.distribution import Distribution
+from conda_distro.errors import UsageError
+from conda_distro.graph import RecipeGraph
+from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, TestEvidence
+from conda_distro.pins import admitted_releases
+from conda_distro.reports.records import RetirementRecords
+
+OPEN_SWEEP_STATUSES = ("failed", "needs-new-version", "awaiting-parents", "not-solvable")
+
+
+def parse_as_of(text: str | None, today: dt.date | None = None) -> dt.date:
+    """``--as-of YYYY-MM-DD``; today (UTC) when not given."""
+    if text is None:
+        return today or dt.datetime.now(dt.timezone.utc).date()
+    try:
+        return dt.date.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(f"'{text}' is not a date", field="--as-of",
+                         hint="write the date as YYYY-MM-DD, e.g. --as-of 2025-06-01") from None
+
+
+def cutoff_of(as_of: dt.date) -> dt.datetime:
+    """The first instant after the as-of day (UTC): facts at or after it are in the future."""
+    return dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.timezone.utc)
+
+
+def days_between(earlier: dt.datetime | dt.date, as_of: dt.date) -> int:
+    day = earlier.astimezone(dt.timezone.utc).date() if isinstance(earlier, dt.datetime) else earlier
+    return (as_of - day).days
+
+
+# ---------------------------------------------------------------------------------------------
+# the facts
+
+
+@dataclass(frozen=True)
+class ReleaseDate:
+    release: str
+    date: dt.datetime | None
+    source: str  # "distro.yaml, commit 1a2b3c4" | "first test in channel_state/" | "unknown"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"release": self.release, "date": _iso(self.date), "source": self.source}
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    author: str
+    email: str
+    date: dt.datetime
+    summary: str
+
+    def to_dict(self, as_of: dt.date | None = None) -> dict[str, Any]:
+        out = {"sha": self.sha, "author": self.author, "email": self.email, "date": _iso(self.date),
+               "summary": self.summary}
+        if as_of is not None:
+            out["days_ago"] = days_between(self.date, as_of)
+        return out
+
+
+@dataclass(frozen=True)
+class RecipeHistory:
+    first: CommitInfo  # the commit that added recipes/<name>/
+    last: CommitInfo  # the newest commit touching it
+
+
+@dataclass(frozen=True)
+class SweepStatus:
+    release: str
+    status: str
+    reason: str | None
+    file: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"release": self.release, "status": self.status, "reason": self.reason, "file": self.file}
+
+
+@dataclass(frozen=True)
+class PackageFacts:
+    name: str
+    maintainers: list[str]
+    in_main: list[ArtifactEntry]  # not retired (as of the date), tests up to the date
+    retired: list[ArtifactEntry]
+    tracks_pytorch: bool  # depends on pytorch, directly or through distribution packages
+    admitted: set[str] | None  # supported releases its recipe's pins admit; None without a recipe
+    history: RecipeHistory | None = None
+    sweep: SweepStatus | None = None
+    record: str | None = None  # newest retirement request record (repository-relative path)
+
+    @property
+    def newest(self) -> ArtifactEntry | None:
+        return newest_artifact(self.in_main)
+
+    @property
+    def last_commit(self) -> CommitInfo | None:
+        return self.history.last if self.history else None
+
+
+@dataclass(frozen=True)
+class Facts:
+    as_of: dt.date
+    distro_name: str
+    pytorch: str
+    grace_days: int
+    releases: list[ReleaseDate]  # supported, oldest first
+    variants: list[str]
+    packages: dict[str, PackageFacts]  # by name, sorted
+    graph: RecipeGraph
+    cuda_only: set[str] = field(default_factory=set)  # recipes that run only with __cuda
+
+
+def newest_artifact(entries: Iterable[ArtifactEntry]) -> ArtifactEntry | None:
+    from rattler import Version
+
+    entries = list(entries)
+    if not entries:
+        return None
+    epoch = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    return max(entries, key=lambda a: (Version(a.version), a.build_number, a.promoted_at or epoch, a.artifact))
+
+
+def latest_tests(entry: ArtifactEntry) -> dict[tuple[str, str], TestEvidence]:
+    """The newest result per (release, variant)."""
+    out: dict[tuple[str, str], TestEvidence] = {}
+    for t in sorted(entry.tests, key=lambda t: t.date):
+        out[(t.release, t.variant)] = t
+    return out
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
+
+
+# ---------------------------------------------------------------------------------------------
+# ledger snapshot
+
+
+def snapshot(state: PackageState, cutoff: dt.datetime) -> tuple[list[ArtifactEntry], list[ArtifactEntry]]:
+    """(in main, retired) as of ``cutoff``: artifacts promoted later are left out, and so are tests and
+    retirements dated later."""
+    in_main, retired = [], []
+    for a in state.artifacts:
+        if a.promoted_at is not None and a.promoted_at >= cutoff:
+            continue
+        a = a.model_copy(update={"tests": [t for t in a.tests if t.date < cutoff]})
+        if a.retired is not None and a.retired.at < cutoff:
+            retired.append(a)
+        else:
+            in_main.append(a.model_copy(update={"retired": None}))
+    return in_main, retired
+
+
+# ---------------------------------------------------------------------------------------------
+# git
+
+
+def _repo(root: Path):
+    try:
+        import git
+
+        repo = git.Repo(root, search_parent_directories=True)
+        repo.head.commit  # noqa: B018 - raises on a repository without commits
+        return repo
+    except Exception:  # noqa: BLE001 - not a repo, no commits, no git binary: the git facts are unknown
+        return None
+
+
+def _rel(repo, path: Path) -> str:
+    return path.resolve().relative_to(Path(repo.working_tree_dir).resolve()).as_posix()
+
+
+def _commit_info(c) -> CommitInfo:
+    return CommitInfo(c.hexsha, c.author.name or "", c.author.email or "", c.committed_datetime,
+                      c.summary if isinstance(c.summary, str) else c.summary.decode(errors="replace"))
+
+
+def _releases_in(blob_text: bytes) -> list[str]:
+    try:
+        doc = yaml.safe_load(blob_text)
+        return [str(r) for r in doc["pytorch"]["releases"]]
+    except Exception:  # noqa: BLE001 - an old, broken distro.yaml in history says nothing
+        return []
+
+
+def git_release_dates(root: Path, cutoff: dt.datetime) -> dict[str, ReleaseDate]:
+    """release -> the first commit (before ``cutoff``) whose distro.yaml lists it."""
+    repo = _repo(root)
+    if repo is None:
+        return {}
+    rel = _rel(repo, root / DISTRO_FILE)
+    out: dict[str, ReleaseDate] = {}
+    try:
+        commits = list(repo.iter_commits(paths=rel, reverse=True))
+    except Exception:  # noqa: BLE001
+        return {}
+    for c in commits:
+        if c.committed_datetime >= cutoff:
+            break
+        try:
+            text = (c.tree / rel).data_stream.read()
+        except KeyError:
+            continue
+        for release in _releases_in(text):
+            out.setdefault(release, ReleaseDate(release, c.committed_datetime, f"distro.yaml, commit {c.hexsha[:7]}"))
+    return out
+
+
+_SEP_RECORD, _SEP_FIELD = "\x1e", "\x1f"
+
+
+def recipe_histories(root: Path, recipes_dir: Path, cutoff: dt.datetime) -> dict[str, RecipeHistory]:
+    """recipe folder -> first and last commit (before ``cutoff``) touching ``recipes/<name>/``; one git log."""
+    repo = _repo(root)
+    if repo is None or not recipes_dir.exists():
+        return {}
+    prefix = _rel(repo, recipes_dir)
+    try:
+        log = repo.git.log(f"--format={_SEP_RECORD}%H{_SEP_FIELD}%an{_SEP_FIELD}%ae{_SEP_FIELD}%cI{_SEP_FIELD}%s",
+                           "--name-only", "--no-renames", "--", prefix)
+    except Exception:  # noqa: BLE001
+        return {}
+    first: dict[str, CommitInfo] = {}
+    last: dict[str, CommitInfo] = {}
+    for record in log.split(_SEP_RECORD)[1:]:
+        header, _, names = record.partition("\n")
+        sha, author, email, date, summary = header.split(_SEP_FIELD, 4)
+        info = CommitInfo(sha, author, email, dt.datetime.fromisoformat(date), summary)
+        if info.date >= cutoff:
+            continue
+        for name in {n[len(prefix) + 1:].split("/")[0] for n in names.splitlines() if n.startswith(prefix + "/")}:
+            last.setdefault(name, info)  # git log is newest first
+            first[name] = info
+    return {n: RecipeHistory(first[n], last[n]) for n in last}
+
+
+# ---------------------------------------------------------------------------------------------
+# sweeps (optional)
+
+
+class _SweepPackage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str
+    status: str
+    reason: str | None = None
+
+
+class _SweepDoc(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    release: str
+    packages: list[_SweepPackage]
+
+
+def sweep_statuses(build_dir: Path, root: Path) -> dict[str, SweepStatus]:
+    """Open statuses of the saved sweep results (``build/sweep/*.json``, the `sweep --format json`
+    document); the newest release wins. Files of another shape are ignored: they are optional."""
+    from rattler import Version
+
+    folder = build_dir / "sweep"
+    docs: list[tuple[Path, _SweepDoc]] = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            docs.append((path, _SweepDoc.model_validate(json.loads(path.read_text(encoding="utf-8")))))
+        except (OSError, ValueError, ValidationError):
+            continue
+    out: dict[str, SweepStatus] = {}
+    for path, doc in sorted(docs, key=lambda pd: Version(pd[1].release)):
+        for p in doc.packages:
+            if p.status in OPEN_SWEEP_STATUSES:
+                out[p.name] = SweepStatus(doc.release, p.status, p.reason, _relpath(path, root))
+            else:
+                out.pop(p.name, None)
+    return out
+
+
+def _relpath(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# gathering
+
+
+def release_dates(dist: Distribution, states: Mapping[str, PackageState], cutoff: dt.datetime) -> list[ReleaseDate]:
+    from_git = git_release_dates(dist.root, cutoff)
+    first_test: dict[str, dt.datetime] = {}
+    for s in states.values():
+        for a in s.artifacts:
+            for t in a.tests:
+                if t.date < cutoff and (t.release not in first_test or t.date < first_test[t.release]):
+                    first_test[t.release] = t.date
+    out = []
+    for r in dist.config.pytorch.releases:
+        if r in from_git:
+            out.append(from_git[r])
+        elif r in first_test:
+            out.append(ReleaseDate(r, first_test[r], "first test in channel_state/"))
+        else:
+            out.append(ReleaseDate(r, None, "unknown"))
+    return out
+
+
+def _tracks_pytorch(dist: Distribution, graph: RecipeGraph, pytorch: str) -> set[str]:
+    direct = {n for n, r in dist.recipes.items() if pytorch in r.dep_names("host", "run")}
+    return {n for n in graph.names if n in direct or graph.ancestors(n) & direct}
+
+
+def _depends_on(entries: Iterable[ArtifactEntry], name: str) -> bool:
+    return any(d.split()[0] == name for a in entries for d in a.depends if d.split())
+
+
+def gather(dist: Distribution, as_of: dt.date, *, sweeps: bool = True) -> Facts:
+    """Everything the reports need, as of ``as_of``. ``sweeps=False`` reads only channel_state/ and the
+    repository (the status page)."""
+    cutoff = cutoff_of(as_of)
+    config = dist.config
+    pytorch = config.pytorch.name
+    graph = RecipeGraph.from_recipes(dist.recipes)
+    states = Ledger(dist.distro.state_dir).load_all()
+    histories = recipe_histories(dist.root, dist.distro.recipes_dir, cutoff)
+    sweep = sweep_statuses(dist.distro.build_dir, dist.root) if sweeps else {}
+    admitted = admitted_releases(dist.recipes, graph, pytorch, list(config.pytorch.releases))
+    tracking = _tracks_pytorch(dist, graph, pytorch)
+    records = RetirementRecords(dist.distro.state_dir)
+    by_pkg = {r.name: folder for folder, r in dist.recipes.items()}
+    packages: dict[str, PackageFacts] = {}
+    for name in sorted(set(by_pkg) | set(states)):
+        folder = by_pkg.get(name)
+        recipe = dist.recipes.get(folder) if folder else None
+        in_main, retired = snapshot(states[name], cutoff) if name in states else ([], [])
+        recs = [p for p, r in records.for_package(name) if r.at < cutoff]
+        packages[name] = PackageFacts(
+            name=name,
+            maintainers=list(recipe.maintainers) if recipe else [],
+            in_main=in_main,
+            retired=retired,
+            tracks_pytorch=(folder in tracking) if folder else _depends_on(in_main + retired, pytorch),
+            admitted=admitted.get(folder) if folder else None,
+            history=histories.get(folder) if folder else None,
+            sweep=sweep.get(name) or (sweep.get(folder) if folder else None),
+            record=_relpath(recs[-1], dist.root) if recs else None,
+        )
+    cuda_only = {r.name for r in dist.recipes.values() if "__cuda" in r.dep_names("run")}
+    return Facts(as_of=as_of, distro_name=config.name, pytorch=pytorch, grace_days=config.policy.unmaintained_grace_days,
+                 releases=release_dates(dist, states, cutoff), variants=list(config.pytorch.variants),
+                 packages=packages, graph=graph, cuda_only=cuda_only)

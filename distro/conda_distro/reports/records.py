@@ -1,0 +1,96 @@
+"""Retirement request records: ``channel_state/retirements/<name>-<YYYYMMDD>.yaml``.
+
+`retire` writes one per retirement, next to the ledger it amends, so the request is reviewed and kept in
+git with the rest of channel_state/: who asked, why, when, what was taken out, which distribution
+packages still depended on it (``--force``), and the evidence at that moment (the package's entry of
+`report unmaintained`, if any, and its last test results). `report unmaintained` and `status` link to it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from conda_distro.errors import LedgerError
+from conda_distro.ledger import UtcDatetime
+from conda_distro.yamlio import atomic_write_text, dump_plain
+
+RECORD_SCHEMA_VERSION = 1
+RECORDS_DIR = "retirements"
+_STEM_RE = re.compile(r"(.+)-\d{8}(?:-\d+)?")
+_HINT = "fix the file by hand or restore it from git (`git checkout -- channel_state/retirements/`)"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RecordEvidence(_Strict):
+    unmaintained: dict[str, Any] | None = None  # the package's `report unmaintained` entry at the time
+    last_tests: list[dict[str, Any]] = Field(default_factory=list)  # newest artifact's latest results
+
+
+class RetirementRecord(_Strict):
+    schema_version: int = RECORD_SCHEMA_VERSION
+    name: str
+    at: UtcDatetime
+    by: str
+    reason: str = Field(min_length=1)
+    artifacts: list[str]
+    forced: bool = False
+    dependents: list[str] = Field(default_factory=list)  # distribution packages depending on it (--force)
+    evidence: RecordEvidence = Field(default_factory=RecordEvidence)
+
+
+class RetirementRecords:
+    """The ``channel_state/retirements/`` folder."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.folder = state_dir / RECORDS_DIR
+
+    def _candidates(self, name: str) -> list[Path]:
+        if not self.folder.is_dir():
+            return []
+        return sorted(p for p in self.folder.glob(f"{name}-*.yaml") if _stem_name(p) == name)
+
+    def read(self, path: Path) -> RetirementRecord:
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            return RetirementRecord.model_validate(data)
+        except (OSError, yaml.YAMLError) as exc:
+            raise LedgerError(f"cannot read retirement record: {exc}".splitlines()[0], path=path, hint=_HINT) from None
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise LedgerError(err["msg"], path=path, field=".".join(map(str, err["loc"])) or None, hint=_HINT) from None
+
+    def for_package(self, name: str) -> list[tuple[Path, RetirementRecord]]:
+        """Every record of ``name``, oldest first."""
+        found = [(p, self.read(p)) for p in self._candidates(name)]
+        return sorted(found, key=lambda pr: (pr[1].at, pr[0].name))
+
+    def find(self, name: str, at: dt.datetime) -> Path | None:
+        """The record of the retirement made at ``at`` (the ledger's retirement time), if written."""
+        return next((p for p, r in self.for_package(name) if r.at == at), None)
+
+    def write(self, record: RetirementRecord) -> Path:
+        """Write ``record`` (idempotent: a record of the same retirement is kept as it is)."""
+        existing = self.find(record.name, record.at)
+        if existing is not None:
+            return existing
+        stem = f"{record.name}-{record.at:%Y%m%d}"
+        path, n = self.folder / f"{stem}.yaml", 2
+        while path.exists():
+            path, n = self.folder / f"{stem}-{n}.yaml", n + 1
+        atomic_write_text(path, dump_plain(record.model_dump(mode="json")))
+        return path
+
+
+def _stem_name(path: Path) -> str | None:
+    """``torchplug-20250101`` / ``torchplug-20250101-2`` -> ``torchplug``."""
+    m = _STEM_RE.fullmatch(path.stem)
+    return m.group(1) if m else None

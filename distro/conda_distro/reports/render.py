@@ -1,0 +1,46 @@
+"""The one jinja2 environment of the reports (templates in ``conda_distro/reports/templates/``).
+
+HTML templates are autoescaped; markdown ones are not (they get the ``md`` filter for table cells).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import jinja2
+
+
+def md_cell(value: Any) -> str:
+    """Text safe inside a GitHub markdown table cell: one line, pipes escaped."""
+    return " ".join(str(value if value is not None else "").split()).replace("|", "\\|")
+
+
+def mentions(handles: list[str]) -> str:
+    return " ".join(f"@{h}" for h in handles) or "(no maintainers listed)"
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("conda_distro.reports", "templates"),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default_for_string=False),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["md"] = md_cell
+    env.filters["mentions"] = mentions
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(**context)
+
+
+def static(name: str) -> str:
+    """A template file's text as it is (style.css)."""
+    env = environment()
+    source, _, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
+    return source

@@ -1,0 +1,282 @@
+"""`report unmaintained` (spec §8): packages that lag behind the supported PyTorch releases.
+
+A package is listed for one or more reasons:
+
+* ``missed-release`` — past ``policy.unmaintained_grace_days`` after a supported release was added (or
+  after the recipe was added, if later), no artifact of it in main has passed a test against that release
+  in any variant, nor against any newer release (a package whose pins start later is not lagging on an
+  older release);
+* ``newest-fails`` — its newest artifact in main fails (latest result ``failed``) against a supported
+  release; reported at once, dated from the first failure of the current streak.
+
+The action is ``retire`` once a reason is older than twice the grace period *and* the last commit touching
+``recipes/<name>/`` is older than the grace period (inactivity); otherwise ``ping``. Retired packages are
+not listed as lagging: they are listed apart, with their retirement request record.
+
+:func:`evaluate` is pure (facts in, report out); :func:`report_unmaintained` gathers the facts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conda_distro.distribution import load_distribution
+from conda_distro.errors import ExitCode
+from conda_distro.ledger import ArtifactEntry, TestEvidence
+from conda_distro.reports.facts import (Facts, PackageFacts, ReleaseDate, days_between, gather, latest_tests,
+                                        parse_as_of)
+
+
+class Action(str, enum.Enum):
+    PING = "ping"
+    RETIRE = "retire"
+
+
+class ReasonKind(str, enum.Enum):
+    MISSED_RELEASE = "missed-release"
+    NEWEST_FAILS = "newest-fails"
+
+
+@dataclass(frozen=True)
+class Reason:
+    kind: ReasonKind
+    release: str
+    since: dt.datetime  # the release was added / the recipe was added / the failures began
+    days: int  # since ``since``, as of the report date
+    message: str
+    variant: str | None = None
+
+    @property
+    def short(self) -> str:
+        if self.kind is ReasonKind.MISSED_RELEASE:
+            return f"missed pytorch {self.release} ({self.days} days)"
+        return f"fails on pytorch {self.release} {self.variant} ({self.days} days)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, "release": self.release, "variant": self.variant,
+                "since": self.since.date().isoformat(), "days": self.days, "message": self.message}
+
+
+@dataclass
+class Entry:
+    name: str
+    maintainers: list[str]
+    reasons: list[Reason]
+    action: Action
+    evidence: dict[str, Any]
+
+    @property
+    def days(self) -> int:
+        return max(r.days for r in self.reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "maintainers": list(self.maintainers), "reasons": [r.to_dict() for r in self.reasons],
+                "action": self.action.value, "evidence": self.evidence}
+
+
+@dataclass(frozen=True)
+class RetiredEntry:
+    name: str
+    at: dt.datetime
+    by: str
+    reason: str
+    artifacts: list[str]
+    record: str | None  # channel_state/retirements/<name>-<date>.yaml
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "at": self.at.strftime("%Y-%m-%dT%H:%M:%SZ"), "by": self.by, "reason": self.reason,
+                "artifacts": list(self.artifacts), "record": self.record}
+
+
+@dataclass
+class UnmaintainedReport:
+    as_of: dt.date
+    grace_days: int
+    releases: list[ReleaseDate]
+    packages: list[Entry] = field(default_factory=list)
+    retired: list[RetiredEntry] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.FAILURES if self.packages else ExitCode.OK
+
+    def get(self, name: str) -> Entry | None:
+        return next((e for e in self.packages if e.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"as_of": self.as_of.isoformat(), "grace_days": self.grace_days,
+                "releases": [r.to_dict() for r in self.releases],
+                "packages": [e.to_dict() for e in self.packages],
+                "retired": [r.to_dict() for r in self.retired]}
+
+    def text_lines(self) -> list[str]:
+        lines = [f"unmaintained packages as of {self.as_of} (grace period {self.grace_days} days):"]
+        if not self.packages:
+            lines.append("  none: no package lags past the grace period")
+        for e in self.packages:
+            last = e.evidence.get("last_commit")
+            who = ", ".join(f"@{m}" for m in e.maintainers) or "(no maintainers)"
+            lines.append(f"  {e.action.value:7} {e.name}  maintainers: {who}")
+            lines += [f"          - {r.message}" for r in e.reasons]
+            lines.append(f"          - last recipe commit: {last['date'][:10]} {last['sha'][:7]} by {last['author']}"
+                         if last else "          - last recipe commit: unknown (not in git)")
+        for r in self.retired:
+            lines.append(f"  retired {r.name} on {r.at:%Y-%m-%d} ({r.reason})" + (f": {r.record}" if r.record else ""))
+        return lines
+
+    def markdown(self) -> str:
+        from conda_distro.reports.render import render
+
+        return render("unmaintained.md.j2", report=self)
+
+
+@dataclass(frozen=True)
+class UnmaintainedOptions:
+    root: Path | None = None
+    as_of: str | None = None  # YYYY-MM-DD; default today (UTC)
+
+
+# ---------------------------------------------------------------------------------------------
+# the rules (pure)
+
+
+def _test_dict(artifact: str, t: TestEvidence) -> dict[str, Any]:
+    return {"artifact": artifact, "release": t.release, "variant": t.variant, "status": t.status,
+            "date": t.date.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def last_tests(entry: ArtifactEntry | None) -> list[dict[str, Any]]:
+    """The newest artifact's latest result per (release, variant)."""
+    if entry is None:
+        return []
+    return [_test_dict(entry.artifact, t) for _, t in sorted(latest_tests(entry).items(), key=lambda kv: _rkey(kv[0]))]
+
+
+def _rkey(pair: tuple[str, str]) -> tuple:
+    from rattler import Version
+
+    return (Version(pair[0]), pair[1])
+
+
+def _newest_passing(pkg: PackageFacts, releases: list[str]) -> int | None:
+    """Index in ``releases`` of the newest release some artifact in main passes against."""
+    passed = {t.release for a in pkg.in_main for t in a.tests if t.status == "passed"}
+    idx = [i for i, r in enumerate(releases) if r in passed]
+    return max(idx) if idx else None
+
+
+def missed_releases(pkg: PackageFacts, facts: Facts) -> list[Reason]:
+    if not pkg.tracks_pytorch:
+        return []
+    names = [r.release for r in facts.releases]
+    newest = _newest_passing(pkg, names)
+    added = pkg.history.first.date if pkg.history else None
+    out = []
+    for i, rd in enumerate(facts.releases):
+        if rd.date is None or (newest is not None and i <= newest):
+            continue
+        late_recipe = added is not None and added > rd.date
+        since = added if late_recipe else rd.date
+        days = days_between(since, facts.as_of)
+        if days > facts.grace_days:
+            after = "the recipe was added" if late_recipe else "it was added to distro.yaml"
+            out.append(Reason(ReasonKind.MISSED_RELEASE, rd.release, since, days,
+                              f"no passing test against pytorch {rd.release}, {days} days after {after} "
+                              f"(grace {facts.grace_days} days)"))
+    return out
+
+
+def _failing_since(entry: ArtifactEntry, release: str, variant: str) -> dt.datetime:
+    runs = sorted((t for t in entry.tests if (t.release, t.variant) == (release, variant)), key=lambda t: t.date)
+    since = runs[-1].date
+    for t in reversed(runs):
+        if t.status != "failed":
+            break
+        since = t.date
+    return since
+
+
+def newest_fails(pkg: PackageFacts, facts: Facts) -> list[Reason]:
+    newest = pkg.newest
+    if newest is None:
+        return []
+    supported = {r.release for r in facts.releases}
+    out = []
+    for (release, variant), t in sorted(latest_tests(newest).items(), key=lambda kv: _rkey(kv[0])):
+        if release in supported and t.status == "failed":
+            since = _failing_since(newest, release, variant)
+            days = days_between(since, facts.as_of)
+            out.append(Reason(ReasonKind.NEWEST_FAILS, release, since, days,
+                              f"newest artifact {newest.version} fails against pytorch {release} ({variant}) "
+                              f"since {since:%Y-%m-%d} ({days} days)", variant=variant))
+    return out
+
+
+def inactive(pkg: PackageFacts, facts: Facts) -> bool:
+    """The last commit touching the recipe is older than the grace period (unknown: not inactive)."""
+    last = pkg.last_commit
+    return last is not None and days_between(last.date, facts.as_of) > facts.grace_days
+
+
+def decide(reasons: list[Reason], pkg: PackageFacts, facts: Facts) -> Action:
+    overdue = max(r.days for r in reasons) > 2 * facts.grace_days
+    return Action.RETIRE if overdue and inactive(pkg, facts) else Action.PING
+
+
+def _evidence(pkg: PackageFacts, reasons: list[Reason], facts: Facts) -> dict[str, Any]:
+    dates = {r.release: r for r in facts.releases}
+    newest = pkg.newest
+    return {
+        "missed_releases": [{"release": r.release, "released": dates[r.release].date.strftime("%Y-%m-%d"),
+                             "release_source": dates[r.release].source, "since": r.since.date().isoformat(),
+                             "days_since": r.days, "overdue_days": r.days - facts.grace_days}
+                            for r in reasons if r.kind is ReasonKind.MISSED_RELEASE],
+        "failing": [{"artifact": newest.artifact, "release": r.release, "variant": r.variant,
+                     "since": r.since.date().isoformat(), "days": r.days}
+                    for r in reasons if r.kind is ReasonKind.NEWEST_FAILS and newest is not None],
+        "newest_artifact": None if newest is None else {
+            "artifact": newest.artifact, "version": newest.version,
+            "promoted_at": newest.promoted_at.strftime("%Y-%m-%d") if newest.promoted_at else None},
+        "last_tests": last_tests(newest),
+        "last_commit": pkg.last_commit.to_dict(facts.as_of) if pkg.last_commit else None,
+        "inactive": inactive(pkg, facts),
+        "sweep": pkg.sweep.to_dict() if pkg.sweep else None,
+        "retirement_record": pkg.record,
+    }
+
+
+def evaluate_package(pkg: PackageFacts, facts: Facts) -> Entry | None:
+    if not pkg.in_main and pkg.retired:
+        return None  # retired: listed apart
+    reasons = missed_releases(pkg, facts) + newest_fails(pkg, facts)
+    if not reasons:
+        return None
+    return Entry(pkg.name, list(pkg.maintainers), reasons, decide(reasons, pkg, facts), _evidence(pkg, reasons, facts))
+
+
+def retired_entry(pkg: PackageFacts) -> RetiredEntry | None:
+    if pkg.in_main or not pkg.retired:
+        return None
+    last = max(pkg.retired, key=lambda a: a.retired.at)
+    return RetiredEntry(pkg.name, last.retired.at, last.retired.by, last.retired.reason,
+                        sorted(a.artifact for a in pkg.retired), pkg.record)
+
+
+def evaluate(facts: Facts) -> UnmaintainedReport:
+    report = UnmaintainedReport(facts.as_of, facts.grace_days, list(facts.releases))
+    for pkg in facts.packages.values():
+        if (entry := evaluate_package(pkg, facts)) is not None:
+            report.packages.append(entry)
+        elif (gone := retired_entry(pkg)) is not None:
+            report.retired.append(gone)
+    report.packages.sort(key=lambda e: (e.action != Action.RETIRE, -e.days, e.name))
+    return report
+
+
+def report_unmaintained(options: UnmaintainedOptions) -> UnmaintainedReport:
+    as_of = parse_as_of(options.as_of)
+    return evaluate(gather(load_distribution(options.root), as_of))

@@ -1,0 +1,248 @@
+"""`conda-distro status`: the static page for the dated scenario of test_reports.py, checked as rendered by
+headless Chromium (Debian's ``chromium``; installed by the session fixture when missing).
+
+Expected matrix as of AS_OF (releases 2.4.1 / 2.5.1 / 2.6.0 × cpu / cuda):
+fine all passed; fresh passed up to 2.5.1, 2.6.0 not admitted by its pin (not-applicable); stale passed on
+2.4.1 only, the rest not admitted; active passed on 2.4.1, 2.5.1 admitted by the recipe but without a
+result (not-tested); failing fails 2.4.1 cpu; addon blocked on 2.4.1 cpu; gone is retired (nothing in main).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import struct
+import subprocess
+import zlib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from conda_distro.cli import main as cli_main
+from test_reports import AS_OF, RELEASES, VARIANTS, make_scenario
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage"]
+
+P, F, B, NA, NT = "passed", "failed", "blocked", "not-applicable", "not-tested"
+
+
+def row(*statuses: str) -> dict[tuple[str, str], str]:
+    """Six statuses in release-major order: 2.4.1 cpu, 2.4.1 cuda, 2.5.1 cpu, ..."""
+    pairs = [(r, v) for r in RELEASES for v in VARIANTS]
+    assert len(statuses) == len(pairs)
+    return dict(zip(pairs, statuses))
+
+
+EXPECTED = {
+    "fine": row(P, P, P, P, P, P),
+    "fresh": row(P, P, P, P, NA, NA),
+    "stale": row(P, P, NA, NA, NA, NA),
+    "active": row(P, P, NT, NT, NA, NA),
+    "failing": row(F, P, P, P, P, P),
+    "addon": row(B, P, P, P, P, P),
+    "gone": row(NT, NT, NA, NA, NA, NA),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# headless Chromium
+
+
+def _install_chromium() -> str | None:
+    """apt-get install chromium; returns why it failed, or None."""
+    if shutil.which("apt-get") is None:
+        return "no apt-get on this machine"
+    if os.geteuid() != 0:
+        return "not root: cannot apt-get install chromium"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+        if res.returncode != 0:
+            return f"`{' '.join(cmd)}` failed: {(res.stderr or res.stdout).strip().splitlines()[-1:]}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    if not CHROMIUM.exists():
+        why = _install_chromium()
+        if why or not CHROMIUM.exists():
+            pytest.skip(f"headless Chromium unavailable: {why or 'installed, but /usr/bin/chromium is missing'}")
+    return CHROMIUM
+
+
+def run_chromium(chromium: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    profile = tmp_path / "chromium-profile"
+    profile.mkdir(exist_ok=True)
+    env = {**os.environ, "HOME": str(tmp_path)}
+    return subprocess.run([str(chromium), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+# ---------------------------------------------------------------------------------------------
+# reading the page
+
+
+class Page(HTMLParser):
+    """The parts of the DOM the tests look at."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.cells: dict[tuple[str, str, str], dict[str, str]] = {}
+        self.badges: dict[str, set[str]] = {}
+        self.flagged: dict[str, str] = {}
+        self.nodes: dict[str, str] = {}
+        self.urls: list[tuple[str, str]] = []  # (tag, url) of every href/src
+        self.scripts = 0
+        self._row: str | None = None
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: v or "" for k, v in attrs}
+        classes = a.get("class", "").split()
+        self.urls += [(tag, a[k]) for k in ("href", "src") if k in a]
+        self.scripts += tag == "script"
+        if tag == "tr" and "row" in classes:
+            self._row = a["data-package"]
+        if tag == "td" and "cell" in classes:
+            self.cells[(a["data-package"], a["data-release"], a["data-variant"])] = {"class": a["class"], **a}
+        if "badge" in classes and self._row and tag in ("a", "span"):
+            self.badges.setdefault(self._row, set()).add(classes[1])
+        if tag == "article" and "flagged" in classes:
+            self.flagged[a["data-package"]] = a["data-action"]
+        if tag == "g" and "node" in classes:
+            self.nodes[a["data-package"]] = classes[1]
+
+    def handle_endtag(self, tag):
+        if tag == "tr":
+            self._row = None
+
+    def statuses(self) -> dict[str, dict[tuple[str, str], str]]:
+        out: dict[str, dict[tuple[str, str], str]] = {}
+        for (pkg, release, variant), attrs in self.cells.items():
+            out.setdefault(pkg, {})[(release, variant)] = attrs["data-status"]
+        return out
+
+
+def png_info(path: Path) -> tuple[int, int, int]:
+    """(width, height, distinct byte values of the decompressed image data) of a PNG."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    width, height = struct.unpack(">II", data[16:24])
+    pos, idat = 8, b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if kind == b"IDAT":
+            idat += data[pos + 8:pos + 8 + length]
+        pos += 12 + length
+    return width, height, len(set(zlib.decompress(idat)))
+
+
+# ---------------------------------------------------------------------------------------------
+# fixtures
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The scenario's page as of AS_OF, written by the CLI."""
+    root = make_scenario(tmp_path_factory.mktemp("status") / "distro")
+    out = root.parent / "site"
+    code = cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", AS_OF.isoformat(), "--format", "json"])
+    assert code == 0
+    assert not (root / "build" / "channels").exists()  # the scenario has no channel: the page never needs one
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# tests
+
+
+def test_writes_index_and_stylesheet(tmp_path, capsys):
+    root = make_scenario(tmp_path / "distro")
+    out = tmp_path / "pages" / "site"
+    assert cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", AS_OF.isoformat(),
+                     "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == {"written": [str(out / "index.html"), str(out / "style.css")]}
+    assert sorted(p.name for p in out.iterdir()) == ["index.html", "style.css"]
+    assert cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", AS_OF.isoformat()]) == 0
+    assert capsys.readouterr().out == f"wrote {out / 'index.html'}\nwrote {out / 'style.css'}\n"
+
+
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys):
+    root = make_scenario(tmp_path / "distro")
+    out = tmp_path / "site"
+    assert cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", "01/06/2025"]) == 2
+    assert "hint: write the date as YYYY-MM-DD" in capsys.readouterr().err
+    assert not out.exists()
+    (tmp_path / "file").write_text("x")
+    assert cli_main(["status", "--root", str(root), "--out", str(tmp_path / "file")]) == 2
+
+
+def test_page_is_self_contained(site):
+    html = (site / "index.html").read_text()
+    page = Page(html)
+    assert page.scripts == 0
+    assert ("link", "style.css") in page.urls
+    external = [(t, u) for t, u in page.urls if "://" in u or u.startswith("//")]
+    assert external == []
+    assert all(u == "style.css" or u.startswith("#") for _, u in page.urls)
+    assert "url(" not in (site / "style.css").read_text().replace("url(#arrow)", "")
+    assert "@import" not in (site / "style.css").read_text()
+
+
+def test_page_matrix_in_the_rendered_dom(site, chromium, tmp_path):
+    res = run_chromium(chromium, tmp_path, "--dump-dom", (site / "index.html").as_uri())
+    assert res.returncode == 0, res.stderr[-2000:]
+    page = Page(res.stdout)
+    assert page.statuses() == EXPECTED
+    for (pkg, release, variant), attrs in page.cells.items():
+        assert attrs["class"].split() == ["cell", EXPECTED[pkg][(release, variant)]] or \
+            attrs["class"].split() == ["cell", EXPECTED[pkg][(release, variant)], "first"]
+    failing = page.cells[("failing", "2.4.1", "cpu")]
+    assert "failing-2.0-h0_0.conda" in failing["title"] and "2025-05-22" in failing["title"]
+    # unmaintained flags come from `report unmaintained`; retired packages carry a retired badge
+    assert page.badges == {"stale": {"retire"}, "active": {"ping"}, "failing": {"ping"}, "gone": {"retired"}}
+    assert page.flagged == {"stale": "retire", "active": "ping", "failing": "ping"}
+    # the dependency view
+    assert page.nodes == {"fine": "ok", "fresh": "ok", "stale": "retire", "active": "ping", "failing": "ping",
+                          "addon": "ok", "gone": "retired"}
+    html = res.stdout
+    assert "channel_state/retirements/gone-20250417.yaml" in html
+    assert '<td class="deps-of">failing</td><td class="dependents-of">—</td>' in html
+    for handle in ("@sam", "@sue", "@ada", "@fay", "@fiona", "@gus"):
+        assert handle in html
+
+
+def test_page_screenshot(site, chromium, tmp_path):
+    shot = tmp_path / "status.png"
+    res = run_chromium(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1400,1000",
+                       "--hide-scrollbars", (site / "index.html").as_uri())
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert shot.is_file() and shot.stat().st_size > 20_000
+    width, height, distinct = png_info(shot)
+    assert (width, height) == (1400, 1000)
+    assert distinct > 100  # a rendered page, not a blank canvas
+    keep = os.environ.get("CONDA_DISTRO_KEEP_SCREENSHOT")
+    if keep:
+        shutil.copy(shot, keep)
+
+
+def test_as_of_shows_the_past(tmp_path):
+    """40 days earlier the 2.4.1 cpu failure of `failing` (and so the block of addon) had not happened."""
+    from conda_distro.reports.status import StatusOptions, write_status
+
+    root = make_scenario(tmp_path / "distro")
+    written = write_status(StatusOptions(out=tmp_path / "site", root=root,
+                                         as_of=(AS_OF - dt.timedelta(days=40)).isoformat())).written
+    page = Page(written[0].read_text())
+    statuses = page.statuses()
+    assert statuses["failing"][("2.4.1", "cpu")] == P and statuses["addon"][("2.4.1", "cpu")] == P
+    assert statuses["fine"][("2.6.0", "cpu")] == NT  # tested only later
+    assert page.flagged == {"stale": "ping", "active": "ping"}
