@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.distribution import Distribution, load_distribution
-from conda_distro.errors import ExitCode
+from conda_distro.errors import ExitCode, GitError
 from conda_distro.gitutil import changed_files
 from conda_distro.graph import RecipeGraph
 from conda_distro.lint import Finding, LintOptions, lint_distribution
@@ -76,10 +76,10 @@ class CheckPrResult:
     def to_dict(self) -> dict:
         return {
             "ok": self.ok, "base": self.base, "changed": self.changed, "changed_proposals": self.changed_proposals,
-            "nothing_buildable": self.nothing_buildable,
+            "nothing_buildable": self.nothing_buildable, "malformed": self.malformed, "built": self.built,
             "lint": [f.to_dict() for f in self.lint], "proposals": [f.to_dict() for f in self.proposals],
             "affected": self.affected, "solve": self.solve, "builds": self.builds, "tests": self.tests,
-            "needs_pin_update": [p.to_dict() for p in self.needs_pin_update],
+            "needs_pin_update": [p.to_dict() for p in self.needs_pin_update], "maintainers": self.maintainers,
         }
 
 
@@ -92,11 +92,15 @@ def _bump(version: str, granularity: int) -> str:
 
 
 def suggest_pin(name: str, spec_version: str | None, new_version: str) -> str:
-    """Widen a pin so that it admits ``new_version``, keeping its floor and its bound's granularity."""
-    floor = re.search(r">=\s*([\w.]+)", spec_version or "")
+    """Widen a pin so that it admits ``new_version``, keeping its floor and its bound's granularity
+    (the floor drops to ``new_version`` when the new version is below it)."""
+    m = re.search(r">=\s*([\w.]+)", spec_version or "")
+    floor = m.group(1) if m else new_version
+    if not admits(f">={floor}", new_version):
+        floor = new_version
     g = upper_granularity(spec_version) or 1
     g = 1 if g >= 99 else g
-    return f"{name} >={floor.group(1) if floor else new_version},<{_bump(new_version, g)}"
+    return f"{name} >={floor},<{_bump(new_version, g)}"
 
 
 def pin_updates(dist: Distribution, graph: RecipeGraph, changed: list[str]) -> list[PinUpdate]:
@@ -120,7 +124,12 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
 
     dist = load_distribution(root, strict=False)
     res = CheckPrResult(base=options.base)
-    res.changed_files = changed_files(dist.root, options.base)
+    try:
+        res.changed_files = changed_files(dist.root, options.base)
+    except GitError as exc:
+        if exc.field == "--changed-since":
+            exc.field = "--base"
+        raise
     buildable = [f for f in res.changed_files if f.startswith(BUILDABLE_PREFIXES) or f in BUILDABLE_FILES]
     if not buildable:
         res.nothing_buildable = True
@@ -181,8 +190,15 @@ def to_markdown(res: CheckPrResult) -> str:
             row = [ICON.get(cells.get((name, r, v), ""), "–") for r, v in targets]
             lines.append(f"| `{name}` | " + " | ".join(row) + " |")
         failed_builds = [b for b in res.builds if b["status"] in ("failed", "blocked")]
+        failed_tests = [t for t in res.tests if t["status"] == "failed"]
+        if failed_builds or failed_tests:
+            lines.append("")
         for b in failed_builds:
-            lines.append(f"\n- build of `{b['name']}` {b['status']}" + (f": {b.get('reason')}" if b.get("reason") else ""))
+            lines.append(f"- build of `{b['name']}` {b['status']}" + (f": {b.get('reason')}" if b.get("reason") else ""))
+        for t in failed_tests:
+            who = " ".join(f"@{m}" for m in res.maintainers.get(t["name"], []))
+            lines.append(f"- `{t['name']}` failed on pytorch {t['pytorch']} ({t['variant']})"
+                         + (f": {t['reason']}" if t.get("reason") else "") + (f" ({who})" if who else ""))
         lines.append("")
     elif not res.built and res.affected:
         lines += ["Build and tests: not run here (`--no-build`; the sharded build jobs run them).", ""]

@@ -1,12 +1,19 @@
 """Release-day sweep (spec §7): admit a new PyTorch release across the distribution.
 
-Plan (pure data, ``--dry-run`` prints it) -> edits (ruamel round trip: only the pin and build-number
-values change) -> build/test of the affected set -> statuses -> optional git branch with one
-commit per bumped package, PR bodies and a tracking-issue body.
+Plan (pure data, ``--dry-run`` prints it) -> edits (only the pin lines and the build-number line
+change: a line edit, with a ruamel round trip as the fallback for shapes a line edit cannot handle)
+-> build/test of the affected set against the new release -> statuses -> optional git branch with
+one commit per bumped package, PR bodies and a tracking-issue body.
+
+Which packages are built and tested: the bumped ones and, when the release opens a new minor, the
+pytorch-dependent ones whose pins already admit it (their existing builds were never tested with
+it), plus every dependent of those (the affected set). A bugfix release of an already supported
+minor needs no new downstream build (spec §1), so it builds nothing.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,19 +21,21 @@ from typing import Any
 
 from conda_distro.config import DISTRO_FILE, Distro, load_config
 from conda_distro.distribution import Distribution, load_distribution
-from conda_distro.errors import GitError, UsageError
+from conda_distro.errors import DistroError, GitError, UsageError
 from conda_distro.graph import RecipeGraph
-from conda_distro.recipe import Recipe
+from conda_distro.recipe import Recipe, parse_recipe
 from conda_distro.specs import admits, minor_of, next_minor_bound
-from conda_distro.yamlio import atomic_write_text, dump_roundtrip, load_roundtrip
+from conda_distro.yamlio import LDict, LList, atomic_write_text, dump_roundtrip, load_fast, load_roundtrip
 
 RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")
 STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "not-solvable")
+FAILURES = ("failed", "not-solvable")  # statuses that make the report's `ok` false
+BLOCKING = ("failed", "not-solvable", "needs-new-version", "awaiting-parents")  # their dependents wait
 
 
 @dataclass(frozen=True)
 class PinEdit:
-    old: str  # the requirement text as written
+    old: str  # the requirement text as written (rendered)
     new: str
     line: int
 
@@ -44,11 +53,18 @@ class Decision:
     reason: str | None = None
     log: str | None = None  # failing log excerpt
     tests: list[dict] = field(default_factory=list)
+    direct: bool = True  # depends on pytorch itself (False: only through distribution packages)
+
+    @property
+    def applied(self) -> bool:
+        """Is the edit in the working tree after the sweep (only bumped packages keep theirs)?"""
+        return self.status == "bumped"
 
     def to_dict(self) -> dict:
         return {
             "name": self.name, "status": self.status, "old_pin": self.old_pin, "new_pin": self.new_pin,
             "maintainers": self.maintainers, "old_build": self.old_build, "new_build": self.new_build,
+            "applied": self.applied, "pytorch_dependency": "direct" if self.direct else "indirect",
             "reason": self.reason, "log": self.log, "tests": self.tests,
         }
 
@@ -84,10 +100,16 @@ class SweepResult:
     pr_bodies: dict[str, dict] = field(default_factory=dict)
     tracking_issue: str | None = None
     message: str | None = None
+    report_file: str | None = None  # build/sweep/pytorch-VER.json, this document
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.status in FAILURES for d in self.plan.decisions)
 
     def to_dict(self) -> dict:
-        return {**self.plan.to_dict(), "branch": self.branch, "commits": self.commits,
-                "pull_requests": self.pr_bodies, "tracking_issue": self.tracking_issue, "message": self.message}
+        return {**self.plan.to_dict(), "ok": self.ok, "branch": self.branch, "commits": self.commits,
+                "pull_requests": self.pr_bodies, "tracking_issue": self.tracking_issue, "message": self.message,
+                "report_file": self.report_file}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,14 +118,19 @@ class SweepResult:
 
 def widen(version: str, release: str) -> str:
     """Replace the upper bound of a version spec with the next minor after ``release``.
-    ``>=2.4,<2.7`` -> ``>=2.4,<2.8``; ``>=2.4,<2.7.0a0`` -> ``>=2.4,<2.8.0a0``; ``2.5.*`` -> ``>=2.5,<2.8``."""
+    ``>=2.4,<2.7`` -> ``>=2.4,<2.8``; ``>=2.4,<2.7.0a0`` -> ``>=2.4,<2.8.0a0``; ``2.5.*`` -> ``>=2.5,<2.8``;
+    ``~=2.4.0`` -> ``>=2.4.0,<2.8``. Terms that are not literal versions (``${{ expr }}``) are kept."""
     bound = next_minor_bound(release)
     parts = version.split(",")
     out, replaced = [], False
     for p in parts:
-        m = re.fullmatch(r"\s*<(=?)\s*(\d+(?:\.\d+)*)(\.0a0|a0)?\s*", p)
+        m = re.fullmatch(r"\s*<(=?)\s*(\d+(?:\.\d+)*?)(\.0a0|a0)?\s*", p)
+        c = re.fullmatch(r"\s*~=\s*(\d+(?:\.\d+)*)\s*", p)
         if m and not replaced:
             out.append(f"<{bound}{m.group(3) or ''}")
+            replaced = True
+        elif c and not replaced:
+            out += [f">={c.group(1)}", f"<{bound}"]
             replaced = True
         else:
             out.append(p.strip())
@@ -118,7 +145,9 @@ def _pytorch_deps(recipe: Recipe, pytorch: str):
     return [d for d in recipe.deps("host", "run") if d.name == pytorch]
 
 
-def decide(recipe: Recipe, pytorch: str, release: str) -> Decision | None:
+def decide(recipe: Recipe, pytorch: str, release: str, supported: tuple[str, ...] = ()) -> Decision | None:
+    """What the sweep does to one recipe. ``supported``: the releases supported before the sweep; a
+    bugfix release of a minor the recipe did not admit before either changes nothing for it."""
     deps = _pytorch_deps(recipe, pytorch)
     if not deps:
         return None
@@ -128,6 +157,11 @@ def decide(recipe: Recipe, pytorch: str, release: str) -> Decision | None:
                    old_pin=run_pin.raw if run_pin else None, new_pin=run_pin.raw if run_pin else None,
                    old_build=recipe.build_number, new_build=recipe.build_number)
     if all(admits(d.version, release) for d in versioned):
+        return dec
+    same_minor = [r for r in supported if minor_of(r) == minor_of(release)]
+    if same_minor and not any(all(admits(d.version, r) for d in versioned) for r in same_minor):
+        ma, mi = minor_of(release)
+        dec.reason = f"does not admit pytorch {ma}.{mi} (nor {', '.join(same_minor)}): a bugfix release changes nothing"
         return dec
     if recipe.lockstep:
         dec.status = "needs-new-version"
@@ -140,7 +174,7 @@ def decide(recipe: Recipe, pytorch: str, release: str) -> Decision | None:
         if not admits(d.version, release):
             dec.edits.append(PinEdit(d.raw, f"{d.name} {widen(d.version, release)}", d.line))
     if run_pin is not None:
-        dec.new_pin = next((e.new for e in dec.edits if e.old == run_pin.raw), run_pin.raw)
+        dec.new_pin = next((e.new for e in dec.edits if e.line == run_pin.line), run_pin.raw)
     dec.new_build = (recipe.build_number or 0) + 1
     return dec
 
@@ -155,19 +189,148 @@ def plan_sweep(dist: Distribution, release: str) -> SweepPlan:
     pytorch = dist.config.pytorch.name
     graph = RecipeGraph.from_recipes(dist.recipes)
     decisions: list[Decision] = []
+    seen: set[str] = set()
     for name in graph.order():
-        dec = decide(dist.recipes[name], pytorch, release)
-        if dec is None and graph.ancestors(name) & {d.name for d in decisions}:
+        dec = decide(dist.recipes[name], pytorch, release, tuple(dist.config.pytorch.releases))
+        if dec is None and any(p in seen for p in graph.dependencies(name)):
             recipe = dist.recipes[name]  # depends on pytorch only through distribution packages
             dec = Decision(name, "unchanged", list(recipe.maintainers), old_build=recipe.build_number,
-                           new_build=recipe.build_number)
+                           new_build=recipe.build_number, direct=False)
         if dec is not None:
             decisions.append(dec)
+            seen.add(name)
     return SweepPlan(release, decisions)
 
 
 # ---------------------------------------------------------------------------------------------
-# edits (ruamel round trip: only the edited values change)
+# edits: only the pin lines and the build-number line change
+
+
+class EditError(Exception):
+    """An edit that cannot be made automatically (the message says why)."""
+
+
+_CTX_VAR = re.compile(r"\$\{\{\s*([A-Za-z_]\w*)\s*\}\}")
+# a requirement line: indentation, '- ' and/or 'then:'/'else:', the (optionally quoted) value, a comment
+_ITEM_LINE = re.compile(r"^(?P<pre>\s*(?:-\s+)?(?:(?:then|else)\s*:\s+)?)(?P<q>[\"']?)(?P<val>.*?)(?P=q)"
+                        r"(?P<post>(?:\s+#.*)?\s*)$")
+
+
+def _split_eol(line: str) -> tuple[str, str]:
+    body = line[:-1] if line.endswith("\r") else line
+    return body, line[len(body):]
+
+
+def _comment_start(body: str) -> int:
+    """Index where a '#' comment starts (outside quotes), len(body) when there is none."""
+    quote = None
+    for i, ch in enumerate(body):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'" and (i == 0 or body[i - 1] in " \t[,:-"):
+            quote = ch
+        elif ch == "#" and (i == 0 or body[i - 1] in " \t"):
+            return i
+    return len(body)
+
+
+def _set_scalar(body: str, key: str, value: str) -> str | None:
+    """``  key: old  # c`` -> ``  key: value  # c`` (the quoting of the old value is kept)."""
+    m = re.match(rf"^(\s*(?:-\s+)?[\"']?{re.escape(key)}[\"']?\s*:\s*)([\"']?)([^\"'#]*?)\2(\s*(?:\s#.*)?)$", body)
+    if m is None:
+        m = re.search(rf"((?<![\w-]){re.escape(key)}\s*:\s*)([\"']?)([^\"',}}\s#]+)\2", body)  # flow mapping
+        if m is None:
+            return None
+    return body[:m.start(3)] + value + body[m.end(3):]
+
+
+class _LineEditor:
+    """Edits a recipe's text line by line; remembers which lines it changed."""
+
+    def __init__(self, recipe: Recipe) -> None:
+        self.recipe = recipe
+        self.lines = recipe.text.split("\n")
+        self.changed: set[int] = set()
+        ctx = recipe.data.get("context") if isinstance(recipe.data, dict) else None
+        self.context: LDict | dict = ctx if isinstance(ctx, dict) else {}
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def _get(self, line: int) -> str:
+        if not 1 <= line <= len(self.lines):
+            raise EditError(f"line {line} is not in the file")
+        return self.lines[line - 1]
+
+    def _put(self, line: int, body: str, eol: str) -> None:
+        self.lines[line - 1] = body + eol
+        self.changed.add(line)
+
+    def set_context(self, var: str, value: str) -> None:
+        if var not in self.context or not isinstance(self.context, LDict):
+            raise EditError(f"'{var}' is not a context: variable")
+        line = self.context.line_of(var)
+        body, eol = _split_eol(self._get(line))
+        new = _set_scalar(body, var, value)
+        if new is None:
+            raise EditError(f"cannot edit the context: variable '{var}' on line {line}")
+        self._put(line, new, eol)
+
+    def pin(self, edit: PinEdit, release: str) -> None:
+        body, eol = _split_eol(self._get(edit.line))
+        cut = _comment_start(body)
+        m = re.search(r"(?<![\w.\-])" + re.escape(edit.old) + r"(?![\w.*])", body[:cut])
+        if m is not None:  # the requirement is written literally on its line
+            self._put(edit.line, body[:m.start()] + edit.new + body[m.end():], eol)
+            return
+        item = _ITEM_LINE.match(body)
+        val = item.group("val") if item else ""
+        parts = re.match(r"(\S+)(\s+)(.+)", val)
+        if "${{" not in val or parts is None:
+            raise EditError(f"cannot find '{edit.old}' on line {edit.line}")
+        # an expression in the version part (``pytorch >=${{ lo }},<2.7`` or ``... <${{ hi }}``)
+        terms = parts.group(3).split(",")
+        upper = [t for t in terms if t.strip().startswith("<")]
+        if len(upper) != 1:
+            raise EditError(f"no single upper bound in '{val}' (line {edit.line})")
+        var = re.fullmatch(r"\s*<=?\s*" + _CTX_VAR.pattern + r"\s*", upper[0])
+        if var is not None:
+            self.set_context(var.group(1), next_minor_bound(release))
+            return
+        new_val = parts.group(1) + parts.group(2) + widen(parts.group(3), release)
+        self._put(edit.line, body[:item.start("val")] + new_val + body[item.end("val"):], eol)
+
+    def build_number(self, new: int) -> None:
+        line = self.recipe.lines.get("build.number")
+        if line is None:
+            raise EditError("no build: number: to increment")
+        body, eol = _split_eol(self._get(line))
+        cut = _comment_start(body)
+        m = re.search(r"(?<![\w-])number\s*:\s*([\"']?)(\d+)\1", body[:cut])
+        if m is not None:
+            self._put(line, body[:m.start(2)] + str(new) + body[m.end(2):], eol)
+            return
+        var = re.search(r"(?<![\w-])number\s*:\s*[\"']?" + _CTX_VAR.pattern, body[:cut])
+        if var is None:
+            raise EditError(f"cannot read the build number on line {line}")
+        self.set_context(var.group(1), str(new))
+
+
+def _verify(recipe: Recipe, text: str, dec: Decision, pytorch: str, release: str) -> None:
+    """The edited text must parse, admit ``release`` in every pytorch pin and carry the new build number."""
+    try:
+        edited = parse_recipe(text, recipe.path, recipe.platform)
+    except DistroError as exc:
+        raise EditError(f"the edited recipe does not parse: {exc.message}") from None
+    if edited.build_number != dec.new_build:
+        raise EditError(f"the edited build number is {edited.build_number}, not {dec.new_build}")
+    bad = [d.raw for d in _pytorch_deps(edited, pytorch) if d.spec is not None and d.spec.ok and d.version
+           and not admits(d.version, release)]
+    if bad:
+        raise EditError(f"'{bad[0]}' still does not admit {pytorch} {release}")
+    if (edited.name, edited.version) != (recipe.name, recipe.version):
+        raise EditError("the edit changed the package name or version")
 
 
 def _replace_strings(node: Any, old: str, new: str) -> int:
@@ -189,7 +352,7 @@ def _replace_strings(node: Any, old: str, new: str) -> int:
     return n
 
 
-def _bump_build_number(doc: Any, path: Path) -> None:
+def _bump_build_number(doc: Any) -> None:
     build = doc.get("build")
     number = build.get("number") if build is not None else None
     if isinstance(number, int):
@@ -201,24 +364,53 @@ def _bump_build_number(doc: Any, path: Path) -> None:
         old = ctx[m.group(1)]
         ctx[m.group(1)] = int(old) + 1 if isinstance(old, int) else type(old)(str(int(old) + 1))
         return
-    raise UsageError("cannot find a build number to increment", path=path, field="build.number",
-                     hint="write build: {number: N} (or number: ${{ build_number }} with build_number in context:)")
+    raise EditError("cannot find a build number to increment (write build: {number: N})")
 
 
-def edited_text(recipe: Recipe, dec: Decision) -> str:
+def _roundtrip_edit(recipe: Recipe, dec: Decision) -> str:
+    """The fallback: a ruamel round trip (comments and quoting kept; whitespace may be normalised)."""
     doc, y = recipe.roundtrip()
     reqs = doc.get("requirements")
-    for e in dec.edits:
+    for e in {e.old: e for e in dec.edits}.values():  # identical host and run pins: one replacement does both
         if _replace_strings(reqs, e.old, e.new) == 0:
-            raise UsageError(f"cannot find '{e.old}' to edit", path=recipe.path, line=e.line, field="requirements")
-    _bump_build_number(doc, recipe.path)
+            raise EditError(f"cannot find '{e.old}' (line {e.line})")
+    _bump_build_number(doc)
     return dump_roundtrip(doc, y)
 
 
+def edited_text(recipe: Recipe, dec: Decision, pytorch: str, release: str) -> str:
+    """The recipe's text with ``dec``'s pin edits and the build number + 1. Raises :class:`EditError`.
+
+    A line edit first: exactly the pin lines (or the context: lines their bounds come from) and the
+    build-number line change, byte for byte everything else is kept. When the recipe's shape defeats
+    it, a ruamel round trip. Either result is checked by parsing it back."""
+    editor = _LineEditor(recipe)
+    try:
+        for e in dec.edits:
+            editor.pin(e, release)
+        editor.build_number(dec.new_build)
+        text = editor.text()
+        _verify(recipe, text, dec, pytorch, release)
+        return text
+    except EditError as first:
+        try:
+            text = _roundtrip_edit(recipe, dec)
+            _verify(recipe, text, dec, pytorch, release)
+            return text
+        except (EditError, DistroError):
+            raise first from None
+
+
 def add_release_text(distro: Distro, release: str) -> str:
+    """distro.yaml with ``release`` inserted in ``pytorch.releases`` (version order), only that line
+    (flow list) or one new line (block list) changing; a ruamel round trip otherwise."""
     from rattler import Version
 
     text = distro.path.read_text()
+    try:
+        return _add_release_lines(text, release)
+    except EditError:
+        pass
     doc, y = load_roundtrip(text, path=distro.path)
     releases = doc["pytorch"]["releases"]
     style = type(releases[0]) if releases else str
@@ -227,70 +419,169 @@ def add_release_text(distro: Distro, release: str) -> str:
     return dump_roundtrip(doc, y)
 
 
+def _add_release_lines(text: str, release: str) -> str:
+    from rattler import Version
+
+    doc = load_fast(text)
+    pt = doc.get("pytorch") if isinstance(doc, dict) else None
+    rel = pt.get("releases") if isinstance(pt, LDict) else None
+    if not isinstance(rel, LList) or not rel:
+        raise EditError("no pytorch.releases list")
+    pos = sum(Version(str(r)) < Version(release) for r in rel)
+    lines = text.split("\n")
+    key_line = pt.line_of("releases")
+    if all(n == key_line for n in rel.item_lines):  # a one-line flow list: releases: ["2.4.1", "2.5.1"]
+        body, eol = _split_eol(lines[key_line - 1])
+        cut = _comment_start(body)
+        open_, close = body.find("[", 0, cut), body.rfind("]", 0, cut)
+        if open_ < 0 or close < open_:
+            raise EditError("unexpected releases line")
+        items = list(re.finditer(r"(\"[^\"]*\"|'[^']*'|[^,\s\]]+)", body[open_ + 1:close]))
+        if len(items) != len(rel):
+            raise EditError("unexpected releases line")
+        quote = items[0].group(1)[0] if items[0].group(1)[0] in "\"'" else ""
+        new = f"{quote}{release}{quote}"
+        if pos == len(items):
+            at = open_ + 1 + items[-1].end()
+            body = body[:at] + ", " + new + body[at:]
+        else:
+            at = open_ + 1 + items[pos].start()
+            body = body[:at] + new + ", " + body[at:]
+        lines[key_line - 1] = body + eol
+    else:  # a block list: one line per release
+        if len(set(rel.item_lines)) != len(rel):
+            raise EditError("unexpected releases list")
+        ref = rel.item_lines[pos - 1] if pos else rel.item_lines[0]
+        body, eol = _split_eol(lines[ref - 1])
+        m = re.match(r"^(\s*-\s+)([\"']?)", body)
+        if m is None:
+            raise EditError("unexpected releases item")
+        new_line = f"{m.group(1)}{m.group(2)}{release}{m.group(2)}{eol}"
+        lines.insert(ref if pos else ref - 1, new_line)
+    out = "\n".join(lines)
+    check = load_fast(out)["pytorch"]["releases"]
+    if [str(r) for r in check] != sorted([*map(str, rel), release], key=Version):
+        raise EditError("the edited releases list does not read back")
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # execution
 
 
+_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
+
+
 def _excerpt(log: str | None, lines: int = 15) -> str | None:
+    """The failing part of a log: the last Python traceback when there is one, else the tail."""
     if not log or not Path(log).is_file():
         return None
-    tail = Path(log).read_text(errors="replace").splitlines()[-lines:]
-    return "\n".join(tail)
+    text = Path(log).read_text(errors="replace").splitlines()
+    start = max((i for i, ln in enumerate(text) if ln.startswith("Traceback (most recent call last)")), default=None)
+    if start is not None:
+        end = next((i for i in range(start + 1, len(text)) if _EXC_LINE.match(text[i])), None)
+        if end is not None:
+            block = text[start:end + 1]
+            return "\n".join(block if len(block) <= lines else [block[0], "  ...", *block[-(lines - 2):]])
+    return "\n".join(text[-lines:])
 
 
-def _check_git_clean(root: Path) -> Any:
+def _open_repo(root: Path, release: str) -> Any:
+    """The git repository for ``--commit``, refusing (nothing written yet) when recipes/ or distro.yaml
+    have uncommitted changes, something is staged, or the sweep branch exists."""
     import git
 
     try:
         repo = git.Repo(root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise GitError(f"{root} is not a git repository", field="--commit", hint="run the sweep in a git checkout") from None
-    dirty = [p for p in repo.git.status("--porcelain", "--", "recipes", DISTRO_FILE).splitlines() if p.strip()]
+    if not repo.head.is_valid():
+        raise GitError("the repository has no commit yet", field="--commit", hint="commit the distribution first")
+    top = Path(repo.working_tree_dir).resolve()
+    rel = root.resolve().relative_to(top)
+    paths = [(rel / "recipes").as_posix(), (rel / DISTRO_FILE).as_posix()]
+    dirty = [p for p in repo.git.status("--porcelain", "--", *paths).splitlines() if p.strip()]
     if dirty:
         raise GitError("recipes/ or distro.yaml have uncommitted changes", field="--commit",
                        hint="commit or stash them first: the sweep makes one commit per package")
+    if repo.git.diff("--cached", "--name-only").strip():
+        raise GitError("the git index holds staged changes", field="--commit",
+                       hint="commit or unstage them first: they would end up in the sweep's commits")
+    branch = f"sweep/pytorch-{release}"
+    if branch in [h.name for h in repo.heads]:
+        raise GitError(f"branch {branch} already exists", field="--commit", hint=f"delete it (git branch -D {branch}) and rerun")
     return repo
 
 
-def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepResult:
-    from conda_distro.engine.run import BuildOptions, run_build
-    from conda_distro.solve import SolveOptions, solve_distribution
+def _check_published(dist: Distribution, release: str) -> None:
+    """When every upstream channel is a readable local folder, the release must be in one of them."""
+    from conda_distro.proposal import UpstreamIndex
 
+    index = UpstreamIndex.load(dist.distro)
+    pytorch = dist.config.pytorch.name
+    if index.complete and release not in index.versions.get(pytorch, set()):
+        have = sorted(index.versions.get(pytorch, set()), key=lambda v: [int(x) if x.isdigit() else 0 for x in v.split(".")])
+        raise UsageError(f"{pytorch} {release} is not in the upstream channels "
+                         f"({', '.join(dist.config.channels.upstream)}; they have {', '.join(have) or 'none'})",
+                         field="--pytorch", hint="sweep once the release is published upstream")
+
+
+def _mark_awaiting(plan: SweepPlan, graph: RecipeGraph) -> None:
+    """Dependents of a package that cannot take the release (failed, not solvable, waiting for a new
+    version, or itself waiting) wait for their parents. Decisions are in dependency order."""
+    status = {d.name: d.status for d in plan.decisions}
+    for dec in plan.decisions:
+        if dec.status not in ("bumped", "unchanged", "awaiting-parents"):
+            continue
+        parents = sorted(a for a in graph.ancestors(dec.name) if status.get(a) in BLOCKING)
+        if parents:
+            dec.status, dec.reason = "awaiting-parents", f"waits for {', '.join(parents)}"
+            status[dec.name] = dec.status
+
+
+def _to_test(plan: SweepPlan, graph: RecipeGraph, new_minor: bool) -> list[str]:
+    seeds = [d.name for d in plan.decisions
+             if d.status == "bumped" or (new_minor and d.status == "unchanged" and d.direct)]
+    live = {d.name for d in plan.decisions if d.status in ("bumped", "unchanged")}
+    return [n for n in graph.affected(seeds) if n in live]
+
+
+def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepResult:
     dist = load_distribution(root)
     plan = plan_sweep(dist, options.release)
     if plan.noop:
         return SweepResult(plan, message=f"pytorch {options.release} is already a supported release: nothing to do")
     if options.dry_run:
         return SweepResult(plan, message="dry run: nothing edited, built or committed")
-    repo = _check_git_clean(dist.root) if options.commit else None
-    bumped = [d for d in plan.decisions if d.status == "bumped"]
-    originals = {d.name: dist.recipes[d.name].path.read_text() for d in bumped}
-    new_texts = {d.name: edited_text(dist.recipes[d.name], d) for d in bumped}  # all edits computed before writing
-    distro_text = dist.distro.path.read_text()
-    atomic_write_text(dist.distro.path, add_release_text(dist.distro, options.release))
-    for name, text in new_texts.items():
-        atomic_write_text(dist.recipes[name].path, text)
-
-    dist = load_distribution(dist.root)
-    graph = RecipeGraph.from_recipes(dist.recipes)
-    failed: set[str] = set()
-    # not solvable with the new release: pins that clash once it is admitted
-    solve = solve_distribution(dist, SolveOptions(pytorch=(options.release,)))
-    for r in solve.results:
-        for name in r.conflicting:
-            folder = next((f for f, rec in dist.recipes.items() if rec.name == name), name)
-            if folder in {d.name for d in plan.decisions}:
-                dec = plan.get(folder)
-                dec.status, dec.reason = "not-solvable", (r.conflict or "").splitlines()[0]
-                failed.add(folder)
-    if options.build:
-        to_build = [d.name for d in plan.decisions if d.status in ("bumped", "unchanged")]
-        run = run_build(dist, BuildOptions(names=tuple(to_build), jobs=options.jobs), reporter)
-        _apply_results(plan, run.report, failed)
-    for dec in plan.decisions:  # dependents of failures wait for their parents
-        if dec.status in ("bumped", "unchanged") and graph.ancestors(dec.name) & failed:
-            parents = sorted(graph.ancestors(dec.name) & failed)
-            dec.status, dec.reason = "awaiting-parents", f"waits for {', '.join(parents)}"
+    _check_published(dist, options.release)
+    repo = _open_repo(dist.root, options.release) if options.commit else None
+    pytorch = dist.config.pytorch.name
+    new_minor = minor_of(options.release) not in {minor_of(r) for r in dist.config.pytorch.releases}
+    originals: dict[str, str] = {}
+    new_texts: dict[str, str] = {}
+    for dec in plan.decisions:  # all edits computed before anything is written
+        if dec.status != "bumped":
+            continue
+        recipe = dist.recipes[dec.name]
+        try:
+            new_texts[dec.name] = edited_text(recipe, dec, pytorch, options.release)
+            originals[dec.name] = recipe.text
+        except EditError as exc:
+            dec.status = "failed"
+            dec.reason = f"the pin cannot be edited automatically: {exc} ({recipe.path.relative_to(dist.root).as_posix()})"
+    distro_path = dist.distro.path
+    distro_text = distro_path.read_text()
+    new_distro = add_release_text(dist.distro, options.release)
+    try:
+        atomic_write_text(distro_path, new_distro)
+        for name, text in new_texts.items():
+            atomic_write_text(dist.recipes[name].path, text)
+        _execute(plan, dist.root, options, reporter, new_minor)
+    except BaseException:  # leave the tree as it was
+        atomic_write_text(distro_path, distro_text)
+        for name, text in originals.items():
+            atomic_write_text(dist.recipes[name].path, text)
+        raise
     for dec in plan.decisions:  # revert what did not pass
         if dec.name in originals and dec.status != "bumped":
             atomic_write_text(dist.recipes[dec.name].path, originals[dec.name])
@@ -298,45 +589,79 @@ def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepR
     result.pr_bodies = {d.name: pr_body(d, plan.release) for d in plan.decisions if d.status == "bumped"}
     result.tracking_issue = tracking_issue(plan)
     if repo is not None:
-        _commit(repo, dist, plan, options, result, distro_text)
+        _commit(repo, dist, plan, options, result)
+    # kept for `report unmaintained` (open sweep statuses are evidence); build/ is not versioned
+    saved = dist.distro.build_dir / "sweep" / f"pytorch-{plan.release}.json"
+    result.report_file = saved.relative_to(dist.root).as_posix() if saved.is_relative_to(dist.root) else str(saved)
+    atomic_write_text(saved, json.dumps(result.to_dict(), indent=1) + "\n")
     return result
 
 
-def _apply_results(plan: SweepPlan, report, failed: set[str]) -> None:
+def _execute(plan: SweepPlan, root: Path, options: SweepOptions, reporter, new_minor: bool) -> None:
+    """Solve and build/test the edited distribution; sets not-solvable / failed / awaiting-parents."""
+    from conda_distro.engine.run import BuildOptions, run_build
+    from conda_distro.solve import SolveOptions, solve_distribution
+
+    dist = load_distribution(root)
+    graph = RecipeGraph.from_recipes(dist.recipes)
+    folders = {rec.name: f for f, rec in dist.recipes.items()}
+    planned = {d.name for d in plan.decisions}
+    solve = solve_distribution(dist, SolveOptions(pytorch=(options.release,)))
+    for r in solve.results:  # not solvable with the new release: pins that clash once it is admitted
+        for name in r.conflicting:
+            folder = folders.get(name, name)
+            if folder in planned and plan.get(folder).status in ("bumped", "unchanged"):
+                dec = plan.get(folder)
+                dec.status, dec.reason = "not-solvable", (r.conflict or "").splitlines()[0]
+    _mark_awaiting(plan, graph)
+    if options.build:
+        to_test = _to_test(plan, graph, new_minor)
+        if to_test:
+            run = run_build(dist, BuildOptions(names=tuple(to_test), pytorch=(options.release,), jobs=options.jobs), reporter)
+            _apply_results(plan, run.report, set(to_test), options.release)
+            _mark_awaiting(plan, graph)
+
+
+def _apply_results(plan: SweepPlan, report, tested: set[str], release: str) -> None:
     if report is None:
         return
     by_name: dict[str, list] = {}
     for t in report.tests:
-        by_name.setdefault(t.name, []).append(t)
-    builds = {b.name: b for b in report.builds}
+        if t.pytorch == release:
+            by_name.setdefault(t.name, []).append(t)
+    builds: dict[str, list] = {}
+    for b in report.builds:
+        builds.setdefault(b.name, []).append(b)
     for dec in plan.decisions:
-        if dec.status not in ("bumped", "unchanged"):
+        if dec.name not in tested or dec.status not in ("bumped", "unchanged"):
             continue
         tests = by_name.get(dec.name, [])
-        dec.tests = [{"pytorch": t.pytorch, "variant": t.variant, "status": t.status} for t in tests]
-        b = builds.get(dec.name)
-        bad = sorted((t for t in tests if t.status == "failed"), key=lambda t: t.pytorch != plan.release)
-        if b is not None and b.status == "failed":
-            dec.status, dec.reason, dec.log = "failed", f"build failed: {b.reason}", _excerpt(b.log)
+        dec.tests = [{"pytorch": t.pytorch, "variant": t.variant, "status": t.status,
+                      **({"reason": t.reason} if t.reason else {})} for t in tests]
+        failed_build = next((b for b in builds.get(dec.name, []) if b.status == "failed"), None)
+        blocked_build = next((b for b in builds.get(dec.name, []) if b.status == "blocked"), None)
+        bad = [t for t in tests if t.status == "failed"]
+        blocked = [t for t in tests if t.status == "blocked"]
+        if failed_build is not None:
+            dec.status, dec.reason, dec.log = "failed", f"build failed: {failed_build.reason}", _excerpt(failed_build.log)
         elif bad:
             t = bad[0]
             dec.status = "failed"
             dec.reason = f"test failed on pytorch {t.pytorch} ({t.variant}): {t.reason}"
             dec.log = _excerpt(t.log)
-        if dec.status == "failed":
-            failed.add(dec.name)
+        elif blocked_build is not None or blocked:
+            dec.status = "awaiting-parents"
+            dec.reason = (blocked_build.reason if blocked_build is not None else blocked[0].reason) or "a dependency failed"
 
 
-def _commit(repo, dist: Distribution, plan: SweepPlan, options: SweepOptions, result: SweepResult, _old: str) -> None:
+def _commit(repo, dist: Distribution, plan: SweepPlan, options: SweepOptions, result: SweepResult) -> None:
     import git
 
     name, _, email = options.author.partition("<")
     actor = git.Actor(name.strip(), email.rstrip(">").strip())
     branch = f"sweep/pytorch-{plan.release}"
-    if branch in [h.name for h in repo.heads]:
-        raise GitError(f"branch {branch} already exists", field="--commit", hint=f"delete it (git branch -D {branch}) and rerun")
     repo.git.checkout("-b", branch)
-    top = Path(repo.working_tree_dir)
+    top = Path(repo.working_tree_dir).resolve()
 
     def commit(paths: list[Path], message: str, package: str | None) -> None:
         repo.index.add([str(p.resolve().relative_to(top)) for p in paths])
@@ -375,7 +700,12 @@ def pr_body(dec: Decision, release: str) -> dict:
 def tracking_issue(plan: SweepPlan) -> str:
     lines = [f"# PyTorch {plan.release} release sweep", "", "| package | status | pin | maintainers | note |", "|---|---|---|---|---|"]
     for d in plan.decisions:
-        pin = f"`{d.old_pin}` → `{d.new_pin}`" if d.old_pin != d.new_pin else (f"`{d.old_pin}`" if d.old_pin else "–")
+        if d.old_pin == d.new_pin:
+            pin = f"`{d.old_pin}`" if d.old_pin else "–"
+        elif d.applied:
+            pin = f"`{d.old_pin}` → `{d.new_pin}`"
+        else:
+            pin = f"`{d.old_pin}` (tried `{d.new_pin}`, reverted)"
         note = (d.reason or "").replace("|", "\\|").splitlines()[0] if d.reason else ""
         ping = _mentions(d.maintainers) if d.status in ("failed", "needs-new-version", "not-solvable") else ", ".join(d.maintainers)
         lines.append(f"| {d.name} | {d.status} | {pin} | {ping} | {note} |")

@@ -1,0 +1,593 @@
+"""Release-day sweep (spec §7): `conda-distro sweep --pytorch VER [--commit]`.
+
+End to end on the sandbox world with a new stand-in release published into its upstream channel:
+statuses per package, recipe diffs line by line, the git branch and its commits, a bugfix release
+that changes nothing, and the refusals (exit 2, nothing written). The line editor and the plan are
+also tested on small hand-written recipes (fast).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import git
+import pytest
+import yaml
+from filelock import FileLock
+
+from conda_distro.cli import main
+from conda_distro.config import load_config
+from conda_distro.distribution import load_distribution
+from conda_distro.graph import RecipeGraph
+from conda_distro.recipe import parse_recipe
+from conda_distro.sweep import (
+    EditError,
+    _to_test,
+    add_release_text,
+    decide,
+    edited_text,
+    plan_sweep,
+    widen,
+)
+from worlds import _shared, copy_world
+
+PYTORCH_DEPENDENT = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics", "evalsuite",
+                     "visionkit", "hookprofiler", "fastquant", "quantserve"}
+BUMPED = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics", "evalsuite"}
+HOOKVIZ = """\
+# Test addition: depends on pytorch only through hookprofiler (a distribution package).
+context:
+  name: hookviz
+  version: "0.1.0"
+
+package:
+  name: ${{ name }}
+  version: ${{ version }}
+
+source:
+  path: src
+
+build:
+  number: 0
+  noarch: python
+  script:
+    - mkdir -p $SP_DIR
+    - cp -r $SRC_DIR/hookviz $SP_DIR/
+
+requirements:
+  host:
+    - python >=3.10
+  run:
+    - python >=3.10
+    - hookprofiler >=0.7,<0.8
+
+tests:
+  - python:
+      imports:
+        - hookviz
+      pip_check: false
+
+about:
+  homepage: https://github.com/torch-sandbox/hookviz
+  summary: Draws hookprofiler timelines (sandbox stand-in)
+  license: MIT
+  license_file: LICENSE
+
+extra:
+  recipe-maintainers:
+    - viz-owner
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def sweep(capsys, world: Path, *argv: str) -> tuple[int, str, str]:
+    return run(capsys, "sweep", *argv, "--root", str(world))
+
+
+def sweep_json(capsys, world: Path, *argv: str) -> tuple[int, dict]:
+    code, out, err = sweep(capsys, world, *argv, "--format", "json")
+    assert out.strip(), err
+    return code, json.loads(out)
+
+
+def tracked_state(world: Path) -> dict[str, str]:
+    """Text of distro.yaml and every recipe, to prove that nothing was written."""
+    files = [world / "distro.yaml", *sorted((world / "recipes").glob("*/recipe.yaml"))]
+    return {p.relative_to(world).as_posix(): p.read_text() for p in files}
+
+
+def changed_lines(before: str, after: str) -> list[tuple[int, str, str]]:
+    """(line number, old, new) for each differing line; both texts must have the same line count."""
+    a, b = before.split("\n"), after.split("\n")
+    assert len(a) == len(b), "an edit must not add or remove lines"
+    return [(i + 1, x, y) for i, (x, y) in enumerate(zip(a, b)) if x != y]
+
+
+def releases_of(world: Path) -> list[str]:
+    return list(load_config(world).config.pytorch.releases)
+
+
+def add_recipe(world: Path, name: str, text: str) -> None:
+    folder = world / "recipes" / name
+    (folder / "src" / name).mkdir(parents=True)
+    (folder / "src" / name / "__init__.py").write_text("def draw(timeline):\n    return list(timeline)\n")
+    (folder / "src" / "LICENSE").write_text("MIT (sandbox stand-in)\n")
+    (folder / "recipe.yaml").write_text(text)
+
+
+def commit_all(world: Path, message: str) -> None:
+    repo = git.Repo(world)
+    repo.git.add("-A")
+    repo.index.commit(message)
+
+
+def published_world(tmp_path_factory: pytest.TempPathFactory, sandbox_template: Path, release: str) -> Path:
+    """A sandbox world whose upstream also holds stand-in ``release`` (built once per test run)."""
+    from conda_distro.sandbox.upstream import build_pytorch_standins
+
+    shared = _shared(tmp_path_factory)
+    path = shared / f"sweep-world-{release}"
+    with FileLock(str(shared / f"sweep-world-{release}.lock")):
+        if not (path / ".published").is_file():
+            shutil.rmtree(path, ignore_errors=True)
+            copy_world(sandbox_template, path)
+            build_pytorch_standins(path / "upstream", [release])
+            (path / ".git" / "info" / "exclude").write_text(".published\n")
+            (path / ".published").write_text(release)
+    return path
+
+
+@pytest.fixture(scope="session")
+def world27_template(tmp_path_factory, sandbox_template) -> Path:
+    return published_world(tmp_path_factory, sandbox_template, "2.7.0")
+
+
+@pytest.fixture()
+def world27(world27_template: Path, tmp_path: Path) -> Path:
+    return copy_world(world27_template, tmp_path / "w27")
+
+
+# ---------------------------------------------------------------------------------------------
+# end to end: a new minor release (builds and tests against it)
+
+
+@pytest.mark.slow
+def test_sweep_new_minor_release_commits_one_package_per_commit(world27: Path, capsys):
+    add_recipe(world27, "hookviz", HOOKVIZ)
+    commit_all(world27, "Add hookviz (depends on hookprofiler)")
+    repo = git.Repo(world27)
+    base = repo.head.commit
+    before = tracked_state(world27)
+
+    code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--commit")
+
+    assert code == 0  # the sweep ran: failures are statuses in the report (spec §7), `ok` says so
+    assert doc["release"] == "2.7.0" and doc["ok"] is False
+    status = {p["name"]: p["status"] for p in doc["packages"]}
+    assert status == {**{n: "bumped" for n in BUMPED}, "visionkit": "needs-new-version", "hookprofiler": "failed",
+                      "fastquant": "failed", "quantserve": "awaiting-parents", "hookviz": "awaiting-parents"}
+    pkgs = {p["name"]: p for p in doc["packages"]}
+    # dependency order: every package comes after the distribution packages it depends on
+    order = [p["name"] for p in doc["packages"]]
+    assert order.index("tensorutils") < order.index("layerkit") < order.index("trainloop")
+    assert order.index("metrickit") < order.index("visionmetrics") < order.index("evalsuite")
+    assert order.index("hookprofiler") < order.index("hookviz")
+
+    # bumped: pin widened to the next minor, build number + 1, tested against the new release only
+    for name in BUMPED:
+        p = pkgs[name]
+        assert p["old_pin"] == "pytorch >=2.4,<2.7" and p["new_pin"] == "pytorch >=2.4,<2.8", name
+        assert (p["old_build"], p["new_build"]) == (0, 1) and p["applied"] is True
+        assert sorted((t["pytorch"], t["variant"], t["status"]) for t in p["tests"]) == \
+            [("2.7.0", "cpu", "passed"), ("2.7.0", "cuda", "passed")], name
+    # failures: named reason, the failing part of the log, the maintainers for the ping
+    hp = pkgs["hookprofiler"]
+    assert hp["applied"] is False and hp["maintainers"] == ["ivan-petrov"]
+    assert hp["reason"].startswith("test failed on pytorch 2.7.0")
+    assert "AttributeError: module 'torch' has no attribute 'legacy_autograd_hook'" in hp["log"]
+    assert hp["log"].startswith("Traceback")
+    assert "AssertionError" in pkgs["fastquant"]["log"]
+    assert pkgs["quantserve"]["reason"] == "waits for fastquant"
+    # hookprofiler's only dependent in the graph depends on pytorch through it alone: it waits too
+    graph = RecipeGraph.from_recipes(load_distribution(world27).recipes)
+    assert graph.dependents("hookprofiler") == {"hookviz"} and graph.dependents("fastquant") == {"quantserve"}
+    assert pkgs["hookviz"]["reason"] == "waits for hookprofiler"
+    assert pkgs["hookviz"]["pytorch_dependency"] == "indirect" and pkgs["hookviz"]["old_pin"] is None
+    assert "needs the upstream release made for pytorch 2.7" in pkgs["visionkit"]["reason"]
+
+    # files: distro.yaml lists the release, only its releases line changed
+    assert releases_of(world27) == ["2.4.1", "2.5.1", "2.6.0", "2.7.0"]
+    [(_, old, new)] = changed_lines(before["distro.yaml"], (world27 / "distro.yaml").read_text())
+    assert old == '  releases: ["2.4.1", "2.5.1", "2.6.0"]   # oldest first; each has a cpu and a cuda stand-in upstream'
+    assert new == '  releases: ["2.4.1", "2.5.1", "2.6.0", "2.7.0"]   # oldest first; each has a cpu and a cuda stand-in upstream'
+    for name in BUMPED:  # exactly the pin line and the build-number line
+        rel = f"recipes/{name}/recipe.yaml"
+        diff = changed_lines(before[rel], (world27 / rel).read_text())
+        assert [(o, n) for _, o, n in diff] == [("  number: 0", "  number: 1"),
+                                                ("    - pytorch >=2.4,<2.7", "    - pytorch >=2.4,<2.8")], name
+    for name in ("hookprofiler", "fastquant", "quantserve", "visionkit", "hookviz"):  # reverted / never edited
+        rel = f"recipes/{name}/recipe.yaml"
+        assert (world27 / rel).read_text() == before[rel], name
+
+    # git: branch sweep/pytorch-2.7.0, one commit for distro.yaml, then one per bumped package
+    assert repo.active_branch.name == "sweep/pytorch-2.7.0" and doc["branch"] == "sweep/pytorch-2.7.0"
+    commits = list(reversed(list(repo.iter_commits(f"{base.hexsha}..sweep/pytorch-2.7.0"))))
+    assert [c.hexsha for c in commits] == [c["sha"] for c in doc["commits"]]
+    assert commits[0].parents[0] == base
+    assert list(commits[0].stats.files) == ["distro.yaml"]
+    assert commits[0].message.startswith("Add pytorch 2.7.0")
+    per_package = commits[1:]
+    assert [c["package"] for c in doc["commits"][1:]] == [n for n in order if n in BUMPED]
+    for c, name in zip(per_package, (n for n in order if n in BUMPED)):
+        assert list(c.stats.files) == [f"recipes/{name}/recipe.yaml"], name
+        assert c.stats.files[f"recipes/{name}/recipe.yaml"]["lines"] == 4  # 2 lines out, 2 in
+        assert c.message.startswith(f"{name}: admit pytorch 2.7 (pytorch >=2.4,<2.7 -> pytorch >=2.4,<2.8, build 1)")
+        assert c.author.name == "conda-distro bot"
+    assert not repo.is_dirty(path="recipes") and not repo.is_dirty(path="distro.yaml")
+    assert repo.git.show(f"{commits[-1].hexsha}:recipes/hookprofiler/recipe.yaml") + "\n" == \
+        before["recipes/hookprofiler/recipe.yaml"]
+
+    # reports: one PR body per bumped package mentioning its maintainers; the tracking issue lists all
+    assert set(doc["pull_requests"]) == BUMPED
+    for name in BUMPED:
+        body = doc["pull_requests"][name]["body"]
+        for m in pkgs[name]["maintainers"]:
+            assert f"@{m}" in body, (name, m)
+        assert "`pytorch >=2.4,<2.7` → `pytorch >=2.4,<2.8`" in body and "| 2.7.0 | cpu | passed |" in body
+    issue = doc["tracking_issue"]
+    for name, st in status.items():
+        assert re.search(rf"^\| {name} \| {st} \|", issue, re.M), name
+    assert re.search(r"^\| hookprofiler \| failed \| .*reverted.* \| @ivan-petrov \|", issue, re.M)
+    assert re.search(r"^\| visionkit \| needs-new-version \| .* \| @hwang-cv @conda-distro/core \|", issue, re.M)
+    assert "legacy_autograd_hook" in issue  # the failing log excerpt
+    # the document is kept for `report unmaintained` (open statuses are evidence)
+    assert doc["report_file"] == "build/sweep/pytorch-2.7.0.json"
+    saved = json.loads((world27 / doc["report_file"]).read_text())
+    assert {p["name"]: p["status"] for p in saved["packages"]} == status
+
+
+@pytest.mark.slow
+def test_sweep_bugfix_release_changes_no_recipe(sandbox_world: Path, capsys):
+    from conda_distro.sandbox.upstream import build_pytorch_standins
+
+    build_pytorch_standins(sandbox_world / "upstream", ["2.6.1"])
+    repo = git.Repo(sandbox_world)
+    base = repo.head.commit
+    before = tracked_state(sandbox_world)
+
+    code, doc = sweep_json(capsys, sandbox_world, "--pytorch", "2.6.1", "--commit")
+
+    assert code == 0 and doc["ok"] is True
+    assert {p["name"]: p["status"] for p in doc["packages"]} == {n: "unchanged" for n in PYTORCH_DEPENDENT}
+    assert all(p["old_pin"] == p["new_pin"] and p["old_build"] == p["new_build"] for p in doc["packages"])
+    assert "a bugfix release changes nothing" in next(p for p in doc["packages"] if p["name"] == "visionkit")["reason"]
+    after = tracked_state(sandbox_world)
+    assert {k: v for k, v in after.items() if k != "distro.yaml"} == {k: v for k, v in before.items() if k != "distro.yaml"}
+    assert releases_of(sandbox_world) == ["2.4.1", "2.5.1", "2.6.0", "2.6.1"]
+    assert len(changed_lines(before["distro.yaml"], after["distro.yaml"])) == 1
+    assert not (sandbox_world / "build" / "channels").exists()  # nothing needed a build
+    assert [p.name for p in (sandbox_world / "build").iterdir()] == ["sweep"]
+    assert doc["pull_requests"] == {}
+    commits = list(repo.iter_commits(f"{base.hexsha}..sweep/pytorch-2.6.1"))
+    assert len(commits) == 1 and list(commits[0].stats.files) == ["distro.yaml"]
+
+
+# ---------------------------------------------------------------------------------------------
+# end to end without builds
+
+
+def test_no_build_sweep_edits_and_parks_dependents_of_lockstep_package(world27: Path, capsys):
+    visionextra = HOOKVIZ.replace("hookviz", "visionextra").replace(
+        "    - hookprofiler >=0.7,<0.8", "    - pytorch >=2.5,<2.6\n    - visionkit >=0.20,<0.21")
+    add_recipe(world27, "visionextra", visionextra)
+    commit_all(world27, "Add visionextra (depends on the lockstep visionkit)")
+    before = tracked_state(world27)
+
+    code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")
+
+    assert code == 0
+    pkgs = {p["name"]: p for p in doc["packages"]}
+    assert pkgs["visionkit"]["status"] == "needs-new-version"
+    assert pkgs["visionextra"]["status"] == "awaiting-parents" and pkgs["visionextra"]["reason"] == "waits for visionkit"
+    assert pkgs["visionextra"]["new_pin"] == "pytorch >=2.5,<2.8" and pkgs["visionextra"]["applied"] is False
+    # without builds nothing can fail: all the others keep their edits
+    assert {n for n, p in pkgs.items() if p["status"] == "bumped"} == PYTORCH_DEPENDENT - {"visionkit"}
+    assert (world27 / "recipes/visionextra/recipe.yaml").read_text() == before["recipes/visionextra/recipe.yaml"]
+    for name in PYTORCH_DEPENDENT - {"visionkit"}:
+        rel = f"recipes/{name}/recipe.yaml"
+        assert [n for _, _, n in changed_lines(before[rel], (world27 / rel).read_text())] == \
+            ["  number: 1", "    - pytorch >=2.4,<2.8"], name
+    assert not (world27 / "build" / "channels").exists()
+    assert pkgs["tensorutils"]["tests"] == []
+
+
+def test_uneditable_pin_fails_that_package_only(world27: Path, capsys):
+    rel = "recipes/fastquant/recipe.yaml"
+    path = world27 / rel
+    path.write_text(path.read_text().replace("    - pytorch >=2.4,<2.7", "    - pytorch >=2.4,<2.6|2.6.*"))
+    commit_all(world27, "fastquant: an odd pin")
+    before = tracked_state(world27)
+
+    code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")
+
+    pkgs = {p["name"]: p for p in doc["packages"]}
+    assert code == 0 and doc["ok"] is False
+    assert pkgs["fastquant"]["status"] == "failed"
+    assert "cannot be edited automatically" in pkgs["fastquant"]["reason"] and rel in pkgs["fastquant"]["reason"]
+    assert pkgs["quantserve"]["status"] == "awaiting-parents"
+    assert path.read_text() == before[rel]
+    assert pkgs["tensorutils"]["status"] == "bumped"
+
+
+# ---------------------------------------------------------------------------------------------
+# refusals and no-ops: nothing written
+
+
+def test_already_supported_release_is_a_noop(sandbox_world: Path, capsys):
+    before = tracked_state(sandbox_world)
+    code, out, _ = sweep(capsys, sandbox_world, "--pytorch", "2.6.0", "--commit")
+    assert code == 0
+    assert "2.6.0 is already a supported release: nothing to do" in out
+    assert tracked_state(sandbox_world) == before
+    assert [h.name for h in git.Repo(sandbox_world).heads] == ["main"]
+    code, doc = sweep_json(capsys, sandbox_world, "--pytorch", "2.6.0")
+    assert code == 0 and doc["noop"] is True and doc["packages"] == []
+
+
+@pytest.mark.parametrize("version", ["2.7", "abc", "2.7.0.1", "v2.7.0"])
+def test_bad_version_is_refused(sandbox_world: Path, capsys, version):
+    before = tracked_state(sandbox_world)
+    code, out, err = sweep(capsys, sandbox_world, "--pytorch", version, "--commit")
+    assert code == 2
+    assert "--pytorch" in err and "is not a release version" in err
+    assert tracked_state(sandbox_world) == before
+    assert [h.name for h in git.Repo(sandbox_world).heads] == ["main"]
+
+
+def test_unpublished_release_is_refused(sandbox_world: Path, capsys):
+    before = tracked_state(sandbox_world)
+    code, _, err = sweep(capsys, sandbox_world, "--pytorch", "2.8.0")
+    assert code == 2
+    assert "pytorch 2.8.0 is not in the upstream channels" in err
+    assert tracked_state(sandbox_world) == before
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(sandbox_world: Path, capsys):
+    before = tracked_state(sandbox_world)
+    code, out, _ = sweep(capsys, sandbox_world, "--pytorch", "2.7.0", "--dry-run", "--commit")
+    assert code == 0
+    assert out.startswith("dry run: nothing edited, built or committed")
+    assert re.search(r"^\s+bumped\s+tensorutils\s+pytorch >=2.4,<2.7 -> pytorch >=2.4,<2.8$", out, re.M)
+    assert re.search(r"^\s+needs-new-version\s+visionkit\s+pytorch >=2.5,<2.6", out, re.M)
+    assert len(re.findall(r"^\s+bumped\s", out, re.M)) == 10
+    assert tracked_state(sandbox_world) == before
+    assert [h.name for h in git.Repo(sandbox_world).heads] == ["main"]
+    assert not (sandbox_world / "build").exists()
+
+
+def test_commit_refuses_dirty_recipes(world27: Path, capsys):
+    path = world27 / "recipes" / "layerkit" / "recipe.yaml"
+    path.write_text(path.read_text() + "# local change\n")
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit")
+    assert code == 2
+    assert "uncommitted changes" in err
+    assert tracked_state(world27) == before
+    assert [h.name for h in git.Repo(world27).heads] == ["main"]
+
+
+def test_commit_refuses_existing_branch_before_writing(world27: Path, capsys):
+    repo = git.Repo(world27)
+    repo.create_head("sweep/pytorch-2.7.0")
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+    assert code == 2 and "branch sweep/pytorch-2.7.0 already exists" in err
+    assert tracked_state(world27) == before
+
+
+def test_commit_refuses_staged_changes(world27: Path, capsys):
+    (world27 / "README.md").write_text("staged\n")
+    git.Repo(world27).index.add(["README.md"])
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+    assert code == 2 and "staged" in err
+    assert tracked_state(world27) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# the plan and the edits on hand-written recipes (fast)
+
+
+RECIPE = """\
+# a recipe with the shapes people write
+context:
+  name:    tricky
+  version: "1.0.0"
+  torch_max: "2.7"   # upper bound of the second pin
+  build_number: 3
+
+package:
+  name: ${{ name }}
+  version: ${{ version }}
+
+build:
+  number: ${{ build_number }}   # bumped by hand on rebuilds
+  noarch: python
+
+requirements:
+  host:
+      - python >=3.10
+      - "pytorch >=2.4,<2.7"   # host pin, quoted
+  run:
+    - python >=3.10
+    - if: linux
+      then: pytorch >=2.4,<2.7
+    - pytorch >=2.4,<${{ torch_max }}
+    - numpy >=1.24,<3    
+    - 'scipy >=1.10,<2'
+
+about:
+  summary: Tricky   # a comment
+  license: MIT
+
+extra:
+  recipe-maintainers: [octocat]
+"""
+
+
+def _recipe(text: str, name: str = "tricky"):
+    return parse_recipe(text, Path(f"/dist/recipes/{name}/recipe.yaml"))
+
+
+@pytest.mark.parametrize("version, expected", [
+    (">=2.4,<2.7", ">=2.4,<2.8"),
+    (">=2.4,<2.7.0a0", ">=2.4,<2.8.0a0"),
+    (">=2.4,<=2.6", ">=2.4,<2.8"),
+    ("2.5.*", ">=2.5,<2.8"),
+    ("~=2.4.0", ">=2.4.0,<2.8"),
+    (">=${{ lo }},<2.7", ">=${{ lo }},<2.8"),
+])
+def test_widen(version, expected):
+    assert widen(version, "2.7.0") == expected
+
+
+def test_line_edit_changes_only_pin_and_build_number_lines():
+    recipe = _recipe(RECIPE)
+    dec = decide(recipe, "pytorch", "2.7.0")
+    assert dec.status == "bumped" and (dec.old_build, dec.new_build) == (3, 4)
+    assert dec.old_pin == "pytorch >=2.4,<2.7" and dec.new_pin == "pytorch >=2.4,<2.8"
+    assert [e.line for e in dec.edits] == [19, 23, 24]  # identical host and run pins are both edited
+    out = edited_text(recipe, dec, "pytorch", "2.7.0")
+    assert changed_lines(RECIPE, out) == [
+        (5, '  torch_max: "2.7"   # upper bound of the second pin', '  torch_max: "2.8"   # upper bound of the second pin'),
+        (6, "  build_number: 3", "  build_number: 4"),
+        (19, '      - "pytorch >=2.4,<2.7"   # host pin, quoted', '      - "pytorch >=2.4,<2.8"   # host pin, quoted'),
+        (23, "      then: pytorch >=2.4,<2.7", "      then: pytorch >=2.4,<2.8"),
+    ]
+    edited = _recipe(out)
+    assert edited.build_number == 4
+    assert [d.raw for d in edited.deps("host", "run") if d.name == "pytorch"] == ["pytorch >=2.4,<2.8"] * 3
+
+
+def test_line_edit_keeps_crlf_line_endings():
+    text = RECIPE.replace("\n", "\r\n")
+    recipe = _recipe(text)
+    out = edited_text(recipe, decide(recipe, "pytorch", "2.7.0"), "pytorch", "2.7.0")
+    assert out.count("\r\n") == text.count("\r\n")
+    assert "  build_number: 4\r\n" in out and '"pytorch >=2.4,<2.8"   # host pin, quoted\r\n' in out
+
+
+def test_literal_build_number_and_inline_comment():
+    text = RECIPE.replace("number: ${{ build_number }}   # bumped", "number: 7   # bumped")
+    recipe = _recipe(text)
+    out = edited_text(recipe, decide(recipe, "pytorch", "2.7.0"), "pytorch", "2.7.0")
+    assert (13, "  number: 7   # bumped by hand on rebuilds", "  number: 8   # bumped by hand on rebuilds") in \
+        changed_lines(text, out)
+    assert "  build_number: 3" in out  # the unused context variable is left alone
+
+
+def test_uneditable_pin_raises_edit_error():
+    text = RECIPE.replace('"pytorch >=2.4,<2.7"', '"pytorch >=2.4,<2.6|2.6.*"')
+    recipe = _recipe(text)
+    dec = decide(recipe, "pytorch", "2.7.0")
+    with pytest.raises(EditError, match="does not admit pytorch 2.7.0"):
+        edited_text(recipe, dec, "pytorch", "2.7.0")
+
+
+def test_decide_statuses():
+    def pin(spec: str, lockstep: bool = False) -> str:
+        extra = "\n  pytorch-lockstep: true" if lockstep else ""
+        return RECIPE.replace('"pytorch >=2.4,<2.7"', f'"pytorch {spec}"').replace(
+            "then: pytorch >=2.4,<2.7", f"then: pytorch {spec}").replace("<${{ torch_max }}", "<3") + extra + "\n"
+
+    assert decide(_recipe(pin(">=2.4,<3")), "pytorch", "2.7.0").status == "unchanged"
+    assert decide(_recipe(pin(">=2.5,<2.6", lockstep=True)), "pytorch", "2.7.0").status == "needs-new-version"
+    # a bugfix release of a minor the package did not admit before either changes nothing for it
+    assert decide(_recipe(pin(">=2.5,<2.6", lockstep=True)), "pytorch", "2.6.1", ("2.5.1", "2.6.0")).status == "unchanged"
+    assert decide(_recipe(pin(">=2.5,<2.6", lockstep=True)), "pytorch", "2.6.1", ("2.5.1",)).status == "needs-new-version"
+    no_torch = RECIPE.replace('      - "pytorch >=2.4,<2.7"   # host pin, quoted\n', "").replace(
+        "    - if: linux\n      then: pytorch >=2.4,<2.7\n    - pytorch >=2.4,<${{ torch_max }}\n", "")
+    assert decide(_recipe(no_torch), "pytorch", "2.7.0") is None
+
+
+def test_plan_includes_packages_that_depend_on_pytorch_only_through_the_distribution(make_distro, clean_recipe):
+    root = make_distro({
+        "base": clean_recipe("base"),
+        "middle": clean_recipe("middle", pytorch=None, run=["base >=1.2,<2"]),
+        "top": clean_recipe("top", pytorch=None, run=["middle >=1.2,<2"]),
+        "unrelated": clean_recipe("unrelated", pytorch=None),
+    })
+    plan = plan_sweep(load_distribution(root), "2.7.0")
+    assert [(d.name, d.status, d.direct) for d in plan.decisions] == [
+        ("base", "bumped", True), ("middle", "unchanged", False), ("top", "unchanged", False)]
+
+
+def test_what_is_built_and_tested(make_distro, clean_recipe):
+    root = make_distro({
+        "a": clean_recipe("a"),  # bumped
+        "b": clean_recipe("b", pytorch=None, run=["a >=1.2,<2"]),  # through a
+        "wide": clean_recipe("wide", pytorch="pytorch >=2.4,<3"),  # already admits
+        "wide-dep": clean_recipe("wide-dep", pytorch="pytorch >=2.4,<3", run=["wide >=1.2,<2"]),
+    })
+    dist = load_distribution(root)
+    graph = RecipeGraph.from_recipes(dist.recipes)
+    plan = plan_sweep(dist, "2.7.0")
+    assert {d.name: d.status for d in plan.decisions} == {"a": "bumped", "b": "unchanged", "wide": "unchanged",
+                                                          "wide-dep": "unchanged"}
+    assert _to_test(plan, graph, new_minor=True) == ["a", "b", "wide", "wide-dep"]  # never tested with 2.7
+    assert _to_test(plan, graph, new_minor=False) == ["a", "b"]  # a bugfix release: only what changed
+    plan.get("a").status = "failed"
+    assert _to_test(plan, graph, new_minor=False) == []
+
+
+def test_add_release_flow_list_keeps_the_line_layout(tmp_path):
+    text = textwrap.dedent("""\
+        name: d
+        channels:
+          upstream: [conda-forge]
+          staging: build/staging
+          main: build/main
+        pytorch:
+          name: pytorch
+          releases: ['2.4.1', '2.6.0']     # oldest first
+        platforms: [linux-64]
+        """)
+    (tmp_path / "distro.yaml").write_text(text)
+    out = add_release_text(load_config(tmp_path), "2.5.1")
+    assert changed_lines(text, out) == [(8, "  releases: ['2.4.1', '2.6.0']     # oldest first",
+                                         "  releases: ['2.4.1', '2.5.1', '2.6.0']     # oldest first")]
+
+
+def test_add_release_block_list_adds_one_line(tmp_path):
+    text = textwrap.dedent("""\
+        name: d
+        channels:
+          upstream: [conda-forge]
+          staging: build/staging
+          main: build/main
+        pytorch:
+          name: pytorch
+          releases:
+            - "2.4.1"   # first
+            - "2.5.1"
+          variants: [cpu]
+        platforms: [linux-64]
+        """)
+    (tmp_path / "distro.yaml").write_text(text)
+    out = add_release_text(load_config(tmp_path), "2.7.0")
+    assert out.split("\n") == text.split("\n")[:10] + ['    - "2.7.0"'] + text.split("\n")[10:]
+    assert yaml.safe_load(out)["pytorch"]["releases"] == ["2.4.1", "2.5.1", "2.7.0"]
