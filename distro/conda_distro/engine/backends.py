@@ -86,13 +86,45 @@ _KNOWN_FAILURES = ("Script failed with status", "failed to setup test environmen
 
 
 def _failure_line(output: list) -> str:
-    """The one line of a test's output that says why it failed."""
+    """The one line of a test's output that says why it failed: for a failing script, its status and
+    the script's last output line (e.g. ``Script failed with status 1: AssertionError: [0, 128, 256]``)."""
     lines = [ln.strip() for chunk in output for ln in str(chunk).splitlines() if ln.strip()]
+    for i, ln in enumerate(lines):
+        if ln.startswith("Script failed with status"):
+            last = lines[i - 1] if i > 0 else ""
+            return (f"{ln}: {last}" if last and not last.startswith("+ ") else ln)[:200]
     for needle in _KNOWN_FAILURES:
         hit = next((ln for ln in reversed(lines) if needle in ln), None)
         if hit:
             return hit.split("failed to run test: ")[-1][:200]
     return lines[-1][:200] if lines else "no output"
+
+
+def _explain_unsolvable(spec: str, job: TestJob) -> str | None:
+    """The rattler solver's account of why ``spec`` has no test environment in ``job.channels`` (with
+    ``__cuda`` exactly when the job is a cuda test); None when it does solve or cannot be asked."""
+    import asyncio
+
+    from rattler import Subdir, solve
+    from rattler.exceptions import SolverError
+
+    from conda_distro.solve import TIMEOUT, _virtual_packages
+
+    try:
+        asyncio.run(solve(list(job.channels), [spec], platforms=[str(Subdir.current()), "noarch"],
+                          virtual_packages=_virtual_packages(bool(job.cuda)), timeout=TIMEOUT))
+    except SolverError as exc:
+        return str(exc).strip()
+    except Exception:  # noqa: BLE001 - an explanation is a nicety; the test failed either way
+        return None
+    return None
+
+
+def _blocking_requirement(explanation: str) -> str:
+    """The line of a solver report naming the requirement that cannot be met, without the tree."""
+    lines = [ln.strip(" │├└─").strip() for ln in explanation.splitlines() if ln.strip(" │├└─").strip()]
+    hit = next((ln for ln in lines if ", which cannot be installed" in ln or ", for which no candidates" in ln), None)
+    return (hit or (lines[0] if lines else "unsolvable")).rstrip(":")[:200]
 
 
 class RattlerBuildBackend:
@@ -142,9 +174,10 @@ class RattlerBuildBackend:
     def test(self, job: TestJob) -> TestOutcome:
         from rattler_build import Package, RattlerBuildError
 
+        pkg = Package.from_file(str(job.artifact))
         with rattler_env(cuda=job.cuda):
             try:
-                results = Package.from_file(str(job.artifact)).run_tests(channel=list(job.channels))
+                results = pkg.run_tests(channel=list(job.channels))
             except RattlerBuildError as exc:
                 _write_log(job.log, [f"ERROR: {exc}"])
                 return TestOutcome(False, str(exc).splitlines()[0])
@@ -155,6 +188,11 @@ class RattlerBuildBackend:
             lines.extend(str(o) for o in r.output)
             if not r.success and failed is None:
                 failed = f"test {r.test_index} failed: {_failure_line(r.output)}"
+                if "failed to setup test environment" in failed:  # rattler-build gives no reason (gotcha 11)
+                    why = _explain_unsolvable(f"{pkg.name} =={pkg.version} {pkg.build_string}", job)
+                    if why:
+                        lines += ["=== why the test environment cannot be solved (rattler solver):", why]
+                        failed += f": {_blocking_requirement(why)}"
         if not results:
             lines.append("(the package has no tests)")
         _write_log(job.log, lines)

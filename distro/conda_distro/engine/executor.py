@@ -179,7 +179,8 @@ class Executor:
         self.reporter.finished()
         order = {p.name: i for i, p in enumerate(self.plan.packages)}
         report.builds.sort(key=lambda b: (order[b.name], b.artifact or ""))
-        report.tests.sort(key=lambda t: (order[t.name], t.artifact, t.pytorch, t.variant))
+        rank = {t: i for i, t in enumerate(self.plan.targets)}  # distro.yaml's order: 2.9 before 2.10
+        report.tests.sort(key=lambda t: (order[t.name], t.artifact, rank.get(Target(t.pytorch, t.variant), len(rank))))
         return report
 
     def _collect(self, outcome: UnitOutcome, report: BuildReport) -> None:

@@ -156,6 +156,7 @@ def run_unit(unit: Unit) -> UnitOutcome:
 
         depends = list(Package.from_file(str(path)).depends)
         prev = store.get(spec.artifact)
+        before = prev.model_dump_json() if prev is not None else None
         results = prev if prev is not None and prev.sha256 == sha else ArtifactResults(
             artifact=spec.artifact, name=spec.name, version=spec.version, sha256=sha, depends=depends)
         results.input_hash = input_hash
@@ -182,5 +183,6 @@ def run_unit(unit: Unit) -> UnitOutcome:
             rec = TestRecord(**base, status="passed" if res.ok else "failed", log=str(log), reason=res.message, key=key)
             results.record(rec)
             out.tests.append(rec)
-        store.put(results)
+        if results.model_dump_json() != before:  # a no-change rerun leaves the results store untouched
+            store.put(results)
     return out

@@ -1,0 +1,106 @@
+"""Session-wide sandbox worlds for the end-to-end tests (a pytest plugin, see conftest.py).
+
+* ``sandbox_template`` — one pristine sandbox world per test run (the upstream channel comes from the
+  sandbox cache), shared by pytest-xdist workers through a file lock.
+* ``built_template`` — that world after ``build --all --jobs 2``: built once per run; its report is
+  kept in ``build/report.json``.
+* ``sandbox_world`` / ``built_world`` — per-test copies that a test may change freely. Package files
+  are hard-linked (nothing rewrites a package file in place); everything else is copied.
+* ``private_rattler_cache`` (autouse) — each test process gets its own rattler package cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+REPORT = Path("build") / "report.json"
+
+
+def copy_world(src: Path, dst: Path) -> Path:
+    def copy(s: str, d: str) -> str:
+        if s.endswith((".conda", ".tar.bz2")):
+            try:
+                os.link(s, d)
+                return d
+            except OSError:
+                pass
+        return shutil.copy2(s, d)
+
+    shutil.copytree(src, dst, symlinks=True, copy_function=copy)
+    return dst
+
+
+def _shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder shared by all xdist workers of this run (each worker has its own basetemp below it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_rattler_cache(tmp_path_factory: pytest.TempPathFactory):
+    """A rattler package cache of this test process's own (``RATTLER_CACHE_DIR``).
+
+    Every build of a sandbox recipe makes a file with the same name (e.g.
+    ``metrickit-0.5.1-pyh4616a5c_0.conda``) but other content (timestamps). rattler's package cache is
+    keyed by file name and re-extracts an entry when the sha256 differs, so worlds tested at the same
+    time by other xdist workers (or by another test run on the machine) would re-extract each other's
+    entries while in use. Tests within one process run one after another, so one cache per process is safe.
+    """
+    key = "RATTLER_CACHE_DIR"
+    saved = os.environ.get(key)
+    os.environ[key] = str(tmp_path_factory.mktemp("rattler-cache"))
+    yield Path(os.environ[key])
+    if saved is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = saved
+
+
+@pytest.fixture(scope="session")
+def sandbox_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from conda_distro.sandbox.world import SandboxOptions, create_sandbox
+
+    shared = _shared(tmp_path_factory)
+    path = shared / "sandbox-template"
+    with FileLock(str(shared / "sandbox-template.lock")):
+        if not (path / ".git").is_dir():
+            create_sandbox(SandboxOptions(path=path, force=True))
+    return path
+
+
+@pytest.fixture(scope="session")
+def built_template(sandbox_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from conda_distro.distribution import load_distribution
+    from conda_distro.engine.run import BuildOptions, run_build
+
+    shared = _shared(tmp_path_factory)
+    path = shared / "built-template"
+    with FileLock(str(shared / "built-template.lock")):
+        if not (path / REPORT).is_file():
+            shutil.rmtree(path, ignore_errors=True)
+            copy_world(sandbox_template, path)
+            run = run_build(load_distribution(path), BuildOptions(all=True, jobs=2))
+            (path / REPORT).write_text(json.dumps(run.to_dict(), indent=1))
+    return path
+
+
+@pytest.fixture()
+def sandbox_world(sandbox_template: Path, tmp_path: Path) -> Path:
+    return copy_world(sandbox_template, tmp_path / "world")
+
+
+@pytest.fixture()
+def built_world(built_template: Path, tmp_path: Path) -> Path:
+    return copy_world(built_template, tmp_path / "built")
+
+
+@pytest.fixture(scope="session")
+def built_report(built_template: Path) -> dict:
+    """The JSON report (spec §2 `build`) of the session's `build --all`."""
+    return json.loads((built_template / REPORT).read_text())
