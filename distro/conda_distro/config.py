@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from conda_distro.errors import ConfigError
 from conda_distro.yamlio import LDict, LList, load_fast_file
@@ -35,6 +35,13 @@ class Channels(Strict):
     upstream: list[str] = Field(default_factory=lambda: ["conda-forge"], min_length=1)
     staging: str = "build/channels/staging"
     main: str = "build/channels/pytorch"
+
+    @field_validator("staging", "main")
+    @classmethod
+    def _anaconda(cls, v: str) -> str:
+        if v.startswith(ANACONDA_SCHEME) and not re.fullmatch(r"anaconda://[\w.-]+(/[\w.-]+)?", v):
+            raise ValueError(f"'{v}' is not anaconda://OWNER[/LABEL]")
+        return v
 
 
 class PyTorch(Strict):
@@ -95,12 +102,6 @@ class DistroConfig(Strict):
                 raise ValueError(f"unknown platform '{p}' (known: {', '.join(sorted(KNOWN_SUBDIRS))})")
         return v
 
-    @model_validator(mode="after")
-    def _channels(self) -> "DistroConfig":
-        for ch in (self.channels.staging, self.channels.main):
-            if ch.startswith(ANACONDA_SCHEME) and not re.fullmatch(r"anaconda://[\w.-]+(/[\w.-]+)?", ch):
-                raise ValueError(f"'{ch}' is not anaconda://OWNER[/LABEL]")
-        return self
 
 
 class Distro:
@@ -206,7 +207,9 @@ def _model_for(loc: tuple) -> type[BaseModel]:
 
 
 def _to_config_error(exc: ValidationError, doc: Any, path: Path) -> ConfigError:
-    err = exc.errors()[0]
+    errors = exc.errors()
+    # a misspelt key also makes the real key "missing": report the typo, whose hint names the real key
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     field = ".".join(str(p) for p in loc) or None
     line = _line_for(doc, loc)

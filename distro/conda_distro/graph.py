@@ -7,6 +7,7 @@ from typing import Iterable, Mapping
 
 import networkx as nx
 
+from conda_distro.distribution import paused_gc
 from conda_distro.errors import GraphError
 from conda_distro.recipe import Recipe
 
@@ -20,6 +21,7 @@ class RecipeGraph:
     g: nx.DiGraph
 
     @classmethod
+    @paused_gc()
     def from_recipes(cls, recipes: Mapping[str, Recipe], check_cycles: bool = True) -> "RecipeGraph":
         g = nx.DiGraph()
         by_pkg = {r.name: folder for folder, r in recipes.items()}
@@ -35,10 +37,16 @@ class RecipeGraph:
         return graph
 
     def check_acyclic(self) -> None:
-        try:
-            cycle = nx.find_cycle(self.g)
-        except nx.NetworkXNoCycle:
+        """Raise :class:`GraphError` naming one cycle (deterministically: the one through the smallest
+        name of the first strongly connected component) when the graph is not a DAG."""
+        if nx.is_directed_acyclic_graph(self.g):
             return
+        # (nx.find_cycle over the whole graph is quadratic on large DAG-like graphs; only look inside
+        # the components that actually hold a cycle)
+        loops = [set(c) for c in nx.strongly_connected_components(self.g)
+                 if len(c) > 1 or any(self.g.has_edge(n, n) for n in c)]
+        comp = min(loops, key=min)
+        cycle = nx.find_cycle(self.g.subgraph(comp), source=min(comp))
         names = [u for u, _ in cycle] + [cycle[0][0]]
         raise GraphError(f"dependency cycle: {' -> '.join(names)}", field="requirements",
                          hint="a distribution package cannot depend on itself through others; break the cycle")

@@ -52,6 +52,7 @@ def _vspec(version: str) -> VersionSpec:
     return VersionSpec(version)
 
 
+@lru_cache(maxsize=65536)
 def admits(version: str | None, release: str) -> bool:
     """Does a version spec (None = any) admit this release?"""
     if not version:
@@ -62,6 +63,7 @@ def admits(version: str | None, release: str) -> bool:
         return False
 
 
+@lru_cache(maxsize=65536)
 def has_upper_bound(version: str | None) -> bool:
     if not version:
         return False
@@ -83,7 +85,8 @@ def _term_granularity(term: str) -> int | None:
     """Number of version segments fixed by an upper-bounding term, None if the term sets no upper bound."""
     term = term.strip()
     if term.startswith("<="):
-        return len(term[2:].split("."))  # <=2.5.1 fixes everything: as fine as the version
+        # <=2.5 admits 2.5 but not the bugfix release 2.5.1: never coarser than a patch bound
+        return max(3, len(term[2:].split(".")))
     if term.startswith("<"):
         return _segments(term[1:])
     if term.startswith("~="):
@@ -100,6 +103,7 @@ def _term_granularity(term: str) -> int | None:
     return None
 
 
+@lru_cache(maxsize=65536)
 def upper_granularity(version: str | None) -> int | None:
     """How many version segments the upper bound pins: 1 = major (<3), 2 = minor (<2.7 / 2.6.*),
     3+ = patch or exact. The coarsest over ``|`` branches; None when unbounded."""
@@ -127,14 +131,15 @@ def pin_granularity(pin_expr: str) -> int:
     return len([p for p in pin_expr.split(".") if p.strip().lower() == "x"]) or 1
 
 
-def admitted_minors(version: str | None, majors: range = range(0, 6), minors: int = 40) -> set[tuple[int, int]]:
+@lru_cache(maxsize=65536)
+def admitted_minors(version: str | None, majors: range = range(0, 6), minors: int = 40) -> frozenset[tuple[int, int]]:
     """Which (major, minor) pairs a spec admits, probed on X.Y.0 and X.Y.9 (used for lockstep checks)."""
     out = set()
     for ma in majors:
         for mi in range(minors):
             if admits(version, f"{ma}.{mi}.0") or admits(version, f"{ma}.{mi}.9"):
                 out.add((ma, mi))
-    return out
+    return frozenset(out)
 
 
 def minor_of(release: str) -> tuple[int, int]:

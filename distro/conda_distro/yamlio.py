@@ -64,58 +64,412 @@ class LList(list):
         return self.item_lines[index] if index < len(self.item_lines) else self.line
 
 
-def _construct(node: yaml.Node) -> Any:
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+
+
+class _ConstructError(Exception):
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.message, self.line = message, line
+
+
+def _construct(node: yaml.Node, memo: dict[int, Any], active: set[int]) -> Any:
+    """Node graph -> line-aware containers. Aliases share one constructed object (``memo``), so a
+    document made of nested aliases costs what its text costs; a recursive alias is an error."""
+    key_id = id(node)
+    if key_id in memo:
+        return memo[key_id]
     if isinstance(node, yaml.ScalarNode):
-        if node.tag == "tag:yaml.org,2002:null" and node.style is None and node.value in ("", "~", "null", "Null", "NULL"):
+        # the C parser gives plain scalars style '' and the pure-Python one None
+        if node.tag == "tag:yaml.org,2002:null" and not node.style and node.value in _NULLS:
             return None
         s = LStr(node.value)
         s.line = node.start_mark.line + 1
         s.quoted = node.style in ("'", '"')
         return s
-    if isinstance(node, yaml.SequenceNode):
-        out = LList()
-        out.line = node.start_mark.line + 1
-        for item in node.value:
-            out.append(_construct(item))
-            out.item_lines.append(item.start_mark.line + 1)
-        return out
-    if isinstance(node, yaml.MappingNode):
-        out_map = LDict()
-        out_map.line = node.start_mark.line + 1
-        for knode, vnode in node.value:
-            if knode.tag == "tag:yaml.org,2002:merge":
-                merged = _construct(vnode)
-                for m in merged if isinstance(merged, list) else [merged]:
-                    for k, v in m.items():
-                        out_map.setdefault(k, v)
-                continue
-            key = str(knode.value)
-            out_map[key] = _construct(vnode)
-            out_map.key_lines[key] = knode.start_mark.line + 1
-        return out_map
-    raise TypeError(f"unexpected YAML node {node!r}")  # pragma: no cover
+    if key_id in active:
+        raise _ConstructError("an alias refers to the node that contains it (recursive alias)", node.start_mark.line + 1)
+    active.add(key_id)
+    try:
+        if isinstance(node, yaml.SequenceNode):
+            out = LList()
+            out.line = node.start_mark.line + 1
+            for item in node.value:
+                out.append(_construct(item, memo, active))
+                out.item_lines.append(item.start_mark.line + 1)
+        elif isinstance(node, yaml.MappingNode):
+            out = LDict()
+            out.line = node.start_mark.line + 1
+            for knode, vnode in node.value:
+                if knode.tag == "tag:yaml.org,2002:merge":
+                    merged = _construct(vnode, memo, active)
+                    for m in merged if isinstance(merged, list) else [merged]:
+                        if not isinstance(m, dict):
+                            raise _ConstructError("a '<<' merge key needs a mapping or a list of mappings",
+                                                  knode.start_mark.line + 1)
+                        for k, v in m.items():
+                            out.setdefault(k, v)
+                    continue
+                key = str(knode.value)
+                out[key] = _construct(vnode, memo, active)
+                out.key_lines[key] = knode.start_mark.line + 1
+        else:  # pragma: no cover
+            raise TypeError(f"unexpected YAML node {node!r}")
+    finally:
+        active.discard(key_id)
+    memo[key_id] = out
+    return out
 
 
 class YamlSyntaxError(DistroError):
     """The text is not valid YAML."""
 
 
+_HINT = "fix the YAML syntax (indentation, a missing ':' or an unclosed quote)"
+
+
 def load_fast(text: str, *, path: str | Path | None = None) -> Any:
-    """Parse YAML text into line-aware plain containers (all scalars are strings)."""
+    """Parse YAML text into line-aware plain containers (all scalars are strings).
+
+    Plain block-style documents (what recipes and distro.yaml are) go through :class:`_BlockParser`,
+    a small exact parser for that subset of YAML; anything else (flow mappings, anchors, multi-line
+    scalars, tabs, non-ASCII text, and every syntax error) goes through libyaml. Both give the same
+    result; the test suite checks that they agree."""
+    try:
+        return _BlockParser(text).parse()
+    except _Unsupported:
+        pass
     try:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        raise YamlSyntaxError(
-            f"invalid YAML: {exc.problem or exc.context}",
-            path=path,
-            line=line,
-            hint="fix the YAML syntax (indentation, a missing ':' or an unclosed quote)",
-        ) from None
+        raise YamlSyntaxError(f"invalid YAML: {exc.problem or exc.context}", path=path, line=line, hint=_HINT) from None
     except yaml.YAMLError as exc:  # pragma: no cover - non-marked errors are rare
         raise YamlSyntaxError(f"invalid YAML: {exc}", path=path) from None
-    return None if node is None else _construct(node)
+    except RecursionError:
+        raise YamlSyntaxError("invalid YAML: nested too deeply", path=path) from None
+    if node is None:
+        return None
+    try:
+        return _construct(node, {}, set())
+    except _ConstructError as exc:
+        raise YamlSyntaxError(f"invalid YAML: {exc.message}", path=path, line=exc.line, hint=_HINT) from None
+    except RecursionError:
+        raise YamlSyntaxError("invalid YAML: nested too deeply", path=path) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# the fast path: an exact parser for plain block-style YAML
+
+
+class _Unsupported(Exception):
+    """The text uses something the block parser does not handle: libyaml decides."""
+
+
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+_FLOW_ITEM_BAD = frozenset("[]{}'\"#:&*!|>%@`?")
+
+
+def _plain(value: str, line: int) -> LStr | None:
+    if value in _NULLS:
+        return None
+    s = LStr(value)
+    s.line = line
+    return s
+
+
+def _quoted(text: str) -> tuple[str, str]:
+    """(value, rest of the line) of a one-line quoted scalar without escapes."""
+    q = text[0]
+    if q == '"':
+        j = text.find('"', 1)
+        if j < 0 or "\\" in text[1:j]:
+            raise _Unsupported
+        return text[1:j], text[j + 1:]
+    j = 1
+    while True:
+        j = text.find("'", j)
+        if j < 0:
+            raise _Unsupported
+        if text[j + 1:j + 2] == "'":
+            j += 2
+            continue
+        return text[1:j].replace("''", "'"), text[j + 1:]
+
+
+def _split_key(content: str) -> tuple[str, bool, str] | None:
+    """(key, quoted, value text) when ``content`` is a ``key: value`` entry, else None."""
+    if content[0] in "\"'":
+        value, rest = _quoted(content)
+        if rest[:1] != ":":
+            return None
+        if len(rest) > 1 and rest[1] != " ":
+            raise _Unsupported
+        return value, True, rest[1:].lstrip(" ")
+    i = content.find(": ")
+    if i < 0:
+        if not content.endswith(":"):
+            return None
+        i = len(content) - 1
+    key = content[:i].rstrip(" ")
+    if not key or key[0] in _INDICATORS or " #" in key or key == "<<" or len(key) > 1000:
+        raise _Unsupported
+    return key, False, content[i + 1:].lstrip(" ")
+
+
+_new_dict = dict.__new__
+_new_list = list.__new__
+
+
+def _is_entry(content: str) -> bool:
+    """Does a line's content start a block sequence entry ('- x' or a lone '-')?"""
+    return content[0] == "-" and (len(content) == 1 or content[1] == " ")
+
+
+class _BlockParser:
+    """Block mappings, block sequences (also indentless and compact ones), one-line plain and quoted
+    scalars, one-line flow sequences of plain scalars, ``|``/``|-`` literal scalars, comments. Raises
+    :class:`_Unsupported` for anything else, including anything that would be a YAML error.
+
+    Every line with content is read once into ``(number, indent, content)``; comment and blank lines
+    are dropped there (a literal scalar re-reads its raw lines). Indentation is checked strictly: a
+    line indented deeper than the block it appears in is a multi-line scalar or an error, so it is
+    never guessed at."""
+
+    __slots__ = ("raw", "items", "pos", "end")
+
+    def __init__(self, text: str) -> None:
+        if not text.isascii() or "\t" in text or "\r" in text or text.startswith(("%", "---")):
+            raise _Unsupported
+        self.raw = raw = text.split("\n")
+        self.items = [(no, len(line) - len(c), c) for no, line in enumerate(raw, 1)
+                      if (c := line.lstrip(" ")) and c[0] != "#"]
+        self.pos = 0
+        self.end = len(self.items)
+
+    def parse(self) -> Any:
+        if not self.items or self.items[0][1] != 0:
+            raise _Unsupported
+        value = self.block(self.items[0])
+        if self.pos != self.end:
+            raise _Unsupported
+        return value
+
+    def block(self, line: tuple[int, int, str]) -> Any:
+        return self.sequence(line[1]) if _is_entry(line[2]) else self.mapping(line[1])
+
+    def mapping(self, indent: int, first: tuple[int, str] | None = None) -> LDict:
+        """A block mapping at ``indent``. ``first`` = (line, content) of an entry that shares its line
+        with a sequence dash (``- key: value``)."""
+        out = _new_dict(LDict)  # (skipping the Python-level __init__: this runs for every mapping)
+        out.key_lines = key_lines = {}
+        items, end = self.items, self.end
+        while True:
+            if first is not None:
+                no, content = first
+                first = None
+            else:
+                if self.pos == end:
+                    break
+                no, ind, content = items[self.pos]
+                if ind != indent:
+                    if ind < indent:
+                        break
+                    raise _Unsupported
+                self.pos += 1
+            c0 = content[0]
+            if c0 == '"' or c0 == "'":
+                kv = _split_key(content)
+                if kv is None:
+                    raise _Unsupported
+                key, _, rest = kv
+            else:  # _split_key's plain-key branch, inlined: this loop runs for every mapping line
+                i = content.find(": ")
+                if i < 0:
+                    if content[-1] != ":":
+                        raise _Unsupported
+                    key, rest = content[:-1], ""
+                else:
+                    key, rest = content[:i], content[i + 2:]
+                    if rest[:1] == " ":
+                        rest = rest.lstrip(" ")
+                if key[-1:] == " ":
+                    key = key.rstrip(" ")
+                if not key or c0 in _INDICATORS or " #" in key or key == "<<" or len(key) > 1000:
+                    raise _Unsupported
+            if not key_lines:
+                out.line = no
+            if not rest or rest[0] == "#":
+                if self.pos == end:
+                    value = None
+                else:
+                    nxt = items[self.pos]
+                    if nxt[1] > indent:
+                        value = self.block(nxt)
+                    elif nxt[1] == indent and _is_entry(nxt[2]):
+                        value = self.sequence(indent)
+                    else:
+                        value = None
+            elif rest[0] in _INDICATORS:
+                value = self.inline(rest, no, indent)
+            else:  # a plain scalar (inline()'s last branch, inlined)
+                h = rest.find(" #")
+                v = rest if h < 0 else rest[:h]
+                if v[-1] == " ":
+                    v = v.rstrip(" ")
+                if ": " in v or v[-1] == ":":
+                    raise _Unsupported
+                if v in _NULLS:
+                    value = None
+                else:
+                    value = LStr(v)
+                    value.line = no
+            out[key] = value
+            key_lines[key] = no
+        return out
+
+    def sequence(self, indent: int, first: tuple[int, str] | None = None) -> LList:
+        out = _new_list(LList)
+        out.item_lines = item_lines = []
+        items, end = self.items, self.end
+        while True:
+            if first is not None:
+                no, content = first
+                first = None
+            else:
+                if self.pos == end:
+                    break
+                no, ind, content = items[self.pos]
+                if ind != indent:
+                    if ind < indent:
+                        break
+                    raise _Unsupported
+                if content[0] != "-" or (len(content) > 1 and content[1] != " "):
+                    break
+                self.pos += 1
+            if not item_lines:
+                out.line = no
+            rest = content[1:].lstrip(" ")
+            if not rest or rest[0] == "#":
+                if self.pos == end or items[self.pos][1] <= indent:
+                    raise _Unsupported  # a null item: where libyaml puts its line is not worth copying
+                item = self.block(items[self.pos])
+                item_lines.append(item.line)
+                out.append(item)
+                continue
+            c = rest[0]
+            if c not in _INDICATORS and rest[-1] != ":" and ": " not in rest:  # a plain scalar item
+                h = rest.find(" #")
+                v = rest if h < 0 else rest[:h]
+                if v[-1] == " ":
+                    v = v.rstrip(" ")
+                if v in _NULLS:
+                    item = None
+                else:
+                    item = LStr(v)
+                    item.line = no
+                item_lines.append(no)
+                out.append(item)
+                continue
+            col = indent + len(content) - len(rest)
+            if _is_entry(rest):
+                item = self.sequence(col, (no, rest))
+            elif rest[0] not in "[|" and (": " in rest or rest[-1] == ":" or rest[0] in "\"'") \
+                    and _split_key(rest) is not None:
+                item = self.mapping(col, (no, rest))
+            else:
+                item = self.inline(rest, no, indent)
+            item_lines.append(no)
+            out.append(item)
+        return out
+
+    def inline(self, text: str, no: int, indent: int) -> Any:
+        """A value that starts on its line after 'key: ' or '- '. (A deeper-indented next line, a
+        multi-line scalar, is refused by the caller's indentation check.)"""
+        c = text[0]
+        if c == "|":
+            return self.literal(text, no, indent)
+        if c == "[":
+            return self.flow(text, no)
+        if c == '"' or c == "'":
+            v, rest = _quoted(text)
+            if rest and not (rest[0] == " " and (not rest.strip() or rest.lstrip(" ")[0] == "#")):
+                raise _Unsupported
+            value = LStr(v)
+            value.line = no
+            value.quoted = True
+            return value
+        if c in _INDICATORS:
+            raise _Unsupported
+        h = text.find(" #")
+        v = (text if h < 0 else text[:h]).rstrip(" ")
+        if ": " in v or v[-1] == ":":
+            raise _Unsupported
+        if v in _NULLS:
+            return None
+        value = LStr(v)
+        value.line = no
+        return value
+
+    def flow(self, text: str, no: int) -> LList:
+        j = text.find("]")
+        if j < 0:
+            raise _Unsupported
+        inner, rest = text[1:j], text[j + 1:]
+        if rest and not (rest[0] == " " and (not rest.strip() or rest.lstrip(" ")[0] == "#")):
+            raise _Unsupported
+        out = LList()
+        out.line = no
+        if not inner.strip():
+            return out
+        if _FLOW_ITEM_BAD.intersection(inner):
+            raise _Unsupported
+        parts = [p.strip(" ") for p in inner.split(",")]
+        if len(parts) > 1 and not parts[-1]:
+            parts.pop()  # a trailing comma
+        for item in parts:
+            if not item or item[0] in _INDICATORS:
+                raise _Unsupported
+            out.append(_plain(item, no))
+            out.item_lines.append(no)
+        return out
+
+    def literal(self, header: str, no: int, indent: int) -> LStr:
+        """``|`` or ``|-`` block scalar; content more indented than ``indent``."""
+        h = header.split(" #", 1)[0].rstrip(" ")
+        if h not in ("|", "|-"):
+            raise _Unsupported
+        raw = self.raw
+        i, n = no, len(raw)  # raw[no] is the line after the header
+        first = raw[i] if i < n else ""
+        ci = len(first) - len(first.lstrip(" "))
+        if not first.strip() or ci <= indent:
+            raise _Unsupported  # empty or oddly indented literal: libyaml decides
+        body: list[str] = []
+        while i < n:
+            line = raw[i]
+            if not line.strip():
+                if len(line) > ci:
+                    raise _Unsupported
+                body.append("")
+                i += 1
+                continue
+            if len(line) - len(line.lstrip(" ")) < ci:
+                break
+            body.append(line[ci:])
+            i += 1
+        if i == n:
+            raise _Unsupported  # runs to the end of the text: the final line break rules differ
+        while body and not body[-1]:
+            body.pop()
+        items, end, pos = self.items, self.end, self.pos
+        while pos < end and items[pos][0] <= i:  # skip the content lines the literal consumed
+            pos += 1
+        self.pos = pos
+        value = LStr("\n".join(body) + ("" if h == "|-" else "\n"))
+        value.line = no
+        return value
 
 
 def load_fast_file(path: Path) -> Any:
@@ -169,6 +523,29 @@ def dump_roundtrip(doc: Any, y: YAML) -> str:
     buf = io.StringIO()
     y.dump(doc, buf)
     return buf.getvalue()
+
+
+def delete_seq_item(seq: Any, index: int) -> None:
+    """Delete ``seq[index]`` from a ruamel round-trip sequence, removing exactly that item's line.
+
+    ruamel keeps the blank and comment lines that follow an item in that item's comment token, so a
+    plain ``del`` would take them along; they are handed to the previous item instead."""
+    from ruamel.yaml.error import CommentMark
+    from ruamel.yaml.tokens import CommentToken
+
+    ca = getattr(seq, "ca", None)
+    entry = ca.items.get(index) if ca is not None else None
+    tail = ""
+    if entry and entry[0] is not None:
+        value = entry[0].value
+        tail = value[value.find("\n") + 1:] if "\n" in value else ""
+    del seq[index]
+    if tail and index > 0:
+        prev = ca.items.get(index - 1)
+        if prev and prev[0] is not None:
+            prev[0].value += tail
+        else:
+            ca.items[index - 1] = [CommentToken("\n" + tail, CommentMark(0), None), None, None, None]
 
 
 def dump_plain(data: Any) -> str:

@@ -5,6 +5,7 @@ Errors are turned into messages and exit codes here, and only here.
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import click
@@ -66,4 +67,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entrypoint() -> None:
-    sys.exit(main())
+    code = main()
+    # The interpreter runs one last garbage collection over every object at exit; with a loaded
+    # distribution of thousands of recipes that alone takes most of a second. The process is ending,
+    # so leave what is alive out of it (atexit handlers and file flushing are unaffected).
+    gc.freeze()
+    sys.exit(code)

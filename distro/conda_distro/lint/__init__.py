@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.distribution import Distribution
+from conda_distro.distribution import Distribution, paused_gc
 from conda_distro.errors import DistroError, ExitCode
 from conda_distro.lint import checks as _checks  # noqa: F401  (registers the checks)
 from conda_distro.lint import proposal_checks as _proposal_checks  # noqa: F401  (registers proposal-* checks)
@@ -93,6 +93,7 @@ def _apply_fixes(recipe: Recipe, findings: list[Finding], ctx: LintContext) -> b
     return changed
 
 
+@paused_gc()
 def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) -> LintResult:
     ctx = LintContext(dist.distro, names={r.name for r in dist.recipes.values()})
     checks = selected_checks(options.only)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Iterable, Iterator
+from typing import Any, ClassVar, Iterable
 
 from conda_distro.recipe import Recipe
 
@@ -71,12 +71,17 @@ class Check:
         """Edit the ruamel round-trip ``doc`` in place; return True when something changed."""
         return False
 
-    def findings(self, recipe: Recipe, ctx: "LintContext") -> Iterator[Finding]:
-        for p in self.run(recipe, ctx):
-            yield Finding(
+    def findings(self, recipe: Recipe, ctx: "LintContext") -> Iterable[Finding]:
+        problems = list(self.run(recipe, ctx))
+        if not problems:
+            return ()
+        return [
+            Finding(
                 recipe=recipe.folder.name, check=self.id, severity=self.severity.value, message=p.message,
                 path=ctx.relpath(recipe.path), line=p.line, hint=p.hint or self.hint or None, fixable=self.fixable,
             )
+            for p in problems
+        ]
 
 
 from conda_distro.lint.context import LintContext  # noqa: E402  (circular typing only)

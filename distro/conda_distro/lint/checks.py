@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Iterable
 
 from conda_distro.lint.base import CHECKS, Check, Problem, Severity
 from conda_distro.lint.context import LintContext
-from conda_distro.recipe import SECTIONS, Recipe
-from conda_distro.specs import admits, admitted_minors, granularity_name, has_upper_bound
+from conda_distro.recipe import SECTIONS, Dep, Recipe
+from conda_distro.specs import admits, admitted_minors, granularity_name, has_upper_bound, upper_granularity
+from conda_distro.yamlio import delete_seq_item
 
 HANDLE_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
 SPDX_RE = re.compile(r"^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*$|^\(.*\)$")
 _SPDX_BAD_WORDS = re.compile(r"\b(license|licence|other|unknown|see|custom)\b", re.I)
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+@lru_cache(maxsize=16384)
+def _valid_version(v: str) -> bool:
+    from rattler import Version
+    from rattler.exceptions import InvalidVersionError
+
+    if "-" in v or " " in v:
+        return False
+    try:
+        Version(v)
+    except (InvalidVersionError, ValueError):
+        return False
+    return True
 
 
 # ------------------------------------------------------------------ maintainers
@@ -59,13 +75,13 @@ class MaintainersDuplicate(Check):
             seen.add(m.lower())
 
     def fix(self, recipe: Recipe, doc: Any, ctx: LintContext) -> bool:
-        lst = doc.get("extra", {}).get("recipe-maintainers")
+        lst = (doc.get("extra") or {}).get("recipe-maintainers")
         if not isinstance(lst, list):
             return False
         changed = False
         for i in reversed(range(len(lst))):
             if str(lst[i]).lower() in {str(x).lower() for x in lst[:i]}:
-                del lst[i]
+                delete_seq_item(lst, i)
                 changed = True
         return changed
 
@@ -110,6 +126,8 @@ class RunDepUnbounded(Check):
             seen.add(name)
             if not ctx.needs_upper_bound(name) or name in ctx.names and dep.func == "pin_subpackage":
                 continue
+            if dep.spec is not None and upper_granularity(dep.version) is not None:
+                continue  # this entry bounds it (the same answer is_bounded() gives, without grouping)
             if not ctx.is_bounded(recipe, name):
                 yield Problem(f"run requirement '{dep.raw}' has no upper bound", dep.line)
 
@@ -128,10 +146,8 @@ class PytorchBoundGranularity(Check):
             return
         bounded = [v for v in views if v.granularity is not None]
         if not bounded:
-            if ctx.needs_upper_bound(ctx.pytorch):
-                return  # run-dep-unbounded reports it
-            v = views[0]
-            yield Problem(f"'{v.dep.raw}' has only a floor: pytorch must be bounded at a minor release", v.dep.line)
+            # no bound at all: run-dep-unbounded reports it when the policy asks for one; with
+            # policy.upper_bounds: off (or pytorch in unbounded_allowed) a floor alone is accepted
             return
         best = min(bounded, key=lambda v: abs(v.granularity - 2))
         if best.granularity != 2:
@@ -162,7 +178,8 @@ class PytorchPinAdmitsRelease(Check):
     hint = "widen the pin to cover a supported release, or add the release to distro.yaml"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
-        pins = [d for d in recipe.deps("run", "host") if d.name == ctx.pytorch and d.spec is not None and d.spec.ok]
+        idx = ctx.index(recipe)
+        pins = [d for d in idx.named("run", ctx.pytorch) + idx.named("host", ctx.pytorch) if d.spec is not None and d.spec.ok]
         for d in pins:
             if d.version and not any(admits(d.version, r) for r in ctx.releases):
                 yield Problem(f"'{d.raw}' admits none of the supported releases ({', '.join(ctx.releases)})", d.line)
@@ -200,27 +217,36 @@ class PytorchMissing(Check):
     hint = "add pytorch to requirements.run, or propose the package to conda-forge instead"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
-        names = recipe.dep_names("run", "host")
+        names = ctx.index(recipe).names("run", "host")
         if ctx.pytorch not in names and not (names & ctx.names) and recipe.name != ctx.pytorch:
             yield Problem("the recipe depends neither on pytorch nor on a distribution package", recipe.line_of("requirements"))
 
 
 class DuplicateDeps(Check):
-    """A package appears twice in the same requirements section (outside if/then branches)."""
+    """A package appears twice in the same requirements section (outside if/then branches; each output
+    of a multi-output recipe has its own sections). conda-forge's idiom of a bare entry next to a
+    constrained one (`pytorch` for the variant pin and run_exports, `pytorch * cuda*` for the build
+    string) is not a duplicate."""
 
     id = "duplicate-deps"
     hint = "keep one entry per package per section (lint --fix removes exact repeats)"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        idx = ctx.index(recipe)
         for section in SECTIONS:
-            seen: dict[str, int] = {}
+            grouped = idx.by_name.get(section, {})
+            if len(grouped) == len(recipe.requirements.get(section, ())):
+                continue  # every entry has its own name: nothing can be a duplicate
+            seen: dict[tuple[str, int | None], Dep] = {}
             for d in recipe.deps(section):
                 if d.conditional or not d.name or d.func in ("compiler", "stdlib", "cdt"):
                     continue
-                if d.name in seen:
-                    yield Problem(f"requirements.{section}: '{d.name}' is listed twice (lines {seen[d.name]} and {d.line})", d.line)
-                else:
-                    seen[d.name] = d.line
+                key = (d.name, d.output)
+                first = seen.get(key)
+                if first is None:
+                    seen[key] = d
+                elif not (first.is_bare or d.is_bare) or first.raw == d.raw:
+                    yield Problem(f"requirements.{section}: '{d.name}' is listed twice (lines {first.line} and {d.line})", d.line)
 
     def fix(self, recipe: Recipe, doc: Any, ctx: LintContext) -> bool:
         changed = False
@@ -232,7 +258,7 @@ class DuplicateDeps(Check):
             for i in range(len(lst) - 1, -1, -1):
                 item = lst[i]
                 if isinstance(item, str) and item.strip() in {x.strip() for x in lst[:i] if isinstance(x, str)}:
-                    del lst[i]
+                    delete_seq_item(lst, i)
                     changed = True
         return changed
 
@@ -257,6 +283,10 @@ class BuildNumberMissing(Check):
         if "outputs" in doc:
             return False
         build = doc.get("build")
+        if build is None and "build" in doc:  # an empty 'build:'
+            build = doc["build"] = CommentedMap()
+        if not isinstance(build, dict) and build is not None:
+            return False
         if build is None:
             build = CommentedMap()
             keys = list(doc.keys())
@@ -304,15 +334,8 @@ class VersionInvalid(Check):
     hint = "use the upstream version, e.g. 1.2.0 (a '-' becomes '_')"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
-        from rattler import Version
-        from rattler.exceptions import InvalidVersionError
-
         v = recipe.version.removeprefix("v").removeprefix("V")  # version-v-prefix reports that one
-        try:
-            if "-" in v or " " in v:
-                raise InvalidVersionError(v)
-            Version(v)
-        except (InvalidVersionError, ValueError):
+        if not _valid_version(v):
             yield Problem(f"'{v}' is not a valid conda version", recipe.line_of("package.version"))
 
 
@@ -326,8 +349,9 @@ class NoarchPythonNeedsPython(Check):
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
         if recipe.noarch != "python":
             return
+        idx = ctx.index(recipe)
         for section in ("host", "run"):
-            if "python" not in recipe.dep_names(section):
+            if not idx.named(section, "python"):
                 yield Problem(f"noarch: python package has no python in requirements.{section}", recipe.line_of("requirements"))
 
 

@@ -22,10 +22,44 @@ class PinView:
     via: str  # "spec" | "pin_compatible" | "run_exports"
 
 
+class RecipeIndex:
+    """A recipe's requirements grouped by section and name, made once per recipe per lint run (many
+    checks ask "which entries name X"), and the pin views computed from them."""
+
+    __slots__ = ("recipe", "by_name", "views")
+
+    def __init__(self, recipe: Recipe) -> None:
+        self.recipe = recipe
+        self.by_name: dict[str, dict[str, list[Dep]]] = {}
+        for section, deps in recipe.requirements.items():
+            grouped: dict[str, list[Dep]] = {}
+            for d in deps:
+                grouped.setdefault(d.name, []).append(d)
+            self.by_name[section] = grouped
+        self.views: dict[str, list[PinView]] = {}
+
+    def named(self, section: str, name: str) -> list[Dep]:
+        return self.by_name.get(section, {}).get(name, [])
+
+    def names(self, *sections: str) -> set[str]:
+        out: set[str] = set()
+        for section in sections:
+            out.update(n for n in self.by_name.get(section, ()) if n)
+        return out
+
+
 @dataclass
 class LintContext:
     distro: Distro
     names: set[str] = field(default_factory=set)  # package names in the distribution
+    _indexes: dict[int, RecipeIndex] = field(default_factory=dict, repr=False)  # by id(recipe)
+    _needs_bound: dict[str, bool] = field(default_factory=dict, repr=False)
+
+    def index(self, recipe: Recipe) -> RecipeIndex:
+        idx = self._indexes.get(id(recipe))
+        if idx is None or idx.recipe is not recipe:
+            idx = self._indexes[id(recipe)] = RecipeIndex(recipe)
+        return idx
 
     @property
     def config(self):
@@ -46,10 +80,15 @@ class LintContext:
             return str(path)
 
     def needs_upper_bound(self, name: str) -> bool:
-        mode = self.config.policy.upper_bounds
-        if mode is UpperBounds.OFF or name in self.config.policy.unbounded_allowed or name.startswith("__"):
-            return False
-        return mode is UpperBounds.REQUIRED or name == self.pytorch
+        known = self._needs_bound.get(name)
+        if known is None:
+            mode = self.config.policy.upper_bounds
+            if mode is UpperBounds.OFF or name in self.config.policy.unbounded_allowed or name.startswith("__"):
+                known = False
+            else:
+                known = mode is UpperBounds.REQUIRED or name == self.pytorch
+            self._needs_bound[name] = known
+        return known
 
     @cached_property
     def upstream_run_exports(self) -> dict[str, int]:
@@ -85,12 +124,17 @@ class LintContext:
         return pin_granularity(pin) if pin else None
 
     def run_pins(self, recipe: Recipe, name: str) -> list[PinView]:
-        """Every way the recipe's run requirements constrain ``name``."""
+        """Every way the recipe's run requirements constrain ``name``. (Several checks ask this for
+        every run requirement; the requirements are grouped by name once per recipe.)"""
+        idx = self.index(recipe)
+        views = idx.views.get(name)
+        if views is None:
+            views = idx.views[name] = self._run_pins(idx.named("host", name), idx.named("run", name), name)
+        return views
+
+    def _run_pins(self, host: "list[Dep] | tuple", run: "list[Dep] | tuple", name: str) -> list[PinView]:
         views: list[PinView] = []
-        host = [d for d in recipe.deps("host") if d.name == name]
-        for d in recipe.deps("run"):
-            if d.name != name:
-                continue
+        for d in run:
             if d.func in ("pin_compatible", "pin_subpackage"):
                 if d.kw("exact", "False").lower() == "true":
                     g = 99

@@ -1,0 +1,92 @@
+"""Shared test helpers: small distribution repositories written into ``tmp_path``.
+
+Keep this file generic. A test module's own helpers live in that module.
+
+* ``make_distro(recipes, config_extra=None, *, name="distro", distro_yaml=None)`` (fixture) writes
+  ``distro.yaml`` (``BASE_CONFIG`` deep-merged with ``config_extra``, or ``distro_yaml`` verbatim) and
+  ``recipes/<name>/recipe.yaml`` for each entry of ``recipes``; returns the root folder.
+* ``clean_recipe(name, **kw)`` (fixture) returns the text of a recipe that passes every lint check;
+  keyword arguments vary the parts that tests care about (see :func:`clean_recipe_text`).
+"""
+
+from __future__ import annotations
+
+import copy
+import textwrap
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+pytest_plugins = ["worlds"]  # session-wide sandbox worlds for end-to-end tests (tests/worlds.py)
+import yaml
+
+BASE_CONFIG: dict[str, Any] = {
+    "name": "test-distro",
+    "channels": {"upstream": ["conda-forge"], "staging": "build/channels/staging", "main": "build/channels/main"},
+    "pytorch": {"name": "pytorch", "releases": ["2.4.1", "2.5.1", "2.6.0"], "variants": ["cpu", "cuda"]},
+    "platforms": ["linux-64"],
+    "policy": {"upper_bounds": "required", "unbounded_allowed": ["python"], "unmaintained_grace_days": 60},
+}
+
+SHA256 = "0123456789abcdef" * 4
+
+
+def deep_merge(base: dict, extra: dict | None) -> dict:
+    """A copy of ``base`` with ``extra`` merged in (mappings recursively; anything else replaced)."""
+    out = copy.deepcopy(base)
+    for key, value in (extra or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def write_distro(root: Path, recipes: dict[str, str] | None = None, config_extra: dict | None = None,
+                 *, distro_yaml: str | None = None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    text = distro_yaml if distro_yaml is not None else yaml.safe_dump(deep_merge(BASE_CONFIG, config_extra),
+                                                                       sort_keys=False)
+    (root / "distro.yaml").write_text(text)
+    for name, recipe in (recipes or {}).items():
+        folder = root / "recipes" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "recipe.yaml").write_text(recipe)
+    return root
+
+
+def clean_recipe_text(name: str, *, version: str = "1.2.0", run: list[str] | tuple[str, ...] = (),
+                      pytorch: str | None = "pytorch >=2.4,<2.7", host: list[str] | tuple[str, ...] = (),
+                      extra: str = "") -> str:
+    """A noarch python recipe that lints clean. ``run``/``host`` are added requirements, ``pytorch``
+    the pytorch run requirement (None: none), ``extra`` lines appended under ``extra:``."""
+    run_lines = ["python >=3.10", *([pytorch] if pytorch else []), *run]
+    host_lines = ["python >=3.10", "pip", *host]
+    extra_lines = textwrap.indent(textwrap.dedent(extra).strip("\n"), "  ") + "\n" if extra.strip() else ""
+    return (
+        f'context:\n  version: "{version}"\n\n'
+        f"package:\n  name: {name}\n  version: ${{{{ version }}}}\n\n"
+        f"source:\n  url: https://example.org/{name}/{name}-${{{{ version }}}}.tar.gz\n  sha256: {SHA256}\n\n"
+        "build:\n  number: 0\n  noarch: python\n  script: python -m pip install . --no-deps\n\n"
+        "requirements:\n  host:\n" + "".join(f"    - {d}\n" for d in host_lines)
+        + "  run:\n" + "".join(f"    - {d}\n" for d in run_lines) + "\n"
+        f"tests:\n  - python:\n      imports:\n        - {name.replace('-', '_')}\n\n"
+        f"about:\n  homepage: https://example.org/{name}\n  summary: The {name} test package\n"
+        "  license: BSD-3-Clause\n  license_file: LICENSE\n\n"
+        "extra:\n  recipe-maintainers:\n    - octocat\n" + extra_lines
+    )
+
+
+@pytest.fixture()
+def make_distro(tmp_path: Path) -> Callable[..., Path]:
+    def make(recipes: dict[str, str] | None = None, config_extra: dict | None = None, *, name: str = "distro",
+             distro_yaml: str | None = None) -> Path:
+        return write_distro(tmp_path / name, recipes, config_extra, distro_yaml=distro_yaml)
+
+    return make
+
+
+@pytest.fixture()
+def clean_recipe() -> Callable[..., str]:
+    return clean_recipe_text

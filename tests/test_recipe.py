@@ -1,0 +1,559 @@
+"""The v1 recipe model (conda_distro.recipe) and the YAML layer under it (conda_distro.yamlio)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conda_distro import recipe as recipe_mod
+from conda_distro import yamlio
+from conda_distro.distribution import load_distribution
+from conda_distro.errors import DistroError, RecipeError
+from conda_distro.lint import lint_distribution
+from conda_distro.recipe import Dep, Renderer, parse_recipe
+from conda_distro.specs import parse_spec
+from conda_distro.yamlio import LDict, LList, LStr, dump_roundtrip, load_fast, load_roundtrip
+
+HERE = Path(__file__).parent
+REPO = HERE.parent
+REAL_WORLD = sorted((HERE / "data" / "recipes_real_world").glob("*.yaml"))
+ALL_YAML = sorted({*REPO.glob("recipes/*/recipe.yaml"), *(HERE / "data").rglob("*.yaml")})
+
+
+def parse(text: str, platform: str = "linux-64", folder: str = "pkg"):
+    return parse_recipe(textwrap.dedent(text), Path(f"/r/{folder}/recipe.yaml"), platform)
+
+
+def names(recipe, section: str) -> list[str]:
+    return [d.raw for d in recipe.deps(section)]
+
+
+# ---------------------------------------------------------------------------------------------
+# the model
+
+FULL = """\
+# leading comment
+context:
+  name: Torch-Thing        # mixed case on purpose
+  version: "1.10"          # stays a string, not 1.1
+  full: ${{ name|lower }}-${{ version }}   # context entries can use earlier ones
+  build: 3
+  use_cuda: false
+
+package:
+  name: ${{ name|lower }}
+  version: ${{ version }}
+
+source:
+  - url: https://example.org/${{ full }}.tar.gz   # a list of sources
+    sha256: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+  - git: https://github.com/example/thing.git
+
+build:
+  number: ${{ build }}
+  skip:
+    - win
+    - match(python, "<3.9")    # unknown variant: does not skip
+
+requirements:
+  build:
+    - ${{ compiler('cxx') }}
+    - ${{ stdlib('c') }}
+    - if: unix
+      then: ninja             # a scalar then:
+      else:
+        - if: win
+          then: m2-make       # nested if/then/else
+  host:
+    - python
+    - pytorch
+    - ${{ "pywin32" if win }}  # renders empty on linux: dropped
+    - if: use_cuda
+      then: cuda-version >=12
+  run:
+    - python >=3.10
+    - ${{ pin_compatible('pytorch', upper_bound='x.x') }}
+    - numpy >=1.24,<3  # comment after a spec
+  run_exports:
+    weak:
+      - ${{ pin_subpackage(name|lower, upper_bound='x.x') }}
+
+tests:
+  - python:
+      imports: [torch_thing]
+  - if: linux
+    then:
+      script:
+        - echo linux
+
+about:
+  summary: ${{ name }} does things
+  license: MIT
+  homepage: https://example.org
+
+extra:
+  recipe-maintainers: [octocat, conda-distro/core]
+  pytorch-lockstep: "true"
+  skip-lints: [tests-no-import]
+"""
+
+
+def test_full_recipe_model():
+    r = parse(FULL, folder="torch-thing")
+    assert (r.name, r.version, r.build_number, r.noarch, r.skip) == ("torch-thing", "1.10", 3, None, False)
+    assert names(r, "build") == ["${{ compiler('cxx') }}", "${{ stdlib('c') }}", "ninja"]
+    assert [d.func for d in r.deps("build")] == ["compiler", "stdlib", None]
+    assert [d.name for d in r.deps("build")] == ["cxx", "c", "ninja"]
+    assert names(r, "host") == ["python", "pytorch"]
+    assert names(r, "run") == ["python >=3.10", "${{ pin_compatible('pytorch', upper_bound='x.x') }}", "numpy >=1.24,<3"]
+    pin = list(r.deps("run"))[1]
+    assert (pin.func, pin.name, pin.kw("upper_bound"), pin.spec) == ("pin_compatible", "pytorch", "x.x", None)
+    numpy = list(r.deps("run"))[2]
+    assert numpy.spec == parse_spec("numpy >=1.24,<3") and numpy.version == ">=1.24,<3"
+    assert numpy.line == FULL.splitlines().index("    - numpy >=1.24,<3  # comment after a spec") + 1
+    assert [(d.func, d.name) for d in r.run_exports] == [("pin_subpackage", "torch-thing")]
+    assert r.tests == [{"python": {"imports": ["torch_thing"]}}, {"script": ["echo linux"]}]
+    assert r.about == {"summary": "Torch-Thing does things", "license": "MIT", "homepage": "https://example.org"}
+    assert r.maintainers == ["octocat", "conda-distro/core"] and r.lockstep is True
+    assert r.skip_lints == ["tests-no-import"]
+    assert [(s.url, s.git) for s in r.sources] == [
+        ("https://example.org/torch-thing-1.10.tar.gz", None), (None, "https://github.com/example/thing.git")]
+    lines = FULL.splitlines()
+    assert r.lines["package.name"] == lines.index("  name: ${{ name|lower }}") + 1
+    assert r.lines["build.number"] == lines.index("  number: ${{ build }}") + 1
+    assert r.dep_names("host", "run") == {"python", "pytorch", "numpy"}
+
+
+def test_conditional_flags_and_platforms():
+    r = parse(FULL)
+    assert [d.conditional for d in r.deps("build")] == [False, False, True]
+    win = parse(FULL, "win-64")
+    assert win.skip is True
+    assert names(win, "build")[-1] == "m2-make" and "pywin32" in names(win, "host")
+    osx = parse(FULL, "osx-arm64")
+    assert names(osx, "build")[-1] == "ninja" and osx.skip is False
+
+
+@pytest.mark.parametrize("skip,expected", [
+    ("true", True), ("false", False), ("[win]", False), ("[linux]", True), ("linux", True),
+    ("win", False), ("${{ linux }}", True), ("${{ win or osx }}", False), ('["true"]', True),
+    ('${{ match(python, "<3.9") }}', False),  # unknown variant: never skips
+    ("\n    - win\n    - ${{ linux and not osx }}", True),
+    ("\n    - if: linux\n      then: true", True),
+    ("\n    - if: win\n      then: true\n      else: false", False),
+])
+def test_skip_forms(skip, expected):
+    text = f"package: {{name: a, version: '1'}}\nbuild:\n  skip: {skip}\n"
+    assert parse(text).skip is expected
+
+
+def test_multi_output_recipe():
+    r = parse("""\
+        recipe:
+          name: fam
+          version: "2.0"
+        outputs:
+          - package:
+              name: libfam
+            requirements:
+              host: [pytorch]
+              run:
+                - pytorch >=2.4,<2.6
+          - package:
+              name: fam-py
+            requirements:
+              run:
+                - ${{ pin_subpackage('libfam', exact=True) }}
+                - pytorch >=2.4,<2.6
+        """)
+    assert (r.name, r.version) == ("fam", "2.0")
+    assert [(d.raw, d.output) for d in r.deps("run")] == [
+        ("pytorch >=2.4,<2.6", 0), ("${{ pin_subpackage('libfam', exact=True) }}", 1), ("pytorch >=2.4,<2.6", 1)]
+    single = parse("outputs:\n  - package: {name: solo, version: '1.0'}\n")
+    assert (single.name, single.version) == ("solo", "1.0")
+
+
+def test_context_values_are_typed_like_yaml():
+    r = parse("""\
+        context:
+          flag: true
+          quoted: "true"
+          n: 7
+        package: {name: a, version: "1"}
+        requirements:
+          run:
+            - ${{ "yes" if flag else "no" }}
+            - ${{ "q" if quoted == "true" else "bad" }}
+            - x${{ n + 1 }}
+        """)
+    assert names(r, "run") == ["yes", "q", "x8"]
+
+
+def test_dep_fast_constructor_makes_ordinary_deps():
+    spec = parse_spec("numpy >=1,<2")
+    fast = recipe_mod._dep("run", "numpy >=1,<2", 3, spec, conditional=True)
+    slow = Dep("run", "numpy >=1,<2", 3, spec, conditional=True)
+    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    with pytest.raises(AttributeError):
+        fast.line = 4  # still frozen
+
+
+# ---------------------------------------------------------------------------------------------
+# errors carry file and line
+
+@pytest.mark.parametrize("text,field,line,words", [
+    ("- a\n- b\n", None, 1, "must be a YAML mapping"),
+    ("about: {}\n", "package", 1, "missing 'package:'"),
+    ("package:\n  version: '1'\n", "package.name", 1, "missing package name"),
+    ("package:\n  name: a\n", "package.version", 1, "missing package version"),
+    ("package:\n  name: [a, b]\n  version: '1'\n", "package.name", 2, "single value"),
+    ("package: 3\n", "package", 1, "must be a mapping"),
+    ("package: {name: a, version: '1'}\nbuild: {number: one}\n", "build.number", 2, "not a whole number"),
+    ("package: {name: a, version: '1'}\nrequirements:\n  run: numpy\n", "requirements.run", 3, "must be a list"),
+    ("package: {name: a, version: '1'}\nrequirements:\n  run:\n    - {a: 1}\n", "requirements.run", 4, "unexpected entry"),
+    ("package: {name: a, version: '1'}\nrequirements:\n  run_exports:\n    weak: numpy\n", "requirements.run_exports.weak", 4, "must be a list"),
+    ("package: {name: a, version: '1'}\nsource: 3\n", "source", 2, "must be a mapping"),
+    ("package: {name: a, version: '1'}\noutputs: 3\n", "outputs", 2, "must be a list"),
+    ("package: {name: a, version: '1'}\nbuild:\n  noarch: [python]\n", "build.noarch", 3, "noarch"),
+    ("package: {name: '${{ 1/0 }}', version: '1'}\n", None, 1, "ZeroDivisionError"),
+    ("package: {name: a, version: '1'}\nrequirements:\n  run:\n    - ${{ pin_subpackage() }}\n", None, 4, "TypeError"),
+    ("package: {name: a, version: '1'}\nrequirements:\n  run:\n    - ${{ foo( }}\n", None, 4, "cannot render"),
+    ("package: {name: a, version: '1'}\nrequirements:\n  run:\n    - if: foo(\n      then: x\n", None, 4, "cannot evaluate"),
+    ("package: {name: a, version: '1'}\nrequirements:\n  run:\n    - ${{ range(10**9)|list }}\n", None, 4, "Range too big"),
+    ("{% set v = '1' %}\npackage: {name: a, version: '{{ v }}'}\n", None, 1, "v0 meta.yaml"),
+    ("package: {name: a\n", None, 2, "invalid YAML"),
+    ("&a [*a]\n", None, 1, "recursive alias"),
+    ("a: &x 1\nb:\n  <<: *x\n", None, 3, "merge"),
+])
+def test_recipe_errors(text, field, line, words):
+    with pytest.raises(RecipeError if "YAML" not in words and "alias" not in words and "merge" not in words
+                       else DistroError) as info:
+        parse(text)
+    err = info.value
+    assert words in str(err), str(err)
+    assert err.path == "/r/pkg/recipe.yaml" and err.line == line
+    if field:
+        assert err.field == field
+
+
+# ---------------------------------------------------------------------------------------------
+# real-world recipes (modelled on conda-forge's)
+
+REAL_WORLD_EXPECT = {
+    # file: (package, pytorch unbounded under upper_bounds: pytorch-only, ... with run_exports unknown)
+    "kornia.yaml": ("kornia", True, True),
+    "timm.yaml": ("timm", True, True),
+    "torchvision.yaml": ("torchvision", False, True),  # bounded by the host pytorch's run_exports
+    "torch-scatter-multi-output.yaml": ("torch-scatter-split", False, False),
+}
+
+
+def test_real_world_files_are_all_listed():
+    assert {p.name for p in REAL_WORLD} == set(REAL_WORLD_EXPECT)
+
+
+@pytest.mark.parametrize("path", REAL_WORLD, ids=lambda p: p.stem)
+@pytest.mark.parametrize("platform", ["linux-64", "osx-arm64", "win-64"])
+def test_real_world_recipes_parse(path, platform):
+    r = parse_recipe(path.read_text(), path, platform)
+    assert r.name == REAL_WORLD_EXPECT[path.name][0] and r.version[0].isdigit()
+    assert r.maintainers and r.tests and r.build_number is not None
+    assert all(d.spec is None or d.spec.ok for d in r.deps()), [d.raw for d in r.deps() if d.spec and not d.spec.ok]
+    assert not any("${{" in d.raw and d.func is None for d in r.deps())
+
+
+@pytest.mark.parametrize("path", REAL_WORLD, ids=lambda p: p.stem)
+@pytest.mark.parametrize("run_exports_known", [True, False])
+def test_real_world_recipes_flag_exactly_the_pytorch_bound(path, run_exports_known, make_distro):
+    name, unbounded_known, unbounded_unknown = REAL_WORLD_EXPECT[path.name]
+    policy = {"upper_bounds": "pytorch-only", **({} if run_exports_known else {"run_exports": {}})}
+    root = make_distro({name: path.read_text()}, {"policy": policy})
+    result = lint_distribution(load_distribution(root))
+    expected = unbounded_known if run_exports_known else unbounded_unknown
+    assert [(f.check, "pytorch" in f.message) for f in result.findings] == ([("run-dep-unbounded", True)] if expected else [])
+    # under the default policy (every run requirement bounded) only unbounded requirements are reported
+    root = make_distro({name: path.read_text()}, name="required")
+    assert {f.check for f in lint_distribution(load_distribution(root)).findings} <= {"run-dep-unbounded"}
+
+
+# ---------------------------------------------------------------------------------------------
+# round trip (the editing view)
+
+@pytest.mark.parametrize("path", ALL_YAML, ids=lambda p: str(p.relative_to(REPO)))
+def test_roundtrip_is_byte_faithful(path):
+    text = path.read_text()
+    assert dump_roundtrip(*load_roundtrip(text)) == text
+
+
+def test_roundtrip_covers_the_data():
+    assert len(ALL_YAML) >= len(REAL_WORLD) + 50
+
+
+# ---------------------------------------------------------------------------------------------
+# the fast YAML reader agrees with libyaml
+
+
+def _ref(text: str):
+    node = yaml.compose(text, Loader=yamlio._Loader)
+    return None if node is None else yamlio._construct(node, {}, set())
+
+
+def _shape(o):
+    if isinstance(o, dict):
+        return ("map", o.line, dict(o.key_lines), [(k, _shape(v)) for k, v in o.items()])
+    if isinstance(o, list):
+        return ("seq", o.line, list(o.item_lines), [_shape(v) for v in o])
+    if o is None:
+        return None
+    assert isinstance(o, LStr)
+    return ("str", str(o), o.line, o.quoted)
+
+
+def _agree(text: str) -> bool:
+    """True when the block parser handled ``text`` (and then it must agree with libyaml)."""
+    try:
+        fast = yamlio._BlockParser(text).parse()
+    except yamlio._Unsupported:
+        return False
+    assert _shape(fast) == _shape(_ref(text)), text
+    return True
+
+
+@pytest.mark.parametrize("path", ALL_YAML, ids=lambda p: str(p.relative_to(REPO)))
+def test_block_parser_agrees_with_libyaml_on_the_data(path):
+    _agree(path.read_text())
+
+
+def test_block_parser_handles_typical_recipes():
+    for path in REAL_WORLD:
+        assert _agree(path.read_text()), path.name
+    for case in sorted((HERE / "data" / "lint_cases").glob("*.yaml")):
+        recipe = yaml.safe_load(case.read_text())["recipe"]
+        if isinstance(recipe, str) and "recipe-invalid" not in yaml.safe_load(case.read_text())["expect"]:
+            assert _agree(recipe), case.name
+
+
+@pytest.mark.parametrize("text", [
+    "a: 1\nb: ~\nc:\nd: null\ne: ''\nf: \"\"\n",
+    "a:\n- x\n- y: 1\n  z: [p, q]\n-\n  k: v\n",
+    "b: |\n  hello\n   # not a comment\n\n  world\nc: |-\n  x\nd: 1\n",
+    "e: 'it''s'\nf: \"q\" # c\ng: [ ]\nh: [a,]\ni: a#b\nj: x # y\n",
+    "- - a\n  - b\n- c\n",
+    "k: ${{ \"a\" if b }}\nl: ${{ x }}\n",
+])
+def test_block_parser_cases(text):
+    assert _agree(text)
+
+
+@pytest.mark.parametrize("text", [
+    "a: {b: 1}\n", "a: &x 1\nb: *x\n", "a: >\n  folded\nb: 1\n", "a: b\n  continued\n", "a:\tb\n",
+    "a: caf\u00e9\n", "---\na: 1\n", "a: [b, [c]]\n", "a: \"esc\\n\"\n", "a: 'multi\n  line'\n", "a: 1\n b: 2\n",
+    "- a\nb: 1\n", "a: |\n  runs to the end", "a: !tag x\n", "a: b: c\n",
+])
+def test_block_parser_defers_to_libyaml(text):
+    assert not _agree(text)
+    try:
+        expected = _ref(text)
+    except yaml.YAMLError:
+        with pytest.raises(DistroError):
+            load_fast(text)
+        return
+    assert _shape(load_fast(text)) == _shape(expected)
+
+
+_KEYS = st.sampled_from(["a", "name", "if", "then", "else", "k k", "'q'", '"d"', "${{ x }}", "a#b", "x:y", "<<", "-k"])
+_SCALARS = st.sampled_from([
+    "a", "b c", "~", "null", "", "'q''x'", '"d q"', "x #c", "${{ compiler('c') }}", "${{ \"foo\" if win }}",
+    "[a, b]", "[]", "[a,]", "a#b", "1.10", "true", "'#'", "x: y", "|", "|-", "[a, [b]]", "{a: 1}", "&x y", "*x",
+    ">", "-1", "'a'x", "a  ", "'a' #c", "[ a , ~ ]", "[a,,b]", "'open", '"esc\\n"', "x:", "?x",
+])
+
+
+@st.composite
+def yamlish(draw, indent=0, depth=0):
+    """Mostly valid block YAML with odd corners (and some invalid text)."""
+    pad = " " * indent
+    lines = []
+    if draw(st.booleans()) or depth >= 3:
+        for _ in range(draw(st.integers(1, 4))):
+            key = draw(_KEYS)
+            if depth < 3 and draw(st.booleans()):
+                lines.append(f"{pad}{key}:" + draw(st.sampled_from(["", " # c"])))
+                if draw(st.integers(0, 5)) == 0:
+                    lines.append(draw(st.sampled_from(["", "# x", "   # y"])))
+                lines.append(draw(yamlish(indent + draw(st.sampled_from([2, 2, 4, 0, 1])), depth + 1)))
+            else:
+                value = draw(_SCALARS)
+                if value in ("|", "|-"):
+                    body = draw(st.lists(st.sampled_from(["text", "# lit", "  deeper", "", " "]), max_size=3))
+                    ci = indent + draw(st.sampled_from([1, 2, 4]))
+                    value += "".join("\n" + (" " * ci + b if b.strip() else b) for b in body)
+                lines.append(f"{pad}{key}: {value}")
+    else:
+        for _ in range(draw(st.integers(1, 4))):
+            kind = draw(st.integers(0, 3))
+            if kind == 0:
+                lines.append(f"{pad}- {draw(_SCALARS)}")
+            elif kind == 1:
+                lines.append(f"{pad}- {draw(_KEYS)}: {draw(_SCALARS)}")
+                for _ in range(draw(st.integers(0, 2))):
+                    lines.append(" " * (indent + 2 + draw(st.sampled_from([0, 0, 1]))) + f"{draw(_KEYS)}: {draw(_SCALARS)}")
+            elif kind == 2 and depth < 3:
+                lines.append(f"{pad}-" + draw(st.sampled_from(["", " # c"])))
+                lines.append(draw(yamlish(indent + draw(st.sampled_from([2, 4, 0])), depth + 1)))
+            else:
+                lines.append(f"{pad}- - {draw(_SCALARS)}")
+    return "\n".join(lines)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(yamlish(), st.booleans(), st.booleans())
+def test_block_parser_agrees_with_libyaml_fuzz(text, newline, header):
+    text = ("# head\n\n" if header else "") + text + ("\n" if newline else "")
+    if not _agree(text):
+        try:
+            expected = _ref(text)
+        except (yaml.YAMLError, yamlio._ConstructError, RecursionError):
+            with pytest.raises(DistroError):
+                load_fast(text)
+            return
+        assert _shape(load_fast(text)) == _shape(expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# rendering: the fast path gives what jinja gives
+
+RENDER_CASES = [
+    "plain", "${{ name }}", "${{ name|lower }}-${{ version }}", "${{name}}${{version}}", "${{ name | upper }}",
+    "x-${{ missing }}-y", "${{ missing|lower }}", "${{ true }}", "${{ none }}", "${{ flag }}", "${{ n }}",
+    "${{ n + 1 }}", "${{ name[0] }}", "${{ 'a}}b' }}", "${{ {'a': {'b': 1}}['a']['b'] }}", "${{- name -}} x",
+    "${{ \"foo\" if win }}", "${{ compiler('c') }}", "${{ pin_compatible('numpy', upper_bound='x.x') }}",
+    "${{ range }}", "a\r\nb ${{ name }}", "${{ name", "${{ name }} ${{", "${{ version.split('.')[0] }}",
+    "${{ lst }}", "${{ PYTHON }} -m pip", "${{ linux and not win }}", "${{ env.get('X', 'd') }}",
+]
+
+
+@pytest.mark.parametrize("text", RENDER_CASES)
+def test_fast_rendering_equals_jinja(text):
+    r = Renderer("linux-64", Path("x/recipe.yaml"))
+    r.ns.update(name="Foo", version="1.2.3", flag=True, n=3, lst=["a", 1])
+    try:
+        expected = recipe_mod._template(text).render(r.ns)
+    except Exception as exc:  # noqa: BLE001
+        with pytest.raises(RecipeError):
+            r.render(text)
+        assert type(exc).__name__
+        return
+    assert r.render(text) == expected
+
+
+@pytest.mark.parametrize("expr,value", [
+    ("linux", True), ("not linux", False), ("win", False), ("not win", True), ("undefined_var", False),
+    ("not undefined_var", True), ("${{ linux }}", True), ("linux and unix", True), ("true", True), ("none", False),
+    ("range", True), ('match(python, ">=3.9")', True),
+])
+def test_conditions(expr, value):
+    r = Renderer("linux-64", Path("x/recipe.yaml"))
+    assert r.condition(expr) is value
+    assert r.condition(LStr(expr)) is value
+
+
+# ---------------------------------------------------------------------------------------------
+# fuzz: the parser raises DistroError or nothing
+
+
+_FRAGMENTS = st.sampled_from([
+    "package:", "  name: a", "  version: '1'", "  name: ${{ x }}", "requirements:", "  run:", "    - numpy",
+    "    - if: linux", "      then: x", "      else: [y]", "    - ${{ pin_compatible('a') }}", "build:", "  number: 1",
+    "  skip: [win]", "  noarch: python", "outputs:", "  - package: {name: b}", "recipe: {name: c, version: 2}",
+    "context:", "  x: ${{ y }}", "  y: 1", "tests:", "  - python: {imports: [a]}", "about: {license: MIT}",
+    "extra:", "  recipe-maintainers: [me]", "source:", "  url: http://x", "- a", "{", "]", "'", "&a", "*a", "${{",
+    "}}", ":", "  ", "\t", "#", "${{ 1/0 }}", "${{ foo( }}", "{% set x = 1 %}", "? a", "!!python/object:os.system",
+])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.lists(_FRAGMENTS, max_size=14).map("\n".join), st.text(max_size=200)))
+def test_recipe_parser_raises_only_distro_errors(text):
+    try:
+        r = parse_recipe(text, Path("/r/pkg/recipe.yaml"))
+    except DistroError as exc:
+        assert exc.path == "/r/pkg/recipe.yaml"
+        return
+    assert r.name and r.version
+    json.dumps([d.raw for d in r.deps()])
+
+
+def test_load_fast_keeps_scalars_as_strings():
+    doc = load_fast("a: 1.10\nb: on\nc: 010\nd: true\ne: ~\nf:\n  - 1\n")
+    assert isinstance(doc, LDict) and isinstance(doc["f"], LList)
+    assert (doc["a"], doc["b"], doc["c"], doc["d"], doc["e"]) == ("1.10", "on", "010", "true", None)
+    assert doc.line_of("f") == 6 and doc["f"].line_of(0) == 7 and doc["a"].line == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# loading a distribution
+
+
+def test_recipe_paths_and_loading(make_distro, clean_recipe):
+    from conda_distro.recipe import recipe_paths
+
+    root = make_distro({"b": clean_recipe("b"), "a": clean_recipe("a"), "c-broken": "package: {name: c\n"})
+    (root / "recipes" / "empty-folder").mkdir()
+    (root / "recipes" / "stray-file.yaml").write_text("x: 1\n")
+    paths = recipe_paths(root / "recipes")
+    assert [p.parent.name for p in paths] == ["a", "b", "c-broken"] and all(p.name == "recipe.yaml" for p in paths)
+    assert recipe_paths(root / "nowhere") == []
+    assert recipe_paths(root / "recipes", ["b"]) == [root / "recipes" / "b" / "recipe.yaml"]
+
+    dist = load_distribution(root, strict=False)
+    assert sorted(dist.recipes) == ["a", "b"] and len(dist.errors) == 1
+    assert dist.errors[0].path.endswith("c-broken/recipe.yaml")
+    with pytest.raises(DistroError, match="invalid YAML"):
+        load_distribution(root)
+    (root / "recipes" / "d-broken").mkdir()
+    (root / "recipes" / "d-broken" / "recipe.yaml").write_text("about: {}\n")
+    with pytest.raises(DistroError) as info:
+        load_distribution(root)
+    assert "1 more recipe error(s)" in info.value.hint
+    with pytest.raises(RecipeError, match="no recipe named 'aa'") as missing:
+        load_distribution(root, strict=False).get("aa")
+    assert missing.value.hint == "did you mean 'a'?"
+
+
+def test_bulk_work_pauses_the_garbage_collector_and_restores_it(make_distro, clean_recipe, monkeypatch):
+    import gc
+
+    from conda_distro import distribution
+
+    seen = []
+    real = distribution.load_recipe
+
+    def spy(path, platform):
+        seen.append(gc.isenabled())
+        return real(path, platform)
+
+    monkeypatch.setattr(distribution, "load_recipe", spy)
+    root = make_distro({"a": clean_recipe("a"), "b": clean_recipe("b")})
+    assert gc.isenabled()
+    dist = load_distribution(root)
+    assert seen == [False, False] and gc.isenabled()
+    lint_distribution(dist)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_distribution(root)
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
+    with distribution.paused_gc():
+        with distribution.paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
