@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import enum
 import re
 from pathlib import Path
@@ -11,7 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from conda_distro.errors import ConfigError
-from conda_distro.yamlio import LDict, LList, load_fast_file
+from conda_distro.validation import to_error
+from conda_distro.yamlio import load_fast_file
 
 DISTRO_FILE = "distro.yaml"
 KNOWN_SUBDIRS = {
@@ -180,52 +180,6 @@ def find_root(start: Path) -> Path:
     )
 
 
-def _line_for(doc: Any, loc: tuple) -> int | None:
-    node, line = doc, getattr(doc, "line", None)
-    for part in loc:
-        if isinstance(node, LDict) and isinstance(part, str) and part in node:
-            line = node.line_of(part)
-            node = node[part]
-        elif isinstance(node, LList) and isinstance(part, int) and part < len(node):
-            line = node.line_of(part)
-            node = node[part]
-        else:
-            break
-    return line
-
-
-def _model_for(loc: tuple) -> type[BaseModel]:
-    model: type[BaseModel] = DistroConfig
-    for part in loc:
-        field = model.model_fields.get(part) if isinstance(part, str) else None
-        ann = getattr(field, "annotation", None)
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            model = ann
-        else:
-            break
-    return model
-
-
-def _to_config_error(exc: ValidationError, doc: Any, path: Path) -> ConfigError:
-    errors = exc.errors()
-    # a misspelt key also makes the real key "missing": report the typo, whose hint names the real key
-    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    field = ".".join(str(p) for p in loc) or None
-    line = _line_for(doc, loc)
-    if err["type"] == "extra_forbidden":
-        key = str(loc[-1])
-        known = list(_model_for(loc[:-1]).model_fields)
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
-        hint = f"did you mean '{close[0]}'?" if close else f"known keys here: {', '.join(known)}"
-        return ConfigError(f"unknown key '{key}'", path=path, field=field, line=line, hint=hint)
-    if err["type"] == "missing":
-        return ConfigError("required key is missing", path=path, field=field, line=line,
-                           hint=f"add '{loc[-1]}:' (see the README's distro.yaml section)")
-    msg = err["msg"].removeprefix("Value error, ")
-    return ConfigError(msg, path=path, field=field, line=line, hint="see the README's distro.yaml section")
-
-
 def load_config(root: Path) -> Distro:
     path = root / DISTRO_FILE
     if not path.is_file():
@@ -236,5 +190,5 @@ def load_config(root: Path) -> Distro:
     try:
         config = DistroConfig.model_validate(doc)
     except ValidationError as exc:
-        raise _to_config_error(exc, doc, path) from None
+        raise to_error(exc, doc, path, root=DistroConfig, error=ConfigError, see="see the README's distro.yaml section") from None
     return Distro(config, root.resolve())

@@ -30,12 +30,13 @@ import getpass
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Literal, Mapping, Protocol
+from typing import Annotated, Iterable, Literal, Mapping, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.errors import LedgerError
-from conda_distro.yamlio import LDict, LList, atomic_write_text
+from conda_distro.validation import to_error
+from conda_distro.yamlio import atomic_write_text
 
 LEDGER_SCHEMA_VERSION = 1
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -120,33 +121,14 @@ class PackageState(_Strict):
 # reading with errors that name file, field and line
 
 
-def _line_of(doc: Any, loc: tuple) -> int | None:
-    """The 1-based line of ``loc`` in a document parsed by :func:`conda_distro.yamlio.load_fast`."""
-    line = getattr(doc, "line", None)
-    node = doc
-    for part in loc:
-        if isinstance(node, LDict) and str(part) in node:
-            line, node = node.line_of(str(part)), node[str(part)]
-        elif isinstance(node, LList) and isinstance(part, int) and part < len(node):
-            line, node = node.line_of(part), node[part]
-        else:
-            break
-    return line
-
-
 def _validation_error(exc: ValidationError, text: str, path: Path) -> LedgerError:
     from conda_distro.yamlio import load_fast
 
-    err = exc.errors()[0]
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     try:
-        line = _line_of(load_fast(text), loc)
+        doc = load_fast(text)
     except Exception:  # noqa: BLE001 - a line number is a nicety
-        line = None
-    field = ".".join(str(p) for p in loc) or None
-    msg = {"extra_forbidden": "unknown key", "missing": "required key is missing"}.get(
-        err["type"], err["msg"].removeprefix("Value error, "))
-    return LedgerError(msg, path=path, field=field, line=line, hint=_HINT)
+        doc = None
+    return to_error(exc, doc, path, root=PackageState, error=LedgerError, see=_HINT)
 
 
 def parse_state(text: str, path: Path) -> PackageState:

@@ -15,7 +15,6 @@ What a proposal promises is checked against its recipe and the upstream channels
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import typing
@@ -36,6 +35,7 @@ from conda_distro.lint.context import LintContext
 from conda_distro.lint.proposal_checks import ProposalCheck
 from conda_distro.recipe import RECIPE_FILE, Recipe, parse_recipe
 from conda_distro.specs import admits, minor_of, next_minor_bound
+from conda_distro.validation import to_error
 from conda_distro.yamlio import LDict, LList, atomic_write_text, dump_plain, load_fast, load_fast_file
 
 if typing.TYPE_CHECKING:  # pragma: no cover
@@ -227,54 +227,6 @@ class ProposalSet:
             raise first
 
 
-def _line_for(doc: Any, loc: tuple) -> int | None:
-    node, line = doc, getattr(doc, "line", None)
-    for part in loc:
-        if isinstance(node, LDict) and isinstance(part, str) and part in node:
-            line, node = node.line_of(part), node[part]
-        elif isinstance(node, LList) and isinstance(part, int) and part < len(node):
-            line, node = node.line_of(part), node[part]
-        else:
-            break
-    return line
-
-
-def _model_at(loc: tuple) -> type[BaseModel]:
-    model: type[BaseModel] = ProposalData
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        f = model.model_fields.get(part)
-        ann = getattr(f, "annotation", None)
-        inner = next((a for a in typing.get_args(ann) if isinstance(a, type) and issubclass(a, BaseModel)), None)
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            model = ann
-        elif inner is not None:
-            model = inner
-        else:
-            break
-    return model
-
-
-def _to_proposal_error(exc: ValidationError, doc: Any, path: Path) -> ProposalError:
-    # an unknown key first: it is usually a misspelt known one, which is then also reported "missing"
-    err = min(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    field_name = ".".join(str(p) for p in loc) or None
-    line = _line_for(doc, loc)
-    if err["type"] == "extra_forbidden":
-        key = str(loc[-1])
-        known = list(_model_at(loc[:-1]).model_fields)
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
-        hint = f"did you mean '{close[0]}'?" if close else f"known keys here: {', '.join(known)}"
-        return ProposalError(f"unknown key '{key}'", path=path, field=field_name, line=line, hint=hint)
-    if err["type"] == "missing":
-        return ProposalError("required key is missing", path=path, field=field_name, line=line,
-                             hint=f"add '{loc[-1]}:' (see proposals/README.md)")
-    msg = err["msg"].removeprefix("Value error, ")
-    return ProposalError(msg, path=path, field=field_name, line=line, hint="see proposals/README.md")
-
-
 def parse_proposal(text: str, path: Path) -> Proposal:
     """Parse proposal text. Raises :class:`ProposalError` naming file, field and line."""
     try:
@@ -299,7 +251,7 @@ def _validate(doc: Any, path: Path) -> Proposal:
     try:
         data = ProposalData.model_validate(doc)
     except ValidationError as exc:
-        raise _to_proposal_error(exc, doc, path) from None
+        raise to_error(exc, doc, path, root=ProposalData, error=ProposalError, see="see proposals/README.md") from None
     if path.stem != data.name:
         raise ProposalError(f"the file is {path.name} but the proposal names '{data.name}'", path=path,
                             field="name", line=doc.line_of("name"),

@@ -10,7 +10,6 @@ import typer
 
 from conda_distro.cli.app import RootOpt, app, out, print_json
 from conda_distro.distribution import load_distribution
-from conda_distro.errors import UsageError
 from conda_distro.gitutil import changed_recipes
 from conda_distro.graph import RecipeGraph
 
