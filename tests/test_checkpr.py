@@ -15,32 +15,25 @@ import pytest
 from ruamel.yaml import YAML
 
 from conda_distro.checkpr import CheckPrResult, suggest_pin, to_markdown
-from conda_distro.cli import main
 
 TARGETS = [(r, v) for r in ("2.4.1", "2.5.1", "2.6.0") for v in ("cpu", "cuda")]
 HEADER = "| package | " + " | ".join(f"{r} {v}" for r, v in TARGETS) + " |"
 PASS_ROW = " | ".join(["✅ pass"] * len(TARGETS))
+from helpers import run_cli
 
 
 # ---------------------------------------------------------------------------------------------
 # helpers
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
-
-
 def check_pr(capsys, world: Path, *argv: str) -> tuple[int, dict]:
-    code, out, err = run(capsys, "check-pr", "--base", "HEAD~1", "--root", str(world), "--format", "json", *argv)
+    code, out, err = run_cli(capsys, "check-pr", "--base", "HEAD~1", "--root", str(world), "--format", "json", *argv)
     assert out.strip(), err
     return code, json.loads(out)
 
 
 def check_pr_markdown(capsys, world: Path, *argv: str) -> tuple[int, str]:
-    code, out, _ = run(capsys, "check-pr", "--base", "HEAD~1", "--root", str(world), "--format", "markdown", *argv)
+    code, out, _ = run_cli(capsys, "check-pr", "--base", "HEAD~1", "--root", str(world), "--format", "markdown", *argv)
     return code, out
 
 
@@ -63,7 +56,7 @@ def line_of(path: Path, needle: str) -> int:
 
 def propose_newpkg(world: Path, capsys, *, consent: bool) -> None:
     """`conda-distro propose newpkg`, then answered and completed like a sandbox recipe."""
-    code, out, err = run(capsys, "propose", "newpkg", "--maintainer", "someone", "--version", "0.1.0",
+    code, out, err = run_cli(capsys, "propose", "newpkg", "--maintainer", "someone", "--version", "0.1.0",
                          "--root", str(world))
     assert code == 0, err
     y = YAML()
@@ -124,7 +117,7 @@ def test_readme_only_change_builds_nothing(sandbox_world: Path, capsys):
 
 
 def test_unknown_base_is_bad_input(sandbox_world: Path, capsys):
-    code, out, err = run(capsys, "check-pr", "--base", "no-such-ref", "--root", str(sandbox_world), "--format", "json")
+    code, out, err = run_cli(capsys, "check-pr", "--base", "no-such-ref", "--root", str(sandbox_world), "--format", "json")
     assert code == 2 and out == ""
     assert "--base" in err and "unknown git reference 'no-such-ref'" in err
 

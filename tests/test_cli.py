@@ -11,13 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conda_distro.cli import main
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from helpers import run_cli
 
 
 def subprocess_env() -> dict[str, str]:

@@ -6,7 +6,6 @@ held with reasons; verify-channel passes end to end."
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -16,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from conda_distro.cli import main
 from conda_distro.ledger import Ledger, current_commit
 from conda_distro.promote import PromoteOptions, promote
 
@@ -26,23 +24,7 @@ STAGING = Path("build/channels/staging")
 # 2.6.0) and quantserve (never built: fastquant failed)
 EXPECTED_IN_MAIN = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics",
                     "evalsuite", "visionkit"}
-
-
-def run_cli(capsys, root: Path, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main([*args, "--root", str(root)])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def run_json(capsys, root: Path, *args: str) -> tuple[int, dict]:
-    code, out, err = run_cli(capsys, root, *args, "--format", "json")
-    assert out.strip(), f"no JSON on stdout (exit {code}); stderr:\n{err}"
-    return code, json.loads(out)
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+from helpers import run_cli_at, run_json_at, sha256
 
 
 def packages(channel: Path) -> dict[str, str]:
@@ -97,12 +79,12 @@ def test_promote_moves_exactly_the_fully_passing_artifacts(built_world, built_re
     main_dir, state = built_world / MAIN, built_world / "channel_state"
 
     # --dry-run: the same plan, nothing written
-    code, dry = run_json(capsys, built_world, "promote", "--dry-run")
+    code, dry = run_json_at(capsys, built_world, "promote", "--dry-run")
     assert code == 1 and dry["dry_run"] is True
     assert {p["artifact"] for p in dry["promoted"]} == expected
     assert not main_dir.exists() and not state.exists()
 
-    code, doc = run_json(capsys, built_world, "promote")
+    code, doc = run_json_at(capsys, built_world, "promote")
     assert code == 1  # fastquant and hookprofiler are held: promotion found failures
     assert {p["artifact"] for p in doc["promoted"]} == expected
     staged = packages(built_world / STAGING)
@@ -139,7 +121,7 @@ def test_promote_moves_exactly_the_fully_passing_artifacts(built_world, built_re
 
     # a rerun is a no-op
     before = snapshot(main_dir), snapshot(state)
-    code, again = run_json(capsys, built_world, "promote")
+    code, again = run_json_at(capsys, built_world, "promote")
     assert code == 1 and again["promoted"] == [] and again["ledger"] == []
     assert {h["artifact"] for h in again["held"] if h["reason"] == "already-in-main"} == expected
     assert (snapshot(main_dir), snapshot(state)) == before
@@ -153,7 +135,7 @@ def test_verify_channel_installs_what_users_get_and_finds_drift(built_world, cap
     versions = {name_of(a): a.split("/")[-1].rsplit("-", 2)[1] for a in packages(built_world / MAIN)}
     builds = upstream_pytorch_builds(built_world)
 
-    code, doc = run_json(capsys, built_world, "verify-channel")
+    code, doc = run_json_at(capsys, built_world, "verify-channel")
     assert code == 0 and doc["ok"] is True and doc["drift"] == []
     assert [(r["pytorch"], r["variant"]) for r in doc["results"]] == [
         (r, v) for r in ("2.4.1", "2.5.1", "2.6.0") for v in ("cpu", "cuda")]
@@ -175,7 +157,7 @@ def test_verify_channel_installs_what_users_get_and_finds_drift(built_world, cap
     state = built_world / "channel_state" / "metrickit.json"
     saved = state.read_text()
     state.unlink()
-    code, doc = run_json(capsys, built_world, "verify-channel", "--pytorch", "2.5.1")
+    code, doc = run_json_at(capsys, built_world, "verify-channel", "--pytorch", "2.5.1")
     assert code == 1 and doc["ok"] is False
     assert [(d["kind"], name_of(d["artifact"])) for d in doc["drift"]] == [("not-in-ledger", "metrickit")]
     assert all(r["ok"] for r in doc["results"])  # installing still works: only the records are off
@@ -187,7 +169,7 @@ def test_verify_channel_installs_what_users_get_and_finds_drift(built_world, cap
     [fastquant] = (built_world / STAGING / "noarch").glob("fastquant-*.conda")
     shutil.copy2(fastquant, built_world / MAIN / "noarch" / fastquant.name)
     index_channel(built_world / MAIN)
-    code, out, _ = run_cli(capsys, built_world, "verify-channel", "--pytorch", "2.5.1")
+    code, out, _ = run_cli_at(capsys, built_world, "verify-channel", "--pytorch", "2.5.1")
     assert code == 1
     assert f"drift: not-in-ledger: noarch/{fastquant.name}" in out and out.rstrip().endswith("FAILED")
 

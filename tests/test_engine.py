@@ -9,7 +9,6 @@ fails everywhere; quantserve depends on fastquant.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -17,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from conda_distro.cli import main
 from conda_distro.results import ArtifactResults
 from worlds import copy_world
 
@@ -26,27 +24,11 @@ CHAIN = {"tensorutils", "layerkit", "trainloop"}
 DIAMOND = {"metrickit", "visionmetrics", "textmetrics", "evalsuite"}
 # │ pytorch     ┆ 2.5.1   ┆ cuda124_hc9ac692_200 ┆ 2.5.1-cuda ┆ 18.25 KiB │  (rattler-build's environment table)
 PYTORCH_ROW = re.compile(r"│\s*pytorch\s*┆\s*(\S+)\s*┆\s*(\S+)\s*┆\s*(\S+)\s*┆")
+from helpers import run_cli_at, run_json_at, sha256
 
 
 # ---------------------------------------------------------------------------------------------
 # helpers
-
-
-def run_cli(capsys, root: Path, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main([*args, "--root", str(root)])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def run_json(capsys, root: Path, *args: str) -> tuple[int, dict]:
-    code, out, err = run_cli(capsys, root, *args, "--format", "json")
-    assert out.strip(), f"no JSON on stdout (exit {code}); stderr:\n{err}"
-    return code, json.loads(out)
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def config(root: Path) -> tuple[list[str], list[str]]:
@@ -231,7 +213,7 @@ def test_each_test_ran_on_exactly_its_release_and_variant(built_report, built_te
 @pytest.mark.slow
 def test_no_change_rerun_builds_and_tests_nothing(built_world, built_report, capsys):
     staging, results, logs = (snapshot(built_world / p) for p in (STAGING / "noarch", "build/results", "build/logs"))
-    code, doc = run_json(capsys, built_world, "build", "--all")
+    code, doc = run_json_at(capsys, built_world, "build", "--all")
     assert code == 1  # the designed failures are still failures
     assert {b["name"]: b["status"] for b in doc["builds"]} == {
         b["name"]: ("blocked" if b["status"] == "blocked" else "skipped-existing") for b in built_report["builds"]}
@@ -256,29 +238,29 @@ def test_changed_recipe_rebuilds_it_and_retests_its_dependents_only(built_world,
     build_dir = snapshot(built_world / "build")
 
     # --dry-run: the plan, nothing written
-    code, doc = run_json(capsys, built_world, "build", "tensorutils", "--dry-run")
+    code, doc = run_json_at(capsys, built_world, "build", "tensorutils", "--dry-run")
     assert code == 0 and doc["dry_run"] is True
     plan = {p["name"]: [v["action"] for v in p["variants"]] for p in doc["plan"]["packages"]}
     assert plan == {"tensorutils": ["build"], "layerkit": ["skip-existing"], "trainloop": ["skip-existing"]}
     assert doc["plan"]["order"] == ["tensorutils", "layerkit", "trainloop"]
-    code, text, _ = run_cli(capsys, built_world, "build", "tensorutils", "--dry-run")
+    code, text, _ = run_cli_at(capsys, built_world, "build", "tensorutils", "--dry-run")
     assert code == 0 and "dry run" in text and "noarch/tensorutils-0.3.2-pyh" in text and "_1.conda" in text
     # --changed-since picks the same set: uncommitted, then committed
-    code, doc = run_json(capsys, built_world, "build", "--changed-since", "HEAD", "--dry-run")
+    code, doc = run_json_at(capsys, built_world, "build", "--changed-since", "HEAD", "--dry-run")
     assert code == 0 and doc["plan"]["order"] == ["tensorutils", "layerkit", "trainloop"]
     repo = git.Repo(built_world)
     repo.index.add(["recipes/tensorutils/recipe.yaml"])
     repo.index.commit("tensorutils: build number 1")
-    code, doc = run_json(capsys, built_world, "build", "--changed-since", "HEAD~1", "--dry-run")
+    code, doc = run_json_at(capsys, built_world, "build", "--changed-since", "HEAD~1", "--dry-run")
     assert code == 0 and doc["plan"]["order"] == ["tensorutils", "layerkit", "trainloop"]
-    code, doc = run_json(capsys, built_world, "build", "--changed-since", "HEAD", "--dry-run")
+    code, doc = run_json_at(capsys, built_world, "build", "--changed-since", "HEAD", "--dry-run")
     assert code == 0 and doc["plan"]["order"] == []
     assert snapshot(built_world / "build") == build_dir, "a dry run wrote something"
 
     old_staging = staging_packages(built_world)
     old_results = {n: json.loads(p.read_text()) for n in ("layerkit", "trainloop")
                    for p in (built_world / "build/results").glob(f"noarch__{n}-*.json")}
-    code, doc = run_json(capsys, built_world, "build", "--changed-since", "HEAD~1")
+    code, doc = run_json_at(capsys, built_world, "build", "--changed-since", "HEAD~1")
     assert code == 0, doc
     assert {b["name"] for b in doc["builds"]} == {t["name"] for t in doc["tests"]} == CHAIN
     builds = builds_by_name(doc)
@@ -298,7 +280,7 @@ def test_changed_recipe_rebuilds_it_and_retests_its_dependents_only(built_world,
         assert re.search(r"tensorutils\s*┆\s*0\.3\.2\s*┆\s*pyh\w+_1\s", log.read_text()), log
 
     # and then nothing is left to do
-    code, doc = run_json(capsys, built_world, "build", "--all")
+    code, doc = run_json_at(capsys, built_world, "build", "--all")
     assert all(t["cached"] for t in doc["tests"] if t["status"] != "blocked")
     assert staging_packages(built_world) == new
 
@@ -309,7 +291,7 @@ def test_dependents_are_tested_against_this_runs_build_of_their_parents(built_wo
     (which it would accept) is still in staging."""
     path = built_world / "recipes/tensorutils/recipe.yaml"
     path.write_text(path.read_text().replace('version: "0.3.2"', 'version: "0.4.0"'))
-    code, doc = run_json(capsys, built_world, "build", "tensorutils")
+    code, doc = run_json_at(capsys, built_world, "build", "tensorutils")
     assert code == 1
     assert any(a.startswith("noarch/tensorutils-0.3.2-") for a in staging_packages(built_world))
     builds = builds_by_name(doc)
@@ -335,7 +317,7 @@ def test_failed_build_blocks_its_dependents(built_world, capsys):
     path.write_text(text.replace("    - cp -r $SRC_DIR/tensorutils $SP_DIR/\n",
                                  "    - cp -r $SRC_DIR/tensorutils $SP_DIR/\n    - echo 'compiler exploded' && exit 3\n"))
     assert path.read_text() != text
-    code, doc = run_json(capsys, built_world, "build", "tensorutils")
+    code, doc = run_json_at(capsys, built_world, "build", "tensorutils")
     assert code == 1
     builds = builds_by_name(doc)
     assert builds["tensorutils"]["status"] == "failed"
@@ -355,7 +337,7 @@ def test_jobs_2_gives_the_same_outcome_as_jobs_1(sandbox_template, tmp_path, cap
     docs = {}
     for jobs in ("1", "2"):
         root = copy_world(sandbox_template, tmp_path / f"jobs{jobs}")
-        code, docs[jobs] = run_json(capsys, root, "build", "metrickit", "--jobs", jobs, "--pytorch", "2.5.1")
+        code, docs[jobs] = run_json_at(capsys, root, "build", "metrickit", "--jobs", jobs, "--pytorch", "2.5.1")
         assert code == 0, docs[jobs]
         assert {b["name"] for b in docs[jobs]["builds"]} == DIAMOND
         assert len(staging_packages(root)) == len(DIAMOND)
@@ -404,7 +386,7 @@ def test_bad_input_exits_2_and_writes_nothing(sandbox_world, capsys, args, chang
     if change:
         change(sandbox_world)
     before = snapshot(sandbox_world)
-    code, out, err = run_cli(capsys, sandbox_world, *args)
+    code, out, err = run_cli_at(capsys, sandbox_world, *args)
     assert code == 2, (out, err)
     assert message in err, err
     assert not (sandbox_world / "build").exists()

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conda_distro.cli import main
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import GitError, GraphError
 from conda_distro.gitutil import changed_files, changed_recipes
@@ -28,17 +27,12 @@ EDGES = {
     "lonely": [],
 }
 HOST = {"mid-b": ["base"]}
+from helpers import run_cli
 
 
 @pytest.fixture()
 def distro_root(make_distro, clean_recipe) -> Path:
     return make_distro({n: clean_recipe(n, run=deps, host=HOST.get(n, ())) for n, deps in EDGES.items()})
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def graph_json(capsys, root: Path, *argv: str) -> dict:

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conda_distro.cli import main
 from conda_distro.config import load_config
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import ProposalError
@@ -27,6 +26,7 @@ from conda_distro.recipe import load_recipe
 RELEASES = ["2.4.1", "2.5.1", "2.6.0"]
 PIN = "pytorch >=2.4,<2.7"
 SHA = "a" * 64
+from helpers import run_cli
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,13 +75,6 @@ def root(tmp_path: Path) -> Path:
         data["packages.conda"][f"pytorch-{v}-0.conda"] = _record("pytorch", v, "linux-64")
     (r / "upstream/linux-64/repodata.json").write_text(json.dumps(data))
     return r
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
 
 
 def recipe_text(name: str = "torch-foo", version: str = "1.2.0", run_deps: tuple[str, ...] = ("python >=3.10", PIN),
@@ -175,7 +168,7 @@ def test_pytorch_pin_spans_supported_releases_at_minor_granularity(releases, exp
 
 
 def test_propose_writes_proposal_and_recipe_skeleton(root, capsys):
-    code, out, err = run(capsys, "propose", "torch-foo", "--maintainer", "octocat", "--maintainer", "org/team",
+    code, out, err = run_cli(capsys, "propose", "torch-foo", "--maintainer", "octocat", "--maintainer", "org/team",
                          "--version", "1.10", "--summary", "Tensor foo", "--homepage", "https://github.com/o/torch-foo",
                          "--license", "BSD-3-Clause", "--root", str(root), "--format", "json")
     assert code == 0, err
@@ -210,7 +203,7 @@ def test_propose_writes_proposal_and_recipe_skeleton(root, capsys):
 
 
 def test_propose_text_output_and_placeholder_version(root, capsys):
-    code, out, _ = run(capsys, "propose", "foo", "--maintainer", "octocat", "--root", str(root))
+    code, out, _ = run_cli(capsys, "propose", "foo", "--maintainer", "octocat", "--root", str(root))
     assert code == 0
     assert "wrote proposals/foo.yaml" in out and "wrote recipes/foo/recipe.yaml" in out
     assert load_recipe(root / "recipes/foo/recipe.yaml").version == "0.0.0"
@@ -220,7 +213,7 @@ def test_propose_text_output_and_placeholder_version(root, capsys):
 
 def test_skeleton_builds_with_rattler_build_once_sha256_is_filled(root, capsys):
     rattler_build = pytest.importorskip("rattler_build")
-    assert run(capsys, "propose", "torch-foo", "--maintainer", "octocat", "--version", "1.2.0",
+    assert run_cli(capsys, "propose", "torch-foo", "--maintainer", "octocat", "--version", "1.2.0",
                "--root", str(root))[0] == 0
     text = (root / "recipes/torch-foo/recipe.yaml").read_text()
     with pytest.raises(Exception, match="(?i)sha256"):  # the placeholder cannot slip through a build
@@ -232,12 +225,12 @@ def test_skeleton_builds_with_rattler_build_once_sha256_is_filled(root, capsys):
 
 
 def _lint(capsys, root: Path) -> tuple[int, dict]:
-    code, out, err = run(capsys, "lint", "--root", str(root), "--format", "json")
+    code, out, err = run_cli(capsys, "lint", "--root", str(root), "--format", "json")
     return code, json.loads(out)
 
 
 def test_lint_on_fresh_skeleton_flags_only_what_a_person_must_fill_in(root, capsys):
-    assert run(capsys, "propose", "torch-foo", "--maintainer", "octocat", "--version", "1.2.0", "--summary", "Foo",
+    assert run_cli(capsys, "propose", "torch-foo", "--maintainer", "octocat", "--version", "1.2.0", "--summary", "Foo",
                "--homepage", "https://github.com/o/torch-foo", "--license", "MIT", "--root", str(root))[0] == 0
     code, doc = _lint(capsys, root)
     assert code == 1
@@ -262,7 +255,7 @@ def test_lint_on_fresh_skeleton_flags_only_what_a_person_must_fill_in(root, caps
 
 
 def test_lint_on_bare_skeleton(root, capsys):
-    assert run(capsys, "propose", "torch-foo", "--maintainer", "octocat", "--version", "1.2.0", "--root", str(root))[0] == 0
+    assert run_cli(capsys, "propose", "torch-foo", "--maintainer", "octocat", "--version", "1.2.0", "--root", str(root))[0] == 0
     code, doc = _lint(capsys, root)
     recipe_checks = {f["check"] for f in doc["findings"] if f["path"].startswith("recipes/")}
     assert recipe_checks == {"source-missing-sha256", "license-missing", "summary-missing", "homepage-missing"}
@@ -284,7 +277,7 @@ def test_lint_on_bare_skeleton(root, capsys):
     (["foo", "--maintainer", "octocat", "--homepage", "github.com/x"], "--homepage"),
 ])
 def test_propose_refuses_bad_input_and_writes_nothing(root, capsys, argv, field):
-    code, out, err = run(capsys, "propose", *argv, "--root", str(root))
+    code, out, err = run_cli(capsys, "propose", *argv, "--root", str(root))
     assert code == 2
     assert f"field '{field}'" in err
     assert not (root / "proposals").exists() and not (root / "recipes").exists()
@@ -293,7 +286,7 @@ def test_propose_refuses_bad_input_and_writes_nothing(root, capsys, argv, field)
 def test_propose_refuses_existing_proposal(root, capsys):
     (root / "proposals").mkdir()
     (root / "proposals/foo.yaml").write_text("mine\n")
-    code, _, err = run(capsys, "propose", "foo", "--maintainer", "octocat", "--root", str(root))
+    code, _, err = run_cli(capsys, "propose", "foo", "--maintainer", "octocat", "--root", str(root))
     assert code == 2 and "proposals/foo.yaml" in err and "--force" in err
     assert (root / "proposals/foo.yaml").read_text() == "mine\n"
     assert not (root / "recipes/foo/recipe.yaml").exists()
@@ -302,19 +295,19 @@ def test_propose_refuses_existing_proposal(root, capsys):
 def test_propose_refuses_existing_recipe_unless_forced(root, capsys):
     (root / "recipes/foo").mkdir(parents=True)
     (root / "recipes/foo/recipe.yaml").write_text("mine\n")
-    code, _, err = run(capsys, "propose", "foo", "--maintainer", "octocat", "--root", str(root), "--format", "json")
+    code, _, err = run_cli(capsys, "propose", "foo", "--maintainer", "octocat", "--root", str(root), "--format", "json")
     assert code == 2 and "recipes/foo/recipe.yaml" in err
     assert not (root / "proposals/foo.yaml").exists()
     assert (root / "recipes/foo/recipe.yaml").read_text() == "mine\n"
 
-    code, out, _ = run(capsys, "propose", "foo", "--maintainer", "octocat", "--root", str(root), "--format", "json",
+    code, out, _ = run_cli(capsys, "propose", "foo", "--maintainer", "octocat", "--root", str(root), "--format", "json",
                        "--force")
     assert code == 0 and len(json.loads(out)["written"]) == 2
     assert load_recipe(root / "recipes/foo/recipe.yaml").name == "foo"
 
 
 def test_propose_leaves_no_temp_files(root, capsys):
-    assert run(capsys, "propose", "foo", "--maintainer", "octocat", "--root", str(root))[0] == 0
+    assert run_cli(capsys, "propose", "foo", "--maintainer", "octocat", "--root", str(root))[0] == 0
     leftovers = [p for p in root.rglob(".*.tmp")]
     assert leftovers == []
 
@@ -336,7 +329,7 @@ def test_every_proposal_check_is_registered_and_documented(capsys, root):
         "proposal-details-missing"}
     for cid in pids:
         assert CHECKS[cid].explanation()
-    code, out, _ = run(capsys, "lint", "--list-checks", "--format", "json", "--root", str(root))
+    code, out, _ = run_cli(capsys, "lint", "--list-checks", "--format", "json", "--root", str(root))
     assert code == 0 and set(pids) <= {c["id"] for c in json.loads(out)["checks"]}
 
 
@@ -447,9 +440,9 @@ def test_lint_reports_proposals_with_recipes(root, capsys):
     assert code == 1
     assert [(f["check"], f["path"]) for f in doc["findings"]] == [("proposal-consent-missing", "proposals/torch-foo.yaml")]
 
-    code, out, _ = run(capsys, "lint", "--root", str(root), "--check", "license-missing")
+    code, out, _ = run_cli(capsys, "lint", "--root", str(root), "--check", "license-missing")
     assert code == 0  # --check selects among proposal checks too
-    code, out, _ = run(capsys, "lint", "--root", str(root), "--format", "github")
+    code, out, _ = run_cli(capsys, "lint", "--root", str(root), "--format", "github")
     assert "::error file=proposals/torch-foo.yaml,line=" in out
 
 
@@ -495,7 +488,7 @@ def test_malformed_proposal_is_bad_input_with_path_and_line(root, capsys, text, 
     assert f["check"] == "proposal-invalid" and f["line"] == line and message in f["message"]
     if hint:
         assert hint in f["hint"]
-    code, out, _ = run(capsys, "lint", "--root", str(root))
+    code, out, _ = run_cli(capsys, "lint", "--root", str(root))
     assert code == 2 and f"proposals/torch-foo.yaml:{line}: error: [proposal-invalid]" in out
 
 
@@ -535,5 +528,5 @@ def test_changed_proposals_since_a_git_ref(root):
 def test_corrupt_upstream_repodata_is_bad_input(root, capsys):
     write_package(root)
     (root / "upstream/noarch/repodata.json").write_text("{not json")
-    code, out, err = run(capsys, "lint", "--root", str(root))
+    code, out, err = run_cli(capsys, "lint", "--root", str(root))
     assert code == 2 and "upstream/noarch/repodata.json" in err and "cannot read repodata" in err

@@ -8,21 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conda_distro.cli import main
 from conda_distro.distribution import load_distribution
-
-
-def run_cli(capsys, root: Path, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main([*args, "--root", str(root)])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def run_json(capsys, root: Path, *args: str) -> tuple[int, dict]:
-    code, out, err = run_cli(capsys, root, *args, "--format", "json")
-    assert out.strip(), f"no JSON on stdout (exit {code}); stderr:\n{err}"
-    return code, json.loads(out)
+from helpers import run_cli_at, run_json_at
 
 
 def matrix(root: Path) -> list[tuple[str, str]]:
@@ -70,7 +57,7 @@ def add_recipe(root: Path, name: str, run: list[str], *, like: str = "tensorutil
 
 
 def test_the_sandbox_solves_for_every_release_and_variant(sandbox_world, capsys):
-    code, doc = run_json(capsys, sandbox_world, "solve")
+    code, doc = run_json_at(capsys, sandbox_world, "solve")
     assert code == 0 and doc["ok"] is True
     assert [(r["pytorch"], r["variant"]) for r in doc["results"]] == matrix(sandbox_world)
     versions = recipe_versions(sandbox_world)
@@ -91,7 +78,7 @@ def test_the_sandbox_solves_for_every_release_and_variant(sandbox_world, capsys)
 
 
 def test_text_output(sandbox_world, capsys):
-    code, out, _ = run_cli(capsys, sandbox_world, "solve", "--pytorch", "2.6.0")
+    code, out, _ = run_cli_at(capsys, sandbox_world, "solve", "--pytorch", "2.6.0")
     assert code == 0
     assert out.splitlines() == [f"pytorch 2.6.0 ({v}): ok — 10 distribution package(s)" for v in ("cpu", "cuda")]
 
@@ -99,7 +86,7 @@ def test_text_output(sandbox_world, capsys):
 def test_a_conflict_names_the_package_and_the_clashing_spec(sandbox_world, capsys):
     # admitted on 2.6.0 only (its own pytorch pin), where it needs a metrickit that does not exist
     add_recipe(sandbox_world, "badpin", ["python >=3.10", "pytorch >=2.6,<2.7", "metrickit >=9,<10"])
-    code, doc = run_json(capsys, sandbox_world, "solve")
+    code, doc = run_json_at(capsys, sandbox_world, "solve")
     assert code == 1 and doc["ok"] is False
     for r in doc["results"]:
         if r["pytorch"] != "2.6.0":
@@ -109,14 +96,14 @@ def test_a_conflict_names_the_package_and_the_clashing_spec(sandbox_world, capsy
         assert r["conflicting"] == ["badpin"]
         assert "metrickit >=9,<10" in r["conflict"]
         assert "badpin" in r["conflict"].splitlines()[0]
-    code, out, _ = run_cli(capsys, sandbox_world, "solve")
+    code, out, _ = run_cli_at(capsys, sandbox_world, "solve")
     assert code == 1
     assert "pytorch 2.6.0 (cuda): CONFLICT" in out and "metrickit >=9,<10" in out
 
 
 def test_cuda_only_package_conflicts_in_the_cpu_variant_only(sandbox_world, capsys):
     add_recipe(sandbox_world, "gpuonly", ["python >=3.10", "pytorch >=2.4,<2.7", "__cuda >=12"])
-    code, doc = run_json(capsys, sandbox_world, "solve", "--pytorch", "2.4.1")
+    code, doc = run_json_at(capsys, sandbox_world, "solve", "--pytorch", "2.4.1")
     assert code == 1
     by_variant = {r["variant"]: r for r in doc["results"]}
     assert by_variant["cuda"]["ok"] is True and "gpuonly" in solution(by_variant["cuda"])
@@ -127,7 +114,7 @@ def test_cuda_only_package_conflicts_in_the_cpu_variant_only(sandbox_world, caps
 @pytest.mark.slow
 def test_solve_from_staging_uses_the_built_artifacts(built_world, capsys):
     staged = {p.name for p in (built_world / "build/channels/staging/noarch").glob("*.conda")}
-    code, doc = run_json(capsys, built_world, "solve", "--from", "staging")
+    code, doc = run_json_at(capsys, built_world, "solve", "--from", "staging")
     assert code == 0 and doc["ok"] is True
     assert [(r["pytorch"], r["variant"]) for r in doc["results"]] == matrix(built_world)
     builds = upstream_pytorch_builds(built_world)
@@ -140,14 +127,14 @@ def test_solve_from_staging_uses_the_built_artifacts(built_world, capsys):
             version, build = got[name]
             assert f"{name}-{version}-{build}.conda" in staged
     # main is still empty: there is nothing to solve there yet
-    code, out, err = run_cli(capsys, built_world, "solve", "--from", "main")
+    code, out, err = run_cli_at(capsys, built_world, "solve", "--from", "main")
     assert code == 2 and "does not exist" in err
 
 
 def test_libmamba_without_libmambapy_is_bad_input(sandbox_world, capsys):
     if importlib.util.find_spec("libmambapy") is not None:
         pytest.skip("libmambapy is importable here")
-    code, out, err = run_cli(capsys, sandbox_world, "solve", "--solver", "libmamba")
+    code, out, err = run_cli_at(capsys, sandbox_world, "solve", "--solver", "libmamba")
     assert code == 2 and out == ""
     assert "libmambapy" in err and "hint:" in err and "--solver rattler" in err
 
@@ -158,6 +145,6 @@ def test_libmamba_without_libmambapy_is_bad_input(sandbox_world, capsys):
     (["--from", "nowhere"], "unknown source"),
 ])
 def test_bad_input_exits_2(sandbox_world, capsys, args, message):
-    code, out, err = run_cli(capsys, sandbox_world, "solve", *args)
+    code, out, err = run_cli_at(capsys, sandbox_world, "solve", *args)
     assert code == 2 and message in err and out == ""
     assert not (sandbox_world / "build").exists()

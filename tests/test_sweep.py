@@ -19,7 +19,6 @@ import pytest
 import yaml
 from filelock import FileLock
 
-from conda_distro.cli import main
 from conda_distro.config import load_config
 from conda_distro.distribution import load_distribution
 from conda_distro.graph import RecipeGraph
@@ -81,21 +80,15 @@ extra:
   recipe-maintainers:
     - viz-owner
 """
+from helpers import run_cli
 
 
 # ---------------------------------------------------------------------------------------------
 # helpers
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
-
-
 def sweep(capsys, world: Path, *argv: str) -> tuple[int, str, str]:
-    return run(capsys, "sweep", *argv, "--root", str(world))
+    return run_cli(capsys, "sweep", *argv, "--root", str(world))
 
 
 def sweep_json(capsys, world: Path, *argv: str) -> tuple[int, dict]:

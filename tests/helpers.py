@@ -1,0 +1,31 @@
+"""Small helpers shared by the test modules (import them: ``from helpers import run_cli``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from conda_distro.cli import main
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """Run ``conda-distro ARGV`` in-process; return (exit code, stdout, stderr) of that call only."""
+    capsys.readouterr()
+    code = main(list(argv))
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def run_cli_at(capsys, root: Path, *args: str) -> tuple[int, str, str]:
+    return run_cli(capsys, *args, "--root", str(root))
+
+
+def run_json_at(capsys, root: Path, *args: str) -> tuple[int, dict]:
+    code, out, err = run_cli_at(capsys, root, *args, "--format", "json")
+    assert out.strip(), f"no JSON on stdout (exit {code}); stderr:\n{err}"
+    return code, json.loads(out)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
