@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.distribution import Distribution, load_distribution
-from conda_distro.errors import ExitCode, GitError
-from conda_distro.gitutil import changed_files
+from conda_distro.errors import ExitCode
+from conda_distro.gitutil import changed_files, recipe_names
 from conda_distro.graph import RecipeGraph
 from conda_distro.lint import Finding, LintOptions, lint_distribution
 from conda_distro.specs import admits, upper_granularity
@@ -120,23 +120,18 @@ def pin_updates(dist: Distribution, graph: RecipeGraph, changed: list[str]) -> l
 
 
 def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> CheckPrResult:
-    from conda_distro.proposal import changed_proposals, has_fatal, lint_proposals
+    from conda_distro.proposal import has_fatal, lint_proposals, proposal_names
 
     dist = load_distribution(root, strict=False)
     res = CheckPrResult(base=options.base)
-    try:
-        res.changed_files = changed_files(dist.root, options.base)
-    except GitError as exc:
-        if exc.field == "--changed-since":
-            exc.field = "--base"
-        raise
+    res.changed_files = changed_files(dist.root, options.base, flag="--base")
     buildable = [f for f in res.changed_files if f.startswith(BUILDABLE_PREFIXES) or f in BUILDABLE_FILES]
     if not buildable:
         res.nothing_buildable = True
         return res
     config_changed = any(f in BUILDABLE_FILES for f in buildable)
-    res.changed = sorted({f.split("/")[1] for f in buildable if f.startswith("recipes/") and f.count("/") >= 2})
-    res.changed_proposals = changed_proposals(dist.root, options.base)
+    res.changed = recipe_names(buildable)
+    res.changed_proposals = proposal_names(dist.root, buildable)
     present = [n for n in res.changed if (dist.distro.recipes_dir / n).is_dir()]
     lint = lint_distribution(dist, LintOptions(names=tuple(present))) if present else None
     res.lint = [f for f in (lint.findings if lint else []) if not f.check.startswith("proposal-")]

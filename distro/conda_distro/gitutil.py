@@ -17,15 +17,16 @@ def _repo(root: Path):
                        hint="--changed-since needs the distribution to be a git checkout") from None
 
 
-def changed_files(root: Path, ref: str) -> list[str]:
-    """Paths (relative to ``root``) changed between ``ref`` and the working tree, untracked included."""
+def changed_files(root: Path, ref: str, *, flag: str = "--changed-since") -> list[str]:
+    """Paths (relative to ``root``) changed between ``ref`` and the working tree, untracked included.
+    ``flag`` names the option the ref came from, for the error message."""
     import git
 
     repo = _repo(root)
     try:
         base = repo.commit(ref)
     except (git.BadName, ValueError, git.GitCommandError):
-        raise GitError(f"unknown git reference '{ref}'", field="--changed-since",
+        raise GitError(f"unknown git reference '{ref}'", field=flag,
                        hint="pass a branch, tag or commit that exists, e.g. origin/main or HEAD~1") from None
     top = Path(repo.working_tree_dir).resolve()
     names = set(repo.git.diff("--name-only", base.hexsha, "--").splitlines())
@@ -41,11 +42,11 @@ def changed_files(root: Path, ref: str) -> list[str]:
     return sorted(out)
 
 
+def recipe_names(paths: list[str]) -> list[str]:
+    """Recipe folder names with any change under recipes/<name>/, from changed paths."""
+    return sorted({p.split("/")[1] for p in paths if p.startswith("recipes/") and p.count("/") >= 2})
+
+
 def changed_recipes(root: Path, ref: str) -> list[str]:
-    """Recipe folder names with any change under recipes/<name>/."""
-    names = set()
-    for path in changed_files(root, ref):
-        parts = path.split("/")
-        if len(parts) >= 3 and parts[0] == "recipes":
-            names.add(parts[1])
-    return sorted(names)
+    """Recipe folder names with any change under recipes/<name>/ since ``ref``."""
+    return recipe_names(changed_files(root, ref))

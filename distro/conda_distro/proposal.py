@@ -282,17 +282,22 @@ def load_proposals(distro: Distro, *, strict: bool = False, names: Iterable[str]
     return out
 
 
-def changed_proposals(root: Path, ref: str) -> list[str]:
-    """Names of proposals/<name>.yaml added or changed since ``ref`` (git), for check-pr."""
-    from conda_distro.gitutil import changed_files
-
+def proposal_names(root: Path, paths: Iterable[str]) -> list[str]:
+    """Names of the proposals/<name>.yaml files among changed ``paths`` that still exist."""
     names = set()
-    for p in changed_files(root, ref):
+    for p in paths:
         parts = p.split("/")
         if len(parts) == 2 and parts[0] == PROPOSALS_DIR and parts[1].endswith((".yaml", ".yml")) \
                 and (root / p).is_file():
             names.add(Path(parts[1]).stem)
     return sorted(names)
+
+
+def changed_proposals(root: Path, ref: str) -> list[str]:
+    """Names of proposals/<name>.yaml added or changed since ``ref`` (git)."""
+    from conda_distro.gitutil import changed_files
+
+    return proposal_names(root, changed_files(root, ref))
 
 
 # ---------------------------------------------------------------------------------------------
