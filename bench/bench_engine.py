@@ -23,7 +23,7 @@ from pathlib import Path
 from conda_distro.distribution import load_distribution
 from conda_distro.engine.releases import build_release_views
 from conda_distro.engine.run import BuildOptions, run_build
-from conda_distro.rattler_env import rattler_env
+from conda_distro.rattler_env import rattler_env, scratch_dir
 from conda_distro.sandbox.world import SandboxOptions, create_sandbox
 from conda_distro.solve import solve_distribution
 from conda_distro.specs import admits
@@ -56,7 +56,7 @@ def direct_loop(root: Path, names: list[str], staging: Path) -> int:
     n = 0
     for name in names:
         recipe = dist.recipes[name]
-        with rattler_env():
+        with rattler_env(tmpdir=scratch_dir()):  # same scratch place as conda-distro: compare orchestration only
             for v in Stage0Recipe.from_file(str(recipe.path)).render(VariantConfig()):
                 res = v.run_build(tool_config=ToolConfiguration(test_strategy="skip"), output_dir=str(staging),
                                   channels=[staging.as_uri(), *upstream])
@@ -78,14 +78,25 @@ def main() -> int:
         dist = load_distribution(root)
         names = ["tensorutils"]
 
-        # 1. overhead: the same packages (a changed package and all its reverse dependencies), the same tests
-        root_b = world(tmp, "b")
-        t_ours, run = timed(lambda: run_build(load_distribution(root_b), BuildOptions(names=tuple(names[:1]), jobs=1)))
-        built = [p.name for p in run.plan.packages]
-        t_direct, n_tests = timed(lambda: direct_loop(root, built, root / "build" / "direct-staging"))
-        print(f"overhead: {len(built)} packages ({', '.join(built)}); direct rattler-build loop {t_direct:.2f} s "
-              f"({n_tests} tests) vs conda-distro build {t_ours:.2f} s ({len(run.report.tests)} tests) "
-              f"-> ratio {t_ours / t_direct:.3f} (target <= 1.10)")
+        # 1. overhead: the same packages (a changed package and all its reverse dependencies), the same
+        # tests; two rounds on fresh worlds, alternating which goes first, best of each (test times vary)
+        directs, ours = [], []
+        for rnd in range(2):
+            root_o, root_d = world(tmp, f"o{rnd}"), world(tmp, f"d{rnd}")
+            order = [("ours", root_o), ("direct", root_d)] if rnd == 0 else [("direct", root_d), ("ours", root_o)]
+            for kind, r in order:
+                if kind == "ours":
+                    t, run = timed(lambda: run_build(load_distribution(r), BuildOptions(names=tuple(names[:1]), jobs=1)))
+                    built = [p.name for p in run.plan.packages]
+                    n_ours = len(run.report.tests)
+                    ours.append(t)
+                else:
+                    t, n_tests = timed(lambda: direct_loop(r, ["tensorutils", "layerkit", "trainloop"], r / "build" / "direct-staging"))
+                    directs.append(t)
+        assert built == ["tensorutils", "layerkit", "trainloop"] and n_ours == n_tests
+        print(f"overhead: {len(built)} packages ({', '.join(built)}), {n_tests} tests each way; direct rattler-build loop "
+              f"best {min(directs):.2f} s vs conda-distro build best {min(ours):.2f} s "
+              f"-> ratio {min(ours) / min(directs):.3f} (target <= 1.10)")
 
         # 2. jobs: six independent packages (copies of one leaf recipe), one release
         root_c = world(tmp, "c")
@@ -99,11 +110,11 @@ def main() -> int:
             (dst / "recipe.yaml").write_text(text)
             (dst / "src" / "tensorutils").rename(dst / "src" / name)
             indep.append(name)
-        rel = load_distribution(root_c).config.pytorch.releases[-2]
-        t1, _ = timed(lambda: run_build(load_distribution(root_c), BuildOptions(names=tuple(indep), pytorch=(rel,), jobs=1)))
+        t1, _ = timed(lambda: run_build(load_distribution(root_c), BuildOptions(names=tuple(indep), jobs=1)))
         shutil.rmtree(root_c / "build")
-        t2, _ = timed(lambda: run_build(load_distribution(root_c), BuildOptions(names=tuple(indep), pytorch=(rel,), jobs=2)))
-        print(f"jobs: 6 independent packages, --jobs 1 {t1:.2f} s, --jobs 2 {t2:.2f} s -> speed-up {t1 / t2:.2f}x (target >= 1.5x)")
+        t2, run2 = timed(lambda: run_build(load_distribution(root_c), BuildOptions(names=tuple(indep), jobs=2)))
+        print(f"jobs: 6 independent packages x {len(run2.report.tests) // 6} tests, --jobs 1 {t1:.2f} s, --jobs 2 {t2:.2f} s "
+              f"-> speed-up {t1 / t2:.2f}x (target >= 1.5x)")
 
         # 3. no-change rebuild of everything
         root_d = world(tmp, "d")

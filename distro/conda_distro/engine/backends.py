@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from conda_distro.errors import EngineUnavailableError, RecipeError
-from conda_distro.rattler_env import rattler_env
+from conda_distro.rattler_env import rattler_env, scratch_dir
 
 @dataclass(frozen=True)
 class VariantSpec:
@@ -175,7 +175,7 @@ class RattlerBuildBackend:
         from rattler_build import Package, RattlerBuildError
 
         pkg = Package.from_file(str(job.artifact))
-        with rattler_env(cuda=job.cuda):
+        with rattler_env(cuda=job.cuda, tmpdir=scratch_dir()):
             try:
                 results = pkg.run_tests(channel=list(job.channels))
             except RattlerBuildError as exc:
