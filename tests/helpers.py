@@ -29,3 +29,15 @@ def run_json_at(capsys, root: Path, *args: str) -> tuple[int, dict]:
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def upstream_pytorch_builds(root: Path) -> dict[tuple[str, str], str]:
+    """(release, cpu|cuda) -> build string of the world's upstream pytorch packages (cuda builds depend on __cuda)."""
+    out = {}
+    for rd in (root / "upstream").glob("*/repodata.json"):
+        data = json.loads(rd.read_text())
+        for rec in {**data.get("packages", {}), **data.get("packages.conda", {})}.values():
+            if rec["name"] == "pytorch":
+                cuda = any(d.split()[0] == "__cuda" for d in rec.get("depends", []))
+                out[(rec["version"], "cuda" if cuda else "cpu")] = rec["build"]
+    return out

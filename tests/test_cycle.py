@@ -24,7 +24,7 @@ STAGING = Path("build/channels/staging")
 # 2.6.0) and quantserve (never built: fastquant failed)
 EXPECTED_IN_MAIN = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics",
                     "evalsuite", "visionkit"}
-from helpers import run_cli_at, run_json_at, sha256
+from helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
 
 
 def packages(channel: Path) -> dict[str, str]:
@@ -59,17 +59,6 @@ def all_passed(report: dict) -> set[str]:
         tests.setdefault(t["artifact"], []).append(t["status"])
     return {b["artifact"] for b in report["builds"]
             if b["status"] == "built" and tests.get(b["artifact"]) and set(tests[b["artifact"]]) == {"passed"}}
-
-
-def upstream_pytorch_builds(root: Path) -> dict[tuple[str, str], str]:
-    out = {}
-    for rd in (root / "upstream").glob("*/repodata.json"):
-        data = json.loads(rd.read_text())
-        for rec in {**data.get("packages", {}), **data.get("packages.conda", {})}.values():
-            if rec["name"] == "pytorch":
-                cuda = any(d.split()[0] == "__cuda" for d in rec.get("depends", []))
-                out[(rec["version"], "cuda" if cuda else "cpu")] = rec["build"]
-    return out
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ CHAIN = {"tensorutils", "layerkit", "trainloop"}
 DIAMOND = {"metrickit", "visionmetrics", "textmetrics", "evalsuite"}
 # │ pytorch     ┆ 2.5.1   ┆ cuda124_hc9ac692_200 ┆ 2.5.1-cuda ┆ 18.25 KiB │  (rattler-build's environment table)
 PYTORCH_ROW = re.compile(r"│\s*pytorch\s*┆\s*(\S+)\s*┆\s*(\S+)\s*┆\s*(\S+)\s*┆")
-from helpers import run_cli_at, run_json_at, sha256
+from helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
 
 
 # ---------------------------------------------------------------------------------------------
@@ -40,18 +40,6 @@ def config(root: Path) -> tuple[list[str], list[str]]:
 
 def recipe_names(root: Path) -> set[str]:
     return {p.parent.name for p in (root / "recipes").glob("*/recipe.yaml")}
-
-
-def upstream_pytorch_builds(root: Path) -> dict[tuple[str, str], str]:
-    """(release, cpu|cuda) -> build string of the upstream pytorch package (cuda builds depend on __cuda)."""
-    out = {}
-    for rd in (root / "upstream").glob("*/repodata.json"):
-        data = json.loads(rd.read_text())
-        for rec in {**data.get("packages", {}), **data.get("packages.conda", {})}.values():
-            if rec["name"] == "pytorch":
-                cuda = any(d.split()[0] == "__cuda" for d in rec.get("depends", []))
-                out[(rec["version"], "cuda" if cuda else "cpu")] = rec["build"]
-    return out
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, str]]:

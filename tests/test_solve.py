@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 
 from conda_distro.distribution import load_distribution
-from helpers import run_cli_at, run_json_at
+from helpers import run_cli_at, run_json_at, upstream_pytorch_builds
 
 
 def matrix(root: Path) -> list[tuple[str, str]]:
@@ -19,18 +18,6 @@ def matrix(root: Path) -> list[tuple[str, str]]:
 
 def recipe_versions(root: Path) -> dict[str, str]:
     return {r.name: r.version for r in load_distribution(root).recipes.values()}
-
-
-def upstream_pytorch_builds(root: Path) -> dict[tuple[str, str], str]:
-    """(release, cpu|cuda) -> build string of the upstream pytorch package (cuda builds depend on __cuda)."""
-    out = {}
-    for rd in (root / "upstream").glob("*/repodata.json"):
-        data = json.loads(rd.read_text())
-        for rec in {**data.get("packages", {}), **data.get("packages.conda", {})}.values():
-            if rec["name"] == "pytorch":
-                cuda = any(d.split()[0] == "__cuda" for d in rec.get("depends", []))
-                out[(rec["version"], "cuda" if cuda else "cpu")] = rec["build"]
-    return out
 
 
 def solution(result: dict) -> dict[str, tuple[str, str]]:
