@@ -52,6 +52,23 @@ def test_unchanged_state_is_not_rewritten_and_first_record_wins(tmp_path):
     assert ledger.save(ledger.load("foo")) is None
 
 
+def test_known_artifact_gains_newer_test_evidence_but_keeps_its_promotion(tmp_path):
+    ledger = Ledger(tmp_path)
+    ledger.add_artifacts("foo", [entry()])
+    later = T0 + dt.timedelta(days=30)
+    retested = entry(promoted_at=later, commit="c0ffee", tests=[
+        TestEvidence(release="2.5.1", variant="cpu", status="failed", date=later),  # newer result wins
+        TestEvidence(release="2.11.0", variant="cpu", status="passed", date=later),  # a release added since
+        TestEvidence(release="2.10.0", variant="cpu", status="failed", date=T0 - dt.timedelta(days=1))])  # older: ignored
+    assert ledger.add_artifacts("foo", [retested]) is not None
+    a = ledger.load("foo").artifacts[0]
+    assert (a.promoted_at, a.commit) == (T0, None)
+    got = {(t.release, t.variant): (t.status, t.date) for t in a.tests}
+    assert got == {("2.5.1", "cpu"): ("failed", later), ("2.5.1", "cuda"): ("passed", T0),
+                   ("2.10.0", "cpu"): ("passed", T0), ("2.11.0", "cpu"): ("passed", later)}
+    assert ledger.add_artifacts("foo", [retested]) is None  # nothing new: not rewritten
+
+
 def test_retire_records_when_why_who_once(tmp_path):
     ledger = Ledger(tmp_path)
     ledger.add_artifacts("foo", [entry()])

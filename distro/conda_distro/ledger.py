@@ -161,6 +161,13 @@ def parse_state(text: str, path: Path) -> PackageState:
 # the store
 
 
+def _merge_tests(old: list[TestEvidence], new: list[TestEvidence]) -> list[TestEvidence]:
+    latest: dict[tuple[str, str], TestEvidence] = {}
+    for t in sorted([*old, *new], key=lambda t: t.date):
+        latest[(t.release, t.variant)] = t
+    return list(latest.values())
+
+
 class Ledger:
     """The channel_state/ folder."""
 
@@ -200,13 +207,16 @@ class Ledger:
         return PackageState(schema_version=LEDGER_SCHEMA_VERSION, name=name, artifacts=[])
 
     def add_artifacts(self, name: str, entries: Iterable[ArtifactEntry]) -> Path | None:
-        """Record artifacts now in main. An artifact already recorded keeps its first promotion record."""
+        """Record artifacts now in main. An artifact already recorded keeps its first promotion record
+        (when, from which commit) and gains the newer test evidence (e.g. against a release added since):
+        per release × variant the latest result counts. Returns None when nothing changed."""
         state = self.load(name) or self.empty(name)
+        incoming = {e.artifact: e for e in entries}
+        artifacts = [a.model_copy(update={"tests": _merge_tests(a.tests, incoming[a.artifact].tests)})
+                     if a.artifact in incoming else a for a in state.artifacts]
         known = {a.artifact for a in state.artifacts}
-        new = [e for e in entries if e.artifact not in known]
-        if not new:
-            return None
-        return self.save(state.model_copy(update={"artifacts": [*state.artifacts, *new]}))
+        artifacts += [e for e in incoming.values() if e.artifact not in known]
+        return self.save(state.model_copy(update={"artifacts": artifacts}))
 
     def retire(self, name: str, entries: Iterable[ArtifactEntry], retirement: Retirement) -> Path | None:
         """Mark artifacts retired (adding entries for any the ledger did not know). An artifact already
