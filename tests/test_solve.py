@@ -135,3 +135,10 @@ def test_bad_input_exits_2(sandbox_world, capsys, args, message):
     code, out, err = run_cli_at(capsys, sandbox_world, "solve", *args)
     assert code == 2 and message in err and out == ""
     assert not (sandbox_world / "build").exists()
+
+
+def test_unreadable_upstream_is_bad_input_not_a_traceback(make_distro, clean_recipe, capsys):
+    root = make_distro({"foo": clean_recipe("foo")}, {"channels": {"upstream": ["./no-such-channel"]}})
+    code, out, err = run_cli_at(capsys, root, "solve")
+    assert code == 2 and "Traceback" not in err
+    assert "cannot read the channels" in err and "channels.upstream" in err

@@ -140,10 +140,19 @@ class RattlerSolver:
         self.gateway = Gateway()
 
     def solve(self, specs: list[str], cuda: bool):
+        """Records of a solution; raises SolverError when there is none, ChannelError when a channel
+        cannot be read (offline, missing folder)."""
         from rattler import solve
+        from rattler.exceptions import FetchRepoDataError, GatewayError, InvalidChannelError
 
-        return asyncio.run(solve(self.channels, specs, gateway=self.gateway, platforms=self.platforms,
-                                 virtual_packages=_virtual_packages(cuda), timeout=TIMEOUT))
+        try:
+            return asyncio.run(solve(self.channels, specs, gateway=self.gateway, platforms=self.platforms,
+                                     virtual_packages=_virtual_packages(cuda), timeout=TIMEOUT))
+        except (GatewayError, FetchRepoDataError, InvalidChannelError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ChannelError(f"cannot read the channels {', '.join(self.channels)}: {first}", field="channels.upstream",
+                               hint="check channels.upstream in distro.yaml: local channels must exist, remote "
+                                    "ones (conda-forge) must be reachable from this machine") from None
 
 
 def make_solver(name: str, channels: list[str], platforms: list[str]) -> RattlerSolver:
