@@ -3,6 +3,8 @@
 Promotion is ``anaconda copy`` semantics: a server-side copy of a file from the staging owner/label to
 the main owner/label (``Binstar.copy``), after which the sha256 the server reports is checked.
 Retirement adds the ``broken`` label and removes the main label (what conda-forge does).
+Builds reach an anaconda.org staging label through :meth:`AnacondaChannel.upload` (``anaconda upload``
+semantics: idempotent for identical files, never overwriting a different one).
 
 The token comes from ``ANACONDA_API_TOKEN`` (read by :func:`conda_distro.channels.open_channel`, never
 at import). It is never printed: every error message that leaves this module goes through
@@ -11,6 +13,8 @@ at import). It is never printed: every error message that leaves this module goe
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -196,6 +200,101 @@ class AnacondaChannel:
 
     def publish(self, progress: Progress = no_progress) -> None:
         """anaconda.org re-indexes by itself."""
+
+    def upload(self, files: Sequence[Path], progress: Progress = no_progress) -> list[ChannelFile]:
+        """Upload local ``.conda`` (or ``.tar.bz2``) files to this owner and label, the way
+        ``anaconda upload -u OWNER --label LABEL`` does (same ``binstar_client`` calls and attrs).
+
+        A file the owner already has with the same sha256 is not sent again (it only gets this label if
+        it lacks it); one with a different sha256 is a ChannelError: nothing is ever overwritten. All
+        files are inspected before anything is written. Returns the ChannelFiles of ``files`` as the
+        label now lists them, each checked against the local sha256.
+        """
+        self._require_token()
+        from binstar_client.inspect_package.conda import inspect_conda_package
+
+        from conda_distro.channels.local import sha256_of
+
+        metas = []
+        for path in files:
+            path = Path(path)
+            if not path.is_file() or not path.name.endswith((".conda", ".tar.bz2")):
+                raise ChannelError(f"cannot upload {path}: not a .conda/.tar.bz2 file", path=path,
+                                   field="channels.staging", hint="upload the artifacts a build wrote")
+            try:
+                package_data, release_data, file_data = inspect_conda_package(str(path))
+            except Exception as exc:  # noqa: BLE001 - any unreadable archive
+                raise ChannelError(f"cannot read package metadata from {path}: {exc}", path=path,
+                                   field="channels.staging", hint="rebuild the package") from None
+            metas.append((path, sha256_of(path), package_data, release_data, file_data))
+        if not metas:
+            return []
+
+        self._call(f"checking owner '{self.owner}'", self.api.user, self.owner)
+        sent = skipped = 0
+        for path, sha, package_data, release_data, file_data in metas:
+            name, version, basename = package_data["name"], release_data["version"], file_data["basename"]
+            what = f"uploading {basename}"
+            existing = self._get_or_none(what, self.api.distribution, self.owner, name, version, basename)
+            if existing is not None:
+                if existing.get("sha256") != sha:
+                    raise ChannelError(
+                        mask_secret(f"{self.describe()} already has {basename} with sha256 "
+                                    f"{existing.get('sha256')}, but the local file {path} has sha256 {sha}; "
+                                    "a file is never overwritten", self._token),
+                        path=path, field="channels.staging",
+                        hint="bump the recipe's build number (or version) and rebuild, or remove the old file "
+                             "from anaconda.org first if it was never promoted")
+                if self.label not in (existing.get("labels") or ()):
+                    self._call(what, self.api.add_channel, self.label, self.owner, name, version, filename=basename)
+                skipped += 1
+                progress(f"{basename}: already on {self.owner}/{self.label}, skipped")
+                continue
+            self._ensure_package_and_release(what, name, version, package_data, release_data)
+            with open(path, "rb") as fd, contextlib.redirect_stderr(io.StringIO()):  # no tqdm bar
+                self._call(what, self.api.upload, self.owner, name, version, basename, fd, "conda",
+                           sha256=sha, dependencies=file_data.get("dependencies"), attrs=file_data["attrs"],
+                           channels=[self.label])
+            sent += 1
+            progress(f"{basename}: uploaded to {self.owner}/{self.label}")
+
+        listed = self.list_files()
+        out = []
+        for path, sha, _, _, file_data in metas:
+            f = listed.get(file_data["basename"])
+            if f is None or f.sha256 != sha:
+                raise ChannelError(
+                    f"after uploading {file_data['basename']}, {self.describe()} lists "
+                    f"{'sha256 ' + f.sha256 if f else 'nothing'} for it, expected {sha}",
+                    path=path, field="channels.staging", hint="check the file on anaconda.org and upload it again")
+            out.append(f)
+        progress(f"uploaded {sent} file(s), {skipped} already there, to {self.describe()}")
+        return out
+
+    def _get_or_none(self, what: str, fn: Callable[..., T], *args: Any) -> T | None:
+        """One read; None when the server says 404."""
+        from binstar_client import errors
+
+        def call() -> T | None:
+            try:
+                return fn(*args)
+            except errors.NotFound:
+                return None
+
+        return self._call(what, call)
+
+    def _ensure_package_and_release(self, what: str, name: str, version: str, package_data: Mapping[str, Any],
+                                    release_data: Mapping[str, Any]) -> None:
+        """Create the package and the release if the owner has neither yet (as ``anaconda upload`` does)."""
+        from binstar_client.utils.config import PackageType
+
+        if self._get_or_none(what, self.api.package, self.owner, name) is None:
+            self._call(what, self.api.add_package, self.owner, name, package_data.get("summary") or name,
+                       package_data.get("license"), public=True, attrs=dict(package_data),
+                       license_url=package_data.get("license_url"),
+                       license_family=package_data.get("license_family"), package_type=PackageType.CONDA)
+        if self._get_or_none(what, self.api.release, self.owner, name, version) is None:
+            self._call(what, self.api.add_release, self.owner, name, version, [], None, dict(release_data))
 
     def withdraw(self, files: Sequence[ChannelFile], progress: Progress = no_progress) -> list[str]:
         self._require_token()

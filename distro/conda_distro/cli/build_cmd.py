@@ -8,7 +8,7 @@ import typer
 
 from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json
 from conda_distro.distribution import load_distribution
-from conda_distro.engine.run import BuildOptions, BuildRun, run_build
+from conda_distro.engine.run import BuildOptions, BuildRun, run_build, upload_staging
 from conda_distro.progress import make_reporter
 
 
@@ -57,3 +57,16 @@ def build(
     else:
         print_build_text(run)
     return 0 if run.report is None else int(run.report.exit_code)
+
+
+@app.command()
+def upload(root: RootOpt = None, format: FormatOpt = TextJson.text) -> int:
+    """Upload the local builds to the anaconda.org staging label (channels.staging: anaconda://OWNER[/LABEL]),
+    with the token from ANACONDA_API_TOKEN. Files already there with the same sha256 are skipped."""
+    uploaded = upload_staging(load_distribution(root))
+    if format is TextJson.json:
+        print_json({"uploaded": uploaded})
+    else:
+        for a in uploaded:
+            out(f"on staging: {a}")
+    return 0

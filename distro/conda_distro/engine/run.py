@@ -40,23 +40,41 @@ class BuildRun:
 
 @dataclass(frozen=True)
 class Paths:
-    staging: Path
+    staging: Path  # where packages are built: the staging channel, or its local mirror for anaconda.org
     store: Path
     logs: Path
     views: Path
+    remote_staging: str | None = None  # anaconda://OWNER[/LABEL] that `upload` puts the local builds on
+
+
+LOCAL_MIRROR = "channels/staging"  # under build/: builds made for an anaconda.org staging label
 
 
 def build_paths(dist: Distribution) -> Paths:
     staging_ref = dist.config.channels.staging
-    if dist.distro.is_anaconda(staging_ref):
-        raise UsageError("building needs a local staging channel", path=dist.distro.path, field="channels.staging",
-                         hint="set channels.staging to a folder such as build/channels/staging")
-    staging = dist.distro.resolve_local(staging_ref)
+    b = dist.distro.build_dir
+    remote = staging_ref if dist.distro.is_anaconda(staging_ref) else None
+    staging = b / LOCAL_MIRROR if remote else dist.distro.resolve_local(staging_ref)
     if ":" in str(staging):
         raise UsageError("the staging path must not contain ':' (PATH-like lists split on it)", path=dist.distro.path,
                          field="channels.staging")
-    b = dist.distro.build_dir
-    return Paths(staging=staging, store=b / "results", logs=b / "logs", views=b / "release-views")
+    return Paths(staging=staging, store=b / "results", logs=b / "logs", views=b / "release-views", remote_staging=remote)
+
+
+def upload_staging(dist: Distribution) -> list[str]:
+    """Put the local builds on the anaconda.org staging label (`conda-distro upload`; files already there
+    with the same sha256 are skipped, a different one is an error). Returns the artifacts on the label."""
+    from conda_distro.channels import open_channel
+
+    paths = build_paths(dist)
+    if paths.remote_staging is None:
+        raise UsageError("channels.staging is a local folder: builds are already in it", path=dist.distro.path,
+                         field="channels.staging", hint="upload is for an anaconda://OWNER[/LABEL] staging channel")
+    files = sorted(p for p in paths.staging.glob("*/*.conda") if p.parent.name in dist.distro.subdirs)
+    if not files:
+        raise UsageError(f"no built packages in {paths.staging}", field="channels.staging",
+                         hint="run `conda-distro build` first")
+    return sorted(f.artifact for f in open_channel(dist.distro, paths.remote_staging).upload(files))
 
 
 def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Paths]:
