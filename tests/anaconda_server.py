@@ -12,6 +12,19 @@ Implements what anaconda-client's ``Binstar`` requests for promotion and retirem
   -> 200 with the list of copied file dicts; 409 when the destination already has the file in that label
   (or another file under that name); 404 when the source is not in ``from_channel``.
 
+Upload (the ``Binstar.upload`` sequence of ``anaconda upload``):
+
+* ``GET  /user/{owner}``                                 -> {login, user_type}
+* ``GET  /dist/{owner}/{pkg}/{ver}/{basename}``          the file dict, 404 when new
+* ``GET``/``POST /package/{owner}/{pkg}``                 package / add_package (200)
+* ``GET``/``POST /release/{owner}/{pkg}/{ver}``           release / add_release (200)
+* ``POST /stage/{owner}/{pkg}/{ver}/{basename}``  {distribution_type, channels, sha256, attrs, dependencies}
+  -> {post_url, form_data, dist_id}; 404 without package/release, 409 when the owner has the file already
+* ``POST {post_url}`` (``/_fake/s3/{dist_id}``, no token, like S3): multipart form_data + Content-Length +
+  Content-MD5 + ``file``; 201, or 400 with an S3-like XML ``InvalidDigest`` when the MD5 is wrong
+* ``POST /commit/{owner}/{pkg}/{ver}/{basename}`` {dist_id} -> the new file dict (in the staged labels,
+  sha256 and size computed from the bytes received); 400 if nothing was received or the sha256 differs
+
 Each file dict has ``basename`` (``<subdir>/<filename>``), ``full_name``, ``version``, ``labels``,
 ``sha256``, ``size`` and ``attrs`` (``name``, ``subdir``, ``build``, ``build_number``, ``depends``).
 
@@ -28,6 +41,9 @@ Bounded lifetime: the server stops after ``--lifetime`` seconds, when its parent
 from __future__ import annotations
 
 import argparse
+import base64
+import email.policy
+import hashlib
 import json
 import os
 import select
@@ -36,6 +52,8 @@ import sys
 import threading
 import time
 import urllib.request
+import uuid
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -50,6 +68,17 @@ class State:
         self.lock = threading.Lock()
         self.files: dict[tuple[str, str], dict[str, Any]] = {}  # (owner, basename) -> file dict
         self.requests: list[dict[str, Any]] = []
+        self.base_url = ""
+        self.packages: set[tuple[str, str]] = set()  # (owner, name) created by add_package
+        self.releases: set[tuple[str, str, str]] = set()  # (owner, name, version) created by add_release
+        self.staged: dict[str, dict[str, Any]] = {}  # dist_id -> stage request (+ "sha256"/"size" once sent)
+
+    def has_package(self, owner: str, name: str) -> bool:
+        return (owner, name) in self.packages or bool(self.of(owner, package=name))
+
+    def has_release(self, owner: str, name: str, version: str) -> bool:
+        return (owner, name, version) in self.releases or any(
+            f["version"] == version for f in self.of(owner, package=name))
 
     def add(self, owner: str, doc: dict[str, Any], labels: list[str]) -> dict[str, Any]:
         attrs = dict(doc.get("attrs") or {})
@@ -77,9 +106,11 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing -------------------------------------------------------------------------------
 
-    def _body(self) -> Any:
+    def _raw(self) -> bytes:
         n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
+        return self.rfile.read(n) if n else b""
+
+    def _body(self, raw: bytes) -> Any:
         try:
             return json.loads(raw) if raw else None
         except ValueError:
@@ -102,7 +133,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         path = unquote(urlsplit(self.path).path)
-        body = self._body()
+        raw = self._raw()
+        if path.startswith("/_fake/s3/"):
+            return self._s3_upload(path.removeprefix("/_fake/s3/"), raw)
+        body = self._body(raw)
         if path.startswith("/_fake/"):
             return self._control(path, body)
         auth = self._auth()
@@ -116,6 +150,34 @@ class Handler(BaseHTTPRequestHandler):
         with self.state.lock:
             status, doc = route(self.state, self.command, path.strip("/").split("/"), body or {})
         self._send(status, doc)
+
+    def _s3_upload(self, dist_id: str, raw: bytes) -> None:
+        """The storage side of an upload: a multipart form, no token (the form data authorises it)."""
+        st = self.state
+        parsed = BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + (self.headers.get("Content-Type") or "").encode() + b"\r\n\r\n" + raw)
+        fields = {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+                  for part in (parsed.iter_parts() if parsed.is_multipart() else ())}
+        with st.lock:
+            st.requests.append({"method": self.command, "path": f"/_fake/s3/{dist_id}", "auth": self._auth(),
+                                "body": {"fields": sorted(k for k in fields if k)}})
+            staged = st.staged.get(dist_id)
+            data = fields.get("file")
+            if self.command != "POST" or staged is None or data is None:
+                return self._send(400, {"error": "unknown upload or no file part"})
+            if any((fields.get(k) or b"").decode() != v for k, v in staged["form_data"].items()):
+                return self._send(403, {"error": "form data does not match the staged upload"})
+            md5 = base64.b64encode(hashlib.md5(data).digest()).decode()  # noqa: S324 - what S3 checks
+            if (fields.get("Content-MD5") or b"").decode() != md5:
+                xml = b"<Error><Code>InvalidDigest</Code><Message>bad Content-MD5</Message></Error>"
+                self.send_response(400)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(xml)))
+                self.end_headers()
+                self.wfile.write(xml)
+                return None
+            staged["sha256"], staged["size"] = hashlib.sha256(data).hexdigest(), len(data)
+        return self._send(201, None)
 
     def _control(self, path: str, body: Any) -> None:
         st = self.state
@@ -153,12 +215,75 @@ def route(st: State, method: str, parts: list[str], body: dict[str, Any]) -> tup
         return _label(st, method, parts[1], parts[2], body)
     if parts[0] == "package" and len(parts) == 3 and method == "GET":
         files = st.of(parts[1], package=parts[2])
-        if not files:
+        if not st.has_package(parts[1], parts[2]):
             return 404, {"error": f"package {parts[1]}/{parts[2]} not found"}
         return 200, {"name": parts[2], "owner": parts[1], "files": files,
                      "versions": sorted({f["version"] for f in files})}
+    if parts[0] in ("user", "package", "release", "dist", "stage", "commit"):
+        return _upload_route(st, method, parts, body)
     if parts[0] == "copy" and parts[1:2] == ["package"] and len(parts) >= 6 and method == "POST":
         return _copy(st, parts[2], parts[3], parts[4], "/".join(parts[5:]), body)
+    return 404, {"error": f"no route for {method} /{'/'.join(parts)}"}
+
+
+def _upload_route(st: State, method: str, parts: list[str], body: dict[str, Any]) -> tuple[int, Any]:
+    kind, owner, rest = parts[0], parts[1] if len(parts) > 1 else "", parts[2:]
+    if kind == "user" and len(parts) == 2 and method == "GET":
+        return 200, {"login": owner, "user_type": "user"}
+    if kind == "package" and len(rest) == 1 and method == "POST":
+        if st.has_package(owner, rest[0]):
+            return 409, {"error": f"package {owner}/{rest[0]} already exists"}
+        st.packages.add((owner, rest[0]))
+        return 200, {"name": rest[0], "owner": owner, "public_attrs": body.get("public_attrs")}
+    if kind == "release" and len(rest) == 2:
+        name, version = rest
+        if not st.has_package(owner, name):
+            return 404, {"error": f"package {owner}/{name} not found"}
+        if method == "GET":
+            if not st.has_release(owner, name, version):
+                return 404, {"error": f"release {owner}/{name}/{version} not found"}
+            return 200, {"version": version, "distributions": [
+                f for f in st.of(owner, package=name) if f["version"] == version]}
+        if method == "POST":
+            if st.has_release(owner, name, version):
+                return 409, {"error": f"release {owner}/{name}/{version} already exists"}
+            st.releases.add((owner, name, version))
+            return 200, {"version": version}
+    if kind in ("dist", "stage", "commit") and len(rest) >= 3:
+        name, version, basename = rest[0], rest[1], "/".join(rest[2:])
+        existing = st.files.get((owner, basename))
+        if kind == "dist" and method == "GET":
+            if existing is None or existing["attrs"]["name"] != name or existing["version"] != version:
+                return 404, {"error": f"file {owner}/{name}/{version}/{basename} not found"}
+            return 200, existing
+        if kind == "stage" and method == "POST":
+            if not st.has_release(owner, name, version):
+                return 404, {"error": f"release {owner}/{name}/{version} not found"}
+            if existing is not None:
+                return 409, {"error": f"Distribution already exists: {basename}"}
+            dist_id = uuid.uuid4().hex
+            form = {"key": f"{owner}/{dist_id}/{basename}", "policy": f"fake-policy-{dist_id}"}
+            st.staged[dist_id] = {"owner": owner, "name": name, "version": version, "basename": basename,
+                                  "request": body, "form_data": form}
+            return 200, {"post_url": f"{st.base_url}/_fake/s3/{dist_id}", "form_data": dict(form),
+                         "dist_id": dist_id}
+        if kind == "commit" and method == "POST":
+            staged = st.staged.get(str(body.get("dist_id")))
+            if staged is None or (staged["owner"], staged["name"], staged["version"], staged["basename"]) != (
+                    owner, name, version, basename):
+                return 400, {"error": "no such staged upload"}
+            if "sha256" not in staged:
+                return 400, {"error": "the file was never uploaded"}
+            request = staged["request"]
+            if request.get("sha256") and request["sha256"] != staged["sha256"]:
+                return 400, {"error": "the uploaded file does not match the staged sha256"}
+            if existing is not None:
+                return 409, {"error": f"Distribution already exists: {basename}"}
+            del st.staged[body["dist_id"]]
+            attrs = {**(request.get("attrs") or {}), "name": name}
+            return 200, st.add(owner, {"name": name, "version": version, "basename": basename,
+                                       "sha256": staged["sha256"], "size": staged["size"], "attrs": attrs},
+                               list(request.get("channels") or ["main"]))
     return 404, {"error": f"no route for {method} /{'/'.join(parts)}"}
 
 
@@ -199,6 +324,7 @@ def serve(token: str, lifetime: float) -> None:
     parent = os.getppid()
     Handler.state = State(token)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    Handler.state.base_url = f"http://127.0.0.1:{server.server_address[1]}"
     server.daemon_threads = True
     deadline = time.monotonic() + lifetime
 

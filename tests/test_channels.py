@@ -319,3 +319,78 @@ def test_anaconda_unreachable_server():
     with pytest.raises(ChannelError, match="failed") as exc:
         ch.list_files()
     assert TOKEN not in str(exc.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# AnacondaChannel.upload (build -> anaconda.org staging label) through the real binstar_client upload
+
+
+def test_anaconda_upload_lists_is_idempotent_and_promotes(template, server):
+    files = by_name(staging_files(template / "staging"))
+    paths = [template / "staging" / files[n].artifact for n in ("alpha", "beta")]
+    staging = AnacondaChannel("distro", "staging", api_url=server.url, token=TOKEN)
+    lines: list[str] = []
+    out = staging.upload(paths, progress=lines.append)
+    expected = {files[n].artifact: files[n] for n in ("alpha", "beta")}
+    assert {f.artifact: f for f in out} == expected  # same fields as the local repodata, incl. sha256
+    assert staging.list_files() == expected
+    assert any("uploaded 2 file(s)" in line for line in lines)
+    reqs = server.requests()
+    alpha = files["alpha"].artifact
+    seq = [(r["method"], r["path"]) for r in reqs if alpha in r["path"] or "/alpha" in r["path"]
+           or r["path"].startswith(("/user/", "/_fake/s3/"))][:9]
+    s3 = [r for r in reqs if r["path"].startswith("/_fake/s3/")]
+    assert seq == [("GET", "/user/distro"), ("GET", f"/dist/distro/alpha/1.0/{alpha}"),
+                   ("GET", "/package/distro/alpha"), ("POST", "/package/distro/alpha"),
+                   ("GET", "/release/distro/alpha/1.0"), ("POST", "/release/distro/alpha/1.0"),
+                   ("POST", f"/stage/distro/alpha/1.0/{alpha}"), ("POST", s3[0]["path"]),
+                   ("POST", f"/commit/distro/alpha/1.0/{alpha}")]
+    stage = next(r for r in reqs if r["path"] == f"/stage/distro/alpha/1.0/{alpha}")
+    assert stage["body"]["channels"] == ["staging"] and stage["body"]["distribution_type"] == "conda"
+    assert stage["body"]["sha256"] == files["alpha"].sha256
+    assert stage["body"]["attrs"]["depends"] == ["pytorch >=2.4,<2.6"]
+    assert {r["auth"] for r in reqs if not r["path"].startswith("/_fake/")} == {"valid"}
+    assert {r["auth"] for r in s3} == {"none"} and len(s3) == 2  # the storage POST never carries the token
+
+    n = len(reqs)  # re-upload: reads only, nothing written
+    again = staging.upload(paths)
+    assert {f.artifact: f for f in again} == expected
+    assert [r for r in server.requests()[n:] if r["method"] != "GET"] == []
+
+    dev = AnacondaChannel("distro", "dev", api_url=server.url, token=TOKEN)  # same file, another label
+    dev.upload(paths[:1])
+    assert set(dev.list_files()) == {alpha} and not [r for r in server.requests() if "/stage/" in r["path"]][2:]
+
+    main = AnacondaChannel("distro", "main", api_url=server.url, token=TOKEN)  # then promotion copies it
+    main.receive(staging, [files["alpha"]])
+    assert main.list_files() == {alpha: files["alpha"]}
+
+
+def test_anaconda_upload_never_overwrites(template, server):
+    files = by_name(staging_files(template / "staging"))
+    other = by_name(staging_files(template / "other"))["alpha"]
+    assert other.filename == files["alpha"].filename and other.sha256 != files["alpha"].sha256
+    staging = AnacondaChannel("distro", "staging", api_url=server.url, token=TOKEN)
+    staging.upload([template / "staging" / files["alpha"].artifact])
+    n = len(server.requests())
+    with pytest.raises(ChannelError, match="never overwritten") as exc:  # checked before anything is written
+        staging.upload([template / "staging" / files["beta"].artifact, template / "other" / other.artifact])
+    assert "build number" in exc.value.hint
+    assert [r for r in server.requests()[n:] if r["method"] != "GET"] == []
+    (state,) = server.files()
+    assert state["sha256"] == files["alpha"].sha256 and state["labels"] == ["staging"]
+    with pytest.raises(ChannelError, match="not a .conda"):
+        staging.upload([template / "staging" / "noarch" / "repodata.json"])
+
+
+def test_anaconda_upload_bad_or_missing_token(template, server, caplog):
+    caplog.set_level(logging.DEBUG)
+    alpha = template / "staging" / by_name(staging_files(template / "staging"))["alpha"].artifact
+    bad = "tok-WRONG-9876543210"
+    with pytest.raises(ChannelError) as exc:
+        AnacondaChannel("distro", "staging", api_url=server.url, token=bad).upload([alpha])
+    text = str(exc.value) + str(exc.value.hint) + repr(exc.value.to_dict())
+    assert bad not in text and "ANACONDA_API_TOKEN" in text and bad not in caplog.text
+    assert [r for r in server.requests() if r["method"] != "GET"] == [] and server.files() == []
+    with pytest.raises(ChannelError, match="needs a token"):
+        AnacondaChannel("distro", "staging", api_url=server.url, token=None).upload([alpha])

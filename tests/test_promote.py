@@ -493,3 +493,36 @@ def test_mixed_backends_are_refused_before_writing(template, tmp_path, capsys):
     assert cli_main(["promote", "--root", str(root)]) == 2
     assert "server-side copy" in capsys.readouterr().err
     assert not (root / "channel_state").exists()
+
+
+def test_build_output_uploaded_to_anaconda_staging_then_promoted(template, tmp_path, monkeypatch, capsys):
+    """channels.staging = anaconda://…: `build` writes to the local mirror build/channels/staging,
+    `upload` puts it on the staging label through anaconda-client, `promote` copies server-side."""
+    with FakeAnaconda(TOKEN, lifetime=120) as srv:
+        root = write_distro(tmp_path / "distro", staging="anaconda://builds/staging", main="anaconda://distro")
+        copy_channel(template / "staging", root / "build" / "channels" / "staging")
+        files = staging_files(root / "build" / "channels" / "staging")
+        write_results(root, files)
+        monkeypatch.setenv("ANACONDA_API_URL", srv.url)
+        monkeypatch.setenv("ANACONDA_API_TOKEN", TOKEN)
+
+        assert cli_main(["upload", "--root", str(root), "--format", "json"]) == 0
+        assert set(json.loads(capsys.readouterr().out)["uploaded"]) == set(files)
+        on_staging = {f["basename"]: f["sha256"] for f in srv.files() if f["owner"] == "builds" and "staging" in f["labels"]}
+        assert on_staging == {a: f.sha256 for a, f in files.items()}
+        n = len(srv.requests())
+        assert cli_main(["upload", "--root", str(root)]) == 0  # again: nothing new is written
+        assert all(r["method"] in ("GET", "HEAD") for r in srv.requests()[n:])
+        capsys.readouterr()
+
+        code, doc = run(root, "promote", capsys=capsys)
+        assert names(doc["promoted"]) == {"alpha", "gamma"}
+        in_main = {f["basename"] for f in srv.files() if f["owner"] == "distro" and "main" in f["labels"]}
+        assert in_main == {by_name(files)[n].artifact for n in ("alpha", "gamma")}
+        out = capsys.readouterr()
+        assert TOKEN not in out.out + out.err
+
+
+def test_upload_needs_an_anaconda_staging(root, capsys):
+    assert cli_main(["upload", "--root", str(root)]) == 2
+    assert "channels.staging" in capsys.readouterr().err

@@ -207,8 +207,8 @@ class AnacondaChannel:
 
         A file the owner already has with the same sha256 is not sent again (it only gets this label if
         it lacks it); one with a different sha256 is a ChannelError: nothing is ever overwritten. All
-        files are inspected before anything is written. Returns the ChannelFiles of ``files`` as the
-        label now lists them, each checked against the local sha256.
+        files are checked against the server before anything is written. Returns the ChannelFiles of
+        ``files`` as the label now lists them, each checked against the local sha256.
         """
         self._require_token()
         from binstar_client.inspect_package.conda import inspect_conda_package
@@ -226,36 +226,49 @@ class AnacondaChannel:
             except Exception as exc:  # noqa: BLE001 - any unreadable archive
                 raise ChannelError(f"cannot read package metadata from {path}: {exc}", path=path,
                                    field="channels.staging", hint="rebuild the package") from None
-            metas.append((path, sha256_of(path), package_data, release_data, file_data))
+            sha = sha256_of(path)
+            twin = next((m for m in metas if m[4]["basename"] == file_data["basename"]), None)
+            if twin is not None and twin[1] != sha:
+                raise ChannelError(f"{twin[0]} and {path} are both {file_data['basename']} but differ", path=path,
+                                   field="channels.staging", hint="upload one build output folder at a time")
+            if twin is None:
+                metas.append((path, sha, package_data, release_data, file_data))
         if not metas:
             return []
 
         self._call(f"checking owner '{self.owner}'", self.api.user, self.owner)
-        sent = skipped = 0
-        for path, sha, package_data, release_data, file_data in metas:
+        to_send, to_label = [], []
+        for path, sha, package_data, release_data, file_data in metas:  # check everything before any write
+            name, version, basename = package_data["name"], release_data["version"], file_data["basename"]
+            existing = self._get_or_none(f"checking {basename}", self.api.distribution, self.owner, name, version,
+                                         basename)
+            if existing is None:
+                to_send.append((path, sha, package_data, release_data, file_data))
+            elif existing.get("sha256") != sha:
+                raise ChannelError(
+                    mask_secret(f"{self.describe()} already has {basename} with sha256 {existing.get('sha256')}, "
+                                f"but the local file {path} has sha256 {sha}; a file is never overwritten",
+                                self._token),
+                    path=path, field="channels.staging",
+                    hint="bump the recipe's build number (or version) and rebuild, or remove the old file "
+                         "from anaconda.org first if it was never promoted")
+            elif self.label not in (existing.get("labels") or ()):
+                to_label.append((name, version, basename))
+            else:
+                progress(f"{basename}: already on {self.owner}/{self.label}, skipped")
+
+        for name, version, basename in to_label:  # same file, uploaded under another label before
+            self._call(f"labelling {basename}", self.api.add_channel, self.label, self.owner, name, version,
+                       filename=basename)
+            progress(f"{basename}: already uploaded, added label '{self.label}'")
+        for path, sha, package_data, release_data, file_data in to_send:
             name, version, basename = package_data["name"], release_data["version"], file_data["basename"]
             what = f"uploading {basename}"
-            existing = self._get_or_none(what, self.api.distribution, self.owner, name, version, basename)
-            if existing is not None:
-                if existing.get("sha256") != sha:
-                    raise ChannelError(
-                        mask_secret(f"{self.describe()} already has {basename} with sha256 "
-                                    f"{existing.get('sha256')}, but the local file {path} has sha256 {sha}; "
-                                    "a file is never overwritten", self._token),
-                        path=path, field="channels.staging",
-                        hint="bump the recipe's build number (or version) and rebuild, or remove the old file "
-                             "from anaconda.org first if it was never promoted")
-                if self.label not in (existing.get("labels") or ()):
-                    self._call(what, self.api.add_channel, self.label, self.owner, name, version, filename=basename)
-                skipped += 1
-                progress(f"{basename}: already on {self.owner}/{self.label}, skipped")
-                continue
             self._ensure_package_and_release(what, name, version, package_data, release_data)
             with open(path, "rb") as fd, contextlib.redirect_stderr(io.StringIO()):  # no tqdm bar
                 self._call(what, self.api.upload, self.owner, name, version, basename, fd, "conda",
                            sha256=sha, dependencies=file_data.get("dependencies"), attrs=file_data["attrs"],
                            channels=[self.label])
-            sent += 1
             progress(f"{basename}: uploaded to {self.owner}/{self.label}")
 
         listed = self.list_files()
@@ -268,7 +281,8 @@ class AnacondaChannel:
                     f"{'sha256 ' + f.sha256 if f else 'nothing'} for it, expected {sha}",
                     path=path, field="channels.staging", hint="check the file on anaconda.org and upload it again")
             out.append(f)
-        progress(f"uploaded {sent} file(s), {skipped} already there, to {self.describe()}")
+        progress(f"uploaded {len(to_send)} file(s) to {self.describe()}, "
+                 f"{len(metas) - len(to_send)} already there")
         return out
 
     def _get_or_none(self, what: str, fn: Callable[..., T], *args: Any) -> T | None:
