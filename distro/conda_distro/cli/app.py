@@ -43,3 +43,12 @@ def print_json(data: Any) -> None:
 
 def out(text: str = "") -> None:
     sys.stdout.write(text + "\n")
+
+
+def emit(result: Any, format: TextJson) -> None:
+    """Print a result object: its ``to_dict()`` as JSON, or its ``text_lines()``."""
+    if format is TextJson.json:
+        print_json(result.to_dict())
+    else:
+        for line in result.text_lines():
+            out(line)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json
+from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, emit
 from conda_distro.promote import DEFAULT_LOCK_TIMEOUT, PromoteOptions, promote as run_promote
 from conda_distro.retire import RetireOptions, retire as run_retire
 
@@ -29,11 +29,7 @@ def promote(
     """Copy every staging artifact whose tests all passed (and whose distribution dependencies are in
     main or promoted with it) to the main channel, and record it in channel_state/."""
     result = run_promote(PromoteOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout, progress=_log))
-    if format is TextJson.json:
-        print_json(result.to_dict())
-    else:
-        for line in result.text_lines():
-            out(line)
+    emit(result, format)
     return int(result.exit_code)
 
 
@@ -53,9 +49,5 @@ def retire(
     packages depend on it, unless --force."""
     result = run_retire(RetireOptions(name=name, reason=reason, root=root, by=by, lock_timeout=lock_timeout,
                                       progress=_log, force=force))
-    if format is TextJson.json:
-        print_json(result.to_dict())
-    else:
-        for line in result.text_lines():
-            out(line)
+    emit(result, format)
     return int(result.exit_code)

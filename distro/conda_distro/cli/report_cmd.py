@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json
+from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, emit, out, print_json
 from conda_distro.reports.status import StatusOptions, write_status
 from conda_distro.reports.unmaintained import UnmaintainedOptions, report_unmaintained
 
@@ -57,9 +57,5 @@ def status(
     """Write a static HTML status page (package × release × variant matrix, maintainers, unmaintained
     flags, dependencies) from channel_state/ and the repository; never reads a channel."""
     result = write_status(StatusOptions(out=out_dir, root=root, as_of=as_of))
-    if format is TextJson.json:
-        print_json(result.to_dict())
-    else:
-        for line in result.text_lines():
-            out(line)
+    emit(result, format)
     return 0
