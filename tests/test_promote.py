@@ -322,7 +322,12 @@ def _watch_main(root: Path, stop: threading.Event, problems: list[str], seen: li
             for fn, rec in doc.get("packages.conda", {}).items():
                 path = rd.parent / fn
                 if not path.is_file() or path.stat().st_size != rec["size"]:
-                    problems.append(f"{rd} names {fn}, which is missing or incomplete")
+                    # Reading the index and then the file is two steps: a retirement may rewrite the index
+                    # and move the file out in between. It is a violation only if the index that is there
+                    # now still names a file that is not (retire rewrites the index first, then moves).
+                    current = json.loads(rd.read_text()).get("packages.conda", {})
+                    if fn in current and (not path.is_file() or path.stat().st_size != current[fn]["size"]):
+                        problems.append(f"{rd} names {fn}, which is missing or incomplete")
             seen.append(len(doc.get("packages.conda", {})))
 
 
