@@ -73,10 +73,6 @@ class RecipeError(DistroError):
     """A recipe.yaml cannot be read or understood."""
 
 
-class SpecError(RecipeError):
-    """A dependency spec does not parse."""
-
-
 class GraphError(DistroError):
     """The dependency graph is not a DAG, or names an unknown package."""
 

@@ -497,9 +497,7 @@ def _check_options(distro: Distro, opts: ProposeOptions) -> _Answers:
         raise UsageError("at least one maintainer is required", field="--maintainer",
                          hint="pass --maintainer YOUR-GITHUB-HANDLE (repeatable)")
     for h in opts.maintainers:
-        if not HANDLE_RE.match(h or ""):
-            raise UsageError(f"'{h}' is not a GitHub handle", field="--maintainer",
-                             hint="write the bare handle, e.g. 'octocat' or 'org/team', without a leading '@'")
+        validate_handle(h)
     if len({h.lower() for h in opts.maintainers}) != len(opts.maintainers):
         raise UsageError("a maintainer is given twice", field="--maintainer")
     version = PLACEHOLDER_VERSION

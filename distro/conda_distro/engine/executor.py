@@ -3,7 +3,6 @@ processes: rattler-build holds the GIL), blocking dependents of failures."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import multiprocessing
@@ -17,6 +16,7 @@ from conda_distro.engine.plan import BuildPlan, PackagePlan
 from conda_distro.engine.releases import ReleaseView, Target
 from conda_distro.engine.worker import TargetView, Unit, UnitOutcome, is_cached, run_unit
 from conda_distro.errors import ExitCode
+from conda_distro.rattler_env import index_channel
 from conda_distro.results import BuildRecord, TestRecord
 
 
@@ -152,16 +152,15 @@ class Executor:
 
     def _prepare_staging(self) -> None:
         """Rebuilding an existing filename: remove the stale file first (engine notes, gotcha 3)."""
-        from rattler.index import index_fs
-
-        for sub in {"noarch", *(v.spec.subdir for p in self.plan.packages for v in p.variants)}:
+        subdirs = sorted({v.spec.subdir for p in self.plan.packages for v in p.variants} - {"noarch"})
+        for sub in ("noarch", *subdirs):
             (self.ctx.staging / sub).mkdir(parents=True, exist_ok=True)
         stale = [self.ctx.staging / v.spec.artifact for p in self.plan.packages for v in p.variants
                  if v.action == "build" and (self.ctx.staging / v.spec.artifact).exists()]
         for f in stale:
             f.unlink()
         if stale or not (self.ctx.staging / "noarch" / "repodata.json").exists():
-            asyncio.run(index_fs(self.ctx.staging, force=True, write_zst=False, write_shards=False))
+            index_channel(self.ctx.staging, subdirs=subdirs)
         for junk in ("bld", "test", ".tmp", "src_cache"):  # rattler-build scratch from earlier runs
             shutil.rmtree(self.ctx.staging / junk, ignore_errors=True)
 

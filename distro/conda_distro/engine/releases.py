@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import os
 import shutil
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from conda_distro.channels.local import link_or_copy
 from conda_distro.config import Distro
 from conda_distro.errors import ChannelError
+from conda_distro.rattler_env import index_channel
 
 CUDA_VERSION = "12.4"  # the __cuda version announced in the cuda variant (CONDA_OVERRIDE_CUDA)
 
@@ -67,11 +67,7 @@ async def _query_pytorch(distro: Distro):
 
 def _fetch(url: str, dest: Path) -> None:
     if url.startswith("file://"):
-        src = Path(urllib.request.url2pathname(url[len("file://"):]))
-        try:
-            os.link(src, dest)
-        except OSError:
-            shutil.copy2(src, dest)
+        link_or_copy(Path(urllib.request.url2pathname(url[len("file://"):])), dest)
         return
     with urllib.request.urlopen(url, timeout=300) as resp, dest.open("wb") as fh:  # noqa: S310 - channel URL
         shutil.copyfileobj(resp, fh)
@@ -79,8 +75,6 @@ def _fetch(url: str, dest: Path) -> None:
 
 def build_release_views(distro: Distro, folder: Path) -> dict[Target, ReleaseView]:
     """Create (or reuse) one pin channel per target under ``folder``."""
-    from rattler.index import index_fs
-
     records = asyncio.run(_query_pytorch(distro))
     views: dict[Target, ReleaseView] = {}
     for target in all_targets(distro):
@@ -98,16 +92,8 @@ def build_release_views(distro: Distro, folder: Path) -> dict[Target, ReleaseVie
         if not (stamp.is_file() and json.loads(stamp.read_text()) == want):
             shutil.rmtree(view_dir, ignore_errors=True)
             (view_dir / rec.subdir).mkdir(parents=True, exist_ok=True)
-            (view_dir / "noarch").mkdir(parents=True, exist_ok=True)
             _fetch(rec.url, view_dir / rec.subdir / rec.file_name)
-            asyncio.run(index_fs(view_dir, force=True, write_zst=False, write_shards=False))
+            index_channel(view_dir, subdirs=[rec.subdir])
             stamp.write_text(json.dumps(want))
         views[target] = ReleaseView(target, view_dir.as_uri(), rec.file_name, sha)
     return views
-
-
-def views_digest(views: dict[Target, ReleaseView]) -> str:
-    h = hashlib.sha256()
-    for t in sorted(views):
-        h.update(f"{t}={views[t].sha256}\n".encode())
-    return h.hexdigest()

@@ -7,11 +7,14 @@ and writes the per-artifact results file itself (no two units share an artifact)
 from __future__ import annotations
 
 import hashlib
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conda_distro.channels.local import link_or_copy, sha256_of
 from conda_distro.engine.backends import BuildJob, TestJob, VariantSpec, make_builder
 from conda_distro.engine.releases import Target
+from conda_distro.rattler_env import index_channel
 from conda_distro.results import ArtifactResults, BuildRecord, ResultsStore, TestRecord
 from conda_distro.specs import admits, parse_spec
 
@@ -51,22 +54,12 @@ def make_dep_view(unit: Unit) -> str | None:
     that is still in staging (a dependent is tested against what this run built)."""
     if not unit.dep_artifacts or unit.dep_view is None:
         return None
-    import asyncio
-    import os
-    import shutil
-
-    from rattler.index import index_fs
-
     shutil.rmtree(unit.dep_view, ignore_errors=True)
-    (unit.dep_view / "noarch").mkdir(parents=True)
     for art in unit.dep_artifacts:
-        src, dst = unit.staging / art, unit.dep_view / art
+        dst = unit.dep_view / art
         dst.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
-    asyncio.run(index_fs(unit.dep_view, force=True, write_zst=False, write_shards=False))
+        link_or_copy(unit.staging / art, dst)
+    index_channel(unit.dep_view, subdirs=sorted({a.split("/")[0] for a in unit.dep_artifacts}))
     return unit.dep_view.as_uri()
 
 
@@ -76,14 +69,6 @@ class UnitOutcome:
     builds: list[BuildRecord] = field(default_factory=list)
     tests: list[TestRecord] = field(default_factory=list)
     cached_tests: int = 0
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _artifact_targets(depends: list[str], pytorch: str, targets: tuple[TargetView, ...]) -> list[TargetView]:
@@ -148,7 +133,7 @@ def run_unit(unit: Unit) -> UnitOutcome:
                                                 variant=tv.target.variant, status="blocked", reason="the build failed"))
                 continue
             path = res.path or path
-        sha = _sha256(path)
+        sha = sha256_of(path)
         out.builds.append(BuildRecord(name=unit.name, version=spec.version, artifact=spec.artifact, sha256=sha,
                                       status="built" if action == "build" else "skipped-existing",
                                       log=str(build_log) if build_log.exists() else None, variant=spec.variant))

@@ -194,11 +194,6 @@ def _rel(repo, path: Path) -> str:
     return path.resolve().relative_to(Path(repo.working_tree_dir).resolve()).as_posix()
 
 
-def _commit_info(c) -> CommitInfo:
-    return CommitInfo(c.hexsha, c.author.name or "", c.author.email or "", c.committed_datetime,
-                      c.summary if isinstance(c.summary, str) else c.summary.decode(errors="replace"))
-
-
 def _releases_in(blob_text: bytes) -> list[str]:
     try:
         doc = yaml.safe_load(blob_text)
