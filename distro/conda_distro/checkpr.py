@@ -133,8 +133,8 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
     res.changed = recipe_names(buildable)
     res.changed_proposals = proposal_names(dist.root, buildable)
     present = [n for n in res.changed if (dist.distro.recipes_dir / n).is_dir()]
-    lint = lint_distribution(dist, LintOptions(names=tuple(present))) if present else None
-    res.lint = [f for f in (lint.findings if lint else []) if not f.check.startswith("proposal-")]
+    lint = lint_distribution(dist, LintOptions(names=tuple(present), proposals=False)) if present else None
+    res.lint = lint.findings if lint else []
     res.proposals = lint_proposals(dist, names=res.changed_proposals) if res.changed_proposals else []
     res.malformed = bool(lint and lint.malformed) or has_fatal(res.proposals) or bool(dist.errors)
     if res.malformed:

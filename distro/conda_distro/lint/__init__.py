@@ -23,6 +23,7 @@ class LintOptions:
     fix: bool = False
     only: tuple[str, ...] = ()  # run only these check ids
     include_warnings: bool = True
+    proposals: bool = True  # also lint proposals/<name>.yaml (check-pr lints the changed ones itself)
 
 
 @dataclass
@@ -121,7 +122,7 @@ def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) 
     # --- proposals/<name>.yaml (spec §5): the proposal-* checks, see conda_distro.proposal ---
     from conda_distro.proposal import lint_proposals  # here: conda_distro.proposal imports this package
 
-    proposal_findings = lint_proposals(dist, ctx, names=options.names, checks=checks)
+    proposal_findings = lint_proposals(dist, ctx, names=options.names, checks=checks) if options.proposals else []
     result.malformed |= any(CHECKS[f.check].fatal for f in proposal_findings)
     result.findings.extend(proposal_findings)
     # --- end proposals ---
