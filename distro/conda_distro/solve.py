@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conda_distro.channels.local import LocalChannel
 from conda_distro.distribution import Distribution
 from conda_distro.engine.releases import CUDA_VERSION, Target, is_cuda_record
 from conda_distro.errors import ChannelError, EngineUnavailableError, UsageError
@@ -188,15 +189,6 @@ def minimal_conflict(solver: RattlerSolver, fixed: list[str], candidates: list[s
     return core
 
 
-def _names_in_channel(folder: Path) -> set[str]:
-    names = set()
-    for rd in folder.glob("*/repodata.json"):
-        data = json.loads(rd.read_text())
-        for key in ("packages", "packages.conda"):
-            names |= {r["name"] for r in (data.get(key) or {}).values()}
-    return names
-
-
 def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions()) -> SolveReport:
     from conda_distro.engine.plan import select_releases
 
@@ -218,7 +210,7 @@ def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions(
             if not channel.is_dir():
                 raise ChannelError(f"the {options.source} channel {channel} does not exist yet", field=f"channels.{options.source}",
                                    hint="run `conda-distro build` first (or solve --from recipes)")
-            available = _names_in_channel(channel)
+            available = {f.name for f in LocalChannel(channel).list_files().values()}
         else:
             raise UsageError(f"unknown source '{options.source}'", field="--from", hint="recipes, staging or main")
         solver = make_solver(options.solver, [channel.as_uri(), *dist.distro.upstream_urls], dist.distro.subdirs)

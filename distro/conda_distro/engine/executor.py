@@ -4,7 +4,6 @@ processes: rattler-build holds the GIL), blocking dependents of failures."""
 from __future__ import annotations
 
 import hashlib
-import json
 import multiprocessing
 import shutil
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -12,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from conda_distro.channels.local import LocalChannel
 from conda_distro.engine.plan import BuildPlan, PackagePlan
 from conda_distro.engine.releases import ReleaseView, Target
 from conda_distro.engine.worker import TargetView, Unit, UnitOutcome, is_cached, run_unit
@@ -106,15 +106,7 @@ def _staging_digest(staging: Path, names: tuple[str, ...], pinned: dict[str, str
     staging entry of the name. A change there means re-testing."""
     wanted = set(names)
     rows = [f"{a}={sha}" for a, sha in pinned.items()]
-    for repodata in sorted(staging.glob("*/repodata.json")):
-        try:
-            data = json.loads(repodata.read_text())
-        except (OSError, ValueError):
-            continue
-        for key in ("packages", "packages.conda"):
-            for fn, rec in (data.get(key) or {}).items():
-                if rec.get("name") in wanted:
-                    rows.append(f"{fn}={rec.get('sha256')}")
+    rows += [f"{f.filename}={f.sha256}" for f in LocalChannel(staging).list_files().values() if f.name in wanted]
     return hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest()
 
 
