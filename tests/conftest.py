@@ -44,8 +44,13 @@ def deep_merge(base: dict, extra: dict | None) -> dict:
 
 
 def write_distro(root: Path, recipes: dict[str, str] | None = None, config_extra: dict | None = None,
-                 *, distro_yaml: str | None = None) -> Path:
+                 *, distro_yaml: str | None = None, variants: bool = False) -> Path:
+    """A distribution folder; ``variants``: with the repository's variants.yaml (conda-forge's pinning
+    values), which real-world recipes need to render."""
     root.mkdir(parents=True, exist_ok=True)
+    if variants:
+        (root / "variants.yaml").write_text((Path(__file__).parent.parent / "variants.yaml").read_text())
+        config_extra = deep_merge(config_extra or {}, {"variant_config": ["variants.yaml"]})
     text = distro_yaml if distro_yaml is not None else yaml.safe_dump(deep_merge(BASE_CONFIG, config_extra),
                                                                        sort_keys=False)
     (root / "distro.yaml").write_text(text)
@@ -81,8 +86,8 @@ def clean_recipe_text(name: str, *, version: str = "1.2.0", run: list[str] | tup
 @pytest.fixture()
 def make_distro(tmp_path: Path) -> Callable[..., Path]:
     def make(recipes: dict[str, str] | None = None, config_extra: dict | None = None, *, name: str = "distro",
-             distro_yaml: str | None = None) -> Path:
-        return write_distro(tmp_path / name, recipes, config_extra, distro_yaml=distro_yaml)
+             distro_yaml: str | None = None, variants: bool = False) -> Path:
+        return write_distro(tmp_path / name, recipes, config_extra, distro_yaml=distro_yaml, variants=variants)
 
     return make
 

@@ -57,6 +57,7 @@ class CheckPrResult:
     needs_pin_update: list[PinUpdate] = field(default_factory=list)
     maintainers: dict[str, list[str]] = field(default_factory=dict)
     malformed: bool = False
+    excluded: dict = field(default_factory=dict)  # unreadable recipes and their dependents
     nothing_buildable: bool = False
     built: bool = False
 
@@ -80,6 +81,7 @@ class CheckPrResult:
             "lint": [f.to_dict() for f in self.lint], "proposals": [f.to_dict() for f in self.proposals],
             "affected": self.affected, "solve": self.solve, "builds": self.builds, "tests": self.tests,
             "needs_pin_update": [p.to_dict() for p in self.needs_pin_update], "maintainers": self.maintainers,
+            **self.excluded,
         }
 
 
@@ -133,12 +135,17 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
     res.changed = recipe_names(buildable)
     res.changed_proposals = proposal_names(dist.root, buildable)
     present = [n for n in res.changed if (dist.distro.recipes_dir / n).is_dir()]
-    lint = lint_distribution(dist, LintOptions(names=tuple(present), proposals=False)) if present else None
+    lint = lint_distribution(dist, LintOptions(names=tuple(present), proposals=False, strict_names=False)) if present else None
     res.lint = lint.findings if lint else []
     res.proposals = lint_proposals(dist, names=res.changed_proposals) if res.changed_proposals else []
-    res.malformed = bool(lint and lint.malformed) or has_fatal(res.proposals) or bool(dist.errors)
+    res.malformed = bool(lint and lint.malformed) or has_fatal(res.proposals)
     if res.malformed:
         return res
+    # recipes that cannot be read (reported by lint when the PR changes them) and their dependents
+    # are left out of the rest of the gate; the lint errors already fail it
+    res.excluded = dist.exclusions() if dist.errors else {}
+    dist = dist.readable()
+    present = [n for n in present if n in dist.recipes]
     graph = RecipeGraph.from_recipes(dist.recipes)
     res.affected = graph.order() if config_changed else graph.affected(present)
     res.maintainers = {n: list(dist.recipes[n].maintainers) for n in res.affected}

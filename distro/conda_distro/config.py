@@ -91,6 +91,8 @@ class DistroConfig(Strict):
     platforms: list[str] = Field(default_factory=lambda: ["linux-64"], min_length=1)
     policy: Policy = Field(default_factory=Policy)
     anaconda: Anaconda = Field(default_factory=Anaconda)
+    # conda-forge-style variant config files (conda_build_config.yaml format) recipes render with
+    variant_config: list[str] = Field(default_factory=list)
 
     @field_validator("platforms")
     @classmethod
@@ -127,6 +129,10 @@ class Distro:
     @property
     def build_dir(self) -> Path:
         return self.root / "build"
+
+    @property
+    def variant_files(self) -> list[Path]:
+        return [(self.root / p).resolve() if not Path(p).is_absolute() else Path(p) for p in self.config.variant_config]
 
     def resolve_local(self, ref: str) -> Path:
         """A staging/main/upstream reference that is a local folder, resolved against root."""

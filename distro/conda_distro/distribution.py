@@ -10,6 +10,8 @@ from pathlib import Path
 from conda_distro.config import Distro, find_root, load_config
 from conda_distro.errors import DistroError, RecipeError
 from conda_distro.recipe import Recipe, load_recipe, recipe_paths
+from conda_distro.render import RenderSettings
+from conda_distro.variants import render_settings
 
 
 @dataclass
@@ -17,6 +19,7 @@ class Distribution:
     distro: Distro
     recipes: dict[str, Recipe]  # by folder name
     errors: list[DistroError] = field(default_factory=list)  # recipes that could not be loaded
+    settings: RenderSettings = field(default_factory=RenderSettings)  # what the recipes were rendered with
 
     @property
     def root(self) -> Path:
@@ -31,7 +34,7 @@ class Distribution:
         return set(self.recipes)
 
     def raise_errors(self) -> None:
-        """Commands other than lint refuse to work on a distribution with unreadable recipes."""
+        """Raise the first recipe error (for callers that cannot work around an unreadable recipe)."""
         if self.errors:
             first = self.errors[0]
             if len(self.errors) > 1:
@@ -47,6 +50,73 @@ class Distribution:
             close = difflib.get_close_matches(name, sorted(self.recipes), n=1)
             raise RecipeError(f"no recipe named '{name}' in {self.distro.recipes_dir}",
                               hint=f"did you mean '{close[0]}'?" if close else "see `conda-distro graph` for the names") from None
+
+    @property
+    def broken(self) -> dict[str, DistroError]:
+        """folder name -> why its recipe cannot be read or rendered."""
+        out: dict[str, DistroError] = {}
+        for e in self.errors:
+            out.setdefault(folder_of(e, self.distro.recipes_dir), e)
+        return out
+
+    def blocked_by_broken(self) -> dict[str, str]:
+        """Readable recipes that depend (host/run/build, any output) on an unreadable one: name -> the
+        unreadable recipe's folder. The folder name is all that is known of a recipe that cannot be
+        rendered, so that is what dependents are matched on; the block is transitive."""
+        broken = set(self.broken)
+        if not broken:
+            return {}
+        owner = {out: folder for folder, r in self.recipes.items() for out in r.output_names}
+        out: dict[str, str] = {}
+        changed = True
+        while changed:
+            changed = False
+            for name, recipe in self.recipes.items():
+                if name in out:
+                    continue
+                for dep in recipe.dep_names("build", "host", "run"):
+                    if dep in recipe.output_names:
+                        continue
+                    folder = owner.get(dep)
+                    if folder is None and dep in broken:
+                        out[name] = dep
+                    elif folder in out:
+                        out[name] = out[folder]
+                    else:
+                        continue
+                    changed = True
+                    break
+        return out
+
+    def readable(self) -> "Distribution":
+        """The distribution without its unreadable recipes and the recipes that depend on them: what
+        commands carry on with (they report the rest, see :meth:`unreadable` / :meth:`blocked_by_broken`)."""
+        if not self.errors:
+            return self
+        blocked = self.blocked_by_broken()
+        keep = {n: r for n, r in self.recipes.items() if n not in blocked}
+        return Distribution(self.distro, keep, [], self.settings)
+
+    def exclusions(self) -> dict:
+        """What :meth:`readable` left out, for JSON reports."""
+        return {"unreadable": self.unreadable(),
+                "blocked": [{"name": n, "by": b, "reason": f"depends on unreadable recipe {b}"}
+                            for n, b in sorted(self.blocked_by_broken().items())]}
+
+    def unreadable(self) -> list[dict]:
+        """The recipes that cannot be read or rendered, for reports: ``[{recipe, path, line, message, hint}]``."""
+        out = []
+        for folder, e in sorted(self.broken.items()):
+            out.append({"recipe": folder, "path": e.path, "line": e.line, "message": e.message, "hint": e.hint})
+        return out
+
+    def require(self, names: list[str] | tuple[str, ...]) -> None:
+        """Named targets must exist and be readable (exit 2 otherwise)."""
+        broken = self.broken
+        for n in names:
+            if n in broken:
+                raise broken[n]
+            self.get(n)
 
 
 class paused_gc(contextlib.ContextDecorator):
@@ -77,6 +147,17 @@ class paused_gc(contextlib.ContextDecorator):
             gc.enable()
 
 
+def folder_of(error: DistroError, recipes_dir: Path) -> str:
+    """The recipe folder an error is about (its path's folder under recipes/)."""
+    if error.path:
+        p = Path(error.path)
+        try:
+            return p.resolve().relative_to(recipes_dir.resolve()).parts[0]
+        except (ValueError, IndexError):
+            return p.parent.name
+    return "?"
+
+
 def open_distro(root: Path | None) -> Distro:
     return load_config(root.resolve() if root else find_root(Path.cwd()))
 
@@ -86,15 +167,15 @@ def load_distribution(root: Path | None = None, *, strict: bool = True, distro: 
     """Load distro.yaml and every recipe. ``strict`` raises the first recipe error; otherwise errors are
     collected so that lint can still report on the rest."""
     distro = distro or open_distro(root)
-    platform = distro.config.platforms[0]
+    settings = render_settings(distro)
     recipes: dict[str, Recipe] = {}
     errors: list[DistroError] = []
     for path in recipe_paths(distro.recipes_dir):
         try:
-            recipes[path.parent.name] = load_recipe(path, platform)
+            recipes[path.parent.name] = load_recipe(path, settings)
         except DistroError as exc:
             errors.append(exc)
-    dist = Distribution(distro, recipes, errors)
+    dist = Distribution(distro, recipes, errors, settings)
     if strict:
         dist.raise_errors()
     return dist

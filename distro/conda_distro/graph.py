@@ -24,13 +24,21 @@ class RecipeGraph:
     @paused_gc()
     def from_recipes(cls, recipes: Mapping[str, Recipe], check_cycles: bool = True) -> "RecipeGraph":
         g = nx.DiGraph()
-        by_pkg = {r.name: folder for folder, r in recipes.items()}
+        # every output a recipe produces maps to the recipe (a dependency on libtorch is an edge from
+        # the recipe that makes libtorch)
+        by_pkg: dict[str, str] = {}
+        for folder, r in sorted(recipes.items()):
+            for out in r.output_names:
+                by_pkg.setdefault(out, folder)
         g.add_nodes_from(sorted(recipes))
         for folder, recipe in recipes.items():
             for dep in recipe.deps(*GRAPH_SECTIONS):
                 target = by_pkg.get(dep.name)
                 if target is not None and target != folder:
-                    g.add_edge(target, folder)
+                    if g.has_edge(target, folder):
+                        g.edges[target, folder]["via"].add(dep.name)
+                    else:
+                        g.add_edge(target, folder, via={dep.name})
         graph = cls(g)
         if check_cycles:
             graph.check_acyclic()
@@ -93,6 +101,14 @@ class RecipeGraph:
             for i in range(len(out)):
                 out[i].append(level[i:: len(out)])
         return out
+
+    def edges(self, subset: Iterable[str] | None = None) -> list[dict]:
+        """``[{from, to, via}]``: ``from`` is the dependency, ``to`` the dependent, ``via`` the package
+        names (outputs of ``from``) that ``to`` requires."""
+        keep = None if subset is None else set(subset)
+        return [{"from": u, "to": v, "via": sorted(d.get("via") or ())}
+                for u, v, d in sorted(self.g.edges(data=True), key=lambda e: (e[0], e[1]))
+                if keep is None or (u in keep and v in keep)]
 
     def to_dot(self, highlight: Iterable[str] = ()) -> str:
         hl = set(highlight)

@@ -1,9 +1,10 @@
-"""The typed view of a v1 ``recipe.yaml`` (rattler-build / conda-forge's new format).
+"""The typed view of a v1 ``recipe.yaml``: what rattler-build renders, with the lines of the text.
 
-Reading is done from the fast line-aware tree (:mod:`conda_distro.yamlio`); ``${{ }}`` expressions
-are rendered with jinja2 against ``context:`` and the platform, ``if/then/else`` selectors are
-evaluated for one target platform. The ruamel round-trip document is loaded on demand
-(:meth:`Recipe.roundtrip`) by the flows that edit recipes.
+rattler-build's renderer (:mod:`conda_distro.render`) is the authority on what a recipe means: name,
+version, outputs, requirements per variant, tests, about. This module turns its rendered outputs into
+a :class:`Recipe` and adds what only the text knows: the line of each entry (for findings), whether an
+entry sits in an ``if:`` branch, and whether ``build.number`` was written at all. The ruamel round-trip
+document is loaded on demand (:meth:`Recipe.roundtrip`) by the flows that edit recipes.
 """
 
 from __future__ import annotations
@@ -11,286 +12,23 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-import jinja2
-import jinja2.sandbox
-
 from conda_distro.errors import RecipeError
+from conda_distro.render import RenderedRecipe, RenderError, RenderSettings, render_text
 from conda_distro.specs import ParsedSpec, parse_spec
-from conda_distro.yamlio import LDict, LList, LStr, load_fast, load_roundtrip
+from conda_distro.yamlio import LDict, LList, load_fast, load_roundtrip
 
 RECIPE_FILE = "recipe.yaml"
+V0_FILE = "meta.yaml"
 SECTIONS = ("build", "host", "run", "run_constraints")
 _EXPR = "${{"
-_PIN_MARK = "\x00"
+_PIN_FUNCS = ("pin_subpackage", "pin_compatible")
+_TEMPLATE_FUNCS = ("compiler", "stdlib", "cdt")
 
-
-# ---------------------------------------------------------------------------------------------
-# expression rendering
-
-
-class _Pin:
-    """What ``pin_compatible``/``pin_subpackage``/``compiler``/``stdlib`` render to."""
-
-    def __init__(self, func: str, name: str, **kw: Any) -> None:
-        self.func, self.name, self.kw = func, name, kw
-
-    def __str__(self) -> str:
-        kw = ";".join(f"{k}={v}" for k, v in sorted(self.kw.items()))
-        return f"{_PIN_MARK}{self.func}|{self.name}|{kw}"
-
-
-def _pin_factory(func: str):
-    def make(name: str, *args: Any, **kw: Any) -> _Pin:
-        return _Pin(func, str(name), **kw)
-
-    return make
-
-
-class _Undefined(jinja2.ChainableUndefined):
-    """Unknown variables (variant keys like ``python`` or ``cuda_compiler_version``) render empty."""
-
-
-_ENV = jinja2.sandbox.ImmutableSandboxedEnvironment(
-    variable_start_string="${{",
-    variable_end_string="}}",
-    block_start_string="\x01{%",  # v1 recipes have no blocks; make them inert
-    block_end_string="%}\x01",
-    comment_start_string="\x01{#",
-    comment_end_string="#}\x01",
-    undefined=_Undefined,
-    keep_trailing_newline=True,
-    autoescape=False,
-)
-_ENV.filters.setdefault("version_to_buildstring", lambda v: "".join(str(v).split(".")[:2]))
-
-
-@lru_cache(maxsize=16384)
-def _template(text: str) -> jinja2.Template:
-    return _ENV.from_string(text)
-
-
-@lru_cache(maxsize=16384)
-def _expression(text: str):
-    return _ENV.compile_expression(text, undefined_to_none=False)
-
-
-# Rendering speed: compiling a jinja template costs about a millisecond, and every recipe has its own
-# strings (urls with the name in them), so strings are split into literal text and ``${{ }}``
-# expressions; each expression is compiled once for all recipes. The commonest expressions (``name``,
-# ``version``, ``name|lower``) are plain variable lookups and skip jinja altogether. Anything the split
-# cannot reproduce exactly (whitespace control, ``}}`` inside a string or a dict literal, unclosed
-# ``${{``) falls back to the full template, so the output is always what jinja renders.
-_EXPR_RE = re.compile(r"\$\{\{(.*?)\}\}", re.S)
-_NAME_RE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\|\s*(lower|upper)\s*)?")
-_JINJA_LITERALS = frozenset({"true", "false", "none", "True", "False", "None"})
-_JINJA_KEYWORDS = frozenset({"and", "or", "not", "in", "is", "if", "else"})
-_MISSING = object()
-
-
-class _Lookup:
-    """``${{ name }}`` / ``${{ name|lower }}`` without jinja (same result: str(), "" when undefined)."""
-
-    __slots__ = ("name", "case")
-
-    def __init__(self, name: str, case: str | None) -> None:
-        self.name, self.case = name, case
-
-    def __call__(self, ns: dict[str, Any]) -> str:
-        v = ns.get(self.name, _MISSING)
-        s = "" if v is _MISSING else str(v)
-        return s.lower() if self.case == "lower" else s.upper() if self.case == "upper" else s
-
-
-@lru_cache(maxsize=16384)
-def _compiled(text: str) -> tuple | None:
-    """Literal and expression parts of ``text``; None when only the whole template renders it exactly."""
-    if "\r" in text:  # jinja normalises newlines in literal text
-        return None
-    parts: list[Any] = []
-    pos = 0
-    for m in _EXPR_RE.finditer(text):
-        if m.start() > pos:
-            parts.append(text[pos:m.start()])
-        expr = m.group(1)
-        if expr[:1] in ("-", "+") or expr[-1:] in ("-", "+"):
-            return None  # whitespace control (``${{- x -}}``)
-        simple = _NAME_RE.fullmatch(expr)
-        name = simple.group(1) if simple else None
-        if name and name not in _JINJA_LITERALS and name not in _JINJA_KEYWORDS and name not in _ENV.globals:
-            parts.append(_Lookup(name, simple.group(2)))
-        else:
-            try:
-                parts.append(_expression(expr))
-            except jinja2.TemplateSyntaxError:
-                return None  # e.g. '}}' inside a string: the template parser knows where it really ends
-        pos = m.end()
-    if _EXPR in text[pos:]:
-        return None  # an unclosed ${{: the template reports it
-    if pos < len(text):
-        parts.append(text[pos:])
-    return tuple(parts)
-
-
-def _render_text(text: str, ns: dict[str, Any]) -> str:
-    parts = _compiled(text)
-    if parts is None:
-        return _template(text).render(ns)
-    out = []
-    for p in parts:
-        if type(p) is str:
-            out.append(p)
-        elif type(p) is _Lookup:
-            out.append(p(ns))
-        else:
-            out.append(str(p(**ns)))
-    return "".join(out)
-
-
-def _match(value: Any, spec: str) -> bool:
-    if value is None or isinstance(value, jinja2.Undefined) or str(value) == "":
-        return True  # unknown variant: assume the branch applies (conservative for deps)
-    from conda_distro.specs import admits
-
-    return admits(str(spec).replace(" ", ""), str(value))
-
-
-def platform_namespace(platform: str) -> dict[str, Any]:
-    os_, _, arch = platform.partition("-")
-    arch_names = {"64": "x86_64", "aarch64": "aarch64", "arm64": "arm64", "ppc64le": "ppc64le"}
-    a = arch_names.get(arch, arch)
-    return {
-        "target_platform": platform,
-        "build_platform": platform,
-        "host_platform": platform,
-        "linux": os_ == "linux",
-        "osx": os_ == "osx",
-        "win": os_ == "win",
-        "unix": os_ in ("linux", "osx"),
-        "x86_64": a == "x86_64",
-        "x86": a == "x86_64",
-        "aarch64": a == "aarch64",
-        "arm64": a == "arm64",
-        "ppc64le": a == "ppc64le",
-        "match": _match,
-        "pin_compatible": _pin_factory("pin_compatible"),
-        "pin_subpackage": _pin_factory("pin_subpackage"),
-        "compiler": lambda lang, *a, **k: _Pin("compiler", str(lang)),
-        "stdlib": lambda lang, *a, **k: _Pin("stdlib", str(lang)),
-        "cdt": lambda name, *a, **k: _Pin("cdt", str(name)),
-        "env": _EnvProxy(),
-        "hash": "",
-        "PYTHON": "python",
-    }
-
-
-class _EnvProxy:
-    def get(self, name: str, default: Any = "") -> Any:
-        return default
-
-    def exists(self, name: str) -> bool:
-        return False
-
-
-class RenderError(RecipeError):
-    pass
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if not isinstance(exc, jinja2.TemplateError) else text or type(exc).__name__
-
-
-_base_namespace = lru_cache(maxsize=16)(platform_namespace)  # its values are stateless: share them
-
-# ``if: linux`` / ``if: not win``: plain variable tests, evaluated without jinja (same truth value)
-_COND_RE = re.compile(r"(not\s+)?([A-Za-z_][A-Za-z0-9_]*)")
-
-
-@lru_cache(maxsize=4096)
-def _simple_condition(text: str) -> tuple[bool, str] | None:
-    m = _COND_RE.fullmatch(text)
-    if m is None:
-        return None
-    name = m.group(2)
-    if name in _JINJA_LITERALS or name in _JINJA_KEYWORDS or name in _ENV.globals:
-        return None
-    return bool(m.group(1)), name
-
-
-def _match_unknown_false(value: Any, spec: str) -> bool:
-    """``match()`` for build.skip: an unknown variant (python, cuda_compiler_version) does not skip."""
-    if value is None or isinstance(value, jinja2.Undefined) or str(value) == "":
-        return False
-    return _match(value, spec)
-
-
-class Renderer:
-    """Renders ``${{ }}`` strings and evaluates ``if:`` expressions for one recipe and platform."""
-
-    def __init__(self, platform: str, path: Path) -> None:
-        self.ns: dict[str, Any] = dict(_base_namespace(platform))
-        self.path = path
-
-    def render(self, value: Any, line: int | None = None) -> str:
-        s = str(value)
-        if _EXPR not in s:
-            return s
-        try:
-            return _render_text(s, self.ns)
-        except Exception as exc:  # noqa: BLE001 - jinja errors and whatever the expression raised (1/0, bad arguments)
-            raise RenderError(f"cannot render expression {s!r}: {_describe(exc)}", path=self.path,
-                              line=line or getattr(value, "line", None),
-                              hint="check the ${{ }} expression and the context: variables it uses") from None
-
-    def condition(self, expr: Any, *, unknown_matches: bool = True) -> bool:
-        """Evaluate an ``if:`` (or ``skip:``) expression. ``match()`` on a variant the recipe cannot
-        know (python, cuda_compiler_version) is True by default, so that conditional dependencies are
-        kept; with ``unknown_matches=False`` it is False (a skip condition must not skip the recipe)."""
-        s = str(expr).strip()
-        if s.startswith(_EXPR) and s.endswith("}}"):
-            s = s[3:-2].strip()
-        simple = _simple_condition(s)
-        if simple is not None:
-            negate, name = simple
-            return bool(self.ns.get(name, False)) is not negate
-        ns = self.ns if unknown_matches else {**self.ns, "match": _match_unknown_false}
-        try:
-            result = _expression(s)(**ns)
-        except Exception as exc:  # noqa: BLE001 - as in render()
-            raise RenderError(f"cannot evaluate condition {s!r}: {_describe(exc)}", path=self.path,
-                              line=getattr(expr, "line", None)) from None
-        if isinstance(result, jinja2.Undefined):
-            return False
-        return bool(result)
-
-    def add_context(self, context: Any) -> None:
-        if not isinstance(context, dict):
-            return
-        for key, value in context.items():
-            if isinstance(value, (dict, list)):
-                self.ns[key] = value
-                continue
-            rendered = self.render(value) if value is not None else ""
-            self.ns[key] = _typed_scalar(value, rendered)
-
-
-_INT_RE = re.compile(r"-?\d+")
-_DIGITS_RE = re.compile(r"\d+")
-
-
-def _typed_scalar(raw: Any, rendered: str) -> Any:
-    if isinstance(raw, LStr) and raw.quoted:
-        return rendered
-    low = rendered.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if _INT_RE.fullmatch(rendered):
-        return int(rendered)
-    return rendered
+__all__ = ["Dep", "Output", "Recipe", "RenderError", "Source", "load_recipe", "parse_recipe", "recipe_paths",
+           "RECIPE_FILE", "SECTIONS"]
 
 
 def as_bool(value: Any) -> bool:
@@ -299,23 +37,18 @@ def as_bool(value: Any) -> bool:
     return str(value).strip().lower() in ("true", "yes", "on", "1")
 
 
-# ---------------------------------------------------------------------------------------------
-# the model
-
-
 @dataclass(frozen=True)
 class Dep:
-    """One requirement entry, after rendering."""
+    """One requirement entry, as rendered (deduplicated over the variants)."""
 
     section: str
-    raw: str  # the requirement as rendered; for pin functions/compilers the text in the file
+    raw: str  # the requirement as rendered; for pin functions the text in the file
     line: int
-    spec: ParsedSpec | None  # None for pin functions / compilers
+    spec: ParsedSpec | None  # None for pin functions
     func: str | None = None  # pin_compatible | pin_subpackage | compiler | stdlib | cdt
     func_kw: tuple[tuple[str, str], ...] = ()
     conditional: bool = False
-
-    pin_name: str = ""  # the package a pin function / compiler() names
+    pin_name: str = ""  # the package a pin function names
     output: int | None = None  # index in outputs: of a multi-output recipe; None = the top level
 
     @property
@@ -334,20 +67,6 @@ class Dep:
         return dict(self.func_kw).get(key, default)
 
 
-_new_object = object.__new__
-
-
-def _dep(section: str, raw: str, line: int, spec: ParsedSpec | None, func: str | None = None,
-         func_kw: tuple[tuple[str, str], ...] = (), conditional: bool = False, pin_name: str = "",
-         output: int | None = None) -> Dep:
-    """``Dep(...)`` without the frozen dataclass's per-field ``object.__setattr__`` calls (a recipe has
-    dozens of requirements; this is several times faster). The result is an ordinary, equal ``Dep``."""
-    d = _new_object(Dep)
-    d.__dict__.update(section=section, raw=raw, line=line, spec=spec, func=func, func_kw=func_kw,
-                      conditional=conditional, pin_name=pin_name, output=output)
-    return d
-
-
 @dataclass(frozen=True)
 class Source:
     url: str | None
@@ -356,6 +75,20 @@ class Source:
     git: str | None
     path: str | None
     line: int
+    file_name: str | None = None  # a url source saved under another name (extra downloads: licenses)
+    target_directory: str | None = None
+
+
+@dataclass(frozen=True)
+class Output:
+    """One package the recipe produces (a single-output recipe has one, index None)."""
+
+    index: int | None
+    name: str
+    version: str
+    build_number: int
+    noarch: str | None
+    variants: int  # how many variants rattler-build renders for it
 
 
 @dataclass
@@ -365,7 +98,7 @@ class Recipe:
     data: LDict
     name: str
     version: str
-    build_number: int | None
+    build_number: int | None  # None when the text never sets build.number
     noarch: str | None
     skip: bool
     requirements: dict[str, list[Dep]]
@@ -378,10 +111,26 @@ class Recipe:
     platform: str
     run_exports: list[Dep] = field(default_factory=list)
     lines: dict[str, int] = field(default_factory=dict)
+    outputs: list[Output] = field(default_factory=list)
+    rendered: RenderedRecipe | None = None
 
     @property
     def folder(self) -> Path:
         return self.path.parent
+
+    @property
+    def output_names(self) -> list[str]:
+        return [o.name for o in self.outputs] or [self.name]
+
+    @property
+    def multi_output(self) -> bool:
+        return bool(self.rendered and self.rendered.multi_output)
+
+    def noarch_of(self, output: int | None) -> str | None:
+        for o in self.outputs:
+            if o.index == output:
+                return o.noarch
+        return self.noarch
 
     def deps(self, *sections: str) -> Iterator[Dep]:
         for s in sections or SECTIONS:
@@ -398,275 +147,410 @@ class Recipe:
         return load_roundtrip(self.text, path=self.path)
 
 
-def _mapping(value: Any, where: str, path: Path, line: int | None) -> LDict:
+# ---------------------------------------------------------------------------------------------
+# lines: where each rendered entry stands in the text
+
+
+@dataclass
+class _Candidate:
+    raw: str  # the item as written (unrendered)
+    line: int
+    conditional: bool
+    used: bool = False
+
+    @property
+    def literal_name(self) -> str | None:
+        if _EXPR in self.raw:
+            return None
+        return parse_spec(self.raw.strip()).name
+
+    def calls(self, funcs: tuple[str, ...]) -> str | None:
+        for f in funcs:
+            if re.search(rf"\b{f}\s*\(", self.raw):
+                return f
+        return None
+
+
+def _flatten(value: Any, line: int, conditional: bool, out: list[_Candidate]) -> None:
+    """Every item of a requirements list as written, both branches of if/then/else included."""
     if value is None:
-        d = LDict()
-        d.line = line or 1
-        return d
-    if not isinstance(value, dict):
-        raise RecipeError(f"'{where}' must be a mapping", path=path, field=where, line=getattr(value, "line", line),
-                          hint="expected 'key: value' lines under it")
-    return value
+        return
+    if isinstance(value, list):
+        lines = value.item_lines if isinstance(value, LList) else ()
+        for i, item in enumerate(value):
+            _flatten(item, lines[i] if i < len(lines) else getattr(value, "line", line), conditional, out)
+        return
+    if isinstance(value, dict) and "if" in value:
+        for key in ("then", "else"):
+            branch = value.get(key)
+            ln = value.line_of(key) if isinstance(value, LDict) else line
+            _flatten(branch, ln, True, out)
+        return
+    if isinstance(value, str):
+        out.append(_Candidate(str(value), getattr(value, "line", line) or line, conditional))
 
 
-class _Flattener:
-    """Evaluates ``if/then/else`` items in a list and renders each scalar item."""
+class _LineFinder:
+    """Maps rendered requirement entries of one output and section back to the text."""
 
-    def __init__(self, renderer: Renderer) -> None:
-        self.r = renderer
-
-    def items(self, value: Any, line: int, conditional: bool = False) -> list[tuple[Any, int, bool]]:
-        """(rendered item, line, from an if/then branch) for every item that applies; empty
-        rendered strings are dropped, mappings without ``if:`` are passed through unrendered."""
-        out: list[tuple[Any, int, bool]] = []
-        self._collect(value, line, conditional, out, None)
-        return out
-
-    def items_raw(self, value: Any, line: int) -> list[tuple[Any, Any, int, bool]]:
-        """Like :meth:`items`, with the unrendered item first: (raw, rendered, line, conditional)."""
-        out: list[tuple[Any, Any, int, bool]] = []
-        self._collect(value, line, False, None, out)
-        return out
-
-    def _collect(self, value: Any, line: int, conditional: bool, out: list | None, out_raw: list | None) -> None:
-        if value is None:
-            return
-        if isinstance(value, list):
-            lines = value.item_lines if isinstance(value, LList) else ()
-            n = len(lines)
-            for i, item in enumerate(value):
-                self._item(item, lines[i] if i < n else (value.line if isinstance(value, LList) else line),
-                           conditional, out, out_raw)
-        else:
-            self._item(value, getattr(value, "line", line), conditional, out, out_raw)
-
-    def _item(self, item: Any, line: int, conditional: bool, out: list | None, out_raw: list | None) -> None:
-        if isinstance(item, str):
-            rendered = self.r.render(item, line) if _EXPR in item else item
-            rendered = rendered.strip()
-            if rendered:
-                if out is not None:
-                    out.append((rendered, line, conditional))
+    def __init__(self, bodies: list[Any], section: str, fallback: int) -> None:
+        self.candidates: list[_Candidate] = []
+        self.fallback = fallback
+        for body in bodies:
+            req = body.get("requirements") if isinstance(body, dict) else None
+            if isinstance(req, dict):
+                lst = req.get(section)
+                if section == "run_exports" and isinstance(lst, dict):
+                    for bucket in lst.values():
+                        _flatten(bucket, req.line_of(section), False, self.candidates)
                 else:
-                    out_raw.append((item, rendered, line, conditional))  # type: ignore[union-attr]
-        elif isinstance(item, dict) and "if" in item:
-            branch = item.get("then") if self.r.condition(item["if"]) else item.get("else")
-            ln = item.line_of("then") if isinstance(item, LDict) else line
-            self._collect(branch, ln, True, out, out_raw)
-        elif item is not None:
-            if out is not None:
-                out.append((item, line, conditional))
-            else:
-                out_raw.append((item, item, line, conditional))  # type: ignore[union-attr]
+                    _flatten(lst, req.line_of(section) if isinstance(req, LDict) else fallback, False, self.candidates)
+                if isinstance(req, LDict) and section in req:
+                    self.fallback = req.line_of(section)
+
+    def _take(self, pred) -> _Candidate | None:
+        for want_unused in (True, False):
+            for c in self.candidates:
+                if (not want_unused or not c.used) and pred(c):
+                    c.used = True
+                    return c
+        return None
+
+    def find_spec(self, name: str) -> _Candidate | None:
+        hit = self._take(lambda c: c.literal_name == name)
+        if hit is None:
+            hit = self._take(lambda c: _EXPR in c.raw and re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", c.raw) is not None)
+        if hit is None:
+            hit = self._take(lambda c: c.calls(_TEMPLATE_FUNCS) is not None)
+        if hit is None:
+            hit = self._take(lambda c: _EXPR in c.raw and c.calls(_PIN_FUNCS) is None)
+        return hit
+
+    def find_pin(self, func: str, name: str) -> _Candidate | None:
+        hit = self._take(lambda c: c.calls((func,)) is not None and name in c.raw)
+        return hit or self._take(lambda c: c.calls((func,)) is not None)
 
 
-@lru_cache(maxsize=4096)
-def _pin_parts(rendered: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
-    func, name, kw = rendered[1:].split("|", 2)
-    return func, name, tuple(tuple(p.split("=", 1)) for p in kw.split(";") if p)  # type: ignore[misc]
+def _kw_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    return "" if value is None else str(value)
 
 
-def _parse_dep(section: str, raw: str, rendered: str, line: int, conditional: bool, output: int | None = None) -> Dep:
-    """``raw`` is the requirement as rendered (what a solver gets), except for pin functions and
-    compilers, where it is the text in the recipe (``${{ pin_compatible('numpy') }}``)."""
-    if rendered.startswith(_PIN_MARK):
-        func, name, kws = _pin_parts(rendered)
-        return _dep(section, str(raw).strip(), line, None, func, kws, conditional, name, output)
-    return _dep(section, rendered, line, parse_spec(rendered), None, (), conditional, "", output)
+def _make_dep(section: str, item: Any, finder: _LineFinder, output: int | None) -> Dep | None:
+    if isinstance(item, dict) and len(item) == 1 and next(iter(item)) in _PIN_FUNCS:
+        func = next(iter(item))
+        args = item[func] or {}
+        name = str(args.get("name", ""))
+        hit = finder.find_pin(func, name)
+        kws = tuple(sorted((str(k), _kw_text(v)) for k, v in args.items() if k != "name"))
+        return Dep(section, hit.raw.strip() if hit else f"${{{{ {func}('{name}') }}}}",
+                   hit.line if hit else finder.fallback, None, func, kws, bool(hit and hit.conditional), name, output)
+    if not isinstance(item, str):
+        return None
+    text = item.strip()
+    if not text:
+        return None
+    spec = parse_spec(text)
+    hit = finder.find_spec(spec.name)
+    func = hit.calls(_TEMPLATE_FUNCS) if hit is not None else None
+    return Dep(section, text, hit.line if hit else finder.fallback, spec, func, (), bool(hit and hit.conditional), "", output)
+
+
+# ---------------------------------------------------------------------------------------------
+# parse
 
 
 _V0_RE = re.compile(r"^[ \t]*\{%", re.M)  # a jinja block at the start of a line: v0 meta.yaml
+_V0_HINT = "convert it to a v1 recipe.yaml: {% set %} -> context:, {{ x }} -> ${{ x }}, # [sel] -> if/then, test: -> tests:"
 
 
-def parse_recipe(text: str, path: Path, platform: str = "linux-64") -> Recipe:
-    """Parse recipe text into a :class:`Recipe`. Raises :class:`RecipeError` with file and line."""
-    jinja_blocks = "{%" in text
-    v0 = _V0_RE.search(text) if jinja_blocks else None
-    if v0 is not None:
-        raise RecipeError("this looks like a v0 meta.yaml ({% set %}); only v1 recipe.yaml is supported", path=path,
-                          line=text.count("\n", 0, v0.start()) + 1,
-                          hint="convert it: {% set %} -> context:, {{ x }} -> ${{ x }}, # [sel] -> if/then")
+def _mapping(value: Any) -> LDict:
+    return value if isinstance(value, LDict) else LDict()
+
+
+def _output_index(doc: LDict, rendered: RenderedRecipe) -> dict[str, int | None]:
+    """Rendered output name -> its index under ``outputs:`` (literal names first, then the
+    templated ones in order)."""
+    if not rendered.multi_output:
+        return {o["name"]: None for o in rendered.outputs}
+    outputs = doc.get("outputs") if isinstance(doc.get("outputs"), list) else []
+    raw_names = []
+    for o in outputs:
+        pkg = o.get("package") if isinstance(o, dict) else None
+        raw_names.append(str(pkg.get("name")) if isinstance(pkg, dict) and pkg.get("name") is not None else "")
+    names = list(dict.fromkeys(o["name"] for o in rendered.outputs))
+    mapping: dict[str, int | None] = {}
+    for i, raw in enumerate(raw_names):
+        if _EXPR not in raw and raw in names:
+            mapping[raw] = i
+    templated = [i for i, raw in enumerate(raw_names) if _EXPR in raw or raw not in names]
+    for name in names:
+        if name not in mapping and templated:
+            mapping[name] = templated.pop(0)
+    for name in names:
+        mapping.setdefault(name, None)
+    return mapping
+
+
+def _body(doc: LDict, index: int | None) -> list[Any]:
+    if index is None:
+        return [doc]
+    outputs = doc.get("outputs")
+    if isinstance(outputs, list) and index < len(outputs) and isinstance(outputs[index], dict):
+        return [outputs[index], doc]
+    return [doc]
+
+
+def _declared_build_number(doc: LDict, lines: dict[str, int]) -> bool:
+    build = doc.get("build")
+    if isinstance(build, dict) and "number" in build:
+        lines["build.number"] = build.line_of("number") if isinstance(build, LDict) else 1
+        return True
+    outputs = doc.get("outputs")
+    if isinstance(outputs, list) and outputs:
+        found = False
+        for o in outputs:
+            b = o.get("build") if isinstance(o, dict) else None
+            if isinstance(b, dict) and "number" in b:
+                lines.setdefault("build.number", b.line_of("number") if isinstance(b, LDict) else 1)
+                found = True
+        return found
+    return False
+
+
+_QUOTED_RE = re.compile(r"'([A-Za-z0-9_.\-]+)'")
+
+
+def _find_key(node: Any, key: str) -> int | None:
+    """The line of the first ``key:`` anywhere under ``node`` (depth first)."""
+    if isinstance(node, LDict):
+        if key in node:
+            return node.line_of(key)
+        children = node.values()
+    elif isinstance(node, list):
+        children = node
+    else:
+        return None
+    for child in children:
+        hit = _find_key(child, key)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _locate(doc: LDict, message: str) -> tuple[int | None, str | None]:
+    """Line (and field) a rattler-build parse message is about: it names fields in quotes
+    (``invalid value for 'build.number'``, ``unknown top-level field 'scriptt'``)."""
+    for name in reversed(_QUOTED_RE.findall(message)):
+        node: Any = doc
+        line = None
+        for part in name.split("."):
+            if isinstance(node, LDict) and part in node:
+                line, node = node.line_of(part), node[part]
+            else:
+                line = None
+                break
+        if line is None:
+            line = _find_key(doc, name.split(".")[-1])
+        if line is not None:
+            return line, name
+    return 1, None
+
+
+def _tree(text: str, path: Path) -> LDict:
+    m = _V0_RE.search(text)
+    if m is not None:
+        raise RecipeError("this looks like a v0 meta.yaml ({% set %} / {{ }}); only v1 recipe.yaml is supported",
+                          path=path, line=text.count("\n", 0, m.start()) + 1, hint=_V0_HINT)
     doc = load_fast(text, path=path)
     if not isinstance(doc, dict):
         raise RecipeError("a recipe must be a YAML mapping (package:, source:, build:, ...)", path=path,
                           line=getattr(doc, "line", 1), hint="see the v1 recipe format")
-    if jinja_blocks and "context" not in doc:
-        raise RecipeError("this looks like a v0 meta.yaml ({% set %}); only v1 recipe.yaml is supported", path=path,
-                          hint="convert it: {% set %} -> context:, {{ x }} -> ${{ x }}, # [sel] -> if/then")
-    r = Renderer(platform, path)
-    r.add_context(doc.get("context"))
-    flat = _Flattener(r)
+    return doc if isinstance(doc, LDict) else LDict(doc)
+
+
+def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) -> Recipe:
+    """Render ``text`` with rattler-build and build the :class:`Recipe`. Raises :class:`RecipeError`
+    (a :class:`RenderError` for what rattler-build refuses) with file and line."""
+    settings = settings or RenderSettings()
+    doc = _tree(text, path)
+    try:
+        rendered = render_text(text, path, settings)
+    except RenderError as exc:
+        if exc.line is None:  # rattler-build's parse errors name a field but often no place
+            exc.line, exc.field = _locate(doc, exc.message)
+        raise
     lines: dict[str, int] = {}
-
-    if "outputs" in doc:  # multi-output: the recipe: block names the family
-        pkg = _mapping(doc.get("recipe"), "recipe", path, doc.line)
-        outputs = doc.get("outputs") or []
-        if not isinstance(outputs, list):
-            raise RecipeError("'outputs' must be a list of mappings", path=path, field="outputs",
-                              line=doc.line_of("outputs"), hint="write each output as '- package: {name: ...}'")
-        first = outputs[0] if outputs and isinstance(outputs[0], dict) else {}
-        pkg_first = _mapping(first.get("package"), "outputs[0].package", path, doc.line) if first else LDict()
-        name_raw = pkg.get("name") or pkg_first.get("name")
-        version_raw = pkg.get("version") or pkg_first.get("version")
-        pkg_for_lines = pkg if "name" in pkg else pkg_first
-        pkg_line = doc.line_of("recipe") if "recipe" in doc else (pkg_first.line or doc.line_of("outputs"))
-        bodies = [doc] + [o for o in outputs if isinstance(o, dict)]
+    for key in ("package", "recipe", "build", "requirements", "tests", "about", "extra", "source", "outputs", "context"):
+        if key in doc:
+            lines[key] = doc.line_of(key)
+    head = _mapping(doc.get("package")) if "package" in doc else _mapping(doc.get("recipe"))
+    if "package" in doc or "recipe" in doc:
+        lines["package"] = lines.get("package", lines.get("recipe", 1))
+        lines["package.name"] = head.line_of("name") if "name" in head else lines["package"]
+        lines["package.version"] = head.line_of("version") if "version" in head else lines["package"]
+    index = _output_index(doc, rendered)
+    outputs: list[Output] = []
+    counts: dict[str, int] = {}
+    for o in rendered.outputs:
+        counts[o["name"]] = counts.get(o["name"], 0) + 1
+    for o in rendered.outputs:
+        if any(x.name == o["name"] for x in outputs):
+            continue
+        outputs.append(Output(index.get(o["name"]), o["name"], o["version"], int(o["build_number"] or 0),
+                              o.get("noarch"), counts[o["name"]]))
+    if rendered.multi_output and outputs and "outputs" in doc:
+        first_out = doc["outputs"][0] if isinstance(doc["outputs"], list) and doc["outputs"] else None
+        if isinstance(first_out, LDict) and "package.name" not in lines:
+            lines["package.name"] = first_out.line
+    folder = path.parent.name
+    main = next((o for o in outputs if o.name == folder), outputs[0] if outputs else None)
+    skip = not outputs
+    if main is None:  # nothing renders for this platform (skipped everywhere)
+        name = str(head.get("name") or folder) if _EXPR not in str(head.get("name") or "") else folder
+        version = str(head.get("version") or "0") if _EXPR not in str(head.get("version") or "") else "0"
+        noarch = None
+        number = 0
     else:
-        if "package" not in doc:
-            raise RecipeError("missing 'package:' section", path=path, field="package", line=1,
-                              hint="add package: {name: ..., version: ...}")
-        pkg = _mapping(doc.get("package"), "package", path, doc.line_of("package"))
-        name_raw, version_raw, pkg_for_lines = pkg.get("name"), pkg.get("version"), pkg
-        pkg_line = doc.line_of("package")
-        bodies = [doc]
-    for key, value in (("name", name_raw), ("version", version_raw)):
-        if isinstance(value, (dict, list)):
-            raise RecipeError(f"package.{key} must be a single value, not a {'mapping' if isinstance(value, dict) else 'list'}",
-                              path=path, field=f"package.{key}", line=getattr(value, "line", None) or pkg_line)
-    if not name_raw or not r.render(name_raw).strip():
-        raise RecipeError("missing package name", path=path, field="package.name",
-                          line=pkg_line, hint="add 'name:' under 'package:'")
-    if version_raw is None or not r.render(version_raw).strip():
-        raise RecipeError("missing package version", path=path, field="package.version",
-                          line=pkg_line, hint="add 'version:' under 'package:' (or define it in context:)")
-    name = r.render(name_raw).strip()
-    version = r.render(version_raw).strip()
-    lines["package.name"] = pkg_for_lines.line_of("name")
-    lines["package.version"] = pkg_for_lines.line_of("version")
-    lines["package"] = getattr(pkg_for_lines, "line", 1)
-    r.ns.setdefault("name", name)
-    r.ns.setdefault("version", version)
-
-    build = _mapping(doc.get("build"), "build", path, doc.line_of("build") if isinstance(doc, LDict) else 1)
-    lines["build"] = doc.line_of("build") if "build" in doc else 1
-    number_raw = build.get("number")
-    build_number: int | None = None
-    if number_raw is not None:
-        rendered = r.render(number_raw)
-        if not _DIGITS_RE.fullmatch(rendered.strip()):
-            raise RecipeError(f"build number '{rendered}' is not a whole number", path=path, field="build.number",
-                              line=build.line_of("number"), hint="use number: 0 for a new version")
-        build_number = int(rendered)
-        lines["build.number"] = build.line_of("number")
-    if isinstance(build.get("noarch"), (dict, list)):
-        raise RecipeError("build.noarch must be 'python' or 'generic'", path=path, field="build.noarch",
-                          line=build.line_of("noarch"))
-    noarch = r.render(build["noarch"]).strip() if build.get("noarch") else None
-    if "noarch" in build:
-        lines["build.noarch"] = build.line_of("noarch")
-    # build.skip: a list (or one) of conditions, each plain (`win`) or wrapped (`${{ win }}`); they are
-    # evaluated, not rendered first, so that match() on an unknown variant does not skip the recipe
-    skip = any(as_bool(raw) if str(raw).strip().lower() in ("true", "false")
-               else r.condition(raw, unknown_matches=False)
-               for raw, _, _, _ in flat.items_raw(build.get("skip"), build.line_of("skip")))
+        name, version, noarch, number = main.name, main.version, main.noarch, main.build_number
+        if rendered.multi_output and len({o.noarch for o in outputs}) > 1:
+            noarch = None
+    build_number = number if _declared_build_number(doc, lines) else None
 
     requirements: dict[str, list[Dep]] = {s: [] for s in SECTIONS}
     run_exports: list[Dep] = []
-    for index, body in enumerate(bodies):
-        output = index - 1 if index else None
-        req = _mapping(body.get("requirements"), "requirements", path, body.line_of("requirements") if isinstance(body, LDict) else 1)
+    seen: set[tuple] = set()
+    finders: dict[tuple[int | None, str], _LineFinder] = {}
+    req_line = lines.get("requirements", lines.get("build", 1))
+    for o in rendered.outputs:
+        out_idx = index.get(o["name"])
+        bodies = _body(doc, out_idx)
         for section in SECTIONS:
-            raw_list = req.get(section)
-            if raw_list is not None and not isinstance(raw_list, list):
-                raise RecipeError(f"'requirements.{section}' must be a list", path=path,
-                                  field=f"requirements.{section}", line=req.line_of(section))
-            if not raw_list:
-                continue
-            deps = requirements[section]
-            # plain entries ("numpy >=1.24,<3": nothing to render or evaluate) are the common case and
-            # are taken directly; anything else goes through the flattener, in the same order
-            lines_of = raw_list.item_lines if isinstance(raw_list, LList) else ()
-            fallback_line = raw_list.line if isinstance(raw_list, LList) else req.line_of(section)
-            for i, item in enumerate(raw_list):
-                line = lines_of[i] if i < len(lines_of) else fallback_line
-                if type(item) is LStr and _EXPR not in item:
-                    rendered = item.strip()
-                    if rendered:
-                        deps.append(_dep(section, rendered, line, parse_spec(rendered), None, (), False, "", output))
+            for item in o["requirements"].get(section) or []:
+                key = (out_idx, section, repr(item))
+                if key in seen:
                     continue
-                branch: list[tuple[Any, Any, int, bool]] = []
-                flat._item(item, line, False, None, branch)
-                for raw, rendered, ln, cond in branch:
-                    if not isinstance(rendered, str):
-                        raise RecipeError(f"unexpected entry in requirements.{section}: {rendered!r}", path=path,
-                                          field=f"requirements.{section}", line=ln)
-                    deps.append(_parse_dep(section, raw, rendered, ln, cond, output))
-        rex = req.get("run_exports")
-        if isinstance(rex, dict):
-            rex_items = []
-            for kind in ("weak", "strong"):
-                part = rex.get(kind)
-                if part is not None and not isinstance(part, list):
-                    raise RecipeError(f"'requirements.run_exports.{kind}' must be a list", path=path,
-                                      field=f"requirements.run_exports.{kind}", line=rex.line_of(kind))
-                rex_items += part or []
-        else:
-            rex_items = rex
-        for raw, rendered, line, cond in flat.items_raw(rex_items, req.line_of("run_exports")):
-            if isinstance(rendered, str):
-                run_exports.append(_parse_dep("run_exports", raw, rendered, line, cond, output))
-    lines["requirements"] = doc.line_of("requirements") if "requirements" in doc else lines["build"]
+                seen.add(key)
+                finder = finders.get((out_idx, section))
+                if finder is None:
+                    finder = finders[(out_idx, section)] = _LineFinder(bodies, section, req_line)
+                dep = _make_dep(section, item, finder, out_idx)
+                if dep is not None:
+                    requirements[section].append(dep)
+        rex = o.get("run_exports") or {}
+        buckets = rex.items() if isinstance(rex, dict) else [("weak", rex)]
+        for bucket, items in buckets:
+            for item in items or []:
+                key = (out_idx, "run_exports", bucket, repr(item))
+                if key in seen:
+                    continue
+                seen.add(key)
+                finder = finders.get((out_idx, "run_exports"))
+                if finder is None:
+                    finder = finders[(out_idx, "run_exports")] = _LineFinder(bodies, "run_exports", req_line)
+                dep = _make_dep("run_exports", item, finder, out_idx)
+                if dep is not None:
+                    run_exports.append(dep)
 
-    tests_raw = doc.get("tests")
-    tests = [t for t, _, _ in flat.items(tests_raw, doc.line_of("tests"))] if tests_raw is not None else []
-    if "tests" in doc:
-        lines["tests"] = doc.line_of("tests")
+    tests: list[Any] = []
+    seen_tests: set[str] = set()
+    for o in rendered.outputs:
+        for t in o.get("tests") or []:
+            k = repr(t)
+            if k not in seen_tests:
+                seen_tests.add(k)
+                tests.append(t)
+    if "tests" not in lines and tests:
+        out_list = doc.get("outputs") if isinstance(doc.get("outputs"), list) else []
+        for o in out_list:
+            if isinstance(o, LDict) and "tests" in o:
+                lines["tests"] = o.line_of("tests")
+                break
 
-    about_raw = _mapping(doc.get("about"), "about", path, doc.line_of("about"))
-    about = {k: (r.render(v).strip() if isinstance(v, str) else v) for k, v in about_raw.items()}
-    lines["about"] = doc.line_of("about") if "about" in doc else 1
+    first = next((o for o in rendered.outputs if main is not None and o["name"] == main.name), None)
+    about = dict(first["about"]) if first else {}
+    about_raw = _mapping(doc.get("about"))
     for k in about_raw:
         lines[f"about.{k}"] = about_raw.line_of(k)
-
-    extra = _mapping(doc.get("extra"), "extra", path, doc.line_of("extra"))
-    lines["extra"] = doc.line_of("extra") if "extra" in doc else 1
-    maint_raw = extra.get("recipe-maintainers")
+    extra_src = first["extra"] if first else {}
+    extra_tree = _mapping(doc.get("extra"))
+    if not extra_src and extra_tree:
+        extra_src = {k: v for k, v in extra_tree.items()}
+    maint_raw = extra_src.get("recipe-maintainers")
     if maint_raw is not None and not isinstance(maint_raw, list):
         maint_raw = [maint_raw]
     maintainers = [str(m).strip() for m in (maint_raw or []) if m is not None]
-    if "recipe-maintainers" in extra:
-        lines["extra.recipe-maintainers"] = extra.line_of("recipe-maintainers")
-    lockstep = as_bool(extra.get("pytorch-lockstep", False))
-    skip_lints_raw = extra.get("skip-lints") or []
+    if "recipe-maintainers" in extra_tree:
+        lines["extra.recipe-maintainers"] = extra_tree.line_of("recipe-maintainers")
+    lockstep = as_bool(extra_src.get("pytorch-lockstep", False))
+    skip_lints_raw = extra_src.get("skip-lints") or []
     skip_lints = [str(s) for s in (skip_lints_raw if isinstance(skip_lints_raw, list) else [skip_lints_raw])]
 
-    sources: list[Source] = []
-    src_raw = doc.get("source")
-    for item, line, _ in flat.items(src_raw, doc.line_of("source")):
-        if not isinstance(item, dict):
-            raise RecipeError("each source must be a mapping (url:/git:/path:)", path=path, field="source", line=line)
-        fields = {"line": getattr(item, "line", line)}
-        for key in ("url", "sha256", "md5", "git", "path"):
-            v = item.get(key)
-            if isinstance(v, list):
-                v = v[0] if v else None
-            fields[key] = r.render(v).strip() if v is not None else None
-        source = _new_object(Source)  # as _dep(): a frozen dataclass made without per-field setattr
-        source.__dict__.update(fields)
-        sources.append(source)
-    if "source" in doc:
-        lines["source"] = doc.line_of("source")
-
+    sources = _sources(doc, first["sources"] if first else [], lines)
+    if "build" not in lines:
+        lines["build"] = 1
     return Recipe(
         path=path, text=text, data=doc, name=name, version=version, build_number=build_number,
         noarch=noarch, skip=skip, requirements=requirements, tests=tests, about=about,
         maintainers=maintainers, lockstep=lockstep, skip_lints=skip_lints, sources=sources,
-        platform=platform, run_exports=run_exports, lines=lines,
+        platform=settings.target_platform, run_exports=run_exports, lines=lines, outputs=outputs, rendered=rendered,
     )
 
 
-def load_recipe(path: Path, platform: str = "linux-64") -> Recipe:
+def _sources(doc: LDict, rendered: list, lines: dict[str, int]) -> list[Source]:
+    src_lines: list[int] = []
+    raw = doc.get("source")
+    if isinstance(raw, list):
+        items: list[_Candidate] = []
+        for i, item in enumerate(raw):
+            ln = raw.item_lines[i] if isinstance(raw, LList) and i < len(raw.item_lines) else lines.get("source", 1)
+            if isinstance(item, dict) and "if" in item:
+                for key in ("then", "else"):
+                    branch = item.get(key)
+                    for b in branch if isinstance(branch, list) else [branch]:
+                        if isinstance(b, dict):
+                            src_lines.append(getattr(b, "line", ln) or ln)
+            else:
+                src_lines.append(getattr(item, "line", ln) or ln)
+        del items
+    elif isinstance(raw, dict):
+        src_lines.append(getattr(raw, "line", lines.get("source", 1)))
+    out = []
+    for i, s in enumerate(rendered if isinstance(rendered, list) else [rendered]):
+        if not isinstance(s, dict):
+            continue
+        url = s.get("url")
+        if isinstance(url, list):
+            url = url[0] if url else None
+        out.append(Source(
+            url=str(url) if url else None, sha256=s.get("sha256"), md5=s.get("md5"),
+            git=str(s["git"]) if s.get("git") else None, path=str(s["path"]) if s.get("path") else None,
+            line=src_lines[i] if i < len(src_lines) else lines.get("source", 1),
+            file_name=s.get("file_name"), target_directory=s.get("target_directory"),
+        ))
+    return out
+
+
+def load_recipe(path: Path, settings: RenderSettings | None = None) -> Recipe:
+    v0 = path.parent / V0_FILE
+    if v0.is_file() and not path.is_file():
+        raise RecipeError("a v0 meta.yaml is not supported: only v1 recipe.yaml is", path=v0, hint=_V0_HINT)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise RecipeError(f"cannot read recipe: {exc.strerror}", path=path) from None
     except UnicodeDecodeError:
         raise RecipeError("recipe is not UTF-8 text", path=path) from None
-    return parse_recipe(text, path, platform)
+    if v0.is_file():
+        raise RecipeError(f"a v0 {V0_FILE} stands beside recipe.yaml; rattler-build reads only recipe.yaml",
+                          path=v0, hint=f"delete {V0_FILE} (or the recipe.yaml, if the v0 recipe is the real one)")
+    return parse_recipe(text, path, settings)
 
 
 def recipe_paths(recipes_dir: Path, names: list[str] | None = None) -> list[Path]:
-    """recipes/<name>/recipe.yaml for every (or the named) folder, sorted by name."""
+    """recipes/<name>/recipe.yaml for every (or the named) folder, sorted by name. A folder holding
+    only a v0 ``meta.yaml`` is listed too (loading it gives a clear error)."""
     if names:
         return [recipes_dir / n / RECIPE_FILE for n in names]
     if not recipes_dir.is_dir():
@@ -674,6 +558,7 @@ def recipe_paths(recipes_dir: Path, names: list[str] | None = None) -> list[Path
     found = []
     with os.scandir(recipes_dir) as entries:  # (os.scandir: pathlib costs ~30 us a folder)
         for entry in entries:
-            if entry.is_dir() and os.path.isfile(os.path.join(entry.path, RECIPE_FILE)):
+            if entry.is_dir() and (os.path.isfile(os.path.join(entry.path, RECIPE_FILE))
+                                   or os.path.isfile(os.path.join(entry.path, V0_FILE))):
                 found.append(entry.name)
     return [recipes_dir.joinpath(name, RECIPE_FILE) for name in sorted(found)]

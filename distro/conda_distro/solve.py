@@ -192,7 +192,7 @@ def minimal_conflict(solver: RattlerSolver, fixed: list[str], candidates: list[s
 def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions()) -> SolveReport:
     from conda_distro.engine.plan import select_releases
 
-    dist.raise_errors()
+    dist = dist.readable()  # unreadable recipes (and their dependents) are reported by the caller
     releases = select_releases(dist, options.pytorch)
     graph = RecipeGraph.from_recipes(dist.recipes)
     pytorch = dist.config.pytorch.name

@@ -28,9 +28,9 @@ from conda_distro.specs import admits, minor_of, next_minor_bound
 from conda_distro.yamlio import LDict, LList, atomic_write_text, dump_roundtrip, load_fast, load_roundtrip
 
 RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")
-STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "not-solvable")
-FAILURES = ("failed", "not-solvable")  # statuses that make the report's `ok` false
-BLOCKING = ("failed", "not-solvable", "needs-new-version", "awaiting-parents")  # their dependents wait
+STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "not-solvable", "unreadable")
+FAILURES = ("failed", "not-solvable", "unreadable")  # statuses that make the report's `ok` false
+BLOCKING = ("failed", "not-solvable", "needs-new-version", "awaiting-parents", "unreadable")  # their dependents wait
 
 
 @dataclass(frozen=True)
@@ -183,12 +183,17 @@ def plan_sweep(dist: Distribution, release: str) -> SweepPlan:
     if not RELEASE_RE.match(release):
         raise UsageError(f"'{release}' is not a release version like 2.7.0", field="--pytorch",
                          hint="pass the full MAJOR.MINOR.PATCH version that was published")
-    dist.raise_errors()
     if release in dist.config.pytorch.releases:
         return SweepPlan(release, [], noop=True)
+    # a recipe that cannot be read is reported (and its dependents wait); the others are swept
+    decisions: list[Decision] = [Decision(folder, "unreadable", [], reason=str(err))
+                                 for folder, err in sorted(dist.broken.items())]
+    for name, by in sorted(dist.blocked_by_broken().items()):
+        decisions.append(Decision(name, "awaiting-parents", list(dist.recipes[name].maintainers),
+                                  reason=f"depends on unreadable recipe {by}"))
+    dist = dist.readable()
     pytorch = dist.config.pytorch.name
     graph = RecipeGraph.from_recipes(dist.recipes)
-    decisions: list[Decision] = []
     seen: set[str] = set()
     for name in graph.order():
         dec = decide(dist.recipes[name], pytorch, release, tuple(dist.config.pytorch.releases))
@@ -531,7 +536,7 @@ def _mark_awaiting(plan: SweepPlan, graph: RecipeGraph) -> None:
     version, or itself waiting) wait for their parents. Decisions are in dependency order."""
     status = {d.name: d.status for d in plan.decisions}
     for dec in plan.decisions:
-        if dec.status not in ("bumped", "unchanged", "awaiting-parents"):
+        if dec.status not in ("bumped", "unchanged", "awaiting-parents") or dec.name not in graph.g:
             continue
         parents = sorted(a for a in graph.ancestors(dec.name) if status.get(a) in BLOCKING)
         if parents:
@@ -547,7 +552,7 @@ def _to_test(plan: SweepPlan, graph: RecipeGraph, new_minor: bool) -> list[str]:
 
 
 def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepResult:
-    dist = load_distribution(root)
+    dist = load_distribution(root, strict=False)
     plan = plan_sweep(dist, options.release)
     if plan.noop:
         return SweepResult(plan, message=f"pytorch {options.release} is already a supported release: nothing to do")
@@ -602,7 +607,7 @@ def _execute(plan: SweepPlan, root: Path, options: SweepOptions, reporter, new_m
     from conda_distro.engine.run import BuildOptions, run_build
     from conda_distro.solve import SolveOptions, solve_distribution
 
-    dist = load_distribution(root)
+    dist = load_distribution(root, strict=False).readable()
     graph = RecipeGraph.from_recipes(dist.recipes)
     folders = {rec.name: f for f, rec in dist.recipes.items()}
     planned = {d.name for d in plan.decisions}

@@ -52,3 +52,13 @@ def emit(result: Any, format: TextJson) -> None:
     else:
         for line in result.text_lines():
             out(line)
+
+
+def report_unreadable(dist: Any) -> int:
+    """Print every recipe that cannot be read or rendered to stderr (file:line, rattler-build's message)
+    and the recipes blocked by them; returns how many were unreadable."""
+    for e in dist.errors:
+        sys.stderr.write(f"error: {e}\n")
+    for name, by in sorted(dist.blocked_by_broken().items()):
+        sys.stderr.write(f"blocked: {name} depends on unreadable recipe {by}\n")
+    return len(dist.errors)

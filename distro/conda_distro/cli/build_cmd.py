@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json
+from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json, report_unreadable
 from conda_distro.distribution import load_distribution
 from conda_distro.engine.run import BuildOptions, BuildRun, run_build, upload_staging
 from conda_distro.progress import make_reporter
@@ -48,15 +48,16 @@ def build(
 ) -> int:
     """Build affected packages into staging in dependency order, then test each artifact against every
     supported release × variant its pins admit."""
-    dist = load_distribution(root)
+    dist = load_distribution(root, strict=False)
     options = BuildOptions(names=tuple(names or ()), all=all_, changed_since=changed_since, pytorch=tuple(pytorch or ()),
                            jobs=jobs, engine=engine, dry_run=dry_run)
     run = run_build(dist, options, make_reporter() if not dry_run else None)
     if format is TextJson.json:
         print_json(run.to_dict())
     else:
+        report_unreadable(dist)
         print_build_text(run)
-    return 0 if run.report is None else int(run.report.exit_code)
+    return run.exit_code
 
 
 @app.command()

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import RootOpt, app, out, print_json
+from conda_distro.cli.app import RootOpt, app, out, print_json, report_unreadable
 from conda_distro.distribution import load_distribution
 from conda_distro.gitutil import changed_recipes
 from conda_distro.graph import RecipeGraph
@@ -30,22 +30,30 @@ def graph(
     format: Annotated[GraphFormat, typer.Option("--format", help="text, json, dot (Graphviz) or github-matrix.")] = GraphFormat.text,
 ) -> int:
     """Dependency order among distribution packages; the affected set of a change."""
-    dist = load_distribution(root)
+    dist = load_distribution(root, strict=False)
+    if affected_by:
+        dist.require(affected_by)
     g = RecipeGraph.from_recipes(dist.recipes)
     changed: list[str] | None = None
     if affected_by:
-        for n in affected_by:
-            dist.get(n)
         changed = list(affected_by)
     if changed_since:
         changed = sorted(set(changed or []) | set(changed_recipes(dist.root, changed_since)))
     affected = g.affected(changed) if changed is not None else g.order()
+    unreadable = dist.unreadable()
+    blocked = dist.blocked_by_broken()
     doc = {
+        "ok": not unreadable,
         "order": g.order(),
         "levels": g.levels(),
+        "edges": g.edges(),
         "affected": affected,
         "changed": changed if changed is not None else None,
+        "unreadable": unreadable,
+        "blocked": [{"name": n, "by": b} for n, b in sorted(blocked.items())],
     }
+    if format is not GraphFormat.json:
+        report_unreadable(dist)
     if format is GraphFormat.json:
         print_json(doc)
     elif format is GraphFormat.dot:
@@ -62,4 +70,4 @@ def graph(
         if changed is not None:
             out(f"changed: {', '.join(changed) or '(none)'}")
             out(f"affected ({len(affected)}): {', '.join(affected) or '(none)'}")
-    return 0
+    return 1 if unreadable else 0

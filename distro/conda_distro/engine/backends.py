@@ -15,6 +15,7 @@ from typing import Protocol
 
 from conda_distro.errors import EngineUnavailableError, RecipeError
 from conda_distro.rattler_env import rattler_env, scratch_dir
+from conda_distro.render import RenderSettings
 
 @dataclass(frozen=True)
 class VariantSpec:
@@ -40,7 +41,7 @@ class VariantSpec:
 class BuildJob:
     recipe: Path
     variant: VariantSpec
-    variant_config: dict[str, list[str]]
+    variant_config: RenderSettings
     output_dir: Path
     channels: tuple[str, ...]
     log: Path
@@ -70,7 +71,7 @@ class TestOutcome:
 class Builder(Protocol):
     name: str
 
-    def render(self, recipe: Path, variant_config: dict[str, list[str]]) -> list[VariantSpec]: ...
+    def render(self, recipe: Path, variant_config: RenderSettings) -> list[VariantSpec]: ...
 
     def build(self, job: BuildJob) -> BuildOutcome: ...
 
@@ -132,24 +133,22 @@ class RattlerBuildBackend:
 
     name = "rattler-build"
 
-    def _variants(self, recipe: Path, variant_config: dict[str, list[str]]):
-        from rattler_build import RattlerBuildError, Stage0Recipe, VariantConfig
+    def _variants(self, recipe: Path, variant_config: RenderSettings):
+        from conda_distro.render import live_variants
 
-        try:
-            return Stage0Recipe.from_file(str(recipe)).render(VariantConfig(variant_config))
-        except RattlerBuildError as exc:
-            raise RecipeError(f"rattler-build cannot render the recipe: {exc}", path=recipe,
-                              hint="run `conda-distro lint` and check the ${{ }} expressions") from None
+        return live_variants(recipe, variant_config)
 
-    def render(self, recipe: Path, variant_config: dict[str, list[str]]) -> list[VariantSpec]:
+    def render(self, recipe: Path, variant_config: RenderSettings) -> list[VariantSpec]:
         out = []
         for v in self._variants(recipe, variant_config):
             r = v.recipe
             noarch = r.build.noarch
             subdir = "noarch" if noarch else v.variant.get("target_platform", "linux-64")
             used = {str(k): str(val) for k, val in v.variant.items() if k != "target_platform"}
-            out.append(VariantSpec(r.package.name, str(r.package.version), r.build.string, int(r.build.number),
-                                   subdir, used))
+            spec = VariantSpec(r.package.name, str(r.package.version), r.build.string, int(r.build.number),
+                               subdir, used)
+            if all(o.artifact != spec.artifact for o in out):  # (unused variant keys repeat a variant)
+                out.append(spec)
         return out
 
     def build(self, job: BuildJob) -> BuildOutcome:
@@ -211,7 +210,7 @@ class CondaBuildBackend:
             raise EngineUnavailableError("conda-build is not on PATH", field="--engine",
                                          hint="install conda-build (conda install conda-build) or use the default --engine rattler-build")
 
-    def render(self, recipe: Path, variant_config: dict[str, list[str]]) -> list[VariantSpec]:
+    def render(self, recipe: Path, variant_config: RenderSettings) -> list[VariantSpec]:
         return RattlerBuildBackend().render(recipe, variant_config)
 
     def _run(self, args: list[str], log: Path) -> subprocess.CompletedProcess:
@@ -223,7 +222,7 @@ class CondaBuildBackend:
         args = ["--no-test", "--output-folder", str(job.output_dir), "--override-channels"]
         for c in job.channels:
             args += ["-c", c]
-        for key, values in job.variant_config.items():
+        for key, values in job.variant_config.variant_dict.items():
             if key in job.variant.variant:
                 args += ["--variants", f"{{{key}: ['{job.variant.variant[key]}']}}"]
         proc = self._run([*args, str(job.recipe.parent)], job.log)

@@ -12,7 +12,8 @@ from conda_distro.engine.backends import Builder, VariantSpec
 from conda_distro.engine.releases import Target
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
-from conda_distro.pins import admitted_releases, uses_pytorch_variant
+from conda_distro.pins import admitted_releases
+from conda_distro.render import RenderSettings
 from conda_distro.results import ResultsStore
 from conda_distro.specs import minor_of
 
@@ -35,7 +36,7 @@ class PackagePlan:
     closure: tuple[str, ...]  # all distribution dependencies (transitive)
     variants: tuple[VariantPlan, ...]
     targets: tuple[Target, ...]  # what its pins admit (before looking at built artifacts)
-    variant_config: dict[str, list[str]] = field(default_factory=dict)
+    variant_config: RenderSettings = field(default_factory=RenderSettings)
 
     def to_dict(self) -> dict:
         return {
@@ -107,10 +108,13 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
     needed = set(names).union(*(graph.ancestors(n) for n in names))  # deps' hashes feed dependents' hashes
     for name in graph.order(needed):
         recipe = dist.recipes[name]
-        vc = {pytorch: minors} if uses_pytorch_variant(recipe, pytorch) else {}
+        # the distribution's variant config, with the supported minors (of the selected releases) as
+        # the pytorch key: a bare pytorch in host gives one build per minor, as conda-forge's pinning does
+        vc = dist.settings.with_variants({pytorch: minors})
         specs = builder.render(recipe.path, vc)
-        if vc:  # keep only variants whose pytorch minor is admitted
-            specs = [s for s in specs if any(".".join(map(str, minor_of(r))) == s.variant.get(pytorch) for r in admitted[name])]
+        # keep only variants whose pytorch minor is admitted
+        specs = [s for s in specs if pytorch not in s.variant
+                 or any(".".join(map(str, minor_of(r))) == s.variant.get(pytorch) for r in admitted[name])]
         host_deps = sorted({d for d in graph.dependencies(name) if d in recipe.dep_names("host")})
         base = folder_digest(recipe.folder)
         vplans = []

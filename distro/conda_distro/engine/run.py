@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.distribution import Distribution
@@ -31,11 +31,18 @@ class BuildOptions:
 class BuildRun:
     plan: BuildPlan
     report: BuildReport | None  # None for a dry run
+    excluded: dict = field(default_factory=dict)  # unreadable recipes and their dependents (see Distribution.exclusions)
+
+    @property
+    def exit_code(self) -> int:
+        own = 0 if self.report is None else int(self.report.exit_code)
+        return max(own, 1 if self.excluded.get("unreadable") else 0)
 
     def to_dict(self) -> dict:
+        extra = {"ok": self.exit_code == 0, **self.excluded}
         if self.report is None:
-            return {"dry_run": True, "plan": self.plan.to_dict(), "builds": [], "tests": []}
-        return {**self.report.to_dict(), "plan": {"order": [p.name for p in self.plan.packages]}}
+            return {"dry_run": True, "plan": self.plan.to_dict(), "builds": [], "tests": [], **extra}
+        return {**self.report.to_dict(), "plan": {"order": [p.name for p in self.plan.packages]}, **extra}
 
 
 @dataclass(frozen=True)
@@ -78,13 +85,15 @@ def upload_staging(dist: Distribution) -> list[str]:
 
 
 def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Paths]:
-    dist.raise_errors()
-    graph = RecipeGraph.from_recipes(dist.recipes)
+    """Plan on the readable recipes (unreadable ones and their dependents are left out and reported by
+    the caller); a named recipe that cannot be read is an error."""
     names = list(options.names)
-    for n in names:
-        dist.get(n)
+    dist.require(names)
     if options.changed_since:
         names += changed_recipes(dist.root, options.changed_since)
+    dist = dist.readable()
+    names = [n for n in names if n in dist.recipes]
+    graph = RecipeGraph.from_recipes(dist.recipes)
     if not (names or options.all or options.changed_since):
         raise UsageError("nothing selected to build", field="NAME",
                          hint="name packages, or pass --all or --changed-since REF")
@@ -97,9 +106,10 @@ def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Pa
 
 def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | None = None) -> BuildRun:
     plan, paths = plan_build(dist, options)
+    excluded = dist.exclusions() if dist.errors else {}
     if options.dry_run or not plan.packages:
-        return BuildRun(plan, None if options.dry_run else BuildReport())
+        return BuildRun(plan, None if options.dry_run else BuildReport(), excluded)
     views = build_release_views(dist.distro, paths.views)
     ctx = ExecContext(staging=paths.staging, upstream=tuple(dist.distro.upstream_urls), views=views,
                       store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name, jobs=options.jobs)
-    return BuildRun(plan, Executor(plan, ctx, reporter).run())
+    return BuildRun(plan, Executor(plan, ctx, reporter).run(), excluded)

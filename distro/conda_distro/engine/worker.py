@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.channels.local import link_or_copy, sha256_of
+from conda_distro.render import RenderSettings
 from conda_distro.engine.backends import BuildJob, TestJob, VariantSpec, make_builder
 from conda_distro.engine.releases import Target
 from conda_distro.rattler_env import index_channel
@@ -33,7 +34,7 @@ class Unit:
     name: str
     recipe: Path
     variants: tuple[tuple[VariantSpec, str, str], ...]  # (spec, input_hash, action)
-    variant_config: dict[str, list[str]]
+    variant_config: RenderSettings
     engine: str
     staging: Path
     channels: tuple[str, ...]  # staging first, then upstream

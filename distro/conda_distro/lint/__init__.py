@@ -11,7 +11,7 @@ from conda_distro.lint import checks as _checks  # noqa: F401  (registers the ch
 from conda_distro.lint import proposal_checks as _proposal_checks  # noqa: F401  (registers proposal-* checks)
 from conda_distro.lint.base import CHECKS, Check, Finding, Severity
 from conda_distro.lint.context import LintContext
-from conda_distro.recipe import Recipe, load_recipe
+from conda_distro.recipe import Recipe, parse_recipe
 from conda_distro.yamlio import atomic_write_text, dump_roundtrip
 
 __all__ = ["CHECKS", "Check", "Finding", "LintOptions", "LintResult", "Severity", "lint_distribution"]
@@ -24,13 +24,15 @@ class LintOptions:
     only: tuple[str, ...] = ()  # run only these check ids
     include_warnings: bool = True
     proposals: bool = True  # also lint proposals/<name>.yaml (check-pr lints the changed ones itself)
+    strict_names: bool = True  # a named recipe that cannot be read is bad input (exit 2); check-pr: a finding
 
 
 @dataclass
 class LintResult:
     findings: list[Finding] = field(default_factory=list)
     fixed: list[str] = field(default_factory=list)  # paths rewritten by --fix
-    malformed: bool = False  # some input could not be read at all (exit 2)
+    malformed: bool = False  # a named input could not be read at all (exit 2; --fix then writes nothing)
+    unreadable: int = 0  # recipes that cannot be read or rendered (reported as findings; exit 1)
 
     @property
     def errors(self) -> int:
@@ -48,6 +50,7 @@ class LintResult:
 
     def to_dict(self) -> dict:
         return {
+            "ok": self.exit_code == ExitCode.OK,
             "findings": [f.to_dict() for f in self.findings],
             "errors": self.errors,
             "warnings": self.warnings,
@@ -81,17 +84,18 @@ def lint_recipe(recipe: Recipe, ctx: LintContext, checks: list[Check]) -> list[F
     return out
 
 
-def _apply_fixes(recipe: Recipe, findings: list[Finding], ctx: LintContext) -> bool:
+def _fixed_text(recipe: Recipe, findings: list[Finding], ctx: LintContext) -> str | None:
+    """The recipe text with the simple fixes applied, or None when nothing changes. Nothing is
+    written here: lint writes the fixed files only once it knows it will not exit 2."""
     ids = {f.check for f in findings if f.fixable}
     if not ids:
-        return False
+        return None
     doc, y = recipe.roundtrip()
     changed = False
     for cid in sorted(ids):
         changed |= CHECKS[cid]().fix(recipe, doc, ctx)
-    if changed:
-        atomic_write_text(recipe.path, dump_roundtrip(doc, y))
-    return changed
+    text = dump_roundtrip(doc, y) if changed else None
+    return text if text is not None and text != recipe.text else None
 
 
 @paused_gc()
@@ -100,24 +104,28 @@ def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) 
     checks = selected_checks(options.only)
     result = LintResult()
     names = list(options.names) or sorted(set(dist.recipes) | {_folder(e) for e in dist.errors})
+    named = set(options.names) if options.strict_names else set()
     errors_by_folder = {_folder(e): e for e in dist.errors}
+    pending: dict[Path, str] = {}  # --fix: path -> fixed text, written at the end
     for name in names:
         if name in errors_by_folder:
             result.findings.append(_error_finding(errors_by_folder[name], ctx, name))
-            result.malformed = True
+            result.unreadable += 1
+            result.malformed |= name in named
             continue
         recipe = dist.get(name)
         findings = lint_recipe(recipe, ctx, checks)
-        if options.fix and _apply_fixes(recipe, findings, ctx):
-            result.fixed.append(ctx.relpath(recipe.path))
+        fixed = _fixed_text(recipe, findings, ctx) if options.fix else None
+        if fixed is not None:
             try:
-                recipe = load_recipe(recipe.path, recipe.platform)
-            except DistroError as exc:  # pragma: no cover - a fix must never break a recipe
+                recipe = parse_recipe(fixed, recipe.path, dist.settings)
+            except DistroError as exc:  # a fix must never break a recipe: keep the file as it is
                 result.findings.append(_error_finding(exc, ctx, name))
                 result.malformed = True
                 continue
+            pending[recipe.path] = fixed
             findings = lint_recipe(recipe, ctx, checks)
-        result.malformed |= any(CHECKS[f.check].fatal for f in findings)
+        result.malformed |= name in named and any(CHECKS[f.check].fatal for f in findings)
         result.findings.extend(findings)
     # --- proposals/<name>.yaml (spec §5): the proposal-* checks, see conda_distro.proposal ---
     from conda_distro.proposal import lint_proposals  # here: conda_distro.proposal imports this package
@@ -129,6 +137,10 @@ def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) 
     if not options.include_warnings:
         result.findings = [f for f in result.findings if f.severity == Severity.ERROR.value]
     result.findings.sort(key=lambda f: (f.path, f.line or 0, f.check))
+    if pending and not result.malformed:
+        for path, text in pending.items():
+            atomic_write_text(path, text)
+            result.fixed.append(ctx.relpath(path))
     return result
 
 

@@ -245,6 +245,8 @@ class DuplicateDeps(Check):
                 first = seen.get(key)
                 if first is None:
                     seen[key] = d
+                elif first.line == d.line:
+                    continue  # one entry of the text, rendered differently per variant
                 elif not (first.is_bare or d.is_bare) or first.raw == d.raw:
                     yield Problem(f"requirements.{section}: '{d.name}' is listed twice (lines {first.line} and {d.line})", d.line)
 

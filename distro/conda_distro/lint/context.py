@@ -91,10 +91,12 @@ class LintContext:
         return known
 
     @cached_property
-    def upstream_run_exports(self) -> dict[str, int]:
-        """name -> granularity of the upper bound its upstream package exports (from run_exports.json
-        in local upstream channels, as conda-forge publishes it)."""
-        out: dict[str, int] = {}
+    def upstream_run_exports(self) -> dict[str, dict[str, int]]:
+        """name -> {bucket: granularity of the upper bound it exports} from run_exports.json in local
+        upstream channels (as conda-forge publishes it). Buckets as rattler-build applies them: a
+        package built for a platform gets ``weak`` and ``strong`` host exports; a noarch package only
+        the ``noarch`` bucket."""
+        out: dict[str, dict[str, int]] = {}
         for ref in self.config.channels.upstream:
             if not self.distro.is_local_ref(ref):
                 continue
@@ -107,19 +109,34 @@ class LintContext:
                     data = json.loads(f.read_text())
                 except (OSError, ValueError):
                     continue
+                if not isinstance(data, dict):
+                    continue
                 for key in ("packages", "packages.conda"):
-                    for entry in (data.get(key) or {}).values():
-                        rex = entry.get("run_exports") or {}
-                        for spec in (rex.get("weak") or []) + (rex.get("strong") or []):
-                            p = parse_spec(spec)
-                            g = upper_granularity(p.version) if p.ok else None
-                            if g is not None:
-                                out[p.name] = max(out.get(p.name, 0), g)
+                    entries = data.get(key)
+                    for entry in (entries.values() if isinstance(entries, dict) else ()):
+                        rex = entry.get("run_exports") if isinstance(entry, dict) else None
+                        if not isinstance(rex, dict):
+                            continue
+                        for bucket in ("weak", "strong", "noarch"):
+                            for spec in rex.get(bucket) or []:
+                                p = parse_spec(str(spec))
+                                g = upper_granularity(p.version) if p.ok else None
+                                if g is not None:
+                                    have = out.setdefault(p.name, {})
+                                    have[bucket] = max(have.get(bucket, 0), g)
         return out
 
-    def run_exports_granularity(self, name: str) -> int | None:
-        if name in self.upstream_run_exports:
-            return self.upstream_run_exports[name]
+    def run_exports_granularity(self, name: str, noarch: bool = False) -> int | None:
+        """The upper bound a bare host requirement on ``name`` gives the package, as rattler-build
+        applies run_exports: noarch packages take only the ``noarch`` bucket; others ``weak``/``strong``.
+        policy.run_exports stands in (as a weak export) when the upstream channel's metadata cannot be read."""
+        known = self.upstream_run_exports.get(name)
+        if known is not None:
+            buckets = ("noarch",) if noarch else ("weak", "strong")
+            found = [known[b] for b in buckets if b in known]
+            return max(found) if found else None
+        if noarch:
+            return None
         pin = self.config.policy.run_exports.get(name)
         return pin_granularity(pin) if pin else None
 
@@ -129,10 +146,10 @@ class LintContext:
         idx = self.index(recipe)
         views = idx.views.get(name)
         if views is None:
-            views = idx.views[name] = self._run_pins(idx.named("host", name), idx.named("run", name), name)
+            views = idx.views[name] = self._run_pins(recipe, idx.named("host", name), idx.named("run", name), name)
         return views
 
-    def _run_pins(self, host: "list[Dep] | tuple", run: "list[Dep] | tuple", name: str) -> list[PinView]:
+    def _run_pins(self, recipe: Recipe, host: "list[Dep] | tuple", run: "list[Dep] | tuple", name: str) -> list[PinView]:
         views: list[PinView] = []
         for d in run:
             if d.func in ("pin_compatible", "pin_subpackage"):
@@ -146,7 +163,8 @@ class LintContext:
             elif d.spec is not None and d.spec.ok:
                 views.append(PinView(d, d.version, upper_granularity(d.version), "spec"))
         bare_host = next((h for h in host if h.spec is not None and h.spec.ok), None)
-        g = self.run_exports_granularity(name) if bare_host is not None else None
+        g = (self.run_exports_granularity(name, bool(recipe.noarch_of(bare_host.output)))
+             if bare_host is not None else None)
         if g is not None:
             views.append(PinView(bare_host, bare_host.version, g, "run_exports"))
         return views

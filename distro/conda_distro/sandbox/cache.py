@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from conda_distro.cachedir import CACHE_ENV, default_cache_dir  # noqa: F401  (re-exported)
 from conda_distro.errors import LockTimeoutError
 from conda_distro.sandbox.upstream import (
     SUBDIRS,
@@ -38,20 +39,10 @@ from conda_distro.sandbox.upstream import (
 
 log = logging.getLogger(__name__)
 
-CACHE_ENV = "CONDA_DISTRO_CACHE"
 CACHE_FORMAT = 1  # bump when the layout or the way entries are built changes
 ENTRY_FILE = "cache-entry.json"
 PACKAGE_SUFFIXES = (".conda", ".tar.bz2")
 LOCK_TIMEOUT_S = 900.0
-
-
-def default_cache_dir() -> Path:
-    """``$CONDA_DISTRO_CACHE``, else ``$XDG_CACHE_HOME/conda-distro``, else ``~/.cache/conda-distro``
-    (read when called, never at import)."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "conda-distro"
 
 
 def _rattler_build_version() -> str:

@@ -1,0 +1,325 @@
+"""Recipes as rattler-build renders them: the one renderer of the tool.
+
+``recipe.yaml`` text goes through py-rattler-build (``Stage0Recipe.from_yaml(...).render(VariantConfig,
+RenderConfig)``) with the distribution's variant configuration; what comes back (one entry per output
+and variant) is plain data, cached on disk by (text, variant configuration, target platform,
+rattler-build version) so that a warm run costs a file read per recipe.
+
+Rendering happens in a fixed environment: ``env.get``/``env.exists`` in a recipe see no variable of
+the caller (a recipe must not render one name on CI and another on a laptop).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from conda_distro.errors import RecipeError
+
+RENDER_SCHEMA = "2"  # bump to invalidate every cached render
+MAX_RENDERED_BYTES = 4 * 1024 * 1024  # a recipe that renders past this is refused
+MAX_RECIPE_BYTES = 1024 * 1024
+_FIXED_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+_SECTIONS = ("build", "host", "run", "run_constraints")
+
+
+class RenderError(RecipeError):
+    """rattler-build cannot render a recipe (its own message, with the line when it names one)."""
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """What a recipe is rendered with: the variant configuration and the target platform."""
+
+    variants: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    zip_keys: tuple[tuple[str, ...], ...] = ()
+    target_platform: str = "linux-64"
+    cache_dir: Path | None = field(default=None, compare=False)
+
+    @classmethod
+    def make(cls, variants: dict[str, list[Any]] | None = None, zip_keys: list[list[str]] | None = None,
+             target_platform: str = "linux-64", cache_dir: Path | None = None) -> "RenderSettings":
+        items = tuple(sorted((str(k), tuple(v)) for k, v in (variants or {}).items()))
+        zips = tuple(tuple(z) for z in (zip_keys or []))
+        return cls(items, zips, target_platform, cache_dir)
+
+    def with_variants(self, extra: dict[str, list[Any]]) -> "RenderSettings":
+        merged = dict(self.variants)
+        merged.update({k: tuple(v) for k, v in extra.items()})
+        return RenderSettings(tuple(sorted(merged.items())), self.zip_keys, self.target_platform, self.cache_dir)
+
+    @property
+    def variant_dict(self) -> dict[str, list[Any]]:
+        return {k: list(v) for k, v in self.variants}
+
+    def to_config(self):
+        from rattler_build import VariantConfig
+
+        return VariantConfig(self.variant_dict, zip_keys=[list(z) for z in self.zip_keys] or None)
+
+    @property
+    def digest(self) -> str:
+        payload = json.dumps([RENDER_SCHEMA, _tool_version(), self.target_platform,
+                              [[k, [str(x) for x in v]] for k, v in self.variants],
+                              [list(z) for z in self.zip_keys]])
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RenderedRecipe:
+    """Every output × variant rattler-build renders from one recipe, as plain data."""
+
+    multi_output: bool
+    outputs: tuple[dict, ...]  # {name, version, build_number, build_string, noarch, requirements,
+    #                             run_exports, tests, about, sources, extra, variant}
+    context: dict
+
+    def to_json(self) -> dict:
+        return {"multi_output": self.multi_output, "outputs": list(self.outputs), "context": self.context}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RenderedRecipe":
+        return cls(bool(data["multi_output"]), tuple(data["outputs"]), dict(data.get("context") or {}))
+
+
+_version_cache: list[str] = []
+
+
+def _tool_version() -> str:
+    if not _version_cache:
+        try:
+            from rattler_build import rattler_build_version
+
+            _version_cache.append(str(rattler_build_version()))
+        except Exception:  # noqa: BLE001 - informational; the cache key then only misses the version
+            _version_cache.append("?")
+    return _version_cache[0]
+
+
+@contextlib.contextmanager
+def fixed_environment() -> Iterator[None]:
+    """The process environment as recipes see it while rendering: nothing of the caller's."""
+    saved = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(_FIXED_ENV)
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+# rattler-build's messages carry the place as ``line: 13, column: 7`` (a span) or ``at 2:1``
+_LINE_RE = re.compile(r"line: (\d+)|\bat (\d+):\d+")
+_QUOTED_MSG_RE = re.compile(r'(?:message|reason): "((?:[^"\\]|\\.)*)"')
+
+
+def describe_render_error(exc: BaseException) -> tuple[str, int | None]:
+    """rattler-build's message made readable (the inner ``message``/``reason`` when it is a debug
+    dump), and the line it names."""
+    text = str(getattr(exc, "message", None) or exc).strip()
+    lines = [int(a or b) for a, b in _LINE_RE.findall(text)]
+    inner = _QUOTED_MSG_RE.findall(text)
+    readable = text
+    if inner and ("Span" in text or "Marker" in text):
+        readable = "; ".join(bytes(m, "utf-8").decode("unicode_escape", "replace") for m in inner)
+        field_m = re.search(r'field: "([^"]+)"', text)
+        if field_m:
+            readable = f"{field_m.group(1)}: {readable}"
+    readable = readable.replace("\n", " ")
+    if len(readable) > 500:
+        readable = readable[:500] + "…"
+    return readable, (lines[0] if lines else None)
+
+
+def _plain(value: Any) -> Any:
+    """JSON-able copy of rattler-build's to_dict() values."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _output_record(variant: Any) -> dict:
+    r = variant.recipe
+    d = r.to_dict()
+    build = d.get("build") or {}
+    reqs = d.get("requirements") or {}
+    return _plain({
+        "name": (d.get("package") or {}).get("name"),
+        "version": str((d.get("package") or {}).get("version")),
+        "build_number": build.get("number", 0),
+        "build_string": build.get("string"),
+        "noarch": build.get("noarch"),
+        "requirements": {s: reqs.get(s) or [] for s in _SECTIONS},
+        "run_exports": reqs.get("run_exports") or {},
+        "tests": d.get("tests") or [],
+        "about": d.get("about") or {},
+        "sources": d.get("source") or [],
+        "extra": d.get("extra") or {},
+        "variant": {str(k): str(v) for k, v in variant.variant.items()},
+    })
+
+
+def _skip_probe(text: str) -> str | None:
+    """py-rattler-build 0.73 evaluates ``build.skip`` only for multi-output recipes (a single-output
+    recipe's top-level skip is ignored by its render() and run_build()). For a single-output recipe
+    with a skip list, this is a one-output recipe with the same context and the same skip list, so
+    that rattler-build itself evaluates the skip conditions per variant. None: nothing to probe."""
+    from conda_distro.yamlio import dump_roundtrip, load_roundtrip
+
+    if "skip" not in text:
+        return None
+    try:
+        doc, y = load_roundtrip(text)
+    except Exception:  # noqa: BLE001 - the real render reports unreadable text
+        return None
+    build = doc.get("build") if isinstance(doc, dict) else None
+    if not isinstance(build, dict) or "skip" not in build or "outputs" in doc:
+        return None
+    from ruamel.yaml.comments import CommentedMap
+
+    probe = CommentedMap()
+    if "context" in doc:
+        probe["context"] = doc["context"]
+    probe["recipe"] = CommentedMap([("name", "skip-probe"), ("version", "0")])
+    probe["build"] = CommentedMap([("skip", build["skip"])])
+    probe["outputs"] = [CommentedMap([("package", CommentedMap([("name", "skip-probe")]))])]
+    return dump_roundtrip(probe, y)
+
+
+def _consistent(variant: dict, probe_variants: list[dict]) -> bool:
+    for p in probe_variants:
+        if all(str(variant[k]) == str(v) for k, v in p.items() if k in variant and k != "target_platform"):
+            return True
+    return False
+
+
+def _render_uncached(text: str, path: Path, settings: RenderSettings) -> RenderedRecipe:
+    from rattler_build import PlatformConfig, RattlerBuildError, RenderConfig, Stage0Recipe
+
+    render_config = RenderConfig(platform=PlatformConfig(target_platform=settings.target_platform))
+    with fixed_environment():
+        try:
+            stage0 = Stage0Recipe.from_yaml(text)
+            multi = type(stage0).__name__ == "MultiOutputRecipe"
+            variants = stage0.render(settings.to_config(), render_config)
+            probe = None if multi else _skip_probe(text)
+            probe_variants = None
+            if probe is not None:
+                probe_variants = [{str(k): str(v) for k, v in pv.variant.items()}
+                                  for pv in Stage0Recipe.from_yaml(probe).render(settings.to_config(), render_config)]
+        except RattlerBuildError as exc:
+            message, line = describe_render_error(exc)
+            raise RenderError(f"rattler-build cannot read the recipe: {message}", path=path, line=line,
+                              hint="fix the recipe (rattler-build's own message above); variant keys come from "
+                                   "distro.yaml's variant_config") from None
+        seen: set[tuple[str, str]] = set()
+        outputs: list[dict] = []
+        context: dict = {}
+        size = 0
+        for v in variants:
+            rec = _output_record(v)
+            if probe_variants is not None and not _consistent(rec["variant"], probe_variants):
+                continue  # skipped for this variant (build.skip)
+            key = (rec["name"], rec["build_string"])
+            if key in seen:  # (a key the output does not use can repeat identical variants)
+                continue
+            seen.add(key)
+            if not context:
+                context = _plain(v.recipe.context or {})
+            size += len(json.dumps(rec))
+            if size > MAX_RENDERED_BYTES:
+                raise RenderError(f"the recipe renders to more than {MAX_RENDERED_BYTES // (1024 * 1024)} MB",
+                                  path=path, hint="a recipe this large is almost certainly a mistake (or an attack)")
+            outputs.append(rec)
+    return RenderedRecipe(multi, tuple(outputs), context)
+
+
+def live_variants(path: Path, settings: RenderSettings) -> list:
+    """rattler-build's own ``RenderedVariant`` objects of the recipe at ``path`` (what ``run_build``
+    needs), rendered in the fixed environment, with the variants its ``build.skip`` skips left out."""
+    from rattler_build import PlatformConfig, RattlerBuildError, RenderConfig, Stage0Recipe
+
+    text = path.read_text(encoding="utf-8")
+    _check_text(text, path)
+    render_config = RenderConfig(platform=PlatformConfig(target_platform=settings.target_platform))
+    with fixed_environment():
+        try:
+            stage0 = Stage0Recipe.from_file(str(path))
+            variants = stage0.render(settings.to_config(), render_config)
+            probe = None if type(stage0).__name__ == "MultiOutputRecipe" else _skip_probe(text)
+            if probe is not None:
+                probe_variants = [{str(k): str(v) for k, v in pv.variant.items()}
+                                  for pv in Stage0Recipe.from_yaml(probe).render(settings.to_config(), render_config)]
+                variants = [v for v in variants
+                            if _consistent({str(k): str(x) for k, x in v.variant.items()}, probe_variants)]
+        except RattlerBuildError as exc:
+            message, line = describe_render_error(exc)
+            raise RenderError(f"rattler-build cannot read the recipe: {message}", path=path, line=line,
+                              hint="run `conda-distro lint` and check the ${{ }} expressions") from None
+    return variants
+
+
+def _check_text(text: str, path: Path) -> None:
+    if len(text.encode("utf-8", "replace")) > MAX_RECIPE_BYTES:
+        raise RenderError(f"the recipe is larger than {MAX_RECIPE_BYTES // 1024} KiB", path=path,
+                          hint="a recipe this large is almost certainly a mistake")
+    # A jinja expression that builds a huge string ("a" * 300000000) would exhaust memory inside the
+    # renderer before any limit could apply: refuse repetition counts past the rendered-size limit.
+    for m in re.finditer(r"\$\{\{(.*?)\}\}", text, re.S):
+        for n in re.findall(r"\*\s*(\d+)|(\d+)\s*\*", m.group(1)):
+            count = int(n[0] or n[1])
+            if count > MAX_RENDERED_BYTES:
+                line = text.count("\n", 0, m.start()) + 1
+                raise RenderError(f"the expression repeats a value {count} times", path=path, line=line,
+                                  hint=f"rendered recipes are limited to {MAX_RENDERED_BYTES // (1024 * 1024)} MB")
+
+
+def render_text(text: str, path: Path, settings: RenderSettings) -> RenderedRecipe:
+    """Render ``text`` (the recipe at ``path``) with rattler-build; cached under settings.cache_dir."""
+    _check_text(text, path)
+    cache_file = None
+    if settings.cache_dir is not None:
+        key = hashlib.sha256(settings.digest.encode() + b"\0" + text.encode("utf-8", "surrogatepass")).hexdigest()
+        cache_file = settings.cache_dir / key[:2] / f"{key}.json"
+        try:
+            data = json.loads(cache_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict):
+            if "error" in data:
+                err = data["error"]
+                raise RenderError(err["message"], path=path, line=err.get("line"), hint=err.get("hint"))
+            try:
+                return RenderedRecipe.from_json(data)
+            except (KeyError, TypeError):
+                pass
+    try:
+        rendered = _render_uncached(text, path, settings)
+    except RenderError as exc:
+        if cache_file is not None:
+            _store(cache_file, {"error": {"message": exc.message, "line": exc.line, "hint": exc.hint}})
+        raise
+    if cache_file is not None:
+        _store(cache_file, rendered.to_json())
+    return rendered
+
+
+def _store(path: Path, data: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache that cannot be written only costs time

@@ -1,0 +1,60 @@
+"""The distribution's variant configuration: what recipes render and build with.
+
+distro.yaml names conda-forge-style variant files (``variant_config: [variants.yaml]``, the format of
+conda-forge-pinning's ``conda_build_config.yaml`` and rattler-build's ``--variant-config``). They are
+read by rattler-build's own loader; the supported PyTorch minors are added on top (key: pytorch.name),
+so a bare ``pytorch`` in host gives one variant per supported minor, as conda-forge's pinning does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conda_distro.cachedir import default_cache_dir
+from conda_distro.config import Distro
+from conda_distro.errors import ConfigError
+from conda_distro.render import RenderSettings
+from conda_distro.specs import minor_of
+from conda_distro.yamlio import load_fast_file
+
+RENDER_CACHE = "render"  # under the tool cache ($CONDA_DISTRO_CACHE): content-addressed, shared by checkouts
+
+
+def pytorch_minors(releases: list[str]) -> list[str]:
+    minors = sorted({minor_of(r) for r in releases})
+    return [".".join(map(str, m)) for m in minors]
+
+
+def load_variant_files(distro: Distro) -> tuple[dict[str, list], list[list[str]]]:
+    """The merged variant files of distro.yaml (later files override earlier keys) and their zip_keys."""
+    for i, path in enumerate(distro.variant_files):
+        if not path.is_file():
+            raise ConfigError(f"variant config file {path} does not exist", path=distro.path, field=f"variant_config[{i}]",
+                              hint="create it (see the README's variants.yaml section) or drop it from distro.yaml")
+    return read_variant_files(distro.variant_files)
+
+
+def read_variant_files(paths: list[Path]) -> tuple[dict[str, list], list[list[str]]]:
+    """Variant files read by rattler-build's loader, merged in order."""
+    from rattler_build import RattlerBuildError, VariantConfig
+
+    merged: dict[str, list] = {}
+    zips: list[list[str]] = []
+    for path in paths:
+        load_fast_file(path)  # our YAML checks first (duplicate keys, syntax with line numbers)
+        try:
+            vc = VariantConfig.from_file(str(path))
+        except (RattlerBuildError, ValueError, OSError) as exc:
+            raise ConfigError(f"rattler-build cannot read the variant config: {str(exc).strip()[:300]}", path=path,
+                              hint="the format is conda_build_config.yaml's: key: [values], zip_keys: [[a, b]]") from None
+        merged.update({str(k): [str(x) if not isinstance(x, bool) else x for x in v] for k, v in vc.to_dict().items()})
+        zips.extend([list(z) for z in (vc.zip_keys or [])])
+    return merged, zips
+
+
+def render_settings(distro: Distro, *, cache: bool = True, platform: str | None = None) -> RenderSettings:
+    variants, zips = load_variant_files(distro)
+    cfg = distro.config.pytorch
+    variants[cfg.name] = pytorch_minors(cfg.releases)
+    return RenderSettings.make(variants, zips, platform or distro.config.platforms[0],
+                               default_cache_dir() / RENDER_CACHE if cache else None)
