@@ -27,10 +27,22 @@ pytorch:
   releases: ["2.4.1", "2.5.1", "2.6.0"]
   variants: [cpu, cuda]
 platforms: [linux-64]
+variant_config: [variants.yaml]
 policy:
   upper_bounds: required
   unbounded_allowed: [python]
   unmaintained_grace_days: 60
+"""
+
+# the conda-forge variant keys the compiled recipes use (values as conda-forge's pinning has them)
+VARIANTS_YAML = """\
+c_compiler: [gcc]
+cxx_compiler: [gxx]
+c_compiler_version: ["15"]
+cxx_compiler_version: ["15"]
+c_stdlib: [sysroot]
+c_stdlib_version: ["2.17"]
+python: ["3.11.* *_cpython"]
 """
 
 # (name, spec suffix) pairs for upstream run requirements, all upper-bounded
@@ -139,6 +151,7 @@ def generate(n: int, out: Path, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     (out / "distro.yaml").write_text(DISTRO_YAML)
+    (out / "variants.yaml").write_text(VARIANTS_YAML)
     names = [f"pkg-{i:05d}" for i in range(n)]
     for i, name in enumerate(names):
         # a DAG: each package may depend on up to 3 earlier ones, mostly recent ones (deep chains)

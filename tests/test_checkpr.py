@@ -257,19 +257,22 @@ def test_lint_error_in_changed_recipe_is_reported_with_its_location(sandbox_worl
     assert "**Next:** fix the lint errors" in md
 
 
-def test_malformed_recipe_is_bad_input(sandbox_world: Path, capsys):
+def test_unreadable_recipe_fails_the_gate_and_blocks_its_dependents(sandbox_world: Path, capsys):
+    """A changed recipe rattler-build cannot read is a lint error of the PR (exit 1, file:line); its
+    dependents are reported as blocked by it and nothing of theirs is built."""
     rel = "recipes/layerkit/recipe.yaml"
     (sandbox_world / rel).write_text((sandbox_world / rel).read_text() + "broken: [unclosed\n")
     commit_all(sandbox_world, "layerkit: bad YAML")
 
     code, doc = check_pr(capsys, sandbox_world)
-    assert code == 2
-    assert doc["malformed"] is True and doc["ok"] is False
+    assert code == 1
+    assert doc["malformed"] is False and doc["ok"] is False
     assert [(f["check"], f["path"]) for f in doc["lint"]] == [("recipe-invalid", rel)]
-    assert doc["solve"] == [] and doc["builds"] == []
-    assert not (sandbox_world / "build").exists()
+    assert [u["recipe"] for u in doc["unreadable"]] == ["layerkit"]
+    assert doc["blocked"] and {b["by"] for b in doc["blocked"]} == {"layerkit"}
+    assert doc["builds"] == []
     code, md = check_pr_markdown(capsys, sandbox_world)
-    assert code == 2 and md.startswith("### conda-distro check-pr: 🛑 malformed input\n")
+    assert code == 1 and md.startswith("### conda-distro check-pr: ❌ changes needed\n")
     assert f"`{rel}:" in md
 
 

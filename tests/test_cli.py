@@ -73,7 +73,8 @@ def test_exit_codes_0_1_2(make_distro, clean_recipe, capsys):
     err = make_distro({"a": clean_recipe("a", run=["numpy"])}, name="err")
     assert run_cli(capsys, "lint", "--root", str(err))[0] == 1
     bad = make_distro({"a": clean_recipe("a", run=["numpy >=1,,<2"])}, name="bad")
-    assert run_cli(capsys, "lint", "--root", str(bad))[0] == 2
+    assert run_cli(capsys, "lint", "--root", str(bad))[0] == 1  # an unreadable recipe is a finding
+    assert run_cli(capsys, "lint", "a", "--root", str(bad))[0] == 2  # ... and bad input when named
     assert run_cli(capsys, "lint", "--root", str(root / "nowhere"))[0] == 2
 
 
@@ -119,7 +120,7 @@ def test_lint_github_annotations(make_distro, clean_recipe, capsys):
 
 
 def test_github_annotations_escape_newlines_and_percent(make_distro, clean_recipe, capsys):
-    text = clean_recipe("a").replace("  license: BSD-3-Clause\n", "  license: 100% custom\n")
+    text = clean_recipe("a", extra="skip-lints: ['100% custom']")
     root = make_distro({"a": text})
     code, out, _ = run_cli(capsys, "lint", "--root", str(root), "--format", "github")
     assert code == 0 and "100%25 custom" in out and "100% custom" not in out
@@ -145,7 +146,9 @@ def test_graph_json_shape(make_distro, clean_recipe, capsys):
     assert code == 0
     doc = json.loads(out)
     assert {"order", "levels", "affected"} <= set(doc)
-    assert doc == {"order": ["a", "b"], "levels": [["a"], ["b"]], "affected": ["a", "b"], "changed": None}
+    assert doc == {"ok": True, "order": ["a", "b"], "levels": [["a"], ["b"]],
+                   "edges": [{"from": "a", "to": "b", "via": ["a"]}], "affected": ["a", "b"], "changed": None,
+                   "unreadable": [], "blocked": []}
 
 
 def test_json_mode_keeps_stdout_clean_on_errors(tmp_path, capsys):

@@ -135,11 +135,20 @@ def test_github_matrix_shards(distro_root, capsys):
     assert code == 2
 
 
-def test_graph_refuses_unreadable_recipes(distro_root, capsys):
+def test_graph_reports_unreadable_recipes_and_carries_on(distro_root, capsys):
+    """An unreadable recipe is reported (file:line, message) with the recipes blocked by it; the graph
+    of the others is still drawn; exit 1. Naming the unreadable recipe is bad input (exit 2)."""
     (distro_root / "recipes" / "mid-a" / "recipe.yaml").write_text("package: {name: mid-a\n")
     code, out, err = run_cli(capsys, "graph", "--root", str(distro_root))
-    assert code == 2 and out == ""
-    assert "recipes/mid-a/recipe.yaml" in err and "invalid YAML" in err
+    assert code == 1 and "level 0:" in out
+    assert "recipes/mid-a/recipe.yaml:2" in err and "invalid YAML" in err
+    code, out, err = run_cli(capsys, "graph", "--root", str(distro_root), "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["ok"] is False and "mid-a" not in doc["order"]
+    assert [u["recipe"] for u in doc["unreadable"]] == ["mid-a"] and doc["unreadable"][0]["line"] == 2
+    blocked = {b["name"]: b["by"] for b in doc["blocked"]}
+    assert blocked and set(blocked.values()) == {"mid-a"}
+    assert run_cli(capsys, "graph", "--root", str(distro_root), "--affected-by", "mid-a")[0] == 2
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,8 +14,11 @@ from conda_distro.distribution import load_distribution
 from conda_distro.errors import DistroError
 from conda_distro.lint import CHECKS, Check, LintOptions, lint_distribution
 from conda_distro.recipe import parse_recipe
+from conda_distro.render import RenderSettings
+from conda_distro.variants import read_variant_files
 
 CASES_DIR = Path(__file__).parent / "data" / "lint_cases"
+CF_SETTINGS = RenderSettings.make(*read_variant_files([Path(__file__).parent.parent / "variants.yaml"]))
 CASES = sorted(CASES_DIR.glob("*.yaml"))
 CASE_KEYS = {"recipe", "folder", "distro", "files", "extra_recipes", "expect", "not_expect"}
 
@@ -36,12 +39,13 @@ def recipe_of(case: dict) -> str:
 def folder_of(case: dict) -> str:
     if case.get("folder"):
         return case["folder"]
-    return parse_recipe(recipe_of(case), Path("x/recipe.yaml")).name
+    return parse_recipe(recipe_of(case), Path("x/recipe.yaml"), CF_SETTINGS).name
 
 
 def run_case(case: dict, make_distro) -> tuple[set[str], list]:
+    """Each case is linted in a distribution with the repository's variants.yaml (conda-forge's values)."""
     folder = folder_of(case)
-    root = make_distro({folder: recipe_of(case), **(case.get("extra_recipes") or {})}, case.get("distro"))
+    root = make_distro({folder: recipe_of(case), **(case.get("extra_recipes") or {})}, case.get("distro"), variants=True)
     for rel, content in (case.get("files") or {}).items():
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -195,11 +199,13 @@ def test_without_fix_nothing_is_written(make_distro, clean_recipe, capsys):
 
 @pytest.mark.parametrize("broken,line,words", [
     ("bad-yaml", 6, ["invalid YAML"]),
-    ("no-name", 4, ["missing package name"]),
-    ("bad-spec", 23, ["pytorch >=2,,<3", "cannot parse"]),
-    ("ambiguous-spec", 23, ["pytorch 2.5", "==2.5"]),
+    ("no-name", 4, ["missing required field 'name'"]),
+    ("bad-spec", 23, [">=2,,<3", "unable to parse"]),
+    ("ambiguous-spec", 23, ["'2.5'", "==2.5"]),
 ])
-def test_malformed_recipe_exits_2_and_others_are_still_reported(broken, line, words, make_distro, clean_recipe, capsys):
+def test_unreadable_recipe_is_reported_and_the_others_are_linted(broken, line, words, make_distro, clean_recipe, capsys):
+    """A recipe rattler-build cannot read is a finding (file:line, its message); the others are still
+    linted and the run exits 1 (found failures). Naming that recipe is bad input: exit 2."""
     texts = {
         "bad-yaml": clean_recipe("bad-yaml").replace("package:\n  name: bad-yaml\n", "package:\n  name: [bad-yaml\n"),
         "no-name": clean_recipe("no-name").replace("  name: no-name\n", ""),
@@ -209,7 +215,7 @@ def test_malformed_recipe_exits_2_and_others_are_still_reported(broken, line, wo
     other = clean_recipe("other", run=["numpy >=1.24"])
     root = make_distro({broken: texts[broken], "other": other, "fine": clean_recipe("fine")})
 
-    assert main(["lint", "--root", str(root), "--format", "json"]) == 2
+    assert main(["lint", "--root", str(root), "--format", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
     mine = [f for f in report["findings"] if f["recipe"] == broken]
     assert len(mine) == 1 and mine[0]["severity"] == "error"
@@ -218,16 +224,18 @@ def test_malformed_recipe_exits_2_and_others_are_still_reported(broken, line, wo
     assert [f["check"] for f in report["findings"] if f["recipe"] == "other"] == ["run-dep-unbounded"]
     assert not [f for f in report["findings"] if f["recipe"] == "fine"]
 
-    assert main(["lint", "--root", str(root)]) == 2
+    assert main(["lint", "--root", str(root)]) == 1
     out = capsys.readouterr().out
     assert f"recipes/{broken}/recipe.yaml:{line}: error:" in out
+    assert main(["lint", broken, "--root", str(root)]) == 2
+    assert main(["lint", "other", "--root", str(root)]) == 1
 
 
 def test_recipe_that_is_not_utf8_is_reported(make_distro, clean_recipe, capsys):
     root = make_distro({"ok": clean_recipe("ok")})
     (root / "recipes" / "latin").mkdir()
     (root / "recipes" / "latin" / "recipe.yaml").write_bytes(b"package:\n  name: caf\xe9\n")
-    assert main(["lint", "--root", str(root), "--format", "json"]) == 2
+    assert main(["lint", "--root", str(root), "--format", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert [(f["recipe"], f["check"]) for f in report["findings"]] == [("latin", "recipe-invalid")]
     assert "UTF-8" in report["findings"][0]["message"]

@@ -44,6 +44,8 @@ if typing.TYPE_CHECKING:  # pragma: no cover
 PROPOSALS_DIR = "proposals"
 SCHEMA_VERSION = 1
 PLACEHOLDER_VERSION = "0.0.0"  # written when `propose` is not told the version; proposal-incomplete flags it
+# the skeleton's sha256 (well-formed, so rattler-build renders the recipe; lint's source-missing-sha256 flags it)
+PLACEHOLDER_SHA256 = "0" * 64
 # conda-forge's rule for package names: lowercase letters, digits, '.', '_' and '-', starting alphanumeric.
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
 _URL_RE = re.compile(r"^https?://\S+$")
@@ -568,7 +570,7 @@ def render_recipe_skeleton(distro: Distro, opts: ProposeOptions) -> str:
     d = CommentedMap()
     d["context"] = CommentedMap(version=DoubleQuotedScalarString(a.version))
     d["package"] = CommentedMap(name=name, version="${{ version }}")
-    d["source"] = CommentedMap(url=_sdist_url(name), sha256="TODO")
+    d["source"] = CommentedMap(url=_sdist_url(name), sha256=PLACEHOLDER_SHA256)
     d["build"] = CommentedMap(number=0, noarch="python",
                               script="${{ PYTHON }} -m pip install . -vv --no-deps --no-build-isolation")
     host = CommentedSeq(["python >=3.10", "pip"])
@@ -604,7 +606,9 @@ def render_recipe_skeleton(distro: Distro, opts: ProposeOptions) -> str:
         "every supported PyTorch release, at minor granularity. TODO: other run deps, with upper bounds", 1)
     imports.yaml_add_eol_comment("TODO: the import name(s); add a script test exercising the torch API", 0)
     text = dump_plain(d)
-    parse_recipe(text, distro.recipes_dir / name / RECIPE_FILE, distro.config.platforms[0])  # self-check
+    from conda_distro.variants import render_settings
+
+    parse_recipe(text, distro.recipes_dir / name / RECIPE_FILE, render_settings(distro))  # self-check
     return text
 
 

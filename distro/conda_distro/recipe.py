@@ -113,6 +113,7 @@ class Recipe:
     lines: dict[str, int] = field(default_factory=dict)
     outputs: list[Output] = field(default_factory=list)
     rendered: RenderedRecipe | None = None
+    settings: RenderSettings | None = None  # what it was rendered with (edits re-render the same way)
 
     @property
     def folder(self) -> Path:
@@ -208,27 +209,29 @@ class _LineFinder:
                 if isinstance(req, LDict) and section in req:
                     self.fallback = req.line_of(section)
 
-    def _take(self, pred) -> _Candidate | None:
+    def _take(self, *preds) -> _Candidate | None:
+        """The first candidate a predicate accepts, in order of the predicates; candidates not yet
+        matched to an entry first (a second identical entry is a second line)."""
         for want_unused in (True, False):
-            for c in self.candidates:
-                if (not want_unused or not c.used) and pred(c):
-                    c.used = True
-                    return c
+            for pred in preds:
+                for c in self.candidates:
+                    if (not want_unused or not c.used) and pred(c):
+                        c.used = True
+                        return c
         return None
 
     def find_spec(self, name: str) -> _Candidate | None:
-        hit = self._take(lambda c: c.literal_name == name)
-        if hit is None:
-            hit = self._take(lambda c: _EXPR in c.raw and re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", c.raw) is not None)
-        if hit is None:
-            hit = self._take(lambda c: c.calls(_TEMPLATE_FUNCS) is not None)
-        if hit is None:
-            hit = self._take(lambda c: _EXPR in c.raw and c.calls(_PIN_FUNCS) is None)
-        return hit
+        word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])")
+        return self._take(
+            lambda c: c.literal_name == name,
+            lambda c: _EXPR in c.raw and word.search(c.raw) is not None,
+            lambda c: c.calls(_TEMPLATE_FUNCS) is not None,
+            lambda c: _EXPR in c.raw and c.calls(_PIN_FUNCS) is None,
+        )
 
     def find_pin(self, func: str, name: str) -> _Candidate | None:
-        hit = self._take(lambda c: c.calls((func,)) is not None and name in c.raw)
-        return hit or self._take(lambda c: c.calls((func,)) is not None)
+        return self._take(lambda c: c.calls((func,)) is not None and name in c.raw,
+                          lambda c: c.calls((func,)) is not None)
 
 
 def _kw_text(value: Any) -> str:
@@ -339,9 +342,16 @@ def _find_key(node: Any, key: str) -> int | None:
     return None
 
 
-def _locate(doc: LDict, message: str) -> tuple[int | None, str | None]:
-    """Line (and field) a rattler-build parse message is about: it names fields in quotes
-    (``invalid value for 'build.number'``, ``unknown top-level field 'scriptt'``)."""
+def _locate(doc: LDict, text: str, message: str) -> tuple[int | None, str | None]:
+    """Line (and field) a rattler-build parse message is about. Its messages name fields in quotes
+    (``invalid value for 'build.number'``, ``unknown top-level field 'scriptt'``), a missing field
+    (then: the mapping that lacks it) or quote the offending value (then: the line that holds it)."""
+    missing = re.search(r"missing required field '(\w+)'", message)
+    if missing:
+        for holder in ("package", "recipe"):
+            if holder in doc and missing.group(1) in ("name", "version"):
+                return doc.line_of(holder), f"{holder}.{missing.group(1)}"
+        return 1, missing.group(1)
     for name in reversed(_QUOTED_RE.findall(message)):
         node: Any = doc
         line = None
@@ -355,6 +365,17 @@ def _locate(doc: LDict, message: str) -> tuple[int | None, str | None]:
             line = _find_key(doc, name.split(".")[-1])
         if line is not None:
             return line, name
+    # the quoted value, or the text after the last colon (``unable to parse version spec: >=2,,<3``)
+    fragments = [q for q in re.findall(r"'([^']{2,})'", message)]
+    tail = message.rsplit(": ", 1)[-1].strip()
+    if len(tail) >= 3:
+        fragments.append(tail)
+    lines = text.splitlines()
+    for frag in fragments:
+        for i, ln in enumerate(lines):
+            body = ln.split("#", 1)[0]
+            if frag in body and not ln.lstrip().startswith("#"):
+                return i + 1, None
     return 1, None
 
 
@@ -379,7 +400,7 @@ def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) 
         rendered = render_text(text, path, settings)
     except RenderError as exc:
         if exc.line is None:  # rattler-build's parse errors name a field but often no place
-            exc.line, exc.field = _locate(doc, exc.message)
+            exc.line, exc.field = _locate(doc, text, exc.message)
         raise
     lines: dict[str, int] = {}
     for key in ("package", "recipe", "build", "requirements", "tests", "about", "extra", "source", "outputs", "context"):
@@ -427,8 +448,11 @@ def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) 
         out_idx = index.get(o["name"])
         bodies = _body(doc, out_idx)
         for section in SECTIONS:
+            occurrence: dict[str, int] = {}  # the same entry twice in one variant is two entries
             for item in o["requirements"].get(section) or []:
-                key = (out_idx, section, repr(item))
+                r = repr(item)
+                occurrence[r] = occurrence.get(r, 0) + 1
+                key = (out_idx, section, r, occurrence[r])
                 if key in seen:
                     continue
                 seen.add(key)
@@ -495,6 +519,7 @@ def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) 
         noarch=noarch, skip=skip, requirements=requirements, tests=tests, about=about,
         maintainers=maintainers, lockstep=lockstep, skip_lints=skip_lints, sources=sources,
         platform=settings.target_platform, run_exports=run_exports, lines=lines, outputs=outputs, rendered=rendered,
+        settings=settings,
     )
 
 

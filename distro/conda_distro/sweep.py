@@ -325,7 +325,7 @@ class _LineEditor:
 def _verify(recipe: Recipe, text: str, dec: Decision, pytorch: str, release: str) -> None:
     """The edited text must parse, admit ``release`` in every pytorch pin and carry the new build number."""
     try:
-        edited = parse_recipe(text, recipe.path, recipe.platform)
+        edited = parse_recipe(text, recipe.path, recipe.settings)
     except DistroError as exc:
         raise EditError(f"the edited recipe does not parse: {exc.message}") from None
     if edited.build_number != dec.new_build:

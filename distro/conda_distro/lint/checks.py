@@ -89,23 +89,6 @@ class MaintainersDuplicate(Check):
 # ------------------------------------------------------------------ pins
 
 
-class SpecSyntax(Check):
-    """Every requirement parses as a conda MatchSpec (rattler's strict parser): 'pytorch 2.5' is
-    ambiguous (it means ==2.5), 'pytorch >=2,,<3' is broken."""
-
-    id = "spec-syntax"
-    fatal = True
-    hint = "write 'name >=LOW,<HIGH' or 'name X.Y.*'"
-
-    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
-        for dep in recipe.deps(*SECTIONS):
-            if dep.spec is not None and not dep.spec.ok:
-                yield Problem(f"requirements.{dep.section}: cannot parse '{dep.raw}': {dep.spec.error}", dep.line)
-        for dep in recipe.run_exports:
-            if dep.spec is not None and not dep.spec.ok:
-                yield Problem(f"run_exports: cannot parse '{dep.raw}': {dep.spec.error}", dep.line)
-
-
 class RunDepUnbounded(Check):
     """Every run requirement has an upper bound (policy.upper_bounds; names in policy.unbounded_allowed
     are exempt). A bare host requirement whose package exports an upper-bounded run_export (conda-forge's
@@ -474,6 +457,8 @@ class SourceSha256(Check):
                 yield Problem(f"source {s.url} has no sha256", s.line)
             elif s.sha256 and not SHA256_RE.match(s.sha256):
                 yield Problem(f"sha256 '{s.sha256}' is not 64 lowercase hex digits", s.line)
+            elif s.sha256 and set(s.sha256) == {"0"}:
+                yield Problem(f"source {s.url or s.path or s.git} has the placeholder sha256 (all zeros)", s.line)
 
 
 class SourceUrlVersion(Check):
