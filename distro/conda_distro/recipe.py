@@ -196,6 +196,7 @@ class _LineFinder:
 
     def __init__(self, bodies: list[Any], section: str, fallback: int) -> None:
         self.candidates: list[_Candidate] = []
+        self.rendered_from: dict[str, _Candidate] = {}
         self.fallback = fallback
         for body in bodies:
             req = body.get("requirements") if isinstance(body, dict) else None
@@ -221,13 +222,22 @@ class _LineFinder:
         return None
 
     def find_spec(self, name: str) -> _Candidate | None:
+        literal = self._take(lambda c: c.literal_name == name) if any(
+            c.literal_name == name for c in self.candidates) else None
+        if literal is not None:
+            return literal
+        known = self.rendered_from.get(name)  # the same package from an expression in another variant
+        if known is not None:
+            return known
         word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])")
-        return self._take(
-            lambda c: c.literal_name == name,
+        hit = self._take(
             lambda c: _EXPR in c.raw and word.search(c.raw) is not None,
             lambda c: c.calls(_TEMPLATE_FUNCS) is not None,
             lambda c: _EXPR in c.raw and c.calls(_PIN_FUNCS) is None,
         )
+        if hit is not None:
+            self.rendered_from[name] = hit
+        return hit
 
     def find_pin(self, func: str, name: str) -> _Candidate | None:
         return self._take(lambda c: c.calls((func,)) is not None and name in c.raw,

@@ -33,7 +33,7 @@ def graph(
     dist = load_distribution(root, strict=False)
     if affected_by:
         dist.require(affected_by)
-    g = RecipeGraph.from_recipes(dist.recipes)
+    g = RecipeGraph.from_recipes(dist.readable().recipes)  # unreadable recipes and their dependents are reported
     changed: list[str] | None = None
     if affected_by:
         changed = list(affected_by)

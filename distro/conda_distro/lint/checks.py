@@ -463,16 +463,19 @@ class SourceSha256(Check):
 
 class SourceUrlVersion(Check):
     """A url source names the version (through ${{ version }}), so that a version bump cannot silently
-    keep building the old tarball."""
+    keep building the old tarball. Extra downloads (a license file, test data) need not: the check fires
+    when no url source names the version."""
 
     id = "source-url-without-version"
     severity = Severity.WARNING
     hint = "write the url with ${{ version }} in it"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
-        for s in recipe.sources:
-            if s.url and recipe.version not in s.url:
-                yield Problem(f"source url does not contain the version {recipe.version}", s.line)
+        # extra downloads beside the main source (a license file, test data) need not carry the version:
+        # the check fires when no url source names it
+        urls = [s for s in recipe.sources if s.url]
+        if urls and not any(recipe.version in s.url for s in urls):
+            yield Problem(f"source url does not contain the version {recipe.version}", urls[0].line)
 
 
 class SkipLintsUnknown(Check):
