@@ -170,31 +170,48 @@ def _output_record(variant: Any) -> dict:
     })
 
 
+def _plain_tree(node: Any) -> Any:
+    """The fast reader's tree as JSON values (JSON is YAML: rattler-build reads it), scalars typed as
+    YAML would type them."""
+    if isinstance(node, dict):
+        return {str(k): _plain_tree(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain_tree(v) for v in node]
+    if node is None:
+        return None
+    s = str(node)
+    if getattr(node, "quoted", False):
+        return s
+    if re.fullmatch(r"-?\d+", s):
+        return int(s)
+    if s in ("true", "True", "false", "False"):
+        return s.lower() == "true"
+    return s
+
+
 def _skip_probe(text: str) -> str | None:
     """py-rattler-build 0.73 evaluates ``build.skip`` only for multi-output recipes (a single-output
     recipe's top-level skip is ignored by its render() and run_build()). For a single-output recipe
     with a skip list, this is a one-output recipe with the same context and the same skip list, so
     that rattler-build itself evaluates the skip conditions per variant. None: nothing to probe."""
-    from conda_distro.yamlio import dump_roundtrip, load_roundtrip
+    from conda_distro.yamlio import load_fast
 
     if "skip" not in text:
         return None
     try:
-        doc, y = load_roundtrip(text)
+        doc = load_fast(text)
     except Exception:  # noqa: BLE001 - the real render reports unreadable text
         return None
     build = doc.get("build") if isinstance(doc, dict) else None
     if not isinstance(build, dict) or "skip" not in build or "outputs" in doc:
         return None
-    from ruamel.yaml.comments import CommentedMap
-
-    probe = CommentedMap()
-    if "context" in doc:
-        probe["context"] = doc["context"]
-    probe["recipe"] = CommentedMap([("name", "skip-probe"), ("version", "0")])
-    probe["build"] = CommentedMap([("skip", build["skip"])])
-    probe["outputs"] = [CommentedMap([("package", CommentedMap([("name", "skip-probe")]))])]
-    return dump_roundtrip(probe, y)
+    probe: dict[str, Any] = {}
+    if isinstance(doc.get("context"), dict):
+        probe["context"] = _plain_tree(doc["context"])
+    probe["recipe"] = {"name": "skip-probe", "version": "0"}
+    probe["build"] = {"skip": _plain_tree(build["skip"])}
+    probe["outputs"] = [{"package": {"name": "skip-probe"}}]
+    return json.dumps(probe)
 
 
 def _consistent(variant: dict, probe_variants: list[dict]) -> bool:
