@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from conda_distro.config import DISTRO_FILE
@@ -28,6 +27,7 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, TestEvidence
 from conda_distro.pins import admitted_releases
 from conda_distro.reports.records import RetirementRecords
+from conda_distro.yamlio import load_fast
 
 OPEN_SWEEP_STATUSES = ("failed", "needs-new-version", "awaiting-parents", "not-solvable")
 
@@ -196,7 +196,7 @@ def _rel(repo, path: Path) -> str:
 
 def _releases_in(blob_text: bytes) -> list[str]:
     try:
-        doc = yaml.safe_load(blob_text)
+        doc = load_fast(blob_text.decode("utf-8"))
         return [str(r) for r in doc["pytorch"]["releases"]]
     except Exception:  # noqa: BLE001 - an old, broken distro.yaml in history says nothing
         return []

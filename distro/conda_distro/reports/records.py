@@ -13,12 +13,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from conda_distro.errors import LedgerError
+from conda_distro.errors import DistroError, LedgerError
 from conda_distro.ledger import UtcDatetime
-from conda_distro.yamlio import atomic_write_text, dump_plain
+from conda_distro.yamlio import atomic_write_text, dump_plain, load_typed
 
 RECORD_SCHEMA_VERSION = 1
 RECORDS_DIR = "retirements"
@@ -60,10 +59,18 @@ class RetirementRecords:
 
     def read(self, path: Path) -> RetirementRecord:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LedgerError(f"cannot read retirement record: {getattr(exc, 'strerror', None) or exc}", path=path,
+                              hint=_HINT) from None
+        try:
+            data = load_typed(text, path=path)
+        except DistroError as exc:
+            raise LedgerError(f"retirement record: {exc.message}", path=path, line=exc.line, hint=_HINT) from None
+        if not isinstance(data, dict):
+            raise LedgerError("a retirement record must be a YAML mapping", path=path, line=1, hint=_HINT)
+        try:
             return RetirementRecord.model_validate(data)
-        except (OSError, yaml.YAMLError) as exc:
-            raise LedgerError(f"cannot read retirement record: {exc}".splitlines()[0], path=path, hint=_HINT) from None
         except ValidationError as exc:
             err = exc.errors()[0]
             raise LedgerError(err["msg"], path=path, field=".".join(map(str, err["loc"])) or None, hint=_HINT) from None
