@@ -215,8 +215,6 @@ def load_fast(text: str, *, path: str | Path | None = None) -> Any:
         return _BlockParser(text).parse()
     except _Unsupported:
         pass
-    except _DuplicateKey as exc:
-        raise _duplicate(exc.key, exc.first, exc.second, path) from None
     node = _compose(text, path)
     if node is None:
         return None
@@ -437,7 +435,7 @@ class _BlockParser:
                     value = LStr(v)
                     value.line = no
             if key in key_lines:
-                raise _DuplicateKey(key, key_lines[key], no)
+                raise _Unsupported  # libyaml's path reports it (after any syntax error before it)
             out[key] = value
             key_lines[key] = no
         return out
