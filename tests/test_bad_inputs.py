@@ -350,6 +350,8 @@ family("staging", {
     "depends-not-strings": jset(STAGING_INDEX, (*STAGED, "depends"), [1, 2]),
     "packages-conda-null-record": jset(STAGING_INDEX, STAGED, None),
     "packages-conda-a-list": jset(STAGING_INDEX, ("packages.conda",), ["alpha"]),
+    "packages-conda-null": jset(STAGING_INDEX, ("packages.conda",), None),
+    "packages-null": jset(STAGING_INDEX, ("packages",), None),
     "filename-escape": edit(STAGING_INDEX, f'"alpha-1.2.0-{BUILD}.conda"', '"../../../main/noarch/x.conda"'),
     "filename-mismatch": edit(STAGING_INDEX, f'"alpha-1.2.0-{BUILD}.conda"', f'"alpha-9.9-{BUILD}.conda"'),
     "sha256-bad": jset(STAGING_INDEX, (*STAGED, "sha256"), "xyz"),
@@ -471,3 +473,51 @@ def test_bad_input(world, case, capsys):
         assert word in said, f"{word!r} not named in:\n{said}"
     assert len(said) < 20_000, "the message is not a clear one"
     assert snapshot(world) == before, "something was written"
+
+
+# ---------------------------------------------------------------------------------------------
+# the repros on real rattler-build artifacts: promote refuses, writes nothing, and once the index
+# is repaired a rerun promotes (it does not fail forever)
+
+from test_channels import template  # noqa: E402,F401  (fixture: real rattler-build artifacts)
+from test_promote import root  # noqa: E402,F401  (fixture: that staging channel + results, main empty)
+
+
+def _corrupt_alpha(index: Path, how: Callable[[dict, str], None]) -> str:
+    doc = json.loads(index.read_text())
+    (filename,) = [f for f, r in doc["packages.conda"].items() if r["name"] == "alpha"]
+    how(doc, filename)
+    index.write_text(json.dumps(doc))
+    return filename
+
+
+REPROS: dict[str, Callable[[dict, str], None]] = {
+    "record-without-name": lambda d, f: d["packages.conda"][f].pop("name"),
+    "build-number-text": lambda d, f: d["packages.conda"][f].update(build_number="abc"),
+    "record-not-a-dict": lambda d, f: d["packages.conda"].update({f: ["alpha"]}),
+    "subdir-escape": lambda d, f: d["packages.conda"][f].update(subdir="../../../escape"),
+    "depends-a-string": lambda d, f: d["packages.conda"][f].update(depends="pytorch"),
+    "packages-conda-null": lambda d, f: d.update({"packages.conda": None}),
+}
+
+
+@pytest.mark.parametrize("repro", REPROS)
+def test_corrupt_staging_index_on_real_artifacts(root, repro, capsys):
+    index = root / "build" / "channels" / "staging" / "noarch" / "repodata.json"
+    good = index.read_text()
+    filename = _corrupt_alpha(index, REPROS[repro])
+    before = snapshot(root)
+    code, out, err = run(root, ("promote",), capsys)
+    assert code == 2 and "Traceback" not in out + err
+    assert "build/channels/staging/noarch/repodata.json" in err and "packages.conda" in err
+    if repro != "packages-conda-null":
+        assert filename in err
+    assert snapshot(root) == before
+    assert not (root / "build" / "channels" / "main").exists() and not (root / "channel_state").exists()
+    index.write_text(good)  # repaired: the rerun promotes what passed
+    code, out, err = run(root, ("promote", "--format", "json"), capsys)
+    assert code == 1, err  # the scenario holds failed packages on purpose
+    promoted = {p["artifact"].split("/")[1].split("-")[0] for p in json.loads(out)["promoted"]}
+    assert promoted == {"alpha", "gamma"}
+    assert (root / "build" / "channels" / "main" / "noarch" / filename).is_file()
+    assert (root / "channel_state" / "alpha.json").is_file()

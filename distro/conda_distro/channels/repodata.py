@@ -98,10 +98,10 @@ def parse_repodata(path: Path, subdir: str, data: Any) -> dict[str, ChannelFile]
                            path=path, field="info.subdir", hint=_HINT)
     out: dict[str, ChannelFile] = {}
     for key in PACKAGE_KEYS:
-        section = data.get(key)
-        if section is None:
+        if key not in data:
             continue
-        if not isinstance(section, dict):
+        section = data[key]
+        if not isinstance(section, dict):  # null included: rattler always writes an object
             raise ChannelError(f"'{key}' must be a JSON object of file name -> record, got "
                                f"{type(section).__name__}", path=path, field=key, hint=_HINT)
         for filename, record in section.items():
