@@ -415,12 +415,12 @@ def execute_plan(plan: PromotionPlan, ctx: PromotionContext, results: Mapping[st
 def promote(options: PromoteOptions) -> PromoteResult:
     """Plan, and unless ``dry_run``, execute under the main channel's lock (planned again inside it)."""
     ctx = PromotionContext.open(open_distro(options.root))
+    if options.dry_run:
+        return PromoteResult(ctx.plan(ctx.gather()), dry_run=True)
+    ctx.main.check_source(ctx.staging)
     # Every input is read and validated (repodata records, results, ledger) before anything is written,
     # the lock file included: a bad record is an error naming file, record and field, and exit 2.
-    inputs = ctx.gather()
-    if options.dry_run:
-        return PromoteResult(ctx.plan(inputs), dry_run=True)
-    ctx.main.check_source(ctx.staging)
+    ctx.gather()
     with ctx.main.lock(options.lock_timeout):
         inputs = ctx.gather()
         if not inputs.staging:
