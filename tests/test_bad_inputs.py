@@ -334,8 +334,15 @@ family("record", {
     "not-a-mapping": write(RECORD, "- alpha\n"),
     "missing-reason": edit(RECORD, "reason: an old retirement\n", ""),
     "date-without-zone": edit(RECORD, "at: '2025-01-01T00:00:00Z'", "at: '2025-01-01T00:00:00'"),
+    "not-utf8": write(RECORD, b"reason: \xff\n"),
 }, {"retire": ("retire", "alpha", "--reason", "broken", "--force"), "status": ("status", "--out", "site"),
     "report": ("report", "unmaintained")}, ("alpha-20250101.yaml",))
+
+family("records-folder", {
+    "is-a-file": (lambda root: shutil.rmtree(root / "channel_state" / "retirements"),
+                  write("channel_state/retirements", "not a folder\n")),
+}, {"retire": ("retire", "alpha", "--reason", "broken", "--force"), "status": ("status", "--out", "site"),
+    "report": ("report", "unmaintained")}, ("channel_state/retirements",))
 
 # staging and main channel indexes -------------------------------------------------------------
 
@@ -521,3 +528,23 @@ def test_corrupt_staging_index_on_real_artifacts(root, repro, capsys):
     assert promoted == {"alpha", "gamma"}
     assert (root / "build" / "channels" / "main" / "noarch" / filename).is_file()
     assert (root / "channel_state" / "alpha.json").is_file()
+
+
+def test_retire_with_an_unreadable_record_writes_nothing(root, capsys):
+    """Issue 11 item 12: retire exited 2 *after* writing the ledger. Now it reads every record first."""
+    assert run(root, ("promote",), capsys)[0] == 1
+    ledger_before = (root / "channel_state" / "alpha.json").read_text()
+    bad = root / "channel_state" / "retirements" / "alpha-20240101.yaml"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("name: alpha\nat: [unclosed\n")
+    before = snapshot(root)
+    code, out, err = run(root, ("retire", "alpha", "--reason", "broken", "--force"), capsys)
+    assert code == 2 and "Traceback" not in out + err
+    assert "channel_state/retirements/alpha-20240101.yaml:" in err and "invalid YAML" in err
+    assert snapshot(root) == before
+    assert (root / "channel_state" / "alpha.json").read_text() == ledger_before
+    bad.unlink()
+    code, out, err = run(root, ("retire", "alpha", "--reason", "broken", "--force"), capsys)
+    assert code == 0, err
+    assert '"retired"' in (root / "channel_state" / "alpha.json").read_text()
+    assert len(list(bad.parent.glob("alpha-*.yaml"))) == 1

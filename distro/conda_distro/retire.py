@@ -203,7 +203,7 @@ def retire(options: RetireOptions) -> RetireResult:
                 name=name, at=effective.at, by=effective.by, reason=effective.reason,
                 artifacts=[f.artifact for f in files], forced=bool(result.recipe_dependents),
                 dependents=result.recipe_dependents, evidence=evidence))
-        except (DistroError, OSError):
+        except DistroError:
             _restore(ledger, name, before)  # the command fails as a whole: the ledger says what it said
             raise
         crash_point("retire-after-ledger")

@@ -54,6 +54,8 @@ class RetirementRecords:
 
     def _candidates(self, name: str) -> list[Path]:
         if not self.folder.is_dir():
+            if self.folder.exists():
+                raise LedgerError("must be a folder of retirement records", path=self.folder, hint=_HINT)
             return []
         return sorted(p for p in self.folder.glob(f"{name}-*.yaml") if _stem_name(p) == name)
 
@@ -93,7 +95,11 @@ class RetirementRecords:
         path, n = self.folder / f"{stem}.yaml", 2
         while path.exists():
             path, n = self.folder / f"{stem}-{n}.yaml", n + 1
-        atomic_write_text(path, dump_plain(record.model_dump(mode="json")))
+        try:
+            atomic_write_text(path, dump_plain(record.model_dump(mode="json")))
+        except OSError as exc:
+            raise LedgerError(f"cannot write the retirement record: {exc.strerror or exc}", path=path,
+                              hint="check that channel_state/retirements/ is a folder you can write to") from None
         return path
 
 
