@@ -292,7 +292,8 @@ family("recipe", {
     "huge": append(R, HUGE),
     "package-a-list": edit(R, "package:\n  name: alpha\n  version: ${{ version }}\n", "package: [alpha]\n"),
     "unclosed-expression": edit(R, "version: ${{ version }}", "version: ${{ version"),
-}, {"build-dry-run": ("build", "alpha", "--dry-run"), "lint": ("lint", "alpha")}, ("recipe.yaml",))
+}, {"build-dry-run": ("build", "alpha", "--dry-run"), "lint": ("lint", "alpha"), "lint-fix": ("lint", "alpha", "--fix")},
+    ("recipe.yaml",))
 
 # proposals ------------------------------------------------------------------------------------
 
