@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
-import json
 import re
 from pathlib import Path
 from typing import Annotated, Iterable, Literal, Mapping, Protocol
@@ -35,7 +34,7 @@ from typing import Annotated, Iterable, Literal, Mapping, Protocol
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.errors import LedgerError
-from conda_distro.validation import to_error
+from conda_distro.validation import load_json, to_error
 from conda_distro.yamlio import atomic_write_text
 
 LEDGER_SCHEMA_VERSION = 1
@@ -132,11 +131,7 @@ def _validation_error(exc: ValidationError, text: str, path: Path) -> LedgerErro
 
 
 def parse_state(text: str, path: Path) -> PackageState:
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise LedgerError(f"not valid JSON: {getattr(exc, 'msg', exc)}", path=path,
-                          line=getattr(exc, "lineno", None), hint=_HINT) from None
+    data = load_json(path, error=LedgerError, hint=_HINT, text=text)
     if not isinstance(data, dict):
         raise LedgerError("must be a JSON object", path=path, line=1, hint=_HINT)
     version = data.get("schema_version")

@@ -418,6 +418,9 @@ def promote(options: PromoteOptions) -> PromoteResult:
     if options.dry_run:
         return PromoteResult(ctx.plan(ctx.gather()), dry_run=True)
     ctx.main.check_source(ctx.staging)
+    # Every input is read and validated (repodata records, results, ledger) before anything is written,
+    # the lock file included: a bad record is an error naming file, record and field, and exit 2.
+    ctx.gather()
     with ctx.main.lock(options.lock_timeout):
         inputs = ctx.gather()
         if not inputs.staging:

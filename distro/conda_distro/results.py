@@ -7,13 +7,13 @@ outcome of every (release, variant) test run against it. Files are written atomi
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.errors import DistroError
+from conda_distro.validation import load_json, to_error
 from conda_distro.yamlio import atomic_write_text
 
 SCHEMA_VERSION = 1
@@ -58,10 +58,10 @@ class ArtifactResults(_Model):
     """Everything known about one staging artifact (one file in build/results/)."""
 
     schema_version: int = SCHEMA_VERSION
-    artifact: str
+    artifact: str = Field(pattern=r"^(noarch|[a-z]+-[a-z0-9]+)/[^/\\]+\.(conda|tar\.bz2)$")
     name: str
     version: str
-    sha256: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     depends: list[str] = Field(default_factory=list)
     input_hash: str | None = None
     tests: list[TestRecord] = Field(default_factory=list)
@@ -74,6 +74,38 @@ class ArtifactResults(_Model):
 
     def record(self, test: TestRecord) -> None:
         self.tests = [t for t in self.tests if (t.pytorch, t.variant) != (test.pytorch, test.variant)] + [test]
+
+
+_HINT = "delete it; the next `conda-distro build` re-tests the artifact"
+
+
+def read_results(path: Path, artifact: str) -> ArtifactResults:
+    """One results file, validated strictly (no coercion of types); a bad file is an error naming the
+    file, the field and the line."""
+    text = None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass  # load_json words the error
+    data = load_json(path, error=DistroError, hint=_HINT, text=text)
+    if not isinstance(data, dict):
+        raise DistroError("corrupt results file: must be a JSON object", path=path, line=1, hint=_HINT)
+    try:
+        res = ArtifactResults.model_validate_json(text, strict=True)
+    except ValidationError as exc:
+        from conda_distro.yamlio import load_fast
+
+        try:
+            doc = load_fast(text)
+        except DistroError:
+            doc = None
+        err = to_error(exc, doc, path, root=ArtifactResults, error=DistroError, see=_HINT)
+        err.message = f"corrupt results file: {err.message}"
+        raise err from None
+    if res.artifact != artifact:
+        raise DistroError(f"corrupt results file: it is about '{res.artifact}', its name says '{artifact}'",
+                          path=path, field="artifact", hint=_HINT)
+    return res
 
 
 class ResultsStore:
@@ -89,11 +121,7 @@ class ResultsStore:
         p = self._path(artifact)
         if not p.is_file():
             return None
-        try:
-            return ArtifactResults.model_validate(json.loads(p.read_text()))
-        except (ValueError, ValidationError) as exc:
-            raise DistroError(f"corrupt results file: {exc}".splitlines()[0], path=p,
-                              hint="delete it; the next `conda-distro build` re-tests the artifact") from None
+        return read_results(p, artifact)
 
     def put(self, results: ArtifactResults) -> None:
         atomic_write_text(self._path(results.artifact), results.model_dump_json(indent=2) + "\n")

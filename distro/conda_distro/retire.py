@@ -150,6 +150,23 @@ def _restore(ledger: Ledger, name: str, before: PackageState | None) -> None:
         ledger.save(before)
 
 
+def _preflight(options: RetireOptions, name: str, dist: Distribution, main: Channel, ledger: Ledger,
+               records: RetirementRecords) -> None:
+    """The refusals of :func:`retire`, checked before the lock is taken (taking it writes a lock file):
+    every input it reads is readable, the package is in main (or already retired), nothing depends on
+    it unless ``force``. They are checked again under the lock."""
+    in_main = main.list_files()
+    before = ledger.load(name)
+    records.for_package(name)
+    if not any(f.name == name for f in in_main.values()):
+        if before and any(a.retired for a in before.artifacts):
+            return
+        raise _unknown_package(name, main, in_main)
+    dependents = recipe_dependents(dist, name, ledger)
+    if dependents and not options.force:
+        raise _refuse(name, dependents)
+
+
 def retire(options: RetireOptions) -> RetireResult:
     _check_options(options)
     distro = open_distro(options.root)
@@ -157,11 +174,13 @@ def retire(options: RetireOptions) -> RetireResult:
     main, ledger = open_channel(distro, distro.config.channels.main), Ledger(distro.state_dir)
     records = RetirementRecords(distro.state_dir)
     name = options.name.strip()
+    _preflight(options, name, dist, main, ledger, records)
     with main.lock(options.lock_timeout):
         main.recover(main, set(), options.progress)
         in_main = main.list_files()
         files = sorted((f for f in in_main.values() if f.name == name), key=lambda f: f.artifact)
         before = ledger.load(name)
+        records.for_package(name)  # every record it will consult is readable before anything is written
         result = RetireResult(name, options.reason.strip(), options.by or current_user(distro.root))
         result.already_retired = sorted(a.artifact for a in (before.artifacts if before else ()) if a.retired)
         if not files:
@@ -178,11 +197,15 @@ def retire(options: RetireOptions) -> RetireResult:
                    for f in files]
         evidence = _evidence(dist, name, entries)
         written = ledger.retire(name, entries, Retirement(at=utcnow(), reason=result.reason, by=result.by))
-        effective = ledger.load(name).get(files[0].artifact).retired  # a rerun keeps the first retirement
-        result.record, new_record = _write_record(distro.root, records, RetirementRecord(
-            name=name, at=effective.at, by=effective.by, reason=effective.reason,
-            artifacts=[f.artifact for f in files], forced=bool(result.recipe_dependents),
-            dependents=result.recipe_dependents, evidence=evidence))
+        try:
+            effective = ledger.load(name).get(files[0].artifact).retired  # a rerun keeps the first retirement
+            result.record, new_record = _write_record(distro.root, records, RetirementRecord(
+                name=name, at=effective.at, by=effective.by, reason=effective.reason,
+                artifacts=[f.artifact for f in files], forced=bool(result.recipe_dependents),
+                dependents=result.recipe_dependents, evidence=evidence))
+        except DistroError:
+            _restore(ledger, name, before)  # the command fails as a whole: the ledger says what it said
+            raise
         crash_point("retire-after-ledger")
         try:
             result.moved_to = main.withdraw(files, options.progress)

@@ -9,6 +9,11 @@ Two views of the same text:
 * :func:`load_roundtrip` / :func:`dump_roundtrip` — ruamel.yaml round-trip documents, used only to
   edit files (``lint --fix``, sweep). Indentation is detected per file so that
   ``dump(load(text)) == text`` for the recipes we keep.
+
+Every reader refuses what YAML would silently accept but the author did not mean: a key given twice
+in one mapping (YAML keeps the last one; rattler-build refuses the file), documents past
+:data:`MAX_DOCUMENT_BYTES`, and aliases that expand past :data:`MAX_EXPANDED_SIZE` ("billion laughs").
+:func:`load_typed` is the same path with PyYAML's typed scalars, for files the tool writes itself.
 """
 
 from __future__ import annotations
@@ -73,6 +78,76 @@ class _ConstructError(Exception):
         self.message, self.line = message, line
 
 
+#: A document larger than this is refused before parsing (recipes and distro.yaml are a few KB).
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
+#: What a document may expand to with its aliases followed, in characters of scalars + nodes.
+MAX_EXPANDED_SIZE = 4 * 1024 * 1024
+
+_DUP_HINT = "remove one of the two (YAML would silently keep only the last one)"
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str, first: int, second: int) -> None:
+        super().__init__(key)
+        self.key, self.first, self.second = key, first, second
+
+
+def _duplicate(key: str, first: int, second: int, path: str | Path | None) -> "YamlSyntaxError":
+    return YamlSyntaxError(f"duplicate key '{key}' at lines {first} and {second}", path=path, line=second,
+                           hint=_DUP_HINT)
+
+
+def _check_nodes(root: yaml.Node, path: str | Path | None) -> None:
+    """Refuse duplicate keys and alias bombs in a composed node graph (before anything is built from it).
+    Each distinct node is visited once; its expanded size (aliases followed) is memoised, so a
+    "billion laughs" document is measured in the time its text takes to read."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if isinstance(node, yaml.ScalarNode):
+            n = 1 + len(node.value)
+        else:
+            if key in active:
+                raise _ConstructError("an alias refers to the node that contains it (recursive alias)",
+                                      node.start_mark.line + 1)
+            active.add(key)
+            n = 1
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[str, int] = {}
+                for knode, vnode in node.value:
+                    if isinstance(knode, yaml.ScalarNode) and knode.tag != "tag:yaml.org,2002:merge":
+                        line = knode.start_mark.line + 1
+                        if knode.value in seen:
+                            raise _DuplicateKey(knode.value, seen[knode.value], line)
+                        seen[knode.value] = line
+                    n += size(knode) + size(vnode)
+                    if n > MAX_EXPANDED_SIZE:
+                        break
+            else:
+                for item in node.value:
+                    n += size(item)
+                    if n > MAX_EXPANDED_SIZE:
+                        break
+            active.discard(key)
+        if n > MAX_EXPANDED_SIZE:
+            raise _ConstructError(f"the document expands to more than {MAX_EXPANDED_SIZE // (1024 * 1024)} MB "
+                                  "through its aliases (&anchor / *alias)", node.start_mark.line + 1)
+        sizes[key] = n
+        return n
+
+    try:
+        size(root)
+    except _DuplicateKey as exc:
+        raise _duplicate(exc.key, exc.first, exc.second, path) from None
+    except _ConstructError as exc:
+        raise YamlSyntaxError(f"invalid YAML: {exc.message}", path=path, line=exc.line,
+                              hint="write the repeated parts out, or remove the aliases") from None
+
+
 def _construct(node: yaml.Node, memo: dict[int, Any], active: set[int]) -> Any:
     """Node graph -> line-aware containers. Aliases share one constructed object (``memo``), so a
     document made of nested aliases costs what its text costs; a recursive alias is an error."""
@@ -135,10 +210,31 @@ def load_fast(text: str, *, path: str | Path | None = None) -> Any:
     a small exact parser for that subset of YAML; anything else (flow mappings, anchors, multi-line
     scalars, tabs, non-ASCII text, and every syntax error) goes through libyaml. Both give the same
     result; the test suite checks that they agree."""
+    _check_size(text, path)
     try:
         return _BlockParser(text).parse()
     except _Unsupported:
         pass
+    node = _compose(text, path)
+    if node is None:
+        return None
+    try:
+        return _construct(node, {}, set())
+    except _ConstructError as exc:
+        raise YamlSyntaxError(f"invalid YAML: {exc.message}", path=path, line=exc.line, hint=_HINT) from None
+    except RecursionError:
+        raise YamlSyntaxError("invalid YAML: nested too deeply", path=path) from None
+
+
+def _check_size(text: str, path: str | Path | None) -> None:
+    if len(text) > MAX_DOCUMENT_BYTES:
+        raise YamlSyntaxError(f"the file is {len(text) // 1024} KB; YAML files read by conda-distro are limited "
+                              f"to {MAX_DOCUMENT_BYTES // (1024 * 1024)} MB", path=path,
+                              hint="this is not a recipe or configuration file; check what was written here")
+
+
+def _compose(text: str, path: str | Path | None) -> yaml.Node | None:
+    """libyaml's node graph of ``text``, checked by :func:`_check_nodes`; YAML errors as YamlSyntaxError."""
     try:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
@@ -149,14 +245,27 @@ def load_fast(text: str, *, path: str | Path | None = None) -> Any:
         raise YamlSyntaxError(f"invalid YAML: {exc}", path=path) from None
     except RecursionError:
         raise YamlSyntaxError("invalid YAML: nested too deeply", path=path) from None
+    if node is not None:
+        try:
+            _check_nodes(node, path)
+        except RecursionError:
+            raise YamlSyntaxError("invalid YAML: nested too deeply", path=path) from None
+    return node
+
+
+def load_typed(text: str, *, path: str | Path | None = None) -> Any:
+    """Like ``yaml.safe_load`` (ints, bools, dates are typed), through the same checks as
+    :func:`load_fast`: for files the tool writes itself (retirement records)."""
+    _check_size(text, path)
+    node = _compose(text, path)
     if node is None:
         return None
     try:
-        return _construct(node, {}, set())
-    except _ConstructError as exc:
-        raise YamlSyntaxError(f"invalid YAML: {exc.message}", path=path, line=exc.line, hint=_HINT) from None
-    except RecursionError:
-        raise YamlSyntaxError("invalid YAML: nested too deeply", path=path) from None
+        return _Loader("").construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise YamlSyntaxError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
+                              line=mark.line + 1 if mark else None, hint=_HINT) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,6 +434,8 @@ class _BlockParser:
                 else:
                     value = LStr(v)
                     value.line = no
+            if key in key_lines:
+                raise _Unsupported  # libyaml's path reports it (after any syntax error before it)
             out[key] = value
             key_lines[key] = no
         return out
@@ -507,6 +618,8 @@ def make_roundtrip_yaml(text: str | None = None) -> YAML:
 
 def load_roundtrip(text: str, *, path: str | Path | None = None) -> tuple[Any, YAML]:
     """Return (document, yaml-instance-to-dump-it-with)."""
+    _check_size(text, path)
+    _compose(text, path)  # the same refusals as load_fast (duplicate keys, alias bombs)
     y = make_roundtrip_yaml(text)
     try:
         return y.load(text), y

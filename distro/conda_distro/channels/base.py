@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 #: A progress sink: receives one short human-readable line per step (the CLI sends them to stderr).
 Progress = Callable[[str], None]
@@ -37,20 +37,6 @@ class ChannelFile:
     def artifact(self) -> str:
         """``<subdir>/<filename>``: the key used by the results store and the ledger."""
         return f"{self.subdir}/{self.filename}"
-
-    @classmethod
-    def from_repodata(cls, subdir: str, filename: str, record: Mapping[str, Any]) -> "ChannelFile":
-        return cls(
-            subdir=str(record.get("subdir") or subdir),
-            filename=filename,
-            name=str(record["name"]),
-            version=str(record["version"]),
-            build=str(record.get("build", "")),
-            build_number=int(record.get("build_number", 0)),
-            sha256=str(record.get("sha256") or ""),
-            depends=tuple(str(d) for d in record.get("depends", ())),
-            size=record.get("size"),
-        )
 
 
 def split_artifact(artifact: str) -> tuple[str, str]:

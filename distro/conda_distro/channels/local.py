@@ -29,7 +29,9 @@ from typing import Any, Sequence
 from conda_distro.channels.base import Channel, ChannelFile, Progress, no_progress
 from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.locking import channel_lock
+from conda_distro.channels.repodata import parse_repodata
 from conda_distro.errors import ChannelError
+from conda_distro.validation import load_json
 
 LOCK_NAME = ".conda-distro.lock"
 PART_SUFFIX = ".part"
@@ -88,11 +90,8 @@ def _is_package(name: str) -> bool:
 
 
 def read_repodata(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ChannelError(f"cannot read channel index: {exc}", path=path,
-                           hint="re-index the channel (delete the file; the next promote rebuilds it)") from None
+    data = load_json(path, error=ChannelError,
+                     hint="re-index the channel (delete the file; the next promote rebuilds it)")
     if not isinstance(data, dict):
         raise ChannelError("channel index is not a JSON object", path=path)
     return data
@@ -124,11 +123,8 @@ class LocalChannel:
     def list_files(self) -> dict[str, ChannelFile]:
         out: dict[str, ChannelFile] = {}
         for subdir in self.indexed_subdirs():
-            data = read_repodata(self.path / subdir / REPODATA)
-            for key in ("packages", "packages.conda"):
-                for filename, record in (data.get(key) or {}).items():
-                    f = ChannelFile.from_repodata(subdir, filename, record)
-                    out[f.artifact] = f
+            path = self.path / subdir / REPODATA
+            out.update(parse_repodata(path, subdir, read_repodata(path)))  # validated: names file, record, field
         return out
 
     def file_path(self, f: ChannelFile) -> Path:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from conda_distro.config import DISTRO_FILE
@@ -28,6 +27,7 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, TestEvidence
 from conda_distro.pins import admitted_releases
 from conda_distro.reports.records import RetirementRecords
+from conda_distro.yamlio import load_fast
 
 OPEN_SWEEP_STATUSES = ("failed", "needs-new-version", "awaiting-parents", "not-solvable")
 
@@ -37,10 +37,14 @@ def parse_as_of(text: str | None, today: dt.date | None = None) -> dt.date:
     if text is None:
         return today or dt.datetime.now(dt.timezone.utc).date()
     try:
-        return dt.date.fromisoformat(text.strip())
+        day = dt.date.fromisoformat(text.strip())
     except ValueError:
         raise UsageError(f"'{text}' is not a date", field="--as-of",
                          hint="write the date as YYYY-MM-DD, e.g. --as-of 2025-06-01") from None
+    if day >= dt.date.max:  # the report looks at everything before the end of that day
+        raise UsageError(f"'{text}' is past the last date this tool can report on", field="--as-of",
+                         hint=f"give a date before {dt.date.max.isoformat()}")
+    return day
 
 
 def cutoff_of(as_of: dt.date) -> dt.datetime:
@@ -196,7 +200,7 @@ def _rel(repo, path: Path) -> str:
 
 def _releases_in(blob_text: bytes) -> list[str]:
     try:
-        doc = yaml.safe_load(blob_text)
+        doc = load_fast(blob_text.decode("utf-8"))
         return [str(r) for r in doc["pytorch"]["releases"]]
     except Exception:  # noqa: BLE001 - an old, broken distro.yaml in history says nothing
         return []
@@ -274,16 +278,24 @@ def sweep_statuses(build_dir: Path, root: Path) -> dict[str, SweepStatus]:
     """Open statuses of the saved sweep results (``build/sweep/*.json``, the `sweep --format json`
     document); the newest release wins. Files of another shape are ignored: they are optional."""
     from rattler import Version
+    from rattler.exceptions import InvalidVersionError
 
     folder = build_dir / "sweep"
-    docs: list[tuple[Path, _SweepDoc]] = []
+    docs: list[tuple[Version, Path, _SweepDoc]] = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
         try:
-            docs.append((path, _SweepDoc.model_validate(json.loads(path.read_text(encoding="utf-8")))))
+            doc = _SweepDoc.model_validate(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, ValidationError):
             continue
+        try:
+            release = Version(doc.release)
+        except (InvalidVersionError, ValueError):
+            raise UsageError(f"the sweep record's release {doc.release!r} is not a version", path=path,
+                             field="release", hint="delete the file (rerun `conda-distro sweep --pytorch VER` "
+                                                   "to make a new one) or fix its release") from None
+        docs.append((release, path, doc))
     out: dict[str, SweepStatus] = {}
-    for path, doc in sorted(docs, key=lambda pd: Version(pd[1].release)):
+    for _, path, doc in sorted(docs, key=lambda vpd: vpd[0]):
         for p in doc.packages:
             if p.status in OPEN_SWEEP_STATUSES:
                 out[p.name] = SweepStatus(doc.release, p.status, p.reason, _relpath(path, root))

@@ -13,12 +13,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from conda_distro.errors import LedgerError
+from conda_distro.errors import DistroError, LedgerError
 from conda_distro.ledger import UtcDatetime
-from conda_distro.yamlio import atomic_write_text, dump_plain
+from conda_distro.yamlio import atomic_write_text, dump_plain, load_typed
 
 RECORD_SCHEMA_VERSION = 1
 RECORDS_DIR = "retirements"
@@ -55,18 +54,28 @@ class RetirementRecords:
 
     def _candidates(self, name: str) -> list[Path]:
         if not self.folder.is_dir():
+            if self.folder.exists():
+                raise LedgerError("must be a folder of retirement records", path=self.folder, hint=_HINT)
             return []
         return sorted(p for p in self.folder.glob(f"{name}-*.yaml") if _stem_name(p) == name)
 
     def read(self, path: Path) -> RetirementRecord:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LedgerError(f"cannot read retirement record: {getattr(exc, 'strerror', None) or exc}", path=path,
+                              hint=_HINT) from None
+        try:
+            data = load_typed(text, path=path)
+        except DistroError as exc:
+            raise LedgerError(f"retirement record: {exc.message}", path=path, line=exc.line, hint=_HINT) from None
+        if not isinstance(data, dict):
+            raise LedgerError("a retirement record must be a YAML mapping", path=path, line=1, hint=_HINT)
+        try:
             return RetirementRecord.model_validate(data)
-        except (OSError, yaml.YAMLError) as exc:
-            raise LedgerError(f"cannot read retirement record: {exc}".splitlines()[0], path=path, hint=_HINT) from None
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise LedgerError(err["msg"], path=path, field=".".join(map(str, err["loc"])) or None, hint=_HINT) from None
+            raise LedgerError(err["msg"].removeprefix("Value error, "), path=path, field=".".join(map(str, err["loc"])) or None, hint=_HINT) from None
 
     def for_package(self, name: str) -> list[tuple[Path, RetirementRecord]]:
         """Every record of ``name``, oldest first."""
@@ -86,7 +95,11 @@ class RetirementRecords:
         path, n = self.folder / f"{stem}.yaml", 2
         while path.exists():
             path, n = self.folder / f"{stem}-{n}.yaml", n + 1
-        atomic_write_text(path, dump_plain(record.model_dump(mode="json")))
+        try:
+            atomic_write_text(path, dump_plain(record.model_dump(mode="json")))
+        except OSError as exc:
+            raise LedgerError(f"cannot write the retirement record: {exc.strerror or exc}", path=path,
+                              hint="check that channel_state/retirements/ is a folder you can write to") from None
         return path
 
 

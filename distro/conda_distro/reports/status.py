@@ -218,9 +218,17 @@ def render_page(page: StatusPage) -> str:
 # the command
 
 
+PAGE_FILES = ("index.html", "style.css")
+
+
 def _check_out(out: Path) -> Path:
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} exists and is not a folder", field="--out", hint="pass a folder to write the page into")
+    for name in PAGE_FILES:
+        target = out / name
+        if target.exists() and not target.is_file():
+            raise UsageError(f"{target} exists and is not a file; the page cannot be written there", path=target,
+                             field="--out", hint=f"move {target} away or pass another folder")
     return out
 
 
@@ -230,7 +238,11 @@ def write_status(options: StatusOptions) -> StatusResult:
     page = build_page(gather(load_distribution(options.root), as_of, sweeps=False))
     html, css = render_page(page), static("style.css")
     written = []
-    for name, text in (("index.html", html), ("style.css", css)):
-        atomic_write_text(out / name, text)
+    for name, text in zip(PAGE_FILES, (html, css)):
+        try:
+            atomic_write_text(out / name, text)
+        except OSError as exc:
+            raise UsageError(f"cannot write the page: {exc.strerror}", path=out / name, field="--out",
+                             hint="pass a folder you can write to") from None
         written.append(out / name)
     return StatusResult(written)
