@@ -1,12 +1,15 @@
-"""Benchmark of the spine: load a 5,000-recipe distribution, lint it all, build the graph, order it.
+"""Benchmark of the spine: load a 5,000-recipe distribution (rendered by rattler-build), lint it all,
+build the graph, order it.
 
     python bench/bench_spine.py [--recipes N] [--repeat K (default 3)] [--profile]
 
 The distribution is generated (bench/gen_recipes.py) into a temporary folder first; the clock
-starts after all imports and the generation, and covers, in this one process:
-load distro.yaml + every recipe, lint every recipe, build the RecipeGraph (cycle check included),
-compute ``order()`` and ``levels()``. The target is 2 s on a 2-core machine. On a shared machine
-the run-to-run spread is large: the best of ``--repeat`` runs is reported, with its CPU time.
+starts after all imports and the generation, and covers, in this one process (plus the render
+workers it starts): load distro.yaml + render every recipe with rattler-build, lint every recipe,
+build the RecipeGraph (cycle check included), compute ``order()`` and ``levels()``.
+Each round runs twice: with a cold render cache (an empty $CONDA_DISTRO_CACHE) and then warm.
+Targets on a 2-core machine: cold 3 s, warm 1 s. On a shared machine the run-to-run spread is
+large: the best of ``--repeat`` rounds is reported, with its CPU time.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import os
 import pstats
 import sys
 import tempfile
@@ -28,7 +32,7 @@ from conda_distro.distribution import load_distribution  # noqa: E402
 from conda_distro.graph import RecipeGraph  # noqa: E402
 from conda_distro.lint import LintOptions, lint_distribution  # noqa: E402
 
-TARGET_S = 2.0
+TARGETS = {"cold": 3.0, "warm": 1.0}
 
 
 def run_once(root: Path) -> dict[str, float]:
@@ -69,18 +73,24 @@ def main(argv: list[str] | None = None) -> int:
             prof.disable()
             pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
             return 0
-        runs = []
-        for _ in range(args.repeat):
-            _clear_caches()
-            runs.append(run_once(root))
-    best = min(runs, key=lambda r: r["total"])
+        rounds = {"cold": [], "warm": []}
+        for i in range(args.repeat):
+            os.environ["CONDA_DISTRO_CACHE"] = str(root / f"cache-{i}")  # empty: a cold render cache
+            for kind in ("cold", "warm"):
+                _clear_caches()
+                rounds[kind].append(run_once(root))
     print(f"recipes: {args.recipes}")
-    for k in ("load", "lint", "graph"):
-        print(f"  {k:<6} {best[k]:7.3f} s")
-    print(f"total:   {best['total']:7.3f} s  (target {TARGET_S:.1f} s, ratio {best['total'] / TARGET_S:.2f}; "
-          f"CPU time {best['cpu']:.3f} s)")
-    print(f"(one full garbage collection over the loaded distribution afterwards: {best['gc']:.3f} s)")
-    return 0 if best["total"] <= TARGET_S else 1
+    ok = True
+    for kind, runs in rounds.items():
+        best = min(runs, key=lambda r: r["total"])
+        print(f"{kind} render cache:")
+        for k in ("load", "lint", "graph"):
+            print(f"  {k:<6} {best[k]:7.3f} s")
+        target = TARGETS[kind]
+        print(f"  total  {best['total']:7.3f} s  (target {target:.1f} s, ratio {best['total'] / target:.2f}; "
+              f"CPU time in this process {best['cpu']:.3f} s)")
+        ok &= best["total"] <= target
+    return 0 if ok else 1
 
 
 def _clear_caches() -> None:

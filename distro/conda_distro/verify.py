@@ -154,7 +154,7 @@ def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, na
 
 
 def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions()) -> VerifyReport:
-    dist.raise_errors()
+    dist = dist.readable()  # what main holds is verified; an unreadable recipe only loses its import probe
     releases = select_releases(dist, options.pytorch)
     main_ref = dist.config.channels.main
     main = open_channel(dist.distro, main_ref)

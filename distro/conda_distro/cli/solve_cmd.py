@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json
+from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json, report_unreadable
 from conda_distro.distribution import load_distribution
 from conda_distro.solve import SolveOptions, solve_distribution
 
@@ -20,7 +20,8 @@ def solve(
     format: FormatOpt = TextJson.text,
 ) -> int:
     """Co-installability of the whole distribution with each release × variant."""
-    dist = load_distribution(root)
+    dist = load_distribution(root, strict=False)
+    unreadable = report_unreadable(dist)  # reported; the others are solved/verified
     report = solve_distribution(dist, SolveOptions(pytorch=tuple(pytorch or ()), source=source, solver=solver))
     if format is TextJson.json:
         print_json(report.to_dict())
@@ -31,4 +32,4 @@ def solve(
             if r.conflict:
                 for line in r.conflict.splitlines():
                     out(f"    {line}")
-    return 0 if report.ok else 1
+    return 0 if report.ok and not unreadable else 1
