@@ -364,7 +364,7 @@ def _unknown_field(root: Path) -> None:
     (["build"], None, "nothing selected"),
     (["build", "--all", "--jobs", "0"], None, "--jobs"),
     (["build", "--changed-since", "no-such-ref"], None, "no-such-ref"),
-    (["build", "--all"], _break_yaml, "recipes/layerkit/recipe.yaml"),
+    (["build", "layerkit"], _break_yaml, "recipes/layerkit/recipe.yaml"),  # named: bad input (--all: exit 1)
     (["build", "tensorutils"], _unknown_field, "unknown field 'numbr'"),
 ], ids=["unknown-name", "unknown-release", "conda-build-missing", "bogus-engine", "nothing-selected",
         "jobs-0", "bad-ref", "yaml-error", "unknown-recipe-field"])

@@ -222,15 +222,16 @@ class _LineFinder:
         return None
 
     def find_spec(self, name: str) -> _Candidate | None:
-        literal = self._take(lambda c: c.literal_name == name) if any(
-            c.literal_name == name for c in self.candidates) else None
-        if literal is not None:
-            return literal
+        for c in self.candidates:  # a literal entry not matched yet
+            if not c.used and c.literal_name == name:
+                c.used = True
+                return c
         known = self.rendered_from.get(name)  # the same package from an expression in another variant
         if known is not None:
             return known
         word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])")
         hit = self._take(
+            lambda c: c.literal_name == name,
             lambda c: _EXPR in c.raw and word.search(c.raw) is not None,
             lambda c: c.calls(_TEMPLATE_FUNCS) is not None,
             lambda c: _EXPR in c.raw and c.calls(_PIN_FUNCS) is None,

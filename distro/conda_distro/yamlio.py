@@ -620,7 +620,9 @@ def load_roundtrip(text: str, *, path: str | Path | None = None) -> tuple[Any, Y
     """Return (document, yaml-instance-to-dump-it-with)."""
     _check_size(text, path)
     _compose(text, path)  # the same refusals as load_fast (duplicate keys, alias bombs)
+    kept, text = _keep_multiline_quoted(text)
     y = make_roundtrip_yaml(text)
+    y._conda_distro_kept = kept  # type: ignore[attr-defined]  (restored by dump_roundtrip)
     try:
         return y.load(text), y
     except Exception as exc:  # ruamel raises many types
@@ -635,7 +637,36 @@ def load_roundtrip(text: str, *, path: str | Path | None = None) -> tuple[Any, Y
 def dump_roundtrip(doc: Any, y: YAML) -> str:
     buf = io.StringIO()
     y.dump(doc, buf)
-    return buf.getvalue()
+    out = buf.getvalue()
+    for token, original in getattr(y, "_conda_distro_kept", {}).items():
+        out = out.replace(token, original, 1)
+    return out
+
+
+_KEEP = "__conda_distro_kept_{}__"
+
+
+def _keep_multiline_quoted(text: str) -> tuple[dict[str, str], str]:
+    """ruamel re-flows a quoted scalar that spans lines ("a summary over\n    two lines"): such scalars
+    are swapped for one-line placeholders before the round trip and put back, byte for byte, by
+    :func:`dump_roundtrip`. (Their values are not what flows that edit recipes change.)"""
+    if "\n" not in text or not ('"' in text or "'" in text):
+        return {}, text
+    spans = []
+    try:
+        for tok in yaml.scan(text, Loader=_Loader):
+            if isinstance(tok, yaml.ScalarToken) and tok.style in ('"', "'") and tok.start_mark.line != tok.end_mark.line:
+                spans.append((tok.start_mark.index, tok.end_mark.index))
+    except yaml.YAMLError:
+        return {}, text
+    kept: dict[str, str] = {}
+    for i, (a, b) in enumerate(reversed(spans)):
+        token = _KEEP.format(len(spans) - 1 - i)
+        if token in text:
+            return {}, text
+        kept[token] = text[a:b]
+        text = text[:a] + token + text[b:]
+    return kept, text
 
 
 def delete_seq_item(seq: Any, index: int) -> None:
