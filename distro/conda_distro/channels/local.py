@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Sequence
 
-from conda_distro.channels.base import Channel, ChannelFile, Progress, no_progress
+from conda_distro.channels.base import Channel, ChannelAudit, ChannelFile, FileProblem, Progress, no_progress
 from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.locking import channel_lock
 from conda_distro.errors import ChannelError
@@ -148,6 +148,26 @@ class LocalChannel:
         if not self.path.is_dir():
             return []
         return sorted(p.name for p in self.path.iterdir() if p.is_dir() and is_subdir_name(p.name))
+
+    def audit(self, workdir: Path | None = None) -> ChannelAudit:
+        """Every file the index names is there with the index's sha256 (read in full), and every
+        package file in the channel is named by the index. Installers read the channel itself."""
+        problems = []
+        listed = self.list_files()
+        for artifact, f in sorted(listed.items()):
+            path = self.file_path(f)
+            if not path.is_file():
+                problems.append(FileProblem(artifact, "file-missing", f"the index names it but {path} does not exist"))
+                continue
+            actual = sha256_of(path)
+            if actual != f.sha256:
+                problems.append(FileProblem(
+                    artifact, "file-sha256-differs",
+                    f"index sha256 {f.sha256[:12] or '(none)'}…, file {actual[:12]}… ({path.stat().st_size} bytes"
+                    + (f", index says {f.size})" if f.size is not None else ")")))
+        problems += [FileProblem(a, "not-indexed", "a package file in the channel that its index does not name")
+                     for a in self.unindexed_files()]
+        return ChannelAudit(self.path.as_uri(), problems)
 
     # -- writing --------------------------------------------------------------------------------
 
