@@ -182,7 +182,8 @@ class AnacondaChannel:
     def audit(self, workdir: Path) -> ChannelAudit:
         """Download every file the label lists through the API (``$ANACONDA_API_URL``, the same server
         promote writes to) into a fresh local mirror under ``workdir``, check each against the sha256 the
-        label lists, and index the mirror: installers then read exactly the bytes that were checked."""
+        label lists, and index the mirror: installers then read exactly the bytes that were checked. A file
+        that does not match is reported and left out of the mirror (rattler's indexer cannot read junk)."""
         from conda_distro.rattler_env import index_channel
 
         listed = self.list_files()
@@ -197,7 +198,14 @@ class AnacondaChannel:
             elif actual != f.sha256:
                 problems.append(FileProblem(artifact, "file-sha256-differs",
                                             f"label sha256 {f.sha256[:12] or '(none)'}…, downloaded file {actual[:12]}…"))
-        index_channel(mirror, subdirs=sorted({f.subdir for f in listed.values()} - {"noarch"}))
+            if actual != f.sha256:
+                target.unlink(missing_ok=True)
+        try:
+            index_channel(mirror, subdirs=sorted({f.subdir for f in listed.values()} - {"noarch"}))
+        except Exception as exc:  # noqa: BLE001 - rattler's indexer raises (and panics) on unreadable archives
+            raise ChannelError(mask(f"indexing the downloaded copy of {self.describe()} failed: {exc}", self._token),
+                               field="channels.main", hint="a file on the label is not a readable conda package; "
+                               "retire it") from None
         return ChannelAudit(mirror.as_uri(), problems)
 
     def _download(self, f: ChannelFile, target: Path) -> str | None:
