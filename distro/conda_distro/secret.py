@@ -204,6 +204,8 @@ class MaskingStream:
         self._inner = inner
 
     def write(self, text: str) -> int:
+        if not isinstance(text, str):  # bytes: let the inner stream accept or refuse them (click probes so)
+            return self._inner.write(text)
         self._inner.write(mask(text) if _registry else text)
         return len(text)
 

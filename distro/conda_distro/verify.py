@@ -17,8 +17,10 @@ downloaded into a local mirror, checked, and installed from there.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,8 +188,8 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
                     for d in compare_with_channel(Ledger(dist.distro.state_dir).load_all(), listed)]
     pytorch = dist.config.pytorch.name
     results = []
-    with tempfile.TemporaryDirectory(prefix="conda-distro-verify-") as tmp:
-        scratch = Path(tmp)
+    scratch = Path(tempfile.mkdtemp(prefix="conda-distro-verify-"))
+    try:
         audit = main.audit(scratch / "channel")
         drift = sorted([p.to_dict() for p in audit.problems] + ledger_drift, key=lambda d: (d["artifact"], d["kind"]))
         solver = RattlerSolver([audit.url, *dist.distro.upstream_urls], dist.distro.subdirs)
@@ -197,7 +199,20 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
         for target in (Target(r, v) for r in releases for v in dist.config.pytorch.variants):
             names = _admitting(files, pytorch, target.pytorch)
             results.append(_verify_target(solver, dist, target, names, workdir, cache))
+    finally:
+        _remove_tree(scratch)
     return VerifyReport(results, drift)
+
+
+def _remove_tree(path: Path, attempts: int = 10) -> None:
+    """Remove ``path``. After a failed install rattler may still be finishing an extraction into the
+    package cache for a moment, so a folder can refill while it is removed: retry briefly, then give up
+    quietly (it is a temporary folder)."""
+    for i in range(attempts):
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            return
+        time.sleep(0.1 * (i + 1))
 
 
 __all__ = ["VerifyOptions", "VerifyReport", "verify_channel"]
