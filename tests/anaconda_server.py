@@ -28,11 +28,19 @@ Upload (the ``Binstar.upload`` sequence of ``anaconda upload``):
 Each file dict has ``basename`` (``<subdir>/<filename>``), ``full_name``, ``version``, ``labels``,
 ``sha256``, ``size`` and ``attrs`` (``name``, ``subdir``, ``build``, ``build_number``, ``depends``).
 
+Download (``Binstar.download``, read by ``verify-channel``):
+
+* ``GET  /download/{owner}/{pkg}/{ver}/{basename}``     302 to ``/_fake/blob/{owner}/{basename}`` (no token,
+  like S3), which serves the bytes; 404 when the file, or its bytes, are unknown. Bytes come from an
+  upload, or from ``content_b64`` in a seeded file dict (they are served as given, whatever the sha256 says).
+
 Auth: ``Authorization: token <TOKEN>``. A wrong token gets 401 on every API path (the error body echoes
 it, like a careless server might, so tests can prove the client side masks it); no token gets 401 on
 writes. Test-control paths under ``/_fake/`` need no token: ``POST /_fake/seed`` {owner, files},
 ``GET /_fake/requests`` (every request seen: method, path, auth = "none"|"valid"|"invalid", body —
-never the token), ``GET /_fake/state``, ``POST /_fake/shutdown``.
+never the token), ``GET /_fake/state``, ``POST /_fake/shutdown``, and ``POST /_fake/fail`` {status}: from
+then on every API path answers ``status`` (e.g. 404, 500; 0 turns it off) with a body that echoes the
+Authorization header it got, as a careless server might.
 
 Bounded lifetime: the server stops after ``--lifetime`` seconds, when its parent process dies, or on
 ``/_fake/shutdown``. Loopback only. Use :class:`FakeAnaconda` from tests; it prints its port on stdout.
@@ -72,6 +80,8 @@ class State:
         self.packages: set[tuple[str, str]] = set()  # (owner, name) created by add_package
         self.releases: set[tuple[str, str, str]] = set()  # (owner, name, version) created by add_release
         self.staged: dict[str, dict[str, Any]] = {}  # dist_id -> stage request (+ "sha256"/"size" once sent)
+        self.blobs: dict[tuple[str, str], bytes] = {}  # (owner, basename) -> the file's bytes
+        self.fail_status = 0  # answer every API path with this status (0: behave)
 
     def has_package(self, owner: str, name: str) -> bool:
         return (owner, name) in self.packages or bool(self.of(owner, package=name))
@@ -90,6 +100,8 @@ class State:
             "attrs": {**attrs, "name": name}, "distribution_type": "conda",
         }
         self.files[(owner, doc["basename"])] = f
+        if doc.get("content_b64") is not None:
+            self.blobs[(owner, doc["basename"])] = base64.b64decode(doc["content_b64"])
         return f
 
     def of(self, owner: str, label: str | None = None, package: str | None = None) -> list[dict[str, Any]]:
@@ -119,6 +131,8 @@ class Handler(BaseHTTPRequestHandler):
     def _send(self, status: int, doc: Any = None) -> None:
         data = b"" if doc is None else json.dumps(doc).encode()
         self.send_response(status)
+        if status == 302:
+            self.send_header("Location", doc["location"])
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -137,11 +151,16 @@ class Handler(BaseHTTPRequestHandler):
         if path.startswith("/_fake/s3/"):
             return self._s3_upload(path.removeprefix("/_fake/s3/"), raw)
         body = self._body(raw)
+        if path.startswith("/_fake/blob/"):
+            return self._blob(path.removeprefix("/_fake/blob/"))
         if path.startswith("/_fake/"):
             return self._control(path, body)
         auth = self._auth()
         with self.state.lock:
             self.state.requests.append({"method": self.command, "path": path, "auth": auth, "body": body})
+        if self.state.fail_status:
+            return self._send(self.state.fail_status, {
+                "error": f"failing on purpose; you sent {self.headers.get('Authorization')!r}"})
         if auth == "invalid":
             supplied = (self.headers.get("Authorization") or "").removeprefix("token ")
             return self._send(401, {"error": f"invalid token '{supplied}'"})
@@ -176,11 +195,30 @@ class Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 self.wfile.write(xml)
                 return None
-            staged["sha256"], staged["size"] = hashlib.sha256(data).hexdigest(), len(data)
+            staged["sha256"], staged["size"], staged["data"] = hashlib.sha256(data).hexdigest(), len(data), data
         return self._send(201, None)
+
+    def _blob(self, key: str) -> None:
+        owner, _, basename = key.partition("/")
+        with self.state.lock:
+            data = self.state.blobs.get((owner, basename))
+            self.state.requests.append({"method": self.command, "path": f"/_fake/blob/{key}", "auth": self._auth(),
+                                        "body": None})
+        if data is None:
+            return self._send(404, {"error": "no such blob"})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        return None
 
     def _control(self, path: str, body: Any) -> None:
         st = self.state
+        if path == "/_fake/fail":
+            with st.lock:
+                st.fail_status = int(body.get("status") or 0)
+            return self._send(200, {"ok": True})
         if path == "/_fake/seed":
             with st.lock:
                 for doc in body["files"]:
@@ -221,6 +259,12 @@ def route(st: State, method: str, parts: list[str], body: dict[str, Any]) -> tup
                      "versions": sorted({f["version"] for f in files})}
     if parts[0] in ("user", "package", "release", "dist", "stage", "commit"):
         return _upload_route(st, method, parts, body)
+    if parts[0] == "download" and len(parts) >= 5 and method == "GET":
+        owner, basename = parts[1], "/".join(parts[4:])
+        f = st.files.get((owner, basename))
+        if f is None or f["attrs"]["name"] != parts[2] or f["version"] != parts[3] or (owner, basename) not in st.blobs:
+            return 404, {"error": f"file {'/'.join(parts[1:])} not found"}
+        return 302, {"location": f"{st.base_url}/_fake/blob/{owner}/{basename}"}
     if parts[0] == "copy" and parts[1:2] == ["package"] and len(parts) >= 6 and method == "POST":
         return _copy(st, parts[2], parts[3], parts[4], "/".join(parts[5:]), body)
     return 404, {"error": f"no route for {method} /{'/'.join(parts)}"}
@@ -281,6 +325,7 @@ def _upload_route(st: State, method: str, parts: list[str], body: dict[str, Any]
                 return 409, {"error": f"Distribution already exists: {basename}"}
             del st.staged[body["dist_id"]]
             attrs = {**(request.get("attrs") or {}), "name": name}
+            st.blobs[(owner, basename)] = staged["data"]
             return 200, st.add(owner, {"name": name, "version": version, "basename": basename,
                                        "sha256": staged["sha256"], "size": staged["size"], "attrs": attrs},
                                list(request.get("channels") or ["main"]))
@@ -317,6 +362,8 @@ def _copy(st: State, owner: str, pkg: str, ver: str, basename: str, body: dict[s
     if to_owner == owner:
         src["labels"] = sorted(set(src["labels"]) | {to_label})
         return 200, [src]
+    if (owner, basename) in st.blobs:
+        st.blobs[(to_owner, basename)] = st.blobs[(owner, basename)]
     return 200, [st.add(to_owner, {**src, "name": pkg}, [to_label])]
 
 
@@ -367,6 +414,10 @@ class FakeAnaconda:
 
     def seed(self, owner: str, files: list[dict[str, Any]], label: str = "main") -> None:
         self._call("POST", "/_fake/seed", {"owner": owner, "label": label, "files": files})
+
+    def fail(self, status: int) -> None:
+        """Answer every API path with HTTP ``status`` from now on (0: behave again)."""
+        self._call("POST", "/_fake/fail", {"status": status})
 
     def requests(self) -> list[dict[str, Any]]:
         return self._call("GET", "/_fake/requests")

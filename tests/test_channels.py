@@ -394,3 +394,17 @@ def test_anaconda_upload_bad_or_missing_token(template, server, caplog):
     assert [r for r in server.requests() if r["method"] != "GET"] == [] and server.files() == []
     with pytest.raises(ChannelError, match="needs a token"):
         AnacondaChannel("distro", "staging", api_url=server.url, token=None).upload([alpha])
+
+
+def test_anaconda_404_for_owner_is_an_error_not_an_empty_label(server):
+    """Repro: a 404-ing ANACONDA_API_URL was read as an empty label, so promote exited 0."""
+    ch = AnacondaChannel("distro", "main", api_url=server.url, token=TOKEN)
+    assert ch.list_files() == {}  # the owner answers: its label just has no files yet
+    server.fail(404)
+    with pytest.raises(ChannelError, match="404 for owner 'distro'") as exc:
+        ch.list_files()
+    assert "ANACONDA_API_URL" in exc.value.hint
+    server.fail(0)
+    nowhere = AnacondaChannel("distro", "main", api_url=server.url + "/not-the-api", token=TOKEN)
+    with pytest.raises(ChannelError, match="404 for owner"):
+        nowhere.list_files()

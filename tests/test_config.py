@@ -182,3 +182,72 @@ def test_repository_distro_yaml_is_valid():
     root = Path(__file__).resolve().parents[1]
     distro = load_config(root)
     assert distro.config.pytorch.releases and distro.config.name
+
+
+# ---------------------------------------------------------------------------------------------
+# channels: distinct, not nested, inside the repository (issue 11 item 7)
+
+LAYOUT = """\
+name: d
+channels:
+  upstream: [conda-forge, ./upstream]
+  staging: {staging}
+  main: {main}
+pytorch:
+  releases: ["2.5.1"]
+"""
+
+
+@pytest.mark.parametrize("staging,main,field,words", [
+    ("build/channels/staging", "build/channels/staging", "channels.main", ["same channel as channels.staging"]),
+    ("build/channels/staging", "./build/channels/../channels/staging/", "channels.main", ["same channel"]),
+    ("build/channels/staging", "./upstream", "channels.main", ["same channel as channels.upstream.1"]),
+    ("build/channels/staging", "upstream/inner", "channels.main", ["nested", "channels.main lies inside channels.upstream.1"]),
+    ("build/channels/staging", "build/channels", "channels.main", ["nested", "channels.staging lies inside channels.main"]),
+    ("build/channels/main/staging", "build/channels/main", "channels.main", ["nested"]),
+    ("build/channels/staging", "../../x", "channels.main", ["leads outside the repository"]),
+    ("../staging", "build/channels/main", "channels.staging", ["leads outside the repository"]),
+    ("build/channels/staging", ".", "channels.main", ["is the repository itself"]),
+    ("build/channels/staging", "https://example.org/ch", "channels.main", ["local folder or anaconda://"]),
+    ("anaconda://owner/staging", "anaconda://owner/staging", "channels.main", ["same channel"]),
+    ("anaconda://owner/main", "anaconda://owner", "channels.main", ["same channel"]),
+    ("build/channels/staging", "anaconda://conda-forge", "channels.main", ["same channel as channels.upstream.0"]),
+])
+def test_channels_are_distinct_not_nested_and_inside_the_repo(tmp_path, staging, main, field, words):
+    """Repros: `main: build/channels/staging` promoted failed packages; `main: ./upstream` copied into
+    the upstream channel; `main: ../../x` wrote outside the repository."""
+    err = error_for(tmp_path, LAYOUT.format(staging=staging, main=main))
+    assert err.field == field and err.exit_code == ExitCode.BAD_INPUT, (err.field, str(err))
+    assert err.line == (4 if field == "channels.staging" else 5) and err.hint
+    assert all(w in str(err) for w in words), str(err)
+
+
+def test_channel_symlinked_onto_another_is_the_same_channel(tmp_path):
+    (tmp_path / "build" / "channels" / "staging").mkdir(parents=True)
+    (tmp_path / "alias").symlink_to(tmp_path / "build" / "channels" / "staging")
+    err = error_for(tmp_path, LAYOUT.format(staging="build/channels/staging", main="alias"))
+    assert err.field == "channels.main" and "same channel as channels.staging" in str(err)
+
+
+@pytest.mark.parametrize("staging,main", [
+    ("build/channels/staging", "build/channels/main"),
+    ("build/channels/staging", "/srv/channels/main"),  # absolute: taken as written
+    ("anaconda://owner/staging", "anaconda://owner"),
+    ("anaconda://builds/staging", "anaconda://owner/staging"),
+    ("build/channels/staging", "file:///srv/channels/main"),
+])
+def test_good_channel_layouts_load(tmp_path, staging, main):
+    assert load_config(write(tmp_path, LAYOUT.format(staging=staging, main=main))).config.channels.main == main
+
+
+def test_cli_refuses_an_aliased_main_before_writing(tmp_path, capsys):
+    write(tmp_path, LAYOUT.format(staging="build/channels/staging", main="build/channels/staging"))
+    assert main(["promote", "--root", str(tmp_path)]) == 2
+    assert "channels.main" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [DISTRO_FILE]
+
+
+@pytest.mark.parametrize("name", ['""', '"Py Torch"', '"../x"'])
+def test_pytorch_name_must_be_a_package_name(tmp_path, name):
+    err = error_for(tmp_path, f'name: d\npytorch:\n  name: {name}\n  releases: ["2.5.1"]\n')
+    assert err.field == "pytorch.name" and err.line == 3 and "not a conda package name" in str(err)

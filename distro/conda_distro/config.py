@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from conda_distro.errors import ConfigError
-from conda_distro.validation import to_error
+from conda_distro.validation import line_at, to_error
 from conda_distro.yamlio import load_fast_file
 
 DISTRO_FILE = "distro.yaml"
@@ -46,6 +46,14 @@ class Channels(Strict):
 
 class PyTorch(Strict):
     name: str = "pytorch"
+
+    @field_validator("name")
+    @classmethod
+    def _package_name(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z0-9_][a-z0-9_.+-]*", v):
+            raise ValueError(f"'{v}' is not a conda package name (lowercase letters, digits and _ . + -, "
+                             "e.g. pytorch)")
+        return v
     releases: list[str] = Field(min_length=1)
     variants: list[Literal["cpu", "cuda"]] = Field(default_factory=lambda: ["cpu", "cuda"], min_length=1)
 
@@ -197,4 +205,69 @@ def load_config(root: Path) -> Distro:
         config = DistroConfig.model_validate(doc)
     except ValidationError as exc:
         raise to_error(exc, doc, path, root=DistroConfig, error=ConfigError, see="see the README's distro.yaml section") from None
-    return Distro(config, root.resolve())
+    distro = Distro(config, root.resolve())
+    check_channel_layout(distro, doc)
+    return distro
+
+
+def _channel_fields(channels: Channels) -> list[tuple[tuple, str]]:
+    """(location in distro.yaml, reference) of every channel: upstream first, then staging, then main
+    (a clash is reported on the later one: main when main is another channel)."""
+    return [*((("channels", "upstream", i), u) for i, u in enumerate(channels.upstream)),
+            (("channels", "staging"), channels.staging), (("channels", "main"), channels.main)]
+
+
+def check_channel_layout(distro: Distro, doc: Any = None) -> None:
+    """Staging, main and every upstream are different channels, no local one lies inside another (or is
+    the repository itself), staging and main are local folders or ``anaconda://``, and a relative path
+    stays inside the repository (an absolute path is taken as written). ConfigError naming the field."""
+    root = distro.root.resolve()
+    seen: list[tuple[str, str, Path | None, str]] = []  # (field, ref, local path, channel URL)
+
+    def fail(loc: tuple, message: str, hint: str) -> None:
+        raise ConfigError(message, path=distro.path, field=".".join(str(p) for p in loc),
+                          line=line_at(doc, loc) if doc is not None else None, hint=hint)
+
+    for loc, ref in _channel_fields(distro.config.channels):
+        field = ".".join(str(p) for p in loc)
+        upstream = loc[1] == "upstream"
+        local = distro.is_local_ref(ref) if upstream else not distro.is_anaconda(ref)
+        if not upstream and local and _URL_RE.match(ref) and not ref.startswith("file://"):
+            fail(loc, f"'{ref}' cannot be written to: {loc[1]} must be a local folder or anaconda://OWNER[/LABEL]",
+                 "write a path such as build/channels/" + loc[1] + " or anaconda://OWNER/LABEL")
+        path = None
+        if local:
+            written = Path(ref[len("file://"):] if ref.startswith("file://") else ref).expanduser()
+            path = (written if written.is_absolute() else root / written).resolve()
+            if not written.is_absolute() and not path.is_relative_to(root):
+                fail(loc, f"'{ref}' leads outside the repository ({path})",
+                     "keep relative channel paths inside the repository, or write an absolute path on purpose")
+            if path == root:
+                fail(loc, f"'{ref}' is the repository itself", "give the channel a folder of its own, "
+                     "such as build/channels/" + ("main" if loc[1] == "main" else loc[1]))
+        url = _channel_key(distro, ref, path)
+        for other_field, other_ref, other_path, other_url in seen:
+            same = url == other_url or (path is not None and path == other_path)
+            if same:
+                fail(loc, f"'{ref}' is the same channel as {other_field} ('{other_ref}')",
+                     "staging, main and every upstream must be different channels")
+            if path is not None and other_path is not None and (
+                    path.is_relative_to(other_path) or other_path.is_relative_to(path)):
+                inner, outer = (field, other_field) if path.is_relative_to(other_path) else (other_field, field)
+                fail(loc, f"'{ref}' and {other_field} ('{other_ref}') are nested: {inner} lies inside {outer}",
+                     "give each channel a folder of its own, none inside another")
+        seen.append((field, ref, path, url))
+
+
+def _channel_key(distro: Distro, ref: str, path: Path | None) -> str:
+    """One spelling per channel: a local folder is its file:// URL; a channel name (conda-forge) and
+    anaconda://OWNER[/LABEL] are conda.anaconda.org URLs."""
+    if path is not None:
+        return path.as_uri()
+    if distro.is_anaconda(ref):
+        url = distro.channel_url(ref)
+    elif _URL_RE.match(ref):
+        url = ref
+    else:
+        url = f"https://conda.anaconda.org/{ref}"
+    return url.rstrip("/").removesuffix("/label/main")

@@ -4,14 +4,23 @@ channel with channel_state/ (drift).
 
 What a user runs: ``conda install -c <main> -c conda-forge --strict-channel-priority pytorch=R pkg…``.
 Here: ``rattler.solve`` over [main, *upstream] with strict priority, the virtual packages of a machine
-with (cuda) or without (cpu) a GPU, then ``rattler.install`` into a fresh prefix.
+with (cuda) or without (cpu) a GPU, then ``rattler.install`` into a fresh prefix, from a package cache
+of this run's own (a file deleted from main cannot be served from a warm cache).
+
+Before solving, every file of main is checked against main's own index (``Channel.audit``: the sha256 of
+the bytes, files the index names but lacks, package files it does not name) and the index against the
+ledger (``channel_state/``); each mismatch is drift (exit 1) naming the file. An ``anaconda://`` main is
+read through ``$ANACONDA_API_URL`` / ``anaconda.api_url`` (the server promote writes to): its files are
+downloaded into a local mirror, checked, and installed from there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +29,7 @@ from conda_distro.channels.base import ChannelFile
 from conda_distro.distribution import Distribution
 from conda_distro.engine.plan import select_releases
 from conda_distro.engine.releases import Target, is_cuda_record
-from conda_distro.errors import ChannelError
+from conda_distro.errors import ChannelError, UsageError
 from conda_distro.ledger import Ledger, compare_with_channel
 from conda_distro.recipe import Recipe
 from conda_distro.solve import RattlerSolver
@@ -113,7 +122,8 @@ def _python(prefix: Path, code: str) -> tuple[bool, str]:
     return proc.returncode == 0, (proc.stdout + proc.stderr).strip()[-2000:]
 
 
-def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, names: list[str], workdir: Path) -> VerifyResult:
+def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, names: list[str], workdir: Path,
+                   cache: Path) -> VerifyResult:
     from rattler import install
     from rattler.exceptions import SolverError
 
@@ -134,7 +144,7 @@ def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, na
         return res
     prefix = workdir / f"env-{target.pytorch}-{target.variant}"
     try:
-        asyncio.run(install(records, target_prefix=str(prefix), show_progress=False))
+        asyncio.run(install(records, target_prefix=str(prefix), cache_dir=cache, show_progress=False))
     except Exception as exc:  # rattler raises several install errors
         res.error = f"install failed: {exc}"
         return res
@@ -153,26 +163,56 @@ def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, na
     return res
 
 
+def _check_keep(keep: Path | None) -> None:
+    if keep is None:
+        return
+    if keep.exists() and not keep.is_dir():
+        raise UsageError(f"--keep {keep} exists and is not a folder", field="--keep",
+                         hint="pass a folder (it is created if missing) to keep the test environments in")
+    if ":" in str(keep.absolute()):
+        raise UsageError(f"--keep {keep}: the path contains ':', which environments cannot live under",
+                         field="--keep", hint="choose a folder whose absolute path has no ':' in it")
+
+
 def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions()) -> VerifyReport:
     dist = dist.readable()  # what main holds is verified; an unreadable recipe only loses its import probe
+    _check_keep(options.keep)
     releases = select_releases(dist, options.pytorch)
-    main_ref = dist.config.channels.main
-    main = open_channel(dist.distro, main_ref)
-    files = list(main.list_files().values())
-    drift = [d.model_dump(mode="json") for d in compare_with_channel(Ledger(dist.distro.state_dir).load_all(), main.list_files())]
+    main = open_channel(dist.distro, dist.config.channels.main)
+    listed = main.list_files()
+    files = list(listed.values())
     if not files:
         raise ChannelError(f"the main channel {main.describe()} holds no packages", field="channels.main",
                            hint="promote something first: conda-distro build --all && conda-distro promote")
-    solver = RattlerSolver([dist.distro.channel_url(main_ref), *dist.distro.upstream_urls], dist.distro.subdirs)
+    ledger_drift = [d.model_dump(mode="json")
+                    for d in compare_with_channel(Ledger(dist.distro.state_dir).load_all(), listed)]
     pytorch = dist.config.pytorch.name
     results = []
-    with tempfile.TemporaryDirectory(prefix="conda-distro-verify-") as tmp:
-        workdir = options.keep or Path(tmp)
+    scratch = Path(tempfile.mkdtemp(prefix="conda-distro-verify-"))
+    try:
+        audit = main.audit(scratch / "channel")
+        drift = sorted([p.to_dict() for p in audit.problems] + ledger_drift, key=lambda d: (d["artifact"], d["kind"]))
+        solver = RattlerSolver([audit.url, *dist.distro.upstream_urls], dist.distro.subdirs)
+        workdir = options.keep or scratch / "envs"
         workdir.mkdir(parents=True, exist_ok=True)
+        cache = scratch / "pkgs"  # this run's own package cache
         for target in (Target(r, v) for r in releases for v in dist.config.pytorch.variants):
             names = _admitting(files, pytorch, target.pytorch)
-            results.append(_verify_target(solver, dist, target, names, workdir))
+            results.append(_verify_target(solver, dist, target, names, workdir, cache))
+    finally:
+        _remove_tree(scratch)
     return VerifyReport(results, drift)
+
+
+def _remove_tree(path: Path, attempts: int = 10) -> None:
+    """Remove ``path``. After a failed install rattler may still be finishing an extraction into the
+    package cache for a moment, so a folder can refill while it is removed: retry briefly, then give up
+    quietly (it is a temporary folder)."""
+    for i in range(attempts):
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            return
+        time.sleep(0.1 * (i + 1))
 
 
 __all__ = ["VerifyOptions", "VerifyReport", "verify_channel"]

@@ -7,8 +7,10 @@ Builds reach an anaconda.org staging label through :meth:`AnacondaChannel.upload
 semantics: idempotent for identical files, never overwriting a different one).
 
 The token comes from ``ANACONDA_API_TOKEN`` (read by :func:`conda_distro.channels.open_channel`, never
-at import). It is never printed: every error message that leaves this module goes through
-:func:`mask_secret`, and ``repr`` of the channel does not show it.
+at import), stripped and checked by :mod:`conda_distro.secret` and held as a :class:`~conda_distro.secret.Secret`.
+It is never printed: every API call goes through :meth:`AnacondaChannel._call`, which turns *any* exception
+of anaconda-client, requests or the HTTP stack into a ChannelError whose text has the token masked in
+every form (``from None``: no chained traceback), and ``repr`` of the channel does not show it.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from conda_distro.channels.base import Channel, ChannelFile, Progress, no_progress, split_artifact
+from conda_distro.channels.base import (Channel, ChannelAudit, ChannelFile, FileProblem, Progress, no_progress,
+                                        split_artifact)
 from conda_distro.channels.locking import channel_lock
 from conda_distro.config import ANACONDA_SCHEME
-from conda_distro.errors import ChannelError
+from conda_distro.errors import ChannelError, DistroError
+from conda_distro.secret import Secret, as_secret, mask
 
 BROKEN_LABEL = "broken"
 TOKEN_ENV = "ANACONDA_API_TOKEN"
@@ -50,9 +54,9 @@ def parse_anaconda_ref(ref: str) -> AnacondaRef:
     return AnacondaRef(m.group(1), m.group(2) or "main")
 
 
-def mask_secret(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
-    return text.replace(secret, "***") if secret else text
+def mask_secret(text: str, secret: Secret | str | None) -> str:
+    """``text`` with every form of ``secret`` (and of every registered secret) replaced by ``***``."""
+    return mask(text, secret)
 
 
 def _file_from_api(doc: Mapping[str, Any]) -> ChannelFile:
@@ -81,12 +85,12 @@ def _reported_sha256(copied: Any, artifact: str) -> str | None:
 class AnacondaChannel:
     """One label of one anaconda.org owner."""
 
-    def __init__(self, owner: str, label: str = "main", *, api_url: str, token: str | None,
+    def __init__(self, owner: str, label: str = "main", *, api_url: str, token: Secret | str | None,
                  lock_dir: Path | None = None, ref: str | None = None) -> None:
         self.owner = owner
         self.label = label
         self.api_url = api_url
-        self._token = token
+        self._token = as_secret(token, TOKEN_ENV)
         self.lock_dir = lock_dir
         self.ref = ref or str(AnacondaRef(owner, label))
         self._api: Any = None
@@ -102,16 +106,18 @@ class AnacondaChannel:
         if self._api is None:
             from binstar_client import Binstar
 
-            self._api = Binstar(token=self._token, domain=self.api_url)
+            self._api = Binstar(token=self._token.reveal() if self._token else None, domain=self.api_url)
         return self._api
 
     def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run one API call; turn every client/network error into a ChannelError with the token masked."""
-        import requests
+        """Run one API call; turn every error it raises into a ChannelError with the token masked and no
+        chained traceback (anaconda-client, requests and http.client errors can all quote the header)."""
         from binstar_client import errors
 
         try:
             return fn(*args, **kwargs)
+        except DistroError as exc:  # ours, raised inside a helper: already clean, but mask it anyway
+            raise self._error(what, exc.message, exc.hint or "") from None
         except errors.Unauthorized as exc:
             raise self._error(what, exc, f"set {TOKEN_ENV} to a token with write access to '{self.owner}'") from None
         except errors.Conflict:
@@ -119,11 +125,16 @@ class AnacondaChannel:
                               "retire the file in main first if it really must be replaced") from None
         except errors.NotFound as exc:
             raise self._error(what, exc, "check the owner, label and that the file exists there") from None
-        except (errors.BinstarError, requests.RequestException) as exc:
+        except Exception as exc:  # noqa: BLE001 - BinstarError, requests, http.client, bad JSON, ...
             raise self._error(what, exc, f"check {API_URL_ENV} / distro.yaml anaconda.api_url and the network") from None
 
     def _error(self, what: str, exc: BaseException | str, hint: str) -> ChannelError:
-        detail = exc if isinstance(exc, str) else getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        if isinstance(exc, str):
+            detail = exc
+        else:
+            detail = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            if not isinstance(exc, DistroError) and type(exc).__module__.split(".")[0] not in ("binstar_client",):
+                detail = f"{type(exc).__name__}: {detail}"
         msg = mask_secret(f"{what} on {self.describe()} failed: {detail}", self._token)
         return ChannelError(msg, field="channels", hint=mask_secret(hint, self._token))
 
@@ -144,12 +155,77 @@ class AnacondaChannel:
         return {f.artifact: f for f in files}
 
     def _show_label(self) -> dict[str, Any]:
+        """The label's listing. A 404 means "no files in that label yet" only when the owner's label list
+        answers (200, a JSON object): otherwise the URL is not an anaconda.org API, or the owner does not
+        exist, and reading it as an empty channel would let promote "succeed" against nothing."""
         from binstar_client import errors
 
         try:
-            return self.api.show_channel(self.label, self.owner)
+            info = self.api.show_channel(self.label, self.owner)
         except errors.NotFound:
-            return {"files": []}  # a label with no files yet
+            try:
+                labels = self.api.list_channels(self.owner)
+            except errors.NotFound:
+                raise ChannelError(
+                    f"the server answers 404 for owner '{self.owner}' as well as for its label '{self.label}'",
+                    hint=f"check {API_URL_ENV} / distro.yaml anaconda.api_url (an anaconda.org API such as "
+                         f"https://api.anaconda.org) and the owner in channels") from None
+            if not isinstance(labels, dict):
+                raise ChannelError(f"the owner's label list is not a JSON object but {type(labels).__name__}",
+                                   hint=f"is {API_URL_ENV} an anaconda.org API URL?") from None
+            return {"files": []}  # the owner exists; the label has no files yet
+        if not isinstance(info, dict):
+            raise ChannelError(f"the label listing is not a JSON object but {type(info).__name__}",
+                               hint=f"is {API_URL_ENV} an anaconda.org API URL?")
+        return info
+
+    def audit(self, workdir: Path) -> ChannelAudit:
+        """Download every file the label lists through the API (``$ANACONDA_API_URL``, the same server
+        promote writes to) into a fresh local mirror under ``workdir``, check each against the sha256 the
+        label lists, and index the mirror: installers then read exactly the bytes that were checked. A file
+        that does not match is reported and left out of the mirror (rattler's indexer cannot read junk)."""
+        from conda_distro.rattler_env import index_channel
+
+        listed = self.list_files()
+        mirror = workdir / f"anaconda-{self.owner}-{self.label}"
+        problems = []
+        for artifact, f in sorted(listed.items()):
+            target = mirror / f.subdir / f.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            actual = self._call(f"downloading {artifact}", self._download, f, target)
+            if actual is None:
+                problems.append(FileProblem(artifact, "file-missing", "the label lists it but the server has no file"))
+            elif actual != f.sha256:
+                problems.append(FileProblem(artifact, "file-sha256-differs",
+                                            f"label sha256 {f.sha256[:12] or '(none)'}…, downloaded file {actual[:12]}…"))
+            if actual != f.sha256:
+                target.unlink(missing_ok=True)
+        try:
+            index_channel(mirror, subdirs=sorted({f.subdir for f in listed.values()} - {"noarch"}))
+        except Exception as exc:  # noqa: BLE001 - rattler's indexer raises (and panics) on unreadable archives
+            raise ChannelError(mask(f"indexing the downloaded copy of {self.describe()} failed: {exc}", self._token),
+                               field="channels.main", hint="a file on the label is not a readable conda package; "
+                               "retire it") from None
+        return ChannelAudit(mirror.as_uri(), problems)
+
+    def _download(self, f: ChannelFile, target: Path) -> str | None:
+        """Write the server's bytes of ``f`` to ``target``; their sha256, or None if the server has none."""
+        import hashlib
+
+        from binstar_client import errors
+
+        try:
+            res = self.api.download(self.owner, f.name, f.version, f.artifact)
+        except errors.NotFound:
+            return None
+        if res is None or res.status_code != 200:
+            return None
+        h = hashlib.sha256()
+        with open(target, "wb") as out:
+            for chunk in res.iter_content(1 << 20):
+                h.update(chunk)
+                out.write(chunk)
+        return h.hexdigest()
 
     # -- writing --------------------------------------------------------------------------------
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 #: A progress sink: receives one short human-readable line per step (the CLI sends them to stderr).
 Progress = Callable[[str], None]
@@ -39,6 +40,27 @@ class ChannelFile:
         return f"{self.subdir}/{self.filename}"
 
 
+@dataclass(frozen=True)
+class FileProblem:
+    """A file of a channel that does not match the channel's own index (found by :meth:`Channel.audit`)."""
+
+    artifact: str
+    kind: str  # file-missing | file-sha256-differs | not-indexed
+    detail: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"artifact": self.artifact, "kind": self.kind, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class ChannelAudit:
+    """What :meth:`Channel.audit` found: a channel URL rattler can install from holding exactly the
+    audited files, and every file that does not match the index."""
+
+    url: str
+    problems: list[FileProblem]
+
+
 def split_artifact(artifact: str) -> tuple[str, str]:
     """``"noarch/foo-1.0-h0_0.conda"`` -> ``("noarch", "foo-1.0-h0_0.conda")``."""
     subdir, _, filename = artifact.partition("/")
@@ -58,6 +80,10 @@ class Channel(Protocol):
     def list_files(self) -> dict[str, ChannelFile]:
         """Every published file, keyed by artifact (``<subdir>/<filename>``). A channel that does not
         exist yet is empty."""
+
+    def audit(self, workdir: Path) -> ChannelAudit:
+        """Check every file against the index (sha256 of the bytes, files the index names but lacks,
+        files it does not name); ``workdir`` is a fresh folder the check may download into."""
 
     def lock(self, timeout: float) -> AbstractContextManager[None]:
         """Serialise writers of this channel; raises LockTimeoutError after ``timeout`` seconds."""

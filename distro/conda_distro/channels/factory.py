@@ -9,6 +9,7 @@ from conda_distro.channels.anaconda import API_URL_ENV, TOKEN_ENV, AnacondaChann
 from conda_distro.channels.base import Channel
 from conda_distro.channels.local import LocalChannel
 from conda_distro.config import Distro
+from conda_distro.secret import read_secret
 
 
 def anaconda_api_url(distro: Distro, env: Mapping[str, str]) -> str:
@@ -18,10 +19,11 @@ def anaconda_api_url(distro: Distro, env: Mapping[str, str]) -> str:
 
 def open_channel(distro: Distro, ref: str, *, env: Mapping[str, str] | None = None) -> Channel:
     """The backend for a staging/main reference of ``distro``. ``env`` defaults to ``os.environ``
-    (read here, at call time)."""
+    (read here, at call time). The token is stripped of surrounding whitespace, checked (a non-ASCII one
+    is a ChannelError, exit 2) and registered for masking."""
     env = os.environ if env is None else env
     if distro.is_anaconda(ref):
         parsed = parse_anaconda_ref(ref)
         return AnacondaChannel(parsed.owner, parsed.label, api_url=anaconda_api_url(distro, env),
-                               token=env.get(TOKEN_ENV) or None, lock_dir=distro.build_dir / "locks", ref=ref)
+                               token=read_secret(env, TOKEN_ENV), lock_dir=distro.build_dir / "locks", ref=ref)
     return LocalChannel(distro.resolve_local(ref), ref=ref, subdirs=distro.subdirs)

@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Sequence
 
-from conda_distro.channels.base import Channel, ChannelFile, Progress, no_progress
+from conda_distro.channels.base import Channel, ChannelAudit, ChannelFile, FileProblem, Progress, no_progress
 from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.locking import channel_lock
 from conda_distro.channels.repodata import parse_repodata
@@ -144,6 +144,28 @@ class LocalChannel:
         if not self.path.is_dir():
             return []
         return sorted(p.name for p in self.path.iterdir() if p.is_dir() and is_subdir_name(p.name))
+
+    def audit(self, workdir: Path | None = None) -> ChannelAudit:
+        """Every file the index names is there with the index's sha256 (read in full), and every
+        package file in the channel is named by the index. Installers read the channel itself."""
+        listed = self.list_files()
+        with ThreadPoolExecutor(max_workers=_COPY_THREADS) as pool:  # hashing releases the GIL
+            found = list(pool.map(self._check_file, sorted(listed.values(), key=lambda f: f.artifact)))
+        problems = [p for p in found if p is not None]
+        problems += [FileProblem(a, "not-indexed", "a package file in the channel that its index does not name")
+                     for a in self.unindexed_files()]
+        return ChannelAudit(self.path.as_uri(), problems)
+
+    def _check_file(self, f: ChannelFile) -> FileProblem | None:
+        path = self.file_path(f)
+        if not path.is_file():
+            return FileProblem(f.artifact, "file-missing", f"the index names it but {path} does not exist")
+        actual = sha256_of(path)
+        if actual == f.sha256:
+            return None
+        return FileProblem(f.artifact, "file-sha256-differs",
+                           f"index sha256 {f.sha256[:12] or '(none)'}…, file {actual[:12]}… ({path.stat().st_size} "
+                           "bytes" + (f", index says {f.size})" if f.size is not None else ")"))
 
     # -- writing --------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import click
 
 from conda_distro.cli.app import app, stderr
 from conda_distro.errors import DistroError, ExitCode
+from conda_distro.secret import MaskingStream, mask, masked_excepthook
 
 # Each module registers its commands on ``app``.
 from conda_distro.cli import lint_cmd, graph_cmd  # noqa: E402,F401  isort: skip
@@ -23,10 +24,15 @@ from conda_distro.cli import report_cmd  # noqa: E402,F401  isort: skip
 
 
 def print_error(exc: DistroError) -> None:
-    stderr.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False) if stderr.is_terminal else \
-        sys.stderr.write(f"error: {exc}\n")
+    text = mask(str(exc))
+    if stderr.is_terminal:
+        from rich.text import Text
+
+        stderr.print(Text.assemble(("error:", "bold red"), " ", text), highlight=False)
+    else:
+        sys.stderr.write(f"error: {text}\n")
     if exc.hint:
-        sys.stderr.write(f"hint: {exc.hint}\n")
+        sys.stderr.write(f"hint: {mask(exc.hint)}\n")
 
 
 def _click_exceptions():
@@ -48,6 +54,17 @@ CLICK_ERRORS, CLICK_EXIT, CLICK_ABORT = _click_exceptions()
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Everything it prints goes through a stream that masks the secrets (API tokens)
+    read so far, whatever printed it."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = MaskingStream(sys.stdout), MaskingStream(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         rv = app(args=argv, prog_name="conda-distro", standalone_mode=False)
     except DistroError as exc:
@@ -67,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entrypoint() -> None:
+    sys.excepthook = masked_excepthook  # a traceback, should one ever escape, shows no secret
     code = main()
     # The interpreter runs one last garbage collection over every object at exit; with a loaded
     # distribution of thousands of recipes that alone takes most of a second. The process is ending,
