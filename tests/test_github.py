@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -394,6 +395,9 @@ def test_the_token_jobs_run_no_recipe_code():
                 holders[(path.name, job_id)] = _runs_recipe_code(job)
     assert set(holders) == {("promote.yml", "promote"), ("release-sweep.yml", "publish"), ("nightly.yml", "deploy")}
     assert all(steps == [] for steps in holders.values()), holders
+    publish = _load(GITHUB / "workflows/release-sweep.yml")["jobs"]["publish"]
+    assert "conda-distro" not in _steps_text(publish) and "pip" not in _steps_text(publish)
+    assert not any(str(s.get("uses", "")).startswith("actions/setup-python@") for s in publish["steps"])
 
 
 # What the rules catch: the workflows as they were before spec §11 (trimmed to the parts that matter).
@@ -496,14 +500,8 @@ def _runner(tmp_path: Path, expressions: dict[str, str] | None = None, **kw) -> 
         d.mkdir(parents=True, exist_ok=True)
     # `python -m pip install …` succeeds without installing; any other python is the real one
     write_shim(shims, "python", f'if [[ "$1 $2" == "-m pip" ]]; then echo "pip: skipped (test)"; exit 0; fi\n'
-                                f'exec {shlex_quote(sys.executable)} "$@"\n')
+                                f'exec {shlex.quote(sys.executable)} "$@"\n')
     return Runner(workspace=workspace, shims=shims, temp=temp, expressions=expressions or {}, **kw)
-
-
-def shlex_quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
 
 
 def _failing_tool(shims: Path, code: int = 1) -> None:
@@ -568,7 +566,7 @@ def _promote_job(tmp_path: Path, upload: int, promote: int, shell_override: str 
     runner.workspace = work
     runner.github_env = _github_env(tmp_path, "gh-test-token", sha)
     log = tmp_path / "calls.log"
-    write_shim(runner.shims, "conda-distro", f"""echo "$*" >> {shlex_quote(str(log))}
+    write_shim(runner.shims, "conda-distro", f"""echo "$*" >> {shlex.quote(str(log))}
 case "$1" in
   upload) echo '{{"uploaded": []}}'; exit {upload} ;;
   promote) echo '{{"promoted": ["b"]}}' > channel_state/b.json; echo '{{"ok": {str(promote == 0).lower()}}}'; exit {promote} ;;
@@ -694,7 +692,7 @@ def _release_sweep(tmp_path: Path, tamper: str) -> tuple[JobRun, JobRun | None, 
     publisher.github_env = _github_env(tmp_path, "gh-test-token", sha)
     publisher.handlers = {"actions/download-artifact": download}
     gh_log = tmp_path / "gh.log"
-    write_shim(publisher.shims, "gh", f'printf "%s\\n" "$@" > {shlex_quote(str(gh_log))}\necho https://github.com/owner/repo/pull/1\n')
+    write_shim(publisher.shims, "gh", f'printf "%s\\n" "$@" > {shlex.quote(str(gh_log))}\necho https://github.com/owner/repo/pull/1\n')
     write_shim(publisher.shims, "conda-distro", "echo 'the publish job must not run conda-distro'; exit 97\n")
     return sweep, publisher.run_job(doc, "publish"), bare, gh_log
 

@@ -1,6 +1,8 @@
 """Command-line interface. Thin: each command builds an options object and calls the library.
 
 Errors are turned into messages and exit codes here, and only here.
+Command modules import the library inside their command functions, never at module level, so that
+`conda-distro --help` starts without loading it (tests/test_cli_start.py, bench/bench_cli_start.py).
 """
 
 from __future__ import annotations
