@@ -26,7 +26,6 @@ RootOpt = Annotated[
 ]
 
 
-
 class _LazyConsole:
     """A rich ``Console``, created on first use: importing rich is a good part of a bare ``--help``."""
 
