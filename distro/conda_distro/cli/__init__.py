@@ -10,8 +10,6 @@ from __future__ import annotations
 import gc
 import sys
 
-import click
-
 from conda_distro.cli.app import app, stderr
 from conda_distro.errors import DistroError, ExitCode
 
@@ -32,8 +30,9 @@ def print_error(exc: DistroError) -> None:
 
 
 def _click_exceptions():
-    """click's exception classes: typer (>= 0.2x) vendors its own copy of click as ``typer._click``."""
-    mods = [click.exceptions]
+    """click's exception classes: typer (>= 0.2x) vendors its own copy of click as ``typer._click``; an
+    older typer uses click itself, which it has then imported already (so no import of click here)."""
+    mods = [sys.modules["click"].exceptions] if "click" in sys.modules else []
     try:
         from typer._click import exceptions as vendored
         mods.append(vendored)
