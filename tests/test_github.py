@@ -560,11 +560,24 @@ def _github_env(tmp_path: Path, token: str, sha: str) -> dict[str, str]:
             "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0"}
 
 
-def _promote_job(tmp_path: Path, upload: int, promote: int, shell_override: str | None = None):
+_HANDED = {"build/channels/staging/noarch/a-1.0-0.conda": "conda", "build/results/noarch__a-1.0-0.conda.json": "{}",
+           "build-report.json": "{}"}
+
+
+def _artifact(folder: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+
+
+def _promote_job(tmp_path: Path, upload: int, promote: int, shell_override: str | None = None,
+                 handed: dict[str, str] | None = None):
     bare, work, sha = _remote_and_clone(tmp_path, {"channel_state/a.json": "{}\n", "distro.yaml": "name: t\n"})
-    runner = _runner(tmp_path, _EXPRESSIONS, shell_override=shell_override)
+    runner = _runner(tmp_path, {**_EXPRESSIONS, "runner.temp": str(tmp_path / "runner-temp")},
+                     shell_override=shell_override)
     runner.workspace = work
     runner.github_env = _github_env(tmp_path, "gh-test-token", sha)
+    runner.handlers = {"actions/download-artifact": lambda with_, r: _artifact(Path(with_["path"]), handed or _HANDED)}
     log = tmp_path / "calls.log"
     write_shim(runner.shims, "conda-distro", f"""echo "$*" >> {shlex.quote(str(log))}
 case "$1" in
@@ -584,6 +597,39 @@ def test_promote_job_commits_the_ledger_after_a_clean_promotion(tmp_path):
     assert run.ok, run.steps
     assert calls == ["upload", "promote"]
     assert pushed[0].startswith("channel_state: promotion of ")
+    work = tmp_path / "work"
+    assert (work / "build/channels/staging/noarch/a-1.0-0.conda").is_file()
+    assert (work / "build/results/noarch__a-1.0-0.conda.json").is_file()
+
+
+def test_promote_job_takes_only_staging_and_results_from_the_build_job(tmp_path):
+    """The artifact comes from the job that ran recipe code: a git hook, a cache or a ledger file planted
+    in it never reaches the job that holds the tokens."""
+    hook = tmp_path / "hook-ran"
+    planted = {**_HANDED, ".git/hooks/pre-commit": f"#!/bin/sh\necho \"$GH_TOKEN\" > {hook}\n",
+               "build/cache/render.json": "{}", "channel_state/forged.json": "{}", "distro.yaml": "name: evil\n"}
+    run, calls, pushed = _promote_job(tmp_path, upload=0, promote=0, handed=planted)
+    assert run.ok, run.steps
+    work = tmp_path / "work"
+    assert not (work / ".git/hooks/pre-commit").exists() and not hook.exists()
+    assert not (work / "build/cache").exists() and (work / "distro.yaml").read_text() == "name: t\n"
+    assert "forged.json" not in git(tmp_path / "remotes/owner/repo.git", "ls-tree", "-r", "--name-only", "main")
+    assert (work / "build/results/noarch__a-1.0-0.conda.json").is_file()
+
+
+def test_promote_job_refuses_symlinks_from_the_build_job(tmp_path):
+    def with_link(folder: Path, files: dict[str, str]) -> None:
+        _artifact(folder, files)
+        (folder / "build/results/stolen.json").symlink_to("/etc/hostname")
+
+    bare, work, sha = _remote_and_clone(tmp_path, {"channel_state/a.json": "{}\n"})
+    runner = _runner(tmp_path, {**_EXPRESSIONS, "runner.temp": str(tmp_path / "runner-temp")})
+    runner.workspace, runner.github_env = work, _github_env(tmp_path, "gh-test-token", sha)
+    runner.handlers = {"actions/download-artifact": lambda with_, r: with_link(Path(with_["path"]), _HANDED)}
+    write_shim(runner.shims, "conda-distro", "echo called >> calls.log\n")
+    run = runner.run_job(_load(GITHUB / "workflows/promote.yml"), "promote")
+    assert not run.ok and run.steps[-1].name == "take staging and the test results from the build job"
+    assert not (work / "calls.log").exists() and not (work / "build").exists()
 
 
 def test_promote_job_records_what_it_promoted_when_some_artifacts_are_held(tmp_path):
