@@ -577,7 +577,7 @@ def _promote_job(tmp_path: Path, upload: int, promote: int, shell_override: str 
                      shell_override=shell_override)
     runner.workspace = work
     runner.github_env = _github_env(tmp_path, "gh-test-token", sha)
-    runner.handlers = {"actions/download-artifact": lambda with_, r: _artifact(Path(with_["path"]), handed or _HANDED)}
+    runner.handlers = {"actions/download-artifact": lambda with_, r: _artifact(r.workspace / with_["path"], handed or _HANDED)}
     log = tmp_path / "calls.log"
     write_shim(runner.shims, "conda-distro", f"""echo "$*" >> {shlex.quote(str(log))}
 case "$1" in
@@ -625,7 +625,7 @@ def test_promote_job_refuses_symlinks_from_the_build_job(tmp_path):
     bare, work, sha = _remote_and_clone(tmp_path, {"channel_state/a.json": "{}\n"})
     runner = _runner(tmp_path, {**_EXPRESSIONS, "runner.temp": str(tmp_path / "runner-temp")})
     runner.workspace, runner.github_env = work, _github_env(tmp_path, "gh-test-token", sha)
-    runner.handlers = {"actions/download-artifact": lambda with_, r: with_link(Path(with_["path"]), _HANDED)}
+    runner.handlers = {"actions/download-artifact": lambda with_, r: with_link(r.workspace / with_["path"], _HANDED)}
     write_shim(runner.shims, "conda-distro", "echo called >> calls.log\n")
     run = runner.run_job(_load(GITHUB / "workflows/promote.yml"), "promote")
     assert not run.ok and run.steps[-1].name == "take staging and the test results from the build job"
@@ -720,7 +720,7 @@ def _release_sweep(tmp_path: Path, tamper: str) -> tuple[JobRun, JobRun | None, 
         shutil.copytree(r.workspace / with_["path"], artifacts / with_["name"])
 
     def download(with_: dict, r: Runner) -> None:
-        shutil.copytree(artifacts / with_["name"], Path(with_["path"]))
+        shutil.copytree(artifacts / with_["name"], r.workspace / with_["path"])
 
     sweeper = _runner(tmp_path / "sweep-job", _EXPRESSIONS)
     sweeper.workspace = work
