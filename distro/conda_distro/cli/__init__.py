@@ -1,14 +1,14 @@
 """Command-line interface. Thin: each command builds an options object and calls the library.
 
 Errors are turned into messages and exit codes here, and only here.
+Command modules import the library inside their command functions, never at module level, so that
+`conda-distro --help` starts without loading it (tests/test_cli_start.py, bench/bench_cli_start.py).
 """
 
 from __future__ import annotations
 
 import gc
 import sys
-
-import click
 
 from conda_distro.cli.app import app, stderr
 from conda_distro.errors import DistroError, ExitCode
@@ -36,8 +36,9 @@ def print_error(exc: DistroError) -> None:
 
 
 def _click_exceptions():
-    """click's exception classes: typer (>= 0.2x) vendors its own copy of click as ``typer._click``."""
-    mods = [click.exceptions]
+    """click's exception classes: typer (>= 0.2x) vendors its own copy of click as ``typer._click``; an
+    older typer uses click itself, which it has then imported already (so no import of click here)."""
+    mods = [sys.modules["click"].exceptions] if "click" in sys.modules else []
     try:
         from typer._click import exceptions as vendored
         mods.append(vendored)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 
 app = typer.Typer(
     name="conda-distro",
@@ -26,7 +25,23 @@ RootOpt = Annotated[
                  file_okay=False, show_default=False),
 ]
 
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _LazyConsole:
+    """A rich ``Console``, created on first use: importing rich is a good part of a bare ``--help``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._console = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._kwargs)
+        return getattr(self._console, name)
+
+
+stderr = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 class TextJson(str, enum.Enum):

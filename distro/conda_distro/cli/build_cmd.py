@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json, report_unreadable
-from conda_distro.distribution import load_distribution
-from conda_distro.engine.run import BuildOptions, BuildRun, run_build, upload_staging
-from conda_distro.progress import make_reporter
+
+if TYPE_CHECKING:
+    from conda_distro.engine.run import BuildRun
 
 
 def print_build_text(run: BuildRun) -> None:
@@ -48,6 +48,10 @@ def build(
 ) -> int:
     """Build affected packages into staging in dependency order, then test each artifact against every
     supported release × variant its pins admit."""
+    from conda_distro.distribution import load_distribution
+    from conda_distro.engine.run import BuildOptions, run_build
+    from conda_distro.progress import make_reporter
+
     dist = load_distribution(root, strict=False)
     options = BuildOptions(names=tuple(names or ()), all=all_, changed_since=changed_since, pytorch=tuple(pytorch or ()),
                            jobs=jobs, engine=engine, dry_run=dry_run)
@@ -64,6 +68,9 @@ def build(
 def upload(root: RootOpt = None, format: FormatOpt = TextJson.text) -> int:
     """Upload the local builds to the anaconda.org staging label (channels.staging: anaconda://OWNER[/LABEL]),
     with the token from ANACONDA_API_TOKEN. Files already there with the same sha256 are skipped."""
+    from conda_distro.distribution import load_distribution
+    from conda_distro.engine.run import upload_staging
+
     uploaded = upload_staging(load_distribution(root))
     if format is TextJson.json:
         print_json({"uploaded": uploaded})

@@ -7,9 +7,7 @@ from typing import Annotated
 
 import typer
 
-from conda_distro.checkpr import CheckPrOptions, check_pr, to_markdown
 from conda_distro.cli.app import RootOpt, app, out, print_json
-from conda_distro.progress import make_reporter
 
 
 class PrFormat(str, enum.Enum):
@@ -27,6 +25,9 @@ def check_pr_cmd(
     format: Annotated[PrFormat, typer.Option("--format", help="text, json or markdown (a PR comment).")] = PrFormat.text,
 ) -> int:
     """The PR gate: lint + proposal checks + solve + build/test of the affected set."""
+    from conda_distro.checkpr import CheckPrOptions, check_pr, to_markdown
+    from conda_distro.progress import make_reporter
+
     res = check_pr(root, CheckPrOptions(base=base, build=not no_build, jobs=jobs), make_reporter())
     if format is PrFormat.json:
         print_json(res.to_dict())

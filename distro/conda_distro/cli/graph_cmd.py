@@ -9,9 +9,6 @@ from typing import Annotated, Optional
 import typer
 
 from conda_distro.cli.app import RootOpt, app, out, print_json, report_unreadable
-from conda_distro.distribution import load_distribution
-from conda_distro.gitutil import changed_recipes
-from conda_distro.graph import RecipeGraph
 
 
 class GraphFormat(str, enum.Enum):
@@ -30,6 +27,10 @@ def graph(
     format: Annotated[GraphFormat, typer.Option("--format", help="text, json, dot (Graphviz) or github-matrix.")] = GraphFormat.text,
 ) -> int:
     """Dependency order among distribution packages; the affected set of a change."""
+    from conda_distro.distribution import load_distribution
+    from conda_distro.gitutil import changed_recipes
+    from conda_distro.graph import RecipeGraph
+
     dist = load_distribution(root, strict=False)
     if affected_by:
         dist.require(affected_by)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from conda_distro.cli.app import RootOpt, app, out, print_json
-from conda_distro.distribution import load_distribution
-from conda_distro.lint import CHECKS, Check, LintOptions, LintResult, lint_distribution
+
+if TYPE_CHECKING:
+    from conda_distro.lint import LintResult
 
 
 class LintFormat(str, enum.Enum):
@@ -49,6 +50,9 @@ def lint(
     list_checks: Annotated[bool, typer.Option("--list-checks", help="List the checks and what they enforce.")] = False,
 ) -> int:
     """Check recipes against the distribution's conventions and policy."""
+    from conda_distro.distribution import load_distribution
+    from conda_distro.lint import CHECKS, Check, LintOptions, lint_distribution
+
     if list_checks:
         rows = [{"id": c.id, "severity": c.severity.value, "fixable": c.fix is not Check.fix,
                  "explanation": c.explanation()} for c in (CHECKS[k] for k in sorted(CHECKS))]

@@ -8,8 +8,10 @@ from typing import Annotated, Optional
 import typer
 
 from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, emit
-from conda_distro.promote import DEFAULT_LOCK_TIMEOUT, PromoteOptions, promote as run_promote
-from conda_distro.retire import RetireOptions, retire as run_retire
+
+# conda_distro.promote.DEFAULT_LOCK_TIMEOUT, repeated so that the CLI starts without importing the library
+# (tests/test_cli_start.py checks that the two agree).
+DEFAULT_LOCK_TIMEOUT = 600.0
 
 LockTimeoutOpt = Annotated[float, typer.Option(
     "--lock-timeout", min=0, help="Seconds to wait for another promote/retire on the same main channel.")]
@@ -28,6 +30,8 @@ def promote(
 ) -> int:
     """Copy every staging artifact whose tests all passed (and whose distribution dependencies are in
     main or promoted with it) to the main channel, and record it in channel_state/."""
+    from conda_distro.promote import PromoteOptions, promote as run_promote
+
     result = run_promote(PromoteOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout, progress=_log))
     emit(result, format)
     return int(result.exit_code)
@@ -47,6 +51,8 @@ def retire(
     """Remove a package from the main channel (local: files out + re-index; anaconda.org: `broken` label),
     and write a request record to channel_state/retirements/. Refused (exit 2) when other distribution
     packages depend on it, unless --force."""
+    from conda_distro.retire import RetireOptions, retire as run_retire
+
     result = run_retire(RetireOptions(name=name, reason=reason, root=root, by=by, lock_timeout=lock_timeout,
                                       progress=_log, force=force))
     emit(result, format)

@@ -7,8 +7,6 @@ from typing import Annotated, Optional
 import typer
 
 from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json
-from conda_distro.distribution import open_distro
-from conda_distro.proposal import ProposeOptions, propose as write_proposal
 
 
 @app.command()
@@ -28,6 +26,9 @@ def propose(
     format: FormatOpt = TextJson.text,
 ) -> int:
     """Write proposals/NAME.yaml (the RFC-0006 intake questions) and a recipe skeleton recipes/NAME/recipe.yaml."""
+    from conda_distro.distribution import open_distro
+    from conda_distro.proposal import ProposeOptions, propose as write_proposal
+
     distro = open_distro(root)
     result = write_proposal(distro, ProposeOptions(
         name=name, maintainers=tuple(maintainer or ()), version=version, summary=summary, homepage=homepage,

@@ -10,8 +10,6 @@ from typing import Annotated, Optional
 import typer
 
 from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, emit, out, print_json
-from conda_distro.reports.status import StatusOptions, write_status
-from conda_distro.reports.unmaintained import UnmaintainedOptions, report_unmaintained
 
 report_app = typer.Typer(name="report", help="Reports over channel_state/ and the repository.", no_args_is_help=True,
                          add_completion=False, rich_markup_mode=None)
@@ -35,6 +33,8 @@ def unmaintained(
 ) -> int:
     """Packages that lag behind the supported PyTorch releases past the grace period, or whose newest
     artifact fails; with maintainers to ping and the suggested action (ping | retire). Exit 1 when any."""
+    from conda_distro.reports.unmaintained import UnmaintainedOptions, report_unmaintained
+
     report = report_unmaintained(UnmaintainedOptions(root=root, as_of=as_of))
     if format is ReportFormat.json:
         print_json(report.to_dict())
@@ -56,6 +56,8 @@ def status(
 ) -> int:
     """Write a static HTML status page (package × release × variant matrix, maintainers, unmaintained
     flags, dependencies) from channel_state/ and the repository; never reads a channel."""
+    from conda_distro.reports.status import StatusOptions, write_status
+
     result = write_status(StatusOptions(out=out_dir, root=root, as_of=as_of))
     emit(result, format)
     return 0

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from conda_distro.cli.app import FormatOpt, TextJson, app, out, print_json, stderr
-from conda_distro.sandbox import SandboxOptions, create_sandbox
 
 
 def _progress(interactive: bool):
@@ -30,6 +29,8 @@ def sandbox(
 ) -> int:
     """Create a self-contained, offline distribution world in DIR: an upstream channel with the host
     python and stand-in pytorch releases (cpu and cuda builds), and a set of sandbox recipes."""
+    from conda_distro.sandbox import SandboxOptions, create_sandbox
+
     interactive = stderr.is_terminal and not os.environ.get("CI") and sys.stderr.isatty()
     result = create_sandbox(SandboxOptions(path=dir, force=force, use_cache=not no_cache,
                                            progress=_progress(interactive)))

@@ -7,8 +7,6 @@ from typing import Annotated, Optional
 import typer
 
 from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json, report_unreadable
-from conda_distro.distribution import load_distribution
-from conda_distro.solve import SolveOptions, solve_distribution
 
 
 @app.command()
@@ -20,8 +18,11 @@ def solve(
     format: FormatOpt = TextJson.text,
 ) -> int:
     """Co-installability of the whole distribution with each release × variant."""
+    from conda_distro.distribution import load_distribution
+    from conda_distro.solve import SolveOptions, solve_distribution
+
     dist = load_distribution(root, strict=False)
-    unreadable = report_unreadable(dist)  # reported; the others are solved/verified
+    unreadable = report_unreadable(dist)  # reported; the others are solved
     report = solve_distribution(dist, SolveOptions(pytorch=tuple(pytorch or ()), source=source, solver=solver))
     if format is TextJson.json:
         print_json(report.to_dict())

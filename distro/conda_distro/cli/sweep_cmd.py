@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from conda_distro.cli.app import RootOpt, app, out, print_json
-from conda_distro.progress import make_reporter
-from conda_distro.sweep import SweepOptions, SweepResult, run_sweep
+
+if TYPE_CHECKING:
+    from conda_distro.sweep import SweepResult
 
 
 class SweepFormat(str, enum.Enum):
@@ -45,6 +46,9 @@ def sweep(
 
     Exit 0 when the sweep ran, even when packages failed (their statuses say so; JSON `ok` is false);
     2 on bad input."""
+    from conda_distro.progress import make_reporter
+    from conda_distro.sweep import SweepOptions, run_sweep
+
     res = run_sweep(root, SweepOptions(release=pytorch, commit=commit, dry_run=dry_run, build=not no_build, jobs=jobs,
                                        author=author), make_reporter() if not dry_run else None)
     if format is SweepFormat.json:

@@ -8,8 +8,6 @@ from typing import Annotated, Optional
 import typer
 
 from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json, report_unreadable
-from conda_distro.distribution import load_distribution
-from conda_distro.verify import VerifyOptions, verify_channel
 
 
 @app.command("verify-channel")
@@ -21,8 +19,11 @@ def verify_channel_cmd(
 ) -> int:
     """Install from main + upstream as an end user would, for each release × variant; run import tests;
     check channel_state/ against the channel."""
+    from conda_distro.distribution import load_distribution
+    from conda_distro.verify import VerifyOptions, verify_channel
+
     dist = load_distribution(root, strict=False)
-    unreadable = report_unreadable(dist)  # reported; the others are solved/verified
+    unreadable = report_unreadable(dist)  # reported; the others are verified
     report = verify_channel(dist, VerifyOptions(pytorch=tuple(pytorch or ()), keep=keep))
     if format is TextJson.json:
         print_json(report.to_dict())

@@ -1,0 +1,102 @@
+"""The CLI starts without loading the library: commands import their dependencies when they run.
+
+`conda-distro --help` must stay well under 0.3 s (issue 10); the time itself is measured by
+bench/bench_cli_start.py, never here. What is asserted is the structure that makes it fast: which
+libraries a bare import and every command's `--help` load.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conda_distro.cli import main
+
+# Libraries that take tens to hundreds of ms to import; none is needed to parse arguments or print help.
+HEAVY = ("networkx", "rattler", "rattler_build", "rich", "ruamel", "yaml", "git", "jinja2", "filelock",
+         "binstar_client")
+COMMANDS = ["lint", "graph", "sandbox", "promote", "retire", "build", "upload", "solve", "sweep", "verify-channel",
+            "check-pr", "propose", "status", "report", "report unmaintained"]
+
+
+def _loaded_after(code: str) -> set[str]:
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    return set(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def test_importing_the_cli_loads_no_heavy_library():
+    """Not even pydantic or click: typer brings its own copy of click, and needs pydantic only to convert
+    a command's parameters."""
+    import importlib.util
+
+    loaded = _loaded_after("import conda_distro.cli")
+    avoidable = {*HEAVY, "pydantic", *(["click"] if importlib.util.find_spec("typer._click") else [])}
+    assert not loaded & avoidable, sorted(loaded & avoidable)
+
+
+def test_importing_the_cli_loads_no_library_module_of_ours():
+    probe = ("import conda_distro.cli, sys\n"
+             "print(sorted(m for m in sys.modules if m.startswith('conda_distro.') "
+             "and not m.startswith('conda_distro.cli')))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert proc.stdout.strip() == "['conda_distro.errors']"
+
+
+@pytest.mark.parametrize("command", ["", *COMMANDS])
+def test_help_of_every_command_works_without_the_library(command):
+    argv = [*command.split(), "--help"]
+    loaded = _loaded_after(
+        "import contextlib, io\nfrom conda_distro.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main({argv!r}) == 0")
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+    if command == "":  # the bare `conda-distro --help` converts no parameters: typer leaves pydantic alone
+        assert "pydantic" not in loaded
+
+
+def _click_command(path: list[str]):
+    import typer.main
+
+    from conda_distro.cli.app import app
+
+    cmd = typer.main.get_command(app)
+    for name in path:
+        cmd = cmd.commands[name]
+    return cmd
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_text_is_the_command_docstring(command, capsys):
+    """Help texts did not change with the import structure: each command's docstring is its help, and
+    every option is listed."""
+    cmd = _click_command(command.split())
+    assert main([*command.split(), "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert text.startswith(f"Usage: conda-distro {command} ")
+    assert " ".join(cmd.help.split()) in text
+    for param in cmd.params:
+        for opt in param.opts if param.param_type_name == "option" else ():
+            assert opt in text, opt
+
+
+def test_top_level_help_lists_every_command_in_registration_order(capsys):
+    assert main(["--help"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.split("Commands:")[1].splitlines() if line.strip()]
+    assert listed == [c for c in COMMANDS if " " not in c]
+
+
+def test_lock_timeout_default_matches_the_library():
+    from conda_distro.cli.promote_cmd import DEFAULT_LOCK_TIMEOUT
+    from conda_distro.promote import DEFAULT_LOCK_TIMEOUT as library_default
+
+    assert DEFAULT_LOCK_TIMEOUT == library_default
+
+
+def test_commands_still_run_their_library_code(tmp_path, capsys):
+    """A lazily imported command really runs: lint --list-checks reads the check registry."""
+    assert main(["lint", "--list-checks", "--format", "json"]) == 0
+    checks = json.loads(capsys.readouterr().out)["checks"]
+    assert checks and all({"id", "severity", "fixable", "explanation"} <= set(c) for c in checks)
