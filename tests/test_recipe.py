@@ -505,13 +505,13 @@ def test_bulk_work_pauses_the_garbage_collector_and_restores_it(make_distro, cle
     from conda_distro import distribution
 
     seen = []
-    real = distribution.load_recipe
+    real = distribution.parse_recipe
 
-    def spy(path, platform):
+    def spy(text, path, settings):
         seen.append(gc.isenabled())
-        return real(path, platform)
+        return real(text, path, settings)
 
-    monkeypatch.setattr(distribution, "load_recipe", spy)
+    monkeypatch.setattr(distribution, "parse_recipe", spy)
     root = make_distro({"a": clean_recipe("a"), "b": clean_recipe("b")})
     assert gc.isenabled()
     dist = load_distribution(root)

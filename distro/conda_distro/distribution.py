@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conda_distro.config import Distro, find_root, load_config
 from conda_distro.errors import DistroError, RecipeError
-from conda_distro.recipe import Recipe, load_recipe, recipe_paths
+from conda_distro.recipe import Recipe, parse_recipe, read_recipe_text, recipe_paths
 from conda_distro.render import RenderSettings, prerender
 from conda_distro.variants import render_settings
 
@@ -170,17 +170,16 @@ def load_distribution(root: Path | None = None, *, strict: bool = True, distro: 
     settings = render_settings(distro)
     recipes: dict[str, Recipe] = {}
     errors: list[DistroError] = []
-    paths = recipe_paths(distro.recipes_dir)
-    texts = []
-    for path in paths:
+    texts: list[tuple[str, Path]] = []
+    for path in recipe_paths(distro.recipes_dir):
         try:
-            texts.append((path.read_text(encoding="utf-8"), path))
-        except (OSError, UnicodeDecodeError):
-            pass  # load_recipe reports it
+            texts.append((read_recipe_text(path), path))
+        except DistroError as exc:
+            errors.append(exc)
     prerender(texts, settings)  # a cold cache and many recipes: render them in parallel first
-    for path in paths:
+    for text, path in texts:
         try:
-            recipes[path.parent.name] = load_recipe(path, settings)
+            recipes[path.parent.name] = parse_recipe(text, path, settings)
         except DistroError as exc:
             errors.append(exc)
     dist = Distribution(distro, recipes, errors, settings)

@@ -9,6 +9,7 @@ document is loaded on demand (:meth:`Recipe.roundtrip`) by the flows that edit r
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from conda_distro.errors import RecipeError
-from conda_distro.render import RenderedRecipe, RenderError, RenderSettings, render_text
+from conda_distro.render import RenderedRecipe, RenderError, RenderSettings, cache_file_of, render_text, store_json
 from conda_distro.specs import ParsedSpec, parse_spec
 from conda_distro.yamlio import LDict, LList, load_fast, load_roundtrip
 
@@ -95,7 +96,7 @@ class Output:
 class Recipe:
     path: Path  # .../recipes/<name>/recipe.yaml
     text: str
-    data: LDict
+    data: LDict | None  # the line-aware YAML tree (None until needed, for a recipe read from the cache)
     name: str
     version: str
     build_number: int | None  # None when the text never sets build.number
@@ -112,7 +113,7 @@ class Recipe:
     run_exports: list[Dep] = field(default_factory=list)
     lines: dict[str, int] = field(default_factory=dict)
     outputs: list[Output] = field(default_factory=list)
-    rendered: RenderedRecipe | None = None
+    multi_output: bool = False
     settings: RenderSettings | None = None  # what it was rendered with (edits re-render the same way)
 
     @property
@@ -124,8 +125,40 @@ class Recipe:
         return [o.name for o in self.outputs] or [self.name]
 
     @property
-    def multi_output(self) -> bool:
-        return bool(self.rendered and self.rendered.multi_output)
+    def tree(self) -> LDict:
+        """The line-aware YAML tree of the text."""
+        if self.data is None:
+            self.data = _tree(self.text, self.path)
+        return self.data
+
+    def to_json(self) -> dict:
+        """Everything but the path, the text and the tree (the model cache: see :func:`parse_recipe`)."""
+        def dep(d: Dep) -> list:
+            spec = None if d.spec is None else [d.spec.text, d.spec.name, d.spec.version, d.spec.build, d.spec.error]
+            return [d.section, d.raw, d.line, spec, d.func, [list(k) for k in d.func_kw], d.conditional, d.pin_name, d.output]
+        return {
+            "name": self.name, "version": self.version, "build_number": self.build_number, "noarch": self.noarch,
+            "skip": self.skip, "requirements": {k: [dep(d) for d in v] for k, v in self.requirements.items()},
+            "tests": self.tests, "about": self.about, "maintainers": self.maintainers, "lockstep": self.lockstep,
+            "skip_lints": self.skip_lints, "sources": [vars(x) for x in self.sources], "platform": self.platform,
+            "run_exports": [dep(d) for d in self.run_exports], "lines": self.lines,
+            "outputs": [vars(o) for o in self.outputs], "multi_output": self.multi_output,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict, path: Path, text: str, settings: RenderSettings | None) -> "Recipe":
+        def dep(x: list) -> Dep:
+            spec = None if x[3] is None else ParsedSpec(*x[3])
+            return Dep(x[0], x[1], x[2], spec, x[4], tuple(tuple(k) for k in x[5]), x[6], x[7], x[8])
+        return cls(
+            path=path, text=text, data=None, name=data["name"], version=data["version"],
+            build_number=data["build_number"], noarch=data["noarch"], skip=data["skip"],
+            requirements={k: [dep(d) for d in v] for k, v in data["requirements"].items()}, tests=data["tests"],
+            about=data["about"], maintainers=data["maintainers"], lockstep=data["lockstep"],
+            skip_lints=data["skip_lints"], sources=[Source(**x) for x in data["sources"]], platform=data["platform"],
+            run_exports=[dep(d) for d in data["run_exports"]], lines=data["lines"],
+            outputs=[Output(**o) for o in data["outputs"]], multi_output=data["multi_output"], settings=settings,
+        )
 
     def noarch_of(self, output: int | None) -> str | None:
         for o in self.outputs:
@@ -402,10 +435,31 @@ def _tree(text: str, path: Path) -> LDict:
     return doc if isinstance(doc, LDict) else LDict(doc)
 
 
+MODEL_SCHEMA = "1"  # bump when the Recipe model or how it is built changes
+
+
 def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) -> Recipe:
     """Render ``text`` with rattler-build and build the :class:`Recipe`. Raises :class:`RecipeError`
-    (a :class:`RenderError` for what rattler-build refuses) with file and line."""
+    (a :class:`RenderError` for what rattler-build refuses) with file and line.
+
+    With a cache (settings.cache_dir), the finished model is kept beside rattler-build's render, under
+    the same key (text + variant config + platform + rattler-build version): a warm read is one JSON
+    file, with the YAML tree parsed again only when a flow asks for it (:attr:`Recipe.tree`)."""
     settings = settings or RenderSettings()
+    model_file = cache_file_of(text, settings)
+    if model_file is not None:
+        model_file = model_file.with_name(model_file.stem + f".model{MODEL_SCHEMA}.json")
+        try:
+            return Recipe.from_json(json.loads(model_file.read_text(encoding="utf-8")), path, text, settings)
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            pass
+    recipe = _parse(text, path, settings)
+    if model_file is not None:
+        store_json(model_file, recipe.to_json())
+    return recipe
+
+
+def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
     doc = _tree(text, path)
     try:
         rendered = render_text(text, path, settings)
@@ -529,8 +583,8 @@ def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) 
         path=path, text=text, data=doc, name=name, version=version, build_number=build_number,
         noarch=noarch, skip=skip, requirements=requirements, tests=tests, about=about,
         maintainers=maintainers, lockstep=lockstep, skip_lints=skip_lints, sources=sources,
-        platform=settings.target_platform, run_exports=run_exports, lines=lines, outputs=outputs, rendered=rendered,
-        settings=settings,
+        platform=settings.target_platform, run_exports=run_exports, lines=lines, outputs=outputs,
+        multi_output=rendered.multi_output, settings=settings,
     )
 
 
@@ -568,7 +622,8 @@ def _sources(doc: LDict, rendered: list, lines: dict[str, int]) -> list[Source]:
     return out
 
 
-def load_recipe(path: Path, settings: RenderSettings | None = None) -> Recipe:
+def read_recipe_text(path: Path) -> str:
+    """The text of recipes/<name>/recipe.yaml (a clear error for a v0 meta.yaml in its place)."""
     v0 = path.parent / V0_FILE
     if v0.is_file() and not path.is_file():
         raise RecipeError("a v0 meta.yaml is not supported: only v1 recipe.yaml is", path=v0, hint=_V0_HINT)
@@ -581,7 +636,11 @@ def load_recipe(path: Path, settings: RenderSettings | None = None) -> Recipe:
     if v0.is_file():
         raise RecipeError(f"a v0 {V0_FILE} stands beside recipe.yaml; rattler-build reads only recipe.yaml",
                           path=v0, hint=f"delete {V0_FILE} (or the recipe.yaml, if the v0 recipe is the real one)")
-    return parse_recipe(text, path, settings)
+    return text
+
+
+def load_recipe(path: Path, settings: RenderSettings | None = None) -> Recipe:
+    return parse_recipe(read_recipe_text(path), path, settings)
 
 
 def recipe_paths(recipes_dir: Path, names: list[str] | None = None) -> list[Path]:

@@ -12,6 +12,7 @@ the caller (a recipe must not render one name on CI and another on a laptop).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -63,7 +64,7 @@ class RenderSettings:
 
         return VariantConfig(self.variant_dict, zip_keys=[list(z) for z in self.zip_keys] or None)
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         payload = json.dumps([RENDER_SCHEMA, _tool_version(), self.target_platform,
                               [[k, [str(x) for x in v]] for k, v in self.variants],
@@ -359,14 +360,14 @@ def render_text(text: str, path: Path, settings: RenderSettings) -> RenderedReci
         rendered = _render_uncached(text, path, settings)
     except RenderError as exc:
         if cache_file is not None:
-            _store(cache_file, {"error": {"message": exc.message, "line": exc.line, "hint": exc.hint}})
+            store_json(cache_file, {"error": {"message": exc.message, "line": exc.line, "hint": exc.hint}})
         raise
     if cache_file is not None:
-        _store(cache_file, rendered.to_json())
+        store_json(cache_file, rendered.to_json())
     return rendered
 
 
-def _store(path: Path, data: dict) -> None:
+def store_json(path: Path, data: dict) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

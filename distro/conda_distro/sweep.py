@@ -257,7 +257,7 @@ class _LineEditor:
         self.recipe = recipe
         self.lines = recipe.text.split("\n")
         self.changed: set[int] = set()
-        ctx = recipe.data.get("context") if isinstance(recipe.data, dict) else None
+        ctx = recipe.tree.get("context") if isinstance(recipe.tree, dict) else None
         self.context: LDict | dict = ctx if isinstance(ctx, dict) else {}
 
     def text(self) -> str:
