@@ -52,3 +52,11 @@ def emit(result: Any, format: TextJson) -> None:
     else:
         for line in result.text_lines():
             out(line)
+
+
+def warn_no_sandbox(no_sandbox: bool) -> None:
+    """``--no-sandbox`` (build, check-pr, sweep) always says what it gives up, on stderr."""
+    if no_sandbox:
+        from conda_distro.engine.sandbox import NO_SANDBOX_WARNING
+
+        sys.stderr.write(NO_SANDBOX_WARNING + "\n")

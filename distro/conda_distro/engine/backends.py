@@ -72,6 +72,8 @@ class Builder(Protocol):
 
     def render(self, recipe: Path, variant_config: dict[str, list[str]]) -> list[VariantSpec]: ...
 
+    def declared_names(self, recipe: Path, variant_config: dict[str, list[str]]) -> frozenset[str]: ...
+
     def build(self, job: BuildJob) -> BuildOutcome: ...
 
     def test(self, job: TestJob) -> TestOutcome: ...
@@ -135,8 +137,11 @@ class RattlerBuildBackend:
     def _variants(self, recipe: Path, variant_config: dict[str, list[str]]):
         from rattler_build import RattlerBuildError, Stage0Recipe, VariantConfig
 
+        from conda_distro.engine.sandbox import fixed_env
+
         try:
-            return Stage0Recipe.from_file(str(recipe)).render(VariantConfig(variant_config))
+            with fixed_env():  # names never depend on the caller's environment (e.g. env.exists("CI"))
+                return Stage0Recipe.from_file(str(recipe)).render(VariantConfig(variant_config))
         except RattlerBuildError as exc:
             raise RecipeError(f"rattler-build cannot render the recipe: {exc}", path=recipe,
                               hint="run `conda-distro lint` and check the ${{ }} expressions") from None
@@ -152,10 +157,24 @@ class RattlerBuildBackend:
                                    subdir, used))
         return out
 
+    def declared_names(self, recipe: Path, variant_config: dict[str, list[str]]) -> frozenset[str]:
+        """The package names the recipe may produce: its folder's name, or for a multi-output recipe its
+        outputs' names (rendered with the fixed environment)."""
+        from rattler_build import MultiOutputRecipe, RattlerBuildError, Stage0Recipe
+
+        try:
+            multi = isinstance(Stage0Recipe.from_file(str(recipe)), MultiOutputRecipe)
+        except RattlerBuildError:
+            multi = False
+        if not multi:
+            return frozenset({recipe.parent.name})
+        return frozenset(v.name for v in self.render(recipe, variant_config))
+
     def build(self, job: BuildJob) -> BuildOutcome:
         from rattler_build import RattlerBuildError, ToolConfiguration
 
-        match = [v for v in self._variants(job.recipe, job.variant_config) if v.recipe.build.string == job.variant.build_string]
+        match = [v for v in self._variants(job.recipe, job.variant_config)
+                 if v.recipe.build.string == job.variant.build_string and v.recipe.package.name == job.variant.name]
         if not match:
             return BuildOutcome(False, None, f"variant {job.variant.build_string} no longer renders from the recipe")
         with rattler_env():
@@ -213,6 +232,9 @@ class CondaBuildBackend:
 
     def render(self, recipe: Path, variant_config: dict[str, list[str]]) -> list[VariantSpec]:
         return RattlerBuildBackend().render(recipe, variant_config)
+
+    def declared_names(self, recipe: Path, variant_config: dict[str, list[str]]) -> frozenset[str]:
+        return RattlerBuildBackend().declared_names(recipe, variant_config)
 
     def _run(self, args: list[str], log: Path) -> subprocess.CompletedProcess:
         proc = subprocess.run([self.exe, *args], capture_output=True, text=True, check=False)
