@@ -144,14 +144,16 @@ def _outermost(paths: Sequence[Path]) -> list[Path]:
 def bwrap_args(spec: SandboxSpec) -> list[str]:
     """The bwrap options for ``spec`` (later mounts cover earlier ones)."""
     args = _base_args()
-    for h in _outermost(spec.hidden):
-        if h != Path("/"):
-            args += ["--tmpfs", str(h)]
+    hidden = [h for h in _outermost(spec.hidden) if h != Path("/")]
+    for h in hidden:
+        args += ["--tmpfs", str(h)]
     for p in sorted({Path(os.path.abspath(p)) for p in spec.read_only}, key=lambda p: len(p.parts)):
         if p.exists():
             args += ["--ro-bind", str(p.resolve()), str(p)]
     for w in (spec.work, *spec.writable):
         args += ["--bind", str(w.resolve()), str(w)]
+    for h in hidden:  # the empty mounts themselves are read-only too (the binds inside keep their mode)
+        args += ["--remount-ro", str(h)]
     args += ["--chdir", str(spec.work)]
     return args
 

@@ -288,6 +288,8 @@ def collect(unit: Unit, report: WorkerReport | None, error: str | None, work: Pa
         else:
             path = unit.staging / spec.artifact
             sha = sha256_of(path)
+            kept = logs / f"{spec.build_string}.build.log"  # the log of the build that made the file
+            build_log = str(kept) if kept.is_file() else None
         out.builds.append(BuildRecord(name=unit.name, version=spec.version, artifact=spec.artifact, sha256=sha,
                                       status="built" if action == "build" else "skipped-existing",
                                       log=build_log, variant=spec.variant))
