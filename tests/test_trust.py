@@ -350,3 +350,17 @@ def test_promote_holds_a_staging_file_that_is_not_the_one_tested(built_world, ca
     assert victim not in promoted and not (built_world / MAIN / victim).exists()
     assert not [a for a in promoted if "/layerkit-" in a or "/trainloop-" in a]  # its dependents wait for it
     assert any("/metrickit-" in a for a in promoted)  # the rest goes on
+
+
+@pytest.mark.slow
+def test_a_build_that_kills_its_worker_fails_cleanly(built_world, capsys):
+    kill = ("for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q conda_distro.engine.worker; "
+            "then kill -9 ${p#/proc/}; fi; done; sleep 5")
+    add_recipe(built_world, "killer", generic_recipe("killer", [kill], ["true"]))
+    staged, results = staging_files(built_world), results_files(built_world)
+    code, doc = run_json_at(capsys, built_world, "build", "killer", "--pytorch", "2.6.0")
+    assert code == 1
+    (b,) = doc["builds"]
+    assert b["status"] == "failed" and "the build worker exited with status" in b["reason"], b
+    assert staging_files(built_world) == staged and results_files(built_world) == results
+    assert not list((built_world / "build/work").glob("*"))

@@ -175,13 +175,17 @@ def prepare(unit: Unit, iso: Isolation) -> Prepared:
     scratch = Path(tempfile.mkdtemp(prefix=f"{unit.name}-", dir=chosen)) if chosen else None
     tmpdir = str(scratch) if scratch else ("/tmp" if iso.bwrap else str(work / "tmp"))
     argv = [sys.executable, "-I", "-B", "-m", "conda_distro.engine.worker", str(job_file)]
-    spec = None
-    if iso.bwrap is not None:
-        read_only = {unit.recipe.parent, unit.staging, *iso.read_only,
-                     *(_file_path(tv.url) for tv in unit.targets if tv.url), *([unit.dep_view] if dep_view else [])}
-        spec = SandboxSpec(work=work, hidden=iso.hidden, read_only=tuple(p for p in read_only if p is not None),
-                           writable=(scratch,) if scratch else ())
+    spec = _sandbox_spec(unit, iso, work, scratch, unit.dep_view if dep_view else None) if iso.bwrap else None
     return Prepared(unit, job, work, job_file, wrap(argv, spec, iso.bwrap), worker_env(work, tmpdir), scratch)
+
+
+def _sandbox_spec(unit: Unit, iso: Isolation, work: Path, scratch: Path | None, dep_view: Path | None) -> SandboxSpec:
+    """What the unit's sandbox puts back read-only: its recipe folder, staging, its release views and
+    dependency view (plus the run-wide local upstream channels and Python runtime)."""
+    views = {_file_path(tv.url) for tv in unit.targets if tv.url}
+    read_only = {unit.recipe.parent, unit.staging, *iso.read_only, *views, dep_view} - {None}
+    return SandboxSpec(work=work, hidden=iso.hidden, read_only=tuple(sorted(read_only)),  # type: ignore[arg-type]
+                       writable=(scratch,) if scratch else ())
 
 
 def _file_path(url: str | None) -> Path | None:
@@ -194,14 +198,18 @@ def _file_path(url: str | None) -> Path | None:
 
 def launch(p: Prepared) -> Launched:
     """Run the worker and read its report (its stdout); never raises for what recipe code does."""
+    errfile = p.work / "worker.stderr"
     try:
-        proc = subprocess.run(p.argv, env=p.env, cwd=p.work, stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, errors="replace", check=False)
+        with open(errfile, "wb") as err:
+            proc = subprocess.run(p.argv, env=p.env, cwd=p.work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=err, text=True, errors="replace", check=False)
     except OSError as exc:
         return Launched(p, None, f"the build worker could not start: {exc}")
-    (p.work / "worker.stderr").write_text(proc.stderr[-(1 << 20):], encoding="utf-8")
     if proc.returncode != 0:
-        tail = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()][-STDERR_TAIL:]
+        with open(errfile, "rb") as fh:
+            fh.seek(max(0, errfile.stat().st_size - (64 << 10)))
+            text = fh.read().decode("utf-8", "replace")
+        tail = [ln for ln in text.strip().splitlines() if ln.strip()][-STDERR_TAIL:]
         return Launched(p, None, f"the build worker exited with status {proc.returncode}: "
                                  + (tail[-1][:300] if tail else "no output"))
     try:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conda_distro.channels.local import sha256_of
 from conda_distro.engine.backends import BuildJob, TestJob, VariantSpec, make_builder
 from conda_distro.specs import admits, parse_spec
 
@@ -82,6 +81,14 @@ class WorkerReport(_Model):
     variants: list[VariantOut] = Field(default_factory=list)
 
 
+def _sha256(path: Path) -> str:  # (not channels.local's: the worker keeps its imports small, it starts per package)
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def target_id(pytorch: str, variant: str) -> str:
     return f"{pytorch}/{variant}"
 
@@ -125,7 +132,7 @@ def work(job: WorkerJob) -> WorkerReport:
                 continue
         else:
             path = Path(v.staged or "")
-        sha = sha256_of(path)
+        sha = _sha256(path)
         depends = list(Package.from_file(str(path)).depends)
         for t in admitted_targets(depends, job.pytorch, job.targets):
             tid = target_id(t.pytorch, t.variant)
