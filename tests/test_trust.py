@@ -293,8 +293,10 @@ def test_a_test_script_cannot_forge_another_packages_results_repro(built_world, 
 
 @pytest.mark.slow
 @needs_bwrap
-def test_a_build_script_cannot_write_the_repository_or_read_results(built_world, capsys):
+def test_a_build_script_cannot_write_the_repository_or_read_results(built_world, capsys, monkeypatch):
     root = built_world
+    monkeypatch.setenv("ANACONDA_API_TOKEN", "tok-SECRET-4711")  # the caller's environment never reaches recipe code
+    monkeypatch.setenv("CI", "true")
     (root / "channel_state").mkdir(exist_ok=True)
     (root / "channel_state/keep.json").write_text("{}\n")
     script = [
@@ -307,6 +309,7 @@ def test_a_build_script_cannot_write_the_repository_or_read_results(built_world,
         f"(echo '# x' >> $RECIPE_DIR/recipe.yaml) 2>/dev/null || echo OWN_RECIPE_DENIED",
         f"(mkdir -p {root}/build/results && echo '{{}}' > {root}/build/results/noarch__evil.json) 2>/dev/null || echo RESULTS_DENIED",
         'echo "PROCS=$(ls -d /proc/[0-9]* | wc -l)"',
+        'echo "TOKEN=${ANACONDA_API_TOKEN:-none} CI=${CI:-unset}"',
     ]
     add_recipe(root, "snoop", generic_recipe("snoop", script, ["true"]))
     guarded = {p: p.read_bytes() for p in [*(root / "build/results").glob("*.json"), *(root / "recipes").rglob("*"),
@@ -318,6 +321,7 @@ def test_a_build_script_cannot_write_the_repository_or_read_results(built_world,
                    "RESULTS_SEEN=0", "LEDGER_SEEN=0", "OTHER_RECIPE_SEEN=0"):
         assert denied in log, (denied, log[-3000:])
     assert int(log.split("PROCS=")[1].split()[0]) < 10
+    assert "TOKEN=none CI=unset" in log and "tok-SECRET-4711" not in log
     assert not (root / ".git/hooks/pre-push").exists()
     assert not (root / "channel_state/evil.json").exists()
     assert not (root / "build/results/noarch__evil.json").exists()
