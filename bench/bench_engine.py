@@ -121,13 +121,12 @@ def main() -> int:
             rounds.append(res)
         assert built == ["tensorutils", "layerkit", "trainloop"] and n_ours == n_tests
         best = {k: min(r[k][0] for r in rounds) for k in ("ours", "direct")}
-        outside = {k: min(r[k][0] - r[k][1] for r in rounds) for k in ("ours", "direct")}
-        inside = min(r["direct"][1] for r in rounds)
+        # conda-distro runs rattler-build in sandboxed worker processes (one per package), so its share of
+        # rattler-build time cannot be timed from here: the ratio is wall-clock only (bench_sandbox.py
+        # gives the sandbox's own cost)
         print(f"overhead: {len(built)} packages ({', '.join(built)}), {n_tests} tests each way, best of 3: direct "
-              f"rattler-build loop {best['direct']:.2f} s vs conda-distro build {best['ours']:.2f} s -> ratio "
-              f"{best['ours'] / best['direct']:.3f}; time outside rattler-build calls {outside['direct']:.2f} s vs "
-              f"{outside['ours']:.2f} s -> with the same rattler-build time ({inside:.2f} s) the ratio is "
-              f"{(inside + outside['ours']) / (inside + outside['direct']):.3f} (target <= 1.10)")
+              f"rattler-build loop {best['direct']:.2f} s (in-process, unsandboxed) vs conda-distro build "
+              f"{best['ours']:.2f} s (sandboxed workers) -> ratio {best['ours'] / best['direct']:.3f} (target <= 1.10)")
 
         # 2. jobs: six independent packages (copies of one leaf recipe), one release
         root_c = world(tmp, "c")

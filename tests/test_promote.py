@@ -259,13 +259,18 @@ def test_bad_config_exits_2_and_writes_nothing(root, capsys):
     assert not main_dir(root).exists()
 
 
-def test_corrupt_staging_file_exits_2_and_places_nothing(root, capsys):
+def test_corrupt_staging_file_is_held_and_never_placed(root, capsys):
+    """The sealed sha256 of the results is re-checked against the file's bytes (issue 11): a staging file
+    that is not the one tested is held, the rest is promoted."""
     st = by_name(staging_files(root / "build" / "channels" / "staging"))
     (root / "build" / "channels" / "staging" / st["gamma"].artifact).write_bytes(b"garbage")
-    assert cli_main(["promote", "--root", str(root)]) == 2
-    assert "does not match the sha256" in capsys.readouterr().err
-    assert assert_main_consistent(root) == {}
-    assert not [p for p in (main_dir(root) / "noarch").iterdir() if p.name != "repodata.json"]
+    assert cli_main(["promote", "--root", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert f"held     {st['gamma'].artifact}  not-tested: the test results are for another build" in out
+    assert "the staging file on disk has" in out
+    published = assert_main_consistent(root)
+    assert st["gamma"].artifact not in published and st["alpha"].artifact in published
+    assert not (main_dir(root) / st["gamma"].artifact).exists()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ class CheckPrOptions:
     base: str
     build: bool = True
     jobs: int = 1
+    sandbox: bool = True  # False: --no-sandbox
 
 
 @dataclass
@@ -156,7 +157,7 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
     if options.build and res.affected:
         from conda_distro.engine.run import BuildOptions, run_build
 
-        run = run_build(dist, BuildOptions(names=tuple(res.affected), jobs=options.jobs), reporter)
+        run = run_build(dist, BuildOptions(names=tuple(res.affected), jobs=options.jobs, sandbox=options.sandbox), reporter)
         rep = run.report.to_dict() if run.report else {"builds": [], "tests": []}
         res.builds, res.tests, res.built = rep["builds"], rep["tests"], True
     return res

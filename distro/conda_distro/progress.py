@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from conda_distro.engine.worker import UnitOutcome
+from conda_distro.engine.unit import UnitOutcome
 
 
 def interactive() -> bool:

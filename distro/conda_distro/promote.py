@@ -26,6 +26,7 @@ from rattler import MatchSpec
 from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError, InvalidVersionSpecError
 
 from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, no_progress, open_channel
+from conda_distro.channels.local import LocalChannel, sha256_of
 from conda_distro.config import Distro, DistroConfig
 from conda_distro.distribution import open_distro
 from conda_distro.errors import ExitCode
@@ -149,6 +150,8 @@ class PlanInputs:
     results: Mapping[str, ArtifactResults]
     retired: Mapping[str, Retirement]
     matrix: TestMatrix
+    #: sha256 of the staging files as they are on disk (local staging), re-checked against the results
+    on_disk: Mapping[str, str] | None = None
 
 
 @dataclass
@@ -205,10 +208,14 @@ def _gate_retired(f: ChannelFile, retired: Mapping[str, Retirement]) -> Held | N
     return Held(f, HoldReason.RETIRED, f"retired {r.at:%Y-%m-%d} by {r.by}: {r.reason}") if r else None
 
 
-def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Held | None:
+def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix, on_disk: str | None = None) -> Held | None:
     if res.sha256 != f.sha256:
         return Held(f, HoldReason.NOT_TESTED, f"the test results are for another build of this file "
                                               f"(sha256 {res.sha256[:12]}…, staging has {f.sha256[:12]}…)")
+    if on_disk is not None and on_disk != res.sha256:  # the sealed sha256, re-checked against the bytes
+        return Held(f, HoldReason.NOT_TESTED, f"the test results are for another build of this file "
+                                              f"(sha256 {res.sha256[:12]}…, the staging file on disk has {on_disk[:12]}…); "
+                                              "rebuild it with `conda-distro build`")
     latest = res.latest()
     failed = sorted(p for p, t in latest.items() if t.status == "failed")
     if failed:
@@ -289,7 +296,7 @@ def make_plan(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             plan.untracked.append(art)
             continue
         held = (_gate_main(f, inputs.main) or _gate_retired(f, inputs.retired)
-                or _gate_tests(f, res, inputs.matrix))
+                or _gate_tests(f, res, inputs.matrix, (inputs.on_disk or {}).get(art)))
         if held:
             plan.held.append(held)
         else:
@@ -354,10 +361,24 @@ class PromotionContext:
                    ResultsStore(distro.build_dir / "results"), Ledger(distro.state_dir))
 
     def gather(self) -> PlanInputs:
+        staging, main = self.staging.list_files(), self.main.list_files()
+        results = {r.artifact: r for r in self.results.all()}
         return PlanInputs(
-            staging=self.staging.list_files(), main=self.main.list_files(),
-            results={r.artifact: r for r in self.results.all()},
-            retired=self.ledger.retired_artifacts(), matrix=TestMatrix.from_config(self.distro.config))
+            staging=staging, main=main, results=results,
+            retired=self.ledger.retired_artifacts(), matrix=TestMatrix.from_config(self.distro.config),
+            on_disk=self._on_disk(staging, main, results))
+
+    def _on_disk(self, staging: Mapping[str, ChannelFile], main: Mapping[str, ChannelFile],
+                 results: Mapping[str, ArtifactResults]) -> dict[str, str] | None:
+        """sha256 of each local staging file that could be promoted (has results, not yet in main)."""
+        if not isinstance(self.staging, LocalChannel):
+            return None  # anaconda.org: its API's sha256 is what is copied
+        out = {}
+        for art, f in staging.items():
+            path = self.staging.file_path(f)
+            if art in results and art not in main and path.is_file():
+                out[art] = sha256_of(path)
+        return out
 
     def plan(self, inputs: PlanInputs) -> PromotionPlan:
         return make_plan(inputs, staging_ref=self.staging.ref, main_ref=self.main.ref)

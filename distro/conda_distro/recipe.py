@@ -592,7 +592,6 @@ def _sources(doc: LDict, rendered: list, lines: dict[str, int]) -> list[Source]:
     src_lines: list[int] = []
     raw = doc.get("source")
     if isinstance(raw, list):
-        items: list[_Candidate] = []
         for i, item in enumerate(raw):
             ln = raw.item_lines[i] if isinstance(raw, LList) and i < len(raw.item_lines) else lines.get("source", 1)
             if isinstance(item, dict) and "if" in item:
@@ -603,7 +602,6 @@ def _sources(doc: LDict, rendered: list, lines: dict[str, int]) -> list[Source]:
                             src_lines.append(getattr(b, "line", ln) or ln)
             else:
                 src_lines.append(getattr(item, "line", ln) or ln)
-        del items
     elif isinstance(raw, dict):
         src_lines.append(getattr(raw, "line", lines.get("source", 1)))
     out = []

@@ -106,14 +106,17 @@ def _tool_version() -> str:
 @contextlib.contextmanager
 def fixed_environment() -> Iterator[None]:
     """The process environment as recipes see it while rendering: nothing of the caller's."""
-    saved = dict(os.environ)
-    try:
-        os.environ.clear()
-        os.environ.update(_FIXED_ENV)
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    from conda_distro.rattler_env import _ENV_LOCK  # (one lock for every swap of os.environ)
+
+    with _ENV_LOCK:
+        saved = dict(os.environ)
+        try:
+            os.environ.clear()
+            os.environ.update(_FIXED_ENV)
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
 
 
 # rattler-build's messages carry the place as ``line: 13, column: 7`` (a span) or ``at 2:1``

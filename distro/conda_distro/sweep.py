@@ -90,6 +90,7 @@ class SweepOptions:
     build: bool = True
     jobs: int = 1
     author: str = "conda-distro bot <bot@conda-distro.invalid>"
+    sandbox: bool = True  # False: --no-sandbox
 
 
 @dataclass
@@ -559,6 +560,10 @@ def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepR
     if options.dry_run:
         return SweepResult(plan, message="dry run: nothing edited, built or committed")
     _check_published(dist, options.release)
+    if options.build:
+        from conda_distro.engine.sandbox import check_sandbox
+
+        check_sandbox(options.sandbox)  # fail closed before anything is edited
     repo = _open_repo(dist.root, options.release) if options.commit else None
     pytorch = dist.config.pytorch.name
     new_minor = minor_of(options.release) not in {minor_of(r) for r in dist.config.pytorch.releases}
@@ -622,7 +627,8 @@ def _execute(plan: SweepPlan, root: Path, options: SweepOptions, reporter, new_m
     if options.build:
         to_test = _to_test(plan, graph, new_minor)
         if to_test:
-            run = run_build(dist, BuildOptions(names=tuple(to_test), pytorch=(options.release,), jobs=options.jobs), reporter)
+            run = run_build(dist, BuildOptions(names=tuple(to_test), pytorch=(options.release,), jobs=options.jobs,
+                                                 sandbox=options.sandbox), reporter)
             _apply_results(plan, run.report, set(to_test), options.release)
             _mark_awaiting(plan, graph)
 

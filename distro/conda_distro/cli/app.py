@@ -77,3 +77,11 @@ def report_unreadable(dist: Any) -> int:
     for name, by in sorted(dist.blocked_by_broken().items()):
         sys.stderr.write(f"blocked: {name} depends on unreadable recipe {by}\n")
     return len(dist.errors)
+
+
+def warn_no_sandbox(no_sandbox: bool) -> None:
+    """``--no-sandbox`` (build, check-pr, sweep) always says what it gives up, on stderr."""
+    if no_sandbox:
+        from conda_distro.engine.sandbox import NO_SANDBOX_WARNING
+
+        sys.stderr.write(NO_SANDBOX_WARNING + "\n")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json, report_unreadable
+from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json, report_unreadable, warn_no_sandbox
 
 if TYPE_CHECKING:
     from conda_distro.engine.run import BuildRun
@@ -43,18 +43,20 @@ def build(
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Packages built/tested at once (processes).")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
+    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
     root: RootOpt = None,
     format: FormatOpt = TextJson.text,
 ) -> int:
     """Build affected packages into staging in dependency order, then test each artifact against every
     supported release × variant its pins admit."""
+    warn_no_sandbox(no_sandbox)
     from conda_distro.distribution import load_distribution
     from conda_distro.engine.run import BuildOptions, run_build
     from conda_distro.progress import make_reporter
 
     dist = load_distribution(root, strict=False)
     options = BuildOptions(names=tuple(names or ()), all=all_, changed_since=changed_since, pytorch=tuple(pytorch or ()),
-                           jobs=jobs, engine=engine, dry_run=dry_run)
+                           jobs=jobs, engine=engine, dry_run=dry_run, sandbox=not no_sandbox)
     run = run_build(dist, options, make_reporter() if not dry_run else None)
     if format is TextJson.json:
         print_json(run.to_dict())

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from conda_distro.cli.app import RootOpt, app, out, print_json
+from conda_distro.cli.app import RootOpt, app, out, print_json, warn_no_sandbox
 
 if TYPE_CHECKING:
     from conda_distro.sweep import SweepResult
@@ -38,6 +38,7 @@ def sweep(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; edit, build and commit nothing.")] = False,
     no_build: Annotated[bool, typer.Option("--no-build", help="Edit only; skip building and testing.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1)] = 1,
+    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
     author: Annotated[str, typer.Option("--author", help="Commit author 'Name <email>'.")] = "conda-distro bot <bot@conda-distro.invalid>",
     root: RootOpt = None,
     format: Annotated[SweepFormat, typer.Option("--format")] = SweepFormat.text,
@@ -49,8 +50,9 @@ def sweep(
     from conda_distro.progress import make_reporter
     from conda_distro.sweep import SweepOptions, run_sweep
 
+    warn_no_sandbox(no_sandbox)
     res = run_sweep(root, SweepOptions(release=pytorch, commit=commit, dry_run=dry_run, build=not no_build, jobs=jobs,
-                                       author=author), make_reporter() if not dry_run else None)
+                                       author=author, sandbox=not no_sandbox), make_reporter() if not dry_run else None)
     if format is SweepFormat.json:
         print_json(res.to_dict())
     elif format is SweepFormat.markdown:

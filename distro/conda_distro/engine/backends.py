@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from conda_distro.errors import EngineUnavailableError, RecipeError
+from conda_distro.errors import EngineUnavailableError
 from conda_distro.rattler_env import rattler_env, scratch_dir
 from conda_distro.render import RenderSettings
 
@@ -72,6 +72,8 @@ class Builder(Protocol):
     name: str
 
     def render(self, recipe: Path, variant_config: RenderSettings) -> list[VariantSpec]: ...
+
+    def declared_names(self, recipe: Path, variant_config: RenderSettings) -> frozenset[str]: ...
 
     def build(self, job: BuildJob) -> BuildOutcome: ...
 
@@ -151,10 +153,24 @@ class RattlerBuildBackend:
                 out.append(spec)
         return out
 
+    def declared_names(self, recipe: Path, variant_config: RenderSettings) -> frozenset[str]:
+        """The package names the recipe may produce: its folder's name, or for a multi-output recipe its
+        outputs' names (rendered with the fixed environment)."""
+        from rattler_build import MultiOutputRecipe, RattlerBuildError, Stage0Recipe
+
+        try:
+            multi = isinstance(Stage0Recipe.from_file(str(recipe)), MultiOutputRecipe)
+        except RattlerBuildError:
+            multi = False
+        if not multi:
+            return frozenset({recipe.parent.name})
+        return frozenset(v.name for v in self.render(recipe, variant_config))
+
     def build(self, job: BuildJob) -> BuildOutcome:
         from rattler_build import RattlerBuildError, ToolConfiguration
 
-        match = [v for v in self._variants(job.recipe, job.variant_config) if v.recipe.build.string == job.variant.build_string]
+        match = [v for v in self._variants(job.recipe, job.variant_config)
+                 if v.recipe.build.string == job.variant.build_string and v.recipe.package.name == job.variant.name]
         if not match:
             return BuildOutcome(False, None, f"variant {job.variant.build_string} no longer renders from the recipe")
         with rattler_env():
@@ -212,6 +228,9 @@ class CondaBuildBackend:
 
     def render(self, recipe: Path, variant_config: RenderSettings) -> list[VariantSpec]:
         return RattlerBuildBackend().render(recipe, variant_config)
+
+    def declared_names(self, recipe: Path, variant_config: RenderSettings) -> frozenset[str]:
+        return RattlerBuildBackend().declared_names(recipe, variant_config)
 
     def _run(self, args: list[str], log: Path) -> subprocess.CompletedProcess:
         proc = subprocess.run([self.exe, *args], capture_output=True, text=True, check=False)

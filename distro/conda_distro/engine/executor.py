@@ -1,12 +1,14 @@
-"""Run a :class:`BuildPlan`: units in dependency order, concurrently where independent (spawn
-processes: rattler-build holds the GIL), blocking dependents of failures."""
+"""Run a :class:`BuildPlan`: units in dependency order, concurrently where independent, blocking
+dependents of failures. Each unit's recipe code runs in a worker process of its own (rattler-build
+holds the GIL; the worker is started with exec, never forked from this process), inside the build
+sandbox; this process only prepares units, waits for workers (in threads) and finishes them one at a
+time (staging and the results store have a single writer)."""
 
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import shutil
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -14,7 +16,8 @@ from typing import Protocol
 from conda_distro.channels.local import LocalChannel
 from conda_distro.engine.plan import BuildPlan, PackagePlan
 from conda_distro.engine.releases import ReleaseView, Target
-from conda_distro.engine.worker import TargetView, Unit, UnitOutcome, is_cached, run_unit
+from conda_distro.engine.unit import (Isolation, TargetView, Unit, UnitOutcome, blocked_outcome, finish, is_cached,
+                                      launch, prepare, reuse)
 from conda_distro.errors import ExitCode
 from conda_distro.rattler_env import index_channel
 from conda_distro.results import BuildRecord, TestRecord
@@ -48,6 +51,7 @@ class ExecContext:
     store: Path
     logs: Path
     pytorch: str
+    isolation: Isolation
     jobs: int = 1
 
 
@@ -139,8 +143,14 @@ class Executor:
             pytorch=self.ctx.pytorch, targets=views, blocked=blocked,
             deps_digest=_staging_digest(self.ctx.staging, tuple(d for d in pkg.closure if d not in in_run), pinned),
             block_build=block_build, dep_artifacts=tuple(sorted(pinned)),
-            dep_view=self.ctx.store.parent / "dep-views" / pkg.name,
+            dep_view=self.ctx.store.parent / "dep-views" / pkg.name, declared=pkg.declared,
         )
+
+    def _run_here(self, unit: Unit) -> UnitOutcome:
+        """Run one unit in this thread: blocked, every result reused from the store, or through its worker."""
+        if unit.block_build:
+            return blocked_outcome(unit)
+        return reuse(unit) if is_cached(unit) else finish(launch(prepare(unit, self.ctx.isolation)))
 
     def _prepare_staging(self) -> None:
         """Rebuilding an existing filename: remove the stale file first (engine notes, gotcha 3)."""
@@ -164,7 +174,7 @@ class Executor:
         if self.ctx.jobs <= 1:
             for pkg in self.plan.packages:
                 self.reporter.unit_started(pkg.name)
-                self._collect(run_unit(self._unit(pkg)), report)
+                self._collect(self._run_here(self._unit(pkg)), report)
         else:
             self._run_parallel(pending, report)
         self.reporter.finished()
@@ -185,7 +195,7 @@ class Executor:
     def _run_parallel(self, pending: dict[str, PackagePlan], report: BuildReport) -> None:
         in_plan = set(pending)
         running: dict[Future, str] = {}
-        pool: ProcessPoolExecutor | None = None  # started only when some unit has real work
+        pool = ThreadPoolExecutor(max_workers=self.ctx.jobs)  # threads only wait for worker processes
         try:
             while pending or running:
                 ready = [p for p in pending.values() if all(d not in in_plan or d in self.status for d in p.closure)]
@@ -194,13 +204,11 @@ class Executor:
                     if is_cached(unit):
                         del pending[pkg.name]
                         self.reporter.unit_started(pkg.name)
-                        self._collect(run_unit(unit), report)
+                        self._collect(self._run_here(unit), report)
                     elif len(running) < self.ctx.jobs:
-                        if pool is None:  # spawn, never fork after rattler-build ran (gotcha 8)
-                            pool = ProcessPoolExecutor(max_workers=self.ctx.jobs, mp_context=multiprocessing.get_context("spawn"))
                         del pending[pkg.name]
                         self.reporter.unit_started(pkg.name)
-                        running[pool.submit(run_unit, unit)] = pkg.name
+                        running[pool.submit(launch, prepare(unit, self.ctx.isolation))] = pkg.name
                 if not running:
                     if pending and not any(all(d not in in_plan or d in self.status for d in p.closure) for p in pending.values()):
                         raise RuntimeError("build scheduler stalled")  # pragma: no cover - a DAG always has a ready node
@@ -208,7 +216,6 @@ class Executor:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in done:
                     running.pop(fut)
-                    self._collect(fut.result(), report)
+                    self._collect(finish(fut.result()), report)
         finally:
-            if pool is not None:
-                pool.shutdown(cancel_futures=True)
+            pool.shutdown(cancel_futures=True)

@@ -37,6 +37,7 @@ class PackagePlan:
     variants: tuple[VariantPlan, ...]
     targets: tuple[Target, ...]  # what its pins admit (before looking at built artifacts)
     variant_config: RenderSettings = field(default_factory=RenderSettings)
+    declared: frozenset[str] = frozenset()  # the package names the recipe may produce (fixed-env render)
 
     def to_dict(self) -> dict:
         return {
@@ -131,6 +132,7 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
             name=name, recipe=recipe.path, version=recipe.version,
             deps=tuple(sorted(graph.dependencies(name))), closure=tuple(sorted(graph.ancestors(name))),
             variants=tuple(vplans), targets=targets, variant_config=vc,
+            declared=builder.declared_names(recipe.path, vc),
         ))
     chosen = [p.name for p in packages]
     return BuildPlan(

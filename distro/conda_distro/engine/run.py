@@ -10,6 +10,8 @@ from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import BuildReport, ExecContext, Executor, Reporter
 from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
 from conda_distro.engine.releases import build_release_views
+from conda_distro.engine.sandbox import require_bwrap, runtime_paths
+from conda_distro.engine.unit import Isolation
 from conda_distro.errors import UsageError
 from conda_distro.gitutil import changed_recipes
 from conda_distro.graph import RecipeGraph
@@ -25,6 +27,7 @@ class BuildOptions:
     jobs: int = 1
     engine: str = "rattler-build"
     dry_run: bool = False
+    sandbox: bool = True  # False: --no-sandbox (recipe code runs unsandboxed; the CLI warns)
 
 
 @dataclass
@@ -104,12 +107,28 @@ def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Pa
     return plan, paths
 
 
+def isolation(dist: Distribution, paths: Paths, sandbox: bool) -> Isolation:
+    """How this run's workers are isolated: the sandbox hides the repository, the build folder and the
+    ledger, and puts back local upstream channels and the Python runtime (read-only). Fails closed
+    (exit 2) when the sandbox cannot run, unless ``sandbox`` is False (--no-sandbox)."""
+    d = dist.distro
+    work_root = d.build_dir / "work"
+    if not sandbox:
+        return Isolation(bwrap=None, work_root=work_root)
+    upstream = [Path(u[len("file://"):]) for u in d.upstream_urls if u.startswith("file://")]
+    return Isolation(bwrap=require_bwrap(), work_root=work_root,
+                     hidden=(d.root, d.build_dir, d.state_dir, paths.store, paths.logs, work_root),
+                     read_only=(*upstream, *runtime_paths()))
+
+
 def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | None = None) -> BuildRun:
     plan, paths = plan_build(dist, options)
     excluded = dist.exclusions() if dist.errors else {}
     if options.dry_run or not plan.packages:
         return BuildRun(plan, None if options.dry_run else BuildReport(), excluded)
+    iso = isolation(dist, paths, options.sandbox)  # before anything is written
     views = build_release_views(dist.distro, paths.views)
     ctx = ExecContext(staging=paths.staging, upstream=tuple(dist.distro.upstream_urls), views=views,
-                      store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name, jobs=options.jobs)
+                      store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name, isolation=iso,
+                      jobs=options.jobs)
     return BuildRun(plan, Executor(plan, ctx, reporter).run(), excluded)

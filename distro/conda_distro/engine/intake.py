@@ -1,0 +1,109 @@
+"""From a worker's private output folder into staging: only artifacts named as their recipe declares.
+
+Runs in the orchestrator after the worker (and so every process of its sandbox) has exited. Every
+package file the build left in a channel subfolder of the output folder is looked at: it must be a
+regular file, be one of the variants the plan asked for, and carry (inside the package, read with
+rattler-build) the name, version and build string its filename says, the name being one the recipe
+declares. Anything else fails the whole build of the recipe and nothing of it reaches staging.
+Accepted files are copied into staging (temp file, then rename) and hashed by the orchestrator.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conda_distro.channels.local import PACKAGE_SUFFIXES, is_subdir_name, sha256_of
+
+
+@dataclass(frozen=True)
+class Produced:
+    artifact: str  # "<subdir>/<filename>"
+    path: Path
+
+
+@dataclass
+class IntakeResult:
+    accepted: dict[str, Path] = field(default_factory=dict)  # artifact -> the file, now in staging
+    sha256: dict[str, str] = field(default_factory=dict)
+    rejected: str | None = None  # why nothing of the build was accepted
+
+
+def produced_files(out_dir: Path) -> list[Produced]:
+    """Every package file in a channel subfolder (``noarch/``, ``linux-64/``…) of the output folder."""
+    if not out_dir.is_dir():
+        return []
+    found = []
+    for sub in sorted(p for p in out_dir.iterdir() if p.is_dir() and not p.is_symlink() and is_subdir_name(p.name)):
+        for f in sorted(sub.iterdir()):
+            if f.name.endswith(PACKAGE_SUFFIXES):
+                found.append(Produced(f"{sub.name}/{f.name}", f))
+    return found
+
+
+def _problem(p: Produced, expected: set[str], declared: frozenset[str], recipe: str) -> str | None:
+    from rattler_build import Package
+
+    st = os.lstat(p.path)
+    if not stat.S_ISREG(st.st_mode):
+        return f"the build left {p.artifact}, which is not a regular file"
+    try:
+        pkg = Package.from_file(str(p.path))
+    except Exception as exc:  # noqa: BLE001 - rattler-build raises several types for unreadable archives
+        return f"the build left {p.artifact}, which is not a readable package ({str(exc).splitlines()[0][:120]})"
+    names = ", ".join(sorted(declared))
+    if pkg.name not in declared:
+        return (f"the build produced {p.artifact} (package '{pkg.name}'), but {recipe} declares only: {names}; "
+                "a recipe may only publish its own package names")
+    inner = f"{pkg.subdir}/{pkg.name}-{pkg.version}-{pkg.build_string}"
+    if not p.artifact.startswith(inner + ".") or p.artifact[len(inner):] not in PACKAGE_SUFFIXES:
+        return f"the build left {p.artifact}, whose contents say {inner}: the file name does not match the package"
+    if p.artifact not in expected:
+        return f"the build produced {p.artifact}, which is not one of the planned variants of {recipe}"
+    return None
+
+
+def check(out_dir: Path, expected: set[str], declared: frozenset[str], recipe: str) -> tuple[list[Produced], str | None]:
+    """The produced files, and the first reason to reject the build (None: all of them are fine and
+    every expected artifact is there)."""
+    files = produced_files(out_dir)
+    for p in files:
+        why = _problem(p, expected, declared, recipe)
+        if why:
+            return files, why
+    missing = sorted(expected - {p.artifact for p in files})
+    if missing:
+        return files, f"the build reported success but did not produce {', '.join(missing)}"
+    return files, None
+
+
+def _copy_into(src: Path, dest: Path) -> str:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
+    try:
+        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+            os.fchmod(fout.fileno(), 0o644)
+            fout.flush()
+            os.fsync(fout.fileno())
+        sha = sha256_of(tmp)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return sha
+
+
+def accept(out_dir: Path, expected: set[str], declared: frozenset[str], staging: Path, recipe: str) -> IntakeResult:
+    """Check the build's output folder; when it is clean, copy the expected artifacts into staging."""
+    files, why = check(out_dir, expected, declared, recipe)
+    res = IntakeResult(rejected=why)
+    if why:
+        return res
+    for p in files:
+        dest = staging / p.artifact
+        res.sha256[p.artifact] = _copy_into(p.path, dest)
+        res.accepted[p.artifact] = dest
+    return res

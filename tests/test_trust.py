@@ -1,0 +1,369 @@
+"""Trust (spec §11, issue 11 items 2 and 3): recipe code runs sandboxed, results are written by the
+orchestrator and sealed with the artifact's sha256, and a recipe publishes only the names it declares.
+
+Real engines throughout: builds and tests with rattler-build inside bubblewrap, promotion into a local
+main channel. Each attack is also run with ``--no-sandbox`` where that shows the test can fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conda_distro.engine import intake
+from conda_distro.engine.sandbox import SandboxSpec, bwrap_path, require_bwrap, wrap
+from conda_distro.errors import EngineUnavailableError
+from helpers import run_cli_at, run_json_at, sha256
+
+STAGING = Path("build/channels/staging")
+MAIN = Path("build/channels/pytorch")
+REPO = Path(__file__).resolve().parents[1]
+
+needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed (run .ci/install-sandbox)")
+
+
+def add_recipe(root: Path, name: str, text: str, files: dict[str, bytes] | None = None) -> Path:
+    folder = root / "recipes" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "recipe.yaml").write_text(text)
+    for fname, data in (files or {}).items():
+        (folder / fname).write_bytes(data)
+    return folder
+
+
+def generic_recipe(name: str, script: list[str], tests: list[str] | None = None, *, package_name: str | None = None) -> str:
+    """A noarch: generic recipe (no python, no pytorch: tested in seconds)."""
+    lines = [
+        "package:", f"  name: {package_name or name}", '  version: "0.1.0"', "",
+        "build:", "  number: 0", "  noarch: generic", "  script:",
+        *[f"    - {json.dumps(s)}" for s in [f"mkdir -p $PREFIX/share/{name}", *script]], "",
+    ]
+    if tests:
+        lines += ["tests:", "  - script:", *[f"      - {json.dumps(t)}" for t in tests], ""]
+    lines += ["about:", "  license: MIT", f"  summary: {name} (trust test)", "",
+              "extra:", "  recipe-maintainers:", "    - octocat", ""]
+    return "\n".join(lines)
+
+
+def staging_files(root: Path) -> dict[str, str]:
+    st = root / STAGING
+    return {p.relative_to(st).as_posix(): sha256(p) for p in st.glob("*/*.conda")}
+
+
+def results_files(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / "build/results").glob("*.json"))}
+
+
+# ---------------------------------------------------------------------------------------------
+# the sandbox itself (real bwrap, no rattler-build)
+
+
+@needs_bwrap
+def test_sandbox_hides_the_repository_and_allows_writes_only_to_its_own_folder(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "recipes/mine").mkdir(parents=True)
+    (repo / "recipes/other").mkdir(parents=True)
+    (repo / "build/results").mkdir(parents=True)
+    (repo / "build/results/x.json").write_text('{"status": "failed"}')
+    (repo / "recipes/mine/recipe.yaml").write_text("mine")
+    work = repo / "build/work/mine-1"
+    work.mkdir(parents=True)
+    spec = SandboxSpec(work=work, hidden=(repo,), read_only=(repo / "recipes/mine",))
+    script = (
+        f"cat {repo}/build/results/x.json 2>/dev/null && echo RESULTS_READ; "
+        f"cat {repo}/recipes/mine/recipe.yaml; echo; "
+        f"ls {repo}/recipes; "
+        f"touch {repo}/recipes/mine/new 2>/dev/null && echo RECIPE_WRITTEN; "
+        f"mkdir -p {repo}/build/results 2>/dev/null && echo HIDDEN_WRITTEN; "
+        f"touch {work}/out && echo WORK_WRITTEN; "
+        f"echo PROCS $(ls -d /proc/[0-9]* | wc -l); "
+        f"ls /proc/{os.getpid()} >/dev/null 2>&1 && echo PARENT_VISIBLE; "
+        "grep CapEff /proc/self/status"
+    )
+    proc = subprocess.run(wrap(["/bin/sh", "-c", script], spec, require_bwrap()), capture_output=True, text=True,
+                          timeout=60, env={"PATH": "/usr/bin:/bin"})
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    assert "RESULTS_READ" not in out and "failed" not in out
+    assert "mine" in out.splitlines()[0]  # its own recipe folder is readable
+    assert out.splitlines()[1].split() == ["mine"]  # other recipes are not even listed
+    assert "RECIPE_WRITTEN" not in out and "HIDDEN_WRITTEN" not in out
+    assert "WORK_WRITTEN" in out and (work / "out").is_file()
+    host_procs = sum(name.isdigit() for name in os.listdir("/proc"))
+    assert int(out.split("PROCS ")[1].split()[0]) < min(10, host_procs)  # its own pid namespace
+    assert "PARENT_VISIBLE" not in out or os.getpid() < 5
+    assert "CapEff:\t0000000000000000" in out
+    # and without the sandbox the same script sees and writes everything (the test can fail)
+    proc = subprocess.run(wrap(["/bin/sh", "-c", script], None, None), capture_output=True, text=True, timeout=60)
+    assert "RESULTS_READ" in proc.stdout and "RECIPE_WRITTEN" in proc.stdout
+    assert (repo / "recipes/mine/new").exists()
+
+
+def test_missing_bubblewrap_fails_closed_with_exit_2_and_writes_nothing(sandbox_world, capsys, monkeypatch, tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    (empty / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
+    monkeypatch.setenv("PATH", str(empty))
+    for args in (["build", "tensorutils"], ["build", "--all", "--jobs", "2"]):
+        code, out, err = run_cli_at(capsys, sandbox_world, *args)
+        assert code == 2, (out, err)
+        assert "bubblewrap (bwrap) is not installed" in err and "apt-get install -y bubblewrap" in err
+        assert "--no-sandbox" in err
+        assert not (sandbox_world / "build").exists()
+    with pytest.raises(EngineUnavailableError):
+        require_bwrap()
+    # the dry run needs no sandbox
+    code, _, _ = run_cli_at(capsys, sandbox_world, "build", "tensorutils", "--dry-run")
+    assert code == 0
+
+
+def test_sweep_fails_closed_before_editing_anything(sandbox_world, capsys, monkeypatch, tmp_path):
+    cfg = sandbox_world / "distro.yaml"
+    cfg.write_text(cfg.read_text().replace('releases: ["2.4.1", "2.5.1", "2.6.0"]', 'releases: ["2.4.1", "2.5.1"]'))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap (and no git: the sweep must stop before needing it)
+    before = {p: p.read_bytes() for p in sandbox_world.rglob("*.yaml")}
+    code, out, err = run_cli_at(capsys, sandbox_world, "sweep", "--pytorch", "2.6.0")
+    assert code == 2, (out, err)
+    assert "bubblewrap" in err
+    assert {p: p.read_bytes() for p in sandbox_world.rglob("*.yaml")} == before
+
+
+def test_install_script_is_what_the_readme_and_ci_run(tmp_path):
+    readme = (REPO / "README.md").read_text()
+    ci = (REPO / ".ci/run").read_text()
+    test_cmd = next(ln for ln in ci.splitlines() if "pytest" in ln)
+    assert test_cmd.startswith(".ci/install-sandbox && ")
+    assert f"\n{test_cmd}\n" in readme  # .ci/run runs exactly the README's test command
+    main_cmd = next(ln for ln in readme.splitlines() if "conda-distro sandbox /tmp/distro-world" in ln)
+    assert main_cmd.startswith(".ci/install-sandbox && ")
+    script = REPO / ".ci/install-sandbox"
+    assert os.access(script, os.X_OK)
+    # where bwrap already is, it does nothing and succeeds; without it and without a way to install, it
+    # says what to install and fails
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text("#!/bin/sh\nexit 0\n")
+    (fake / "bwrap").chmod(0o755)
+    for tool in ("sh", "id"):
+        (fake / tool).symlink_to(shutil.which(tool))
+    ok = subprocess.run([str(script)], env={"PATH": str(fake)}, capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and not ok.stderr
+    (fake / "bwrap").unlink()
+    no = subprocess.run([shutil.which("sh"), str(script)], env={"PATH": str(fake)}, capture_output=True, text=True,
+                        timeout=60)
+    assert no.returncode != 0 and "bubblewrap" in no.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# names: an artifact is named as its recipe declares
+
+
+PROBE = generic_recipe("probepkg", ["echo probe > $PREFIX/share/probepkg/README"],
+                       ["test -f $PREFIX/share/probepkg/README"],
+                       package_name='${{ "tensorutils" if env.exists("CI") else "probepkg" }}')
+
+
+@pytest.mark.slow
+def test_ci_env_cannot_rename_an_artifact_repro(sandbox_world, capsys, monkeypatch):
+    """Issue 11 item 2: `CI=true conda-distro build probepkg` built and promoted tensorutils-0.1.0."""
+    add_recipe(sandbox_world, "probepkg", PROBE)
+    monkeypatch.setenv("CI", "true")
+    code, doc = run_json_at(capsys, sandbox_world, "build", "probepkg", "--pytorch", "2.6.0")
+    assert code == 0, doc
+    assert [b["artifact"].split("/")[1].split("-")[0] for b in doc["builds"]] == ["probepkg"]
+    assert [a for a in staging_files(sandbox_world)] == [doc["builds"][0]["artifact"]]
+    code, doc = run_json_at(capsys, sandbox_world, "promote")
+    assert [p["artifact"] for p in doc["promoted"]] == [a for a in staging_files(sandbox_world)]
+    assert not list((sandbox_world / MAIN).glob("*/tensorutils-*"))
+    assert not (sandbox_world / "channel_state/tensorutils.json").exists()
+    assert (sandbox_world / "channel_state/probepkg.json").is_file()
+
+
+@pytest.mark.slow
+def test_a_build_that_leaves_another_packages_artifact_fails_and_stages_nothing(built_world, capsys):
+    staged = staging_files(built_world)
+    victim = next(a for a in staged if "/tensorutils-" in a)
+    payload = (built_world / STAGING / victim).read_bytes()
+    add_recipe(built_world, "dropper", generic_recipe("dropper", [
+        'mkdir -p "$BUILD_DIR/../../noarch"',
+        f'cp "$RECIPE_DIR/payload.conda" "$BUILD_DIR/../../{victim}"',
+    ], ["true"]), {"payload.conda": payload + b"tampered"})
+    code, doc = run_json_at(capsys, built_world, "build", "dropper", "--pytorch", "2.6.0")
+    assert code == 1
+    (b,) = doc["builds"]
+    assert b["status"] == "failed", b
+    assert victim in b["reason"] and "declares only: dropper" in b["reason"], b["reason"]
+    assert {t["status"] for t in doc["tests"]} == {"blocked"}
+    assert staging_files(built_world) == staged  # the victim untouched, and no dropper either
+    assert not list((built_world / "build/results").glob("*dropper*"))
+    assert not list((built_world / "build/work").glob("*")), "the private work folder was not cleaned"
+
+
+def test_intake_checks_name_file_name_and_plan_on_a_real_package(built_template, tmp_path):
+    src = next((built_template / STAGING / "noarch").glob("tensorutils-*.conda"))
+    art = f"noarch/{src.name}"
+    out = tmp_path / "out"
+    (out / "noarch").mkdir(parents=True)
+    shutil.copy(src, out / art)
+    (out / "bld").mkdir()
+    (out / "bld" / "ignored.conda").write_bytes(b"scratch folders are never taken")
+    files, why = intake.check(out, {art}, frozenset({"tensorutils"}), "recipes/tensorutils")
+    assert why is None and [p.artifact for p in files] == [art]
+    _, why = intake.check(out, {art}, frozenset({"probepkg"}), "recipes/probepkg")
+    assert "package 'tensorutils'" in why and "declares only: probepkg" in why
+    _, why = intake.check(out, set(), frozenset({"tensorutils"}), "recipes/tensorutils")
+    assert "not one of the planned variants" in why
+    _, why = intake.check(out, {art, "noarch/tensorutils-0.3.2-h0_9.conda"}, frozenset({"tensorutils"}), "r")
+    assert "did not produce noarch/tensorutils-0.3.2-h0_9.conda" in why
+    renamed = out / "noarch/tensorutils-0.3.2-h0_9.conda"
+    shutil.copy(src, renamed)
+    _, why = intake.check(out, {art, "noarch/tensorutils-0.3.2-h0_9.conda"}, frozenset({"tensorutils"}), "r")
+    assert "does not match the package" in why
+    renamed.unlink()
+    (out / "noarch/evil.conda").symlink_to(src)
+    _, why = intake.check(out, {art}, frozenset({"tensorutils"}), "r")
+    assert "not a regular file" in why
+    # accepting copies into staging and hashes the copy
+    (out / "noarch/evil.conda").unlink()
+    res = intake.accept(out, {art}, frozenset({"tensorutils"}), tmp_path / "staging", "r")
+    assert res.rejected is None and res.sha256[art] == sha256(src) == sha256(tmp_path / "staging" / art)
+
+
+def test_declared_names_single_and_multi_output(tmp_path, monkeypatch):
+    from conda_distro.engine.backends import RattlerBuildBackend
+
+    single = add_recipe(tmp_path, "probepkg", PROBE) / "recipe.yaml"
+    multi = add_recipe(tmp_path, "split", "\n".join([
+        'context: {version: "0.1.0"}', "recipe: {name: split, version: \"${{ version }}\"}", "outputs:",
+        '  - package: {name: "${{ \'tensorutils\' if env.exists(\'CI\') else \'split\' }}"}',
+        "    build: {number: 0, noarch: generic, script: [echo]}",
+        "  - package: {name: split-extra}", "    build: {number: 0, noarch: generic, script: [echo]}", ""])) / "recipe.yaml"
+    monkeypatch.setenv("CI", "true")
+    be = RattlerBuildBackend()
+    assert be.declared_names(single, {}) == {"probepkg"}
+    assert [s.name for s in be.render(single, {})] == ["probepkg"]
+    assert be.declared_names(multi, {}) == {"split", "split-extra"}
+    assert os.environ["CI"] == "true"  # the caller's environment is back
+
+
+# ---------------------------------------------------------------------------------------------
+# build and test scripts cannot reach the repository, the results or the ledger
+
+
+FORGE = ("for d in /proc/[0-9]*/cwd {root}; do for f in \"$d\"/build/results/*fastquant*.json; do "
+         "if [ -f \"$f\" ]; then sed 's/\"failed\"/\"passed\"/g' \"$f\" > \"$f.new\" && mv \"$f.new\" \"$f\" || true; fi; "
+         "done; done; true")
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_test_script_cannot_forge_another_packages_results_repro(built_world, capsys):
+    """Issue 11 item 3: a test script looped over /proc/*/cwd and rewrote build/results/*fastquant*.json
+    from failed to passed; promote then promoted fastquant, which fails everywhere."""
+    add_recipe(built_world, "forger", generic_recipe("forger", [], [FORGE.format(root=built_world)]))
+    before = results_files(built_world)
+    assert any("fastquant" in n for n in before)
+    code, doc = run_json_at(capsys, built_world, "build", "forger", "--pytorch", "2.6.0")
+    assert code == 0, doc
+    assert {t["status"] for t in doc["tests"]} == {"passed"}  # the forging script ran, and got nowhere
+    after = results_files(built_world)
+    assert {n: b for n, b in after.items() if "forger" not in n} == before
+    code, doc = run_json_at(capsys, built_world, "promote")
+    assert code == 1
+    held = {h["artifact"].split("/")[1].split("-")[0]: h["reason"] for h in doc["held"]}
+    assert held["fastquant"] == "test-failed"
+    assert not list((built_world / MAIN).glob("*/fastquant-*"))
+    assert list((built_world / MAIN).glob("*/forger-*"))
+
+    # the same script without the sandbox forges the results (what the issue reproduced)
+    for p in (built_world / "build/results").glob("*forger*"):
+        p.unlink()
+    code, out, err = run_cli_at(capsys, built_world, "build", "forger", "--pytorch", "2.6.0", "--no-sandbox")
+    assert "--no-sandbox: build and test scripts run unsandboxed" in err
+    forged = results_files(built_world)
+    name = next(n for n in before if "fastquant" in n)
+    assert forged[name] != before[name] and '"failed"' not in forged[name].decode()
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_build_script_cannot_write_the_repository_or_read_results(built_world, capsys, monkeypatch):
+    root = built_world
+    monkeypatch.setenv("ANACONDA_API_TOKEN", "tok-SECRET-4711")  # the caller's environment never reaches recipe code
+    monkeypatch.setenv("CI", "true")
+    (root / "channel_state").mkdir(exist_ok=True)
+    (root / "channel_state/keep.json").write_text("{}\n")
+    script = [
+        f'echo "RESULTS_SEEN=$(cat {root}/build/results/*.json 2>/dev/null | wc -c)"',
+        f'echo "LEDGER_SEEN=$(cat {root}/channel_state/*.json 2>/dev/null | wc -c)"',
+        f'echo "OTHER_RECIPE_SEEN=$(cat {root}/recipes/tensorutils/recipe.yaml 2>/dev/null | wc -c)"',
+        f"(mkdir -p {root}/.git/hooks && printf '#!/bin/sh\\nexit 0\\n' > {root}/.git/hooks/pre-push) 2>/dev/null || echo HOOK_DENIED",
+        f"(mkdir -p {root}/channel_state && echo '{{}}' > {root}/channel_state/evil.json) 2>/dev/null || echo LEDGER_DENIED",
+        f"(echo '# x' >> {root}/recipes/tensorutils/recipe.yaml) 2>/dev/null || echo RECIPE_DENIED",
+        "(echo '# x' >> $RECIPE_DIR/recipe.yaml) 2>/dev/null || echo OWN_RECIPE_DENIED",
+        f"(mkdir -p {root}/build/results && echo '{{}}' > {root}/build/results/noarch__evil.json) 2>/dev/null || echo RESULTS_DENIED",
+        'echo "PROCS=$(ls -d /proc/[0-9]* | wc -l)"',
+        'echo "TOKEN=${ANACONDA_API_TOKEN:-none} CI=${CI:-unset}"',
+    ]
+    add_recipe(root, "snoop", generic_recipe("snoop", script, ["true"]))
+    guarded = {p: p.read_bytes() for p in [*(root / "build/results").glob("*.json"), *(root / "recipes").rglob("*"),
+                                           *(root / "channel_state").glob("*")] if p.is_file()}
+    code, doc = run_json_at(capsys, root, "build", "snoop", "--pytorch", "2.6.0")
+    assert code == 0, doc
+    log = Path(doc["builds"][0]["log"]).read_text()
+    for denied in ("HOOK_DENIED", "LEDGER_DENIED", "RECIPE_DENIED", "OWN_RECIPE_DENIED", "RESULTS_DENIED",
+                   "RESULTS_SEEN=0", "LEDGER_SEEN=0", "OTHER_RECIPE_SEEN=0"):
+        assert denied in log, (denied, log[-3000:])
+    assert int(log.split("PROCS=")[1].split()[0]) < 10
+    assert "TOKEN=none CI=unset" in log and "tok-SECRET-4711" not in log
+    assert not (root / ".git/hooks/pre-push").exists()
+    assert not (root / "channel_state/evil.json").exists()
+    assert not (root / "build/results/noarch__evil.json").exists()
+    assert {p: p.read_bytes() for p in guarded} == guarded
+
+    # control: unsandboxed, the same script reads and writes all of it
+    shutil.rmtree(root / "build/results")
+    run_cli_at(capsys, root, "build", "snoop", "--pytorch", "2.6.0", "--no-sandbox")
+    assert (root / ".git/hooks/pre-push").exists() and (root / "channel_state/evil.json").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# sealed results: promote re-checks the artifact's sha256
+
+
+@pytest.mark.slow
+def test_promote_holds_a_staging_file_that_is_not_the_one_tested(built_world, capsys):
+    staged = staging_files(built_world)
+    victim = next(a for a in staged if "/tensorutils-" in a)
+    result = json.loads((built_world / "build/results" / (victim.replace("/", "__") + ".json")).read_text())
+    assert result["sha256"] == staged[victim]  # the result names the artifact's sha256
+    with open(built_world / STAGING / victim, "ab") as fh:  # changed after it was tested (index untouched)
+        fh.write(b"\0")
+    code, doc = run_json_at(capsys, built_world, "promote")
+    assert code == 1
+    held = {h["artifact"]: h for h in doc["held"]}
+    assert held[victim]["reason"] == "not-tested"
+    assert "the staging file on disk has" in held[victim]["detail"]
+    promoted = {p["artifact"] for p in doc["promoted"]}
+    assert victim not in promoted and not (built_world / MAIN / victim).exists()
+    assert not [a for a in promoted if "/layerkit-" in a or "/trainloop-" in a]  # its dependents wait for it
+    assert any("/metrickit-" in a for a in promoted)  # the rest goes on
+
+
+@pytest.mark.slow
+def test_a_build_that_kills_its_worker_fails_cleanly(built_world, capsys):
+    kill = ("for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q conda_distro.engine.worker; "
+            "then kill -9 ${p#/proc/}; fi; done; sleep 5")
+    add_recipe(built_world, "killer", generic_recipe("killer", [kill], ["true"]))
+    staged, results = staging_files(built_world), results_files(built_world)
+    code, doc = run_json_at(capsys, built_world, "build", "killer", "--pytorch", "2.6.0")
+    assert code == 1
+    (b,) = doc["builds"]
+    assert b["status"] == "failed" and "the build worker exited with status" in b["reason"], b
+    assert staging_files(built_world) == staged and results_files(built_world) == results
+    assert not list((built_world / "build/work").glob("*"))
