@@ -236,6 +236,7 @@ def test_intake_checks_name_file_name_and_plan_on_a_real_package(built_template,
 
 def test_declared_names_single_and_multi_output(tmp_path, monkeypatch):
     from conda_distro.engine.backends import RattlerBuildBackend
+    from conda_distro.render import RenderSettings
 
     single = add_recipe(tmp_path, "probepkg", PROBE) / "recipe.yaml"
     multi = add_recipe(tmp_path, "split", "\n".join([
@@ -245,9 +246,10 @@ def test_declared_names_single_and_multi_output(tmp_path, monkeypatch):
         "  - package: {name: split-extra}", "    build: {number: 0, noarch: generic, script: [echo]}", ""])) / "recipe.yaml"
     monkeypatch.setenv("CI", "true")
     be = RattlerBuildBackend()
-    assert be.declared_names(single, {}) == {"probepkg"}
-    assert [s.name for s in be.render(single, {})] == ["probepkg"]
-    assert be.declared_names(multi, {}) == {"split", "split-extra"}
+    none = RenderSettings()
+    assert be.declared_names(single, none) == {"probepkg"}
+    assert [s.name for s in be.render(single, none)] == ["probepkg"]
+    assert be.declared_names(multi, none) == {"split", "split-extra"}
     assert os.environ["CI"] == "true"  # the caller's environment is back
 
 
