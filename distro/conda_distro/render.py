@@ -225,33 +225,39 @@ def _consistent(variant: dict, probe_variants: list[dict]) -> bool:
     return False
 
 
-def _render_uncached(text: str, path: Path, settings: RenderSettings) -> RenderedRecipe:
+def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool) -> tuple[bool, list]:
+    """(multi-output?, rattler-build's RenderedVariant objects) with the variants ``build.skip`` skips
+    left out. Call inside :func:`fixed_environment`."""
     from rattler_build import PlatformConfig, RattlerBuildError, RenderConfig, Stage0Recipe
 
     render_config = RenderConfig(platform=PlatformConfig(target_platform=settings.target_platform))
+    try:
+        stage0 = Stage0Recipe.from_file(str(path)) if from_file else Stage0Recipe.from_yaml(text)
+        multi = type(stage0).__name__ == "MultiOutputRecipe"
+        variants = stage0.render(settings.to_config(), render_config)
+        probe = None if multi else _skip_probe(text)
+        if probe is not None:
+            probe_variants = [{str(k): str(v) for k, v in pv.variant.items()}
+                              for pv in Stage0Recipe.from_yaml(probe).render(settings.to_config(), render_config)]
+            variants = [v for v in variants
+                        if _consistent({str(k): str(x) for k, x in v.variant.items()}, probe_variants)]
+    except RattlerBuildError as exc:
+        message, line = describe_render_error(exc)
+        raise RenderError(f"rattler-build cannot read the recipe: {message}", path=path, line=line,
+                          hint="fix the recipe (rattler-build's own message above); variant keys come from "
+                               "distro.yaml's variant_config") from None
+    return multi, variants
+
+
+def _render_uncached(text: str, path: Path, settings: RenderSettings) -> RenderedRecipe:
     with fixed_environment():
-        try:
-            stage0 = Stage0Recipe.from_yaml(text)
-            multi = type(stage0).__name__ == "MultiOutputRecipe"
-            variants = stage0.render(settings.to_config(), render_config)
-            probe = None if multi else _skip_probe(text)
-            probe_variants = None
-            if probe is not None:
-                probe_variants = [{str(k): str(v) for k, v in pv.variant.items()}
-                                  for pv in Stage0Recipe.from_yaml(probe).render(settings.to_config(), render_config)]
-        except RattlerBuildError as exc:
-            message, line = describe_render_error(exc)
-            raise RenderError(f"rattler-build cannot read the recipe: {message}", path=path, line=line,
-                              hint="fix the recipe (rattler-build's own message above); variant keys come from "
-                                   "distro.yaml's variant_config") from None
+        multi, variants = _variants(text, path, settings, from_file=False)
         seen: set[tuple[str, str]] = set()
         outputs: list[dict] = []
         context: dict = {}
         size = 0
         for v in variants:
             rec = _output_record(v)
-            if probe_variants is not None and not _consistent(rec["variant"], probe_variants):
-                continue  # skipped for this variant (build.skip)
             key = (rec["name"], rec["build_string"])
             if key in seen:  # (a key the output does not use can repeat identical variants)
                 continue
@@ -269,26 +275,10 @@ def _render_uncached(text: str, path: Path, settings: RenderSettings) -> Rendere
 def live_variants(path: Path, settings: RenderSettings) -> list:
     """rattler-build's own ``RenderedVariant`` objects of the recipe at ``path`` (what ``run_build``
     needs), rendered in the fixed environment, with the variants its ``build.skip`` skips left out."""
-    from rattler_build import PlatformConfig, RattlerBuildError, RenderConfig, Stage0Recipe
-
     text = path.read_text(encoding="utf-8")
     _check_text(text, path)
-    render_config = RenderConfig(platform=PlatformConfig(target_platform=settings.target_platform))
     with fixed_environment():
-        try:
-            stage0 = Stage0Recipe.from_file(str(path))
-            variants = stage0.render(settings.to_config(), render_config)
-            probe = None if type(stage0).__name__ == "MultiOutputRecipe" else _skip_probe(text)
-            if probe is not None:
-                probe_variants = [{str(k): str(v) for k, v in pv.variant.items()}
-                                  for pv in Stage0Recipe.from_yaml(probe).render(settings.to_config(), render_config)]
-                variants = [v for v in variants
-                            if _consistent({str(k): str(x) for k, x in v.variant.items()}, probe_variants)]
-        except RattlerBuildError as exc:
-            message, line = describe_render_error(exc)
-            raise RenderError(f"rattler-build cannot read the recipe: {message}", path=path, line=line,
-                              hint="run `conda-distro lint` and check the ${{ }} expressions") from None
-    return variants
+        return _variants(text, path, settings, from_file=True)[1]
 
 
 def _check_text(text: str, path: Path) -> None:
