@@ -388,3 +388,32 @@ def test_duplicate_keys_in_a_recipe_name_both_lines(make_distro, clean_recipe, c
     msg = next(f["message"] for f in json.loads(out)["findings"] if f["check"] == "recipe-invalid")
     lines = [i + 1 for i, ln in enumerate(text.splitlines()) if ln.strip().startswith("number:")]
     assert code == 1 and "number" in msg and all(str(n) in msg for n in lines), msg
+
+
+# ---------------------------------------------------------------------------------------------
+# a recipe's own variant file, and a recipe that builds pytorch itself
+
+
+LOCAL = HERE / "data" / "recipes_cf_local" / "pytorchlike"
+
+
+def test_a_recipes_own_conda_build_config_is_read_and_self_pins_are_not_downstream_pins(make_distro, capsys):
+    """A feedstock's recipe/ copied unchanged (recipe.yaml + conda_build_config.yaml with selectors): it
+    renders with the recipe's own keys over the distribution's, and the pins between its own outputs
+    (`pytorch ==${{ version }}`) are neither policy findings nor edited by the sweep's plan."""
+    import shutil
+
+    root = make_distro({}, {"pytorch": {"releases": ["2.10.0", "2.11.0", "2.12.0"]}}, variants=True)
+    shutil.copytree(LOCAL, root / "recipes" / "pytorch")
+    dist = load_distribution(root)
+    recipe = dist.recipes["pytorch"]
+    assert recipe.output_names == ["libtorch", "pytorch", "pytorch-tests"]
+    strings = {d.raw for d in recipe.deps("run") if d.name == "pytorch"}
+    assert any("cpu_mkl" in s for s in strings) and any("cpu_generic" in s for s in strings)  # [x86_64] and [unix]
+    assert any("cuda129_generic" in s for s in strings)
+    found = {(f.check, f.message) for f in lint_distribution(dist).findings if f.severity == "error"}
+    assert not [f for f in found if f[0] in ("recipe-invalid", "pytorch-bound-granularity", "pytorch-pin-no-release")], found
+    # without the recipe's own variant file the keys are undefined: rattler-build says so
+    (root / "recipes" / "pytorch" / "conda_build_config.yaml").unlink()
+    code, out, err = run_cli(capsys, "lint", "--root", str(root), "--format", "json")
+    assert code == 1 and any("undefined" in f["message"] for f in json.loads(out)["findings"])

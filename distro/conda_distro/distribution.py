@@ -11,7 +11,7 @@ from conda_distro.config import Distro, find_root, load_config
 from conda_distro.errors import DistroError, RecipeError
 from conda_distro.recipe import Recipe, parse_recipe, read_recipe_text, recipe_paths
 from conda_distro.render import RenderSettings, prerender
-from conda_distro.variants import render_settings
+from conda_distro.variants import recipe_settings, render_settings
 
 
 @dataclass
@@ -179,7 +179,7 @@ def load_distribution(root: Path | None = None, *, strict: bool = True, distro: 
     prerender(texts, settings)  # a cold cache and many recipes: render them in parallel first
     for text, path in texts:
         try:
-            recipes[path.parent.name] = parse_recipe(text, path, settings)
+            recipes[path.parent.name] = parse_recipe(text, path, recipe_settings(settings, path.parent, keep=(distro.config.pytorch.name,)))
         except DistroError as exc:
             errors.append(exc)
     dist = Distribution(distro, recipes, errors, settings)

@@ -34,22 +34,53 @@ def load_variant_files(distro: Distro) -> tuple[dict[str, list], list[list[str]]
     return read_variant_files(distro.variant_files)
 
 
-def read_variant_files(paths: list[Path]) -> tuple[dict[str, list], list[list[str]]]:
-    """Variant files read by rattler-build's loader, merged in order."""
-    from rattler_build import RattlerBuildError, VariantConfig
+RECIPE_VARIANT_FILES = ("variants.yaml", "conda_build_config.yaml")  # beside a recipe, as feedstocks keep them
+
+
+def read_variant_files(paths: list[Path], target_platform: str = "linux-64") -> tuple[dict[str, list], list[list[str]]]:
+    """Variant files read by rattler-build's loaders, merged in order (later files override earlier
+    keys). A ``conda_build_config.yaml`` is read with its ``# [selector]`` lines evaluated for the
+    target platform, as conda-build and rattler-build do."""
+    from rattler_build import JinjaConfig, PlatformConfig, RattlerBuildError, VariantConfig
+
+    from conda_distro.render import fixed_environment
 
     merged: dict[str, list] = {}
     zips: list[list[str]] = []
     for path in paths:
         load_fast_file(path)  # our YAML checks first (duplicate keys, syntax with line numbers)
         try:
-            vc = VariantConfig.from_file(str(path))
+            with fixed_environment():  # selectors may read os.environ (CF_CUDA_ENABLED, ...)
+                if path.name == "conda_build_config.yaml":
+                    jinja = JinjaConfig(platform=PlatformConfig(target_platform=target_platform))
+                    vc = VariantConfig.from_conda_build_config(str(path), jinja)
+                else:
+                    vc = VariantConfig.from_file(str(path))
         except (RattlerBuildError, ValueError, OSError) as exc:
             raise ConfigError(f"rattler-build cannot read the variant config: {str(exc).strip()[:300]}", path=path,
                               hint="the format is conda_build_config.yaml's: key: [values], zip_keys: [[a, b]]") from None
         merged.update({str(k): [str(x) if not isinstance(x, bool) else x for x in v] for k, v in vc.to_dict().items()})
         zips.extend([list(z) for z in (vc.zip_keys or [])])
     return merged, zips
+
+
+def recipe_settings(settings: RenderSettings, folder: Path, keep: tuple[str, ...] = ()) -> RenderSettings:
+    """The settings a recipe renders with: the distribution's, plus a variant file kept beside the
+    recipe (a feedstock's ``recipe/conda_build_config.yaml`` or ``variants.yaml``, copied with it), whose
+    keys override the distribution's, except ``keep`` (the PyTorch key: the distribution decides which
+    releases are built). rattler-build's CLI reads such a file too; its Python API does not."""
+    local = [folder / n for n in RECIPE_VARIANT_FILES if (folder / n).is_file()]
+    if not local:
+        return settings
+    variants, zips = read_variant_files(local, settings.target_platform)
+    for k in keep:
+        variants.pop(k, None)
+        zips = [z for z in zips if k not in z]
+    merged = settings.with_variants(variants)
+    keys = {k for z in zips for k in z}
+    kept = [z for z in merged.zip_keys if not keys & set(z)]
+    return RenderSettings(merged.variants, tuple(tuple(z) for z in kept + zips), merged.target_platform,
+                          merged.cache_dir)
 
 
 def render_settings(distro: Distro, *, cache: bool = True, platform: str | None = None) -> RenderSettings:
