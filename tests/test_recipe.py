@@ -25,7 +25,9 @@ from conda_distro.yamlio import LDict, LList, LStr, dump_roundtrip, load_fast, l
 HERE = Path(__file__).parent
 REPO = HERE.parent
 REAL_WORLD = sorted((HERE / "data" / "recipes_real_world").glob("*.yaml"))
-ALL_YAML = sorted({*REPO.glob("recipes/*/recipe.yaml"), *(HERE / "data").rglob("*.yaml")})
+# every YAML file the tool reads and may edit (variant files are read, never edited)
+ALL_YAML = sorted({*REPO.glob("recipes/*/recipe.yaml"), *(HERE / "data").rglob("*.yaml")} - {
+    *(HERE / "data").rglob("conda_build_config.yaml")})
 
 
 def cf_settings(platform: str = "linux-64") -> RenderSettings:
