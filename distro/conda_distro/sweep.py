@@ -19,12 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rattler import MatchSpec
+from rattler.exceptions import InvalidMatchSpecError
+
 from conda_distro.config import DISTRO_FILE, Distro, load_config
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import DistroError, GitError, UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.recipe import Recipe, parse_recipe
-from conda_distro.specs import admits, minor_of, next_minor_bound
+from conda_distro.pins import depends_on, own_names, pytorch_pins
+from conda_distro.specs import SpecEditError, _bracket_start as _bracket_start_of, admits, minor_of, next_minor_bound, split_spec, widen_spec, widen_version
 from conda_distro.yamlio import LDict, LList, atomic_write_text, dump_roundtrip, load_fast, load_roundtrip
 
 RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")
@@ -38,6 +42,7 @@ class PinEdit:
     old: str  # the requirement text as written (rendered)
     new: str
     line: int
+    error: str | None = None  # why the spec cannot be widened (then ``new == old``)
 
 
 @dataclass
@@ -117,41 +122,22 @@ class SweepResult:
 
 
 def widen(version: str, release: str) -> str:
-    """Replace the upper bound of a version spec with the next minor after ``release``.
-    ``>=2.4,<2.7`` -> ``>=2.4,<2.8``; ``>=2.4,<2.7.0a0`` -> ``>=2.4,<2.8.0a0``; ``2.5.*`` -> ``>=2.5,<2.8``;
-    ``~=2.4.0`` -> ``>=2.4.0,<2.8``. Terms that are not literal versions (``${{ expr }}``) are kept."""
-    bound = next_minor_bound(release)
-    parts = version.split(",")
-    out, replaced = [], False
-    for p in parts:
-        m = re.fullmatch(r"\s*<(=?)\s*(\d+(?:\.\d+)*?)(\.0a0|a0)?\s*", p)
-        c = re.fullmatch(r"\s*~=\s*(\d+(?:\.\d+)*)\s*", p)
-        if m and not replaced:
-            out.append(f"<{bound}{m.group(3) or ''}")
-            replaced = True
-        elif c and not replaced:
-            out += [f">={c.group(1)}", f"<{bound}"]
-            replaced = True
-        else:
-            out.append(p.strip())
-    if replaced:
-        return ",".join(out)
-    m = re.fullmatch(r"\s*=?=?(\d+\.\d+)(\.\*|\.\d+\.\*)?\s*", version)
-    floor = m.group(1) if m else None
-    return f">={floor},<{bound}" if floor else f"{version},<{bound}"
+    """The version part widened to the next minor after ``release`` (see :func:`specs.widen_version`)."""
+    return widen_version(version, release)
 
 
 def _pytorch_deps(recipe: Recipe, pytorch: str):
-    return [d for d in recipe.deps("host", "run") if d.name == pytorch]
+    """The recipe's versioned pins of pytorch (build, host, run, run_constraints, outputs, every branch;
+    never its own outputs' pins)."""
+    return pytorch_pins(recipe, pytorch)
 
 
 def decide(recipe: Recipe, pytorch: str, release: str, supported: tuple[str, ...] = ()) -> Decision | None:
     """What the sweep does to one recipe. ``supported``: the releases supported before the sweep; a
     bugfix release of a minor the recipe did not admit before either changes nothing for it."""
-    deps = _pytorch_deps(recipe, pytorch)
-    if not deps:
+    if not depends_on(recipe, pytorch):
         return None
-    versioned = [d for d in deps if d.spec is not None and d.spec.ok and d.version]
+    versioned = _pytorch_deps(recipe, pytorch)
     run_pin = next((d for d in versioned if d.section == "run"), versioned[0] if versioned else None)
     dec = Decision(recipe.folder.name, "unchanged", list(recipe.maintainers),
                    old_pin=run_pin.raw if run_pin else None, new_pin=run_pin.raw if run_pin else None,
@@ -172,7 +158,10 @@ def decide(recipe: Recipe, pytorch: str, release: str, supported: tuple[str, ...
     dec.status = "bumped"
     for d in versioned:
         if not admits(d.version, release):
-            dec.edits.append(PinEdit(d.raw, f"{d.name} {widen(d.version, release)}", d.line))
+            try:
+                dec.edits.append(PinEdit(d.raw, widen_spec(d.raw, release, supported=supported), d.line))
+            except SpecEditError as exc:  # the edit fails with this reason (that package alone fails)
+                dec.edits.append(PinEdit(d.raw, d.raw, d.line, error=str(exc)))
     if run_pin is not None:
         dec.new_pin = next((e.new for e in dec.edits if e.line == run_pin.line), run_pin.raw)
     dec.new_build = (recipe.build_number or 0) + 1
@@ -278,27 +267,37 @@ class _LineEditor:
         self._put(line, new, eol)
 
     def pin(self, edit: PinEdit, release: str) -> None:
+        """Widen the version part of the pin on ``edit.line``; its name, channel, build string and
+        bracket keys stay as written. An upper bound that comes from a ``context:`` variable
+        (``pytorch >=2.4,<${{ torch_max }}``) is edited there."""
         body, eol = _split_eol(self._get(edit.line))
         cut = _comment_start(body)
-        m = re.search(r"(?<![\w.\-])" + re.escape(edit.old) + r"(?![\w.*])", body[:cut])
-        if m is not None:  # the requirement is written literally on its line
+        item = _ITEM_LINE.match(body[:cut])
+        val = item.group("val") if item else ""
+        if "${{" not in val:
+            if edit.error:
+                raise EditError(edit.error)
+            m = re.search(r"(?<![\w.\-:\[])" + re.escape(edit.old) + r"(?![\w.*\]])", body[:cut])
+            if m is None:
+                raise EditError(f"cannot find '{edit.old}' on line {edit.line}")
             self._put(edit.line, body[:m.start()] + edit.new + body[m.end():], eol)
             return
-        item = _ITEM_LINE.match(body)
-        val = item.group("val") if item else ""
-        parts = re.match(r"(\S+)(\s+)(.+)", val)
-        if "${{" not in val or parts is None:
-            raise EditError(f"cannot find '{edit.old}' on line {edit.line}")
-        # an expression in the version part (``pytorch >=${{ lo }},<2.7`` or ``... <${{ hi }}``)
-        terms = parts.group(3).split(",")
-        upper = [t for t in terms if t.strip().startswith("<")]
+        # an expression in the spec (``pytorch >=${{ lo }},<2.7`` or ``pytorch >=2.4,<${{ hi }} *cuda*``)
+        try:
+            old = MatchSpec(edit.old, strict=True)
+            start = _bracket_start_of(edit.old)
+            has_build = old.build is not None and not (start >= 0 and re.search(r"(?<![\w-])build\s*=", edit.old[start:]))
+            parts = split_spec(val, has_build)
+        except (SpecEditError, ValueError, InvalidMatchSpecError) as exc:
+            raise EditError(f"cannot read the pin on line {edit.line}: {exc}") from None
+        upper = [t for t in parts.version.split(",") if t.strip().startswith("<")]
         if len(upper) != 1:
             raise EditError(f"no single upper bound in '{val}' (line {edit.line})")
         var = re.fullmatch(r"\s*<=?\s*" + _CTX_VAR.pattern + r"\s*", upper[0])
         if var is not None:
             self.set_context(var.group(1), next_minor_bound(release))
             return
-        new_val = parts.group(1) + parts.group(2) + widen(parts.group(3), release)
+        new_val = parts.head + widen_version(parts.version, release) + parts.tail
         self._put(edit.line, body[:item.start("val")] + new_val + body[item.end("val"):], eol)
 
     def build_number(self, new: int) -> None:
@@ -317,20 +316,55 @@ class _LineEditor:
         self.set_context(var.group(1), str(new))
 
 
+def _pin_shape(recipe: Recipe, pytorch: str) -> list[tuple]:
+    """What must not change in a recipe's pytorch pins: everything but the version (sorted)."""
+    out = []
+    for d in _pytorch_deps(recipe, pytorch):
+        try:
+            m = MatchSpec(d.raw, strict=True)
+        except (InvalidMatchSpecError, ValueError):
+            out.append((d.section, d.raw))
+            continue
+        out.append((d.section, m.build, str(m.channel) if m.channel else None, m.subdir, m.build_number))
+    return sorted(out, key=repr)
+
+
+def _rattler_build_parses(text: str) -> str | None:
+    """rattler-build's own parse of recipe text: None when it reads it, else its message."""
+    from rattler_build import Stage0Recipe
+
+    try:
+        Stage0Recipe.from_yaml(text)
+    except Exception as exc:  # noqa: BLE001 - any refusal of rattler-build's is the answer
+        return str(exc).strip() or type(exc).__name__
+    return None
+
+
 def _verify(recipe: Recipe, text: str, dec: Decision, pytorch: str, release: str) -> None:
-    """The edited text must parse, admit ``release`` in every pytorch pin and carry the new build number."""
+    """The edited text must parse (ours and rattler-build's parser, when the original passed it), admit
+    ``release`` in every pytorch pin, keep every pin's build string and channel, and carry the new build
+    number; the package's own output pins are never changed."""
     try:
         edited = parse_recipe(text, recipe.path, recipe.platform)
     except DistroError as exc:
         raise EditError(f"the edited recipe does not parse: {exc.message}") from None
     if edited.build_number != dec.new_build:
         raise EditError(f"the edited build number is {edited.build_number}, not {dec.new_build}")
-    bad = [d.raw for d in _pytorch_deps(edited, pytorch) if d.spec is not None and d.spec.ok and d.version
-           and not admits(d.version, release)]
+    bad = [d.raw for d in _pytorch_deps(edited, pytorch) if not admits(d.version, release)]
     if bad:
         raise EditError(f"'{bad[0]}' still does not admit {pytorch} {release}")
     if (edited.name, edited.version) != (recipe.name, recipe.version):
         raise EditError("the edit changed the package name or version")
+    if _pin_shape(edited, pytorch) != _pin_shape(recipe, pytorch):
+        raise EditError("the edit changed more than the version part of a pytorch pin")
+    own = own_names(recipe) - {pytorch}
+    others = lambda r: sorted((d.section, d.raw, d.func or "") for d in r.deps() if d.name != pytorch)  # noqa: E731
+    if others(edited) != others(recipe) or own_names(edited) != own_names(recipe):
+        raise EditError(f"the edit changed requirements other than pytorch pins ({', '.join(sorted(own)) or 'none'})")
+    if _rattler_build_parses(recipe.text) is None:
+        why = _rattler_build_parses(text)
+        if why is not None:
+            raise EditError(f"rattler-build cannot read the edited recipe: {why}")
 
 
 def _replace_strings(node: Any, old: str, new: str) -> int:
@@ -370,9 +404,11 @@ def _bump_build_number(doc: Any) -> None:
 def _roundtrip_edit(recipe: Recipe, dec: Decision) -> str:
     """The fallback: a ruamel round trip (comments and quoting kept; whitespace may be normalised)."""
     doc, y = recipe.roundtrip()
-    reqs = doc.get("requirements")
+    bodies = [doc, *[o for o in (doc.get("outputs") or []) if isinstance(o, dict)]]
     for e in {e.old: e for e in dec.edits}.values():  # identical host and run pins: one replacement does both
-        if _replace_strings(reqs, e.old, e.new) == 0:
+        if e.error:
+            raise EditError(e.error)
+        if sum(_replace_strings(b.get("requirements"), e.old, e.new) for b in bodies) == 0:
             raise EditError(f"cannot find '{e.old}' (line {e.line})")
     _bump_build_number(doc)
     return dump_roundtrip(doc, y)
