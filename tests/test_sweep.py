@@ -584,3 +584,241 @@ def test_add_release_block_list_adds_one_line(tmp_path):
     out = add_release_text(load_config(tmp_path), "2.7.0")
     assert out.split("\n") == text.split("\n")[:10] + ['    - "2.7.0"'] + text.split("\n")[10:]
     assert yaml.safe_load(out)["pytorch"]["releases"] == ["2.4.1", "2.5.1", "2.7.0"]
+
+
+# ---------------------------------------------------------------------------------------------
+# sweep edits keep meaning (issue 10): only the version part of a pytorch pin is widened; build
+# strings, brackets and channels stay; every pin the release must satisfy is edited; the recipe's own
+# outputs are never touched. Each edited text is also read and rendered by rattler-build itself.
+
+CUDA_VARIANTS = ({"cuda_compiler_version": ["None"]}, {"cuda_compiler_version": ["12.8"]})
+
+
+def sweep_edit(text: str, name: str, release: str = "2.11.0", supported=("2.9.1", "2.10.0")):
+    recipe = _recipe(text, name)
+    dec = decide(recipe, "pytorch", release, supported)
+    assert dec is not None and dec.status == "bumped", dec
+    return dec, edited_text(recipe, dec, "pytorch", release)
+
+
+def rattler_build_requirements(text: str, variants: dict) -> list[dict]:
+    """Requirements per output as rattler-build renders ``text`` with ``variants``."""
+    from rattler_build import Stage0Recipe, VariantConfig
+
+    return [{"name": v.recipe.package.name, **v.recipe.requirements.to_dict()}
+            for v in Stage0Recipe.from_yaml(text).render(VariantConfig(variants))]
+
+
+CUDAOPS = """\
+context:
+  name: cudaops
+  version: "0.4.0"
+
+package:
+  name: ${{ name }}
+  version: ${{ version }}
+
+build:
+  number: 2   # bumped by hand
+
+requirements:
+  host:
+    - python
+    - if: cuda_compiler_version != "None"
+      then: pytorch 2.10.* *cuda*   # the CUDA build only
+      else: pytorch 2.10.* *cpu*
+  run:
+    - python
+    - pytorch 2.10.* *cuda*
+    - conda-forge::pytorch >=2.9,<2.11
+    - pytorch >=2.9,<2.11 [build=*cuda*]
+    - "pytorch [version='>=2.9,<2.11']"
+    - numpy >=1.24,<3
+
+about:
+  license: MIT
+"""
+
+
+def test_sweep_edit_keeps_build_string_bracket_and_channel():
+    dec, out = sweep_edit(CUDAOPS, "cudaops")
+    assert changed_lines(CUDAOPS, out) == [
+        (10, "  number: 2   # bumped by hand", "  number: 3   # bumped by hand"),
+        (16, "      then: pytorch 2.10.* *cuda*   # the CUDA build only",
+             "      then: pytorch >=2.10,<2.12 *cuda*   # the CUDA build only"),
+        (17, "      else: pytorch 2.10.* *cpu*", "      else: pytorch >=2.10,<2.12 *cpu*"),
+        (20, "    - pytorch 2.10.* *cuda*", "    - pytorch >=2.10,<2.12 *cuda*"),
+        (21, "    - conda-forge::pytorch >=2.9,<2.11", "    - conda-forge::pytorch >=2.9,<2.12"),
+        (22, "    - pytorch >=2.9,<2.11 [build=*cuda*]", "    - pytorch >=2.9,<2.12 [build=*cuda*]"),
+        (23, "    - \"pytorch [version='>=2.9,<2.11']\"", "    - \"pytorch [version='>=2.9,<2.12']\""),
+    ]
+    assert dec.old_pin == "pytorch 2.10.* *cuda*" and dec.new_pin == "pytorch >=2.10,<2.12 *cuda*"
+    cpu, cuda = (rattler_build_requirements(out, v)[0] for v in CUDA_VARIANTS)
+    assert "pytorch >=2.10,<2.12 *cpu*" in cpu["host"] and "pytorch >=2.10,<2.12 *cuda*" in cuda["host"]
+    assert cuda["run"] == ["python", "pytorch >=2.10,<2.12 *cuda*", "conda-forge::pytorch >=2.9,<2.12",
+                           "pytorch >=2.9,<2.12 *cuda*", "pytorch >=2.9,<2.12", "numpy >=1.24,<3"]
+
+
+SECTIONS_RECIPE = """\
+context:
+  version: "1.0.0"
+  torch_max: "2.11"   # the upper bound of the cuda run pin
+
+package:
+  name: crossops
+  version: ${{ version }}
+
+build:
+  number: 0
+
+requirements:
+  build:
+    - if: build_platform != target_platform
+      then:
+        - pytorch >=2.9,<2.11   # cross-compilation: the build machine's pytorch
+  host:
+    - pytorch >=2.9,<2.11
+  run:
+    - pytorch >=2.9,<${{ torch_max }} *cuda*
+  run_constraints:
+    - pytorch >=2.9,<2.11
+    - if: win
+      then: pytorch >=2.9,<2.11
+
+about:
+  license: MIT
+"""
+
+
+def test_sweep_edit_covers_build_host_run_constraints_and_every_branch():
+    text = SECTIONS_RECIPE
+    dec, out = sweep_edit(text, "crossops")
+    assert [(e.line, e.old) for e in dec.edits] == [(16, "pytorch >=2.9,<2.11"), (18, "pytorch >=2.9,<2.11"),
+                                                    (20, "pytorch >=2.9,<2.11 *cuda*"), (22, "pytorch >=2.9,<2.11"),
+                                                    (24, "pytorch >=2.9,<2.11")]
+    assert changed_lines(text, out) == [
+        (3, '  torch_max: "2.11"   # the upper bound of the cuda run pin',
+            '  torch_max: "2.12"   # the upper bound of the cuda run pin'),
+        (10, "  number: 0", "  number: 1"),
+        (16, "        - pytorch >=2.9,<2.11   # cross-compilation: the build machine's pytorch",
+             "        - pytorch >=2.9,<2.12   # cross-compilation: the build machine's pytorch"),
+        (18, "    - pytorch >=2.9,<2.11", "    - pytorch >=2.9,<2.12"),
+        (22, "    - pytorch >=2.9,<2.11", "    - pytorch >=2.9,<2.12"),
+        (24, "      then: pytorch >=2.9,<2.11", "      then: pytorch >=2.9,<2.12"),
+    ]
+    (req,) = rattler_build_requirements(out, {})
+    assert req["host"] == ["pytorch >=2.9,<2.12"] and req["run"] == ["pytorch >=2.9,<2.12 *cuda*"]
+    assert req["run_constraints"] == ["pytorch >=2.9,<2.12"]
+    # the cross-compilation branch, rendered for another build platform, is edited too
+    from rattler_build import Stage0Recipe, VariantConfig
+
+    (osx,) = Stage0Recipe.from_yaml(out).render(VariantConfig({}), render_config=_render_config("osx-arm64"))
+    assert osx.recipe.requirements.to_dict()["build"] == ["pytorch >=2.9,<2.12"]
+
+
+def _render_config(target: str):
+    from rattler_build import PlatformConfig, RenderConfig
+
+    return RenderConfig(platform=PlatformConfig(target_platform=target, build_platform="linux-64", host_platform=target))
+
+
+OWN_OUTPUTS = """\
+context:
+  name: audiokit
+  version: "0.5.0"
+
+recipe:
+  name: ${{ name }}-split
+  version: ${{ version }}
+
+build:
+  number: 4
+
+outputs:
+  - package:
+      name: ${{ name }}
+    requirements:
+      host:
+        - pytorch 2.10.*
+      run:
+        - pytorch >=2.10,<2.11
+  - package:
+      name: ${{ name }}-tests
+    requirements:
+      run:
+        - ${{ pin_subpackage(name, exact=True) }}
+        - audiokit ==${{ version }}
+        - pytorch >=2.10,<2.11
+      run_constraints:
+        - audiokit-split ==${{ version }}
+
+about:
+  license: MIT
+"""
+
+
+def test_sweep_edit_multi_output_keeps_own_output_pins():
+    dec, out = sweep_edit(OWN_OUTPUTS, "audiokit")
+    assert changed_lines(OWN_OUTPUTS, out) == [
+        (10, "  number: 4", "  number: 5"),
+        (17, "        - pytorch 2.10.*", "        - pytorch >=2.10,<2.12"),
+        (19, "        - pytorch >=2.10,<2.11", "        - pytorch >=2.10,<2.12"),
+        (26, "        - pytorch >=2.10,<2.11", "        - pytorch >=2.10,<2.12"),
+    ]
+    lib, tests = rattler_build_requirements(out, {})
+    assert (lib["name"], lib["run"]) == ("audiokit", ["pytorch >=2.10,<2.12"])
+    assert tests["run"][1:] == ["audiokit ==0.5.0", "pytorch >=2.10,<2.12"]
+    assert tests["run"][0] == {"pin_subpackage": {"name": "audiokit", "exact": True}}
+
+
+TORCH_FEEDSTOCK_LIKE = """\
+context:
+  version: "2.10.0"
+
+recipe:
+  name: torch-split
+  version: ${{ version }}
+
+build:
+  number: 0
+
+outputs:
+  - package:
+      name: libtorch
+    requirements:
+      run_constraints:
+        - pytorch ==${{ version }}
+  - package:
+      name: pytorch
+    requirements:
+      host:
+        - ${{ pin_subpackage('libtorch', exact=True) }}
+      run:
+        - libtorch ==${{ version }}
+  - package:
+      name: pytorch-tests
+    requirements:
+      run:
+        - pytorch ==${{ version }}
+        - pytorch >=2.10,<2.11
+
+about:
+  license: BSD-3-Clause
+"""
+
+
+def test_recipe_that_produces_pytorch_is_never_swept(make_distro, clean_recipe):
+    recipe = _recipe(TORCH_FEEDSTOCK_LIKE, "torch-split")
+    assert decide(recipe, "pytorch", "2.11.0", ("2.10.0",)) is None  # its pytorch pins are self-pins
+    root = make_distro({"torch-split": TORCH_FEEDSTOCK_LIKE, "user": clean_recipe("user")})
+    plan = plan_sweep(load_distribution(root), "2.7.0")
+    assert [(d.name, d.status) for d in plan.decisions] == [("user", "bumped")]
+    assert rattler_build_requirements(TORCH_FEEDSTOCK_LIKE, {})[0]["run_constraints"] == ["pytorch ==2.10.0"]
+
+
+def test_exact_pin_fails_that_package_with_the_reason():
+    text = CUDAOPS.replace("    - pytorch 2.10.* *cuda*\n", "    - pytorch ==2.10.0 *cuda*\n")
+    recipe = _recipe(text, "cudaops")
+    dec = decide(recipe, "pytorch", "2.11.0", ("2.10.0",))
+    with pytest.raises(EditError, match=r"'pytorch ==2.10.0 \*cuda\*' .* still does not admit pytorch 2.11.0"):
+        edited_text(recipe, dec, "pytorch", "2.11.0")

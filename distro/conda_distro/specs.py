@@ -279,7 +279,7 @@ def _probe_releases(release: str, version: str) -> list[str]:
     """Versions around ``release`` to compare what two version specs admit."""
     ma, mi = minor_of(release)
     out = [release]
-    for m in range(max(0, mi - 12), mi + 1):
+    for m in range(max(0, mi - 12), mi + 13):
         out += [f"{ma}.{m}.0", f"{ma}.{m}.1", f"{ma}.{m}.9"]
     out += [f"{ma - 1}.99.0"] if ma else []
     return out
@@ -298,8 +298,8 @@ def widen_spec(text: str, release: str, *, supported: tuple[str, ...] = ()) -> s
     unbracketed_build = old.build is not None and not re.search(r"(?<![\w-])build\s*=", text[max(0, _bracket_start(text)):]
                                                                  if _bracket_start(text) >= 0 else "")
     parts = split_spec(text, unbracketed_build)
-    if not parts.version.strip() or parts.version.strip() == "*":
-        return text  # no version constraint: admits every release already
+    if not parts.version.strip() or parts.version.strip() == "*" or admits(old.version, release):
+        return text  # admits the release already: nothing to widen (never narrowed)
     new_version = widen_version(parts.version, release)
     if parts.in_bracket:
         new_text = parts.head + new_version + parts.tail
