@@ -273,7 +273,8 @@ def test_sweep_bugfix_release_changes_no_recipe(sandbox_world: Path, capsys):
     assert releases_of(sandbox_world) == ["2.4.1", "2.5.1", "2.6.0", "2.6.1"]
     assert len(changed_lines(before["distro.yaml"], after["distro.yaml"])) == 1
     assert not (sandbox_world / "build" / "channels").exists()  # nothing needed a build
-    assert [p.name for p in (sandbox_world / "build").iterdir()] == ["sweep"]
+    assert sorted(p.name for p in (sandbox_world / "build").iterdir()) == ["locks", "sweep"]  # the repository's lock
+    assert [p.name for p in (sandbox_world / "build" / "sweep").iterdir()] == ["pytorch-2.6.1.json"]  # no journal left
     assert doc["pull_requests"] == {}
     commits = list(repo.iter_commits(f"{base.hexsha}..sweep/pytorch-2.6.1"))
     assert len(commits) == 1 and list(commits[0].stats.files) == ["distro.yaml"]

@@ -184,7 +184,7 @@ _TOKEN = re.compile(r"(?:\$\{\{.*?\}\}|[^\s\[])+")
 _OPERATOR = re.compile(r"[=<>!~]")
 
 
-def _bracket_start(text: str) -> int:
+def bracket_start(text: str) -> int:
     """Index of the '[' that opens a trailing bracket part (outside ${{ }}), -1 when there is none."""
     depth = 0
     i = 0
@@ -204,7 +204,7 @@ def split_spec(text: str, has_build: bool) -> SpecParts:
     build-string part outside brackets (rattler's parse of the rendered text says so). A spec without
     a version part gets an empty one at the place it would go."""
     body_end = len(text.rstrip())
-    b = _bracket_start(text)
+    b = bracket_start(text)
     bracket = text[b:body_end] if b >= 0 else ""
     head_text = text[:b] if b >= 0 else text[:body_end]
     tokens = list(_TOKEN.finditer(head_text))
@@ -295,8 +295,8 @@ def widen_spec(text: str, release: str, *, supported: tuple[str, ...] = ()) -> s
         old = MatchSpec(text, strict=True)
     except (InvalidMatchSpecError, InvalidVersionSpecError, InvalidVersionError, ValueError) as exc:
         raise SpecEditError(f"'{text}' is not a valid spec: {exc}") from None
-    unbracketed_build = old.build is not None and not re.search(r"(?<![\w-])build\s*=", text[max(0, _bracket_start(text)):]
-                                                                 if _bracket_start(text) >= 0 else "")
+    unbracketed_build = old.build is not None and not re.search(r"(?<![\w-])build\s*=", text[max(0, bracket_start(text)):]
+                                                                 if bracket_start(text) >= 0 else "")
     parts = split_spec(text, unbracketed_build)
     if not parts.version.strip() or parts.version.strip() == "*" or admits(old.version, release):
         return text  # admits the release already: nothing to widen (never narrowed)

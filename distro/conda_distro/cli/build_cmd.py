@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT
 from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json
 from conda_distro.distribution import load_distribution
 from conda_distro.engine.run import BuildOptions, BuildRun, run_build, upload_staging
@@ -43,6 +44,7 @@ def build(
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Packages built/tested at once (processes).")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, help="Seconds to wait for another build or sweep into the same staging channel.")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
     format: FormatOpt = TextJson.text,
 ) -> int:
@@ -50,7 +52,7 @@ def build(
     supported release × variant its pins admit."""
     dist = load_distribution(root)
     options = BuildOptions(names=tuple(names or ()), all=all_, changed_since=changed_since, pytorch=tuple(pytorch or ()),
-                           jobs=jobs, engine=engine, dry_run=dry_run)
+                           jobs=jobs, engine=engine, dry_run=dry_run, lock_timeout=lock_timeout)
     run = run_build(dist, options, make_reporter() if not dry_run else None)
     if format is TextJson.json:
         print_json(run.to_dict())

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT
 from conda_distro.cli.app import RootOpt, app, out, print_json
 from conda_distro.progress import make_reporter
 from conda_distro.sweep import SweepOptions, SweepResult, run_sweep
@@ -38,6 +39,7 @@ def sweep(
     no_build: Annotated[bool, typer.Option("--no-build", help="Edit only; skip building and testing.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1)] = 1,
     author: Annotated[str, typer.Option("--author", help="Commit author 'Name <email>'.")] = "conda-distro bot <bot@conda-distro.invalid>",
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, help="Seconds to wait for another sweep of this repository (and for a build into the same staging channel).")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
     format: Annotated[SweepFormat, typer.Option("--format")] = SweepFormat.text,
 ) -> int:
@@ -46,7 +48,7 @@ def sweep(
     Exit 0 when the sweep ran, even when packages failed (their statuses say so; JSON `ok` is false);
     2 on bad input."""
     res = run_sweep(root, SweepOptions(release=pytorch, commit=commit, dry_run=dry_run, build=not no_build, jobs=jobs,
-                                       author=author), make_reporter() if not dry_run else None)
+                                       author=author, lock_timeout=lock_timeout), make_reporter() if not dry_run else None)
     if format is SweepFormat.json:
         print_json(res.to_dict())
     elif format is SweepFormat.markdown:

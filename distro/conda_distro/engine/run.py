@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, channel_lock
 from conda_distro.distribution import Distribution
 from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import BuildReport, ExecContext, Executor, Reporter
@@ -25,6 +26,7 @@ class BuildOptions:
     jobs: int = 1
     engine: str = "rattler-build"
     dry_run: bool = False
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another build into the same staging
 
 
 @dataclass
@@ -95,10 +97,25 @@ def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Pa
     return plan, paths
 
 
+def staging_lock(dist: Distribution, timeout: float):
+    """The lock a build holds on the staging folder it writes (the same kind promote holds on main):
+    two builds into one staging never interleave their writes of packages, repodata and results."""
+    staging = build_paths(dist).staging
+    return channel_lock(staging / LOCK_NAME, timeout, f"the staging channel {staging}", others="build or sweep")
+
+
 def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | None = None) -> BuildRun:
+    if options.dry_run:
+        plan, _ = plan_build(dist, options)
+        return BuildRun(plan, None)
+    with staging_lock(dist, options.lock_timeout):  # planned under the lock: what is up to date is read then
+        return _run_build_locked(dist, options, reporter)
+
+
+def _run_build_locked(dist: Distribution, options: BuildOptions, reporter: Reporter | None) -> BuildRun:
     plan, paths = plan_build(dist, options)
-    if options.dry_run or not plan.packages:
-        return BuildRun(plan, None if options.dry_run else BuildReport())
+    if not plan.packages:
+        return BuildRun(plan, BuildReport())
     views = build_release_views(dist.distro, paths.views)
     ctx = ExecContext(staging=paths.staging, upstream=tuple(dist.distro.upstream_urls), views=views,
                       store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name, jobs=options.jobs)
