@@ -823,3 +823,225 @@ def test_exact_pin_fails_that_package_with_the_reason():
     dec = decide(recipe, "pytorch", "2.11.0", ("2.10.0",))
     with pytest.raises(EditError, match=r"'pytorch ==2.10.0 \*cuda\*' .* still does not admit pytorch 2.11.0"):
         edited_text(recipe, dec, "pytorch", "2.11.0")
+
+
+# ---------------------------------------------------------------------------------------------
+# sweep --commit is resumable (issue 11): kill -9 at each step, then a rerun finishes the branch
+
+import os
+import subprocess
+import sys
+import time
+
+
+def sweep_subprocess(world: Path, *argv: str, crash_at: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, **({"CONDA_DISTRO_TEST_CRASH_AT": crash_at} if crash_at else {})}
+    return subprocess.run([sys.executable, "-m", "conda_distro", "sweep", *argv, "--root", str(world), "--format", "json"],
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
+NO_BUILD_BUMPED = sorted(PYTORCH_DEPENDENT - {"visionkit"})
+
+
+def assert_complete_sweep_branch(world: Path, base: str, before: dict[str, str]) -> None:
+    """The branch of a ``--no-build --commit`` sweep of 2.7.0, complete: checked out, clean, one commit
+    for distro.yaml then one per bumped package, each holding exactly the edited file."""
+    repo = git.Repo(world)
+    assert repo.active_branch.name == "sweep/pytorch-2.7.0"
+    assert not repo.is_dirty(path="recipes") and not repo.is_dirty(path="distro.yaml") and not repo.is_dirty()
+    commits = list(reversed(list(repo.iter_commits(f"{base}..sweep/pytorch-2.7.0"))))
+    assert len(commits) == 1 + len(NO_BUILD_BUMPED)
+    assert commits[0].parents[0].hexsha == base and list(commits[0].stats.files) == ["distro.yaml"]
+    assert sorted(next(iter(c.stats.files)).split("/")[1] for c in commits[1:]) == NO_BUILD_BUMPED
+    for c in commits[1:]:
+        (path,) = c.stats.files
+        assert c.stats.files[path]["lines"] == 4 and (world / path).read_text() != before[path]
+        assert repo.git.show(f"{c.hexsha}:{path}") + "\n" == (world / path).read_text()
+    assert releases_of(world) == ["2.4.1", "2.5.1", "2.6.0", "2.7.0"]
+    assert not list((world / "build" / "sweep").glob("*.journal.json"))
+    assert json.loads((world / "build" / "sweep" / "pytorch-2.7.0.json").read_text())["branch"] == "sweep/pytorch-2.7.0"
+
+
+@pytest.mark.parametrize("step, finished", [
+    ("sweep-after-edits", False),  # recipes and distro.yaml edited, nothing committed: rolled back, swept again
+    ("sweep-after-build", False),  # builds done and failures reverted: the same
+    ("sweep-after-commit-objects", True),  # commits made as objects, no branch yet: the branch is created
+])
+def test_sweep_commit_killed_then_rerun_finishes_the_branch(world27: Path, step: str, finished: bool):
+    repo = git.Repo(world27)
+    base = repo.head.commit.hexsha
+    before = tracked_state(world27)
+
+    crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build", crash_at=step)
+    assert crashed.returncode == -9, crashed.stderr
+    assert (world27 / "build" / "sweep" / "pytorch-2.7.0.journal.json").is_file()
+    assert "sweep/pytorch-2.7.0" not in [h.name for h in repo.heads]  # never a half-made branch
+    assert releases_of(world27)[-1] == "2.7.0"  # the edits are in the work tree: the old "nothing to do" case
+
+    rerun = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+
+    assert rerun.returncode == 0, rerun.stderr
+    doc = json.loads(rerun.stdout)
+    assert "nothing to do" not in (doc["message"] or "")
+    if finished:
+        assert doc["message"].startswith("finished the commits of the interrupted sweep of pytorch 2.7.0")
+    else:
+        assert doc["message"].startswith("an interrupted sweep of pytorch 2.7.0 was rolled back")
+    assert sorted(n for n, p in {p["name"]: p for p in doc["packages"]}.items() if p["status"] == "bumped") == NO_BUILD_BUMPED
+    assert [c["sha"] for c in doc["commits"]] == [c.hexsha for c in reversed(list(repo.iter_commits(f"{base}..sweep/pytorch-2.7.0")))]
+    assert_complete_sweep_branch(world27, base, before)
+    again = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")  # now truly nothing to do
+    assert again.returncode == 0 and json.loads(again.stdout)["noop"] is True
+
+
+def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypatch):
+    """Killed between creating the branch and checking it out: the rerun checks it out."""
+    from conda_distro import gitutil
+
+    repo = git.Repo(world27)
+    base = repo.head.commit.hexsha
+    before = tracked_state(world27)
+
+    def die_after_ref(repo_, branch, tip):
+        repo_.git.update_ref(f"refs/heads/{branch}", tip, "")
+        raise SystemExit("killed")  # the journal stays: SystemExit is not caught by the sweep's cleanup path here
+
+    import conda_distro.sweep as sweep_mod
+    monkeypatch.setattr(sweep_mod, "publish_branch", die_after_ref)
+    with pytest.raises(SystemExit):
+        sweep_mod.run_sweep(world27, sweep_mod.SweepOptions(release="2.7.0", commit=True, build=False))
+    monkeypatch.setattr(sweep_mod, "publish_branch", gitutil.publish_branch)
+    assert repo.active_branch.name == "main" and "sweep/pytorch-2.7.0" in [h.name for h in repo.heads]
+
+    res = sweep_mod.run_sweep(world27, sweep_mod.SweepOptions(release="2.7.0", commit=True, build=False))
+
+    assert res.message.startswith("finished the commits")
+    assert_complete_sweep_branch(world27, base, before)
+
+
+def test_half_made_branch_without_journal_is_not_nothing_to_do(world27: Path, capsys):
+    """The issue's repro, as an older sweep left it: on the sweep branch, some packages committed, the
+    other edits uncommitted, no journal. The rerun says what to do instead of 'nothing to do'."""
+    code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")  # edits only, no commits
+    assert code == 0
+    repo = git.Repo(world27)
+    repo.git.checkout("-b", "sweep/pytorch-2.7.0")
+    repo.git.add("distro.yaml", "recipes/layerkit", "recipes/tensorutils")
+    repo.index.commit("part of an interrupted sweep")
+    before = tracked_state(world27)
+
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+
+    assert code == 2 and "nothing to do" not in err
+    assert "branch sweep/pytorch-2.7.0 is checked out with" in err and "uncommitted change(s)" in err
+    assert "git checkout -- recipes distro.yaml" in err and "git branch -D sweep/pytorch-2.7.0" in err
+    assert tracked_state(world27) == before
+
+
+def test_uncommitted_release_without_journal_is_not_nothing_to_do(world27: Path, capsys):
+    code, _ = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")
+    assert code == 0
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+    assert code == 2 and "the checked-out commit does not" in err and "git checkout -- distro.yaml recipes" in err
+    assert tracked_state(world27) == before
+
+
+def test_file_changed_after_the_kill_is_refused_and_nothing_written(world27: Path, capsys):
+    crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build", crash_at="sweep-after-edits")
+    assert crashed.returncode == -9
+    path = world27 / "recipes" / "layerkit" / "recipe.yaml"
+    path.write_text(path.read_text() + "# a hand edit\n")
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+    assert code == 2 and "recipes/layerkit/recipe.yaml was changed after the sweep of pytorch 2.7.0 was interrupted" in err
+    assert tracked_state(world27) == before
+
+
+def test_other_release_waits_for_the_unfinished_sweep(world27: Path, capsys):
+    crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--no-build", crash_at="sweep-after-edits")
+    assert crashed.returncode == -9
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.6.1", "--no-build")
+    assert code == 2 and "the sweep of pytorch 2.7.0 was interrupted" in err
+    assert "conda-distro sweep --pytorch 2.7.0" in err
+    assert tracked_state(world27) == before
+    code, out, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--dry-run")
+    assert code == 0 and "an interrupted sweep of pytorch 2.7.0 is unfinished" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# sweep and build take a lock (issue 11): a second run waits (bounded) or exits 2
+
+HOLD_LOCK = ("import sys, time; from filelock import FileLock; l = FileLock(sys.argv[1]); l.acquire(); "
+             "print('held', flush=True); time.sleep(float(sys.argv[2]))")
+
+
+def hold_lock(path: Path, seconds: float) -> subprocess.Popen:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    p = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "held"
+    return p
+
+
+def test_second_sweep_times_out_with_exit_2_and_writes_nothing(world27: Path, capsys):
+    holder = hold_lock(world27 / "build" / "locks" / "repository.lock", 60)
+    before = tracked_state(world27)
+    try:
+        code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build", "--lock-timeout", "1")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 2 and "another conda-distro process is writing to the repository" in err and "--lock-timeout" in err
+    assert tracked_state(world27) == before and [h.name for h in git.Repo(world27).heads] == ["main"]
+
+
+def test_second_sweep_waits_for_the_first(world27: Path, capsys):
+    holder = hold_lock(world27 / "build" / "locks" / "repository.lock", 2)
+    t0 = time.monotonic()
+    code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build", "--lock-timeout", "60")
+    holder.wait()
+    assert code == 0 and time.monotonic() - t0 >= 1.5
+    assert releases_of(world27)[-1] == "2.7.0" and {p["status"] for p in doc["packages"]} >= {"bumped"}
+
+
+def test_build_times_out_on_a_locked_staging_channel(sandbox_world: Path, capsys):
+    staging = sandbox_world / "build" / "channels" / "staging"
+    holder = hold_lock(staging / ".conda-distro.lock", 60)
+    try:
+        code, _, err = run_cli(capsys, "build", "tensorutils", "--lock-timeout", "1", "--root", str(sandbox_world))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 2
+    assert "another conda-distro process is writing to the staging channel" in err and "build or sweep" in err
+    assert [p.name for p in staging.iterdir()] == [".conda-distro.lock"]  # nothing built
+    assert not (sandbox_world / "build" / "results").exists()
+
+
+@pytest.mark.slow
+def test_two_concurrent_builds_leave_staging_consistent(sandbox_world: Path):
+    """The issue's repro: two builds at once. The second waits for the first, then finds everything up to
+    date; staging's repodata names exactly its files with their sha256, and every result is for the file
+    that is there (promote holds nothing as 'results for another build of this file')."""
+    from conda_distro.results import ResultsStore
+    from helpers import sha256
+
+    cmd = [sys.executable, "-m", "conda_distro", "build", "tensorutils", "layerkit", "--root", str(sandbox_world),
+           "--format", "json"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
+    docs = [json.loads(o[0]) for o in outs]
+    built = [b for d in docs for b in d["builds"] if b["status"] == "built"]
+    assert len(built) == len({b["artifact"] for b in built})  # each artifact built once
+    staging = sandbox_world / "build" / "channels" / "staging"
+    on_disk = {f"{p.parent.name}/{p.name}": sha256(p) for p in staging.glob("*/*.conda")}
+    indexed = {}
+    for rd in staging.glob("*/repodata.json"):
+        for fn, rec in json.loads(rd.read_text()).get("packages.conda", {}).items():
+            indexed[f"{rd.parent.name}/{fn}"] = rec["sha256"]
+    assert indexed == on_disk and on_disk
+    store = ResultsStore(sandbox_world / "build" / "results")
+    for artifact, digest in on_disk.items():
+        assert store.get(artifact).sha256 == digest, artifact
