@@ -47,7 +47,7 @@ from typing import Callable
 SWEEP_RELEASE = "2.7.0"
 SWEEP_BRANCH = f"sweep/pytorch-{SWEEP_RELEASE}"
 BUILD_NAMES = ("tensorutils", "layerkit")  # built and tested in the build scenario (their tests pass)
-RETIRED = "tensorutils"
+RETIRED = "trainloop"  # a leaf of the graph: retire needs no --force
 
 
 # ---------------------------------------------------------------------------------------------
@@ -85,25 +85,45 @@ class Templates:
 def make_templates(workdir: Path, *, sandbox: Path | None = None, built: Path | None = None,
                    sweep: Path | None = None) -> Templates:
     """Worlds to copy per run (given ones are reused: the tests pass their session templates)."""
+    ready = ".kill9-ready"  # a template made by an earlier run in the same --workdir is reused
+
+    def fresh(path: Path) -> bool:
+        if (path / ready).is_file():
+            return False
+        shutil.rmtree(path, ignore_errors=True)
+        return True
+
     if sandbox is None:
         from conda_distro.sandbox.world import SandboxOptions, create_sandbox
 
         sandbox = workdir / "t-sandbox"
-        create_sandbox(SandboxOptions(path=sandbox, force=True))
+        if fresh(sandbox):
+            create_sandbox(SandboxOptions(path=sandbox, force=True))
+            (sandbox / ".git" / "info" / "exclude").write_text(f"{ready}\n")
+            (sandbox / ready).write_text("")
     if built is None:
-        built = copy_world(sandbox, workdir / "t-built")
-        res = cli(built, "build", "--all", "--jobs", "2")
+        built = workdir / "t-built"
+        if fresh(built):
+            copy_world(sandbox, built)
+            res = cli(built, "build", "--all", "--jobs", "2")
+            if res.returncode not in (0, 1):
+                raise SystemExit(f"setup: build --all failed ({res.returncode}):\n{res.stderr[-3000:]}")
+            (built / ready).write_text("")
+    promoted = workdir / "t-promoted"
+    if fresh(promoted):
+        copy_world(built, promoted)
+        res = cli(promoted, "promote")
         if res.returncode not in (0, 1):
-            raise SystemExit(f"setup: build --all failed ({res.returncode}):\n{res.stderr[-3000:]}")
-    promoted = copy_world(built, workdir / "t-promoted")
-    res = cli(promoted, "promote")
-    if res.returncode not in (0, 1):
-        raise SystemExit(f"setup: promote failed ({res.returncode}):\n{res.stderr[-3000:]}")
+            raise SystemExit(f"setup: promote failed ({res.returncode}):\n{res.stderr[-3000:]}")
+        (promoted / ready).write_text("")
     if sweep is None:
         from conda_distro.sandbox.upstream import build_pytorch_standins
 
-        sweep = copy_world(sandbox, workdir / "t-sweep")
-        build_pytorch_standins(sweep / "upstream", [SWEEP_RELEASE])
+        sweep = workdir / "t-sweep"
+        if fresh(sweep):
+            copy_world(sandbox, sweep)
+            build_pytorch_standins(sweep / "upstream", [SWEEP_RELEASE])
+            (sweep / ready).write_text("")
     return Templates(sandbox=sandbox, built=built, promoted=promoted, sweep=sweep)
 
 
@@ -327,15 +347,17 @@ def run_once(sc: Scenario, world: Path, delay: float, ref: Reference) -> RunResu
 
 
 def run_bench(templates: Templates, workdir: Path, *, runs: int, seed: int, only: tuple[str, ...],
-              sweep_build: bool = False, log: Callable[[str], None] = print) -> list[RunResult]:
+              sweep_build: bool = False, log: Callable[[str], None] = lambda line: print(line, flush=True)) -> list[RunResult]:
     rng = random.Random(seed)
     results: list[RunResult] = []
     for name, sc in scenarios(templates, sweep_build).items():
         if name not in only:
             continue
+        shutil.rmtree(workdir / f"{name}-reference", ignore_errors=True)
         ref = reference(sc, copy_world(sc.template, workdir / f"{name}-reference"))
         log(f"{name}: uninterrupted run {ref.seconds:.1f} s")
         for i in range(runs):
+            shutil.rmtree(workdir / f"{name}-{i}", ignore_errors=True)
             world = copy_world(sc.template, workdir / f"{name}-{i}")
             delay = rng.uniform(0.0, ref.seconds)
             r = run_once(sc, world, delay, ref)
@@ -359,7 +381,7 @@ def main() -> int:
     os.environ.setdefault("RATTLER_CACHE_DIR", str(workdir / "rattler-cache"))
     t0 = time.monotonic()
     templates = make_templates(workdir)
-    print(f"setup {time.monotonic() - t0:.0f} s")
+    print(f"setup {time.monotonic() - t0:.0f} s", flush=True)
     results = run_bench(templates, workdir, runs=args.runs, seed=args.seed, only=tuple(args.only.split(",")),
                         sweep_build=args.sweep_build)
     bad = [r for r in results if r.violations]

@@ -24,7 +24,8 @@ def own_names(recipe: Recipe) -> set[str]:
     if names:
         return {str(n) for n in names} | {recipe.name}
     out = {recipe.name}
-    data = recipe.data if isinstance(recipe.data, dict) else {}
+    data = getattr(recipe, "data", None)
+    data = data if isinstance(data, dict) else {}
     outputs = data.get("outputs")
     if not isinstance(outputs, list):
         return out
@@ -71,7 +72,8 @@ def _branch_items(value: Any, line: int, out: list[tuple[str, int]]) -> None:
 
 def _written_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
     """Literal pytorch requirements written in the recipe, whichever branch of a condition they are in."""
-    data = recipe.data if isinstance(recipe.data, dict) else {}
+    data = getattr(recipe, "data", None)
+    data = data if isinstance(data, dict) else {}
     bodies = [data] + [o for o in (data.get("outputs") or []) if isinstance(o, dict)] \
         if isinstance(data.get("outputs"), list) else [data]
     found: list[Dep] = []

@@ -250,6 +250,20 @@ def split_spec(text: str, has_build: bool) -> SpecParts:
     return SpecParts(head, version, tail)
 
 
+def _build_outside_brackets(text: str, spec: MatchSpec) -> bool:
+    start = bracket_start(text)
+    return spec.build is not None and not (start >= 0 and re.search(r"(?<![\w-])build\s*=", text[start:]))
+
+
+def build_outside_brackets(text: str) -> bool:
+    """Does a rendered spec carry a build string outside its bracket part (``pytorch 2.5.* *cuda*``)?
+    Raises :class:`SpecEditError` when it is not a valid spec."""
+    try:
+        return _build_outside_brackets(text, MatchSpec(text, strict=True))
+    except (InvalidMatchSpecError, InvalidVersionSpecError, InvalidVersionError, ValueError) as exc:
+        raise SpecEditError(f"'{text}' is not a valid spec: {exc}") from None
+
+
 def widen_version(version: str, release: str) -> str:
     """Replace the upper bound of a version spec with the next minor after ``release``.
     ``>=2.4,<2.7`` -> ``>=2.4,<2.8``; ``>=2.4,<2.7.0a0`` -> ``>=2.4,<2.8.0a0``; ``2.5.*`` -> ``>=2.5,<2.8``;
@@ -295,9 +309,7 @@ def widen_spec(text: str, release: str, *, supported: tuple[str, ...] = ()) -> s
         old = MatchSpec(text, strict=True)
     except (InvalidMatchSpecError, InvalidVersionSpecError, InvalidVersionError, ValueError) as exc:
         raise SpecEditError(f"'{text}' is not a valid spec: {exc}") from None
-    unbracketed_build = old.build is not None and not re.search(r"(?<![\w-])build\s*=", text[max(0, bracket_start(text)):]
-                                                                 if bracket_start(text) >= 0 else "")
-    parts = split_spec(text, unbracketed_build)
+    parts = split_spec(text, _build_outside_brackets(text, old))
     if not parts.version.strip() or parts.version.strip() == "*" or admits(old.version, release):
         return text  # admits the release already: nothing to widen (never narrowed)
     new_version = widen_version(parts.version, release)

@@ -31,7 +31,7 @@ from conda_distro.gitutil import commit_chain, publish_branch
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import depends_on, own_names, pytorch_pins
 from conda_distro.recipe import Recipe, parse_recipe
-from conda_distro.specs import (SpecEditError, admits, bracket_start, minor_of, next_minor_bound, split_spec, widen_spec,
+from conda_distro.specs import (SpecEditError, admits, build_outside_brackets, minor_of, next_minor_bound, split_spec, widen_spec,
                                 widen_version)
 from conda_distro.sweepstate import SweepJournal, find_journal, journal_path, roll_back
 from conda_distro.yamlio import LDict, LList, atomic_write_text, dump_roundtrip, load_fast, load_roundtrip
@@ -290,11 +290,8 @@ class _LineEditor:
             return
         # an expression in the spec (``pytorch >=${{ lo }},<2.7`` or ``pytorch >=2.4,<${{ hi }} *cuda*``)
         try:
-            old = MatchSpec(edit.old, strict=True)
-            start = bracket_start(edit.old)
-            has_build = old.build is not None and not (start >= 0 and re.search(r"(?<![\w-])build\s*=", edit.old[start:]))
-            parts = split_spec(val, has_build)
-        except (SpecEditError, ValueError, InvalidMatchSpecError) as exc:
+            parts = split_spec(val, build_outside_brackets(edit.old))
+        except SpecEditError as exc:
             raise EditError(f"cannot read the pin on line {edit.line}: {exc}") from None
         upper = [t for t in parts.version.split(",") if t.strip().startswith("<")]
         if len(upper) != 1:
