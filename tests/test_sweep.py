@@ -9,9 +9,13 @@ also tested on small hand-written recipes (fast).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import git
@@ -827,11 +831,6 @@ def test_exact_pin_fails_that_package_with_the_reason():
 
 # ---------------------------------------------------------------------------------------------
 # sweep --commit is resumable (issue 11): kill -9 at each step, then a rerun finishes the branch
-
-import os
-import subprocess
-import sys
-import time
 
 
 def sweep_subprocess(world: Path, *argv: str, crash_at: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
