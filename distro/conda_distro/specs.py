@@ -289,14 +289,10 @@ def widen_version(version: str, release: str) -> str:
     return f">={floor},<{bound}" if floor else f"{version},<{bound}"
 
 
-def _probe_releases(release: str, version: str) -> list[str]:
-    """Versions around ``release`` to compare what two version specs admit."""
+def _probe_releases(release: str) -> list[str]:
+    """Versions below ``release`` to compare what two version specs admit (the widening must keep them)."""
     ma, mi = minor_of(release)
-    out = [release]
-    for m in range(max(0, mi - 12), mi + 13):
-        out += [f"{ma}.{m}.0", f"{ma}.{m}.1", f"{ma}.{m}.9"]
-    out += [f"{ma - 1}.99.0"] if ma else []
-    return out
+    return [f"{ma}.{m}.{p}" for m in range(max(0, mi - 6), mi + 1) for p in (0, 1)]
 
 
 def widen_spec(text: str, release: str, *, supported: tuple[str, ...] = ()) -> str:
@@ -333,7 +329,7 @@ def widen_spec(text: str, release: str, *, supported: tuple[str, ...] = ()) -> s
         raise SpecEditError(f"widening '{text}' gave '{new_text}', which changes more than the version")
     if not admits(new.version, release):
         raise SpecEditError(f"widening '{text}' gave '{new_text}', which still does not admit {old.name.normalized if old.name else ''} {release}")
-    lost = [v for v in (*supported, *_probe_releases(release, old.version or ""))
+    lost = [v for v in (*supported, *_probe_releases(release))
             if admits(old.version, v) and not admits(new.version, v)]
     if lost:
         raise SpecEditError(f"widening '{text}' to '{new_text}' would drop {lost[0]}, which it admitted")

@@ -141,9 +141,9 @@ def _pytorch_deps(recipe: Recipe, pytorch: str):
 def decide(recipe: Recipe, pytorch: str, release: str, supported: tuple[str, ...] = ()) -> Decision | None:
     """What the sweep does to one recipe. ``supported``: the releases supported before the sweep; a
     bugfix release of a minor the recipe did not admit before either changes nothing for it."""
-    if not depends_on(recipe, pytorch):
-        return None
     versioned = _pytorch_deps(recipe, pytorch)
+    if not versioned and not depends_on(recipe, pytorch):
+        return None
     run_pin = next((d for d in versioned if d.section == "run"), versioned[0] if versioned else None)
     dec = Decision(recipe.folder.name, "unchanged", list(recipe.maintainers),
                    old_pin=run_pin.raw if run_pin else None, new_pin=run_pin.raw if run_pin else None,
@@ -319,10 +319,10 @@ class _LineEditor:
         self.set_context(var.group(1), str(new))
 
 
-def _pin_shape(recipe: Recipe, pytorch: str) -> list[tuple]:
+def _pin_shape(pins: list) -> list[tuple]:
     """What must not change in a recipe's pytorch pins: everything but the version (sorted)."""
     out = []
-    for d in _pytorch_deps(recipe, pytorch):
+    for d in pins:
         try:
             m = MatchSpec(d.raw, strict=True)
         except (InvalidMatchSpecError, ValueError):
@@ -333,14 +333,32 @@ def _pin_shape(recipe: Recipe, pytorch: str) -> list[tuple]:
 
 
 def _rattler_build_parses(text: str) -> str | None:
-    """rattler-build's own parse of recipe text: None when it reads it, else its message."""
-    from rattler_build import Stage0Recipe
-
+    """rattler-build's own parse of recipe text: None when it reads it, else its message. (The binding's
+    parser is called directly: the public ``Stage0Recipe.from_yaml`` also writes the text into a new
+    temporary folder that it never removes.)"""
     try:
-        Stage0Recipe.from_yaml(text)
+        from rattler_build._rattler_build import stage0 as _stage0
+
+        parse = _stage0.Stage0Recipe.from_yaml
+    except (ImportError, AttributeError):  # another rattler-build layout: the public API
+        from rattler_build import Stage0Recipe
+
+        parse = _parse_in_scratch(Stage0Recipe)
+    try:
+        parse(text)
     except Exception as exc:  # noqa: BLE001 - any refusal of rattler-build's is the answer
         return str(exc).strip() or type(exc).__name__
     return None
+
+
+def _parse_in_scratch(stage0):
+    def parse(text: str):
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="conda-distro-recipe-") as tmp:
+            return stage0.from_yaml(text, recipe_dir=tmp)
+
+    return parse
 
 
 def _verify(recipe: Recipe, text: str, dec: Decision, pytorch: str, release: str) -> None:
@@ -353,12 +371,13 @@ def _verify(recipe: Recipe, text: str, dec: Decision, pytorch: str, release: str
         raise EditError(f"the edited recipe does not parse: {exc.message}") from None
     if edited.build_number != dec.new_build:
         raise EditError(f"the edited build number is {edited.build_number}, not {dec.new_build}")
-    bad = [d.raw for d in _pytorch_deps(edited, pytorch) if not admits(d.version, release)]
+    pins = _pytorch_deps(edited, pytorch)
+    bad = [d.raw for d in pins if not admits(d.version, release)]
     if bad:
         raise EditError(f"'{bad[0]}' still does not admit {pytorch} {release}")
     if (edited.name, edited.version) != (recipe.name, recipe.version):
         raise EditError("the edit changed the package name or version")
-    if _pin_shape(edited, pytorch) != _pin_shape(recipe, pytorch):
+    if _pin_shape(pins) != _pin_shape(_pytorch_deps(recipe, pytorch)):
         raise EditError("the edit changed more than the version part of a pytorch pin")
     own = own_names(recipe) - {pytorch}
     others = lambda r: sorted((d.section, d.raw, d.func or "") for d in r.deps() if d.name != pytorch)  # noqa: E731
