@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -610,8 +611,9 @@ def rattler_build_requirements(text: str, variants: dict) -> list[dict]:
     """Requirements per output as rattler-build renders ``text`` with ``variants``."""
     from rattler_build import Stage0Recipe, VariantConfig
 
-    return [{"name": v.recipe.package.name, **v.recipe.requirements.to_dict()}
-            for v in Stage0Recipe.from_yaml(text).render(VariantConfig(variants))]
+    with tempfile.TemporaryDirectory() as tmp:  # (from_yaml writes the text into a folder)
+        return [{"name": v.recipe.package.name, **v.recipe.requirements.to_dict()}
+                for v in Stage0Recipe.from_yaml(text, recipe_dir=tmp).render(VariantConfig(variants))]
 
 
 CUDAOPS = """\
@@ -717,7 +719,9 @@ def test_sweep_edit_covers_build_host_run_constraints_and_every_branch():
     # the cross-compilation branch, rendered for another build platform, is edited too
     from rattler_build import Stage0Recipe, VariantConfig
 
-    (osx,) = Stage0Recipe.from_yaml(out).render(VariantConfig({}), render_config=_render_config("osx-arm64"))
+    with tempfile.TemporaryDirectory() as tmp:
+        (osx,) = Stage0Recipe.from_yaml(out, recipe_dir=tmp).render(VariantConfig({}),
+                                                                    render_config=_render_config("osx-arm64"))
     assert osx.recipe.requirements.to_dict()["build"] == ["pytorch >=2.9,<2.12"]
 
 
