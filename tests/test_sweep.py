@@ -1048,3 +1048,13 @@ def test_two_concurrent_builds_leave_staging_consistent(sandbox_world: Path):
     store = ResultsStore(sandbox_world / "build" / "results")
     for artifact, digest in on_disk.items():
         assert store.get(artifact).sha256 == digest, artifact
+
+
+def test_unreadable_journal_is_a_clear_error(world27: Path, capsys):
+    journal = world27 / "build" / "sweep" / "pytorch-2.7.0.journal.json"
+    journal.parent.mkdir(parents=True)
+    journal.write_text('{"release": "2.7.0", "phase": "half"}')
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+    assert code == 2 and "the journal of an interrupted sweep cannot be read" in err and "pytorch-2.7.0.journal.json" in err
+    assert "Traceback" not in err and tracked_state(world27) == before
