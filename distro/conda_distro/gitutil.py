@@ -100,7 +100,13 @@ def publish_branch(repo, branch: str, tip: str) -> None:
     elif current != tip:
         raise GitError(f"branch {branch} exists at {current[:12]}, not at the sweep's commit {tip[:12]}",
                        field="--commit", hint=f"delete it (git branch -D {branch}) and rerun the sweep")
-    if repo.git.symbolic_ref("-q", "HEAD").strip() != f"refs/heads/{branch}":
+    import git
+
+    try:
+        head = repo.git.symbolic_ref("-q", "HEAD").strip()
+    except git.GitCommandError:  # a detached HEAD
+        head = None
+    if head != f"refs/heads/{branch}":
         repo.git.symbolic_ref("HEAD", f"refs/heads/{branch}")
     git_dir = Path(repo.git_dir)
     tmp = git_dir / "index.conda-distro.tmp"
