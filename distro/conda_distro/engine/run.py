@@ -104,19 +104,36 @@ def staging_lock(dist: Distribution, timeout: float):
     return channel_lock(staging / LOCK_NAME, timeout, f"the staging channel {staging}", others="build or sweep")
 
 
+def _staging_state(paths: Paths) -> tuple:
+    """What the plan read from staging and the results store, as stat data: when it changes, another
+    build wrote there."""
+    def stat(p: Path) -> tuple | None:
+        try:
+            st = p.stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    subdirs = sorted(p for p in paths.staging.iterdir() if p.is_dir()) if paths.staging.is_dir() else []
+    return (stat(paths.store), *((p.name, stat(p / "repodata.json"), stat(p)) for p in subdirs))
+
+
 def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | None = None) -> BuildRun:
-    if options.dry_run:
-        plan, _ = plan_build(dist, options)
-        return BuildRun(plan, None)
-    with staging_lock(dist, options.lock_timeout):  # planned under the lock: what is up to date is read then
-        return _run_build_locked(dist, options, reporter)
-
-
-def _run_build_locked(dist: Distribution, options: BuildOptions, reporter: Reporter | None) -> BuildRun:
+    """Plan, then build under the staging channel's lock. The plan is made first, so that bad input
+    exits 2 having written nothing (not even the lock file); when another build wrote staging or the
+    results while this one waited for the lock, it is made again under the lock."""
     plan, paths = plan_build(dist, options)
+    if options.dry_run:
+        return BuildRun(plan, None)
     if not plan.packages:
         return BuildRun(plan, BuildReport())
-    views = build_release_views(dist.distro, paths.views)
-    ctx = ExecContext(staging=paths.staging, upstream=tuple(dist.distro.upstream_urls), views=views,
-                      store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name, jobs=options.jobs)
-    return BuildRun(plan, Executor(plan, ctx, reporter).run())
+    seen = _staging_state(paths)
+    with staging_lock(dist, options.lock_timeout):
+        if _staging_state(paths) != seen:
+            plan, paths = plan_build(dist, options)
+            if not plan.packages:
+                return BuildRun(plan, BuildReport())
+        views = build_release_views(dist.distro, paths.views)
+        ctx = ExecContext(staging=paths.staging, upstream=tuple(dist.distro.upstream_urls), views=views,
+                          store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name, jobs=options.jobs)
+        return BuildRun(plan, Executor(plan, ctx, reporter).run())
