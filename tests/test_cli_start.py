@@ -90,10 +90,12 @@ def test_top_level_help_lists_every_command_in_registration_order(capsys):
 
 
 def test_lock_timeout_default_matches_the_library():
+    from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT as channel_default
+    from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT as cli_default
     from conda_distro.cli.promote_cmd import DEFAULT_LOCK_TIMEOUT
     from conda_distro.promote import DEFAULT_LOCK_TIMEOUT as library_default
 
-    assert DEFAULT_LOCK_TIMEOUT == library_default
+    assert DEFAULT_LOCK_TIMEOUT == library_default == cli_default == channel_default
 
 
 def test_commands_still_run_their_library_code(tmp_path, capsys):

@@ -171,3 +171,66 @@ def test_caches_do_not_leak_mutable_results():
     with pytest.raises(AttributeError):
         first.add((9, 9))  # frozenset: a cached answer cannot be changed by a caller
     assert specs.admitted_minors(">=2.4,<2.6") == {(2, 4), (2, 5)}
+
+
+# ---------------------------------------------------------------------------------------------
+# the sweep's edit of a spec: only the version part is widened
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("pytorch 2.10.* *cuda*", "pytorch >=2.10,<2.12 *cuda*"),
+    ("pytorch >=2.9,<2.11", "pytorch >=2.9,<2.12"),
+    ("pytorch >=2.9,<2.11.0a0", "pytorch >=2.9,<2.12.0a0"),
+    ("pytorch >=2.4, <2.7", "pytorch >=2.4,<2.12"),
+    ("pytorch>=2.9,<2.11", "pytorch>=2.9,<2.12"),
+    ("pytorch>=2.9,<2.11 *cuda*", "pytorch>=2.9,<2.12 *cuda*"),
+    ("pytorch >=2.9,<2.11 cuda*_0", "pytorch >=2.9,<2.12 cuda*_0"),
+    ("pytorch =2.10", "pytorch >=2.10,<2.12"),
+    ("pytorch=2.10", "pytorch >=2.10,<2.12"),
+    ("pytorch ~=2.10.0", "pytorch >=2.10.0,<2.12"),
+    ("pytorch >=2.9,<2.11 [build=*cuda*]", "pytorch >=2.9,<2.12 [build=*cuda*]"),
+    ('pytorch[version=">=2.9,<2.11", build=*cuda*]', 'pytorch[version=">=2.9,<2.12", build=*cuda*]'),
+    ("pytorch [version='2.10.*']", "pytorch [version='>=2.10,<2.12']"),
+    ("pytorch[version=2.10.*]", 'pytorch[version=">=2.10,<2.12"]'),
+    ("conda-forge::pytorch >=2.9,<2.11", "conda-forge::pytorch >=2.9,<2.12"),
+    ("conda-forge::pytorch 2.10.* *cuda*", "conda-forge::pytorch >=2.10,<2.12 *cuda*"),
+    ("conda-forge/linux-64::pytorch 2.10.*", "conda-forge/linux-64::pytorch >=2.10,<2.12"),
+    ("pytorch * [build=*cuda*]", "pytorch * [build=*cuda*]"),  # no version constraint: nothing to widen
+    ("pytorch", "pytorch"),
+])
+def test_widen_spec_changes_the_version_part_only(text, expected):
+    from rattler import MatchSpec
+
+    out = specs.widen_spec(text, "2.11.0", supported=("2.9.1", "2.10.0"))
+    assert out == expected
+    old, new = MatchSpec(text, strict=True), MatchSpec(out, strict=True)
+    assert (new.name.normalized, new.build, str(new.channel), new.subdir) == (old.name.normalized, old.build, str(old.channel), old.subdir)
+    assert admits(new.version, "2.11.0")
+
+
+@pytest.mark.parametrize("text,words", [
+    ("pytorch ==2.10.0", "still does not admit pytorch 2.11.0"),
+    ("pytorch >=2.4,<2.6|2.6.*", "still does not admit pytorch 2.11.0"),
+    ("pytorch >=2.4,<2.7=*cuda*", "not a valid spec"),
+])
+def test_widen_spec_refuses_what_it_cannot_widen(text, words):
+    with pytest.raises(specs.SpecEditError, match=words):
+        specs.widen_spec(text, "2.11.0")
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(lo=st.integers(0, 9), span=st.integers(1, 3), build=st.sampled_from(["", " *cuda*", " [build=*cpu*]", " cuda*_0"]),
+       channel=st.sampled_from(["", "conda-forge::"]), minor=st.integers(10, 14))
+def test_widen_spec_property(lo, span, build, channel, minor):
+    """Whatever the spec's shape: the widened spec keeps name, channel and build, admits the release
+    and everything the old one admitted."""
+    from rattler import MatchSpec
+
+    text = f"{channel}pytorch >=2.{lo},<2.{lo + span}{build}"
+    release = f"2.{minor}.0"
+    out = specs.widen_spec(text, release)
+    old, new = MatchSpec(text, strict=True), MatchSpec(out, strict=True)
+    assert (new.build, str(new.channel)) == (old.build, str(old.channel))
+    assert out.endswith(build) and out.startswith(f"{channel}pytorch ")
+    assert admits(new.version, release)
+    assert all(admits(new.version, f"2.{m}.{p}") for m in range(lo, lo + span) for p in (0, 3))

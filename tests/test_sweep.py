@@ -9,9 +9,14 @@ also tested on small hand-written recipes (fast).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
+import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import git
@@ -273,7 +278,8 @@ def test_sweep_bugfix_release_changes_no_recipe(sandbox_world: Path, capsys):
     assert releases_of(sandbox_world) == ["2.4.1", "2.5.1", "2.6.0", "2.6.1"]
     assert len(changed_lines(before["distro.yaml"], after["distro.yaml"])) == 1
     assert not (sandbox_world / "build" / "channels").exists()  # nothing needed a build
-    assert [p.name for p in (sandbox_world / "build").iterdir()] == ["sweep"]
+    assert sorted(p.name for p in (sandbox_world / "build").iterdir()) == ["locks", "sweep"]  # the repository's lock
+    assert [p.name for p in (sandbox_world / "build" / "sweep").iterdir()] == ["pytorch-2.6.1.json"]  # no journal left
     assert doc["pull_requests"] == {}
     commits = list(repo.iter_commits(f"{base.hexsha}..sweep/pytorch-2.6.1"))
     assert len(commits) == 1 and list(commits[0].stats.files) == ["distro.yaml"]
@@ -584,3 +590,471 @@ def test_add_release_block_list_adds_one_line(tmp_path):
     out = add_release_text(load_config(tmp_path), "2.7.0")
     assert out.split("\n") == text.split("\n")[:10] + ['    - "2.7.0"'] + text.split("\n")[10:]
     assert yaml.safe_load(out)["pytorch"]["releases"] == ["2.4.1", "2.5.1", "2.7.0"]
+
+
+# ---------------------------------------------------------------------------------------------
+# sweep edits keep meaning (issue 10): only the version part of a pytorch pin is widened; build
+# strings, brackets and channels stay; every pin the release must satisfy is edited; the recipe's own
+# outputs are never touched. Each edited text is also read and rendered by rattler-build itself.
+
+CUDA_VARIANTS = ({"cuda_compiler_version": ["None"]}, {"cuda_compiler_version": ["12.8"]})
+
+
+def sweep_edit(text: str, name: str, release: str = "2.11.0", supported=("2.9.1", "2.10.0")):
+    recipe = _recipe(text, name)
+    dec = decide(recipe, "pytorch", release, supported)
+    assert dec is not None and dec.status == "bumped", dec
+    return dec, edited_text(recipe, dec, "pytorch", release)
+
+
+def rattler_build_requirements(text: str, variants: dict) -> list[dict]:
+    """Requirements per output as rattler-build renders ``text`` with ``variants``."""
+    from rattler_build import Stage0Recipe, VariantConfig
+
+    with tempfile.TemporaryDirectory() as tmp:  # (from_yaml writes the text into a folder)
+        return [{"name": v.recipe.package.name, **v.recipe.requirements.to_dict()}
+                for v in Stage0Recipe.from_yaml(text, recipe_dir=tmp).render(VariantConfig(variants))]
+
+
+CUDAOPS = """\
+context:
+  name: cudaops
+  version: "0.4.0"
+
+package:
+  name: ${{ name }}
+  version: ${{ version }}
+
+build:
+  number: 2   # bumped by hand
+
+requirements:
+  host:
+    - python
+    - if: cuda_compiler_version != "None"
+      then: pytorch 2.10.* *cuda*   # the CUDA build only
+      else: pytorch 2.10.* *cpu*
+  run:
+    - python
+    - pytorch 2.10.* *cuda*
+    - conda-forge::pytorch >=2.9,<2.11
+    - pytorch >=2.9,<2.11 [build=*cuda*]
+    - "pytorch [version='>=2.9,<2.11']"
+    - numpy >=1.24,<3
+
+about:
+  license: MIT
+"""
+
+
+def test_sweep_edit_keeps_build_string_bracket_and_channel():
+    dec, out = sweep_edit(CUDAOPS, "cudaops")
+    assert changed_lines(CUDAOPS, out) == [
+        (10, "  number: 2   # bumped by hand", "  number: 3   # bumped by hand"),
+        (16, "      then: pytorch 2.10.* *cuda*   # the CUDA build only",
+             "      then: pytorch >=2.10,<2.12 *cuda*   # the CUDA build only"),
+        (17, "      else: pytorch 2.10.* *cpu*", "      else: pytorch >=2.10,<2.12 *cpu*"),
+        (20, "    - pytorch 2.10.* *cuda*", "    - pytorch >=2.10,<2.12 *cuda*"),
+        (21, "    - conda-forge::pytorch >=2.9,<2.11", "    - conda-forge::pytorch >=2.9,<2.12"),
+        (22, "    - pytorch >=2.9,<2.11 [build=*cuda*]", "    - pytorch >=2.9,<2.12 [build=*cuda*]"),
+        (23, "    - \"pytorch [version='>=2.9,<2.11']\"", "    - \"pytorch [version='>=2.9,<2.12']\""),
+    ]
+    assert dec.old_pin == "pytorch 2.10.* *cuda*" and dec.new_pin == "pytorch >=2.10,<2.12 *cuda*"
+    cpu, cuda = (rattler_build_requirements(out, v)[0] for v in CUDA_VARIANTS)
+    assert "pytorch >=2.10,<2.12 *cpu*" in cpu["host"] and "pytorch >=2.10,<2.12 *cuda*" in cuda["host"]
+    assert cuda["run"] == ["python", "pytorch >=2.10,<2.12 *cuda*", "conda-forge::pytorch >=2.9,<2.12",
+                           "pytorch >=2.9,<2.12 *cuda*", "pytorch >=2.9,<2.12", "numpy >=1.24,<3"]
+
+
+SECTIONS_RECIPE = """\
+context:
+  version: "1.0.0"
+  torch_max: "2.11"   # the upper bound of the cuda run pin
+
+package:
+  name: crossops
+  version: ${{ version }}
+
+build:
+  number: 0
+
+requirements:
+  build:
+    - if: build_platform != target_platform
+      then:
+        - pytorch >=2.9,<2.11   # cross-compilation: the build machine's pytorch
+  host:
+    - pytorch >=2.9,<2.11
+  run:
+    - pytorch >=2.9,<${{ torch_max }} *cuda*
+  run_constraints:
+    - pytorch >=2.9,<2.11
+    - if: win
+      then: pytorch >=2.9,<2.11
+
+about:
+  license: MIT
+"""
+
+
+def test_sweep_edit_covers_build_host_run_constraints_and_every_branch():
+    text = SECTIONS_RECIPE
+    dec, out = sweep_edit(text, "crossops")
+    assert [(e.line, e.old) for e in dec.edits] == [(16, "pytorch >=2.9,<2.11"), (18, "pytorch >=2.9,<2.11"),
+                                                    (20, "pytorch >=2.9,<2.11 *cuda*"), (22, "pytorch >=2.9,<2.11"),
+                                                    (24, "pytorch >=2.9,<2.11")]
+    assert changed_lines(text, out) == [
+        (3, '  torch_max: "2.11"   # the upper bound of the cuda run pin',
+            '  torch_max: "2.12"   # the upper bound of the cuda run pin'),
+        (10, "  number: 0", "  number: 1"),
+        (16, "        - pytorch >=2.9,<2.11   # cross-compilation: the build machine's pytorch",
+             "        - pytorch >=2.9,<2.12   # cross-compilation: the build machine's pytorch"),
+        (18, "    - pytorch >=2.9,<2.11", "    - pytorch >=2.9,<2.12"),
+        (22, "    - pytorch >=2.9,<2.11", "    - pytorch >=2.9,<2.12"),
+        (24, "      then: pytorch >=2.9,<2.11", "      then: pytorch >=2.9,<2.12"),
+    ]
+    (req,) = rattler_build_requirements(out, {})
+    assert req["host"] == ["pytorch >=2.9,<2.12"] and req["run"] == ["pytorch >=2.9,<2.12 *cuda*"]
+    assert req["run_constraints"] == ["pytorch >=2.9,<2.12"]
+    # the cross-compilation branch, rendered for another build platform, is edited too
+    from rattler_build import Stage0Recipe, VariantConfig
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (osx,) = Stage0Recipe.from_yaml(out, recipe_dir=tmp).render(VariantConfig({}),
+                                                                    render_config=_render_config("osx-arm64"))
+    assert osx.recipe.requirements.to_dict()["build"] == ["pytorch >=2.9,<2.12"]
+
+
+def _render_config(target: str):
+    from rattler_build import PlatformConfig, RenderConfig
+
+    return RenderConfig(platform=PlatformConfig(target_platform=target, build_platform="linux-64", host_platform=target))
+
+
+OWN_OUTPUTS = """\
+context:
+  name: audiokit
+  version: "0.5.0"
+
+recipe:
+  name: ${{ name }}-split
+  version: ${{ version }}
+
+build:
+  number: 4
+
+outputs:
+  - package:
+      name: ${{ name }}
+    requirements:
+      host:
+        - pytorch 2.10.*
+      run:
+        - pytorch >=2.10,<2.11
+  - package:
+      name: ${{ name }}-tests
+    requirements:
+      run:
+        - ${{ pin_subpackage(name, exact=True) }}
+        - audiokit ==${{ version }}
+        - pytorch >=2.10,<2.11
+      run_constraints:
+        - audiokit-split ==${{ version }}
+
+about:
+  license: MIT
+"""
+
+
+def test_sweep_edit_multi_output_keeps_own_output_pins():
+    dec, out = sweep_edit(OWN_OUTPUTS, "audiokit")
+    assert changed_lines(OWN_OUTPUTS, out) == [
+        (10, "  number: 4", "  number: 5"),
+        (17, "        - pytorch 2.10.*", "        - pytorch >=2.10,<2.12"),
+        (19, "        - pytorch >=2.10,<2.11", "        - pytorch >=2.10,<2.12"),
+        (26, "        - pytorch >=2.10,<2.11", "        - pytorch >=2.10,<2.12"),
+    ]
+    lib, tests = rattler_build_requirements(out, {})
+    assert (lib["name"], lib["run"]) == ("audiokit", ["pytorch >=2.10,<2.12"])
+    assert tests["run"][1:] == ["audiokit ==0.5.0", "pytorch >=2.10,<2.12"]
+    assert tests["run"][0] == {"pin_subpackage": {"name": "audiokit", "exact": True}}
+
+
+TORCH_FEEDSTOCK_LIKE = """\
+context:
+  version: "2.10.0"
+
+recipe:
+  name: torch-split
+  version: ${{ version }}
+
+build:
+  number: 0
+
+outputs:
+  - package:
+      name: libtorch
+    requirements:
+      run_constraints:
+        - pytorch ==${{ version }}
+  - package:
+      name: pytorch
+    requirements:
+      host:
+        - ${{ pin_subpackage('libtorch', exact=True) }}
+      run:
+        - libtorch ==${{ version }}
+  - package:
+      name: pytorch-tests
+    requirements:
+      run:
+        - pytorch ==${{ version }}
+        - pytorch >=2.10,<2.11
+
+about:
+  license: BSD-3-Clause
+"""
+
+
+def test_recipe_that_produces_pytorch_is_never_swept(make_distro, clean_recipe):
+    recipe = _recipe(TORCH_FEEDSTOCK_LIKE, "torch-split")
+    assert decide(recipe, "pytorch", "2.11.0", ("2.10.0",)) is None  # its pytorch pins are self-pins
+    root = make_distro({"torch-split": TORCH_FEEDSTOCK_LIKE, "user": clean_recipe("user")})
+    plan = plan_sweep(load_distribution(root), "2.7.0")
+    assert [(d.name, d.status) for d in plan.decisions] == [("user", "bumped")]
+    assert rattler_build_requirements(TORCH_FEEDSTOCK_LIKE, {})[0]["run_constraints"] == ["pytorch ==2.10.0"]
+
+
+def test_exact_pin_fails_that_package_with_the_reason():
+    text = CUDAOPS.replace("    - pytorch 2.10.* *cuda*\n", "    - pytorch ==2.10.0 *cuda*\n")
+    recipe = _recipe(text, "cudaops")
+    dec = decide(recipe, "pytorch", "2.11.0", ("2.10.0",))
+    with pytest.raises(EditError, match=r"'pytorch ==2.10.0 \*cuda\*' .* still does not admit pytorch 2.11.0"):
+        edited_text(recipe, dec, "pytorch", "2.11.0")
+
+
+# ---------------------------------------------------------------------------------------------
+# sweep --commit is resumable (issue 11): kill -9 at each step, then a rerun finishes the branch
+
+
+def sweep_subprocess(world: Path, *argv: str, crash_at: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, **({"CONDA_DISTRO_TEST_CRASH_AT": crash_at} if crash_at else {})}
+    return subprocess.run([sys.executable, "-m", "conda_distro", "sweep", *argv, "--root", str(world), "--format", "json"],
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
+NO_BUILD_BUMPED = sorted(PYTORCH_DEPENDENT - {"visionkit"})
+
+
+def assert_complete_sweep_branch(world: Path, base: str, before: dict[str, str]) -> None:
+    """The branch of a ``--no-build --commit`` sweep of 2.7.0, complete: checked out, clean, one commit
+    for distro.yaml then one per bumped package, each holding exactly the edited file."""
+    repo = git.Repo(world)
+    assert repo.active_branch.name == "sweep/pytorch-2.7.0"
+    assert not repo.is_dirty(path="recipes") and not repo.is_dirty(path="distro.yaml") and not repo.is_dirty()
+    commits = list(reversed(list(repo.iter_commits(f"{base}..sweep/pytorch-2.7.0"))))
+    assert len(commits) == 1 + len(NO_BUILD_BUMPED)
+    assert commits[0].parents[0].hexsha == base and list(commits[0].stats.files) == ["distro.yaml"]
+    assert sorted(next(iter(c.stats.files)).split("/")[1] for c in commits[1:]) == NO_BUILD_BUMPED
+    for c in commits[1:]:
+        (path,) = c.stats.files
+        assert c.stats.files[path]["lines"] == 4 and (world / path).read_text() != before[path]
+        assert repo.git.show(f"{c.hexsha}:{path}") + "\n" == (world / path).read_text()
+    assert releases_of(world) == ["2.4.1", "2.5.1", "2.6.0", "2.7.0"]
+    assert not list((world / "build" / "sweep").glob("*.journal.json"))
+    assert json.loads((world / "build" / "sweep" / "pytorch-2.7.0.json").read_text())["branch"] == "sweep/pytorch-2.7.0"
+
+
+@pytest.mark.parametrize("step, finished", [
+    ("sweep-after-edits", False),  # recipes and distro.yaml edited, nothing committed: rolled back, swept again
+    ("sweep-after-build", False),  # builds done and failures reverted: the same
+    ("sweep-after-commit-objects", True),  # commits made as objects, no branch yet: the branch is created
+])
+def test_sweep_commit_killed_then_rerun_finishes_the_branch(world27: Path, step: str, finished: bool):
+    repo = git.Repo(world27)
+    base = repo.head.commit.hexsha
+    before = tracked_state(world27)
+
+    crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build", crash_at=step)
+    assert crashed.returncode == -9, crashed.stderr
+    assert (world27 / "build" / "sweep" / "pytorch-2.7.0.journal.json").is_file()
+    assert "sweep/pytorch-2.7.0" not in [h.name for h in repo.heads]  # never a half-made branch
+    assert releases_of(world27)[-1] == "2.7.0"  # the edits are in the work tree: the old "nothing to do" case
+
+    rerun = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+
+    assert rerun.returncode == 0, rerun.stderr
+    doc = json.loads(rerun.stdout)
+    assert "nothing to do" not in (doc["message"] or "")
+    if finished:
+        assert doc["message"].startswith("finished the commits of the interrupted sweep of pytorch 2.7.0")
+    else:
+        assert doc["message"].startswith("an interrupted sweep of pytorch 2.7.0 was rolled back")
+    assert sorted(n for n, p in {p["name"]: p for p in doc["packages"]}.items() if p["status"] == "bumped") == NO_BUILD_BUMPED
+    assert [c["sha"] for c in doc["commits"]] == [c.hexsha for c in reversed(list(repo.iter_commits(f"{base}..sweep/pytorch-2.7.0")))]
+    assert_complete_sweep_branch(world27, base, before)
+    again = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")  # now truly nothing to do
+    assert again.returncode == 0 and json.loads(again.stdout)["noop"] is True
+
+
+def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypatch):
+    """Killed between creating the branch and checking it out: the rerun checks it out."""
+    from conda_distro import gitutil
+
+    repo = git.Repo(world27)
+    base = repo.head.commit.hexsha
+    before = tracked_state(world27)
+
+    def die_after_ref(repo_, branch, tip):
+        repo_.git.update_ref(f"refs/heads/{branch}", tip, "")
+        raise SystemExit("killed")  # the journal stays: SystemExit is not caught by the sweep's cleanup path here
+
+    import conda_distro.sweep as sweep_mod
+    monkeypatch.setattr(sweep_mod, "publish_branch", die_after_ref)
+    with pytest.raises(SystemExit):
+        sweep_mod.run_sweep(world27, sweep_mod.SweepOptions(release="2.7.0", commit=True, build=False))
+    monkeypatch.setattr(sweep_mod, "publish_branch", gitutil.publish_branch)
+    assert repo.active_branch.name == "main" and "sweep/pytorch-2.7.0" in [h.name for h in repo.heads]
+
+    res = sweep_mod.run_sweep(world27, sweep_mod.SweepOptions(release="2.7.0", commit=True, build=False))
+
+    assert res.message.startswith("finished the commits")
+    assert_complete_sweep_branch(world27, base, before)
+
+
+def test_half_made_branch_without_journal_is_not_nothing_to_do(world27: Path, capsys):
+    """The issue's repro, as an older sweep left it: on the sweep branch, some packages committed, the
+    other edits uncommitted, no journal. The rerun says what to do instead of 'nothing to do'."""
+    code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")  # edits only, no commits
+    assert code == 0
+    repo = git.Repo(world27)
+    repo.git.checkout("-b", "sweep/pytorch-2.7.0")
+    repo.git.add("distro.yaml", "recipes/layerkit", "recipes/tensorutils")
+    repo.index.commit("part of an interrupted sweep")
+    before = tracked_state(world27)
+
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+
+    assert code == 2 and "nothing to do" not in err
+    assert "branch sweep/pytorch-2.7.0 is checked out with" in err and "uncommitted change(s)" in err
+    assert "git checkout -- recipes distro.yaml" in err and "git branch -D sweep/pytorch-2.7.0" in err
+    assert tracked_state(world27) == before
+
+
+def test_uncommitted_release_without_journal_is_not_nothing_to_do(world27: Path, capsys):
+    code, _ = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")
+    assert code == 0
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+    assert code == 2 and "the checked-out commit does not" in err and "git checkout -- distro.yaml recipes" in err
+    assert tracked_state(world27) == before
+
+
+def test_file_changed_after_the_kill_is_refused_and_nothing_written(world27: Path, capsys):
+    crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build", crash_at="sweep-after-edits")
+    assert crashed.returncode == -9
+    path = world27 / "recipes" / "layerkit" / "recipe.yaml"
+    path.write_text(path.read_text() + "# a hand edit\n")
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+    assert code == 2 and "recipes/layerkit/recipe.yaml was changed after the sweep of pytorch 2.7.0 was interrupted" in err
+    assert tracked_state(world27) == before
+
+
+def test_other_release_waits_for_the_unfinished_sweep(world27: Path, capsys):
+    crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--no-build", crash_at="sweep-after-edits")
+    assert crashed.returncode == -9
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.6.1", "--no-build")
+    assert code == 2 and "the sweep of pytorch 2.7.0 was interrupted" in err
+    assert "conda-distro sweep --pytorch 2.7.0" in err
+    assert tracked_state(world27) == before
+    code, out, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--dry-run")
+    assert code == 0 and "an interrupted sweep of pytorch 2.7.0 is unfinished" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# sweep and build take a lock (issue 11): a second run waits (bounded) or exits 2
+
+HOLD_LOCK = ("import sys, time; from filelock import FileLock; l = FileLock(sys.argv[1]); l.acquire(); "
+             "print('held', flush=True); time.sleep(float(sys.argv[2]))")
+
+
+def hold_lock(path: Path, seconds: float) -> subprocess.Popen:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    p = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "held"
+    return p
+
+
+def test_second_sweep_times_out_with_exit_2_and_writes_nothing(world27: Path, capsys):
+    holder = hold_lock(world27 / "build" / "locks" / "repository.lock", 60)
+    before = tracked_state(world27)
+    try:
+        code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build", "--lock-timeout", "1")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 2 and "another conda-distro process is writing to the repository" in err and "--lock-timeout" in err
+    assert tracked_state(world27) == before and [h.name for h in git.Repo(world27).heads] == ["main"]
+
+
+def test_second_sweep_waits_for_the_first(world27: Path, capsys):
+    holder = hold_lock(world27 / "build" / "locks" / "repository.lock", 2)
+    t0 = time.monotonic()
+    code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build", "--lock-timeout", "60")
+    holder.wait()
+    assert code == 0 and time.monotonic() - t0 >= 1.5
+    assert releases_of(world27)[-1] == "2.7.0" and {p["status"] for p in doc["packages"]} >= {"bumped"}
+
+
+def test_build_times_out_on_a_locked_staging_channel(sandbox_world: Path, capsys):
+    staging = sandbox_world / "build" / "channels" / "staging"
+    holder = hold_lock(staging / ".conda-distro.lock", 60)
+    try:
+        code, _, err = run_cli(capsys, "build", "tensorutils", "--lock-timeout", "1", "--root", str(sandbox_world))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 2
+    assert "another conda-distro process is writing to the staging channel" in err and "build or sweep" in err
+    assert [p.name for p in staging.iterdir()] == [".conda-distro.lock"]  # nothing built
+    assert not (sandbox_world / "build" / "results").exists()
+
+
+@pytest.mark.slow
+def test_two_concurrent_builds_leave_staging_consistent(sandbox_world: Path):
+    """The issue's repro: two builds at once. The second waits for the first, then finds everything up to
+    date; staging's repodata names exactly its files with their sha256, and every result is for the file
+    that is there (promote holds nothing as 'results for another build of this file')."""
+    from conda_distro.results import ResultsStore
+    from helpers import sha256
+
+    cmd = [sys.executable, "-m", "conda_distro", "build", "tensorutils", "layerkit", "--root", str(sandbox_world),
+           "--format", "json"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
+    docs = [json.loads(o[0]) for o in outs]
+    built = [b for d in docs for b in d["builds"] if b["status"] == "built"]
+    assert len(built) == len({b["artifact"] for b in built})  # each artifact built once
+    staging = sandbox_world / "build" / "channels" / "staging"
+    on_disk = {f"{p.parent.name}/{p.name}": sha256(p) for p in staging.glob("*/*.conda")}
+    indexed = {}
+    for rd in staging.glob("*/repodata.json"):
+        for fn, rec in json.loads(rd.read_text()).get("packages.conda", {}).items():
+            indexed[f"{rd.parent.name}/{fn}"] = rec["sha256"]
+    assert indexed == on_disk and on_disk
+    store = ResultsStore(sandbox_world / "build" / "results")
+    for artifact, digest in on_disk.items():
+        assert store.get(artifact).sha256 == digest, artifact
+
+
+def test_unreadable_journal_is_a_clear_error(world27: Path, capsys):
+    journal = world27 / "build" / "sweep" / "pytorch-2.7.0.journal.json"
+    journal.parent.mkdir(parents=True)
+    journal.write_text('{"release": "2.7.0", "phase": "half"}')
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+    assert code == 2 and "the journal of an interrupted sweep cannot be read" in err and "pytorch-2.7.0.journal.json" in err
+    assert "Traceback" not in err and tracked_state(world27) == before

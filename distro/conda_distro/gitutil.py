@@ -50,3 +50,65 @@ def recipe_names(paths: list[str]) -> list[str]:
 def changed_recipes(root: Path, ref: str) -> list[str]:
     """Recipe folder names with any change under recipes/<name>/ since ``ref``."""
     return recipe_names(changed_files(root, ref))
+
+
+# ---------------------------------------------------------------------------------------------
+# a chain of commits made without touching the index, the work tree or any ref until the end
+
+
+def commit_chain(repo, base: str, commits: list[tuple[list[str], str]], author: str) -> list[str]:
+    """Commit objects for ``commits`` ((paths relative to the repository's top, message), in order) on
+    top of ``base``, each taking its paths' content from the work tree. Only objects are written (in a
+    private index): no ref, the index and the work tree are unchanged, so a process killed here leaves
+    nothing half-made. ``author`` is ``Name <email>`` (author and committer). Returns the shas in order."""
+    import tempfile
+
+    name, _, email = author.partition("<")
+    with tempfile.TemporaryDirectory(prefix="conda-distro-index-") as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"),
+               "GIT_AUTHOR_NAME": name.strip(), "GIT_AUTHOR_EMAIL": email.rstrip(">").strip(),
+               "GIT_COMMITTER_NAME": name.strip(), "GIT_COMMITTER_EMAIL": email.rstrip(">").strip()}
+        repo.git.read_tree(base, env=env)
+        parent, shas = base, []
+        for paths, message in commits:
+            repo.git.update_index("--add", "--", *paths, env=env)
+            tree = repo.git.write_tree(env=env)
+            parent = repo.git.commit_tree(tree, "-p", parent, "-m", message, env=env).strip()
+            shas.append(parent)
+    return shas
+
+
+def branch_sha(repo, branch: str) -> str | None:
+    """The commit ``refs/heads/<branch>`` points at, None when there is no such branch."""
+    import git
+
+    try:
+        return repo.git.rev_parse("--verify", "-q", f"refs/heads/{branch}^{{commit}}").strip() or None
+    except git.GitCommandError:
+        return None
+
+
+def publish_branch(repo, branch: str, tip: str) -> None:
+    """Create ``branch`` at ``tip`` (in one atomic ref update; an existing branch at another commit is
+    an error), check it out without touching the work tree (which already holds ``tip``'s content for
+    every path the branch changed), and make the index ``tip``'s tree. Safe to repeat after a kill."""
+    import os
+
+    current = branch_sha(repo, branch)
+    if current is None:
+        repo.git.update_ref(f"refs/heads/{branch}", tip, "")  # "": only if the branch does not exist
+    elif current != tip:
+        raise GitError(f"branch {branch} exists at {current[:12]}, not at the sweep's commit {tip[:12]}",
+                       field="--commit", hint=f"delete it (git branch -D {branch}) and rerun the sweep")
+    import git
+
+    try:
+        head = repo.git.symbolic_ref("-q", "HEAD").strip()
+    except git.GitCommandError:  # a detached HEAD
+        head = None
+    if head != f"refs/heads/{branch}":
+        repo.git.symbolic_ref("HEAD", f"refs/heads/{branch}")
+    git_dir = Path(repo.git_dir)
+    tmp = git_dir / "index.conda-distro.tmp"
+    repo.git.read_tree(tip, env={"GIT_INDEX_FILE": str(tmp)})
+    os.replace(tmp, git_dir / "index")  # atomic: never a half-written index, never a stale index.lock

@@ -19,12 +19,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rattler import MatchSpec
+from rattler.exceptions import InvalidMatchSpecError
+
+from conda_distro.channels.hooks import crash_point
+from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT, REPOSITORY_LOCK, channel_lock
 from conda_distro.config import DISTRO_FILE, Distro, load_config
-from conda_distro.distribution import Distribution, load_distribution
+from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.errors import DistroError, GitError, UsageError
+from conda_distro.gitutil import commit_chain, publish_branch
 from conda_distro.graph import RecipeGraph
+from conda_distro.pins import depends_on, own_names, pytorch_pins
 from conda_distro.recipe import Recipe, parse_recipe
-from conda_distro.specs import admits, minor_of, next_minor_bound
+from conda_distro.specs import (SpecEditError, admits, build_outside_brackets, minor_of, next_minor_bound, split_spec, widen_spec,
+                                widen_version)
+from conda_distro.sweepstate import SweepJournal, find_journal, journal_path, roll_back
 from conda_distro.yamlio import LDict, LList, atomic_write_text, dump_roundtrip, load_fast, load_roundtrip
 
 RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")
@@ -38,6 +47,7 @@ class PinEdit:
     old: str  # the requirement text as written (rendered)
     new: str
     line: int
+    error: str | None = None  # why the spec cannot be widened (then ``new == old``)
 
 
 @dataclass
@@ -91,6 +101,7 @@ class SweepOptions:
     jobs: int = 1
     author: str = "conda-distro bot <bot@conda-distro.invalid>"
     sandbox: bool = True  # False: --no-sandbox
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another sweep of the same repository
 
 
 @dataclass
@@ -118,41 +129,22 @@ class SweepResult:
 
 
 def widen(version: str, release: str) -> str:
-    """Replace the upper bound of a version spec with the next minor after ``release``.
-    ``>=2.4,<2.7`` -> ``>=2.4,<2.8``; ``>=2.4,<2.7.0a0`` -> ``>=2.4,<2.8.0a0``; ``2.5.*`` -> ``>=2.5,<2.8``;
-    ``~=2.4.0`` -> ``>=2.4.0,<2.8``. Terms that are not literal versions (``${{ expr }}``) are kept."""
-    bound = next_minor_bound(release)
-    parts = version.split(",")
-    out, replaced = [], False
-    for p in parts:
-        m = re.fullmatch(r"\s*<(=?)\s*(\d+(?:\.\d+)*?)(\.0a0|a0)?\s*", p)
-        c = re.fullmatch(r"\s*~=\s*(\d+(?:\.\d+)*)\s*", p)
-        if m and not replaced:
-            out.append(f"<{bound}{m.group(3) or ''}")
-            replaced = True
-        elif c and not replaced:
-            out += [f">={c.group(1)}", f"<{bound}"]
-            replaced = True
-        else:
-            out.append(p.strip())
-    if replaced:
-        return ",".join(out)
-    m = re.fullmatch(r"\s*=?=?(\d+\.\d+)(\.\*|\.\d+\.\*)?\s*", version)
-    floor = m.group(1) if m else None
-    return f">={floor},<{bound}" if floor else f"{version},<{bound}"
+    """The version part widened to the next minor after ``release`` (see :func:`specs.widen_version`)."""
+    return widen_version(version, release)
 
 
 def _pytorch_deps(recipe: Recipe, pytorch: str):
-    return [d for d in recipe.deps("host", "run") if d.name == pytorch]
+    """The recipe's versioned pins of pytorch (build, host, run, run_constraints, outputs, every branch;
+    never its own outputs' pins)."""
+    return pytorch_pins(recipe, pytorch)
 
 
 def decide(recipe: Recipe, pytorch: str, release: str, supported: tuple[str, ...] = ()) -> Decision | None:
     """What the sweep does to one recipe. ``supported``: the releases supported before the sweep; a
     bugfix release of a minor the recipe did not admit before either changes nothing for it."""
-    deps = _pytorch_deps(recipe, pytorch)
-    if not deps:
+    versioned = _pytorch_deps(recipe, pytorch)
+    if not versioned and not depends_on(recipe, pytorch):
         return None
-    versioned = [d for d in deps if d.spec is not None and d.spec.ok and d.version]
     run_pin = next((d for d in versioned if d.section == "run"), versioned[0] if versioned else None)
     dec = Decision(recipe.folder.name, "unchanged", list(recipe.maintainers),
                    old_pin=run_pin.raw if run_pin else None, new_pin=run_pin.raw if run_pin else None,
@@ -173,7 +165,10 @@ def decide(recipe: Recipe, pytorch: str, release: str, supported: tuple[str, ...
     dec.status = "bumped"
     for d in versioned:
         if not admits(d.version, release):
-            dec.edits.append(PinEdit(d.raw, f"{d.name} {widen(d.version, release)}", d.line))
+            try:
+                dec.edits.append(PinEdit(d.raw, widen_spec(d.raw, release, supported=supported), d.line))
+            except SpecEditError as exc:  # the edit fails with this reason (that package alone fails)
+                dec.edits.append(PinEdit(d.raw, d.raw, d.line, error=str(exc)))
     if run_pin is not None:
         dec.new_pin = next((e.new for e in dec.edits if e.line == run_pin.line), run_pin.raw)
     dec.new_build = (recipe.build_number or 0) + 1
@@ -284,27 +279,34 @@ class _LineEditor:
         self._put(line, new, eol)
 
     def pin(self, edit: PinEdit, release: str) -> None:
+        """Widen the version part of the pin on ``edit.line``; its name, channel, build string and
+        bracket keys stay as written. An upper bound that comes from a ``context:`` variable
+        (``pytorch >=2.4,<${{ torch_max }}``) is edited there."""
         body, eol = _split_eol(self._get(edit.line))
         cut = _comment_start(body)
-        m = re.search(r"(?<![\w.\-])" + re.escape(edit.old) + r"(?![\w.*])", body[:cut])
-        if m is not None:  # the requirement is written literally on its line
+        item = _ITEM_LINE.match(body[:cut])
+        val = item.group("val") if item else ""
+        if "${{" not in val:
+            if edit.error:
+                raise EditError(edit.error)
+            m = re.search(r"(?<![\w.\-:\[])" + re.escape(edit.old) + r"(?![\w.*\]])", body[:cut])
+            if m is None:
+                raise EditError(f"cannot find '{edit.old}' on line {edit.line}")
             self._put(edit.line, body[:m.start()] + edit.new + body[m.end():], eol)
             return
-        item = _ITEM_LINE.match(body)
-        val = item.group("val") if item else ""
-        parts = re.match(r"(\S+)(\s+)(.+)", val)
-        if "${{" not in val or parts is None:
-            raise EditError(f"cannot find '{edit.old}' on line {edit.line}")
-        # an expression in the version part (``pytorch >=${{ lo }},<2.7`` or ``... <${{ hi }}``)
-        terms = parts.group(3).split(",")
-        upper = [t for t in terms if t.strip().startswith("<")]
+        # an expression in the spec (``pytorch >=${{ lo }},<2.7`` or ``pytorch >=2.4,<${{ hi }} *cuda*``)
+        try:
+            parts = split_spec(val, build_outside_brackets(edit.old))
+        except SpecEditError as exc:
+            raise EditError(f"cannot read the pin on line {edit.line}: {exc}") from None
+        upper = [t for t in parts.version.split(",") if t.strip().startswith("<")]
         if len(upper) != 1:
             raise EditError(f"no single upper bound in '{val}' (line {edit.line})")
         var = re.fullmatch(r"\s*<=?\s*" + _CTX_VAR.pattern + r"\s*", upper[0])
         if var is not None:
             self.set_context(var.group(1), next_minor_bound(release))
             return
-        new_val = parts.group(1) + parts.group(2) + widen(parts.group(3), release)
+        new_val = parts.head + widen_version(parts.version, release) + parts.tail
         self._put(edit.line, body[:item.start("val")] + new_val + body[item.end("val"):], eol)
 
     def build_number(self, new: int) -> None:
@@ -323,20 +325,73 @@ class _LineEditor:
         self.set_context(var.group(1), str(new))
 
 
+def _pin_shape(pins: list) -> list[tuple]:
+    """What must not change in a recipe's pytorch pins: everything but the version (sorted)."""
+    out = []
+    for d in pins:
+        try:
+            m = MatchSpec(d.raw, strict=True)
+        except (InvalidMatchSpecError, ValueError):
+            out.append((d.section, d.raw))
+            continue
+        out.append((d.section, m.build, str(m.channel) if m.channel else None, m.subdir, m.build_number))
+    return sorted(out, key=repr)
+
+
+def _rattler_build_parses(text: str) -> str | None:
+    """rattler-build's own parse of recipe text: None when it reads it, else its message. (The binding's
+    parser is called directly: the public ``Stage0Recipe.from_yaml`` also writes the text into a new
+    temporary folder that it never removes.)"""
+    try:
+        from rattler_build._rattler_build import stage0 as _stage0
+
+        parse = _stage0.Stage0Recipe.from_yaml
+    except (ImportError, AttributeError):  # another rattler-build layout: the public API
+        from rattler_build import Stage0Recipe
+
+        parse = _parse_in_scratch(Stage0Recipe)
+    try:
+        parse(text)
+    except Exception as exc:  # noqa: BLE001 - any refusal of rattler-build's is the answer
+        return str(exc).strip() or type(exc).__name__
+    return None
+
+
+def _parse_in_scratch(stage0):
+    def parse(text: str):
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="conda-distro-recipe-") as tmp:
+            return stage0.from_yaml(text, recipe_dir=tmp)
+
+    return parse
+
+
 def _verify(recipe: Recipe, text: str, dec: Decision, pytorch: str, release: str) -> None:
-    """The edited text must parse, admit ``release`` in every pytorch pin and carry the new build number."""
+    """The edited text must parse (ours and rattler-build's parser, when the original passed it), admit
+    ``release`` in every pytorch pin, keep every pin's build string and channel, and carry the new build
+    number; the package's own output pins are never changed."""
     try:
         edited = parse_recipe(text, recipe.path, recipe.settings)
     except DistroError as exc:
         raise EditError(f"the edited recipe does not parse: {exc.message}") from None
     if edited.build_number != dec.new_build:
         raise EditError(f"the edited build number is {edited.build_number}, not {dec.new_build}")
-    bad = [d.raw for d in _pytorch_deps(edited, pytorch) if d.spec is not None and d.spec.ok and d.version
-           and not admits(d.version, release)]
+    pins = _pytorch_deps(edited, pytorch)
+    bad = [d.raw for d in pins if not admits(d.version, release)]
     if bad:
         raise EditError(f"'{bad[0]}' still does not admit {pytorch} {release}")
     if (edited.name, edited.version) != (recipe.name, recipe.version):
         raise EditError("the edit changed the package name or version")
+    if _pin_shape(pins) != _pin_shape(_pytorch_deps(recipe, pytorch)):
+        raise EditError("the edit changed more than the version part of a pytorch pin")
+    own = own_names(recipe) - {pytorch}
+    others = lambda r: sorted((d.section, d.raw, d.func or "") for d in r.deps() if d.name != pytorch)  # noqa: E731
+    if others(edited) != others(recipe) or own_names(edited) != own_names(recipe):
+        raise EditError(f"the edit changed requirements other than pytorch pins ({', '.join(sorted(own)) or 'none'})")
+    why = _rattler_build_parses(text)
+    if why is not None and _rattler_build_parses(recipe.text) is None:  # (a recipe it never read stays as it was)
+        raise EditError(f"rattler-build cannot read the edited recipe: {why}")
 
 
 def _replace_strings(node: Any, old: str, new: str) -> int:
@@ -376,9 +431,11 @@ def _bump_build_number(doc: Any) -> None:
 def _roundtrip_edit(recipe: Recipe, dec: Decision) -> str:
     """The fallback: a ruamel round trip (comments and quoting kept; whitespace may be normalised)."""
     doc, y = recipe.roundtrip()
-    reqs = doc.get("requirements")
+    bodies = [doc, *[o for o in (doc.get("outputs") or []) if isinstance(o, dict)]]
     for e in {e.old: e for e in dec.edits}.values():  # identical host and run pins: one replacement does both
-        if _replace_strings(reqs, e.old, e.new) == 0:
+        if e.error:
+            raise EditError(e.error)
+        if sum(_replace_strings(b.get("requirements"), e.old, e.new) for b in bodies) == 0:
             raise EditError(f"cannot find '{e.old}' (line {e.line})")
     _bump_build_number(doc)
     return dump_roundtrip(doc, y)
@@ -553,12 +610,60 @@ def _to_test(plan: SweepPlan, graph: RecipeGraph, new_minor: bool) -> list[str]:
 
 
 def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepResult:
+    """The sweep. Everything but ``--dry-run`` runs under the repository's lock (a second sweep of the
+    same checkout waits at most ``options.lock_timeout`` seconds, then exits 2), and is journaled: a
+    rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or finishes its commits."""
+    if not RELEASE_RE.match(options.release):
+        plan_sweep(load_distribution(root, strict=False), options.release)  # raises the usage error
+    if options.dry_run:
+        dist = load_distribution(root, strict=False)
+        plan = plan_sweep(dist, options.release)
+        unfinished = find_journal(dist.distro.build_dir)
+        if unfinished is not None:
+            return SweepResult(plan, message=f"dry run: an interrupted sweep of pytorch {unfinished.release} "
+                                             "is unfinished; a sweep would finish it first")
+        if plan.noop:
+            return SweepResult(plan, message=_noop_message(options.release))
+        return SweepResult(plan, message="dry run: nothing edited, built or committed")
+    distro = open_distro(root)
+    with channel_lock(distro.build_dir / REPOSITORY_LOCK, options.lock_timeout, f"the repository {distro.root}",
+                      others="sweep"):
+        return _sweep_locked(distro.root, options, reporter)
+
+
+def _noop_message(release: str) -> str:
+    return f"pytorch {release} is already a supported release: nothing to do"
+
+
+def _sweep_locked(root: Path, options: SweepOptions, reporter) -> SweepResult:
+    build_dir = open_distro(root).build_dir
+    journal = find_journal(build_dir)
+    note = None
+    if journal is not None:
+        if journal.release != options.release:
+            raise UsageError(f"the sweep of pytorch {journal.release} was interrupted and is unfinished",
+                             field="--pytorch", path=journal_path(build_dir, journal.release),
+                             hint=f"finish it first: conda-distro sweep --pytorch {journal.release}"
+                                  f"{' --commit' if journal.commit else ''}")
+        if journal.phase == "committing":
+            return _finish_commits(root, journal)
+        restored = roll_back(journal, root)
+        journal.delete(build_dir)
+        note = (f"an interrupted sweep of pytorch {journal.release} was rolled back "
+                f"({len(restored)} file(s) restored) and run again")
+    result = _sweep(root, options, reporter)
+    if note:
+        result.message = f"{note}; {result.message}" if result.message else note
+    return result
+
+
+def _sweep(root: Path, options: SweepOptions, reporter) -> SweepResult:
     dist = load_distribution(root, strict=False)
     plan = plan_sweep(dist, options.release)
     if plan.noop:
-        return SweepResult(plan, message=f"pytorch {options.release} is already a supported release: nothing to do")
-    if options.dry_run:
-        return SweepResult(plan, message="dry run: nothing edited, built or committed")
+        if options.commit:
+            _refuse_half_made(dist, options.release)
+        return SweepResult(plan, message=_noop_message(options.release))
     _check_published(dist, options.release)
     if options.build:
         from conda_distro.engine.sandbox import check_sandbox
@@ -582,29 +687,116 @@ def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepR
     distro_path = dist.distro.path
     distro_text = distro_path.read_text()
     new_distro = add_release_text(dist.distro, options.release)
+    rel = lambda p: p.relative_to(dist.root).as_posix()  # noqa: E731
+    journal = SweepJournal(options.release, commit=options.commit,
+                           originals={rel(distro_path): distro_text,
+                                      **{rel(dist.recipes[n].path): t for n, t in originals.items()}},
+                           written={rel(distro_path): new_distro,
+                                    **{rel(dist.recipes[n].path): t for n, t in new_texts.items()}})
+    build_dir = dist.distro.build_dir
+    journal.save(build_dir)  # before any file is written: a rerun after a kill can roll back from it
     try:
         atomic_write_text(distro_path, new_distro)
         for name, text in new_texts.items():
             atomic_write_text(dist.recipes[name].path, text)
+        crash_point("sweep-after-edits")
         _execute(plan, dist.root, options, reporter, new_minor)
     except BaseException:  # leave the tree as it was
         atomic_write_text(distro_path, distro_text)
         for name, text in originals.items():
             atomic_write_text(dist.recipes[name].path, text)
+        journal.delete(build_dir)
         raise
     for dec in plan.decisions:  # revert what did not pass
         if dec.name in originals and dec.status != "bumped":
             atomic_write_text(dist.recipes[dec.name].path, originals[dec.name])
+    crash_point("sweep-after-build")
     result = SweepResult(plan)
     result.pr_bodies = {d.name: pr_body(d, plan.release) for d in plan.decisions if d.status == "bumped"}
     result.tracking_issue = tracking_issue(plan)
-    if repo is not None:
-        _commit(repo, dist, plan, options, result)
-    # kept for `report unmaintained` (open sweep statuses are evidence); build/ is not versioned
-    saved = dist.distro.build_dir / "sweep" / f"pytorch-{plan.release}.json"
+    saved = _report_path(dist.distro, plan.release)
     result.report_file = saved.relative_to(dist.root).as_posix() if saved.is_relative_to(dist.root) else str(saved)
+    if repo is not None:
+        _commit(repo, dist, plan, options, result, journal)
+    # kept for `report unmaintained` (open sweep statuses are evidence); build/ is not versioned
     atomic_write_text(saved, json.dumps(result.to_dict(), indent=1) + "\n")
+    journal.delete(build_dir)
     return result
+
+
+def _report_path(distro: Distro, release: str) -> Path:
+    return distro.build_dir / "sweep" / f"pytorch-{release}.json"
+
+
+def _refuse_half_made(dist: Distribution, release: str) -> None:
+    """``--commit`` on a release distro.yaml already lists, with no journal: exit 2 (with what to do)
+    rather than "nothing to do" when the release is not committed, or the sweep branch is checked
+    out with uncommitted recipe edits (what an interrupted older sweep left)."""
+    import git
+
+    try:
+        repo = git.Repo(dist.root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return
+    if not repo.head.is_valid():
+        return
+    top = Path(repo.working_tree_dir).resolve()
+    rel = dist.distro.path.resolve().relative_to(top).as_posix()
+    recipes = dist.distro.recipes_dir.resolve().relative_to(top).as_posix()
+    try:
+        committed = load_fast(repo.git.show(f"HEAD:{rel}"))
+        releases = [str(r) for r in committed["pytorch"]["releases"]]
+    except (git.GitCommandError, KeyError, TypeError, DistroError):
+        releases = []
+    dirty = [ln[3:] for ln in repo.git.status("--porcelain", "--", recipes, rel).splitlines() if ln.strip()]
+    if release not in releases:
+        raise GitError(f"distro.yaml lists pytorch {release}, but the checked-out commit does not: the edits of an "
+                       f"interrupted sweep are not committed ({len(dirty)} file(s) changed)", field="--commit",
+                       hint=f"discard them (git checkout -- {rel} {recipes}) and rerun the sweep, "
+                            "or commit them yourself")
+    branch = f"sweep/pytorch-{release}"
+    if dirty and not repo.head.is_detached and repo.active_branch.name == branch:
+        raise GitError(f"branch {branch} is checked out with {len(dirty)} uncommitted change(s) under "
+                       f"{recipes}/ or {rel}: an interrupted sweep", field="--commit",
+                       hint=f"discard them (git checkout -- {recipes} {rel}), switch back (git checkout -), "
+                            f"delete the branch (git branch -D {branch}) and rerun the sweep")
+
+
+def _finish_commits(root: Path, journal: SweepJournal) -> SweepResult:
+    """A rerun after a kill while the sweep made its branch: the commits exist (as objects); create
+    the branch at them, check it out, and report what the interrupted sweep found."""
+    import git
+
+    repo = git.Repo(root, search_parent_directories=True)
+    for rel, text in journal.written.items():
+        path = root / rel
+        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        if current not in (text, journal.originals.get(rel)):
+            raise GitError(f"{rel} was changed after the sweep of pytorch {journal.release} was interrupted",
+                           path=path, hint=f"the branch {journal.branch} is made from the commits already recorded: "
+                                           f"keep a copy of your change, git checkout -- {rel}, and rerun the sweep")
+    publish_branch(repo, journal.branch, journal.tip)
+    result = _result_from_dict(journal.result)
+    result.message = (f"finished the commits of the interrupted sweep of pytorch {journal.release}: "
+                      f"branch {journal.branch}, {len(result.commits)} commit(s)")
+    distro = open_distro(root)
+    atomic_write_text(_report_path(distro, journal.release), json.dumps(result.to_dict(), indent=1) + "\n")
+    journal.delete(distro.build_dir)
+    return result
+
+
+def _result_from_dict(doc: dict) -> SweepResult:
+    decisions = []
+    for p in doc.get("packages", []):
+        dec = Decision(p["name"], p["status"], list(p.get("maintainers") or []), old_pin=p.get("old_pin"),
+                       new_pin=p.get("new_pin"), old_build=p.get("old_build"), new_build=p.get("new_build"),
+                       reason=p.get("reason"), log=p.get("log"), tests=list(p.get("tests") or []),
+                       direct=p.get("pytorch_dependency", "direct") == "direct")
+        decisions.append(dec)
+    plan = SweepPlan(doc["release"], decisions, noop=bool(doc.get("noop")))
+    return SweepResult(plan, branch=doc.get("branch"), commits=list(doc.get("commits") or []),
+                       pr_bodies=dict(doc.get("pull_requests") or {}), tracking_issue=doc.get("tracking_issue"),
+                       report_file=doc.get("report_file"))
 
 
 def _execute(plan: SweepPlan, root: Path, options: SweepOptions, reporter, new_minor: bool) -> None:
@@ -628,7 +820,8 @@ def _execute(plan: SweepPlan, root: Path, options: SweepOptions, reporter, new_m
         to_test = _to_test(plan, graph, new_minor)
         if to_test:
             run = run_build(dist, BuildOptions(names=tuple(to_test), pytorch=(options.release,), jobs=options.jobs,
-                                                 sandbox=options.sandbox), reporter)
+                                                 sandbox=options.sandbox,
+                                                 lock_timeout=options.lock_timeout), reporter)
             _apply_results(plan, run.report, set(to_test), options.release)
             _mark_awaiting(plan, graph)
 
@@ -665,27 +858,31 @@ def _apply_results(plan: SweepPlan, report, tested: set[str], release: str) -> N
             dec.reason = (blocked_build.reason if blocked_build is not None else blocked[0].reason) or "a dependency failed"
 
 
-def _commit(repo, dist: Distribution, plan: SweepPlan, options: SweepOptions, result: SweepResult) -> None:
-    import git
-
-    name, _, email = options.author.partition("<")
-    actor = git.Actor(name.strip(), email.rstrip(">").strip())
+def _commit(repo, dist: Distribution, plan: SweepPlan, options: SweepOptions, result: SweepResult,
+            journal: SweepJournal) -> None:
+    """The branch sweep/pytorch-VER: one commit for distro.yaml, then one per bumped package. The commit
+    objects are made first (nothing else changes), the journal records them, then the branch is
+    created at the last one in a single ref update and checked out: it is never half-made."""
     branch = f"sweep/pytorch-{plan.release}"
-    repo.git.checkout("-b", branch)
     top = Path(repo.working_tree_dir).resolve()
-
-    def commit(paths: list[Path], message: str, package: str | None) -> None:
-        repo.index.add([str(p.resolve().relative_to(top)) for p in paths])
-        c = repo.index.commit(message, author=actor, committer=actor)
-        result.commits.append({"package": package, "sha": c.hexsha, "message": message.splitlines()[0]})
-
-    commit([dist.distro.path], f"Add pytorch {plan.release} to the supported releases", None)
+    rel = lambda p: p.resolve().relative_to(top).as_posix()  # noqa: E731
+    planned: list[tuple[list[str], str, str | None]] = [
+        ([rel(dist.distro.path)], f"Add pytorch {plan.release} to the supported releases", None)]
     for dec in plan.decisions:
         if dec.status == "bumped":
-            commit([dist.recipes[dec.name].path],
-                   f"{dec.name}: admit pytorch {'.'.join(map(str, minor_of(plan.release)))} "
-                   f"({dec.old_pin} -> {dec.new_pin}, build {dec.new_build})", dec.name)
+            planned.append(([rel(dist.recipes[dec.name].path)],
+                            f"{dec.name}: admit pytorch {'.'.join(map(str, minor_of(plan.release)))} "
+                            f"({dec.old_pin} -> {dec.new_pin}, build {dec.new_build})", dec.name))
+    base = repo.head.commit.hexsha
+    shas = commit_chain(repo, base, [(paths, message) for paths, message, _ in planned], options.author)
+    result.commits = [{"package": package, "sha": sha, "message": message.splitlines()[0]}
+                      for (_, message, package), sha in zip(planned, shas)]
     result.branch = branch
+    journal.phase, journal.branch, journal.base, journal.tip = "committing", branch, base, shas[-1]
+    journal.result = result.to_dict()
+    journal.save(dist.distro.build_dir)
+    crash_point("sweep-after-commit-objects")
+    publish_branch(repo, branch, shas[-1])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -41,6 +41,10 @@ class _LazyConsole:
         return getattr(self._console, name)
 
 
+# conda_distro.channels.locking.DEFAULT_LOCK_TIMEOUT, repeated so that the CLI starts without importing the
+# library (tests/test_cli_start.py checks the two agree)
+DEFAULT_LOCK_TIMEOUT = 600.0
+
 stderr = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 

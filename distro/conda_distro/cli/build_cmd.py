@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json, report_unreadable, warn_no_sandbox
+from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, FormatOpt, RootOpt, TextJson, app, out, print_json, report_unreadable, warn_no_sandbox
 
 if TYPE_CHECKING:
     from conda_distro.engine.run import BuildRun
@@ -44,6 +44,7 @@ def build(
     engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, help="Seconds to wait for another build or sweep into the same staging channel.")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
     format: FormatOpt = TextJson.text,
 ) -> int:
@@ -56,7 +57,8 @@ def build(
 
     dist = load_distribution(root, strict=False)
     options = BuildOptions(names=tuple(names or ()), all=all_, changed_since=changed_since, pytorch=tuple(pytorch or ()),
-                           jobs=jobs, engine=engine, dry_run=dry_run, sandbox=not no_sandbox)
+                           jobs=jobs, engine=engine, dry_run=dry_run, sandbox=not no_sandbox,
+                           lock_timeout=lock_timeout)
     run = run_build(dist, options, make_reporter() if not dry_run else None)
     if format is TextJson.json:
         print_json(run.to_dict())

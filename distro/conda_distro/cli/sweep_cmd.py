@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from conda_distro.cli.app import RootOpt, app, out, print_json, warn_no_sandbox
+from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, RootOpt, app, out, print_json, warn_no_sandbox
 
 if TYPE_CHECKING:
     from conda_distro.sweep import SweepResult
@@ -40,6 +40,7 @@ def sweep(
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1)] = 1,
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
     author: Annotated[str, typer.Option("--author", help="Commit author 'Name <email>'.")] = "conda-distro bot <bot@conda-distro.invalid>",
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, help="Seconds to wait for another sweep of this repository (and for a build into the same staging channel).")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
     format: Annotated[SweepFormat, typer.Option("--format")] = SweepFormat.text,
 ) -> int:
@@ -52,7 +53,8 @@ def sweep(
 
     warn_no_sandbox(no_sandbox)
     res = run_sweep(root, SweepOptions(release=pytorch, commit=commit, dry_run=dry_run, build=not no_build, jobs=jobs,
-                                       author=author, sandbox=not no_sandbox), make_reporter() if not dry_run else None)
+                                       author=author, sandbox=not no_sandbox,
+                                       lock_timeout=lock_timeout), make_reporter() if not dry_run else None)
     if format is SweepFormat.json:
         print_json(res.to_dict())
     elif format is SweepFormat.markdown:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, channel_lock
 from conda_distro.distribution import Distribution
 from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import BuildReport, ExecContext, Executor, Reporter
@@ -28,6 +29,7 @@ class BuildOptions:
     engine: str = "rattler-build"
     dry_run: bool = False
     sandbox: bool = True  # False: --no-sandbox (recipe code runs unsandboxed; the CLI warns)
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another build into the same staging
 
 
 @dataclass
@@ -121,14 +123,46 @@ def isolation(dist: Distribution, paths: Paths, sandbox: bool) -> Isolation:
                      read_only=(*upstream, *runtime_paths()))
 
 
+def staging_lock(dist: Distribution, timeout: float):
+    """The lock a build holds on the staging folder it writes (the same kind promote holds on main):
+    two builds into one staging never interleave their writes of packages, repodata and results."""
+    staging = build_paths(dist).staging
+    return channel_lock(staging / LOCK_NAME, timeout, f"the staging channel {staging}", others="build or sweep")
+
+
+def _staging_state(paths: Paths) -> tuple:
+    """What the plan read from staging and the results store, as stat data: when it changes, another
+    build wrote there."""
+    def stat(p: Path) -> tuple | None:
+        try:
+            st = p.stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    subdirs = sorted(p for p in paths.staging.iterdir() if p.is_dir()) if paths.staging.is_dir() else []
+    return (stat(paths.store), *((p.name, stat(p / "repodata.json"), stat(p)) for p in subdirs))
+
+
 def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | None = None) -> BuildRun:
+    """Plan, then build under the staging channel's lock. The plan is made first, so that bad input
+    exits 2 having written nothing (not even the lock file); when another build wrote staging or the
+    results while this one waited for the lock, it is made again under the lock."""
     plan, paths = plan_build(dist, options)
     excluded = dist.exclusions() if dist.errors else {}
-    if options.dry_run or not plan.packages:
-        return BuildRun(plan, None if options.dry_run else BuildReport(), excluded)
+    if options.dry_run:
+        return BuildRun(plan, None, excluded)
+    if not plan.packages:
+        return BuildRun(plan, BuildReport(), excluded)
     iso = isolation(dist, paths, options.sandbox)  # before anything is written
-    views = build_release_views(dist.distro, paths.views)
-    ctx = ExecContext(staging=paths.staging, upstream=tuple(dist.distro.upstream_urls), views=views,
-                      store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name, isolation=iso,
-                      jobs=options.jobs)
-    return BuildRun(plan, Executor(plan, ctx, reporter).run(), excluded)
+    seen = _staging_state(paths)
+    with staging_lock(dist, options.lock_timeout):
+        if _staging_state(paths) != seen:
+            plan, paths = plan_build(dist, options)
+            if not plan.packages:
+                return BuildRun(plan, BuildReport(), excluded)
+        views = build_release_views(dist.distro, paths.views)
+        ctx = ExecContext(staging=paths.staging, upstream=tuple(dist.distro.upstream_urls), views=views,
+                          store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name, isolation=iso,
+                          jobs=options.jobs)
+        return BuildRun(plan, Executor(plan, ctx, reporter).run(), excluded)

@@ -1,0 +1,402 @@
+"""Crash safety: kill -9 at random moments of promote, retire, build and sweep --commit; reruns converge.
+
+    python bench/bench_kill9.py [--runs N] [--seed S] [--only promote,retire,build,sweep] [--sweep-build]
+                                [--workdir DIR]
+
+Setup (not counted): the offline sandbox world, built once (``build --all --jobs 2``), promoted once
+(for retire), and a copy whose upstream also holds a stand-in pytorch 2.7.0 (for the sweep). Each
+command is first run once uninterrupted on a fresh copy: that is the reference outcome and its
+duration ``d``. Then, ``--runs`` times per command, on a fresh copy: start the command in its own
+process group, SIGKILL the whole group after a random delay in [0, d] (seeded; the processes that
+rattler-build's workers run in die with it, as in a cancelled CI job or a power cut), then rerun the
+same command without interruption, and check:
+
+* main's repodata names only files that exist with its sha256, right after the kill and after the
+  rerun (promote, retire);
+* after the rerun: the ledger (``channel_state/``) agrees with main (no drift), main holds exactly what
+  the reference run left there; retire: the package is out of main and recorded as retired;
+* build: staging's repodata names exactly the package files on disk with their sha256, every result
+  in ``build/results`` is for the file that is there, the reference run's artifacts are all built and
+  tested, and ``promote --dry-run`` holds nothing because results are "for another build of this file";
+* sweep --commit: the branch sweep/pytorch-2.7.0 is complete (distro.yaml commit, then one per bumped
+  package with the same file contents as the reference run), checked out, clean, no journal left, and
+  the rerun never said "nothing to do" unless the killed run had already finished the sweep.
+
+Prints one line per run and a summary; exit 1 when any invariant is violated (or a rerun fails).
+The sweep runs with ``--no-build`` unless ``--sweep-build`` (then it builds and tests 10 packages
+against 2.7.0 each time: minutes per run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+SWEEP_RELEASE = "2.7.0"
+SWEEP_BRANCH = f"sweep/pytorch-{SWEEP_RELEASE}"
+BUILD_NAMES = ("tensorutils", "layerkit")  # built and tested in the build scenario (their tests pass)
+RETIRED = "trainloop"  # a leaf of the graph: retire needs no --force
+
+
+# ---------------------------------------------------------------------------------------------
+# worlds
+
+
+def copy_world(src: Path, dst: Path) -> Path:
+    """A copy a run may change freely (package files hard-linked: nothing rewrites one in place)."""
+    def copy(s: str, d: str) -> str:
+        if s.endswith((".conda", ".tar.bz2")):
+            try:
+                os.link(s, d)
+                return d
+            except OSError:
+                pass
+        return shutil.copy2(s, d)
+
+    shutil.copytree(src, dst, symlinks=True, copy_function=copy)
+    return dst
+
+
+def cli(world: Path, *argv: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "conda_distro", *argv, "--root", str(world), "--format", "json"],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@dataclass(frozen=True)
+class Templates:
+    sandbox: Path  # fresh sandbox world (git repository, nothing built)
+    built: Path  # after build --all
+    promoted: Path  # after build --all and promote
+    sweep: Path  # fresh sandbox world whose upstream also holds pytorch 2.7.0
+
+
+def make_templates(workdir: Path, *, sandbox: Path | None = None, built: Path | None = None,
+                   sweep: Path | None = None) -> Templates:
+    """Worlds to copy per run (given ones are reused: the tests pass their session templates)."""
+    ready = ".kill9-ready"  # a template made by an earlier run in the same --workdir is reused
+
+    def fresh(path: Path) -> bool:
+        if (path / ready).is_file():
+            return False
+        shutil.rmtree(path, ignore_errors=True)
+        return True
+
+    if sandbox is None:
+        from conda_distro.sandbox.world import SandboxOptions, create_sandbox
+
+        sandbox = workdir / "t-sandbox"
+        if fresh(sandbox):
+            create_sandbox(SandboxOptions(path=sandbox, force=True))
+            (sandbox / ".git" / "info" / "exclude").write_text(f"{ready}\n")
+            (sandbox / ready).write_text("")
+    if built is None:
+        built = workdir / "t-built"
+        if fresh(built):
+            copy_world(sandbox, built)
+            res = cli(built, "build", "--all", "--jobs", "2")
+            if res.returncode not in (0, 1):
+                raise SystemExit(f"setup: build --all failed ({res.returncode}):\n{res.stderr[-3000:]}")
+            (built / ready).write_text("")
+    promoted = workdir / "t-promoted"
+    if fresh(promoted):
+        copy_world(built, promoted)
+        res = cli(promoted, "promote")
+        if res.returncode not in (0, 1):
+            raise SystemExit(f"setup: promote failed ({res.returncode}):\n{res.stderr[-3000:]}")
+        (promoted / ready).write_text("")
+    if sweep is None:
+        from conda_distro.sandbox.upstream import build_pytorch_standins
+
+        sweep = workdir / "t-sweep"
+        if fresh(sweep):
+            copy_world(sandbox, sweep)
+            build_pytorch_standins(sweep / "upstream", [SWEEP_RELEASE])
+            (sweep / ready).write_text("")
+    return Templates(sandbox=sandbox, built=built, promoted=promoted, sweep=sweep)
+
+
+# ---------------------------------------------------------------------------------------------
+# invariants (each returns a list of violations, empty when it holds)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def indexed_files(channel: Path) -> tuple[dict[str, str], list[str]]:
+    """artifact -> sha256 named by the channel's repodata, and the violations: names of missing files
+    or files whose sha256 differs, and unreadable repodata."""
+    named: dict[str, str] = {}
+    bad: list[str] = []
+    for rd in sorted(channel.glob("*/repodata.json")):
+        try:
+            doc = json.loads(rd.read_text())
+        except ValueError as exc:
+            bad.append(f"{rd} does not parse: {exc}")
+            continue
+        for key in ("packages", "packages.conda"):
+            for fn, rec in (doc.get(key) or {}).items():
+                art, path = f"{rd.parent.name}/{fn}", rd.parent / fn
+                named[art] = rec.get("sha256", "")
+                if not path.is_file():
+                    bad.append(f"{channel.name}'s repodata names {art}, which does not exist")
+                elif _sha256(path) != rec.get("sha256"):
+                    bad.append(f"{channel.name}'s repodata has another sha256 for {art} than the file")
+    return named, bad
+
+
+def main_dir(world: Path) -> Path:
+    return world / "build" / "channels" / "pytorch"
+
+
+def check_main(world: Path) -> list[str]:
+    return indexed_files(main_dir(world))[1]
+
+
+def check_ledger(world: Path) -> list[str]:
+    from conda_distro.ledger import Ledger, compare_with_channel
+
+    named, bad = indexed_files(main_dir(world))
+    if bad:
+        return bad
+
+    @dataclass(frozen=True)
+    class F:
+        sha256: str
+
+    drift = compare_with_channel(Ledger(world / "channel_state").load_all(), {a: F(s) for a, s in named.items()})
+    return [f"ledger drift: {d.artifact} {d.kind} ({d.detail})" for d in drift]
+
+
+def check_staging(world: Path) -> list[str]:
+    from conda_distro.results import ResultsStore
+
+    staging = world / "build" / "channels" / "staging"
+    named, bad = indexed_files(staging)
+    on_disk = {f"{p.parent.name}/{p.name}" for p in staging.glob("*/*.conda")}
+    bad += [f"staging holds {a}, which its repodata does not name" for a in sorted(on_disk - set(named))]
+    store = ResultsStore(world / "build" / "results")
+    for art, digest in named.items():
+        res = store.get(art)
+        if res is not None and res.sha256 != digest:
+            bad.append(f"the results of {art} are for another build of it")
+    return bad
+
+
+def _names(artifacts) -> set[str]:
+    return {a.split("/", 1)[1].rsplit("-", 2)[0] for a in artifacts}
+
+
+# ---------------------------------------------------------------------------------------------
+# scenarios
+
+
+@dataclass
+class Scenario:
+    name: str
+    template: Path
+    argv: tuple[str, ...]
+    ok_codes: tuple[int, ...]  # exit codes of a complete run
+    after_kill: Callable[[Path], list[str]]  # must hold right after the kill
+    after_rerun: Callable[[Path, "Reference"], list[str]]  # must hold after the rerun
+
+
+@dataclass
+class Reference:
+    seconds: float
+    outcome: dict = field(default_factory=dict)
+
+
+def _promote_final(world: Path, ref: Reference) -> list[str]:
+    bad = check_ledger(world)
+    named, _ = indexed_files(main_dir(world))
+    if set(named) != set(ref.outcome["main"]):
+        bad.append(f"main holds {sorted(set(named) ^ set(ref.outcome['main']))} unlike the uninterrupted run")
+    return bad
+
+
+def _retire_final(world: Path, ref: Reference) -> list[str]:
+    from conda_distro.ledger import Ledger
+
+    bad = check_ledger(world)
+    named, _ = indexed_files(main_dir(world))
+    if RETIRED in _names(named):
+        bad.append(f"{RETIRED} is still in main")
+    state = Ledger(world / "channel_state").load(RETIRED)
+    if state is None or not state.artifacts or any(a.retired is None for a in state.artifacts):
+        bad.append(f"the ledger does not record every {RETIRED} artifact as retired")
+    return bad
+
+
+def _build_final(world: Path, ref: Reference) -> list[str]:
+    bad = check_staging(world)
+    named, _ = indexed_files(world / "build" / "channels" / "staging")
+    missing = set(ref.outcome["staging"]) - set(named)
+    if missing:
+        bad.append(f"artifacts of the uninterrupted run missing from staging: {sorted(missing)}")
+    res = cli(world, "promote", "--dry-run")
+    try:
+        held = json.loads(res.stdout).get("held", [])
+    except ValueError:
+        return bad + [f"promote --dry-run gave no JSON (exit {res.returncode}): {res.stderr[-500:]}"]
+    bad += [f"promote holds {h['artifact']}: {h.get('detail')}" for h in held
+            if "another build of this file" in (h.get("detail") or "")]
+    return bad
+
+
+def _sweep_branch(world: Path) -> dict[str, str]:
+    """path -> content, one entry per commit of the sweep branch after its base (in order)."""
+    out = subprocess.run(["git", "-C", str(world), "log", "--reverse", "--format=%H", f"main..{SWEEP_BRANCH}"],
+                         capture_output=True, text=True)
+    commits = {}
+    for sha in out.stdout.split():
+        files = subprocess.run(["git", "-C", str(world), "show", "--name-only", "--format=", sha],
+                               capture_output=True, text=True).stdout.split()
+        for f in files:
+            commits[f"{len(commits)}:{f}"] = subprocess.run(["git", "-C", str(world), "show", f"{sha}:{f}"],
+                                                            capture_output=True, text=True).stdout
+    return commits
+
+
+def _sweep_final(world: Path, ref: Reference) -> list[str]:
+    bad = []
+    head = subprocess.run(["git", "-C", str(world), "symbolic-ref", "--short", "HEAD"], capture_output=True, text=True)
+    if head.stdout.strip() != SWEEP_BRANCH:
+        bad.append(f"HEAD is {head.stdout.strip() or head.stderr.strip()}, not {SWEEP_BRANCH}")
+    status = subprocess.run(["git", "-C", str(world), "status", "--porcelain", "--", "recipes", "distro.yaml"],
+                            capture_output=True, text=True).stdout
+    if status.strip():
+        bad.append(f"uncommitted changes after the rerun: {status.strip().splitlines()[:3]}")
+    branch = _sweep_branch(world)
+    if list(branch) != list(ref.outcome["branch"]):
+        bad.append(f"the branch has commits {list(branch)}, the uninterrupted run {list(ref.outcome['branch'])}")
+    elif branch != ref.outcome["branch"]:
+        bad.append("the branch's files differ from the uninterrupted run's")
+    if list((world / "build" / "sweep").glob("*.journal.json")):
+        bad.append("a sweep journal is left behind")
+    return bad
+
+
+def scenarios(t: Templates, sweep_build: bool) -> dict[str, Scenario]:
+    none = lambda world: []  # noqa: E731
+    sweep_argv = ("sweep", "--pytorch", SWEEP_RELEASE, "--commit", *(() if sweep_build else ("--no-build",)))
+    return {
+        "promote": Scenario("promote", t.built, ("promote",), (0, 1), check_main, _promote_final),
+        "retire": Scenario("retire", t.promoted, ("retire", RETIRED, "--reason", "kill -9 bench"), (0,), check_main,
+                           _retire_final),
+        "build": Scenario("build", t.sandbox, ("build", *BUILD_NAMES), (0,), none, _build_final),
+        "sweep": Scenario("sweep", t.sweep, sweep_argv, (0,), none, _sweep_final),
+    }
+
+
+def reference(sc: Scenario, world: Path) -> Reference:
+    t0 = time.monotonic()
+    res = cli(world, *sc.argv)
+    ref = Reference(time.monotonic() - t0)
+    if res.returncode not in sc.ok_codes:
+        raise SystemExit(f"reference run of {sc.name} exited {res.returncode}:\n{res.stderr[-3000:]}")
+    ref.outcome = {"main": dict(indexed_files(main_dir(world))[0]),
+                   "staging": dict(indexed_files(world / "build" / "channels" / "staging")[0]),
+                   "branch": _sweep_branch(world) if sc.name == "sweep" else {}}
+    return ref
+
+
+@dataclass
+class RunResult:
+    scenario: str
+    delay: float
+    killed: bool
+    rerun_code: int
+    violations: list[str]
+
+
+def run_once(sc: Scenario, world: Path, delay: float, ref: Reference) -> RunResult:
+    cmd = [sys.executable, "-m", "conda_distro", *sc.argv, "--root", str(world), "--format", "json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        proc.wait(timeout=delay)
+        killed = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the command and every process it started
+        proc.wait()
+        killed = True
+    violations = [f"after the kill: {v}" for v in sc.after_kill(world)]
+    complete = not sc.after_rerun(world, ref) if sc.name == "sweep" else True  # did the kill come too late?
+    rerun = cli(world, *sc.argv)
+    if rerun.returncode not in sc.ok_codes:
+        violations.append(f"the rerun exited {rerun.returncode}: {rerun.stderr.strip()[-800:]}")
+    elif not complete and "nothing to do" in (json.loads(rerun.stdout).get("message") or ""):
+        violations.append("the rerun said 'nothing to do' over an unfinished sweep")
+    violations += sc.after_rerun(world, ref)
+    return RunResult(sc.name, delay, killed, rerun.returncode, violations)
+
+
+def run_bench(templates: Templates, workdir: Path, *, runs: int, seed: int, only: tuple[str, ...],
+              sweep_build: bool = False, log: Callable[[str], None] = lambda line: print(line, flush=True)) -> list[RunResult]:
+    rng = random.Random(seed)
+    results: list[RunResult] = []
+    for name, sc in scenarios(templates, sweep_build).items():
+        if name not in only:
+            continue
+        shutil.rmtree(workdir / f"{name}-reference", ignore_errors=True)
+        ref = reference(sc, copy_world(sc.template, workdir / f"{name}-reference"))
+        log(f"{name}: uninterrupted run {ref.seconds:.1f} s")
+        for i in range(runs):
+            shutil.rmtree(workdir / f"{name}-{i}", ignore_errors=True)
+            world = copy_world(sc.template, workdir / f"{name}-{i}")
+            delay = rng.uniform(0.0, ref.seconds)
+            r = run_once(sc, world, delay, ref)
+            results.append(r)
+            log(f"  {name} #{i}: kill after {delay:5.2f} s ({'killed' if r.killed else 'had finished'}), rerun exit "
+                f"{r.rerun_code}, {len(r.violations)} violation(s)" + "".join(f"\n      - {v}" for v in r.violations))
+            shutil.rmtree(world, ignore_errors=True)
+    return results
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5, help="killed runs per command")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--only", default="promote,retire,build,sweep")
+    ap.add_argument("--sweep-build", action="store_true", help="sweep with builds and tests (slow)")
+    ap.add_argument("--workdir", type=Path, default=None, help="keep the worlds here (default: a temp folder)")
+    args = ap.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kill9-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("RATTLER_CACHE_DIR", str(workdir / "rattler-cache"))
+    t0 = time.monotonic()
+    templates = make_templates(workdir)
+    print(f"setup {time.monotonic() - t0:.0f} s", flush=True)
+    results = run_bench(templates, workdir, runs=args.runs, seed=args.seed, only=tuple(args.only.split(",")),
+                        sweep_build=args.sweep_build)
+    bad = [r for r in results if r.violations]
+    by = {}
+    for r in results:
+        by.setdefault(r.scenario, []).append(r)
+    for name, rs in by.items():
+        print(f"{name:8} {len(rs)} runs, {sum(r.killed for r in rs)} killed mid-run, "
+              f"{sum(bool(r.violations) for r in rs)} with violations")
+    print(f"total: {len(results)} runs, {len(bad)} with violations ({time.monotonic() - t0:.0f} s)")
+    if args.workdir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""The sweep's journal: what an interrupted ``sweep`` needs to be rolled back or finished.
+
+``build/sweep/pytorch-VER.journal.json`` is written (atomically) before the sweep writes any file and
+removed when it is done. A rerun that finds it:
+
+* phase ``edited`` (killed while editing, building or reverting): puts every file the sweep wrote back
+  as it was before the sweep, provided nobody changed it since, then sweeps again (builds already in
+  staging are reused);
+* phase ``committing`` (killed while making the branch): the commit objects exist; creates the branch
+  at the recorded tip if it is not there yet, checks it out and reports the recorded result.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from conda_distro.errors import DistroError, GitError
+from conda_distro.yamlio import atomic_write_text
+
+PHASES = ("edited", "committing")
+
+
+def journal_path(build_dir: Path, release: str) -> Path:
+    return build_dir / "sweep" / f"pytorch-{release}.journal.json"
+
+
+@dataclass
+class SweepJournal:
+    release: str
+    phase: str = "edited"
+    commit: bool = False
+    originals: dict[str, str] = field(default_factory=dict)  # path (relative to the root) -> text before the sweep
+    written: dict[str, str] = field(default_factory=dict)  # path -> text the sweep wrote
+    branch: str | None = None
+    base: str | None = None  # the commit the branch starts from
+    tip: str | None = None  # its last commit (made before the branch exists)
+    result: dict | None = None  # the sweep's report, given back when a rerun finishes the commits
+
+    def save(self, build_dir: Path) -> None:
+        atomic_write_text(journal_path(build_dir, self.release), json.dumps(asdict(self), indent=1) + "\n")
+
+    def delete(self, build_dir: Path) -> None:
+        journal_path(build_dir, self.release).unlink(missing_ok=True)
+
+
+def find_journal(build_dir: Path) -> SweepJournal | None:
+    """The journal of an unfinished sweep, if any (there is at most one: a sweep refuses to start
+    while another's is unfinished)."""
+    folder = build_dir / "sweep"
+    found = sorted(folder.glob("pytorch-*.journal.json")) if folder.is_dir() else []
+    if not found:
+        return None
+    path = found[0]
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        journal = SweepJournal(**doc)
+        if journal.phase not in PHASES or not isinstance(journal.originals, dict) or not isinstance(journal.written, dict):
+            raise ValueError(f"unknown phase {journal.phase!r}")
+        if journal.phase == "committing" and not (journal.branch and journal.tip and isinstance(journal.result, dict)):
+            raise ValueError("the committing phase lacks branch, tip or result")
+    except (OSError, ValueError, TypeError) as exc:
+        raise DistroError(f"the journal of an interrupted sweep cannot be read: {exc}", path=path,
+                          hint="restore recipes/ and distro.yaml from git (git checkout -- recipes distro.yaml), "
+                               "delete this file, and rerun the sweep") from None
+    return journal
+
+
+def roll_back(journal: SweepJournal, root: Path) -> list[str]:
+    """Put every file the interrupted sweep wrote back as it was before it. Refuses (nothing written)
+    when a file holds neither the sweep's text nor the original: someone changed it since."""
+    todo = []
+    for rel, original in journal.originals.items():
+        path = root / rel
+        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        if current == original:
+            continue
+        if current != journal.written.get(rel):
+            raise GitError(f"{rel} was changed after the sweep of pytorch {journal.release} was interrupted",
+                           path=path, hint=f"keep or discard that change (git checkout -- {rel}), delete "
+                                           f"{journal_path(Path('build'), journal.release)} and rerun the sweep")
+        todo.append(rel)
+    for rel in todo:
+        atomic_write_text(root / rel, journal.originals[rel])
+    return todo
