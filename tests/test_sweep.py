@@ -449,7 +449,13 @@ extra:
 
 
 def _recipe(text: str, name: str = "tricky"):
-    return parse_recipe(text, Path(f"/dist/recipes/{name}/recipe.yaml"))
+    """Rendered as the distribution does: by rattler-build, with the repository's variants.yaml
+    (conda-forge's values: python, cuda_compiler_version incl. "None", ...)."""
+    from conda_distro.render import RenderSettings
+    from conda_distro.variants import read_variant_files
+
+    variants, zips = read_variant_files([Path(__file__).parent.parent / "variants.yaml"])
+    return parse_recipe(text, Path(f"/dist/recipes/{name}/recipe.yaml"), RenderSettings.make(variants, zips))
 
 
 @pytest.mark.parametrize("version, expected", [

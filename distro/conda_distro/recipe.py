@@ -43,7 +43,8 @@ class Dep:
     """One requirement entry, as rendered (deduplicated over the variants)."""
 
     section: str
-    raw: str  # the requirement as rendered; for pin functions the text in the file
+    raw: str  # the requirement as written when it is a literal entry, else as rendered; for pin functions
+    #           the text in the file (``spec.text`` is always what rattler-build rendered)
     line: int
     spec: ParsedSpec | None  # None for pin functions
     func: str | None = None  # pin_compatible | pin_subpackage | compiler | stdlib | cdt
@@ -298,10 +299,13 @@ def _make_dep(section: str, item: Any, finder: _LineFinder, output: int | None) 
     text = item.strip()
     if not text:
         return None
-    spec = parse_spec(text)
+    spec = parse_spec(text)  # what rattler-build rendered (and normalised: `[build=x]` -> ` x`)
     hit = finder.find_spec(spec.name)
     func = hit.calls(_TEMPLATE_FUNCS) if hit is not None else None
-    return Dep(section, text, hit.line if hit else finder.fallback, spec, func, (), bool(hit and hit.conditional), "", output)
+    # raw: the entry as written where it is a literal (what a person reads and an edit finds on its
+    # line), else as rendered
+    raw = hit.raw.strip() if hit is not None and _EXPR not in hit.raw else text
+    return Dep(section, raw, hit.line if hit else finder.fallback, spec, func, (), bool(hit and hit.conditional), "", output)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,7 +439,7 @@ def _tree(text: str, path: Path) -> LDict:
     return doc if isinstance(doc, LDict) else LDict(doc)
 
 
-MODEL_SCHEMA = "1"  # bump when the Recipe model or how it is built changes
+MODEL_SCHEMA = "2"  # bump when the Recipe model or how it is built changes
 
 
 def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) -> Recipe:
