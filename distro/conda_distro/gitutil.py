@@ -50,3 +50,24 @@ def recipe_names(paths: list[str]) -> list[str]:
 def changed_recipes(root: Path, ref: str) -> list[str]:
     """Recipe folder names with any change under recipes/<name>/ since ``ref``."""
     return recipe_names(changed_files(root, ref))
+
+
+def scope_name(root: Path) -> str:
+    """A folder name for the checkout's current ref (check-pr's build scope): the branch name with
+    anything but letters, digits, '.', '_' and '-' replaced by '-', or the commit (12 hex digits) on a
+    detached HEAD; 'worktree' before the first commit."""
+    import re
+
+    repo = _repo(root)
+    try:
+        name = repo.active_branch.name
+    except (TypeError, ValueError):  # detached HEAD
+        name = None
+    if name:
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
+        if slug:
+            return slug
+    try:
+        return repo.head.commit.hexsha[:12]
+    except ValueError:
+        return "worktree"
