@@ -79,12 +79,13 @@ def test_check_pr_on_a_branch_never_reaches_what_main_promotes(built_world: Path
     assert doc["affected"] == ["tensorutils", "layerkit", "trainloop"]
     assert {t["status"] for t in doc["tests"] if t["name"] == "tensorutils"} == {"passed"}
     assert {t["status"] for t in doc["tests"] if t["name"] == "layerkit"} == {"failed"}
+    assert {b["status"] for b in doc["builds"] if b["name"] == "trainloop"} == {"blocked"}  # layerkit failed
     scope = world / doc["scope"]
     assert {p.name.rsplit("-", 2)[0] for p in (scope / "channels/staging/noarch").glob("*.conda")} == \
-        {"tensorutils", "layerkit", "trainloop"}
+        {"tensorutils", "layerkit"}
     assert list((scope / "channels/staging/noarch").glob("tensorutils-0.3.3-*.conda"))
     pr_results = ResultsStore(scope / "results").all()
-    assert {r.name for r in pr_results} == {"tensorutils", "layerkit", "trainloop"}
+    assert {r.name for r in pr_results} == {"tensorutils", "layerkit"}
     branch_head = repo.head.commit.hexsha
     for r in pr_results:  # the PR's own store: provenance of the branch's checkout
         assert r.commit == branch_head and r.recipe == f"recipes/{r.name}"
