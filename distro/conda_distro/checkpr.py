@@ -249,7 +249,9 @@ def _next_step(res: CheckPrResult) -> str:
     if any(f.severity == "error" for f in res.lint + res.proposals):
         steps.append("fix the lint errors (`conda-distro lint --fix` fixes the simple ones)")
     if any(t["status"] == "failed" for t in res.tests) or any(b["status"] == "failed" for b in res.builds):
-        steps.append("fix the failing builds/tests (logs are in the job's artifacts; reproduce with `conda-distro build NAME`)")
+        where = f"; locally under `{res.scope}/logs/`" if res.scope else ""
+        steps.append(f"fix the failing builds/tests (logs are in the job's artifacts{where}; "
+                     "reproduce with `conda-distro build NAME`)")
     if any(not s["ok"] for s in res.solve):
         steps.append("make the pins co-installable (`conda-distro solve` explains the conflict)")
     if res.needs_pin_update:
