@@ -20,7 +20,7 @@ from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, make_plan
 from conda_distro.provenance import BuildProvenance, CheckoutRecipes, Stamp, build_provenance, recipe_digest
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.results import TestRecord as Run
-from helpers import run_json_at, sha256
+from helpers import run_cli_at, run_json_at, sha256
 
 STAGING = Path("build/channels/staging")
 RESULTS = Path("build/results")
@@ -91,6 +91,10 @@ def test_check_pr_on_a_branch_never_reaches_what_main_promotes(built_world: Path
         assert r.commit == branch_head and r.recipe == f"recipes/{r.name}"
         assert all(t.commit == branch_head and "recipes/tensorutils" in t.recipes for t in r.tests)
     # nothing of the branch reached the shared staging channel or main's results
+    assert (snapshot(world / STAGING), snapshot(world / RESULTS)) == shared
+    code, out, _ = run_cli_at(capsys, world, "check-pr", "--base", "main", "--format", "markdown")  # all reused
+    assert code == 1 and f"Builds, results and logs of this PR: `build/pr/{BRANCH}/`" in out
+    assert f"locally under `build/pr/{BRANCH}/logs/`" in out
     assert (snapshot(world / STAGING), snapshot(world / RESULTS)) == shared
 
     # back on main, after an unrelated merge: promote promotes main's builds

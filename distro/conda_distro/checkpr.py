@@ -238,6 +238,9 @@ def to_markdown(res: CheckPrResult) -> str:
             lines.append(f"- `{p.name}` ({who}): `{p.pin}` does not admit {p.dependency} {p.new_version}; "
                          f"change it to `{p.suggested}` in `{p.path}:{p.line}`")
         lines.append("")
+    if res.scope and res.built:
+        lines += [f"Builds, results and logs of this PR: `{res.scope}/` (a staging channel of its own; "
+                  "nothing here is promoted).", ""]
     lines.append("**Next:** " + _next_step(res))
     return "\n".join(lines) + "\n"
 
