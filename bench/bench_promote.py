@@ -25,6 +25,7 @@ import zipfile
 from pathlib import Path
 
 from conda_distro.promote import PromoteOptions, promote
+from conda_distro.provenance import recipe_digest
 from conda_distro.results import ArtifactResults, ResultsStore, TestRecord
 
 RELEASES = ["2.4.1", "2.5.1", "2.6.0"]
@@ -86,12 +87,20 @@ def make_world(root: Path, n: int) -> None:
     store = ResultsStore(root / "build" / "results")
     date = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
     repodata = json.loads((staging / "noarch" / "repodata.json").read_text())
+    digests = {}  # provenance: each artifact's recipe folder and its recipe input hash (promote re-hashes them)
+    for idx in range(names):
+        folder = root / "recipes" / f"bench-{idx:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "recipe.yaml").write_text(f"# bench-{idx:03d} (promote benchmark; not rendered)\n")
+        digests[f"bench-{idx:03d}"] = recipe_digest(folder)
     for fn, rec in repodata["packages.conda"].items():
         art = f"noarch/{fn}"
-        tests = [TestRecord(name=rec["name"], artifact=art, pytorch=r, variant=v, status="passed", date=date)
-                 for r in RELEASES for v in VARIANTS]
+        own = {f"recipes/{rec['name']}": digests[rec["name"]]}
+        tests = [TestRecord(name=rec["name"], artifact=art, pytorch=r, variant=v, status="passed", date=date,
+                            recipes=own) for r in RELEASES for v in VARIANTS]
         store.put(ArtifactResults(artifact=art, name=rec["name"], version=rec["version"], sha256=rec["sha256"],
-                                  depends=rec["depends"], tests=tests))
+                                  depends=rec["depends"], tests=tests, recipe=f"recipes/{rec['name']}",
+                                  recipe_hash=digests[rec["name"]]))
 
 
 def main() -> int:

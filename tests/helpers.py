@@ -41,3 +41,19 @@ def upstream_pytorch_builds(root: Path) -> dict[tuple[str, str], str]:
                 cuda = any(d.split()[0] == "__cuda" for d in rec.get("depends", []))
                 out[(rec["version"], "cuda" if cuda else "cpu")] = rec["build"]
     return out
+
+
+def with_provenance(root: Path, res, *, commit: str | None = None):
+    """Hand-written results (``ArtifactResults``) with the provenance a build in ``root`` records: the
+    recipe folder ``recipes/<name>`` (a placeholder recipe is written when the folder is missing), its
+    recipe input hash, on the artifact and on every test."""
+    from conda_distro.provenance import recipe_digest
+    from conftest import clean_recipe_text
+
+    folder = root / "recipes" / res.name
+    if not folder.is_dir():
+        folder.mkdir(parents=True)
+        (folder / "recipe.yaml").write_text(clean_recipe_text(res.name, version=res.version))
+    rel, digest = f"recipes/{res.name}", recipe_digest(folder)
+    tests = [t.model_copy(update={"recipes": {rel: digest}, "commit": commit}) for t in res.tests]
+    return res.model_copy(update={"recipe": rel, "recipe_hash": digest, "commit": commit, "tests": tests})

@@ -36,7 +36,7 @@ from conda_distro.reports.records import RetirementRecord, RetirementRecords
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.results import TestRecord as Run
 from conda_distro.yamlio import MAX_DOCUMENT_BYTES
-from helpers import sha256
+from helpers import sha256, with_provenance
 
 from conftest import clean_recipe_text
 
@@ -125,11 +125,11 @@ def make_world(root: Path) -> Path:
     date = dt.datetime(2025, 1, 1, 12, tzinfo=dt.timezone.utc)
     store = ResultsStore(root / "build" / "results")
     for f in staging.values():
-        store.put(ArtifactResults(artifact=f.artifact, name=f.name, version=f.version, sha256=f.sha256,
-                                  depends=list(f.depends),
-                                  tests=[Run(name=f.name, artifact=f.artifact, pytorch=r, variant=v,
-                                             status="passed" if f.name == "alpha" else "failed", date=date)
-                                         for r in RELEASES for v in ("cpu", "cuda")]))
+        store.put(with_provenance(root, ArtifactResults(
+            artifact=f.artifact, name=f.name, version=f.version, sha256=f.sha256, depends=list(f.depends),
+            tests=[Run(name=f.name, artifact=f.artifact, pytorch=r, variant=v,
+                       status="passed" if f.name == "alpha" else "failed", date=date)
+                   for r in RELEASES for v in ("cpu", "cuda")])))
     ledger = Ledger(root / "channel_state")
     ledger.add_artifacts("alpha", [ledger_entry(main["alpha"], store.get(ALPHA), channel="build/channels/main",
                                                 promoted_at=date, commit=None)])

@@ -142,7 +142,9 @@ def test_new_package_proposal_and_recipe_pass(sandbox_world: Path, capsys):
     assert sorted((t["name"], t["pytorch"], t["variant"], t["status"]) for t in doc["tests"]) == \
         [("newpkg", r, v, "passed") for r, v in TARGETS]
     assert doc["maintainers"] == {"newpkg": ["someone"]}
-    assert list((sandbox_world / "build/channels/staging/noarch").glob("newpkg-0.1.0-*.conda"))
+    assert doc["scope"] == "build/pr/main"  # the checkout's branch: its own staging, results and logs
+    assert list((sandbox_world / doc["scope"] / "channels/staging/noarch").glob("newpkg-0.1.0-*.conda"))
+    assert not (sandbox_world / "build/channels/staging").exists() and not (sandbox_world / "build/results").exists()
 
     code, md = check_pr_markdown(capsys, sandbox_world)  # a second run reuses the build and the results
     assert code == 0
@@ -197,7 +199,7 @@ def test_change_to_chain_root_builds_and_tests_its_dependents(sandbox_world: Pat
         assert sorted((t["pytorch"], t["variant"], t["status"]) for t in doc["tests"] if t["name"] == name) == \
             [(r, v, "passed") for r, v in TARGETS], name
     assert doc["needs_pin_update"] == [] and doc["ok"] is True
-    staged = {p.name.split("-")[0] for p in (sandbox_world / "build/channels/staging/noarch").glob("*.conda")}
+    staged = {p.name.split("-")[0] for p in (sandbox_world / doc["scope"] / "channels/staging/noarch").glob("*.conda")}
     assert staged == {"tensorutils", "layerkit", "trainloop"}  # nothing else was built
     assert doc["maintainers"] == {"tensorutils": ["alice-ml"], "layerkit": ["bkowalski", "alice-ml"],
                                   "trainloop": ["chen-wei"]}

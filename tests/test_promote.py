@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from anaconda_server import FakeAnaconda
+from helpers import with_provenance
 from conda_distro.channels import ChannelFile, LocalChannel, sha256_of
 from conda_distro.cli import main as cli_main
 from conda_distro.ledger import Ledger, Retirement
@@ -44,7 +45,7 @@ def admitted(f: ChannelFile) -> list[tuple[str, str]]:
     return TestMatrix("pytorch", RELEASES, VARIANTS).required(f) or [("2.5.1", "cpu")]
 
 
-def write_results(root: Path, files: dict[str, ChannelFile], *, scenario: bool = True) -> None:
+def write_results(root: Path, files: dict[str, ChannelFile], *, scenario: bool = True, commit: str | None = None) -> None:
     """Results the way the build engine writes them: one ArtifactResults per staging artifact."""
     store = ResultsStore(root / "build" / "results")
     for name, f in by_name(files).items():
@@ -56,7 +57,7 @@ def write_results(root: Path, files: dict[str, ChannelFile], *, scenario: bool =
                                   status="failed", date=DATE + dt.timedelta(hours=1)))
         if name == "eps" and scenario:
             res = record(f, [("2.5.1", "cpu")])
-        store.put(res)
+        store.put(with_provenance(root, res, commit=commit))
 
 
 @pytest.fixture()
@@ -223,18 +224,23 @@ def test_promote_local_end_to_end_and_idempotent_rerun(root, capsys):
     assert {p: p.read_bytes() for p in before} == before  # nothing rewritten
 
 
-def test_all_passing_exits_zero_and_records_commit(template, tmp_path, capsys):
+def test_all_passing_exits_zero_and_records_the_commit_that_built_it(template, tmp_path, capsys):
+    """The ledger's commit is the one the results name (the commit whose recipe produced the artifact),
+    not the commit promote runs at."""
     import git
 
     root = write_distro(tmp_path / "d")
     copy_channel(template / "staging", root / "build" / "channels" / "staging")
-    write_results(root, staging_files(root / "build" / "channels" / "staging"), scenario=False)
     repo = git.Repo.init(root)
+    actor = git.Actor("t", "t@x")
     repo.index.add(["distro.yaml"])
-    sha = repo.index.commit("init", author=git.Actor("t", "t@x"), committer=git.Actor("t", "t@x")).hexsha
+    built_at = repo.index.commit("init", author=actor, committer=actor).hexsha
+    write_results(root, staging_files(root / "build" / "channels" / "staging"), scenario=False, commit=built_at)
+    later = repo.index.commit("a later merge", author=actor, committer=actor).hexsha
     code, doc = run(root, "promote", capsys=capsys)
     assert code == 0 and doc["held"] == [] and len(doc["promoted"]) == 6
-    assert Ledger(root / "channel_state").load("zeta").artifacts[0].commit == sha
+    assert repo.head.commit.hexsha == later != built_at
+    assert {a.commit for s in Ledger(root / "channel_state").load_all().values() for a in s.artifacts} == {built_at}
     code, doc = run(root, "promote", capsys=capsys)
     assert code == 0 and doc["promoted"] == [] and set(reasons(doc).values()) == {"already-in-main"}
 
@@ -306,7 +312,7 @@ def test_unindexed_copy_that_is_no_longer_promotable_is_moved_out(root):
     crashed = run_subprocess(root, "promote", env={"CONDA_DISTRO_TEST_CRASH_AT": "promote-after-copy"})
     assert crashed.returncode == -9
     st = by_name(staging_files(root / "build" / "channels" / "staging"))
-    ResultsStore(root / "build" / "results").put(record(st["gamma"], [("2.4.1", "cpu")], status="failed"))
+    ResultsStore(root / "build" / "results").put(with_provenance(root, record(st["gamma"], [("2.4.1", "cpu")], status="failed")))
     doc = json.loads(run_subprocess(root, "promote").stdout)
     assert reasons(doc)["gamma"] == "test-failed" and names(doc["promoted"]) == {"alpha"}
     assert set(assert_main_consistent(root)) == {st["alpha"].artifact}

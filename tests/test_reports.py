@@ -38,6 +38,7 @@ from conda_distro.reports.records import RecordEvidence, RetirementRecord, Retir
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.results import TestRecord as Run
 from conftest import clean_recipe_text
+from helpers import with_provenance
 
 AS_OF = dt.date(2025, 6, 1)
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
@@ -372,7 +373,7 @@ def promoted(built_channel, tmp_path, capsys) -> Path:
                               ignore=shutil.ignore_patterns("bld", ".tmp", "src_cache", "test", "broken"))
     store = ResultsStore(root / "build" / "results")
     for f in LocalChannel(staging).list_files().values():
-        store.put(build_result(f, day(-300)))
+        store.put(with_provenance(root, build_result(f, day(-300))))
     assert cli_main(["promote", "--root", str(root)]) == 0
     capsys.readouterr()
     return root

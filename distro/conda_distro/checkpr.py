@@ -1,6 +1,11 @@
 """`check-pr`: the PR gate. In order: lint of changed recipes and proposals, proposal checks, the
 affected set (changed ∪ transitive reverse deps), solve per release × variant, build + test of the
 affected set; plus downstream notification (dependents whose pins no longer admit a changed package).
+
+The build runs in a scope of its own, ``build/pr/<branch or commit>/`` (its staging channel, results
+store, logs and release views): a PR's artifacts and results never enter the shared staging channel
+or ``build/results/``, so `promote` on main in the same checkout never sees them. The shared staging is
+only read, after the scope's own staging, for dependencies the PR does not rebuild.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from pathlib import Path
 
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import ExitCode
-from conda_distro.gitutil import changed_files, recipe_names
+from conda_distro.gitutil import changed_files, recipe_names, scope_name
 from conda_distro.graph import RecipeGraph
 from conda_distro.lint import Finding, LintOptions, lint_distribution
 from conda_distro.specs import admits, upper_granularity
@@ -58,6 +63,7 @@ class CheckPrResult:
     needs_pin_update: list[PinUpdate] = field(default_factory=list)
     maintainers: dict[str, list[str]] = field(default_factory=dict)
     malformed: bool = False
+    scope: str | None = None  # build/pr/<ref>/: where the build and its results, logs and staging went
     excluded: dict = field(default_factory=dict)  # unreadable recipes and their dependents
     nothing_buildable: bool = False
     built: bool = False
@@ -79,6 +85,7 @@ class CheckPrResult:
         return {
             "ok": self.ok, "base": self.base, "changed": self.changed, "changed_proposals": self.changed_proposals,
             "nothing_buildable": self.nothing_buildable, "malformed": self.malformed, "built": self.built,
+            "scope": self.scope,
             "lint": [f.to_dict() for f in self.lint], "proposals": [f.to_dict() for f in self.proposals],
             "affected": self.affected, "solve": self.solve, "builds": self.builds, "tests": self.tests,
             "needs_pin_update": [p.to_dict() for p in self.needs_pin_update], "maintainers": self.maintainers,
@@ -155,9 +162,13 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
 
     res.solve = [r.to_dict() for r in solve_distribution(dist).results]
     if options.build and res.affected:
-        from conda_distro.engine.run import BuildOptions, run_build
+        from conda_distro.engine.run import SCOPES, BuildOptions, run_build
 
-        run = run_build(dist, BuildOptions(names=tuple(res.affected), jobs=options.jobs, sandbox=options.sandbox), reporter)
+        scope = scope_name(dist.root)
+        res.scope = (dist.distro.build_dir / SCOPES / scope).relative_to(dist.root).as_posix() \
+            if dist.distro.build_dir.is_relative_to(dist.root) else str(dist.distro.build_dir / SCOPES / scope)
+        run = run_build(dist, BuildOptions(names=tuple(res.affected), jobs=options.jobs, sandbox=options.sandbox,
+                                           scope=scope), reporter)
         rep = run.report.to_dict() if run.report else {"builds": [], "tests": []}
         res.builds, res.tests, res.built = rep["builds"], rep["tests"], True
     return res
@@ -227,6 +238,9 @@ def to_markdown(res: CheckPrResult) -> str:
             lines.append(f"- `{p.name}` ({who}): `{p.pin}` does not admit {p.dependency} {p.new_version}; "
                          f"change it to `{p.suggested}` in `{p.path}:{p.line}`")
         lines.append("")
+    if res.scope and res.built:
+        lines += [f"Builds, results and logs of this PR: `{res.scope}/` (a staging channel of its own; "
+                  "nothing here is promoted).", ""]
     lines.append("**Next:** " + _next_step(res))
     return "\n".join(lines) + "\n"
 
@@ -238,7 +252,9 @@ def _next_step(res: CheckPrResult) -> str:
     if any(f.severity == "error" for f in res.lint + res.proposals):
         steps.append("fix the lint errors (`conda-distro lint --fix` fixes the simple ones)")
     if any(t["status"] == "failed" for t in res.tests) or any(b["status"] == "failed" for b in res.builds):
-        steps.append("fix the failing builds/tests (logs are in the job's artifacts; reproduce with `conda-distro build NAME`)")
+        where = f"; locally under `{res.scope}/logs/`" if res.scope else ""
+        steps.append(f"fix the failing builds/tests (logs are in the job's artifacts{where}; "
+                     "reproduce with `conda-distro build NAME`)")
     if any(not s["ok"] for s in res.solve):
         steps.append("make the pins co-installable (`conda-distro solve` explains the conflict)")
     if res.needs_pin_update:

@@ -112,3 +112,24 @@ def publish_branch(repo, branch: str, tip: str) -> None:
     tmp = git_dir / "index.conda-distro.tmp"
     repo.git.read_tree(tip, env={"GIT_INDEX_FILE": str(tmp)})
     os.replace(tmp, git_dir / "index")  # atomic: never a half-written index, never a stale index.lock
+
+
+def scope_name(root: Path) -> str:
+    """A folder name for the checkout's current ref (check-pr's build scope): the branch name with
+    anything but letters, digits, '.', '_' and '-' replaced by '-', or the commit (12 hex digits) on a
+    detached HEAD; 'worktree' before the first commit."""
+    import re
+
+    repo = _repo(root)
+    try:
+        name = repo.active_branch.name
+    except (TypeError, ValueError):  # detached HEAD
+        name = None
+    if name:
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
+        if slug:
+            return slug
+    try:
+        return repo.head.commit.hexsha[:12]
+    except ValueError:
+        return "worktree"

@@ -12,7 +12,8 @@ One JSON file per package, ``channel_state/<name>.json``::
           "depends": ["pytorch >=2.5.1,<2.6.0a0"],  # sorted
           "channel": "build/channels/pytorch",      # the main channel it was promoted to
           "promoted_at": "2025-01-01T12:00:00Z",    # UTC; null if it entered main another way
-          "commit": "9ff6986…",                     # git HEAD of the distribution repo; null outside git
+          "commit": "9ff6986…",                     # the commit whose recipe produced the artifact (recorded
+                                                    # when it was built); null: uncommitted recipe, or no git
           "tests": [{"release": "2.5.1", "variant": "cpu", "status": "passed", "date": "…Z"}],
           "retired": null                           # or {"at": "…Z", "reason": "…", "by": "…"}
         }

@@ -30,7 +30,8 @@ from conda_distro.channels.local import LocalChannel, sha256_of
 from conda_distro.config import Distro, DistroConfig
 from conda_distro.distribution import open_distro
 from conda_distro.errors import ExitCode
-from conda_distro.ledger import ArtifactEntry, Ledger, Retirement, TestEvidence, current_commit, utcnow
+from conda_distro.ledger import ArtifactEntry, Ledger, Retirement, TestEvidence, utcnow
+from conda_distro.provenance import CheckoutRecipes
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.specs import admits
 
@@ -44,6 +45,7 @@ class HoldReason(str, enum.Enum):
     ALREADY_IN_MAIN = "already-in-main"
     SHA256_MISMATCH = "sha256-mismatch"
     RETIRED = "retired"
+    NOT_FROM_THIS_CHECKOUT = "not-from-this-checkout"  # built or tested from other recipes than this checkout's
 
     @property
     def is_failure(self) -> bool:
@@ -152,6 +154,9 @@ class PlanInputs:
     matrix: TestMatrix
     #: sha256 of the staging files as they are on disk (local staging), re-checked against the results
     on_disk: Mapping[str, str] | None = None
+    #: this checkout's recipe input hashes ({recipe folder: hash, None when absent}) of every recipe the
+    #: results name; None: provenance is not checked (a plan made without a checkout)
+    recipes: Mapping[str, str | None] | None = None
 
 
 @dataclass
@@ -208,7 +213,7 @@ def _gate_retired(f: ChannelFile, retired: Mapping[str, Retirement]) -> Held | N
     return Held(f, HoldReason.RETIRED, f"retired {r.at:%Y-%m-%d} by {r.by}: {r.reason}") if r else None
 
 
-def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix, on_disk: str | None = None) -> Held | None:
+def _gate_sealed(f: ChannelFile, res: ArtifactResults, on_disk: str | None = None) -> Held | None:
     if res.sha256 != f.sha256:
         return Held(f, HoldReason.NOT_TESTED, f"the test results are for another build of this file "
                                               f"(sha256 {res.sha256[:12]}…, staging has {f.sha256[:12]}…)")
@@ -216,6 +221,45 @@ def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix, on_dis
         return Held(f, HoldReason.NOT_TESTED, f"the test results are for another build of this file "
                                               f"(sha256 {res.sha256[:12]}…, the staging file on disk has {on_disk[:12]}…); "
                                               "rebuild it with `conda-distro build`")
+    return None
+
+
+def _short(h: str | None) -> str:
+    return f"{h[:12]}…" if h else "none"
+
+
+def _gate_provenance(f: ChannelFile, res: ArtifactResults, recipes: Mapping[str, str | None] | None) -> Held | None:
+    """Only what the recipes of this checkout built and tested goes to main: the artifact's recipe input
+    hash, and that of every recipe its tests saw (its own and its distribution dependencies'), must be
+    this checkout's."""
+    if recipes is None:
+        return None
+    rebuild = "; build and test it from this checkout with `conda-distro build`"
+    if not res.recipe or not res.recipe_hash:
+        return Held(f, HoldReason.NOT_FROM_THIS_CHECKOUT,
+                    "its results record no recipe input hash (made before provenance was recorded)" + rebuild)
+    here = recipes.get(res.recipe)
+    at = f" at commit {res.commit[:12]}" if res.commit else ""
+    if here is None:
+        return Held(f, HoldReason.NOT_FROM_THIS_CHECKOUT,
+                    f"built from {res.recipe}{at}, which this checkout does not have")
+    if here != res.recipe_hash:
+        return Held(f, HoldReason.NOT_FROM_THIS_CHECKOUT,
+                    f"built from another version of {res.recipe}{at} (recipe input hash {_short(res.recipe_hash)}, "
+                    f"this checkout's is {_short(here)})" + rebuild)
+    other: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for pair, t in sorted(res.latest().items()):
+        differing = sorted(r for r, h in t.recipes.items() if recipes.get(r) != h) if t.recipes else ["(unrecorded)"]
+        for r in differing:
+            other[r].append(pair)
+    if other:
+        what = "; ".join(f"{r} against {_pairs(p)}" for r, p in sorted(other.items()))
+        return Held(f, HoldReason.NOT_FROM_THIS_CHECKOUT,
+                    f"tested with other recipes than this checkout's: {what}" + rebuild.replace("build and test", "re-test"))
+    return None
+
+
+def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Held | None:
     latest = res.latest()
     failed = sorted(p for p, t in latest.items() if t.status == "failed")
     if failed:
@@ -296,7 +340,8 @@ def make_plan(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             plan.untracked.append(art)
             continue
         held = (_gate_main(f, inputs.main) or _gate_retired(f, inputs.retired)
-                or _gate_tests(f, res, inputs.matrix, (inputs.on_disk or {}).get(art)))
+                or _gate_sealed(f, res, (inputs.on_disk or {}).get(art))
+                or _gate_provenance(f, res, inputs.recipes) or _gate_tests(f, res, inputs.matrix))
         if held:
             plan.held.append(held)
         else:
@@ -366,7 +411,18 @@ class PromotionContext:
         return PlanInputs(
             staging=staging, main=main, results=results,
             retired=self.ledger.retired_artifacts(), matrix=TestMatrix.from_config(self.distro.config),
-            on_disk=self._on_disk(staging, main, results))
+            on_disk=self._on_disk(staging, main, results), recipes=self._recipes(staging, main, results))
+
+    def _recipes(self, staging: Mapping[str, ChannelFile], main: Mapping[str, ChannelFile],
+                 results: Mapping[str, ArtifactResults]) -> dict[str, str | None]:
+        """This checkout's recipe input hash of every recipe named by the results of a candidate."""
+        checkout = CheckoutRecipes(self.distro.root)
+        named = set()
+        for art, res in results.items():
+            if art in staging and art not in main:
+                named.update(r for r in (res.recipe,) if r)
+                named.update(r for t in res.tests for r in t.recipes)
+        return {r: checkout.digest(r) for r in sorted(named)}
 
     def _on_disk(self, staging: Mapping[str, ChannelFile], main: Mapping[str, ChannelFile],
                  results: Mapping[str, ArtifactResults]) -> dict[str, str] | None:
@@ -407,10 +463,12 @@ def record_in_ledger(plan: PromotionPlan, ctx: PromotionContext,
     by_name: dict[str, list[ChannelFile]] = defaultdict(list)
     for f in files:
         by_name[f.name].append(f)
-    now, commit = utcnow(), current_commit(ctx.distro.root)
+    now = utcnow()
     written = []
     for name in sorted(by_name):
-        entries = [ledger_entry(f, results.get(f.artifact), channel=ctx.main.ref, promoted_at=now, commit=commit)
+        # the commit whose recipe produced the artifact (recorded at build time), not this checkout's HEAD
+        entries = [ledger_entry(f, res := results.get(f.artifact), channel=ctx.main.ref, promoted_at=now,
+                                commit=res.commit if res else None)
                    for f in by_name[name]]
         path = ctx.ledger.add_artifacts(name, entries)
         if path is not None:

@@ -2,6 +2,11 @@
 
 The store (``build/results/``) is what `promote` reads: one JSON file per staging artifact with the
 outcome of every (release, variant) test run against it. Files are written atomically.
+
+Provenance (:mod:`conda_distro.provenance`): each artifact records the recipe folder it was built from,
+that recipe's input hash and the commit holding it; each test records the recipe input hashes of the
+artifact and of its distribution dependencies in the checkout that ran it, and that checkout's commit.
+`check-pr` keeps a store of its own (``build/pr/<ref>/results/``), so a PR never replaces these.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from conda_distro.errors import DistroError
 from conda_distro.validation import load_json, to_error
 from conda_distro.yamlio import atomic_write_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit)
 BuildStatus = Literal["built", "skipped-existing", "failed", "blocked"]
 TestStatus = Literal["passed", "failed", "blocked"]
 Variant = Literal["cpu", "cuda"]
@@ -52,6 +57,11 @@ class TestRecord(_Model):
     date: dt.datetime = Field(default_factory=now)
     key: str | None = None  # hash of everything the outcome depended on; same key = no need to re-test
     cached: bool = False  # this run reused the stored outcome
+    # provenance: recipe folder -> recipe input hash, for the artifact's recipe and its distribution
+    # dependencies' recipes, in the checkout that ran the test; and that checkout's commit (None: the
+    # recipes had uncommitted changes, or no git)
+    recipes: dict[str, str] = Field(default_factory=dict)
+    commit: str | None = None
 
 
 class ArtifactResults(_Model):
@@ -64,6 +74,11 @@ class ArtifactResults(_Model):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     depends: list[str] = Field(default_factory=list)
     input_hash: str | None = None
+    # provenance: the recipe folder (``recipes/<name>``) the artifact was built from, its recipe input
+    # hash then, and the commit holding that recipe (None: uncommitted changes, or no git)
+    recipe: str | None = None
+    recipe_hash: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    commit: str | None = None
     tests: list[TestRecord] = Field(default_factory=list)
 
     def latest(self) -> dict[tuple[str, str], TestRecord]:

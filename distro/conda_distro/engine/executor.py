@@ -19,6 +19,7 @@ from conda_distro.engine.releases import ReleaseView, Target
 from conda_distro.engine.unit import (Isolation, TargetView, Unit, UnitOutcome, blocked_outcome, finish, is_cached,
                                       launch, prepare, reuse)
 from conda_distro.errors import ExitCode
+from conda_distro.provenance import BuildProvenance, Stamp
 from conda_distro.rattler_env import index_channel
 from conda_distro.results import BuildRecord, TestRecord
 
@@ -53,6 +54,8 @@ class ExecContext:
     pytorch: str
     isolation: Isolation
     jobs: int = 1
+    provenance: BuildProvenance = field(default_factory=BuildProvenance)  # the checkout's HEAD and dirty recipes
+    fallback: tuple[Path, ...] = ()  # local channels read after staging (check-pr: the shared staging)
 
 
 @dataclass
@@ -104,13 +107,19 @@ def _summarise(outcome: UnitOutcome) -> _Status:
     return st
 
 
-def _staging_digest(staging: Path, names: tuple[str, ...], pinned: dict[str, str]) -> str:
+def _staging_digest(staging: Path, names: tuple[str, ...], pinned: dict[str, str],
+                    recipes: tuple[tuple[str, str], ...] = (), fallback: tuple[Path, ...] = ()) -> str:
     """What a test environment can see of the distribution dependencies ``names``: this run's
     artifacts (``pinned``: artifact -> sha256) for packages built in this run, otherwise every
-    staging entry of the name. A change there means re-testing."""
+    staging (and fallback channel) entry of the name; and the recipes they come from (``recipes``:
+    folder -> recipe input hash). A change there means re-testing."""
     wanted = set(names)
-    rows = [f"{a}={sha}" for a, sha in pinned.items()]
-    rows += [f"{f.filename}={f.sha256}" for f in LocalChannel(staging).list_files().values() if f.name in wanted]
+    rows = [f"{a}={sha}" for a, sha in pinned.items()] + [f"recipe {r}={h}" for r, h in recipes]
+    for i, channel in enumerate((staging, *fallback)):
+        if i and not (channel / "noarch" / "repodata.json").is_file():
+            continue
+        rows += [f"{i}:{f.filename}={f.sha256}" if i else f"{f.filename}={f.sha256}"
+                 for f in LocalChannel(channel).list_files().values() if f.name in wanted]
     return hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest()
 
 
@@ -141,9 +150,11 @@ class Executor:
             variant_config=pkg.variant_config, engine=self.plan.engine, staging=self.ctx.staging,
             channels=(self.ctx.staging.as_uri(), *self.ctx.upstream), store=self.ctx.store, logs=self.ctx.logs,
             pytorch=self.ctx.pytorch, targets=views, blocked=blocked,
-            deps_digest=_staging_digest(self.ctx.staging, tuple(d for d in pkg.closure if d not in in_run), pinned),
+            deps_digest=_staging_digest(self.ctx.staging, tuple(d for d in pkg.closure if d not in in_run), pinned,
+                                        pkg.recipes, self.ctx.fallback),
             block_build=block_build, dep_artifacts=tuple(sorted(pinned)),
             dep_view=self.ctx.store.parent / "dep-views" / pkg.name, declared=pkg.declared,
+            stamp=Stamp.of(pkg.recipes, self.ctx.provenance),
         )
 
     def _run_here(self, unit: Unit) -> UnitOutcome:

@@ -13,6 +13,7 @@ from conda_distro.engine.releases import Target
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases
+from conda_distro.provenance import recipe_digest
 from conda_distro.render import RenderSettings
 from conda_distro.results import ResultsStore
 from conda_distro.specs import minor_of
@@ -38,6 +39,9 @@ class PackagePlan:
     targets: tuple[Target, ...]  # what its pins admit (before looking at built artifacts)
     variant_config: RenderSettings = field(default_factory=RenderSettings)
     declared: frozenset[str] = frozenset()  # the package names the recipe may produce (fixed-env render)
+    # provenance: recipe folder (relative to the root) -> recipe input hash, for this package's recipe
+    # (first) and its distribution dependencies' recipes
+    recipes: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict:
         return {
@@ -77,15 +81,6 @@ class PlanOptions:
     engine: str = "rattler-build"
 
 
-def folder_digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(folder.rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts:
-            h.update(p.relative_to(folder).as_posix().encode() + b"\0")
-            h.update(hashlib.sha256(p.read_bytes()).digest())
-    return h.hexdigest()
-
-
 def select_releases(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
     releases = dist.config.pytorch.releases
     for r in wanted:
@@ -104,6 +99,7 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
     admitted = admitted_releases(dist.recipes, graph, pytorch, releases)
     minors = sorted({".".join(map(str, minor_of(r))) for r in releases}, key=lambda m: tuple(map(int, m.split("."))))
     input_hashes: dict[str, list[str]] = {}
+    recipe_hashes: dict[str, tuple[str, str]] = {}  # name -> (recipe folder, recipe input hash)
     packages = []
     tool = f"{PLAN_VERSION}:{builder.name}:{_tool_version()}"
     needed = set(names).union(*(graph.ancestors(n) for n in names))  # deps' hashes feed dependents' hashes
@@ -117,7 +113,8 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
         specs = [s for s in specs if pytorch not in s.variant
                  or any(".".join(map(str, minor_of(r))) == s.variant.get(pytorch) for r in admitted[name])]
         host_deps = sorted({d for d in graph.dependencies(name) if d in recipe.dep_names("host")})
-        base = folder_digest(recipe.folder)
+        base = recipe_digest(recipe.folder)
+        recipe_hashes[name] = (_relative(recipe.folder, dist.root), base)
         vplans = []
         for spec in specs:
             h = hashlib.sha256(json.dumps([tool, base, spec.variant, [input_hashes.get(d) for d in host_deps]]).encode()).hexdigest()
@@ -133,6 +130,7 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
             deps=tuple(sorted(graph.dependencies(name))), closure=tuple(sorted(graph.ancestors(name))),
             variants=tuple(vplans), targets=targets, variant_config=vc,
             declared=builder.declared_names(recipe.path, vc),
+            recipes=(recipe_hashes[name], *sorted(recipe_hashes[d] for d in graph.ancestors(name))),
         ))
     chosen = [p.name for p in packages]
     return BuildPlan(
@@ -141,6 +139,13 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
         targets=tuple(Target(r, v) for r in releases for v in variants),
         engine=builder.name,
     )
+
+
+def _relative(folder: Path, root: Path) -> str:
+    try:
+        return folder.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return folder.as_posix()
 
 
 def _tool_version() -> str:

@@ -16,6 +16,7 @@ from conda_distro.engine.unit import Isolation
 from conda_distro.errors import UsageError
 from conda_distro.gitutil import changed_recipes
 from conda_distro.graph import RecipeGraph
+from conda_distro.provenance import build_provenance
 from conda_distro.results import ResultsStore
 
 
@@ -30,6 +31,7 @@ class BuildOptions:
     dry_run: bool = False
     sandbox: bool = True  # False: --no-sandbox (recipe code runs unsandboxed; the CLI warns)
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another build into the same staging
+    scope: str | None = None  # None: the shared staging and results; NAME: check-pr's own build/pr/NAME/
 
 
 @dataclass
@@ -57,12 +59,23 @@ class Paths:
     logs: Path
     views: Path
     remote_staging: str | None = None  # anaconda://OWNER[/LABEL] that `upload` puts the local builds on
+    fallback: tuple[Path, ...] = ()  # read-only channels after staging (a scope: the shared staging)
 
 
 LOCAL_MIRROR = "channels/staging"  # under build/: builds made for an anaconda.org staging label
+SCOPES = "pr"  # under build/: check-pr's scopes, one folder per PR ref
 
 
-def build_paths(dist: Distribution) -> Paths:
+def build_paths(dist: Distribution, scope: str | None = None) -> Paths:
+    """Where a build writes. A ``scope`` (check-pr) has a staging channel, results store, logs and
+    release views of its own under ``build/pr/<scope>/``, and reads the shared staging (what main
+    built) after its own staging for the dependencies it does not build; it never writes there."""
+    if scope is not None:
+        if not scope or scope in (".", "..") or "/" in scope or ":" in scope:
+            raise UsageError(f"bad build scope name {scope!r}", hint="a git branch name or commit, without '/' or ':'")
+        base = dist.distro.build_dir / SCOPES / scope
+        return Paths(staging=base / "channels" / "staging", store=base / "results", logs=base / "logs",
+                     views=base / "release-views", fallback=(build_paths(dist).staging,))
     staging_ref = dist.config.channels.staging
     b = dist.distro.build_dir
     remote = staging_ref if dist.distro.is_anaconda(staging_ref) else None
@@ -102,7 +115,7 @@ def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Pa
     if not (names or options.all or options.changed_since):
         raise UsageError("nothing selected to build", field="NAME",
                          hint="name packages, or pass --all or --changed-since REF")
-    paths = build_paths(dist)
+    paths = build_paths(dist, options.scope)
     builder = make_builder(options.engine)
     plan = make_plan(dist, graph, builder, ResultsStore(paths.store), paths.staging,
                      PlanOptions(names=tuple(names), all=options.all, pytorch=options.pytorch, engine=options.engine))
@@ -120,13 +133,13 @@ def isolation(dist: Distribution, paths: Paths, sandbox: bool) -> Isolation:
     upstream = [Path(u[len("file://"):]) for u in d.upstream_urls if u.startswith("file://")]
     return Isolation(bwrap=require_bwrap(), work_root=work_root,
                      hidden=(d.root, d.build_dir, d.state_dir, paths.store, paths.logs, work_root),
-                     read_only=(*upstream, *runtime_paths()))
+                     read_only=(*upstream, *paths.fallback, *runtime_paths()))
 
 
-def staging_lock(dist: Distribution, timeout: float):
+def staging_lock(paths: Paths, timeout: float):
     """The lock a build holds on the staging folder it writes (the same kind promote holds on main):
     two builds into one staging never interleave their writes of packages, repodata and results."""
-    staging = build_paths(dist).staging
+    staging = paths.staging
     return channel_lock(staging / LOCK_NAME, timeout, f"the staging channel {staging}", others="build or sweep")
 
 
@@ -156,13 +169,15 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
         return BuildRun(plan, BuildReport(), excluded)
     iso = isolation(dist, paths, options.sandbox)  # before anything is written
     seen = _staging_state(paths)
-    with staging_lock(dist, options.lock_timeout):
+    with staging_lock(paths, options.lock_timeout):
         if _staging_state(paths) != seen:
             plan, paths = plan_build(dist, options)
             if not plan.packages:
                 return BuildRun(plan, BuildReport(), excluded)
         views = build_release_views(dist.distro, paths.views)
-        ctx = ExecContext(staging=paths.staging, upstream=tuple(dist.distro.upstream_urls), views=views,
-                          store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name, isolation=iso,
-                          jobs=options.jobs)
+        fallback = tuple(f for f in paths.fallback if (f / "noarch" / "repodata.json").is_file())
+        ctx = ExecContext(staging=paths.staging, upstream=(*(f.as_uri() for f in fallback), *dist.distro.upstream_urls),
+                          views=views, store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name,
+                          isolation=iso, jobs=options.jobs, fallback=fallback,
+                          provenance=build_provenance(dist.root, dist.distro.recipes_dir))
         return BuildRun(plan, Executor(plan, ctx, reporter).run(), excluded)

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from conda_distro.channels.local import link_or_copy, sha256_of
 from conda_distro.engine import intake
+from conda_distro.provenance import Stamp
 from conda_distro.render import RenderSettings
 from conda_distro.engine.backends import VariantSpec
 from conda_distro.engine.releases import Target
@@ -30,7 +31,7 @@ from conda_distro.engine.sandbox import SandboxSpec, worker_env, wrap
 from conda_distro.engine.worker import (TargetIn, VariantIn, VariantOut, WorkerJob, WorkerReport, admitted_targets,
                                         target_id, test_key)
 from conda_distro.rattler_env import SCRATCH_VAR, index_channel, scratch_dir
-from conda_distro.results import ArtifactResults, BuildRecord, ResultsStore, TestRecord
+from conda_distro.results import SCHEMA_VERSION, ArtifactResults, BuildRecord, ResultsStore, TestRecord
 
 LOG_LIMIT = 64 << 20  # a worker's log file larger than this is cut (a log is evidence, not storage)
 STDERR_TAIL = 20
@@ -80,6 +81,7 @@ class Unit:
     dep_artifacts: tuple[str, ...] = ()  # this run's artifacts of its distribution deps (staging-relative)
     dep_view: Path | None = None  # where to put the channel holding exactly those
     declared: frozenset[str] = frozenset()  # package names the recipe may produce
+    stamp: Stamp = field(default_factory=Stamp)  # provenance written into the results store
 
 
 @dataclass
@@ -302,12 +304,13 @@ def collect(unit: Unit, report: WorkerReport | None, error: str | None, work: Pa
         out.builds.append(BuildRecord(name=unit.name, version=spec.version, artifact=spec.artifact, sha256=sha,
                                       status="built" if action == "build" else "skipped-existing",
                                       log=build_log, variant=spec.variant))
-        _record_tests(unit, spec, input_hash, path, sha, rep, store, work, error, out)
+        _record_tests(unit, spec, input_hash, path, sha, rep, store, work, error, out, built=action == "build")
     return out
 
 
 def _record_tests(unit: Unit, spec: VariantSpec, input_hash: str, path: Path, sha: str, rep: VariantOut | None,
-                  store: ResultsStore, work: Path | None, error: str | None, out: UnitOutcome) -> None:
+                  store: ResultsStore, work: Path | None, error: str | None, out: UnitOutcome, *,
+                  built: bool) -> None:
     from rattler_build import Package
 
     depends = list(Package.from_file(str(path)).depends)
@@ -316,6 +319,13 @@ def _record_tests(unit: Unit, spec: VariantSpec, input_hash: str, path: Path, sh
     results = prev if prev is not None and prev.sha256 == sha else ArtifactResults(
         artifact=spec.artifact, name=spec.name, version=spec.version, sha256=sha, depends=depends)
     results.input_hash = input_hash
+    stamp = unit.stamp
+    if stamp.recipe_hash and (built or results.recipe_hash is None):
+        # built now, or kept (skip-existing: its input hash is this checkout's) with no provenance yet
+        results.recipe, results.recipe_hash = stamp.recipe, stamp.recipe_hash
+        results.commit = stamp.commit
+        results.schema_version = SCHEMA_VERSION
+    provenance = dict(recipes=dict(stamp.test_recipes), commit=stamp.test_commit)
     latest = results.latest()
     ran = {target_id(t.pytorch, t.variant): t for t in (rep.tests if rep else [])}
     logs = unit.logs / unit.name
@@ -336,11 +346,11 @@ def _record_tests(unit: Unit, spec: VariantSpec, input_hash: str, path: Path, sh
             continue
         got = ran.get(target_id(t.pytorch, t.variant))
         if got is None:
-            rec = TestRecord(**base, status="failed", key=key,
+            rec = TestRecord(**base, status="failed", key=key, **provenance,
                              reason=error or "the build worker reported no outcome for this test")
         else:
             rec = TestRecord(**base, status="passed" if got.ok else "failed", log=_keep_log(work, got.log, logs),
-                             reason=got.message, key=key)
+                             reason=got.message, key=key, **provenance)
         results.record(rec)
         out.tests.append(rec)
     if results.model_dump_json() != before:  # a no-change rerun leaves the results store untouched
