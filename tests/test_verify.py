@@ -19,6 +19,7 @@ from anaconda_server import FakeAnaconda
 from conda_distro.channels import LocalChannel
 from conda_distro.promote import PromoteOptions, promote
 from helpers import run_cli_at, run_json_at
+from worlds import own_copy
 
 MAIN = Path("build/channels/pytorch")
 STAGING = Path("build/channels/staging")
@@ -55,7 +56,8 @@ def test_verify_checks_every_file_of_main_before_solving(promoted, capsys):
     files = LocalChannel(main).list_files()
     metrickit = next(f for f in files.values() if f.name == "metrickit")
     layerkit = next(f for f in files.values() if f.name == "layerkit")
-    path, saved = main / metrickit.artifact, (main / metrickit.artifact).read_bytes()
+    path = own_copy(main / metrickit.artifact)  # (written in place below: not through the template's inode)
+    saved = path.read_bytes()
 
     # a deleted artifact: drift, and (fresh cache) the install fails instead of using a cached copy
     path.unlink()

@@ -36,6 +36,16 @@ def copy_world(src: Path, dst: Path) -> Path:
     return dst
 
 
+def own_copy(path: Path) -> Path:
+    """Give ``path`` an inode of its own before a test changes it in place: worlds hard-link their
+    packages to the session's templates, and an in-place write would change the template for every
+    later test (and for tests running at the same time in other workers)."""
+    tmp = path.with_name(path.name + ".own")
+    shutil.copy2(path, tmp)
+    os.replace(tmp, path)
+    return path
+
+
 def _shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder shared by all xdist workers of this run (each worker has its own basetemp below it)."""
     base = tmp_path_factory.getbasetemp()
