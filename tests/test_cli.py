@@ -161,3 +161,24 @@ def test_errors_print_message_and_hint(tmp_path, capsys):
     code, out, err = run_cli(capsys, "lint", "--root", str(tmp_path))
     assert code == 2 and out == ""
     assert err.startswith("error: ") and "\nhint: " in err
+
+
+def test_version(capsys):
+    import tomllib
+
+    from conda_distro import __version__
+
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0 and out == f"conda-distro {__version__}\n"
+    pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    assert pyproject["project"]["version"] == __version__
+
+
+def test_every_json_document_says_ok(make_distro, clean_recipe, capsys, tmp_path):
+    """spec §2: every JSON document has a top-level ok, true exactly when the exit code is 0."""
+    root = make_distro({"a": clean_recipe("a"), "b": clean_recipe("b", run=["numpy"])})
+    for args in (["lint"], ["graph"], ["report", "unmaintained"], ["status", "--out", str(tmp_path / "st")],
+                 ["propose", "newpkg", "--maintainer", "octocat", "--version", "1.0.0"]):
+        code, out, err = run_cli(capsys, *args, "--root", str(root), "--format", "json")
+        doc = json.loads(out)
+        assert doc["ok"] is (code == 0), (args, code, err)

@@ -172,7 +172,7 @@ def test_propose_writes_proposal_and_recipe_skeleton(root, capsys):
                          "--version", "1.10", "--summary", "Tensor foo", "--homepage", "https://github.com/o/torch-foo",
                          "--license", "BSD-3-Clause", "--root", str(root), "--format", "json")
     assert code == 0, err
-    assert json.loads(out) == {"written": ["proposals/torch-foo.yaml", "recipes/torch-foo/recipe.yaml"]}
+    assert json.loads(out) == {"ok": True, "written": ["proposals/torch-foo.yaml", "recipes/torch-foo/recipe.yaml"]}
 
     ptext = (root / "proposals/torch-foo.yaml").read_text()
     doc = yaml.safe_load(ptext)

@@ -169,7 +169,7 @@ def test_writes_index_and_stylesheet(tmp_path, capsys):
     assert cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", AS_OF.isoformat(),
                      "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc == {"written": [str(out / "index.html"), str(out / "style.css")]}
+    assert doc == {"ok": True, "written": [str(out / "index.html"), str(out / "style.css")]}
     assert sorted(p.name for p in out.iterdir()) == ["index.html", "style.css"]
     assert cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", AS_OF.isoformat()]) == 0
     assert capsys.readouterr().out == f"wrote {out / 'index.html'}\nwrote {out / 'style.css'}\n"

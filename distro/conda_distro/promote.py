@@ -379,7 +379,8 @@ class PromoteResult:
         return self.plan.exit_code
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.plan.to_dict(), "dry_run": self.dry_run, "ledger": list(self.ledger_written)}
+        return {"ok": self.exit_code == ExitCode.OK, **self.plan.to_dict(), "dry_run": self.dry_run,
+                "ledger": list(self.ledger_written)}
 
     def text_lines(self) -> list[str]:
         lines = self.plan.text_lines(done=not self.dry_run)

@@ -453,7 +453,7 @@ class ProposeResult:
         return [p.relative_to(self.root).as_posix() for p in self.written]
 
     def to_dict(self) -> dict:
-        return {"written": self.relpaths()}
+        return {"ok": True, "written": self.relpaths()}
 
 
 def pytorch_pin(releases: list[str]) -> str:

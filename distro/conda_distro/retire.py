@@ -57,6 +57,7 @@ class RetireResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "ok": True,
             "retired": [{"artifact": f.artifact, "sha256": f.sha256} for f in self.retired],
             "name": self.name, "reason": self.reason, "by": self.by,
             "moved_to": list(self.moved_to), "already_retired": list(self.already_retired),

@@ -19,6 +19,22 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+def _version(value: bool) -> None:
+    if value:
+        from conda_distro import __version__
+
+        sys.stdout.write(f"conda-distro {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", help="Print the tool's version and exit.",
+                                          callback=_version, is_eager=True)] = False,
+) -> None:
+    """Run an integration-tested conda distribution of PyTorch-ecosystem packages."""
+
+
 RootOpt = Annotated[
     Optional[Path],
     typer.Option("--root", help="The distribution repository (default: nearest folder at or above the current one holding distro.yaml).",

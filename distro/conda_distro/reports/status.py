@@ -44,7 +44,7 @@ class StatusResult:
     written: list[Path]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"written": [str(p) for p in self.written]}
+        return {"ok": True, "written": [str(p) for p in self.written]}
 
     def text_lines(self) -> list[str]:
         return [f"wrote {p}" for p in self.written]

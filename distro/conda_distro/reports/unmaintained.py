@@ -108,7 +108,7 @@ class UnmaintainedReport:
         return next((e for e in self.packages if e.name == name), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"as_of": self.as_of.isoformat(), "grace_days": self.grace_days,
+        return {"ok": self.exit_code == ExitCode.OK, "as_of": self.as_of.isoformat(), "grace_days": self.grace_days,
                 "releases": [r.to_dict() for r in self.releases],
                 "packages": [e.to_dict() for e in self.packages],
                 "retired": [r.to_dict() for r in self.retired]}
