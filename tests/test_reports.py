@@ -252,7 +252,7 @@ def test_retire_needs_twice_the_grace_and_inactivity(scenario, capsys):
 
 def test_json_evidence(scenario, capsys):
     _, doc = report(scenario, "--as-of", AS_OF.isoformat(), capsys=capsys)
-    assert set(doc) == {"as_of", "grace_days", "releases", "packages", "retired"}
+    assert set(doc) == {"ok", "as_of", "grace_days", "releases", "packages", "retired"}
     assert doc["grace_days"] == 60
     assert doc["releases"] == [
         {"release": "2.4.1", "date": "2024-09-24T12:00:00Z", "source": doc["releases"][0]["source"]},
