@@ -18,7 +18,8 @@ from conda_distro.distribution import load_distribution
 from conda_distro.graph import RecipeGraph
 from conda_distro.lint import lint_distribution
 from conda_distro.recipe import parse_recipe
-from conda_distro.render import RenderSettings, fixed_environment, render_text
+from conda_distro.rattler_env import fixed_environment
+from conda_distro.render import RenderSettings, render_text
 from conda_distro.variants import read_variant_files
 
 HERE = Path(__file__).parent
@@ -417,3 +418,18 @@ def test_a_recipes_own_conda_build_config_is_read_and_self_pins_are_not_downstre
     (root / "recipes" / "pytorch" / "conda_build_config.yaml").unlink()
     code, out, err = run_cli(capsys, "lint", "--root", str(root), "--format", "json")
     assert code == 1 and any("undefined" in f["message"] for f in json.loads(out)["findings"])
+
+
+def test_a_recipe_read_from_the_model_cache_still_knows_every_branch(tmp_path):
+    """The sweep edits pins in every if/then branch (the text's tree), not only the rendered ones: a
+    recipe read back from the model cache parses its tree again when asked, and gives the same pins."""
+    from conda_distro.pins import pytorch_pins
+
+    text = _cf_recipe("branchy", "pytorch >=2.7,<2.10").replace(
+        "    - numpy >=1.24,<3\n", "    - numpy >=1.24,<3\n    - if: win\n      then: pytorch >=2.7,<2.9\n")
+    path = Path("/r/branchy/recipe.yaml")
+    first = parse_recipe(text, path, cf_settings(tmp_path))
+    cached = parse_recipe(text, path, cf_settings(tmp_path))
+    assert first.data is not None and cached.data is None  # the second came from the model cache
+    lines = [d.line for d in pytorch_pins(first, "pytorch")]
+    assert len(lines) == 2 and [d.line for d in pytorch_pins(cached, "pytorch")] == lines

@@ -9,10 +9,10 @@ that produces ``pytorch`` itself has none.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 from conda_distro.graph import RecipeGraph
-from conda_distro.recipe import SECTIONS, Dep, Recipe
+from conda_distro.recipe import SECTIONS, Dep, Recipe, written_items
 from conda_distro.specs import admits, parse_spec
 
 PIN_SECTIONS = ("build", "host", "run", "run_constraints")
@@ -20,60 +20,12 @@ PIN_SECTIONS = ("build", "host", "run", "run_constraints")
 
 def own_names(recipe: Recipe) -> set[str]:
     """The package names the recipe produces: its name and every output's name."""
-    names = getattr(recipe, "output_names", None)
-    if names:
-        return {str(n) for n in names} | {recipe.name}
-    out = {recipe.name}
-    data = getattr(recipe, "data", None)
-    data = data if isinstance(data, dict) else {}
-    outputs = data.get("outputs")
-    if not isinstance(outputs, list):
-        return out
-    renderer = None
-    for o in outputs:
-        pkg = o.get("package") if isinstance(o, dict) else None
-        raw = pkg.get("name") if isinstance(pkg, dict) else None
-        if raw is None:
-            continue
-        raw = str(raw)
-        if "${{" in raw:
-            try:
-                if renderer is None:
-                    from conda_distro.recipe import Renderer
-
-                    renderer = Renderer(recipe.platform, recipe.path)
-                    renderer.add_context(data.get("context"))
-                    renderer.ns.setdefault("name", recipe.name)
-                    renderer.ns.setdefault("version", recipe.version)
-                raw = renderer.render(raw)
-            except Exception:  # noqa: BLE001 - an unrenderable output name is simply not known here
-                continue
-        out.add(raw.strip())
-    return out
-
-
-def _branch_items(value: Any, line: int, out: list[tuple[str, int]]) -> None:
-    """(text, line) of every string item of a requirement list, in all if/then/else branches."""
-    if value is None:
-        return
-    if isinstance(value, list):
-        lines = getattr(value, "item_lines", ())
-        for i, item in enumerate(value):
-            _branch_items(item, lines[i] if i < len(lines) else getattr(value, "line", line), out)
-    elif isinstance(value, dict):
-        if "if" in value:
-            for key in ("then", "else"):
-                if key in value:
-                    ln = value.line_of(key) if hasattr(value, "line_of") else line
-                    _branch_items(value[key], ln, out)
-    elif isinstance(value, str):
-        out.append((value, line))
+    return {recipe.name, *recipe.output_names}
 
 
 def _written_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
     """Literal pytorch requirements written in the recipe, whichever branch of a condition they are in."""
-    data = getattr(recipe, "data", None)
-    data = data if isinstance(data, dict) else {}
+    data = recipe.tree  # (the YAML tree: parsed again for a recipe read from the model cache)
     bodies = [data] + [o for o in (data.get("outputs") or []) if isinstance(o, dict)] \
         if isinstance(data.get("outputs"), list) else [data]
     found: list[Dep] = []
@@ -82,9 +34,7 @@ def _written_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
         if not isinstance(req, dict):
             continue
         for section in PIN_SECTIONS:
-            items: list[tuple[str, int]] = []
-            _branch_items(req.get(section), req.line_of(section) if hasattr(req, "line_of") else 1, items)
-            for text, line in items:
+            for text, line in written_items(req.get(section), req.line_of(section) if hasattr(req, "line_of") else 1):
                 text = text.strip()
                 if "${{" in text or not text:
                     continue
@@ -98,7 +48,7 @@ def pytorch_pins(recipe: Recipe, pytorch: str, *, all_branches: bool = True) -> 
     """Versioned pins of ``pytorch`` (see the module doc), one per line, in line order. Empty for a
     recipe that produces ``pytorch`` itself. ``all_branches=False``: only the requirements that apply
     to the recipe's platform (what a build of it gets)."""
-    if pytorch in own_names(recipe):
+    if recipe.produces(pytorch):
         return []
     by_line: dict[int, Dep] = {}
     for d in recipe.deps(*[s for s in PIN_SECTIONS if s in SECTIONS]):
@@ -112,7 +62,7 @@ def pytorch_pins(recipe: Recipe, pytorch: str, *, all_branches: bool = True) -> 
 
 def depends_on(recipe: Recipe, pytorch: str) -> bool:
     """Does the recipe require ``pytorch`` at all (bare, pinned or through a pin function)?"""
-    if pytorch in own_names(recipe):
+    if recipe.produces(pytorch):
         return False
     return any(d.name == pytorch for d in recipe.deps(*[s for s in PIN_SECTIONS if s in SECTIONS])) or \
         bool(_written_pins(recipe, pytorch))

@@ -161,6 +161,11 @@ class Recipe:
             outputs=[Output(**o) for o in data["outputs"]], multi_output=data["multi_output"], settings=settings,
         )
 
+    def produces(self, name: str) -> bool:
+        """Is ``name`` one of the packages this recipe builds? A requirement on it (``pin_subpackage``,
+        ``pytorch ==${{ version }}`` between a feedstock's outputs) is not a downstream pin."""
+        return name == self.name or name in self.output_names
+
     def noarch_of(self, output: int | None) -> str | None:
         for o in self.outputs:
             if o.index == output:
@@ -223,6 +228,14 @@ def _flatten(value: Any, line: int, conditional: bool, out: list[_Candidate]) ->
         return
     if isinstance(value, str):
         out.append(_Candidate(str(value), getattr(value, "line", line) or line, conditional))
+
+
+def written_items(value: Any, line: int) -> list[tuple[str, int]]:
+    """(text as written, line) of every item of a requirements list of the YAML tree, in every branch
+    of its if/then/else conditions."""
+    found: list[_Candidate] = []
+    _flatten(value, line, False, found)
+    return [(c.raw, c.line) for c in found]
 
 
 class _LineFinder:
