@@ -5,7 +5,7 @@
 * ``built_template`` — that world after ``build --all --jobs 2``: built once per run; its report is
   kept in ``build/report.json``.
 * ``sandbox_world`` / ``built_world`` — per-test copies that a test may change freely. Package files
-  are hard-linked (nothing rewrites a package file in place); everything else is copied.
+  are hard-linked to the template; a test that changes one in place calls :func:`own_copy` first.
 * ``private_rattler_cache`` (autouse) — each test process gets its own rattler package cache.
 """
 

@@ -92,6 +92,25 @@ def rattler_env(*, cuda: str | None = None, path: str = SAFE_PATH,
                     os.environ[key] = value
 
 
+#: The whole environment recipes are rendered in (planning, lint and the build workers alike).
+RENDER_ENV = {"PATH": SAFE_PATH, "LANG": "C.UTF-8"}
+
+
+@contextmanager
+def fixed_environment() -> Iterator[None]:
+    """Run the body with ``os.environ`` replaced by exactly :data:`RENDER_ENV` (rattler-build reads the
+    process environment, e.g. ``env.exists("CI")`` in a recipe), then restore the caller's."""
+    with _ENV_LOCK:
+        saved = dict(os.environ)
+        try:
+            os.environ.clear()
+            os.environ.update(RENDER_ENV)
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
 def assert_no_colon(path: str | os.PathLike[str], *, what: str = "output folder") -> Path:
     """The absolute ``path``, or :class:`ChannelError` if it contains ``:`` (engine-notes gotcha 7)."""
     p = Path(path).expanduser().absolute()

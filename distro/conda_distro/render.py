@@ -11,7 +11,6 @@ the caller (a recipe must not render one name on CI and another on a laptop).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -19,14 +18,14 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from conda_distro.errors import RecipeError
+from conda_distro.rattler_env import fixed_environment
 
 RENDER_SCHEMA = "2"  # bump to invalidate every cached render
 MAX_RENDERED_BYTES = 4 * 1024 * 1024  # a recipe that renders past this is refused
 MAX_RECIPE_BYTES = 1024 * 1024
-_FIXED_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 _SECTIONS = ("build", "host", "run", "run_constraints")
 
 
@@ -101,22 +100,6 @@ def _tool_version() -> str:
         except Exception:  # noqa: BLE001 - informational; the cache key then only misses the version
             _version_cache.append("?")
     return _version_cache[0]
-
-
-@contextlib.contextmanager
-def fixed_environment() -> Iterator[None]:
-    """The process environment as recipes see it while rendering: nothing of the caller's."""
-    from conda_distro.rattler_env import _ENV_LOCK  # (one lock for every swap of os.environ)
-
-    with _ENV_LOCK:
-        saved = dict(os.environ)
-        try:
-            os.environ.clear()
-            os.environ.update(_FIXED_ENV)
-            yield
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
 
 
 # rattler-build's messages carry the place as ``line: 13, column: 7`` (a span) or ``at 2:1``

@@ -43,7 +43,7 @@ def read_variant_files(paths: list[Path], target_platform: str = "linux-64") -> 
     target platform, as conda-build and rattler-build do."""
     from rattler_build import JinjaConfig, PlatformConfig, RattlerBuildError, VariantConfig
 
-    from conda_distro.render import fixed_environment
+    from conda_distro.rattler_env import fixed_environment
 
     merged: dict[str, list] = {}
     zips: list[list[str]] = []

@@ -41,8 +41,8 @@ def graph(
     if changed_since:
         changed = sorted(set(changed or []) | set(changed_recipes(dist.root, changed_since)))
     affected = g.affected(changed) if changed is not None else g.order()
-    unreadable = dist.unreadable()
-    blocked = dist.blocked_by_broken()
+    excluded = dist.exclusions()  # {unreadable, blocked}, as build and check-pr report them
+    unreadable = excluded["unreadable"]
     doc = {
         "ok": not unreadable,
         "order": g.order(),
@@ -50,8 +50,7 @@ def graph(
         "edges": g.edges(),
         "affected": affected,
         "changed": changed if changed is not None else None,
-        "unreadable": unreadable,
-        "blocked": [{"name": n, "by": b} for n, b in sorted(blocked.items())],
+        **excluded,
     }
     if format is not GraphFormat.json:
         report_unreadable(dist)

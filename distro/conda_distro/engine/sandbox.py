@@ -15,7 +15,7 @@ Network is left as it is (builds are offline on the machines this is developed o
 ``source: url`` still downloads).
 
 The worker's environment is fixed (no ``CI``, no tokens, nothing of the caller's); recipes are
-rendered in one fixed environment (:func:`conda_distro.render.fixed_environment`) both when planning
+rendered in one fixed environment (:func:`conda_distro.rattler_env.fixed_environment`) both when planning
 and in the worker, so ``env.*`` in a recipe
 cannot name its artifacts after the caller's environment.
 

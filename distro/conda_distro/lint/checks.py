@@ -109,7 +109,7 @@ class RunDepUnbounded(Check):
             seen.add(name)
             if not ctx.needs_upper_bound(name) or name in ctx.names and dep.func == "pin_subpackage":
                 continue
-            if name in recipe.output_names and name != recipe.folder.name:
+            if recipe.produces(name):
                 continue  # a pin between the recipe's own outputs
             if dep.spec is not None and upper_granularity(dep.version) is not None:
                 continue  # this entry bounds it (the same answer is_bounded() gives, without grouping)
@@ -164,7 +164,7 @@ class PytorchPinAdmitsRelease(Check):
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
         idx = ctx.index(recipe)
-        if ctx.pytorch in recipe.output_names:
+        if recipe.produces(ctx.pytorch):
             return  # the recipe builds pytorch itself: its self-pins are not downstream pins
         pins = [d for d in idx.named("run", ctx.pytorch) + idx.named("host", ctx.pytorch) if d.spec is not None and d.spec.ok]
         for d in pins:

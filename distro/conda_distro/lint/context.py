@@ -145,7 +145,7 @@ class LintContext:
         every run requirement; the requirements are grouped by name once per recipe.)"""
         idx = self.index(recipe)
         views = idx.views.get(name)
-        if name in recipe.output_names and len(recipe.output_names) > 1:
+        if recipe.produces(name):
             return []  # the recipe's own outputs pin each other (pytorch ==${{ version }}): not a downstream pin
         if views is None:
             views = idx.views[name] = self._run_pins(recipe, idx.named("host", name), idx.named("run", name), name)
