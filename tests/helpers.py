@@ -57,3 +57,28 @@ def with_provenance(root: Path, res, *, commit: str | None = None):
     rel, digest = f"recipes/{res.name}", recipe_digest(folder)
     tests = [t.model_copy(update={"recipes": {rel: digest}, "commit": commit}) for t in res.tests]
     return res.model_copy(update={"recipe": rel, "recipe_hash": digest, "commit": commit, "tests": tests})
+
+
+def recorded_env(res, files):
+    """Hand-written results whose every test records the environment a build would: each distribution
+    dependency, direct or not (a name among ``files``, ChannelFiles), as the newest file of that name."""
+    from rattler import Version
+
+    from conda_distro.promote import parse_dep
+    from conda_distro.revdeps import ident
+
+    newest = {}
+    for f in files:
+        if f.name not in newest or Version(f.version) > Version(newest[f.name].version):
+            newest[f.name] = f
+    def deps_of(depends):
+        return [d.name for d in (parse_dep(t) for t in depends) if d is not None and d.name in newest]
+
+    todo, seen = deps_of(res.depends), set()
+    while todo:  # the environment holds the dependencies' dependencies too
+        n = todo.pop()
+        if n not in seen and n != res.name:
+            seen.add(n)
+            todo += deps_of(newest[n].depends)
+    against = {n: ident(newest[n]) for n in sorted(seen)}
+    return res.model_copy(update={"tests": [t.model_copy(update={"against": dict(against)}) for t in res.tests]})

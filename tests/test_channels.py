@@ -88,7 +88,7 @@ def copy_channel(src: Path, dest: Path) -> Path:
 DISTRO_YAML = """\
 name: test-distro
 channels:
-  upstream: [conda-forge]
+  upstream: [./upstream]
   staging: {staging}
   main: {main}
 pytorch:
@@ -102,7 +102,19 @@ def write_distro(root: Path, *, staging: str = "build/channels/staging", main: s
                  extra: str = "") -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "distro.yaml").write_text(DISTRO_YAML.format(staging=staging, main=main, extra=extra))
+    write_upstream(root / "upstream")
     return root
+
+
+def write_upstream(folder: Path) -> Path:
+    """The upstream the promotion gate solves installability against: repodata of a cpu and a cuda
+    pytorch per release (records only: solving needs no package files)."""
+    from conda_distro.installability import write_channel
+
+    files = [ChannelFile("linux-64", f"pytorch-{r}-{v}_0.conda", "pytorch", r, f"{v}_0", 0, "0" * 64,
+                         ("__cuda",) if v == "cuda" else ())
+             for r in ("2.4.1", "2.5.1", "2.6.0") for v in ("cpu", "cuda")]
+    return write_channel(files, folder)
 
 
 def staging_files(channel: Path) -> dict[str, ChannelFile]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from anaconda_server import FakeAnaconda
-from helpers import with_provenance
+from helpers import recorded_env, with_provenance
 from conda_distro.channels import ChannelFile, LocalChannel, sha256_of
 from conda_distro.cli import main as cli_main
 from conda_distro.ledger import Ledger, Retirement
@@ -57,7 +57,7 @@ def write_results(root: Path, files: dict[str, ChannelFile], *, scenario: bool =
                                   status="failed", date=DATE + dt.timedelta(hours=1)))
         if name == "eps" and scenario:
             res = record(f, [("2.5.1", "cpu")])
-        store.put(with_provenance(root, res, commit=commit))
+        store.put(with_provenance(root, recorded_env(res, files.values()), commit=commit))
 
 
 @pytest.fixture()
@@ -132,7 +132,8 @@ def cf(name, version="1.0", depends=(), subdir="noarch", sha="1", build="h0_0") 
 
 def plan_of(staging, main=(), results=None, retired=None):
     st = {f.artifact: f for f in staging}
-    res = results if results is not None else {f.artifact: record(f, admitted(f)) for f in staging}
+    res = results if results is not None else {f.artifact: recorded_env(record(f, admitted(f)), staging)
+                                               for f in staging}
     return make_plan(PlanInputs(st, {f.artifact: f for f in main}, res, retired or {},
                                 TestMatrix("pytorch", RELEASES, VARIANTS)))
 

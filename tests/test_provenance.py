@@ -138,7 +138,12 @@ def test_an_artifact_built_from_another_checkouts_recipe_is_held(built_world: Pa
 
     code, doc = run_json_at(capsys, world, "build", "--all")  # main re-tests what the branch touched
     retested = {t["name"] for t in doc["tests"] if not t.get("cached") and t["status"] != "blocked"}
-    assert retested == {"layerkit"}  # trainloop was blocked on the branch: its results are still main's
+    # layerkit's run against main's tensorutils is kept beside the branch's (results keep one outcome per
+    # environment): the same test in the same environment is reused, not run again
+    assert retested == set()
+    lk_tests = [t for t in doc["tests"] if t["name"] == "layerkit"]
+    assert lk_tests and all(t["cached"] and t["status"] == "passed" for t in lk_tests)
+    assert {t["against"]["tensorutils"] for t in lk_tests} == {"tensorutils-0.3.2-pyh4616a5c_0"}
     assert not [b for b in doc["builds"] if b["status"] == "built"]  # re-tested, nothing rebuilt
     code, out = run_json_at(capsys, world, "promote")
     held = {h["artifact"]: h["reason"] for h in out["held"]}

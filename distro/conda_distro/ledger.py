@@ -15,7 +15,8 @@ One JSON file per package, ``channel_state/<name>.json``::
           "commit": "9ff6986…",                     # the commit whose recipe produced the artifact (recorded
                                                     # when it was built); null: uncommitted recipe, or no git
           "tests": [{"release": "2.5.1", "variant": "cpu", "status": "passed", "date": "…Z"}],
-          "retired": null                           # or {"at": "…Z", "reason": "…", "by": "…"}
+          "retired": null,                          # or {"at": "…Z", "reason": "…", "by": "…"}
+          "forced_by": null                         # or who forced it past the gate (a hints.yaml `force`)
         }
       ]
     }
@@ -89,6 +90,7 @@ class ArtifactEntry(_Strict):
     commit: str | None
     tests: list[TestEvidence] = Field(default_factory=list)
     retired: Retirement | None = None
+    forced_by: str | None = None  # promoted by a `force` hint of hints.yaml, given by this person
 
     @property
     def in_main(self) -> bool:

@@ -13,6 +13,7 @@ Two stages with a named type each:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import enum
 import fnmatch
@@ -20,7 +21,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from rattler import MatchSpec
 from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError, InvalidVersionSpecError
@@ -32,7 +33,10 @@ from conda_distro.distribution import open_distro
 from conda_distro.errors import ExitCode
 from conda_distro.ledger import ArtifactEntry, Ledger, Retirement, TestEvidence, utcnow
 from conda_distro.provenance import CheckoutRecipes
+from conda_distro.installability import Installability, InstallabilityReport
 from conda_distro.results import ArtifactResults, ResultsStore
+from conda_distro.revdeps import Retest, RevdepInputs, Verdict, ident
+from conda_distro.revdeps import check as check_revdeps
 from conda_distro.specs import admits
 
 DEFAULT_LOCK_TIMEOUT = 600.0
@@ -46,6 +50,10 @@ class HoldReason(str, enum.Enum):
     SHA256_MISMATCH = "sha256-mismatch"
     RETIRED = "retired"
     NOT_FROM_THIS_CHECKOUT = "not-from-this-checkout"  # built or tested from other recipes than this checkout's
+    REGRESSION = "regression"  # a dependent in main passed before and fails with it
+    UNINSTALLABLE = "uninstallable"  # a package in main could no longer be installed
+    WAITING = "waiting"  # infrastructure errors, or re-tests still to run
+    BLOCKED_BY_HINT = "blocked-by-hint"
 
     @property
     def is_failure(self) -> bool:
@@ -58,13 +66,18 @@ class Held:
     file: ChannelFile
     reason: HoldReason
     detail: str
+    blocked_by: tuple[str, ...] = ()  # the packages (or hint) that hold it
+    regressions: tuple[dict, ...] = ()  # {package, pytorch, variant, log}
+    maintainers: tuple[str, ...] = ()  # who to tell: its own, and the broken dependents'
 
     @property
     def artifact(self) -> str:
         return self.file.artifact
 
-    def to_dict(self) -> dict[str, str]:
-        return {"artifact": self.artifact, "reason": self.reason.value, "detail": self.detail}
+    def to_dict(self) -> dict[str, Any]:
+        return {"artifact": self.artifact, "name": self.file.name, "reason": self.reason.value, "detail": self.detail,
+                "blocked_by": list(self.blocked_by), "regressions": [dict(r) for r in self.regressions],
+                "maintainers": list(self.maintainers)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,6 +158,17 @@ def _pairs(pairs: Sequence[tuple[str, str]]) -> str:
 # the plan
 
 
+class HintLookup(Protocol):
+    """What the gate asks of hints.yaml (:mod:`conda_distro.hints`)."""
+
+    def find(self, action: str, name: str, version: str, today: dt.date) -> Any: ...
+
+
+class InstallabilityCheck(Protocol):
+    def check(self, main: Mapping[str, ChannelFile], candidates: Sequence[ChannelFile],
+              pairs: Sequence[tuple[str, str]]) -> InstallabilityReport: ...
+
+
 @dataclass(frozen=True)
 class PlanInputs:
     staging: Mapping[str, ChannelFile]
@@ -157,6 +181,14 @@ class PlanInputs:
     #: this checkout's recipe input hashes ({recipe folder: hash, None when absent}) of every recipe the
     #: results name; None: provenance is not checked (a plan made without a checkout)
     recipes: Mapping[str, str | None] | None = None
+    #: main's test evidence from the ledger: artifact -> {(release, variant): status}
+    evidence: Mapping[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
+    hints: HintLookup | None = None
+    today: dt.date = field(default_factory=lambda: utcnow().date())
+    #: package name -> its recipe's maintainers
+    maintainers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: main ∪ candidates may not install less than main (None: not checked)
+    installability: InstallabilityCheck | None = None
 
 
 @dataclass
@@ -166,6 +198,11 @@ class PromotionPlan:
     promote: list[ChannelFile] = field(default_factory=list)  # dependencies first
     held: list[Held] = field(default_factory=list)
     untracked: list[str] = field(default_factory=list)  # in staging with no test results at all
+    sets: list[list[str]] = field(default_factory=list)  # candidates promoted together or not at all
+    retests: list[Retest] = field(default_factory=list)  # reverse-dependency re-tests the promotion relies on
+    forced: dict[str, str] = field(default_factory=dict)  # artifact -> who forced it (a force hint)
+    hints_used: list[str] = field(default_factory=list)  # what each applied hint did
+    installability_solves: int = 0
 
     @property
     def exit_code(self) -> ExitCode:
@@ -178,16 +215,24 @@ class PromotionPlan:
         return {
             "staging": self.staging,
             "main": self.main,
-            "promoted": [{"artifact": f.artifact, "sha256": f.sha256} for f in self.promote],
+            "promoted": [{"artifact": f.artifact, "sha256": f.sha256, **({"forced_by": self.forced[f.artifact]}
+                                                                         if f.artifact in self.forced else {})}
+                         for f in self.promote],
             "held": [h.to_dict() for h in self.held],
             "untracked": list(self.untracked),
+            "sets": [list(s) for s in self.sets],
+            "retests": [r.to_dict() for r in self.retests],
+            "hints": list(self.hints_used),
         }
 
     def text_lines(self, done: bool = False) -> list[str]:
         """Human-readable plan; ``done`` words it as carried out rather than planned."""
         lines = [f"staging {self.staging} -> main {self.main}"]
         verb = "promoted" if done else "promote "
-        lines += [f"  {verb} {f.artifact}  (sha256 {f.sha256[:12]}…)" for f in self.promote]
+        lines += [f"  {verb} {f.artifact}  (sha256 {f.sha256[:12]}…)"
+                  + (f"  forced by {self.forced[f.artifact]}" if f.artifact in self.forced else "")
+                  for f in self.promote]
+        lines += [f"  together: {', '.join(s)}" for s in self.sets]
         for h in sorted(self.held, key=lambda h: (not h.reason.is_failure, h.artifact)):
             lines.append(f"  {'held' if h.reason.is_failure else 'skip'}     {h.artifact}  {h.reason.value}: {h.detail}")
         lines += [f"  untested {a}  (no test results; run `conda-distro build`)" for a in self.untracked]
@@ -263,7 +308,14 @@ def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Hel
     latest = res.latest()
     failed = sorted(p for p, t in latest.items() if t.status == "failed")
     if failed:
-        return Held(f, HoldReason.TEST_FAILED, f"failed against {_pairs(failed)}")
+        return Held(f, HoldReason.TEST_FAILED, f"failed against {_pairs(failed)}",
+                    regressions=tuple({"package": f.name, "pytorch": r, "variant": v, "log": latest[(r, v)].log}
+                                      for r, v in failed))
+    errors = sorted(p for p, t in latest.items() if t.status == "error")
+    if errors:
+        why = latest[errors[0]].reason
+        return Held(f, HoldReason.WAITING, f"infrastructure error testing against {_pairs(errors)}"
+                    + (f" ({why})" if why else "") + "; run `conda-distro build --retry-errors`")
     blocked = sorted(p for p, t in latest.items() if t.status == "blocked")
     if blocked:
         return Held(f, HoldReason.NOT_TESTED, f"blocked (a dependency failed) against {_pairs(blocked)}")
@@ -275,6 +327,22 @@ def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Hel
         why = "its pytorch pin admits no supported release" if required == [] else "no test results recorded"
         return Held(f, HoldReason.NOT_TESTED, why)
     return None
+
+
+def _hint(inputs: PlanInputs, action: str, f: ChannelFile) -> Any:
+    return inputs.hints.find(action, f.name, f.version, inputs.today) if inputs.hints is not None else None
+
+
+def _hint_text(h: Any) -> str:
+    line = f" (hints.yaml:{h.line})" if getattr(h, "line", None) else ""
+    return f"{h.action} hint by {h.by}{line}: {h.reason}"
+
+
+def _gate_hint_block(f: ChannelFile, inputs: PlanInputs) -> Held | None:
+    block = _hint(inputs, "block", f)
+    if block is None or _hint(inputs, "unblock", f) is not None:
+        return None
+    return Held(f, HoldReason.BLOCKED_BY_HINT, _hint_text(block), blocked_by=(f"hint:{block.by}",))
 
 
 @dataclass
@@ -330,8 +398,96 @@ def _dependency_held(state: _DepState, held_by_name: Mapping[str, list[Held]]) -
     return Held(state.file, HoldReason.DEPENDENCY_NOT_IN_MAIN, detail + (f" ({'; '.join(why)})" if why else ""))
 
 
+def _closure_of(files: Sequence[ChannelFile]) -> Callable[[str], frozenset[str]]:
+    """name -> the distribution names it depends on, transitively (over every file of each name)."""
+    names = {f.name for f in files}
+    direct: dict[str, set[str]] = defaultdict(set)
+    for f in files:
+        direct[f.name].update(d.name for d in (parse_dep(t) for t in f.depends)
+                              if d is not None and d.name in names and d.name != f.name)
+    memo: dict[str, frozenset[str]] = {}
+
+    def closure(name: str) -> frozenset[str]:
+        if name in memo:
+            return memo[name]
+        memo[name] = frozenset()  # (a cycle ends here)
+        out: set[str] = set()
+        for d in direct.get(name, ()):
+            out.add(d)
+            out |= closure(d)
+        memo[name] = frozenset(out)
+        return memo[name]
+
+    return closure
+
+
+_VERDICT_ORDER = (Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR, Verdict.MISSING)
+
+
+def _held_for_retests(f: ChannelFile, retests: list[Retest]) -> Held:
+    """The hold for a candidate that its reverse-dependency re-tests keep back (worst verdict first)."""
+    worst = min((r.verdict for r in retests), key=_VERDICT_ORDER.index)
+    these = [r for r in retests if r.verdict is worst]
+    names = tuple(sorted({r.dependent.name for r in these}))
+    pairs = sorted({(r.pytorch, r.variant) for r in these})
+    if worst is Verdict.REGRESSION:
+        regs = tuple({"package": r.dependent.name, "artifact": r.dependent.artifact, "pytorch": r.pytorch,
+                      "variant": r.variant, "log": r.log} for r in these)
+        return Held(f, HoldReason.REGRESSION, f"breaks {', '.join(names)} (in main) on {_pairs(pairs)}: "
+                    + these[0].detail, blocked_by=names, regressions=regs)
+    if worst is Verdict.FAILED:
+        regs = tuple({"package": f.name, "pytorch": r.pytorch, "variant": r.variant, "log": r.log} for r in these)
+        others = sorted({c for r in these for c in r.candidates})
+        return Held(f, HoldReason.TEST_FAILED, these[0].detail, blocked_by=tuple(others), regressions=regs)
+    if worst is Verdict.ERROR:
+        return Held(f, HoldReason.WAITING, f"infrastructure error re-testing {', '.join(names)}: {these[0].detail}; "
+                    "run `conda-distro build --retry-errors`", blocked_by=names)
+    subject = "a test with the candidates it goes with" if these[0].is_candidate else \
+        f"re-tests of {', '.join(names)} (in main)"
+    return Held(f, HoldReason.WAITING, f"waits for {subject}: {these[0].detail}; run `conda-distro build "
+                f"{' '.join(sorted({r.dependent.name for r in these} | {f.name}))}`", blocked_by=names)
+
+
+def _sets(promote: Sequence[ChannelFile], retests: Sequence[Retest], unmet_edges: Mapping[str, set[str]]) -> list[list[str]]:
+    """Candidates that need each other: a dependency only a candidate meets, or a candidate tested with
+    another (it goes only with what it was tested with)."""
+    parent = {f.artifact: f.artifact for f in promote}
+
+    def find(a: str) -> str:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    def join(a: str, b: str) -> None:
+        if a in parent and b in parent:
+            parent[find(a)] = find(b)
+
+    for r in retests:
+        if r.is_candidate:
+            for c in r.candidates:
+                join(r.dependent.artifact, c)
+    for a, providers in unmet_edges.items():
+        for b in providers:
+            join(a, b)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for f in promote:
+        groups[find(f.artifact)].append(f.artifact)
+    return sorted(sorted(g) for g in groups.values() if len(g) > 1)
+
+
 def make_plan(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str = "main") -> PromotionPlan:
-    """Pure: decide, for every staging artifact that has test results, whether it goes to main."""
+    """Pure (the installability solver is handed in): decide, for every staging artifact that has test
+    results, whether it goes to main.
+
+    1. Each artifact alone: not already in main, not retired, results sealed to its bytes, built from this
+       checkout, its own tests passed, no block hint.
+    2. Then, until nothing changes: the candidates whose distribution dependencies are met (in main or
+       promoted with them); their dependents' re-tests (:mod:`conda_distro.revdeps`): a regression, an
+       infrastructure error or a missing re-test holds the candidate; then installability
+       (:mod:`conda_distro.installability`): a package of main that could no longer be installed holds
+       the candidates in its dependency closure. Each round holds at least one candidate, so it ends.
+    """
     plan = PromotionPlan(staging_ref, main_ref)
     candidates: list[ChannelFile] = []
     for art, f in sorted(inputs.staging.items()):
@@ -341,19 +497,112 @@ def make_plan(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             continue
         held = (_gate_main(f, inputs.main) or _gate_retired(f, inputs.retired)
                 or _gate_sealed(f, res, (inputs.on_disk or {}).get(art))
-                or _gate_provenance(f, res, inputs.recipes) or _gate_tests(f, res, inputs.matrix))
+                or _gate_provenance(f, res, inputs.recipes) or _gate_hint_block(f, inputs))
+        if held is None:
+            held = _gate_tests(f, res, inputs.matrix)
+            force = _hint(inputs, "force", f) if held is not None and held.reason in (
+                HoldReason.TEST_FAILED, HoldReason.WAITING, HoldReason.NOT_TESTED) else None
+            if force is not None:
+                plan.forced[f.artifact] = force.by
+                plan.hints_used.append(f"{f.artifact}: promoted despite '{held.reason.value}' ({_hint_text(force)})")
+                held = None
         if held:
             plan.held.append(held)
         else:
             candidates.append(f)
     names = {f.name for f in (*inputs.staging.values(), *inputs.main.values())}  # distribution packages
-    plan.promote, unmet = _resolve_dependencies(candidates, inputs.main, names)
+    closure = _closure_of([*inputs.staging.values(), *inputs.main.values()])
+    pairs = [(r, v) for r in inputs.matrix.releases for v in inputs.matrix.variants]
+
+    def ignore_test(f: ChannelFile) -> bool:
+        return _hint(inputs, "force-badtest", f) is not None
+
     held_by_name: dict[str, list[Held]] = defaultdict(list)
     for h in plan.held:
         held_by_name[h.file.name].append(h)
-    plan.held += [_dependency_held(s, held_by_name) for s in unmet.values()]
-    plan.held.sort(key=lambda h: h.artifact)
+    while True:
+        plan.promote, unmet = _resolve_dependencies(candidates, inputs.main, names)
+        for s in unmet.values():
+            h = _dependency_held(s, held_by_name)
+            plan.held.append(h)
+            held_by_name[h.file.name].append(h)
+        candidates = list(plan.promote)
+        rev = check_revdeps(RevdepInputs(inputs.main, plan.promote, inputs.results, inputs.matrix.required, closure,
+                                         inputs.evidence, ignore_test))
+        plan.retests = rev.retests
+        holds: dict[str, Held] = {}
+        for art, retests in sorted(rev.blocking().items()):
+            f = next(c for c in plan.promote if c.artifact == art)
+            if _forgiven(f, retests, inputs, plan):
+                continue
+            holds[art] = _held_for_retests(f, retests)
+        if not holds and inputs.installability is not None and plan.promote:
+            report = inputs.installability.check(inputs.main, plan.promote, pairs)
+            plan.installability_solves += report.solves
+            if report.error is not None:  # infrastructure: never counted as pass or fail
+                holds = {f.artifact: Held(f, HoldReason.WAITING, f"installability could not be checked: {report.error}")
+                         for f in plan.promote if f.artifact not in plan.forced}
+            for d in report.decreases:
+                for art in d.culprits:
+                    f = next(c for c in plan.promote if c.artifact == art)
+                    if art not in holds and f.artifact not in plan.forced:
+                        holds[art] = Held(f, HoldReason.UNINSTALLABLE,
+                                          f"{d.name} (in main) could be installed with pytorch {d.pytorch} {d.variant} "
+                                          f"and cannot after this promotion: {d.why}", blocked_by=(d.name,))
+        if not holds:
+            break
+        for h in holds.values():
+            plan.held.append(h)
+            held_by_name[h.file.name].append(h)
+        candidates = [c for c in candidates if c.artifact not in holds]
+    plan.sets = _sets(plan.promote, plan.retests, _unmet_edges(plan.promote, inputs.main, names))
+    plan.held = sorted((_with_maintainers(h, inputs.maintainers) for h in plan.held), key=lambda h: h.artifact)
+    plan.hints_used = list(dict.fromkeys(plan.hints_used))
     return plan
+
+
+def _forgiven(f: ChannelFile, retests: list[Retest], inputs: PlanInputs, plan: PromotionPlan) -> bool:
+    """A force hint promotes despite everything; urgent despite re-tests that have not run (never over
+    a regression or a failure)."""
+    force = _hint(inputs, "force", f)
+    if force is not None:
+        plan.forced[f.artifact] = force.by
+        plan.hints_used.append(f"{f.artifact}: promoted despite its dependents' re-tests ({_hint_text(force)})")
+        return True
+    if all(r.verdict in (Verdict.MISSING, Verdict.ERROR) for r in retests):
+        urgent = _hint(inputs, "urgent", f)
+        if urgent is not None:
+            plan.hints_used.append(f"{f.artifact}: not waiting for re-tests ({_hint_text(urgent)})")
+            return True
+    return False
+
+
+def _unmet_edges(promote: Sequence[ChannelFile], main: Mapping[str, ChannelFile], names: set[str]) -> dict[str, set[str]]:
+    """candidate -> the candidates that alone meet one of its distribution dependencies."""
+    main_by_name: dict[str, list[ChannelFile]] = defaultdict(list)
+    for m in main.values():
+        main_by_name[m.name].append(m)
+    by_name: dict[str, list[ChannelFile]] = defaultdict(list)
+    for c in promote:
+        by_name[c.name].append(c)
+    out: dict[str, set[str]] = defaultdict(set)
+    for c in promote:
+        for d in _distribution_deps(c, names).values():
+            if any(satisfies(d, m) and subdir_compatible(c, m) for m in main_by_name[d.name]):
+                continue
+            out[c.artifact].update(p.artifact for p in by_name[d.name] if satisfies(d, p) and subdir_compatible(c, p))
+    return out
+
+
+def _with_maintainers(h: Held, maintainers: Mapping[str, tuple[str, ...]]) -> Held:
+    """Who to tell: the held package's maintainers, then those of the dependents it breaks."""
+    names = [h.file.name, *(r["package"] for r in h.regressions if r.get("package") != h.file.name)]
+    if h.reason in (HoldReason.REGRESSION, HoldReason.WAITING, HoldReason.UNINSTALLABLE):
+        names += list(h.blocked_by)
+    who: list[str] = []
+    for n in names:
+        who += [m for m in maintainers.get(n, ()) if m not in who]
+    return dataclasses.replace(h, maintainers=tuple(who)) if who else h
 
 
 # ---------------------------------------------------------------------------------------------
@@ -399,6 +648,7 @@ class PromotionContext:
     main: Channel
     results: ResultsStore
     ledger: Ledger
+    today: dt.date = field(default_factory=lambda: utcnow().date())  # for hints' expiry
 
     @classmethod
     def open(cls, distro: Distro) -> "PromotionContext":
@@ -407,12 +657,29 @@ class PromotionContext:
                    ResultsStore(distro.build_dir / "results"), Ledger(distro.state_dir))
 
     def gather(self) -> PlanInputs:
+        from conda_distro.hints import load_hints
+
         staging, main = self.staging.list_files(), self.main.list_files()
         results = {r.artifact: r for r in self.results.all()}
+        states = self.ledger.load_all()
+        matrix = TestMatrix.from_config(self.distro.config)
+        files = [*staging.values(), *main.values()]
         return PlanInputs(
             staging=staging, main=main, results=results,
-            retired=self.ledger.retired_artifacts(), matrix=TestMatrix.from_config(self.distro.config),
-            on_disk=self._on_disk(staging, main, results), recipes=self._recipes(staging, main, results))
+            retired=self.ledger.retired_artifacts(states), matrix=matrix,
+            on_disk=self._on_disk(staging, main, results), recipes=self._recipes(staging, main, results),
+            evidence={a.artifact: {(t.release, t.variant): t.status for t in a.tests}
+                      for st in states.values() for a in st.artifacts},
+            hints=load_hints(self.distro.root), today=self.today,
+            maintainers=self._maintainers(), installability=Installability(
+                self.distro.upstream_urls, self.distro.subdirs, matrix.pytorch, matrix.required, _closure_of(files)))
+
+    def _maintainers(self) -> dict[str, tuple[str, ...]]:
+        """package name -> its recipe's maintainers (every output of a recipe has its maintainers)."""
+        from conda_distro.distribution import load_distribution
+
+        dist = load_distribution(self.distro.root, strict=False, distro=self.distro)
+        return {out: tuple(r.maintainers) for r in dist.recipes.values() for out in (r.name, *r.output_names)}
 
     def _recipes(self, staging: Mapping[str, ChannelFile], main: Mapping[str, ChannelFile],
                  results: Mapping[str, ArtifactResults]) -> dict[str, str | None]:
@@ -441,23 +708,31 @@ class PromotionContext:
         return make_plan(inputs, staging_ref=self.staging.ref, main_ref=self.main.ref)
 
 
-def _evidence(res: ArtifactResults | None) -> list[TestEvidence]:
+def _evidence(res: ArtifactResults | None, held: set[str] | None = None) -> list[TestEvidence]:
+    """Per release × variant, the newest outcome in an environment main holds: runs against packages
+    in ``held`` (``name-version-build`` of main after this promotion) only; None: any run."""
     out = []
-    for t in (res.latest().values() if res else ()):
+    for (r, v) in sorted((res.latest() if res else {})):
+        runs = [t for t in res.runs(r, v) if t.status != "error"
+                and (held is None or all(i in held for i in (t.against or {}).values()))]
+        if not runs:
+            continue
+        t = runs[-1]
         date = t.date if t.date.tzinfo else t.date.replace(tzinfo=dt.timezone.utc)
         out.append(TestEvidence(release=t.pytorch, variant=t.variant, status=t.status, date=date))
     return out
 
 
 def ledger_entry(f: ChannelFile, res: ArtifactResults | None, *, channel: str,
-                 promoted_at: dt.datetime | None, commit: str | None) -> ArtifactEntry:
+                 promoted_at: dt.datetime | None, commit: str | None, held: set[str] | None = None,
+                 forced_by: str | None = None) -> ArtifactEntry:
     return ArtifactEntry(artifact=f.artifact, sha256=f.sha256, version=f.version, build=f.build,
                          build_number=f.build_number, depends=list(f.depends), channel=channel,
-                         promoted_at=promoted_at, commit=commit, tests=_evidence(res))
+                         promoted_at=promoted_at, commit=commit, tests=_evidence(res, held), forced_by=forced_by)
 
 
-def record_in_ledger(plan: PromotionPlan, ctx: PromotionContext,
-                     results: Mapping[str, ArtifactResults]) -> list[str]:
+def record_in_ledger(plan: PromotionPlan, ctx: PromotionContext, results: Mapping[str, ArtifactResults],
+                     main: Mapping[str, ChannelFile]) -> list[str]:
     """Ledger entries for what was promoted, and for anything already in main that the ledger misses
     (an earlier run that stopped between publishing and recording). Returns the files written."""
     files = [*plan.promote, *(h.file for h in plan.held_for(HoldReason.ALREADY_IN_MAIN))]
@@ -466,10 +741,12 @@ def record_in_ledger(plan: PromotionPlan, ctx: PromotionContext,
         by_name[f.name].append(f)
     now = utcnow()
     written = []
+    main_after = {ident(f) for f in (*main.values(), *plan.promote)}
     for name in sorted(by_name):
         # the commit whose recipe produced the artifact (recorded at build time), not this checkout's HEAD
         entries = [ledger_entry(f, res := results.get(f.artifact), channel=ctx.main.ref, promoted_at=now,
-                                commit=res.commit if res else None)
+                                commit=res.commit if res else None, held=main_after,
+                                forced_by=plan.forced.get(f.artifact))
                    for f in by_name[name]]
         path = ctx.ledger.add_artifacts(name, entries)
         if path is not None:
@@ -478,7 +755,7 @@ def record_in_ledger(plan: PromotionPlan, ctx: PromotionContext,
     return written
 
 
-def execute_plan(plan: PromotionPlan, ctx: PromotionContext, results: Mapping[str, ArtifactResults],
+def execute_plan(plan: PromotionPlan, ctx: PromotionContext, inputs: PlanInputs,
                  progress: Progress = no_progress) -> list[str]:
     """Carry out ``plan`` (made from ``results``); the caller holds the main channel's lock.
     Returns the ledger files written."""
@@ -489,7 +766,7 @@ def execute_plan(plan: PromotionPlan, ctx: PromotionContext, results: Mapping[st
         crash_point("promote-after-copy")
         ctx.main.publish(progress)
         crash_point("promote-after-index")
-    return record_in_ledger(plan, ctx, results)
+    return record_in_ledger(plan, ctx, inputs.results, inputs.main)
 
 
 def promote(options: PromoteOptions) -> PromoteResult:
@@ -506,5 +783,5 @@ def promote(options: PromoteOptions) -> PromoteResult:
         if not inputs.staging:
             options.progress(f"staging {ctx.staging.describe()} has no indexed packages")
         plan = ctx.plan(inputs)
-        written = execute_plan(plan, ctx, inputs.results, options.progress)
+        written = execute_plan(plan, ctx, inputs, options.progress)
     return PromoteResult(plan, dry_run=False, ledger_written=written)

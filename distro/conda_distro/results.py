@@ -23,7 +23,15 @@ from conda_distro.yamlio import atomic_write_text
 
 SCHEMA_VERSION = 2  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit)
 BuildStatus = Literal["built", "skipped-existing", "failed", "blocked"]
-TestStatus = Literal["passed", "failed", "blocked"]
+#: ``error``: the test could not run for a reason of the infrastructure (the worker crashed or was killed,
+#: a channel could not be read, the environment could not be set up though it solves): never counted as
+#: passed or failed; the next build (or ``build --retry-errors``) runs it again
+TestStatus = Literal["passed", "failed", "blocked", "error"]
+#: how many earlier outcomes per (release, variant) an artifact keeps, each against other distribution
+#: packages: the reverse-dependency gate compares a dependent's run with a candidate to its run without
+HISTORY = 6
+#: the reason a passed test records when the package has no tests (rattler-build ran nothing): `neutral`
+NO_TESTS = "the package has no tests"
 Variant = Literal["cpu", "cuda"]
 
 
@@ -62,6 +70,10 @@ class TestRecord(_Model):
     # recipes had uncommitted changes, or no git)
     recipes: dict[str, str] = Field(default_factory=dict)
     commit: str | None = None
+    # the distribution packages (other than the artifact) the test environment held, as rattler-build
+    # solved it: name -> "name-version-build" (the file name without extension); None: not recorded
+    # (a result older than this field, or a test that did not run)
+    against: dict[str, str] | None = None
 
 
 class ArtifactResults(_Model):
@@ -88,7 +100,17 @@ class ArtifactResults(_Model):
         return out
 
     def record(self, test: TestRecord) -> None:
-        self.tests = [t for t in self.tests if (t.pytorch, t.variant) != (test.pytorch, test.variant)] + [test]
+        """Add ``test``: it replaces the outcome of the same (release, variant) against the same
+        distribution packages; outcomes against other ones are kept (the newest :data:`HISTORY`)."""
+        pair = (test.pytorch, test.variant)
+        same = [t for t in self.tests if (t.pytorch, t.variant) == pair and t.against != test.against
+                and t.against is not None]
+        keep = sorted(same, key=lambda t: t.date)[-(HISTORY - 1):] if HISTORY > 1 else []
+        self.tests = [t for t in self.tests if (t.pytorch, t.variant) != pair] + keep + [test]
+
+    def runs(self, pytorch: str, variant: str) -> list[TestRecord]:
+        """Every kept outcome for one (release, variant), oldest first."""
+        return sorted((t for t in self.tests if (t.pytorch, t.variant) == (pytorch, variant)), key=lambda t: t.date)
 
 
 _HINT = "delete it; the next `conda-distro build` re-tests the artifact"

@@ -16,6 +16,7 @@ from typing import Protocol
 from conda_distro.errors import EngineUnavailableError
 from conda_distro.rattler_env import rattler_env, scratch_dir
 from conda_distro.render import RenderSettings
+from conda_distro.results import NO_TESTS
 
 @dataclass(frozen=True)
 class VariantSpec:
@@ -66,6 +67,10 @@ class TestJob:
 class TestOutcome:
     ok: bool
     message: str | None = None
+    #: the test could not run for a reason of the infrastructure (not the package's fault)
+    error: bool = False
+    #: the packages rattler-build installed into the test environment: name -> "name-version-build"
+    env: dict[str, str] = field(default_factory=dict)
 
 
 class Builder(Protocol):
@@ -101,6 +106,25 @@ def _failure_line(output: list) -> str:
         if hit:
             return hit.split("failed to run test: ")[-1][:200]
     return lines[-1][:200] if lines else "no output"
+
+
+_ENV_DONE = "Successfully updated the test environment"
+
+
+def environment_of(output: list) -> dict[str, str]:
+    """The packages of a test environment, from the table rattler-build prints when it creates it
+    (``│ name ┆ version ┆ build ┆ channel ┆ size │``), read only up to where it says the environment is
+    ready: what the test script prints afterwards is not looked at."""
+    env: dict[str, str] = {}
+    for ln in (ln.strip() for chunk in output for ln in str(chunk).splitlines()):
+        if _ENV_DONE in ln:
+            break
+        if not ln.startswith("│"):
+            continue
+        cells = [c.strip(" │") for c in ln.split("┆")]
+        if len(cells) >= 3 and cells[0] and cells[0] != "Package":
+            env.setdefault(cells[0], f"{cells[0]}-{cells[1]}-{cells[2]}")
+    return env
 
 
 def _explain_unsolvable(spec: str, job: TestJob) -> str | None:
@@ -193,14 +217,18 @@ class RattlerBuildBackend:
         with rattler_env(cuda=job.cuda, tmpdir=scratch_dir()):
             try:
                 results = pkg.run_tests(channel=list(job.channels))
-            except RattlerBuildError as exc:
+            except RattlerBuildError as exc:  # the tests could not be run at all: infrastructure
                 _write_log(job.log, [f"ERROR: {exc}"])
-                return TestOutcome(False, str(exc).splitlines()[0])
+                return TestOutcome(False, str(exc).splitlines()[0], error=True)
         lines: list[str] = []
         failed = None
+        error = False
+        env: dict[str, str] = {}
         for r in results:
             lines.append(f"=== test {r.test_index}: {'passed' if r.success else 'FAILED'}")
             lines.extend(str(o) for o in r.output)
+            for name, ident in environment_of(r.output).items():
+                env.setdefault(name, ident)
             if not r.success and failed is None:
                 failed = f"test {r.test_index} failed: {_failure_line(r.output)}"
                 if "failed to setup test environment" in failed:  # rattler-build gives no reason (gotcha 11)
@@ -208,10 +236,13 @@ class RattlerBuildBackend:
                     if why:
                         lines += ["=== why the test environment cannot be solved (rattler solver):", why]
                         failed += f": {_blocking_requirement(why)}"
+                    else:  # it solves: the environment failed for another reason (download, disk, ...)
+                        error = True
         if not results:
-            lines.append("(the package has no tests)")
+            lines.append(f"({NO_TESTS})")
         _write_log(job.log, lines)
-        return TestOutcome(failed is None, failed)
+        env.pop(pkg.name, None)
+        return TestOutcome(failed is None, failed if results else NO_TESTS, error=error and failed is not None, env=env)
 
 
 class CondaBuildBackend:

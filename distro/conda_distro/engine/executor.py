@@ -154,7 +154,7 @@ class Executor:
                                         pkg.recipes, self.ctx.fallback),
             block_build=block_build, dep_artifacts=tuple(sorted(pinned)),
             dep_view=self.ctx.store.parent / "dep-views" / pkg.name, declared=pkg.declared,
-            stamp=Stamp.of(pkg.recipes, self.ctx.provenance),
+            stamp=Stamp.of(pkg.recipes, self.ctx.provenance), closure=frozenset(pkg.closure_outputs),
         )
 
     def _run_here(self, unit: Unit) -> UnitOutcome:

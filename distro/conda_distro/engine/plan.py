@@ -42,6 +42,8 @@ class PackagePlan:
     # provenance: recipe folder (relative to the root) -> recipe input hash, for this package's recipe
     # (first) and its distribution dependencies' recipes
     recipes: tuple[tuple[str, str], ...] = ()
+    # the package names its distribution dependencies' recipes produce (what a test records as `against`)
+    closure_outputs: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return {
@@ -131,6 +133,7 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
             variants=tuple(vplans), targets=targets, variant_config=vc,
             declared=builder.declared_names(recipe.path, vc),
             recipes=(recipe_hashes[name], *sorted(recipe_hashes[d] for d in graph.ancestors(name))),
+            closure_outputs=tuple(sorted({o for d in graph.ancestors(name) for o in dist.recipes[d].output_names})),
         ))
     chosen = [p.name for p in packages]
     return BuildPlan(

@@ -31,7 +31,7 @@ from conda_distro.engine.sandbox import SandboxSpec, worker_env, wrap
 from conda_distro.engine.worker import (TargetIn, VariantIn, VariantOut, WorkerJob, WorkerReport, admitted_targets,
                                         target_id, test_key)
 from conda_distro.rattler_env import SCRATCH_VAR, index_channel, scratch_dir
-from conda_distro.results import SCHEMA_VERSION, ArtifactResults, BuildRecord, ResultsStore, TestRecord
+from conda_distro.results import SCHEMA_VERSION, ArtifactResults, BuildRecord, ResultsStore, TestRecord, now
 
 LOG_LIMIT = 64 << 20  # a worker's log file larger than this is cut (a log is evidence, not storage)
 STDERR_TAIL = 20
@@ -82,6 +82,7 @@ class Unit:
     dep_view: Path | None = None  # where to put the channel holding exactly those
     declared: frozenset[str] = frozenset()  # package names the recipe may produce
     stamp: Stamp = field(default_factory=Stamp)  # provenance written into the results store
+    closure: frozenset[str] = frozenset()  # its distribution dependencies (what a test's `against` names)
 
 
 @dataclass
@@ -136,21 +137,30 @@ def is_cached(unit: Unit) -> bool:
         prev = store.get(spec.artifact)
         if action != "skip-existing" or prev is None:
             return False
-        latest = prev.latest()
         for t in admitted_targets(prev.depends, unit.pytorch, views):
             if Target(t.pytorch, t.variant) in unit.blocked or t.url is None:
                 continue
-            old = latest.get((t.pytorch, t.variant))
-            if old is None or old.key != test_key(prev.sha256, t, unit.deps_digest):
+            if _stored_run(prev, t, unit.deps_digest) is None:
                 return False
     return True
 
 
-def _known_keys(store: ResultsStore, spec: VariantSpec) -> dict[str, str]:
+def _stored_run(prev: ArtifactResults, t: TargetIn, deps_digest: str) -> TestRecord | None:
+    """A kept passed/failed outcome of exactly this test (same key): running it again would only repeat it."""
+    key = test_key(prev.sha256, t, deps_digest)  # (a run that did not record its environment runs again)
+    return next((r for r in reversed(prev.runs(t.pytorch, t.variant))
+                 if r.key == key and r.status in ("passed", "failed") and r.against is not None), None)
+
+
+def _known_keys(store: ResultsStore, spec: VariantSpec) -> dict[str, list[str]]:
     prev = store.get(spec.artifact)
     if prev is None:
         return {}
-    return {target_id(*k): t.key for k, t in prev.latest().items() if t.key and t.status in ("passed", "failed")}
+    out: dict[str, list[str]] = {}
+    for t in prev.tests:
+        if t.key and t.status in ("passed", "failed") and t.against is not None:
+            out.setdefault(target_id(t.pytorch, t.variant), []).append(t.key)
+    return out
 
 
 def prepare(unit: Unit, iso: Isolation) -> Prepared:
@@ -326,7 +336,6 @@ def _record_tests(unit: Unit, spec: VariantSpec, input_hash: str, path: Path, sh
         results.commit = stamp.commit
         results.schema_version = SCHEMA_VERSION
     provenance = dict(recipes=dict(stamp.test_recipes), commit=stamp.test_commit)
-    latest = results.latest()
     ran = {target_id(t.pytorch, t.variant): t for t in (rep.tests if rep else [])}
     logs = unit.logs / unit.name
     for t in admitted_targets(depends, unit.pytorch, [tv.to_in() for tv in unit.targets]):
@@ -339,18 +348,22 @@ def _record_tests(unit: Unit, spec: VariantSpec, input_hash: str, path: Path, sh
             out.tests.append(TestRecord(**base, status="blocked", reason=t.missing_reason))
             continue
         key = test_key(sha, t, unit.deps_digest)
-        old = latest.get((t.pytorch, t.variant))
-        if old is not None and old.key == key and old.status in ("passed", "failed"):
+        old = _stored_run(results, t, unit.deps_digest)
+        if old is not None:
+            if old is not results.latest().get((t.pytorch, t.variant)):  # back to an environment seen before
+                results.record(old.model_copy(update={"date": max(now(), old.date)}))
             out.tests.append(old.model_copy(update={"cached": True}))
             out.cached_tests += 1
             continue
         got = ran.get(target_id(t.pytorch, t.variant))
-        if got is None:
-            rec = TestRecord(**base, status="failed", key=key, **provenance,
+        if got is None:  # the worker crashed, was killed or timed out: infrastructure, not the package
+            rec = TestRecord(**base, status="error", key=key, **provenance,
                              reason=error or "the build worker reported no outcome for this test")
         else:
-            rec = TestRecord(**base, status="passed" if got.ok else "failed", log=_keep_log(work, got.log, logs),
-                             reason=got.message, key=key, **provenance)
+            against = {n: ident for n, ident in got.env.items() if n in unit.closure}
+            status = "passed" if got.ok else "error" if got.error else "failed"
+            rec = TestRecord(**base, status=status, log=_keep_log(work, got.log, logs),
+                             reason=got.message, key=key, against=against, **provenance)
         results.record(rec)
         out.tests.append(rec)
     if results.model_dump_json() != before:  # a no-change rerun leaves the results store untouched

@@ -40,7 +40,7 @@ class VariantIn(_Model):
     spec: VariantSpec
     action: str  # "build" | "skip-existing"
     staged: str | None = None  # skip-existing: the staging file to test
-    known: dict[str, str] = Field(default_factory=dict)  # "release/variant" -> key of a stored passed/failed outcome
+    known: dict[str, list[str]] = Field(default_factory=dict)  # "release/variant" -> keys of stored passed/failed outcomes
 
 
 class WorkerJob(_Model):
@@ -67,6 +67,8 @@ class TestOut(_Model):
     ok: bool
     message: str | None = None
     log: str | None = None  # file name in the log folder
+    error: bool = False  # could not run (infrastructure), neither passed nor failed
+    env: dict[str, str] = Field(default_factory=dict)  # the test environment: name -> "name-version-build"
 
 
 class VariantOut(_Model):
@@ -137,12 +139,13 @@ def work(job: WorkerJob) -> WorkerReport:
         depends = list(Package.from_file(str(path)).depends)
         for t in admitted_targets(depends, job.pytorch, job.targets):
             tid = target_id(t.pytorch, t.variant)
-            if tid in blocked or t.url is None or v.known.get(tid) == test_key(sha, t, job.deps_digest):
+            if tid in blocked or t.url is None or test_key(sha, t, job.deps_digest) in v.known.get(tid, ()):
                 continue  # the orchestrator records these itself
             log = f"{spec.build_string}.{t.pytorch}-{t.variant}.test.log"
             channels = (t.url, *([job.dep_view] if job.dep_view else []), *job.channels)
             res = builder.test(TestJob(path, channels, t.cuda, logs / log))
-            rep.tests.append(TestOut(pytorch=t.pytorch, variant=t.variant, ok=res.ok, message=res.message, log=log))
+            rep.tests.append(TestOut(pytorch=t.pytorch, variant=t.variant, ok=res.ok, message=res.message, log=log,
+                                     error=res.error, env=res.env))
     return report
 
 

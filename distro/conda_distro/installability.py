@@ -1,0 +1,148 @@
+"""Installability never decreases: what main can install before a promotion, it can install after.
+
+For each supported release × variant, every distribution package that a promotion could affect (the
+candidates, and what in main depends on them) is solved with the release, from main (or main ∪
+candidates) placed before the upstream channels — strict channel priority, as an end user installs.
+A package installable before and not after is a decrease; the candidates in its dependency closure are
+held (``uninstallable: NAME``). (Whether a new candidate itself installs is what its own tests show:
+their environment is solved from the same channels.)
+
+Solving is py-rattler's. The channels are written from repodata records only (no package files are
+needed to solve), so main may be a local folder or anaconda.org. To keep hundreds of packages cheap,
+the packages of one release × variant are solved together first; only when that fails is the set split
+in halves (and so on down to single packages), so k failures cost about k·log(n) solves.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+from conda_distro.channels.base import ChannelFile
+
+Required = Callable[[ChannelFile], "list[tuple[str, str]] | None"]
+
+
+@dataclass(frozen=True)
+class Decrease:
+    name: str  # the package that can no longer be installed
+    pytorch: str
+    variant: str
+    why: str  # the solver's first line
+    culprits: tuple[str, ...]  # candidate artifacts in its dependency closure (itself included)
+
+
+@dataclass
+class InstallabilityReport:
+    decreases: list[Decrease] = field(default_factory=list)
+    solves: int = 0
+    error: str | None = None  # could not be checked (a channel could not be read): the candidates wait
+
+
+def write_channel(files: Iterable[ChannelFile], folder: Path) -> Path:
+    """A channel whose repodata lists ``files`` (no package files: enough for the solver)."""
+    subdirs: dict[str, dict] = defaultdict(dict)
+    for f in files:
+        rec = {"name": f.name, "version": f.version, "build": f.build, "build_number": f.build_number,
+               "depends": list(f.depends), "subdir": f.subdir, "sha256": f.sha256}
+        key = "packages.conda" if f.filename.endswith(".conda") else "packages"
+        subdirs[f.subdir].setdefault(key, {})[f.filename] = rec
+    for subdir in {"noarch", *subdirs}:
+        pkgs = subdirs.get(subdir, {})
+        (folder / subdir).mkdir(parents=True, exist_ok=True)
+        (folder / subdir / "repodata.json").write_text(json.dumps(
+            {"info": {"subdir": subdir}, "packages": pkgs.get("packages", {}),
+             "packages.conda": pkgs.get("packages.conda", {}), "repodata_version": 1}))
+    return folder
+
+
+class Installability:
+    """Checks main ∪ candidates against main with a solver (``solve(channels, specs, cuda)`` raising
+    rattler's SolverError when unsatisfiable)."""
+
+    def __init__(self, upstream: Sequence[str], platforms: Sequence[str], pytorch: str, required: Required,
+                 closure: Callable[[str], frozenset[str]]) -> None:
+        self.upstream = list(upstream)
+        self.platforms = list(platforms)
+        self.pytorch = pytorch
+        self.required = required
+        self.closure = closure
+        self.solves = 0
+        self._before: dict[tuple[str, str, str], bool] = {}
+
+    def check(self, main: Mapping[str, ChannelFile], candidates: Sequence[ChannelFile],
+              pairs: Sequence[tuple[str, str]]) -> InstallabilityReport:
+        from conda_distro.errors import ChannelError
+
+        report = InstallabilityReport()
+        try:
+            self._check(main, candidates, pairs, report)
+        except ChannelError as exc:
+            report.error = exc.message
+        report.solves = self.solves
+        return report
+
+    def _check(self, main: Mapping[str, ChannelFile], candidates: Sequence[ChannelFile],
+               pairs: Sequence[tuple[str, str]], report: InstallabilityReport) -> None:
+        from conda_distro.solve import RattlerSolver
+
+        if not candidates:
+            return
+        cand_names = {c.name for c in candidates}
+        after_files = [*main.values(), *candidates]
+        by_name: dict[str, list[ChannelFile]] = defaultdict(list)
+        for f in after_files:
+            by_name[f.name].append(f)
+        main_names = {f.name for f in main.values()}
+        # what could change: the candidates, and main's packages that depend on one of them
+        subjects = sorted(n for n in by_name if n in cand_names or self.closure(n) & cand_names)
+        with tempfile.TemporaryDirectory(prefix="conda-distro-installable-") as tmp:
+            before = write_channel(main.values(), Path(tmp) / "main")
+            after = write_channel(after_files, Path(tmp) / "after")
+            solve_after = RattlerSolver([after.as_uri(), *self.upstream], self.platforms)
+            solve_before = RattlerSolver([before.as_uri(), *self.upstream], self.platforms)
+            for r, v in pairs:
+                cuda = v == "cuda"
+                names = [n for n in subjects if any(self._admits(f, (r, v)) for f in by_name[n])]
+                for name, why in self._failing(solve_after, names, r, cuda):
+                    if name in main_names and self._installable(solve_before, name, r, cuda):
+                        culprits = tuple(sorted(c.artifact for c in candidates
+                                                if c.name == name or c.name in self.closure(name)))
+                        report.decreases.append(Decrease(name, r, v, why, culprits))
+
+    def _admits(self, f: ChannelFile, pair: tuple[str, str]) -> bool:
+        req = self.required(f)
+        return req is None or pair in req
+
+    def _solve(self, solver, specs: list[str], cuda: bool) -> str | None:
+        from rattler.exceptions import SolverError
+
+        self.solves += 1
+        try:
+            solver.solve(specs, cuda)
+        except SolverError as exc:
+            text = str(exc).strip()
+            return text.splitlines()[0][:300] if text else "unsatisfiable"
+        return None
+
+    def _failing(self, solver, names: list[str], release: str, cuda: bool) -> list[tuple[str, str]]:
+        """The names that cannot be installed with the release: all at once, then halves on failure."""
+        if not names:
+            return []
+        why = self._solve(solver, [f"{self.pytorch} =={release}", *names], cuda)
+        if why is None:
+            return []
+        if len(names) == 1:
+            return [(names[0], why)]
+        mid = len(names) // 2
+        return self._failing(solver, names[:mid], release, cuda) + self._failing(solver, names[mid:], release, cuda)
+
+    def _installable(self, solver, name: str, release: str, cuda: bool) -> bool:
+        key = (name, release, "cuda" if cuda else "cpu")
+        if key not in self._before:
+            self._before[key] = self._solve(solver, [f"{self.pytorch} =={release}", name], cuda) is None
+        return self._before[key]
