@@ -18,7 +18,7 @@ from conda_distro.cli import main
 # Libraries that take tens to hundreds of ms to import; none is needed to parse arguments or print help.
 HEAVY = ("networkx", "rattler", "rattler_build", "rich", "ruamel", "yaml", "git", "jinja2", "filelock",
          "binstar_client")
-COMMANDS = ["lint", "graph", "sandbox", "promote", "retire", "build", "upload", "solve", "sweep", "verify-channel",
+COMMANDS = ["lint", "graph", "sandbox", "promote", "excuses", "retire", "build", "upload", "solve", "sweep", "verify-channel",
             "check-pr", "propose", "status", "report", "report unmaintained"]
 
 

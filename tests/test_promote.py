@@ -123,7 +123,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(root, capsys):
     assert not main_dir(root).exists() and not (root / "channel_state").exists()
     assert cli_main(["promote", "--dry-run", "--root", str(root)]) == 1
     text = capsys.readouterr().out
-    assert "promote  noarch/alpha-1.0" in text and "dry run: nothing was written" in text
+    assert "promote  noarch/alpha-1.0" in text and "dry run: nothing was written to main or channel_state/" in text
 
 
 def cf(name, version="1.0", depends=(), subdir="noarch", sha="1", build="h0_0") -> ChannelFile:

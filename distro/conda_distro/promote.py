@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import enum
 import fnmatch
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from conda_distro.distribution import open_distro
 from conda_distro.errors import ExitCode
 from conda_distro.ledger import ArtifactEntry, Ledger, Retirement, TestEvidence, utcnow
 from conda_distro.provenance import CheckoutRecipes
+from conda_distro.holds import Held, HoldReason
 from conda_distro.installability import Installability, InstallabilityReport
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.revdeps import Retest, RevdepInputs, Verdict, ident
@@ -40,44 +40,6 @@ from conda_distro.revdeps import check as check_revdeps
 from conda_distro.specs import admits
 
 DEFAULT_LOCK_TIMEOUT = 600.0
-
-
-class HoldReason(str, enum.Enum):
-    TEST_FAILED = "test-failed"
-    NOT_TESTED = "not-tested"
-    DEPENDENCY_NOT_IN_MAIN = "dependency-not-in-main"
-    ALREADY_IN_MAIN = "already-in-main"
-    SHA256_MISMATCH = "sha256-mismatch"
-    RETIRED = "retired"
-    NOT_FROM_THIS_CHECKOUT = "not-from-this-checkout"  # built or tested from other recipes than this checkout's
-    REGRESSION = "regression"  # a dependent in main passed before and fails with it
-    UNINSTALLABLE = "uninstallable"  # a package in main could no longer be installed
-    WAITING = "waiting"  # infrastructure errors, or re-tests still to run
-    BLOCKED_BY_HINT = "blocked-by-hint"
-
-    @property
-    def is_failure(self) -> bool:
-        """Held for a reason that makes the command exit 1 (not a mere no-op)."""
-        return self not in (HoldReason.ALREADY_IN_MAIN, HoldReason.RETIRED)
-
-
-@dataclass(frozen=True)
-class Held:
-    file: ChannelFile
-    reason: HoldReason
-    detail: str
-    blocked_by: tuple[str, ...] = ()  # the packages (or hint) that hold it
-    regressions: tuple[dict, ...] = ()  # {package, pytorch, variant, log}
-    maintainers: tuple[str, ...] = ()  # who to tell: its own, and the broken dependents'
-
-    @property
-    def artifact(self) -> str:
-        return self.file.artifact
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"artifact": self.artifact, "name": self.file.name, "reason": self.reason.value, "detail": self.detail,
-                "blocked_by": list(self.blocked_by), "regressions": [dict(r) for r in self.regressions],
-                "maintainers": list(self.maintainers)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,19 +498,10 @@ def make_plan(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             if _forgiven(f, retests, inputs, plan):
                 continue
             holds[art] = _held_for_retests(f, retests)
-        if not holds and inputs.installability is not None and plan.promote:
-            report = inputs.installability.check(inputs.main, plan.promote, pairs)
-            plan.installability_solves += report.solves
-            if report.error is not None:  # infrastructure: never counted as pass or fail
-                holds = {f.artifact: Held(f, HoldReason.WAITING, f"installability could not be checked: {report.error}")
-                         for f in plan.promote if f.artifact not in plan.forced}
-            for d in report.decreases:
-                for art in d.culprits:
-                    f = next(c for c in plan.promote if c.artifact == art)
-                    if art not in holds and f.artifact not in plan.forced:
-                        holds[art] = Held(f, HoldReason.UNINSTALLABLE,
-                                          f"{d.name} (in main) could be installed with pytorch {d.pytorch} {d.variant} "
-                                          f"and cannot after this promotion: {d.why}", blocked_by=(d.name,))
+        if inputs.installability is not None and plan.promote:
+            for h in _installability_holds(plan, inputs, pairs):
+                if h.artifact not in holds or holds[h.artifact].reason is HoldReason.WAITING:
+                    holds[h.artifact] = h  # a structural finding outranks waiting for re-tests
         if not holds:
             break
         for h in holds.values():
@@ -559,6 +512,24 @@ def make_plan(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     plan.held = sorted((_with_maintainers(h, inputs.maintainers) for h in plan.held), key=lambda h: h.artifact)
     plan.hints_used = list(dict.fromkeys(plan.hints_used))
     return plan
+
+
+def _installability_holds(plan: PromotionPlan, inputs: PlanInputs, pairs: list[tuple[str, str]]) -> list[Held]:
+    assert inputs.installability is not None
+    report = inputs.installability.check(inputs.main, plan.promote, pairs)
+    plan.installability_solves += report.solves
+    if report.error is not None:  # infrastructure: never counted as pass or fail
+        return [Held(f, HoldReason.WAITING, f"installability could not be checked: {report.error}")
+                for f in plan.promote if f.artifact not in plan.forced]
+    out: dict[str, Held] = {}
+    by_artifact = {c.artifact: c for c in plan.promote}
+    for d in report.decreases:
+        for art in d.culprits:
+            if art not in out and art not in plan.forced:
+                out[art] = Held(by_artifact[art], HoldReason.UNINSTALLABLE,
+                                f"{d.name} (in main) could be installed with pytorch {d.pytorch} {d.variant} "
+                                f"and cannot after this promotion: {d.why}", blocked_by=(d.name,))
+    return list(out.values())
 
 
 def _forgiven(f: ChannelFile, retests: list[Retest], inputs: PlanInputs, plan: PromotionPlan) -> bool:
@@ -622,6 +593,7 @@ class PromoteResult:
     plan: PromotionPlan
     dry_run: bool
     ledger_written: list[str] = field(default_factory=list)
+    excuses: str | None = None  # where the excuses were written (build/excuses.json)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -629,13 +601,15 @@ class PromoteResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.exit_code == ExitCode.OK, **self.plan.to_dict(), "dry_run": self.dry_run,
-                "ledger": list(self.ledger_written)}
+                "ledger": list(self.ledger_written), "excuses": self.excuses}
 
     def text_lines(self) -> list[str]:
         lines = self.plan.text_lines(done=not self.dry_run)
         if self.dry_run:
-            lines.append("dry run: nothing was written")
+            lines.append("dry run: nothing was written to main or channel_state/")
         lines += [f"recorded {p}" for p in self.ledger_written]
+        if self.excuses:
+            lines.append(f"why each candidate waits: `conda-distro excuses` (also {self.excuses})")
         return lines
 
 
@@ -769,11 +743,31 @@ def execute_plan(plan: PromotionPlan, ctx: PromotionContext, inputs: PlanInputs,
     return record_in_ledger(plan, ctx, inputs.results, inputs.main)
 
 
+def _write_excuses(ctx: PromotionContext, plan: PromotionPlan, inputs: PlanInputs) -> str:
+    from conda_distro.excuses import excuses_of, write_excuses
+
+    path = write_excuses(ctx.distro.build_dir / "excuses.json", excuses_of(plan, inputs))
+    try:
+        return path.relative_to(ctx.distro.root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def plan_promotion(root: Path | None) -> tuple[PromotionPlan, PlanInputs]:
+    """The plan `promote --dry-run` would print, and what it was made from (for `excuses`)."""
+    ctx = PromotionContext.open(open_distro(root))
+    inputs = ctx.gather()
+    return ctx.plan(inputs), inputs
+
+
 def promote(options: PromoteOptions) -> PromoteResult:
-    """Plan, and unless ``dry_run``, execute under the main channel's lock (planned again inside it)."""
+    """Plan, and unless ``dry_run``, execute under the main channel's lock (planned again inside it).
+    The plan's excuses are written to build/excuses.json (a dry run too)."""
     ctx = PromotionContext.open(open_distro(options.root))
     if options.dry_run:
-        return PromoteResult(ctx.plan(ctx.gather()), dry_run=True)
+        inputs = ctx.gather()
+        plan = ctx.plan(inputs)
+        return PromoteResult(plan, dry_run=True, excuses=_write_excuses(ctx, plan, inputs))
     ctx.main.check_source(ctx.staging)
     # Every input is read and validated (repodata records, results, ledger) before anything is written,
     # the lock file included: a bad record is an error naming file, record and field, and exit 2.
@@ -784,4 +778,4 @@ def promote(options: PromoteOptions) -> PromoteResult:
             options.progress(f"staging {ctx.staging.describe()} has no indexed packages")
         plan = ctx.plan(inputs)
         written = execute_plan(plan, ctx, inputs, options.progress)
-    return PromoteResult(plan, dry_run=False, ledger_written=written)
+    return PromoteResult(plan, dry_run=False, ledger_written=written, excuses=_write_excuses(ctx, plan, inputs))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import enum
 import sys
 from typing import Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, emit
+from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, emit, out
 
 # conda_distro.promote.DEFAULT_LOCK_TIMEOUT, repeated so that the CLI starts without importing the library
 # (tests/test_cli_start.py checks that the two agree).
@@ -35,6 +36,32 @@ def promote(
     result = run_promote(PromoteOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout, progress=_log))
     emit(result, format)
     return int(result.exit_code)
+
+
+class ExcusesFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+@app.command()
+def excuses(
+    root: RootOpt = None,
+    format: Annotated[ExcusesFormat, typer.Option("--format", help="text, json or markdown.")] = ExcusesFormat.text,
+) -> int:
+    """Why each candidate in staging is not in main: verdict (promote, waiting, held-temporarily,
+    held-permanently), reasons, what blocks it, what it must go with, days waiting, maintainers; grouped
+    by what blocks them. Writes nothing (`promote` also writes them to build/excuses.json)."""
+    from conda_distro.excuses import excuses_of
+    from conda_distro.promote import plan_promotion
+
+    plan, inputs = plan_promotion(root)
+    result = excuses_of(plan, inputs)
+    if format is ExcusesFormat.markdown:
+        out(result.markdown().rstrip("\n"))
+    else:
+        emit(result, TextJson(format.value))
+    return result.exit_code
 
 
 @app.command()
