@@ -43,6 +43,7 @@ def build(
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Packages built/tested at once (processes).")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
+    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Run again the tests that ended in an infrastructure error (worker killed, channel unreadable), and nothing else that is up to date.")] = False,
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, help="Seconds to wait for another build or sweep into the same staging channel.")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
@@ -58,7 +59,7 @@ def build(
     dist = load_distribution(root, strict=False)
     options = BuildOptions(names=tuple(names or ()), all=all_, changed_since=changed_since, pytorch=tuple(pytorch or ()),
                            jobs=jobs, engine=engine, dry_run=dry_run, sandbox=not no_sandbox,
-                           lock_timeout=lock_timeout)
+                           lock_timeout=lock_timeout, retry_errors=retry_errors)
     run = run_build(dist, options, make_reporter() if not dry_run else None)
     if format is TextJson.json:
         print_json(run.to_dict())

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from conda_distro.channels.local import LocalChannel
+from conda_distro.channels.local import LocalChannel, link_or_copy
 from conda_distro.engine.plan import BuildPlan, PackagePlan
 from conda_distro.engine.releases import ReleaseView, Target
 from conda_distro.engine.unit import (Isolation, TargetView, Unit, UnitOutcome, blocked_outcome, finish, is_cached,
@@ -56,6 +56,7 @@ class ExecContext:
     jobs: int = 1
     provenance: BuildProvenance = field(default_factory=BuildProvenance)  # the checkout's HEAD and dirty recipes
     fallback: tuple[Path, ...] = ()  # local channels read after staging (check-pr: the shared staging)
+    main: Path | None = None  # the local main channel (``from-main`` variants are copied from it)
 
 
 @dataclass
@@ -146,7 +147,8 @@ class Executor:
         )
         return Unit(
             name=pkg.name, recipe=pkg.recipe,
-            variants=tuple((v.spec, v.input_hash, v.action) for v in pkg.variants),
+            variants=tuple((v.spec, v.input_hash, "skip-existing" if v.action == "from-main" else v.action)
+                           for v in pkg.variants if v.action != "refuse"),
             variant_config=pkg.variant_config, engine=self.plan.engine, staging=self.ctx.staging,
             channels=(self.ctx.staging.as_uri(), *self.ctx.upstream), store=self.ctx.store, logs=self.ctx.logs,
             pytorch=self.ctx.pytorch, targets=views, blocked=blocked,
@@ -172,7 +174,13 @@ class Executor:
                  if v.action == "build" and (self.ctx.staging / v.spec.artifact).exists()]
         for f in stale:
             f.unlink()
-        if stale or not (self.ctx.staging / "noarch" / "repodata.json").exists():
+        # a dependent already in main is re-tested from main's file, never rebuilt under the same name
+        taken = [v.spec.artifact for p in self.plan.packages for v in p.variants if v.action == "from-main"]
+        for art in taken:
+            if self.ctx.main is not None:
+                (self.ctx.staging / art).unlink(missing_ok=True)
+                link_or_copy(self.ctx.main / art, self.ctx.staging / art)
+        if stale or taken or not (self.ctx.staging / "noarch" / "repodata.json").exists():
             index_channel(self.ctx.staging, subdirs=subdirs)
         for junk in ("bld", "test", ".tmp", "src_cache"):  # rattler-build scratch from earlier runs
             shutil.rmtree(self.ctx.staging / junk, ignore_errors=True)
@@ -196,6 +204,10 @@ class Executor:
         return report
 
     def _collect(self, outcome: UnitOutcome, report: BuildReport) -> None:
+        pkg = self.plan.get(outcome.name)
+        outcome.builds += [BuildRecord(name=pkg.name, version=v.spec.version, artifact=v.spec.artifact, status="failed",
+                                       reason=v.reason, variant=v.spec.variant)
+                           for v in pkg.variants if v.action == "refuse"]
         self.status[outcome.name] = _summarise(outcome)
         self.artifacts[outcome.name] = {b.artifact: b.sha256 for b in outcome.builds if b.sha256 and b.artifact}
         report.builds.extend(outcome.builds)

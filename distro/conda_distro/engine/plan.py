@@ -15,7 +15,7 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases
 from conda_distro.provenance import recipe_digest
 from conda_distro.render import RenderSettings
-from conda_distro.results import ResultsStore
+from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.specs import minor_of
 
 PLAN_VERSION = "1"  # bump to invalidate every input hash
@@ -25,7 +25,8 @@ PLAN_VERSION = "1"  # bump to invalidate every input hash
 class VariantPlan:
     spec: VariantSpec
     input_hash: str
-    action: str  # "build" | "skip-existing"
+    action: str  # "build" | "skip-existing" | "from-main" | "refuse"
+    reason: str | None = None  # refuse: why (a file of that name, with other content, is in main)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class PlanOptions:
     all: bool = False
     pytorch: tuple[str, ...] = ()  # restrict to these releases
     engine: str = "rattler-build"
+    main: Path | None = None  # the local main channel: a file name in main is never built again
 
 
 def select_releases(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
@@ -122,7 +124,8 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
             h = hashlib.sha256(json.dumps([tool, base, spec.variant, [input_hashes.get(d) for d in host_deps]]).encode()).hexdigest()
             prev = store.get(spec.artifact)
             up_to_date = (staging / spec.artifact).is_file() and prev is not None and prev.input_hash == h
-            vplans.append(VariantPlan(spec, h, "skip-existing" if up_to_date else "build"))
+            vplans.append(VariantPlan(spec, h, "skip-existing") if up_to_date else
+                          _taken(spec, h, prev, options.main, recipe.path, dist.root) or VariantPlan(spec, h, "build"))
         input_hashes[name] = sorted(v.input_hash for v in vplans)
         if name not in names:
             continue
@@ -142,6 +145,21 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
         targets=tuple(Target(r, v) for r in releases for v in variants),
         engine=builder.name,
     )
+
+
+def _taken(spec: VariantSpec, input_hash: str, prev: ArtifactResults | None, main: Path | None, recipe: Path,
+           root: Path) -> VariantPlan | None:
+    """A file name means one content: when main already has the file this variant would build, main's
+    file is re-tested (``from-main``), unless the results show it was built from other inputs (the
+    recipe or a host dependency changed since): then the build is refused until the recipe's build
+    number is bumped."""
+    if main is None or not (main / spec.artifact).is_file():
+        return None
+    if prev is None or prev.input_hash == input_hash:
+        return VariantPlan(spec, input_hash, "from-main")
+    return VariantPlan(spec, input_hash, "refuse", reason=(
+        f"main already has {spec.filename}, built from other inputs; building it again would give that file "
+        f"name a second content: bump build.number in {_relative(recipe, root)} (now {spec.build_number})"))
 
 
 def _relative(folder: Path, root: Path) -> str:

@@ -32,6 +32,7 @@ class BuildOptions:
     sandbox: bool = True  # False: --no-sandbox (recipe code runs unsandboxed; the CLI warns)
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another build into the same staging
     scope: str | None = None  # None: the shared staging and results; NAME: check-pr's own build/pr/NAME/
+    retry_errors: bool = False  # add the packages whose latest test of a staging artifact is an `error`
 
 
 @dataclass
@@ -102,6 +103,19 @@ def upload_staging(dist: Distribution) -> list[str]:
     return sorted(f.artifact for f in open_channel(dist.distro, paths.remote_staging).upload(files))
 
 
+def main_channel(dist: Distribution) -> Path | None:
+    """The main channel's folder when it is local (files re-tested from main are copied from there)."""
+    ref = dist.config.channels.main
+    return None if dist.distro.is_anaconda(ref) else dist.distro.resolve_local(ref)
+
+
+def errored_recipes(store: ResultsStore) -> list[str]:
+    """The recipes (folder names) of artifacts whose latest test on some release × variant is an
+    infrastructure error: what `build --retry-errors` runs again (errors are never reused as results)."""
+    return sorted({Path(r.recipe).name if r.recipe else r.name for r in store.all()
+                   if any(t.status == "error" for t in r.latest().values())})
+
+
 def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Paths]:
     """Plan on the readable recipes (unreadable ones and their dependents are left out and reported by
     the caller); a named recipe that cannot be read is an error."""
@@ -110,15 +124,19 @@ def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Pa
     if options.changed_since:
         names += changed_recipes(dist.root, options.changed_since)
     dist = dist.readable()
+    paths = build_paths(dist, options.scope)
+    if options.retry_errors:
+        names += errored_recipes(ResultsStore(paths.store))
     names = [n for n in names if n in dist.recipes]
     graph = RecipeGraph.from_recipes(dist.recipes)
-    if not (names or options.all or options.changed_since):
+    if not (names or options.all or options.changed_since or options.retry_errors):
         raise UsageError("nothing selected to build", field="NAME",
-                         hint="name packages, or pass --all or --changed-since REF")
-    paths = build_paths(dist, options.scope)
+                         hint="name packages, or pass --all, --changed-since REF or --retry-errors")
     builder = make_builder(options.engine)
+    main = main_channel(dist)
     plan = make_plan(dist, graph, builder, ResultsStore(paths.store), paths.staging,
-                     PlanOptions(names=tuple(names), all=options.all, pytorch=options.pytorch, engine=options.engine))
+                     PlanOptions(names=tuple(names), all=options.all, pytorch=options.pytorch, engine=options.engine,
+                                 main=main))
     return plan, paths
 
 
@@ -176,7 +194,7 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
                 return BuildRun(plan, BuildReport(), excluded)
         views = build_release_views(dist.distro, paths.views)
         fallback = tuple(f for f in paths.fallback if (f / "noarch" / "repodata.json").is_file())
-        ctx = ExecContext(staging=paths.staging, upstream=(*(f.as_uri() for f in fallback), *dist.distro.upstream_urls),
+        ctx = ExecContext(staging=paths.staging, main=main_channel(dist), upstream=(*(f.as_uri() for f in fallback), *dist.distro.upstream_urls),
                           views=views, store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name,
                           isolation=iso, jobs=options.jobs, fallback=fallback,
                           provenance=build_provenance(dist.root, dist.distro.recipes_dir))
