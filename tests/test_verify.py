@@ -266,3 +266,22 @@ def test_a_pytorch_name_that_is_no_python_package_verifies_by_its_record(make_di
         assert (env / "lib" / "libtorch-stand-in.txt").read_text().strip() == f"stand-in libtorch ({r['variant']})"
         assert not (env / "bin" / "python").exists()
     assert "depends on __cuda" in doc["results"][1]["checks"][0]["output"]
+
+
+@pytest.mark.parametrize("build, depends, variant, python, evidence", [
+    ("cuda129_generic_py312_h1a2b3c4_200", ["__cuda", "python >=3.12,<3.13.0a0", "libtorch 2.8.0.*"], "cuda", True,
+     "cuda (depends on __cuda; build string 'cuda129_generic_py312_h1a2b3c4_200' starts with 'cuda')"),
+    ("cuda129_generic_py312_h1a2b3c4_200", ["python >=3.12,<3.13.0a0"], "cuda", True,
+     "cuda (build string 'cuda129_generic_py312_h1a2b3c4_200' starts with 'cuda')"),
+    ("h1a2b3c4_0", ["__cuda >=12"], "cuda", False, "cuda (depends on __cuda)"),
+    ("cpu_generic_py312_h5d6e7f8_0", ["python >=3.12,<3.13.0a0", "python_abi 3.12.* *_cp312"], "cpu", True,
+     "cpu (no __cuda dependency and build string 'cpu_generic_py312_h5d6e7f8_0' does not start with 'cuda')"),
+    ("cpu_h5d6e7f8_0", ["libstdcxx >=14", "pythonic-lib"], "cpu", False, None),
+])
+def test_torch_build_from_conda_forge_records(build, depends, variant, python, evidence):
+    from conda_distro.pytorch_record import TorchBuild
+
+    kind = TorchBuild.of(build, depends)
+    assert (kind.variant, kind.python) == (variant, python)
+    if evidence:
+        assert kind.evidence == evidence
