@@ -137,8 +137,10 @@ def test_verify_channel_installs_what_users_get_and_finds_drift(built_world, cap
         for name in expect:
             assert installed[name][0] == versions[name]
         checks = {(c["package"], c["check"]): c for c in r["checks"]}
-        probe = checks[("pytorch", "variant")]
-        assert probe["ok"] and probe["output"].split()[0] == r["variant"]  # torch.version.cuda inside the env
+        record = checks[("pytorch", "variant")]  # the solved record: build string and __cuda
+        assert record["ok"] and record["evidence"] == "record" and f": {r['variant']} (" in record["output"]
+        probe = checks[("pytorch", "import torch")]  # a Python package: torch.version.cuda inside the env agrees
+        assert probe["ok"] and probe["evidence"] == "import-probe" and probe["output"].split()[0] == r["variant"]
         assert {(n, f"import {n}") for n in expect} <= set(checks)
         assert all(c["ok"] for c in r["checks"])
 

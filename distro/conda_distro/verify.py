@@ -1,6 +1,14 @@
 """`verify-channel`: install from main + upstream exactly as an end user would, per release × variant,
-run each package's import test and a pytorch variant check inside the environment, and compare the
-channel with channel_state/ (drift).
+run each package's import test and a pytorch variant check, and compare the channel with channel_state/
+(drift).
+
+The variant check decides cpu vs cuda from the solved pytorch record, what the user gets
+(:class:`~conda_distro.pytorch_record.TorchBuild`: a ``__cuda`` dependency or a ``cuda…`` build string
+makes a cuda build). Where pytorch is a Python package (its record depends on ``python``, or the
+environment has ``site-packages/torch``) ``import torch`` must agree (``torch.version.cuda``); for any
+other ``pytorch.name`` package (a ``libtorch``-like one) the record check is the whole check. Each check in
+the result names its ``evidence``: ``record``, ``import-probe`` (torch's own view) or ``import`` (a
+package's import test).
 
 What a user runs: ``conda install -c <main> -c conda-forge --strict-channel-priority pytorch=R pkg…``.
 Here: ``rattler.solve`` over [main, *upstream] with strict priority, the virtual packages of a machine
@@ -28,9 +36,10 @@ from conda_distro.channels import open_channel
 from conda_distro.channels.base import ChannelFile
 from conda_distro.distribution import Distribution
 from conda_distro.engine.plan import select_releases
-from conda_distro.engine.releases import Target, is_cuda_record
+from conda_distro.engine.releases import Target
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.ledger import Ledger, compare_with_channel
+from conda_distro.pytorch_record import TorchBuild
 from conda_distro.recipe import Recipe
 from conda_distro.solve import RattlerSolver
 from conda_distro.specs import admits, parse_spec
@@ -53,7 +62,7 @@ class VerifyResult:
     ok: bool
     installed: list[str] = field(default_factory=list)
     requested: list[str] = field(default_factory=list)
-    checks: list[dict] = field(default_factory=list)  # {package, check, ok, output}
+    checks: list[dict] = field(default_factory=list)  # {package, check, evidence, ok, output}
     error: str | None = None
 
     def to_dict(self) -> dict:
@@ -138,9 +147,14 @@ def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, na
         return res
     res.installed = sorted(f"{r.name.normalized} {r.version} {r.build}" for r in records)
     torch = next((r for r in records if r.name.normalized == pytorch), None)
-    if torch is None or is_cuda_record(list(torch.depends)) != cuda:
-        res.error = f"the {target.variant} variant installed {pytorch} build {torch.build if torch else '(none)'}" \
-                    f", not a {target.variant} build"
+    if torch is None:
+        res.error = f"the {target.variant} variant installed no {pytorch}"
+        return res
+    kind = TorchBuild.of(str(torch.build), list(torch.depends))
+    res.checks.append({"package": pytorch, "check": "variant", "evidence": "record", "ok": kind.variant == target.variant,
+                       "output": f"{pytorch} {torch.version} {torch.build}: {kind.evidence}"})
+    if kind.variant != target.variant:
+        res.error = f"the {target.variant} variant installed {pytorch} build {torch.build}, a {kind.evidence} build"
         return res
     prefix = workdir / f"env-{target.pytorch}-{target.variant}"
     try:
@@ -148,14 +162,17 @@ def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, na
     except Exception as exc:  # rattler raises several install errors
         res.error = f"install failed: {exc}"
         return res
-    ok, output = _python(prefix, VARIANT_PROBE)
-    seen = output.split()[0] if ok and output else "?"
-    res.checks.append({"package": pytorch, "check": "variant", "ok": ok and seen == target.variant, "output": output})
+    if kind.python or any(prefix.glob("lib/python*/site-packages/torch")):
+        ok, output = _python(prefix, VARIANT_PROBE)
+        seen = output.split()[0] if ok and output else "?"
+        res.checks.append({"package": pytorch, "check": "import torch", "evidence": "import-probe",
+                           "ok": ok and seen == target.variant, "output": output})
     by_pkg = {r.name: r for r in dist.recipes.values()}
     for name in names:
         for module in _import_names(by_pkg.get(name)):
             ok, output = _python(prefix, f"import {module}")
-            res.checks.append({"package": name, "check": f"import {module}", "ok": ok, "output": output})
+            res.checks.append({"package": name, "check": f"import {module}", "evidence": "import", "ok": ok,
+                               "output": output})
     failed = [c for c in res.checks if not c["ok"]]
     res.ok = not failed
     if failed:

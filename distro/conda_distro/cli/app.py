@@ -41,6 +41,9 @@ RootOpt = Annotated[
                  file_okay=False, show_default=False),
 ]
 
+AsOfOpt = Annotated[Optional[str], typer.Option(
+    "--as-of", metavar="YYYY-MM-DD", help="As of this day (default: today, UTC).", show_default=False)]
+
 
 class _LazyConsole:
     """A rich ``Console``, created on first use: importing rich is a good part of a bare ``--help``."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import RootOpt, app, out, print_json
+from conda_distro.cli.app import AsOfOpt, RootOpt, app, out, print_json
 
 if TYPE_CHECKING:
     from conda_distro.lint import LintResult
@@ -48,6 +48,7 @@ def lint(
     check: Annotated[Optional[list[str]], typer.Option("--check", help="Run only this check id (repeatable).")] = None,
     errors_only: Annotated[bool, typer.Option("--errors-only", help="Do not report warnings.")] = False,
     list_checks: Annotated[bool, typer.Option("--list-checks", help="List the checks and what they enforce.")] = False,
+    as_of: AsOfOpt = None,
 ) -> int:
     """Check recipes against the distribution's conventions and policy."""
     from conda_distro.distribution import load_distribution
@@ -62,12 +63,15 @@ def lint(
             for r in rows:
                 out(f"{r['id']} ({r['severity']}{', fixable' if r['fixable'] else ''})\n    {r['explanation']}")
         return 0
+    from conda_distro.reports.facts import parse_as_of
+
+    today = parse_as_of(as_of)  # hints.yaml: which hints have expired
     dist = load_distribution(root, strict=False)
     if names:
         for n in names:
             if n not in dist.recipes and not any(e.path and n in e.path for e in dist.errors):
                 dist.get(n)  # raises with a did-you-mean hint
     result = lint_distribution(dist, LintOptions(names=tuple(names or ()), fix=fix, only=tuple(check or ()),
-                                                 include_warnings=not errors_only))
+                                                 include_warnings=not errors_only, today=today))
     {LintFormat.json: lambda r: print_json(r.to_dict()), LintFormat.github: _github, LintFormat.text: _text}[format](result)
     return int(result.exit_code)

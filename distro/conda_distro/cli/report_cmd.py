@@ -9,14 +9,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, emit, out, print_json
+from conda_distro.cli.app import AsOfOpt, FormatOpt, RootOpt, TextJson, app, emit, out, print_json
 
 report_app = typer.Typer(name="report", help="Reports over channel_state/ and the repository.", no_args_is_help=True,
                          add_completion=False, rich_markup_mode=None)
 app.add_typer(report_app, name="report")
-
-AsOfOpt = Annotated[Optional[str], typer.Option(
-    "--as-of", metavar="YYYY-MM-DD", help="Report as of this day (default: today, UTC).", show_default=False)]
 
 
 class ReportFormat(str, enum.Enum):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from conda_distro.distribution import Distribution, paused_gc
 from conda_distro.errors import DistroError, ExitCode
 from conda_distro.lint import checks as _checks  # noqa: F401  (registers the checks)
 from conda_distro.lint import proposal_checks as _proposal_checks  # noqa: F401  (registers proposal-* checks)
+from conda_distro.lint.hint_checks import lint_hints  # (registers the hint-* checks)
 from conda_distro.lint.base import CHECKS, Check, Finding, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.recipe import Recipe, parse_recipe
@@ -25,6 +27,8 @@ class LintOptions:
     include_warnings: bool = True
     proposals: bool = True  # also lint proposals/<name>.yaml (check-pr lints the changed ones itself)
     strict_names: bool = True  # a named recipe that cannot be read is bad input (exit 2); check-pr: a finding
+    hints: bool = True  # also lint hints.yaml (expired hints, unknown packages; malformed: exit 2)
+    today: dt.date | None = None  # the day hints expire against (lint --as-of); None: today, UTC
 
 
 @dataclass
@@ -134,6 +138,13 @@ def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) 
     result.malformed |= any(CHECKS[f.check].fatal for f in proposal_findings)
     result.findings.extend(proposal_findings)
     # --- end proposals ---
+    if options.hints:
+        from conda_distro.ledger import utcnow
+
+        hint_findings = lint_hints(dist, ctx, today=options.today or utcnow().date(), names=options.names,
+                                   checks=checks)
+        result.malformed |= any(CHECKS[f.check].fatal for f in hint_findings)
+        result.findings.extend(hint_findings)
     if not options.include_warnings:
         result.findings = [f for f in result.findings if f.severity == Severity.ERROR.value]
     result.findings.sort(key=lambda f: (f.path, f.line or 0, f.check))

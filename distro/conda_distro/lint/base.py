@@ -84,4 +84,15 @@ class Check:
         ]
 
 
+class FileCheck(Check):
+    """Base of checks on another file than a recipe (a proposal, hints.yaml): registered with the recipe
+    checks (``--list-checks``, ``--check``), they yield nothing for recipes; their own runner calls them."""
+
+    def run(self, recipe: Recipe, ctx: "LintContext") -> Iterable[Problem]:
+        return ()
+
+    def findings(self, recipe: Recipe, ctx: "LintContext") -> Iterable[Finding]:
+        return ()
+
+
 from conda_distro.lint.context import LintContext  # noqa: E402  (circular typing only)

@@ -10,9 +10,7 @@ from __future__ import annotations
 import typing
 from typing import Iterable, Iterator
 
-from conda_distro.lint.base import Check, Finding, Problem, Severity
-from conda_distro.lint.context import LintContext
-from conda_distro.recipe import Recipe
+from conda_distro.lint.base import FileCheck, Finding, Problem, Severity
 
 if typing.TYPE_CHECKING:  # pragma: no cover - conda_distro.proposal imports this module's package
     from conda_distro.proposal import Proposal, ProposalContext
@@ -20,14 +18,8 @@ if typing.TYPE_CHECKING:  # pragma: no cover - conda_distro.proposal imports thi
 _SKIP_FUNCS = ("compiler", "stdlib", "cdt")
 
 
-class ProposalCheck(Check):
+class ProposalCheck(FileCheck):
     """Base of the proposal checks: implement ``check(proposal, pctx)``."""
-
-    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
-        return ()
-
-    def findings(self, recipe: Recipe, ctx: LintContext) -> Iterator[Finding]:
-        return iter(())  # not a recipe check
 
     def check(self, proposal: "Proposal", pctx: "ProposalContext") -> Iterable[Problem]:  # pragma: no cover
         raise NotImplementedError
