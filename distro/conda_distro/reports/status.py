@@ -139,7 +139,7 @@ class Row:
         main = next(c for c in self.cells if (c.release, c.variant) == (release, variant))
         if self.staged is not None:
             staged = next(c for c in self.staged.cells if (c.release, c.variant) == (release, variant))
-            if staged.status != "not-tested":
+            if staged.status not in ("not-tested", "not-applicable"):
                 return staged
         return main
 
@@ -242,16 +242,19 @@ def make_cell(pkg: PackageFacts, release: str, variant: str, facts: Facts) -> Ce
     return Cell(pkg.name, release, variant, "not-tested")
 
 
-def staged_row(pkg: PackageFacts, facts: Facts) -> StagedRow | None:
+def staged_row(pkg: PackageFacts, main: list[Cell]) -> StagedRow | None:
+    """The staging row: the staged build's latest results; without one, what main's cell says when that
+    is not-applicable, else not-tested."""
     b = pkg.staged
     if b is None:
         return None
     cells = []
-    for r in facts.releases:
-        for v in facts.variants:
-            t = b.tests.get((r.release, v))
-            cells.append(Cell(pkg.name, r.release, v, t.status, b.artifact, t.date, "staging", t.reason, t.log)
-                         if t else Cell(pkg.name, r.release, v, "not-tested", source="staging"))
+    for m in main:
+        t = b.tests.get((m.release, m.variant))
+        cells.append(Cell(pkg.name, m.release, m.variant, t.status, b.artifact, t.date, "staging", t.reason, t.log)
+                     if t else Cell(pkg.name, m.release, m.variant,
+                                    "not-applicable" if m.status == "not-applicable" else "not-tested",
+                                    source="staging"))
     return StagedRow(b.artifact, b.version, b.promotable, cells)
 
 
@@ -266,7 +269,7 @@ def make_rows(facts: Facts, report: UnmaintainedReport, repo: RepoLinks | None =
         rows.append(Row(name, pkg.maintainers, pkg.newest, cells, flags.get(name), retired.get(name),
                         sorted(facts.graph.dependencies(name)) if in_graph else [],
                         sorted(facts.graph.dependents(name)) if in_graph else [], level_of.get(name),
-                        staged_row(pkg, facts), pkg.recipe_path,
+                        staged_row(pkg, cells), pkg.recipe_path,
                         repo.file(pkg.recipe_path) if repo and pkg.recipe_path else None))
     return rows
 
@@ -403,18 +406,21 @@ def _check_out(out: Path) -> Path:
     return out
 
 
-def _log_copies(page: StatusPage) -> dict[str, str]:
+def _log_copies(page: StatusPage, root: Path) -> dict[str, str]:
     """recorded log path -> page-relative copy (``logs/<package>/<file>``), for every log the page links to
-    that exists on this machine."""
+    that exists on this machine (a relative path is relative to the repository)."""
     paths = [(c.package, c.log) for c in page.logs() if c.log]
     if page.excuses:
         paths += [(r.package, r.log) for c in page.excuses.candidates for r in c.regressions if r.log]
     out: dict[str, str] = {}
     for package, log in paths:
-        src = Path(log)
+        src = Path(log) if Path(log).is_absolute() else root / log
         if log in out or not src.is_file() or src.is_symlink():
             continue
-        out[log] = f"{LOGS_DIR}/{_safe(package)}/{_safe(src.name)}"
+        rel, n = f"{LOGS_DIR}/{_safe(package)}/{_safe(src.name)}", 2
+        while rel in out.values():  # two logs of one package with the same file name
+            rel, n = f"{LOGS_DIR}/{_safe(package)}/{n}-{_safe(src.name)}", n + 1
+        out[log] = rel
     return out
 
 
@@ -450,7 +456,7 @@ def write_status(options: StatusOptions) -> StatusResult:
     dist = load_distribution(options.root)
     excuses = read_excuses(dist.distro.build_dir)
     page = build_page(gather(dist, as_of, sweeps=False), excuses, repo_links(dist.root, options.repo_url))
-    logs = _log_copies(page)
+    logs = _log_copies(page, dist.root)
     html, css = render_page(page, logs), static("style.css")
     written = []
     for name, text in zip(PAGE_FILES, (html, css)):
@@ -458,7 +464,7 @@ def write_status(options: StatusOptions) -> StatusResult:
         written.append(out / name)
     for src, rel in sorted(logs.items(), key=lambda kv: kv[1]):
         try:
-            data = _tail(Path(src))
+            data = _tail(Path(src) if Path(src).is_absolute() else dist.root / src)
         except OSError:
             continue
         _write(out / rel, data)
