@@ -18,8 +18,9 @@ from conda_distro.cli import main
 # Libraries that take tens to hundreds of ms to import; none is needed to parse arguments or print help.
 HEAVY = ("networkx", "rattler", "rattler_build", "rich", "ruamel", "yaml", "git", "jinja2", "filelock",
          "binstar_client")
-COMMANDS = ["lint", "graph", "sandbox", "promote", "excuses", "retire", "build", "upload", "solve", "sweep", "verify-channel",
-            "check-pr", "propose", "status", "report", "report unmaintained"]
+COMMANDS = ["sandbox", "propose", "lint", "graph", "solve", "check-pr", "build", "upload", "promote", "excuses",
+            "verify-channel",
+            "sweep", "report", "status", "retire", "report unmaintained"]  # in flow order (cli.app.FLOW_ORDER)
 
 
 def _loaded_after(code: str) -> set[str]:
@@ -83,7 +84,7 @@ def test_help_text_is_the_command_docstring(command, capsys):
             assert opt in text, opt
 
 
-def test_top_level_help_lists_every_command_in_registration_order(capsys):
+def test_top_level_help_lists_every_command_in_flow_order(capsys):
     assert main(["--help"]) == 0
     listed = [line.split()[0] for line in capsys.readouterr().out.split("Commands:")[1].splitlines() if line.strip()]
     assert listed == [c for c in COMMANDS if " " not in c]

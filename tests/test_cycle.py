@@ -179,7 +179,13 @@ def test_the_readme_chain_in_a_subprocess(tmp_path):
     assert made.returncode == 0, made.stderr
     built = run("build", "--all", "--jobs", "2", cwd=world)
     assert built.returncode == 1, built.stderr  # fastquant and hookprofiler fail, quantserve is blocked
-    assert "FAILED" in built.stdout and "failed   noarch/fastquant-" in built.stdout
+    assert "FAILED: 3 of 11 package(s) failed or blocked" in built.stdout
+    # grouped per package (as check-pr's table): one row each, then each failure once with its releases and a log
+    rows = {ln.split()[0]: ln.split()[2:] for ln in built.stdout.splitlines()[1:12]}
+    assert rows["fastquant"] == ["built", *["FAIL"] * 6] and rows["quantserve"] == ["blocked", *["blocked"] * 6]
+    assert rows["hookprofiler"] == ["built", *["pass"] * 4, "FAIL", "FAIL"] and len(rows) == 11
+    assert "  hookprofiler 0.7.0: failed on pytorch 2.6.0 (cpu, cuda): test 0 failed" in built.stdout
+    assert built.stdout.count("log: ") == 2 and len(built.stdout.splitlines()) <= 22
     assert "\r" not in built.stderr and "building and testing 11 package(s)" in built.stderr  # plain CI log lines
     promoted = run("promote", cwd=world)
     assert promoted.returncode == 1, promoted.stderr

@@ -42,6 +42,7 @@ ALLOWED_WRITES = {
     ("promote.yml", "promote"): {"contents"},  # commits channel_state/ back to main
     ("release-sweep.yml", "publish"): {"contents", "pull-requests"},  # pushes the sweep branch, opens the PR
     ("nightly.yml", "deploy"): {"pages", "id-token"},  # GitHub Pages deployment
+    ("nightly.yml", "issue"): {"issues"},  # opens / updates the unmaintained report's issue
 }
 _TOKEN_VARS = {"GH_TOKEN", "GITHUB_TOKEN", "ZIZMOR_GITHUB_TOKEN"}  # zizmor stays offline
 SHA_PIN = re.compile(r"^\s*-?\s*uses:\s*(?P<action>[^@\s]+)@(?P<ref>\S+)(?P<rest>.*)$")
@@ -283,15 +284,65 @@ def test_release_sweep_takes_the_version_through_env():
 def test_nightly_builds_reports_and_deploys_pages():
     doc = _load(GITHUB / "workflows/nightly.yml")
     assert "schedule" in _triggers(doc) and doc["on"]["schedule"][0]["cron"]
-    build, deploy = doc["jobs"]["build"], doc["jobs"]["deploy"]
+    build, deploy, issue = doc["jobs"]["build"], doc["jobs"]["deploy"], doc["jobs"]["issue"]
     text = _steps_text(build)
     for command in ("conda-distro build --all", "conda-distro report unmaintained --format markdown",
-                    "conda-distro status --out site/"):
+                    "conda-distro status --out site/ --repo-url"):
         assert command in text
+    assert "|| true" not in text  # exit 2 (bad input) must fail the night, only exit 1 goes on
     assert any(str(s.get("uses", "")).startswith("actions/upload-pages-artifact@") for s in build["steps"])
     assert any(str(s.get("uses", "")).startswith("actions/deploy-pages@") for s in deploy["steps"])
     assert _perm_map(deploy["permissions"]) == {"pages": "write", "id-token": "write"}
     assert _perm_map(build["permissions"]) == {"contents": "read"}
+    # the issue job: the token and issues: write, but no checkout, no python, no conda-distro
+    assert _perm_map(issue["permissions"]) == {"issues": "write"} and issue["needs"] == "build"
+    assert "conda-distro" not in _steps_text(issue) and "pip" not in _steps_text(issue)
+    assert not any(str(s.get("uses", "")).startswith(("actions/checkout@", "actions/setup-python@"))
+                   for s in issue["steps"])
+    assert {"GH_TOKEN", "GH_REPO"} <= {k for s in issue["steps"] for k in (s.get("env") or {})}
+    assert not any(k for s in build["steps"] for k in (s.get("env") or {}) if "TOKEN" in k)
+
+
+def _nightly_issue_run(tmp_path: Path, open_issue: str, lagging: str) -> tuple[JobRun, list[str], Path]:
+    """Run the nightly `issue` job with a `gh` shim: `gh issue list` answers ``open_issue`` ("" for none)."""
+    doc = load_workflow(GITHUB / "workflows/nightly.yml")
+    report = "# Unmaintained packages as of 2025-06-01\n\n| `stale` | @sam | ... | **retire** |\n"
+    runner = _runner(tmp_path, {"runner.temp": str(tmp_path / "runner-temp"), "github.token": "ghs_test",
+                                "github.repository": "example/distro", "needs.build.outputs.lagging": lagging})
+
+    def download(with_, r):
+        folder = Path(with_["path"])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "unmaintained.md").write_text(report)
+
+    runner.handlers = {"actions/download-artifact": download}
+    log = tmp_path / "gh.log"
+    write_shim(runner.shims, "gh", f"""echo "$*" >> {shlex.quote(str(log))}
+for a in "$@"; do if [ -f "$a" ]; then cat "$a" > {shlex.quote(str(tmp_path / "body.md"))}; fi; done
+if [ "$1 $2" = "issue list" ]; then echo {shlex.quote(open_issue)}; fi
+""")
+    run = runner.run_job(doc, "issue")
+    calls = log.read_text().splitlines() if log.exists() else []
+    return run, calls, tmp_path / "body.md"
+
+
+def test_nightly_opens_the_unmaintained_issue_once_then_updates_it(tmp_path):
+    run, calls, body = _nightly_issue_run(tmp_path / "new", "", "true")
+    assert run.ok, [(s.name, s.stderr) for s in run.steps]
+    assert [c.split()[:2] for c in calls] == [["issue", "list"], ["label", "create"], ["issue", "create"]]
+    assert "--label unmaintained" in calls[2] and "--title Unmaintained packages" in calls[2]
+    assert body.read_text().startswith("# Unmaintained packages as of 2025-06-01")
+
+    run, calls, body = _nightly_issue_run(tmp_path / "open", "7", "true")
+    assert run.ok and [c.split()[:3] for c in calls] == [["issue", "list", "--label"], ["issue", "edit", "7"]]
+    assert "| `stale` | @sam |" in body.read_text()
+
+    run, calls, _ = _nightly_issue_run(tmp_path / "solved", "7", "false")
+    assert run.ok and [c.split()[:3] for c in calls] == [["issue", "list", "--label"], ["issue", "edit", "7"],
+                                                         ["issue", "close", "7"]]
+
+    run, calls, _ = _nightly_issue_run(tmp_path / "quiet", "", "false")
+    assert run.ok and [c.split()[:2] for c in calls] == [["issue", "list"]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,7 +444,8 @@ def test_the_token_jobs_run_no_recipe_code():
             writes = {k for k, v in _job_permissions(doc, job).items() if v == "write"}
             if writes or _job_tokens(doc, job):
                 holders[(path.name, job_id)] = _runs_recipe_code(job)
-    assert set(holders) == {("promote.yml", "promote"), ("release-sweep.yml", "publish"), ("nightly.yml", "deploy")}
+    assert set(holders) == {("promote.yml", "promote"), ("release-sweep.yml", "publish"), ("nightly.yml", "deploy"),
+                            ("nightly.yml", "issue")}
     assert all(steps == [] for steps in holders.values()), holders
     publish = _load(GITHUB / "workflows/release-sweep.yml")["jobs"]["publish"]
     assert "conda-distro" not in _steps_text(publish) and "pip" not in _steps_text(publish)

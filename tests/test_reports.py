@@ -283,7 +283,7 @@ def test_json_evidence(scenario, capsys):
     assert active["sweep"] == {"release": "2.6.0", "status": "failed", "reason": "test failed on pytorch 2.6.0 (cpu)",
                                "file": "build/sweep/pytorch-2.6.0.json"}
     failing = by["failing"]["evidence"]
-    assert failing["failing"] == [{"artifact": "noarch/failing-2.0-h0_0.conda", "release": "2.4.1", "variant": "cpu",
+    assert failing["failing"] == [{"artifact": "noarch/failing-2.0-h0_0.conda", "where": "main", "release": "2.4.1", "variant": "cpu",
                                    "since": "2025-05-12", "days": 20}]
     assert ("2.4.1", "cpu", "failed", "2025-05-22") in [(t["release"], t["variant"], t["status"], t["date"][:10])
                                                          for t in failing["last_tests"]]
@@ -463,3 +463,116 @@ def test_retired_dependents_do_not_block(promoted, capsys):
     assert doc["forced"] is False and main_names(root) == set()
     names = sorted(p.name.split("-")[0] for p in (root / "channel_state" / "retirements").iterdir())
     assert names == ["base", "top"]
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 14: builds in staging, bot commits, the failing release, never-promoted packages
+
+
+def stage(root: Path, name: str, version: str, outcomes: dict[tuple[str, str], str], date: dt.datetime,
+          reason: str = "test 0 failed: Script failed with status 1: AssertionError") -> str:
+    """A build of ``name`` in staging (build/results/) with these latest outcomes; returns its artifact."""
+    art = f"noarch/{name}-{version}-h1_0.conda"
+    tests = [Run(name=name, artifact=art, pytorch=r, variant=v, status=s, date=date,
+                 reason=None if s == "passed" else reason, log=f"/ci/logs/{name}/{r}-{v}.test.log")
+             for (r, v), s in outcomes.items()]
+    ResultsStore(root / "build" / "results").put(ArtifactResults(
+        artifact=art, name=name, version=version, sha256=SHA, depends=["pytorch >=2.4,<2.7"], tests=tests))
+    return art
+
+
+def everywhere(status: str, releases=RELEASES) -> dict[tuple[str, str], str]:
+    return {(r, v): status for r in releases for v in VARIANTS}
+
+
+def test_builds_awaiting_promotion_are_pending_not_retire(scenario, capsys):
+    """Right after a sweep the new builds are in staging, not yet in main: stale's missed 2.5.1 is fixed by
+    a build that passes everything, so stale is `pending` and its maintainers are not pinged."""
+    art = stage(scenario, "stale", "1.1", everywhere("passed", RELEASES[:2]), day(-2))
+    code, doc = report(scenario, "--as-of", AS_OF.isoformat(), capsys=capsys)
+    by = {p["name"]: p for p in doc["packages"]}
+    assert by["stale"]["action"] == "pending"
+    (reason,) = by["stale"]["reasons"]
+    assert reason["pending"] == art and reason["release"] == "2.5.1"
+    assert "awaiting promotion" in reason["message"]
+    assert by["stale"]["evidence"]["staged"]["promotable"] is True
+    assert [p["name"] for p in doc["packages"]][-1] == "stale"  # pending last
+    assert code == 1  # active and failing still lag
+    _, md = report(scenario, "--as-of", AS_OF.isoformat(), capsys=capsys, fmt="markdown")
+    assert "@sam" not in md and "## `stale`" not in md
+    assert f"Awaiting promotion (a build in staging passes what main lacks; nothing for maintainers to do): `stale` ({art})" in md
+
+    # a build that fails one test is held by promote: not pending, and the reason names that release
+    stage(scenario, "stale", "1.1", {**everywhere("passed", RELEASES[:2]), ("2.5.1", "cuda"): "failed"}, day(-2))
+    _, doc = report(scenario, "--as-of", AS_OF.isoformat(), capsys=capsys)
+    stale = next(p for p in doc["packages"] if p["name"] == "stale")
+    assert stale["action"] == "retire"
+    assert [(r["kind"], r["release"], r["variants"], r["where"], r["pending"]) for r in stale["reasons"]] == [
+        ("missed-release", "2.5.1", [], "main", None), ("newest-fails", "2.5.1", ["cuda"], "staging", None)]
+    assert stale["reasons"][0]["message"].endswith(
+        "its build 1.1 in staging passes it but cannot be promoted: it fails against pytorch 2.5.1 (cuda)")
+
+    # nothing lags once only pending packages remain: exit 0
+    code, _ = report(scenario, "--as-of", "2025-03-01", capsys=capsys)
+    assert code == 0
+
+
+def test_bot_commits_are_not_activity(scenario, capsys):
+    repo = git.Repo(scenario)
+    commit(repo, touch("stale", "bump build number"), "stale: rebuild", "github-actions[bot]", day(-3), append=True)
+    commit(repo, touch("stale", "sweep"), "stale: admit pytorch 2.6", "conda-distro bot", day(-2), append=True)
+    _, doc = report(scenario, "--as-of", AS_OF.isoformat(), capsys=capsys)
+    stale = next(p for p in doc["packages"] if p["name"] == "stale")
+    assert stale["action"] == "retire"
+    assert stale["evidence"]["last_commit"]["author"] == "Sam Stale" and stale["evidence"]["bot_commits_ignored"] == 2
+    assert stale["evidence"]["inactive"] is True
+
+    # the list is configurable (distro.yaml policy.bot_authors): with none, those commits are activity
+    doc_yaml = yaml.safe_load((scenario / "distro.yaml").read_text())
+    doc_yaml["policy"]["bot_authors"] = ["conda-distro bot"]
+    (scenario / "distro.yaml").write_text(yaml.safe_dump(doc_yaml, sort_keys=False))
+    _, doc = report(scenario, "--as-of", AS_OF.isoformat(), capsys=capsys)
+    stale = next(p for p in doc["packages"] if p["name"] == "stale")
+    assert stale["action"] == "ping" and stale["evidence"]["last_commit"]["author"] == "github-actions[bot]"
+
+
+def add_never_promoted(root: Path, name: str = "hooky") -> None:
+    """A recipe added long ago by a person, never promoted: its build passes 2.4/2.5 and fails 2.6."""
+    commit(git.Repo(root), {f"recipes/{name}/recipe.yaml": recipe_text(name, "pytorch >=2.4,<2.7", [], ["hank"])},
+           f"Add {name}", "Hank Hook", day(-240))
+    stage(root, name, "1.0", {**everywhere("passed", RELEASES[:2]), **everywhere("failed", RELEASES[2:])}, day(-25),
+          reason="test 0 failed: Script failed with status 1: AssertionError: needs pytorch < 2.6")
+
+
+def test_the_reason_names_the_release_that_fails(scenario, capsys):
+    add_never_promoted(scenario)
+    _, doc = report(scenario, "--as-of", AS_OF.isoformat(), capsys=capsys)
+    hooky = next(p for p in doc["packages"] if p["name"] == "hooky")
+    assert [(r["kind"], r["release"], r["variants"], r["where"], r["days"]) for r in hooky["reasons"]] == [
+        ("missed-release", "2.4.1", [], "main", 240), ("missed-release", "2.5.1", [], "main", 130),
+        ("newest-fails", "2.6.0", ["cpu", "cuda"], "staging", 25)]
+    held = "its build 1.0 in staging passes it but cannot be promoted: it fails against pytorch 2.6.0 (cpu), 2.6.0 (cuda)"
+    assert all(r["message"].endswith(held) for r in hooky["reasons"][:2])
+    assert "(nothing of it was ever promoted to main)" in hooky["reasons"][0]["message"]
+    failing = hooky["reasons"][2]
+    assert failing["message"].startswith("its newest build 1.0 in staging fails against pytorch 2.6.0 (cpu, cuda)")
+    assert "needs pytorch < 2.6" in failing["message"] and failing["log"] == "/ci/logs/hooky/2.6.0-cpu.test.log"
+    assert hooky["evidence"]["never_promoted"] is True
+
+
+def test_never_promoted_package_gets_remove_recipe_and_retire_says_so(scenario, capsys):
+    add_never_promoted(scenario)
+    later = AS_OF.isoformat()  # not in main for 240 days, no commit by a person for 240
+    _, doc = report(scenario, "--as-of", later, capsys=capsys)
+    hooky = next(p for p in doc["packages"] if p["name"] == "hooky")
+    assert hooky["action"] == "remove-recipe"
+    _, md = report(scenario, "--as-of", later, capsys=capsys, fmt="markdown")
+    assert "| **remove-recipe** |" in md and "remove `recipes/hooky/`" in md
+
+    LocalChannel(scenario / "build" / "channels" / "main").ensure_layout()
+    before = snapshot_files(scenario)
+    assert cli_main(["retire", "hooky", "--reason", "the report says so", "--root", str(scenario)]) == 2
+    err = capsys.readouterr().err
+    assert "hooky was never promoted to the main channel" in err and "nothing to retire" in err
+    assert "hint: to drop it from the distribution, remove its recipe: git rm -r recipes/hooky/" in err
+    assert snapshot_files(scenario) == before

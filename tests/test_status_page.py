@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from conda_distro.cli import main as cli_main
-from test_reports import AS_OF, RELEASES, VARIANTS, make_scenario
+from test_reports import AS_OF, RELEASES, VARIANTS, add_never_promoted, day, everywhere, make_scenario, stage
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -94,7 +95,14 @@ class Page(HTMLParser):
 
     def __init__(self, html: str) -> None:
         super().__init__()
-        self.cells: dict[tuple[str, str, str], dict[str, str]] = {}
+        self.cells: dict[tuple[str, str, str], dict[str, str]] = {}  # main rows
+        self.staged: dict[tuple[str, str, str], dict[str, str]] = {}  # staging rows
+        self.failures: list[dict[str, str]] = []  # rows of the failures list
+        self.progress: dict[str, dict[str, str]] = {}
+        self.excuses: dict[str, dict[str, str]] = {}  # package -> attributes (+ "group")
+        self.links: list[tuple[str, str]] = []  # (href, text) of every <a>
+        self._group: str | None = None
+        self._a: str | None = None
         self.badges: dict[str, set[str]] = {}
         self.flagged: dict[str, str] = {}
         self.nodes: dict[str, str] = {}
@@ -111,7 +119,20 @@ class Page(HTMLParser):
         if tag == "tr" and "row" in classes:
             self._row = a["data-package"]
         if tag == "td" and "cell" in classes:
-            self.cells[(a["data-package"], a["data-release"], a["data-variant"])] = {"class": a["class"], **a}
+            key = (a["data-package"], a["data-release"], a["data-variant"])
+            (self.staged if a.get("data-source") == "staging" else self.cells)[key] = {"class": a["class"], **a}
+        if tag == "tr" and "failure" in classes:
+            self.failures.append(a)
+        if tag == "li" and "progress" in classes:
+            self.progress[a["data-release"]] = a
+        if tag == "div" and "excuse-group" in classes:
+            self._group = a["data-blocked-by"]
+        if tag == "article" and "excuse" in classes:
+            self.excuses[a["data-package"]] = {**a, "group": self._group}
+        if tag == "a":
+            self._a = a.get("href", "")
+            self.links.append((self._a, ""))
+
         if "badge" in classes and self._row and tag in ("a", "span"):
             self.badges.setdefault(self._row, set()).add(classes[1])
         if tag == "article" and "flagged" in classes:
@@ -119,9 +140,16 @@ class Page(HTMLParser):
         if tag == "g" and "node" in classes:
             self.nodes[a["data-package"]] = classes[1]
 
+    def handle_data(self, data):
+        if self._a is not None and data.strip():
+            href, text = self.links[-1]
+            self.links[-1] = (href, text + data.strip())
+
     def handle_endtag(self, tag):
         if tag == "tr":
             self._row = None
+        if tag == "a":
+            self._a = None
 
     def statuses(self) -> dict[str, dict[tuple[str, str], str]]:
         out: dict[str, dict[tuple[str, str], str]] = {}
@@ -186,13 +214,16 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys):
 
 
 def test_page_is_self_contained(site):
+    """No external asset (stylesheet, script, image): links to GitHub profiles and files only."""
     html = (site / "index.html").read_text()
     page = Page(html)
     assert page.scripts == 0
     assert ("link", "style.css") in page.urls
-    external = [(t, u) for t, u in page.urls if "://" in u or u.startswith("//")]
-    assert external == []
-    assert all(u == "style.css" or u.startswith("#") for _, u in page.urls)
+    assets = [(t, u) for t, u in page.urls if t != "a"]
+    assert assets == [("link", "style.css")]
+    external = [u for t, u in page.urls if t == "a" and ("://" in u or u.startswith("//"))]
+    assert external and all(u.startswith("https://github.com/") for u in external)
+    assert all(u.startswith(("#", "https://github.com/", "logs/")) for t, u in page.urls if t == "a")
     assert "url(" not in (site / "style.css").read_text().replace("url(#arrow)", "")
     assert "@import" not in (site / "style.css").read_text()
 
@@ -216,8 +247,8 @@ def test_page_matrix_in_the_rendered_dom(site, chromium, tmp_path):
     html = res.stdout
     assert "channel_state/retirements/gone-20250417.yaml" in html
     assert '<td class="deps-of">failing</td><td class="dependents-of">—</td>' in html
-    for handle in ("@sam", "@sue", "@ada", "@fay", "@fiona", "@gus"):
-        assert handle in html
+    for handle in ("sam", "sue", "ada", "fay", "fiona", "gus"):
+        assert (f"https://github.com/{handle}", f"@{handle}") in page.links  # maintainers' GitHub profiles
 
 
 def test_page_screenshot(site, chromium, tmp_path):
@@ -246,3 +277,144 @@ def test_as_of_shows_the_past(tmp_path):
     assert statuses["failing"][("2.4.1", "cpu")] == P and statuses["addon"][("2.4.1", "cpu")] == P
     assert statuses["fine"][("2.6.0", "cpu")] == NT  # tested only later
     assert page.flagged == {"stale": "ping", "active": "ping"}
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 14: failures in staging, logs, per-release progress, excuses, recipe links
+
+
+def write_log(root: Path, name: str, text: str) -> str:
+    path = root / "build" / "logs" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def make_busy_scenario(root: Path) -> Path:
+    """The scenario plus two packages never promoted, whose builds are in staging: hooky passes 2.4/2.5 and
+    fails 2.6 (cpu, cuda); broken fails everywhere. A fine build 1.1 awaits promotion. And the promotion
+    gate's excuses."""
+    make_scenario(root)
+    add_never_promoted(root, "hooky")
+    import git
+
+    from test_reports import commit, recipe_text
+
+    commit(git.Repo(root), {"recipes/broken/recipe.yaml": recipe_text("broken", "pytorch >=2.4,<2.7", [], ["bo"])},
+           "Add broken", "Bo Broken", day(-50))
+    stage(root, "broken", "0.1", everywhere("failed"), day(-3), reason="test 0 failed: ImportError: no module named broken")
+    stage(root, "fine", "1.1", everywhere("passed"), day(-1))
+    from conda_distro.results import ResultsStore
+
+    store = ResultsStore(root / "build" / "results")
+    for res in store.all():  # give the failures real logs on this machine
+        tests = [t.model_copy(update={"log": write_log(root, f"{res.name}/{t.pytorch}-{t.variant}.test.log",
+                                                       f"== {res.name} {t.pytorch} {t.variant}\n{t.reason}\n")})
+                 if t.status == "failed" else t for t in res.tests]
+        store.put(res.model_copy(update={"tests": tests}))
+    regression_log = write_log(root, "fine/regression.log", "fine broke with addon 2.0\n")
+    (root / "build" / "excuses.json").write_text(json.dumps({
+        "ok": False, "generated": "2025-06-01T03:00:00Z",
+        "candidates": [
+            {"name": "addon", "old_version": "1.0", "new_version": "2.0", "verdict": "held-temporarily",
+             "reasons": ["regression: fine fails with it on pytorch 2.6.0 (cpu)"], "blocked_by": ["failing"],
+             "promote_with": [], "days_waiting": 4, "maintainers": ["al"], "artifacts": ["noarch/addon-2.0-h1_0.conda"],
+             "regressions": [{"package": "fine", "pytorch": "2.6.0", "variant": "cpu", "log": regression_log}]},
+            {"name": "hooky", "old_version": None, "new_version": "1.0", "verdict": "held-permanently",
+             "reasons": ["test-failed: pytorch 2.6.0 (cpu, cuda)"], "blocked_by": [], "promote_with": [],
+             "days_waiting": 25, "maintainers": ["hank"], "artifacts": [], "regressions": []},
+            {"name": "fine", "old_version": "1.0", "new_version": "1.1", "verdict": "promote", "reasons": [],
+             "blocked_by": [], "promote_with": [], "days_waiting": 0, "maintainers": ["fiona"], "artifacts": [],
+             "regressions": []}],
+        "groups": [{"blocked_by": "failing", "candidates": ["addon"]}]}))
+    return root
+
+
+@pytest.fixture(scope="module")
+def busy_site(tmp_path_factory) -> Path:
+    root = make_busy_scenario(tmp_path_factory.mktemp("busy") / "distro")
+    out = root.parent / "site"
+    assert cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", AS_OF.isoformat(),
+                     "--repo-url", "https://github.com/example/distro", "--format", "json"]) == 0
+    return out
+
+
+def test_failures_in_staging_are_shown_in_red_with_reason_and_log(busy_site, chromium, tmp_path):
+    res = run_chromium(chromium, tmp_path, "--dump-dom", (busy_site / "index.html").as_uri())
+    assert res.returncode == 0, res.stderr[-2000:]
+    page = Page(res.stdout)
+    # main rows are as before; a package never promoted is untested in main ...
+    assert page.statuses()["broken"] == row(NT, NT, NT, NT, NT, NT)
+    # ... and red in its staging row, labelled as staging
+    staged = {pkg: {} for pkg, _, _ in page.staged}
+    for (pkg, release, variant), attrs in page.staged.items():
+        staged[pkg][(release, variant)] = attrs["data-status"]
+        assert attrs["data-source"] == "staging"
+    assert staged == {"broken": row(F, F, F, F, F, F), "hooky": row(P, P, P, P, F, F), "fine": row(P, P, P, P, P, P)}
+    assert '<span class="src staging"' in res.stdout and "held: a test failed" in res.stdout
+    assert "awaiting promotion" in res.stdout
+    # the summary counts failures (not "0 failed")
+    assert re.search(r'<a class="stat failed" href="#failures" data-failed="9">', res.stdout)
+    # every failure is listed with its reason and a log copied beside the page
+    listed = {(f["data-package"], f["data-release"], f["data-variant"], f["data-source"]) for f in page.failures}
+    assert ("failing", "2.4.1", "cpu", "main") in listed and ("hooky", "2.6.0", "cuda", "staging") in listed
+    assert len(listed) == 9
+    assert "ImportError: no module named broken" in res.stdout and "needs pytorch &lt; 2.6" in res.stdout
+    logs = [href for href, text in page.links if text == "log"]
+    assert "logs/broken/2.4.1-cpu.test.log" in logs and "logs/fine/regression.log" in logs
+    for href in logs:
+        assert (busy_site / href).is_file()
+    assert "ImportError" in (busy_site / "logs/broken/2.4.1-cpu.test.log").read_text()
+    # a red cell links to its entry in the failures list
+    cell = page.staged[("hooky", "2.6.0", "cpu")]
+    assert cell["class"].split()[:2] == ["cell", "failed"]
+    assert ("#fail-staging-hooky-2.6.0-cpu", "fail") in page.links
+
+
+def test_per_release_progress(busy_site, chromium, tmp_path):
+    res = run_chromium(chromium, tmp_path, "--dump-dom", (busy_site / "index.html").as_uri())
+    page = Page(res.stdout)
+    got = {r: (a["data-pass"], a["data-total"], a["data-in-main"]) for r, a in page.progress.items()}
+    assert got == {"2.4.1": ("5", "8", "4"), "2.5.1": ("5", "7", "4"), "2.6.0": ("3", "5", "3")}
+    for text in ("2.4.1: 5/8 pass", "2.5.1: 5/7 pass", "2.6.0: 3/5 pass"):
+        assert text in res.stdout
+
+
+def test_excuses_grouped_by_what_blocks_them(busy_site, chromium, tmp_path):
+    res = run_chromium(chromium, tmp_path, "--dump-dom", (busy_site / "index.html").as_uri())
+    page = Page(res.stdout)
+    assert {n: (a["data-verdict"], a["group"]) for n, a in page.excuses.items()} == {
+        "addon": ("held-temporarily", "failing"), "hooky": ("held-permanently", ""), "fine": ("promote", "")}
+    assert "regression: fine fails with it on pytorch 2.6.0 (cpu)" in res.stdout
+    assert ("https://github.com/hank", "@hank") in page.links
+
+
+def test_recipe_and_profile_links(busy_site):
+    page = Page((busy_site / "index.html").read_text())
+    recipe_links = [h for h, _ in page.links if "/blob/" in h]
+    assert any(re.fullmatch(r"https://github\.com/example/distro/blob/[0-9a-f]{40}/recipes/hooky/recipe\.yaml", h)
+               for h in recipe_links)
+    assert ("https://github.com/bo", "@bo") in page.links
+
+
+def test_busy_page_screenshot(busy_site, chromium, tmp_path):
+    shot = tmp_path / "busy.png"
+    res = run_chromium(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1400,1600", "--hide-scrollbars",
+                       (busy_site / "index.html").as_uri())
+    assert res.returncode == 0, res.stderr[-2000:]
+    width, height, distinct = png_info(shot)
+    assert (width, height) == (1400, 1600) and distinct > 100
+    keep = os.environ.get("CONDA_DISTRO_KEEP_SCREENSHOT")
+    if keep:
+        shutil.copy(shot, Path(keep).with_name("busy-" + Path(keep).name))
+
+
+def test_bad_excuses_file_exits_2_and_writes_nothing(tmp_path, capsys):
+    root = make_scenario(tmp_path / "distro")
+    (root / "build" / "excuses.json").write_text(json.dumps({"ok": True, "generated": "x", "candidates": [
+        {"name": "a", "new_version": "1", "verdict": "maybe"}]}))
+    out = tmp_path / "site"
+    assert cli_main(["status", "--root", str(root), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "excuses.json" in err and "candidates.0.verdict" in err and "hint:" in err
+    assert not out.exists()

@@ -285,3 +285,19 @@ def test_torch_build_from_conda_forge_records(build, depends, variant, python, e
     assert (kind.variant, kind.python) == (variant, python)
     if evidence:
         assert kind.evidence == evidence
+@pytest.mark.slow
+def test_verify_text_shows_the_failing_checks_last_lines(promoted, capsys):
+    """Text mode names the failing check and shows the end of its output (the exception), not only
+    "import layerkit failed"."""
+    recipe = promoted / "recipes" / "layerkit" / "recipe.yaml"
+    text = recipe.read_text()
+    assert "      imports:\n" in text
+    recipe.write_text(text.replace("      imports:\n", "      imports:\n        - layerkit.gone_missing\n", 1))
+    code, out, _ = run_cli_at(capsys, promoted, "verify-channel", "--pytorch", "2.5.1")
+    assert code == 1 and out.rstrip().endswith("FAILED")
+    lines = out.splitlines()
+    i = lines.index("    layerkit: import layerkit.gone_missing failed")
+    shown = [ln for ln in lines[i + 1:] if ln.startswith("      | ")]
+    assert shown and shown[-1] == "      | ModuleNotFoundError: No module named 'layerkit.gone_missing'"
+    assert any("Traceback" in ln for ln in shown)
+    assert out.count("import layerkit.gone_missing failed") == 2  # once per variant, not repeated as the error

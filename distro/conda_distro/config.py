@@ -83,6 +83,9 @@ class Policy(Strict):
     upper_bounds: UpperBounds = UpperBounds.REQUIRED
     unbounded_allowed: list[str] = Field(default_factory=lambda: ["python"])
     unmaintained_grace_days: int = Field(default=60, ge=0)
+    # Commit authors that are not maintainer activity for `report unmaintained`: patterns matched against a
+    # commit's author name and e-mail address (case-insensitive; only `*` is a wildcard).
+    bot_authors: list[str] = Field(default_factory=lambda: ["*[bot]", "*[bot]@*", "conda-distro bot"])
     # Upper bounds that packages export to everything built against them (conda-forge run_exports),
     # used when the upstream channel's metadata is not available: name -> granularity of the bound.
     run_exports: dict[str, Literal["x", "x.x", "x.x.x"]] = Field(default_factory=lambda: {"pytorch": "x.x"})

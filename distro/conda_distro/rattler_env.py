@@ -11,6 +11,11 @@ engine-notes.md section 5) are handled here, once, instead of at every call site
 * gotchas 1 and 2: :func:`native_tool_config` turns tests on (the default strategy is ``skip``);
   :func:`run_build` and :func:`run_tests` require explicit channels (the default is conda-forge,
   which offline fails only at test time).
+* rattler-build draws its own progress bars ("installing packages", "Compressing"; indicatif, from
+  Rust) on file descriptor 2 whenever that is a terminal, straight through our rich display.
+  :func:`run_build` and :func:`run_tests` point fd 2 at a log file for the duration of the call
+  (:func:`stderr_to`); on a file indicatif draws nothing, and anything else rattler-build writes there
+  is kept in that log. (The build workers run with stderr on a file already.)
 * gotcha 8: rattler-build holds the GIL; parallelise with ``multiprocessing.get_context("spawn")``,
   never with a fork-started pool. Nothing here starts processes.
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -151,32 +157,56 @@ def _check_channels(channels: Sequence[str]) -> list[str]:
     return out
 
 
+STDERR_LOG = "rattler-build-stderr.log"  # in a build's output folder
+
+
+@contextmanager
+def stderr_to(log: str | os.PathLike[str]) -> Iterator[None]:
+    """File descriptor 2 appends to ``log`` for the duration (process-wide, so under the lock)."""
+    path = Path(log)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _ENV_LOCK, open(path, "ab") as fh:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(fh.fileno(), 2)
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 def run_build(variant: Any, *, output_dir: str | os.PathLike[str], channels: Sequence[str],
               tool_config: Any = None, cuda: str | None = None, rattler_cache: str | os.PathLike[str] | None = None,
-              **kwargs: Any):
+              log: str | os.PathLike[str] | None = None, **kwargs: Any):
     """``RenderedVariant.run_build`` inside :func:`rattler_env`, with tests on and explicit channels.
 
     ``channels`` are URLs or local folders (turned into ``file://`` URLs). ``cuda`` and
-    ``rattler_cache`` as in :func:`rattler_env`. Returns rattler-build's ``BuildResult``; a failing
-    build or test raises its ``BuildError`` as usual.
+    ``rattler_cache`` as in :func:`rattler_env`. rattler-build's own terminal output goes to ``log``
+    (default: ``rattler-build-stderr.log`` in the output folder), never to the terminal. Returns
+    rattler-build's ``BuildResult``; a failing build or test raises its ``BuildError`` as usual.
     """
     out = assert_no_colon(output_dir)
     chans = _check_channels(channels)
-    with rattler_env(cuda=cuda, rattler_cache=rattler_cache):
+    with stderr_to(log or Path(out) / STDERR_LOG), rattler_env(cuda=cuda, rattler_cache=rattler_cache):
         return variant.run_build(tool_config=tool_config or native_tool_config(), output_dir=str(out),
                                  channels=chans, **kwargs)
 
 
 def run_tests(package_file: str | os.PathLike[str], *, channels: Sequence[str], cuda: str | None = None,
-              rattler_cache: str | os.PathLike[str] | None = None, **kwargs: Any) -> list:
+              rattler_cache: str | os.PathLike[str] | None = None, log: str | os.PathLike[str] | None = None,
+              **kwargs: Any) -> list:
     """``Package.from_file(f).run_tests(channel=...)`` inside :func:`rattler_env` (the
     ``conda-build --test`` equivalent). Put a channel holding only the wanted ``pytorch`` first to
-    force a release (strict channel priority). Returns ``TestResult``s; does not raise on failure."""
+    force a release (strict channel priority). rattler-build's terminal output goes to ``log`` (default:
+    ``rattler-build-stderr.log`` beside the package file). Returns ``TestResult``s; does not raise on
+    failure."""
     from rattler_build import Package
 
     chans = _check_channels(channels)
     pkg = Package.from_file(str(package_file))
-    with rattler_env(cuda=cuda, rattler_cache=rattler_cache):
+    with stderr_to(log or Path(package_file).parent / STDERR_LOG), rattler_env(cuda=cuda, rattler_cache=rattler_cache):
         return pkg.run_tests(channel=chans, **kwargs)
 
 

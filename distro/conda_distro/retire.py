@@ -88,7 +88,18 @@ def _check_options(options: RetireOptions) -> None:
         raise UsageError("the package name must not be empty", field="NAME")
 
 
-def _unknown_package(name: str, main: Channel, in_main: dict[str, ChannelFile]) -> UsageError:
+def _unknown_package(name: str, main: Channel, in_main: dict[str, ChannelFile], dist: Distribution) -> UsageError:
+    folder = next((f for f, r in dist.recipes.items() if r.name == name), None)
+    if folder is not None:  # a recipe of the distribution that never reached main (`report`: remove-recipe)
+        path = dist.recipes[folder].path.parent
+        try:
+            path = path.relative_to(dist.root)
+        except ValueError:
+            pass
+        return UsageError(f"{name} was never promoted to the main channel {main.describe()}: there is nothing to "
+                          "retire", field="NAME",
+                          hint=f"to drop it from the distribution, remove its recipe: git rm -r {path.as_posix()}/ "
+                               "(`report unmaintained` suggests remove-recipe for such packages)")
     names = sorted({f.name for f in in_main.values()})
     close = difflib.get_close_matches(name, names, n=1)
     return UsageError(f"no package named '{name}' in the main channel {main.describe()}", field="NAME",
@@ -162,7 +173,7 @@ def _preflight(options: RetireOptions, name: str, dist: Distribution, main: Chan
     if not any(f.name == name for f in in_main.values()):
         if before and any(a.retired for a in before.artifacts):
             return
-        raise _unknown_package(name, main, in_main)
+        raise _unknown_package(name, main, in_main, dist)
     dependents = recipe_dependents(dist, name, ledger)
     if dependents and not options.force:
         raise _refuse(name, dependents)
@@ -189,7 +200,7 @@ def retire(options: RetireOptions) -> RetireResult:
                 found = records.for_package(name)
                 result.record = found[-1][0].relative_to(distro.root).as_posix() if found else None
                 return result
-            raise _unknown_package(name, main, in_main)
+            raise _unknown_package(name, main, in_main, dist)
         result.recipe_dependents = recipe_dependents(dist, name, ledger)
         if result.recipe_dependents and not options.force:
             raise _refuse(name, result.recipe_dependents)

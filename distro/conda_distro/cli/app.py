@@ -9,10 +9,25 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+import typer.core
+
+# `conda-distro --help` lists the commands in the order of the flow: set up, propose and check a recipe,
+# the PR gate, build and promote, check what users get, release day, reports. Others come last.
+FLOW_ORDER = ("sandbox", "propose", "lint", "graph", "solve", "check-pr", "build", "upload", "promote", "excuses",
+              "verify-channel", "sweep", "report", "status", "retire")
+
+
+class _FlowOrder(typer.core.TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = list(super().list_commands(ctx))
+        rank = {n: i for i, n in enumerate(FLOW_ORDER)}
+        return sorted(names, key=lambda n: (rank.get(n, len(rank)), names.index(n)))
+
 
 app = typer.Typer(
     name="conda-distro",
     help="Run an integration-tested conda distribution of PyTorch-ecosystem packages.",
+    cls=_FlowOrder,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

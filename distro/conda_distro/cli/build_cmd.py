@@ -12,6 +12,89 @@ if TYPE_CHECKING:
     from conda_distro.engine.run import BuildRun
 
 
+CELL = {"passed": "pass", "failed": "FAIL", "blocked": "blocked"}
+
+
+def _rkey(release: str) -> tuple:
+    return tuple(int(x) if x.isdigit() else x for x in release.split("."))
+
+
+def _cell(statuses: list[str]) -> str:
+    """One package's results against one release × variant (several artifacts: the worst)."""
+    for s in ("failed", "blocked", "passed"):
+        if s in statuses:
+            return CELL[s]
+    return "–"
+
+
+def _build_word(statuses: list[str]) -> str:
+    for s in ("failed", "blocked", "built", "skipped-existing"):
+        if s in statuses:
+            word = "skipped" if s == "skipped-existing" else s
+            n = statuses.count(s)
+            return word if n == len(statuses) == 1 or s in ("failed", "blocked") else f"{n} {word}"
+    return "–"
+
+
+def _where(pairs: list[tuple[str, str]]) -> str:
+    """[(2.4.1, cpu), (2.4.1, cuda), (2.5.1, cpu)] -> "2.4.1 (cpu, cuda), 2.5.1 (cpu)"."""
+    by: dict[str, list[str]] = {}
+    for r, v in sorted(pairs, key=lambda rv: (_rkey(rv[0]), rv[1])):
+        by.setdefault(r, []).append(v)
+    return ", ".join(f"{r} ({', '.join(vs)})" for r, vs in by.items())
+
+
+def build_table(report) -> list[str]:
+    """The final output of `build`: one row per package (build status, then each release × variant), then
+    each failure once per package and reason with the releases it hit and one log, then the verdict."""
+    names: list[str] = []
+    for rec in [*report.builds, *report.tests]:
+        if rec.name not in names:
+            names.append(rec.name)
+    targets = sorted({(t.pytorch, t.variant) for t in report.tests}, key=lambda rv: (_rkey(rv[0]), rv[1]))
+    version = {b.name: b.version for b in report.builds}
+    head = ["package", "version", "build", *(f"{r} {v}" for r, v in targets)]
+    rows = [head]
+    for name in names:
+        cells = [_cell([t.status for t in report.tests if t.name == name and (t.pytorch, t.variant) == rv])
+                 for rv in targets]
+        rows.append([name, version.get(name, ""), _build_word([b.status for b in report.builds if b.name == name]),
+                     *cells])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    problems: list[str] = []
+    for b in report.builds:
+        if b.status == "failed":
+            problems.append(f"  {b.name} {b.version}: build failed" + (f": {b.reason}" if b.reason else "")
+                            + (f"\n      log: {b.log}" if b.log else ""))
+    for name in names:
+        groups: dict[tuple[str, str], list] = {}
+        for t in report.tests:
+            if t.name == name and t.status != "passed":
+                groups.setdefault((t.status, t.reason or ""), []).append(t)
+        for (status, reason), tests in groups.items():
+            if status == "blocked" and any(b.name == name and b.status == "blocked" for b in report.builds):
+                where = "everything"
+            else:
+                where = "pytorch " + _where([(t.pytorch, t.variant) for t in tests])
+            line = f"  {name} {version.get(name, '')}: {status} on {where}" + (f": {reason}" if reason else "")
+            log = next((t.log for t in tests if t.log), None)
+            problems.append(line + (f"\n      log: {log}" if log else ""))
+    if problems:
+        lines += ["", "failures:", *problems]
+    bad = [n for n in names if any(r.name == n and r.status in ("failed", "blocked")
+                                   for r in [*report.builds, *report.tests])]
+    counts = {s: sum(t.status == s for t in report.tests) for s in ("passed", "failed", "blocked")}
+    cached = sum(t.cached for t in report.tests)
+    tail = f"{counts['passed']} tests passed" + (f"; {cached} results reused, their inputs unchanged" if cached else "")
+    if report.ok:
+        lines += ["", f"ok: {len(names)} package(s), {tail}"]
+    else:
+        lines += ["", f"FAILED: {len(bad)} of {len(names)} package(s) failed or blocked "
+                      f"({counts['failed']} tests failed, {counts['blocked']} blocked; {tail})"]
+    return lines
+
+
 def print_build_text(run: BuildRun) -> None:
     if run.report is None:
         out("plan (dry run; nothing built):")
@@ -21,17 +104,8 @@ def print_build_text(run: BuildRun) -> None:
                 out(f"    {v.action:14} {v.spec.artifact}")
             out(f"    test against: {', '.join(str(t) for t in p.targets) or '(no supported release admitted)'}")
         return
-    rep = run.report
-    out("builds:")
-    for b in rep.builds:
-        out(f"  {b.status:16} {b.artifact or b.name}" + (f"  ({b.reason})" if b.reason else ""))
-    out("tests:")
-    for t in rep.tests:
-        extra = f"  {t.reason}" if t.status != "passed" and t.reason else ""
-        log = f"  log: {t.log}" if t.status == "failed" and t.log else ""
-        out(f"  {t.status:8} {t.artifact}  pytorch {t.pytorch} ({t.variant}){' [unchanged]' if t.cached else ''}{extra}{log}")
-    n_fail = sum(t.status != "passed" for t in rep.tests) + sum(b.status in ("failed", "blocked") for b in rep.builds)
-    out("ok" if rep.ok else f"FAILED: {n_fail} failed or blocked build/test(s)")
+    for line in build_table(run.report):
+        out(line)
 
 
 @app.command()
@@ -40,7 +114,7 @@ def build(
     all_: Annotated[bool, typer.Option("--all", help="Build and test every package.")] = False,
     changed_since: Annotated[Optional[str], typer.Option("--changed-since", help="Git ref: build recipes changed since it, and their dependents.")] = None,
     pytorch: Annotated[Optional[list[str]], typer.Option("--pytorch", help="Test only against this release (repeatable).")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Packages built/tested at once (processes).")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="How many packages to build and test at once (one worker process each).")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
     retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Run again the tests that ended in an infrastructure error (worker killed, channel unreadable), and nothing else that is up to date.")] = False,

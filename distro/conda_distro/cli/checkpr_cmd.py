@@ -20,7 +20,7 @@ class PrFormat(str, enum.Enum):
 def check_pr_cmd(
     base: Annotated[str, typer.Option("--base", help="The PR's base ref, e.g. origin/main.")] = "origin/main",
     no_build: Annotated[bool, typer.Option("--no-build", help="Skip build and test (when sharded jobs do them).")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1)] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="How many packages to build and test at once (one worker process each).")] = 1,
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
     root: RootOpt = None,
     format: Annotated[PrFormat, typer.Option("--format", help="text, json or markdown (a PR comment).")] = PrFormat.text,

@@ -48,13 +48,19 @@ def status(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write index.html and style.css into.",
                                           file_okay=False, show_default=False)],
     as_of: AsOfOpt = None,
+    repo_url: Annotated[Optional[str], typer.Option(
+        "--repo-url", metavar="URL", show_default=False,
+        help="Web address of the repository, for links to recipe files (default: the origin remote when it "
+             "is on GitHub; links point at the checked-out commit).")] = None,
     root: RootOpt = None,
     format: FormatOpt = TextJson.text,
 ) -> int:
-    """Write a static HTML status page (package × release × variant matrix, maintainers, unmaintained
-    flags, dependencies) from channel_state/ and the repository; never reads a channel."""
+    """Write a static HTML status page: package × release × variant for main (channel_state/) and for the
+    newest builds in staging (build/results/), failures with reason and log, per-release progress,
+    the promotion gate's excuses (build/excuses.json), unmaintained flags, dependencies. Never reads a
+    channel."""
     from conda_distro.reports.status import StatusOptions, write_status
 
-    result = write_status(StatusOptions(out=out_dir, root=root, as_of=as_of))
+    result = write_status(StatusOptions(out=out_dir, root=root, as_of=as_of, repo_url=repo_url))
     emit(result, format)
     return 0

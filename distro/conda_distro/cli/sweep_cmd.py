@@ -37,12 +37,12 @@ def sweep(
     commit: Annotated[bool, typer.Option("--commit", help="Make a git branch sweep/pytorch-VER with one commit per package.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; edit, build and commit nothing.")] = False,
     no_build: Annotated[bool, typer.Option("--no-build", help="Edit only; skip building and testing.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1)] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="How many packages to build and test at once (one worker process each).")] = 1,
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
     author: Annotated[str, typer.Option("--author", help="Commit author 'Name <email>'.")] = "conda-distro bot <bot@conda-distro.invalid>",
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, help="Seconds to wait for another sweep of this repository (and for a build into the same staging channel).")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
-    format: Annotated[SweepFormat, typer.Option("--format")] = SweepFormat.text,
+    format: Annotated[SweepFormat, typer.Option("--format", help="text, json or markdown (PR and tracking-issue bodies).")] = SweepFormat.text,
 ) -> int:
     """Release-day sweep: admit a new PyTorch release, widening pins where tests allow.
 

@@ -10,6 +10,29 @@ import typer
 from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json, report_unreadable
 
 
+TAIL_LINES = 8  # of a failing check's output, in text mode (JSON has it all)
+
+
+def result_lines(report) -> list[str]:
+    """Per release × variant: the verdict, and for each failing check its name and the last lines of its
+    output (the traceback's end: the exception)."""
+    lines = []
+    for r in report.results:
+        lines.append(f"pytorch {r.pytorch} ({r.variant}): {'ok' if r.ok else 'FAILED'} — {len(r.installed)} packages "
+                     f"installed, {sum(c['ok'] for c in r.checks)}/{len(r.checks)} checks passed")
+        failing = [c for c in r.checks if not c["ok"]]
+        if r.error and not failing:
+            lines.append(f"    {r.error}")
+        for c in failing:
+            lines.append(f"    {c['package']}: {c['check']} failed")
+            output = [ln for ln in str(c.get("output") or "").splitlines() if ln.strip()]
+            shown = output[-TAIL_LINES:]
+            if len(output) > len(shown):
+                lines.append(f"      [... {len(output) - len(shown)} earlier line(s); all of it in --format json]")
+            lines += [f"      | {ln}" for ln in shown]
+    return lines
+
+
 @app.command("verify-channel")
 def verify_channel_cmd(
     pytorch: Annotated[Optional[list[str]], typer.Option("--pytorch", help="Only this release (repeatable).")] = None,
@@ -28,11 +51,8 @@ def verify_channel_cmd(
     if format is TextJson.json:
         print_json(report.to_dict())
     else:
-        for r in report.results:
-            out(f"pytorch {r.pytorch} ({r.variant}): {'ok' if r.ok else 'FAILED'} — {len(r.installed)} packages installed, "
-                f"{sum(c['ok'] for c in r.checks)}/{len(r.checks)} checks passed")
-            if r.error:
-                out(f"    {r.error}")
+        for line in result_lines(report):
+            out(line)
         for d in report.drift:
             out(f"drift: {d['kind']}: {d['artifact']} ({d['detail']})")
         out("ok" if report.ok else "FAILED")

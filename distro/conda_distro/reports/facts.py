@@ -4,7 +4,12 @@
   distro.yaml), else the first test against it recorded in channel_state/;
 * per recipe: the first and the last commit touching ``recipes/<name>/``;
 * per package: its artifacts in main and its retired ones, with the test evidence up to the date;
+* the latest results of the builds in staging (``build/results/``, what `build` recorded), so a package
+  whose builds never reached main is shown with what its builds did;
 * optionally the open statuses of release-day sweeps saved under ``build/sweep/*.json``.
+
+Commits whose author matches ``policy.bot_authors`` (default ``*[bot]``) are not maintainer activity: the
+last commit of a recipe is its last commit by a person.
 
 Everything after the as-of date is left out, so ``--as-of`` shows the distribution as it was then.
 Outside git (or before the first commit) the git facts are simply unknown.
@@ -27,6 +32,7 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, TestEvidence
 from conda_distro.pins import admitted_releases
 from conda_distro.reports.records import RetirementRecords
+from conda_distro.results import ArtifactResults, ResultsStore, TestRecord
 from conda_distro.yamlio import load_fast
 
 OPEN_SWEEP_STATUSES = ("failed", "needs-new-version", "awaiting-parents", "not-solvable")
@@ -89,8 +95,26 @@ class CommitInfo:
 
 @dataclass(frozen=True)
 class RecipeHistory:
-    first: CommitInfo  # the commit that added recipes/<name>/
-    last: CommitInfo  # the newest commit touching it
+    first: CommitInfo  # the commit that added recipes/<name>/ (whoever made it)
+    last: CommitInfo | None  # the newest commit touching it made by a person (None: only bots touched it)
+    bot_commits: int = 0  # commits by bots newer than ``last`` (not activity)
+
+
+@dataclass(frozen=True)
+class StagedBuild:
+    """A build in staging (``build/results/``) that is not in main: its latest result per (release, variant)."""
+
+    artifact: str
+    version: str
+    tests: dict[tuple[str, str], TestRecord]
+
+    @property
+    def promotable(self) -> bool:
+        """Every latest result passed: `promote` can take it (awaiting promotion)."""
+        return bool(self.tests) and all(t.status == "passed" for t in self.tests.values())
+
+    def failures(self) -> list[TestRecord]:
+        return [t for t in self.tests.values() if t.status == "failed"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +139,12 @@ class PackageFacts:
     history: RecipeHistory | None = None
     sweep: SweepStatus | None = None
     record: str | None = None  # newest retirement request record (repository-relative path)
+    staged: StagedBuild | None = None  # newest build in staging not in main (and not older than main's newest)
+    recipe_path: str | None = None  # repository-relative path of its recipe.yaml
+
+    @property
+    def never_promoted(self) -> bool:
+        return not self.in_main and not self.retired
 
     @property
     def newest(self) -> ArtifactEntry | None:
@@ -123,6 +153,11 @@ class PackageFacts:
     @property
     def last_commit(self) -> CommitInfo | None:
         return self.history.last if self.history else None
+
+    @property
+    def active_since(self) -> CommitInfo | None:
+        """The last commit by a person, else (only bots touched it) the commit that added the recipe."""
+        return (self.history.last or self.history.first) if self.history else None
 
 
 @dataclass(frozen=True)
@@ -136,6 +171,7 @@ class Facts:
     packages: dict[str, PackageFacts]  # by name, sorted
     graph: RecipeGraph
     cuda_only: set[str] = field(default_factory=set)  # recipes that run only with __cuda
+    results: dict[str, ArtifactResults] = field(default_factory=dict)  # build/results/ by artifact
 
 
 def newest_artifact(entries: Iterable[ArtifactEntry]) -> ArtifactEntry | None:
@@ -232,8 +268,19 @@ def git_release_dates(root: Path, cutoff: dt.datetime) -> dict[str, ReleaseDate]
 _SEP_RECORD, _SEP_FIELD = "\x1e", "\x1f"
 
 
-def recipe_histories(root: Path, recipes_dir: Path, cutoff: dt.datetime) -> dict[str, RecipeHistory]:
-    """recipe folder -> first and last commit (before ``cutoff``) touching ``recipes/<name>/``; one git log."""
+def is_bot(author: str, email: str, patterns: Iterable[str]) -> bool:
+    """Does a commit author match one of ``policy.bot_authors`` (name or e-mail, case-insensitive)? In a
+    pattern only ``*`` is a wildcard: ``*[bot]`` means names ending in the literal ``[bot]``."""
+    import re
+
+    who = (author.strip(), email.strip())
+    return any(re.fullmatch(re.escape(p).replace(r"\*", ".*"), w, re.IGNORECASE) for p in patterns for w in who)
+
+
+def recipe_histories(root: Path, recipes_dir: Path, cutoff: dt.datetime,
+                     bots: Iterable[str] = ()) -> dict[str, RecipeHistory]:
+    """recipe folder -> first commit and last commit by a person (before ``cutoff``) touching
+    ``recipes/<name>/``; one git log. Commits by ``bots`` (author patterns) are not activity."""
     repo = _repo(root)
     if repo is None or not recipes_dir.exists():
         return {}
@@ -243,18 +290,24 @@ def recipe_histories(root: Path, recipes_dir: Path, cutoff: dt.datetime) -> dict
                            "--name-only", "--no-renames", "--", prefix)
     except Exception:  # noqa: BLE001
         return {}
+    bots = list(bots)
     first: dict[str, CommitInfo] = {}
     last: dict[str, CommitInfo] = {}
+    by_bots: dict[str, int] = {}
     for record in log.split(_SEP_RECORD)[1:]:
         header, _, names = record.partition("\n")
         sha, author, email, date, summary = header.split(_SEP_FIELD, 4)
         info = CommitInfo(sha, author, email, dt.datetime.fromisoformat(date), summary)
         if info.date >= cutoff:
             continue
+        bot = is_bot(author, email, bots)
         for name in {n[len(prefix) + 1:].split("/")[0] for n in names.splitlines() if n.startswith(prefix + "/")}:
-            last.setdefault(name, info)  # git log is newest first
+            if bot and name not in last:  # git log is newest first
+                by_bots[name] = by_bots.get(name, 0) + 1
+            elif not bot:
+                last.setdefault(name, info)
             first[name] = info
-    return {n: RecipeHistory(first[n], last[n]) for n in last}
+    return {n: RecipeHistory(first[n], last.get(n), by_bots.get(n, 0)) for n in first}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,6 +365,38 @@ def _relpath(path: Path, root: Path) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# staging results
+
+
+def staging_results(build_dir: Path) -> dict[str, ArtifactResults]:
+    """``build/results/``: every artifact `build` recorded (a bad file is an error naming it)."""
+    return {r.artifact: r for r in ResultsStore(build_dir / "results").all()}
+
+
+def staged_build(name: str, results: Iterable[ArtifactResults], in_main: Iterable[ArtifactEntry],
+                 retired: Iterable[ArtifactEntry], cutoff: dt.datetime) -> StagedBuild | None:
+    """The newest build of ``name`` in staging that is not in main (nor retired) and not older than main's
+    newest, with its latest results before ``cutoff``."""
+    from rattler import Version
+
+    known = {a.artifact for a in [*in_main, *retired]}
+    newest = newest_artifact(in_main)
+    floor = Version(newest.version) if newest else None
+    found: list[tuple[Version, dt.datetime, str, StagedBuild]] = []
+    for r in results:
+        if r.name != name or r.artifact in known:
+            continue
+        tests: dict[tuple[str, str], TestRecord] = {}
+        for t in sorted((t for t in r.tests if t.date < cutoff), key=lambda t: t.date):
+            tests[(t.pytorch, t.variant)] = t
+        if not tests or (floor is not None and Version(r.version) < floor):
+            continue
+        found.append((Version(r.version), max(t.date for t in tests.values()), r.artifact,
+                      StagedBuild(r.artifact, r.version, tests)))
+    return max(found, key=lambda f: f[:3])[3] if found else None
+
+
+# ---------------------------------------------------------------------------------------------
 # gathering
 
 
@@ -351,7 +436,8 @@ def gather(dist: Distribution, as_of: dt.date, *, sweeps: bool = True) -> Facts:
     pytorch = config.pytorch.name
     graph = RecipeGraph.from_recipes(dist.recipes)
     states = Ledger(dist.distro.state_dir).load_all()
-    histories = recipe_histories(dist.root, dist.distro.recipes_dir, cutoff)
+    histories = recipe_histories(dist.root, dist.distro.recipes_dir, cutoff, config.policy.bot_authors)
+    results = staging_results(dist.distro.build_dir)
     sweep = sweep_statuses(dist.distro.build_dir, dist.root) if sweeps else {}
     admitted = admitted_releases(dist.recipes, graph, pytorch, list(config.pytorch.releases))
     tracking = _tracks_pytorch(dist, graph, pytorch)
@@ -363,6 +449,7 @@ def gather(dist: Distribution, as_of: dt.date, *, sweeps: bool = True) -> Facts:
         recipe = dist.recipes.get(folder) if folder else None
         in_main, retired = snapshot(states[name], cutoff) if name in states else ([], [])
         recs = [p for p, r in records.for_package(name) if r.at < cutoff]
+        staged = staged_build(name, results.values(), in_main, retired, cutoff)
         packages[name] = PackageFacts(
             name=name,
             maintainers=list(recipe.maintainers) if recipe else [],
@@ -373,8 +460,10 @@ def gather(dist: Distribution, as_of: dt.date, *, sweeps: bool = True) -> Facts:
             history=histories.get(folder) if folder else None,
             sweep=sweep.get(name) or (sweep.get(folder) if folder else None),
             record=_relpath(recs[-1], dist.root) if recs else None,
+            staged=staged,
+            recipe_path=_relpath(recipe.path, dist.root) if recipe is not None else None,
         )
     cuda_only = {r.name for r in dist.recipes.values() if "__cuda" in r.dep_names("run")}
     return Facts(as_of=as_of, distro_name=config.name, pytorch=pytorch, grace_days=config.policy.unmaintained_grace_days,
                  releases=release_dates(dist, states, cutoff), variants=list(config.pytorch.variants),
-                 packages=packages, graph=graph, cuda_only=cuda_only)
+                 packages=packages, graph=graph, cuda_only=cuda_only, results=results)

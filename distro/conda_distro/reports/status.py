@@ -1,19 +1,27 @@
 """`status --out DIR`: a static status page (``index.html`` + ``style.css``, no external assets, no JS).
 
 It shows a package × release × variant matrix, each cell one of :data:`CELL_STATUSES` and carrying
-``data-package``/``data-release``/``data-variant``/``data-status`` attributes; maintainers; the newest
-version in main and when it was promoted; the `report unmaintained` flags; retirements; and a dependency
-view (an inline SVG of the RecipeGraph levels plus a table of dependencies and dependents).
+``data-package``/``data-release``/``data-variant``/``data-status``/``data-source`` attributes. Every
+package has a row for **main** (the ledger, channel_state/) and, when `build` left a newer build in
+staging that is not in main (``build/results/``), a row for **staging** under it, labelled "awaiting
+promotion" or "held". Failures are red, link to an entry of the failures list with the test's reason and
+its log (copied next to the page, under ``logs/``). Also: per-release progress ("2.6.0: 7/10 pass"),
+maintainers (linked to their GitHub profiles), links to the recipe files (``--repo-url``, default: the
+GitHub ``origin`` remote, at the checked-out commit), the `report unmaintained` flags, retirements, the
+promotion gate's excuses (``build/excuses.json``, grouped by what blocks them) and a dependency view (an
+inline SVG of the RecipeGraph levels plus a table of dependencies and dependents).
 
-It reads only channel_state/ and the repository (recipes, distro.yaml, git): never a channel, so CI can
-publish it from a plain checkout. A cell's status comes from the newest artifact in main that has a result
-for that (release, variant); without one it is ``not-applicable`` when the pins don't admit the release
-(or the package needs a GPU and the variant is cpu) and ``not-tested`` otherwise.
+It reads channel_state/, build/results/, build/excuses.json and the repository (recipes, distro.yaml,
+git): never a channel. A main cell's status comes from the newest artifact in main that has a result for
+that (release, variant); without one it is ``not-applicable`` when the pins don't admit the release (or
+the package needs a GPU and the variant is cpu) and ``not-tested`` otherwise. A page links only to other
+pages (GitHub profiles and files): its stylesheet and logs are files beside it, it has no script.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +29,7 @@ from typing import Any, Literal
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import UsageError
 from conda_distro.ledger import ArtifactEntry
+from conda_distro.reports.excuses import Excuses, read_excuses
 from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact, parse_as_of
 from conda_distro.reports.render import render, static
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
@@ -32,11 +41,15 @@ CELL_LABELS = {"passed": "pass", "failed": "fail", "blocked": "blocked", "not-ap
                "not-tested": "untested"}
 
 
+LOG_TAIL = 256 << 10  # bytes of a log copied next to the page (its end: where the failure is)
+
+
 @dataclass(frozen=True)
 class StatusOptions:
     out: Path
     root: Path | None = None
     as_of: str | None = None  # YYYY-MM-DD; default today (UTC)
+    repo_url: str | None = None  # https://github.com/OWNER/REPO for recipe links; default: the origin remote
 
 
 @dataclass
@@ -58,19 +71,42 @@ class Cell:
     status: CellStatus
     artifact: str | None = None
     date: dt.datetime | None = None
+    source: str = "main"  # main | staging
+    reason: str | None = None  # why it failed or is blocked (build/results/)
+    log: str | None = None  # the test log as the build recorded it (a path on the machine that built it)
+    log_href: str | None = None  # the copy beside the page (set when the page is written)
 
     @property
     def label(self) -> str:
         return CELL_LABELS[self.status]
 
     @property
+    def anchor(self) -> str:
+        return f"fail-{self.source}-{self.package}-{self.release}-{self.variant}"
+
+    @property
     def title(self) -> str:
-        where = f"{self.package} on pytorch {self.release} ({self.variant})"
+        where = f"{self.package} on pytorch {self.release} ({self.variant}, {self.source})"
         if self.artifact:
-            return f"{where}: {self.status} on {self.date:%Y-%m-%d}, {self.artifact.split('/')[-1]}"
+            text = f"{where}: {self.status} on {self.date:%Y-%m-%d}, {self.artifact.split('/')[-1]}"
+            return text + (f": {self.reason}" if self.reason and self.status != "passed" else "")
         if self.status == "not-applicable":
             return f"{where}: not applicable (its pins do not admit this release or variant)"
         return f"{where}: no test result in channel_state/"
+
+
+@dataclass(frozen=True)
+class StagedRow:
+    """The newest build in staging that is not in main, under its package's main row."""
+
+    artifact: str
+    version: str
+    promotable: bool
+    cells: list[Cell]
+
+    @property
+    def label(self) -> str:
+        return "awaiting promotion" if self.promotable else "held: a test failed"
 
 
 @dataclass
@@ -84,15 +120,45 @@ class Row:
     dependencies: list[str] = field(default_factory=list)
     dependents: list[str] = field(default_factory=list)
     level: int | None = None
+    staged: StagedRow | None = None
+    recipe_path: str | None = None
+    recipe_url: str | None = None
 
     @property
     def state(self) -> str:
-        """For colouring the dependency view: retired | retire | ping | ok | absent (nothing in main)."""
+        """For colouring the dependency view: retired | retire | remove-recipe | ping | pending | ok | absent
+        (nothing in main)."""
         if self.retired:
             return "retired"
         if self.flag:
             return self.flag.action.value
         return "ok" if self.newest else "absent"
+
+    def effective(self, release: str, variant: str) -> Cell:
+        """The newest result known for (release, variant): staging's build when it has one, else main's."""
+        main = next(c for c in self.cells if (c.release, c.variant) == (release, variant))
+        if self.staged is not None:
+            staged = next(c for c in self.staged.cells if (c.release, c.variant) == (release, variant))
+            if staged.status not in ("not-tested", "not-applicable"):
+                return staged
+        return main
+
+
+@dataclass(frozen=True)
+class ReleaseProgress:
+    """"2.6.0: 7/10 pass": of the packages tested (or to be tested) against a release, how many pass in every
+    variant, counting the newest build (staging's when there is one); and how many pass it in main."""
+
+    release: str
+    passing: int
+    total: int
+    in_main: int
+    failing: list[str]
+    untested: list[str]
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.passing / self.total) if self.total else 100
 
 
 @dataclass(frozen=True)
@@ -135,13 +201,25 @@ class StatusPage:
     report: UnmaintainedReport
     rows: list[Row]
     drawing: Drawing
+    progress: list[ReleaseProgress] = field(default_factory=list)
+    excuses: Excuses | None = None
 
     def counts(self) -> dict[str, int]:
+        """Cells by status, main and staging rows together."""
         out = {s: 0 for s in CELL_STATUSES}
         for row in self.rows:
-            for c in row.cells:
+            for c in row.cells + (row.staged.cells if row.staged else []):
                 out[c.status] += 1
         return out
+
+    def failures(self) -> list[Cell]:
+        """Every failed cell (main, then staging), package by package."""
+        return [c for row in self.rows for c in row.cells + (row.staged.cells if row.staged else [])
+                if c.status == "failed"]
+
+    def logs(self) -> list[Cell]:
+        """Cells whose log the page links to: failures, and the regressions of the excuses."""
+        return self.failures()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,7 +231,10 @@ def make_cell(pkg: PackageFacts, release: str, variant: str, facts: Facts) -> Ce
     if tested:
         a = newest_artifact(tested)
         t = latest_tests(a)[(release, variant)]
-        return Cell(pkg.name, release, variant, t.status, a.artifact, t.date)
+        run = facts.results[a.artifact].latest().get((release, variant)) if a.artifact in facts.results else None
+        same = run is not None and run.status == t.status  # the ledger keeps no reason or log: the build's results do
+        return Cell(pkg.name, release, variant, t.status, a.artifact, t.date,
+                    reason=run.reason if same else None, log=run.log if same else None)
     gpu_only = variant == "cpu" and pkg.name in facts.cuda_only
     not_admitted = pkg.admitted is not None and release not in pkg.admitted
     if gpu_only or not_admitted or not pkg.tracks_pytorch:
@@ -161,7 +242,23 @@ def make_cell(pkg: PackageFacts, release: str, variant: str, facts: Facts) -> Ce
     return Cell(pkg.name, release, variant, "not-tested")
 
 
-def make_rows(facts: Facts, report: UnmaintainedReport) -> list[Row]:
+def staged_row(pkg: PackageFacts, main: list[Cell]) -> StagedRow | None:
+    """The staging row: the staged build's latest results; without one, what main's cell says when that
+    is not-applicable, else not-tested."""
+    b = pkg.staged
+    if b is None:
+        return None
+    cells = []
+    for m in main:
+        t = b.tests.get((m.release, m.variant))
+        cells.append(Cell(pkg.name, m.release, m.variant, t.status, b.artifact, t.date, "staging", t.reason, t.log)
+                     if t else Cell(pkg.name, m.release, m.variant,
+                                    "not-applicable" if m.status == "not-applicable" else "not-tested",
+                                    source="staging"))
+    return StagedRow(b.artifact, b.version, b.promotable, cells)
+
+
+def make_rows(facts: Facts, report: UnmaintainedReport, repo: RepoLinks | None = None) -> list[Row]:
     flags = {e.name: e for e in report.packages}
     retired = {r.name: r for r in report.retired}
     level_of = {n: i for i, level in enumerate(facts.graph.levels()) for n in level}
@@ -171,8 +268,83 @@ def make_rows(facts: Facts, report: UnmaintainedReport) -> list[Row]:
         in_graph = name in facts.graph.g
         rows.append(Row(name, pkg.maintainers, pkg.newest, cells, flags.get(name), retired.get(name),
                         sorted(facts.graph.dependencies(name)) if in_graph else [],
-                        sorted(facts.graph.dependents(name)) if in_graph else [], level_of.get(name)))
+                        sorted(facts.graph.dependents(name)) if in_graph else [], level_of.get(name),
+                        staged_row(pkg, cells), pkg.recipe_path,
+                        repo.file(pkg.recipe_path) if repo and pkg.recipe_path else None))
     return rows
+
+
+def release_progress(facts: Facts, rows: list[Row]) -> list[ReleaseProgress]:
+    out = []
+    for rd in facts.releases:
+        passing = in_main = 0
+        failing, untested, total = [], [], 0
+        for row in rows:
+            if row.retired and row.newest is None:
+                continue
+            cells = [row.effective(rd.release, v) for v in facts.variants]
+            cells = [c for c in cells if c.status != "not-applicable"]
+            if not cells:
+                continue
+            total += 1
+            main = [c for c in row.cells if c.release == rd.release and c.status != "not-applicable"]
+            in_main += bool(main) and all(c.status == "passed" for c in main)
+            if all(c.status == "passed" for c in cells):
+                passing += 1
+            elif any(c.status in ("failed", "blocked") for c in cells):
+                failing.append(row.name)
+            else:
+                untested.append(row.name)
+        out.append(ReleaseProgress(rd.release, passing, total, in_main, failing, untested))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# links
+
+
+@dataclass(frozen=True)
+class RepoLinks:
+    """Links into the repository on GitHub: ``{url}/blob/{ref}/{path}``."""
+
+    url: str
+    ref: str
+
+    def file(self, path: str) -> str:
+        return f"{self.url}/blob/{self.ref}/{path}"
+
+
+_GITHUB_REMOTE = re.compile(r"^(?:https://github\.com/|git@github\.com:|ssh://git@github\.com/)"
+                            r"(?P<repo>[\w.-]+/[\w.-]+?)(?:\.git)?/?$")
+
+
+def repo_links(root: Path, url: str | None) -> RepoLinks | None:
+    """``--repo-url`` (or the ``origin`` remote when it is on GitHub) at the checked-out commit."""
+    ref = "HEAD"
+    remote = None
+    try:
+        import git
+
+        repo = git.Repo(root, search_parent_directories=True)
+        ref = repo.head.commit.hexsha
+        remote = next((r.url for r in repo.remotes if r.name == "origin"), None)
+    except Exception:  # noqa: BLE001 - not a repository, no commit: links at HEAD, or none
+        pass
+    if url:
+        if not re.fullmatch(r"https://[\w.-]+(?::\d+)?/[\w./-]+", url.strip()):
+            raise UsageError(f"'{url}' is not a repository URL", field="--repo-url",
+                             hint="give the repository's web address, e.g. https://github.com/OWNER/REPO")
+        return RepoLinks(url.strip().rstrip("/"), ref)
+    m = _GITHUB_REMOTE.match(remote or "")
+    return RepoLinks(f"https://github.com/{m.group('repo')}", ref) if m else None
+
+
+def profile_url(handle: str) -> str:
+    """A maintainer's GitHub profile (``org/team``: the team's page)."""
+    if "/" in handle:
+        org, team = handle.split("/", 1)
+        return f"https://github.com/orgs/{org}/teams/{team}"
+    return f"https://github.com/{handle}"
 
 
 def ordered_levels(facts: Facts) -> list[list[str]]:
@@ -203,15 +375,16 @@ def draw(facts: Facts, rows: list[Row]) -> Drawing:
     return Drawing(list(nodes.values()), edges, width, height)
 
 
-def build_page(facts: Facts) -> StatusPage:
+def build_page(facts: Facts, excuses: Excuses | None = None, repo: RepoLinks | None = None) -> StatusPage:
     report = evaluate(facts)
-    rows = make_rows(facts, report)
-    return StatusPage(facts, report, rows, draw(facts, rows))
+    rows = make_rows(facts, report, repo)
+    return StatusPage(facts, report, rows, draw(facts, rows), release_progress(facts, rows), excuses)
 
 
-def render_page(page: StatusPage) -> str:
+def render_page(page: StatusPage, log_links: dict[str, str] | None = None) -> str:
     return render("status.html.j2", page=page, facts=page.facts, report=page.report, labels=CELL_LABELS,
-                  statuses=CELL_STATUSES, node_w=NODE_W, node_h=NODE_H)
+                  statuses=CELL_STATUSES, node_w=NODE_W, node_h=NODE_H, profile=profile_url,
+                  log_links=log_links or {})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,6 +392,7 @@ def render_page(page: StatusPage) -> str:
 
 
 PAGE_FILES = ("index.html", "style.css")
+LOGS_DIR = "logs"
 
 
 def _check_out(out: Path) -> Path:
@@ -232,17 +406,67 @@ def _check_out(out: Path) -> Path:
     return out
 
 
+def _log_copies(page: StatusPage, root: Path) -> dict[str, str]:
+    """recorded log path -> page-relative copy (``logs/<package>/<file>``), for every log the page links to
+    that exists on this machine (a relative path is relative to the repository)."""
+    paths = [(c.package, c.log) for c in page.logs() if c.log]
+    if page.excuses:
+        paths += [(r.package, r.log) for c in page.excuses.candidates for r in c.regressions if r.log]
+    out: dict[str, str] = {}
+    for package, log in paths:
+        src = Path(log) if Path(log).is_absolute() else root / log
+        if log in out or not src.is_file() or src.is_symlink():
+            continue
+        rel, n = f"{LOGS_DIR}/{_safe(package)}/{_safe(src.name)}", 2
+        while rel in out.values():  # two logs of one package with the same file name
+            rel, n = f"{LOGS_DIR}/{_safe(package)}/{n}-{_safe(src.name)}", n + 1
+        out[log] = rel
+    return out
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^\w.+-]", "_", name).lstrip(".") or "_"
+
+
+def _write(path: Path, data: str | bytes) -> None:
+    try:
+        if isinstance(data, bytes):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(data)
+            tmp.replace(path)
+        else:
+            atomic_write_text(path, data)
+    except OSError as exc:
+        raise UsageError(f"cannot write the page: {exc.strerror}", path=path, field="--out",
+                         hint="pass a folder you can write to") from None
+
+
+def _tail(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        size = fh.seek(0, 2)
+        fh.seek(max(0, size - LOG_TAIL))
+        data = fh.read()
+    return (b"[... the beginning of the log is cut ...]\n" + data) if size > LOG_TAIL else data
+
+
 def write_status(options: StatusOptions) -> StatusResult:
     as_of = parse_as_of(options.as_of)
     out = _check_out(options.out)
-    page = build_page(gather(load_distribution(options.root), as_of, sweeps=False))
-    html, css = render_page(page), static("style.css")
+    dist = load_distribution(options.root)
+    excuses = read_excuses(dist.distro.build_dir)
+    page = build_page(gather(dist, as_of, sweeps=False), excuses, repo_links(dist.root, options.repo_url))
+    logs = _log_copies(page, dist.root)
+    html, css = render_page(page, logs), static("style.css")
     written = []
     for name, text in zip(PAGE_FILES, (html, css)):
-        try:
-            atomic_write_text(out / name, text)
-        except OSError as exc:
-            raise UsageError(f"cannot write the page: {exc.strerror}", path=out / name, field="--out",
-                             hint="pass a folder you can write to") from None
+        _write(out / name, text)
         written.append(out / name)
+    for src, rel in sorted(logs.items(), key=lambda kv: kv[1]):
+        try:
+            data = _tail(Path(src) if Path(src).is_absolute() else dist.root / src)
+        except OSError:
+            continue
+        _write(out / rel, data)
+        written.append(out / rel)
     return StatusResult(written)
