@@ -32,7 +32,7 @@ RELEASES = ["2.4.1", "2.5.1", "2.6.0"]
 VARIANTS = ["cpu", "cuda"]
 DISTRO = """\
 name: bench
-channels: {{upstream: [conda-forge], staging: build/channels/staging, main: build/channels/main}}
+channels: {{upstream: [./upstream], staging: build/channels/staging, main: build/channels/main}}
 pytorch: {{releases: {releases}, variants: {variants}}}
 platforms: [linux-64]
 """
@@ -75,6 +75,12 @@ def make_world(root: Path, n: int) -> None:
 
     root.mkdir(parents=True, exist_ok=True)
     (root / "distro.yaml").write_text(DISTRO.format(releases=json.dumps(RELEASES), variants=json.dumps(VARIANTS)))
+    from conda_distro.channels import ChannelFile
+    from conda_distro.installability import write_channel
+
+    write_channel([ChannelFile("linux-64", f"pytorch-{r}-{v}_0.conda", "pytorch", r, f"{v}_0", 0, "0" * 64,
+                               ("__cuda",) if v == "cuda" else ()) for r in RELEASES for v in VARIANTS],
+                  root / "upstream")  # the gate's installability solves read it
     staging = root / "build" / "channels" / "staging"
     (staging / "noarch").mkdir(parents=True)
     (staging / "linux-64").mkdir()
@@ -93,11 +99,19 @@ def make_world(root: Path, n: int) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "recipe.yaml").write_text(f"# bench-{idx:03d} (promote benchmark; not rendered)\n")
         digests[f"bench-{idx:03d}"] = recipe_digest(folder)
+    # what each test environment held, as a build records it: the newest build of every earlier name
+    newest: dict[str, tuple] = {}
+    for rec in repodata["packages.conda"].values():
+        key = tuple(int(x) for x in rec["version"].split("."))
+        if rec["name"] not in newest or key > newest[rec["name"]][0]:
+            newest[rec["name"]] = (key, f"{rec['name']}-{rec['version']}-{rec['build']}")
     for fn, rec in repodata["packages.conda"].items():
         art = f"noarch/{fn}"
         own = {f"recipes/{rec['name']}": digests[rec["name"]]}
+        idx = int(rec["name"].split("-")[1])
+        against = {f"bench-{j:03d}": newest[f"bench-{j:03d}"][1] for j in range(idx) if f"bench-{j:03d}" in newest}
         tests = [TestRecord(name=rec["name"], artifact=art, pytorch=r, variant=v, status="passed", date=date,
-                            recipes=own) for r in RELEASES for v in VARIANTS]
+                            recipes=own, against=against) for r in RELEASES for v in VARIANTS]
         store.put(ArtifactResults(artifact=art, name=rec["name"], version=rec["version"], sha256=rec["sha256"],
                                   depends=rec["depends"], tests=tests, recipe=f"recipes/{rec['name']}",
                                   recipe_hash=digests[rec["name"]]))

@@ -149,8 +149,11 @@ def test_dependency_rules():
     a = cf("a", "1.0")
     staging = [a, cf("b", depends=["a >=1,<2"]), cf("x", depends=["y"]), cf("y", depends=["x"]),
                cf("m", depends=["a 0.9.*"]), cf("lin", depends=["k"], subdir="linux-64"), cf("k", subdir="osx-64")]
-    results = {f.artifact: record(f, admitted(f)) for f in staging}
+    results = {f.artifact: recorded_env(record(f, admitted(f)), staging) for f in staging}
     results[a.artifact] = record(a, [("2.5.1", "cpu")], status="failed")
+    m = results[staging[4].artifact]  # tested with main's a 0.9 (its pin), as a build would have
+    results[m.artifact] = m.model_copy(update={"tests": [t.model_copy(update={"against": {"a": "a-0.9-h0_0"}})
+                                                         for t in m.tests]})
     plan = plan_of(staging, main=[cf("a", "0.9")], results=results)
     assert {f.name for f in plan.promote} == {"m", "k"}  # m's dependency is met by main
     held = {h.file.name: h for h in plan.held}

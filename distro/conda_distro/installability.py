@@ -60,6 +60,21 @@ def write_channel(files: Iterable[ChannelFile], folder: Path) -> Path:
     return folder
 
 
+def write_records(records: Iterable[dict], folder: Path) -> Path:
+    """A channel of repodata entries (with their file name in ``fn``)."""
+    subdirs: dict[str, dict] = defaultdict(lambda: {"packages": {}, "packages.conda": {}})
+    for rec in records:
+        rec = dict(rec)
+        fn = rec.pop("fn")
+        subdirs[rec["subdir"]]["packages.conda" if fn.endswith(".conda") else "packages"][fn] = rec
+    for subdir in {"noarch", *subdirs}:
+        (folder / subdir).mkdir(parents=True, exist_ok=True)
+        (folder / subdir / "repodata.json").write_text(json.dumps(
+            {"info": {"subdir": subdir}, **subdirs.get(subdir, {"packages": {}, "packages.conda": {}}),
+             "repodata_version": 1}))
+    return folder
+
+
 class Installability:
     """Checks main ∪ candidates against main with a solver (``solve(channels, specs, cuda)`` raising
     rattler's SolverError when unsatisfiable)."""
@@ -100,11 +115,17 @@ class Installability:
         main_names = {f.name for f in main.values()}
         # what could change: the candidates, and main's packages that depend on one of them
         subjects = sorted(n for n in by_name if n in cand_names or self.closure(n) & cand_names)
+        if not subjects:
+            return
         with tempfile.TemporaryDirectory(prefix="conda-distro-installable-") as tmp:
+            upstream = self._upstream_records(after_files)
             before = write_channel(main.values(), Path(tmp) / "main")
             after = write_channel(after_files, Path(tmp) / "after")
-            solve_after = RattlerSolver([after.as_uri(), *self.upstream], self.platforms)
-            solve_before = RattlerSolver([before.as_uri(), *self.upstream], self.platforms)
+            # conda's strict channel priority: a name our channel has is never taken from upstream
+            up_before = write_records([r for r in upstream if r["name"] not in main_names], Path(tmp) / "up-main")
+            up_after = write_records([r for r in upstream if r["name"] not in by_name], Path(tmp) / "up-after")
+            solve_after = RattlerSolver([after.as_uri(), up_after.as_uri()], self.platforms)
+            solve_before = RattlerSolver([before.as_uri(), up_before.as_uri()], self.platforms)
             for r, v in pairs:
                 cuda = v == "cuda"
                 names = [n for n in subjects if any(self._admits(f, (r, v)) for f in by_name[n])]
@@ -113,6 +134,36 @@ class Installability:
                         culprits = tuple(sorted(c.artifact for c in candidates
                                                 if c.name == name or c.name in self.closure(name)))
                         report.decreases.append(Decrease(name, r, v, why, culprits))
+
+    def _upstream_records(self, files: list[ChannelFile]) -> list[dict]:
+        """The upstream records the solves can need (the dependencies of our files, recursively, and
+        pytorch), as repodata entries. rattler's own "strict" priority still takes a name from a lower
+        channel when the higher one has no matching version; conda's does not, so the shadowing is done
+        here, by leaving those names out of upstream."""
+        import asyncio
+
+        from rattler import Gateway
+
+        from conda_distro.errors import ChannelError
+
+        ours = {f.name for f in files}
+        names = {self.pytorch} | {d.split()[0] for f in files for d in f.depends} - ours
+        names = {n for n in names if n and not n.startswith("__")}
+        try:
+            groups = asyncio.run(Gateway().query(self.upstream, self.platforms, sorted(names), recursive=True))
+        except Exception as exc:  # rattler raises several fetch errors
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ChannelError(f"cannot read the upstream channels {', '.join(self.upstream)}: {first}",
+                               field="channels.upstream") from None
+        out = []
+        for group in groups:
+            for r in group:
+                rec = json.loads(r.to_json())
+                for key in ("url", "channel"):
+                    rec.pop(key, None)
+                rec.setdefault("fn", str(r.file_name))
+                out.append(rec)
+        return out
 
     def _admits(self, f: ChannelFile, pair: tuple[str, str]) -> bool:
         req = self.required(f)

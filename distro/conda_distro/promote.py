@@ -404,6 +404,8 @@ def _held_for_retests(f: ChannelFile, retests: list[Retest]) -> Held:
     if worst is Verdict.ERROR:
         return Held(f, HoldReason.WAITING, f"infrastructure error re-testing {', '.join(names)}: {these[0].detail}; "
                     "run `conda-distro build --retry-errors`", blocked_by=names)
+    if these[0].is_candidate:  # it waits for a test with the candidates it would go with
+        names = tuple(sorted({c.split("/")[-1].rsplit("-", 2)[0] for r in these for c in r.candidates})) or names
     subject = "a test with the candidates it goes with" if these[0].is_candidate else \
         f"re-tests of {', '.join(names)} (in main)"
     return Held(f, HoldReason.WAITING, f"waits for {subject}: {these[0].detail}; run `conda-distro build "
@@ -425,10 +427,9 @@ def _sets(promote: Sequence[ChannelFile], retests: Sequence[Retest], unmet_edges
         if a in parent and b in parent:
             parent[find(a)] = find(b)
 
-    for r in retests:
-        if r.is_candidate:
-            for c in r.candidates:
-                join(r.dependent.artifact, c)
+    edges = {(r.dependent.artifact, c) for r in retests if r.is_candidate for c in r.candidates}
+    for a, b in edges:
+        join(a, b)
     for a, providers in unmet_edges.items():
         for b in providers:
             join(a, b)

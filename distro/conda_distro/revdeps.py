@@ -165,25 +165,28 @@ def check(inputs: RevdepInputs) -> RevdepReport:
     subjects = [(f, False) for f in newest_in_main(inputs.main) if f.name not in replaced]
     subjects += [(c, True) for c in inputs.candidates]
     for f, is_candidate in subjects:
-        deps = inputs.closure(f.name) & cand_names
-        if not deps:
-            continue
+        closure = inputs.closure(f.name)
+        if not is_candidate and not closure & cand_names:
+            continue  # nothing it depends on changes
         res = inputs.results.get(f.artifact)
         for pair in _pairs_of(f, inputs.required, res):
             if not env.admits(f, pair):
                 continue
-            # the candidates this package's environment would hold at this release × variant
-            with_cands = {n: p for n in sorted(deps) if (p := env.provider(n, pair)) is not None and p.artifact in cand}
-            if not with_cands:
-                continue
-            report.retests.append(_classify(f, is_candidate, pair, with_cands, res, inputs))
+            # what its environment holds after promotion at this release × variant: a dependent in main
+            # must have been re-tested with the candidates among them; a candidate with all of them
+            providers = {n: p for n in sorted(closure) if (p := env.provider(n, pair)) is not None}
+            if not any(p.artifact in cand for p in providers.values()):
+                if not is_candidate or not providers:
+                    continue
+            report.retests.append(_classify(f, is_candidate, pair, providers, res, inputs, set(cand)))
     return report
 
 
-def _classify(f: ChannelFile, is_candidate: bool, pair: tuple[str, str], with_cands: dict[str, ChannelFile],
-              res: ArtifactResults | None, inputs: RevdepInputs) -> Retest:
-    names = tuple(sorted(c.artifact for c in with_cands.values()))
-    want = {n: ident(c) for n, c in with_cands.items()}
+def _classify(f: ChannelFile, is_candidate: bool, pair: tuple[str, str], providers: dict[str, ChannelFile],
+              res: ArtifactResults | None, inputs: RevdepInputs, cand: set[str]) -> Retest:
+    names = tuple(sorted(c.artifact for c in providers.values() if c.artifact in cand))
+    # a dependent in main is compared on the candidates only (the rest of main is what it was tested with)
+    want = {n: ident(c) for n, c in providers.items() if is_candidate or c.artifact in cand}
     runs = res.runs(*pair) if res is not None and res.sha256 == f.sha256 else []
     hit = _latest(runs, lambda t: t.against is not None and all(t.against.get(n) == i for n, i in want.items()))
     base = dict(dependent=f, pytorch=pair[0], variant=pair[1], candidates=names, is_candidate=is_candidate)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
@@ -34,7 +35,7 @@ class ChannelFile:
     depends: tuple[str, ...] = ()
     size: int | None = field(default=None, compare=False)
 
-    @property
+    @cached_property
     def artifact(self) -> str:
         """``<subdir>/<filename>``: the key used by the results store and the ledger."""
         return f"{self.subdir}/{self.filename}"
