@@ -191,6 +191,10 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: tuple[str, str], provide
     hit = _latest(runs, lambda t: t.against is not None and all(t.against.get(n) == i for n, i in want.items()))
     base = dict(dependent=f, pytorch=pair[0], variant=pair[1], candidates=names, is_candidate=is_candidate)
     together = ", ".join(sorted(want.values()))
+    if hit is None and runs and runs[-1].status == "error":  # its last run could not say what it ran with
+        last = runs[-1]
+        return Retest(**base, verdict=Verdict.ERROR, log=last.log,
+                      detail=f"{ident(f)} on pytorch {pair[0]} {pair[1]}: error" + (f" ({last.reason})" if last.reason else ""))
     if hit is None:
         return Retest(**base, verdict=Verdict.MISSING,
                       detail=f"{ident(f)} not yet tested with {together} on pytorch {pair[0]} {pair[1]}")
