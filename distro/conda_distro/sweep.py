@@ -1035,7 +1035,8 @@ def tracking_issue(plan: SweepPlan, result: SweepResult | None = None) -> str:
         lines.append("Pull requests (one per bumped package):")
         for d in bumped:
             branch = prs.get(d.name, {}).get("branch")
-            lines.append(f"- [ ] `{d.name}`: " + (f"branch `{branch}`" if branch else "not committed yet"))
+            lines.append(f"- [ ] `{d.name}`: " + (f"branch `{branch}`" if branch else
+                                                   "planned" if plan.dry_run else "not committed yet"))
         lines.append("")
     ping = [d for d in plan.decisions if d.status in ("failed", "needs-new-version", "not-solvable")]
     if ping:
@@ -1073,8 +1074,8 @@ def next_steps(result: SweepResult) -> list[str]:
     elif result.branch:
         branches = [pr["branch"] for pr in result.pr_bodies.values() if pr.get("branch")]
         if branches:
-            steps.append(f"push the {len(branches)} package branch(es) ({', '.join(branches)}) and open one pull request "
-                         "each with its body from the report (the release-sweep workflow does this)")
+            steps.append(f"push the {len(branches)} package branch(es) (sweep/pytorch-{release}-NAME) and open one pull "
+                         "request each with its body from the report (the release-sweep workflow does this)")
         else:
             steps.append(f"push {result.branch} and open a pull request (only distro.yaml changed)")
         if result.start:
