@@ -950,8 +950,9 @@ def test_sweep_commit_killed_then_rerun_finishes_the_branch(world27: Path, step:
     assert sorted(n for n, p in {p["name"]: p for p in doc["packages"]}.items() if p["status"] == "bumped") == NO_BUILD_BUMPED
     assert [c["sha"] for c in doc["commits"]] == [c.hexsha for c in reversed(list(repo.iter_commits(f"{base}..sweep/pytorch-2.7.0")))]
     assert_complete_sweep_branch(world27, base, before)
-    again = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")  # the branches exist: refused
-    assert again.returncode == 2 and "branch sweep/pytorch-2.7.0 already exists" in again.stderr
+    again = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")  # now truly nothing to do
+    assert again.returncode == 0 and "was swept already: branch sweep/pytorch-2.7.0" in json.loads(again.stdout)["message"]
+    assert_complete_sweep_branch(world27, base, before)
 
 
 def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypatch):

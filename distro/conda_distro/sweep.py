@@ -689,6 +689,10 @@ def _sweep(root: Path, options: SweepOptions, reporter) -> SweepResult:
                 return _commit_left_edits(dist, options, left)
             _refuse_half_made(dist, options.release)
         return SweepResult(plan, message=_noop_message(options.release))
+    if options.commit:
+        done = _already_swept(dist, options.release)
+        if done is not None:
+            return done
     _check_published(dist, options.release)
     if options.build:
         from conda_distro.engine.sandbox import check_sandbox
@@ -828,6 +832,26 @@ def _result_from_dict(doc: dict) -> SweepResult:
     return SweepResult(plan, branch=doc.get("branch"), commits=list(doc.get("commits") or []),
                        pr_bodies=dict(doc.get("pull_requests") or {}), tracking_issue=doc.get("tracking_issue"),
                        report_file=doc.get("report_file"), start=doc.get("start"))
+
+
+def _already_swept(dist: Distribution, release: str) -> SweepResult | None:
+    """A ``--commit`` sweep of ``release`` finished before (its branch is where its report says): the
+    report again, saying so, rather than a refusal because the branch exists."""
+    import git
+
+    saved = _report_path(dist.distro, release)
+    try:
+        doc = json.loads(saved.read_text(encoding="utf-8"))
+        branch, tip = doc.get("branch"), (doc.get("commits") or [{}])[-1].get("sha")
+        repo = git.Repo(dist.root, search_parent_directories=True)
+    except (OSError, ValueError, AttributeError, git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    if not branch or not tip or branch_sha(repo, branch) != tip:
+        return None
+    result = _result_from_dict(doc)
+    result.message = (f"pytorch {release} was swept already: branch {branch} holds its {len(result.commits)} commit(s); "
+                      f"nothing to do (delete the sweep branches to sweep again)")
+    return result
 
 
 def _left_edits(dist: Distribution, release: str) -> UncommittedEdits | None:
