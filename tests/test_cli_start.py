@@ -18,8 +18,10 @@ from conda_distro.cli import main
 # Libraries that take tens to hundreds of ms to import; none is needed to parse arguments or print help.
 HEAVY = ("networkx", "rattler", "rattler_build", "rich", "ruamel", "yaml", "git", "jinja2", "filelock",
          "binstar_client")
-COMMANDS = ["lint", "graph", "sandbox", "promote", "retire", "build", "upload", "solve", "sweep", "verify-channel",
-            "check-pr", "propose", "status", "report", "report unmaintained"]
+# (command groups, `sandbox` and `report`, are listed after the commands)
+COMMANDS = ["lint", "graph", "promote", "retire", "build", "upload", "solve", "sweep", "verify-channel",
+            "check-pr", "propose", "status", "sandbox", "report", "sandbox create", "sandbox publish-release",
+            "report unmaintained"]
 
 
 def _loaded_after(code: str) -> set[str]:
