@@ -254,8 +254,8 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
 
     counts = {s: sum(r.status == s for r in rep.rows) for s in STATUSES}
     parts = [f"{n} {s}" for s, n in counts.items() if n]
-    rep.summary = (f"{len(rep.rows)} package(s): {', '.join(parts) or 'none'}; "
-                   f"changed: {', '.join(f'`{n}`' for n in res.changed) or '(no recipe)'}"
+    rep.summary = ((f"{len(rep.rows)} package(s): {', '.join(parts)}; " if rep.rows else "no recipe to build or test; ")
+                   + f"changed: {', '.join(f'`{n}`' for n in res.changed) or '(no recipe)'}"
                    + (f"; proposals: {', '.join(f'`{n}`' for n in res.changed_proposals)}" if res.changed_proposals else "")
                    + f"; base `{res.base}`")
 
