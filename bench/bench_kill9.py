@@ -19,7 +19,7 @@ same command without interruption, and check:
   in ``build/results`` is for the file that is there, the reference run's artifacts are all built and
   tested, and ``promote --dry-run`` holds nothing because results are "for another build of this file";
 * sweep --commit: the branch sweep/pytorch-2.7.0 is complete (distro.yaml commit, then one per bumped
-  package with the same file contents as the reference run), checked out, clean, no journal left, and
+  package with the same file contents as the reference run), main checked out again, clean, no journal left, and
   the rerun never said "nothing to do" unless the killed run had already finished the sweep.
 
 Prints one line per run and a summary; exit 1 when any invariant is violated (or a rerun fails).
@@ -117,12 +117,12 @@ def make_templates(workdir: Path, *, sandbox: Path | None = None, built: Path | 
             raise SystemExit(f"setup: promote failed ({res.returncode}):\n{res.stderr[-3000:]}")
         (promoted / ready).write_text("")
     if sweep is None:
-        from conda_distro.sandbox.upstream import build_pytorch_standins
+        from conda_distro.sandbox import PublishOptions, publish_release
 
         sweep = workdir / "t-sweep"
         if fresh(sweep):
             copy_world(sandbox, sweep)
-            build_pytorch_standins(sweep / "upstream", [SWEEP_RELEASE])
+            publish_release(PublishOptions(world=sweep, version=SWEEP_RELEASE))
             (sweep / ready).write_text("")
     return Templates(sandbox=sandbox, built=built, promoted=promoted, sweep=sweep)
 
@@ -277,8 +277,8 @@ def _sweep_branch(world: Path) -> dict[str, str]:
 def _sweep_final(world: Path, ref: Reference) -> list[str]:
     bad = []
     head = subprocess.run(["git", "-C", str(world), "symbolic-ref", "--short", "HEAD"], capture_output=True, text=True)
-    if head.stdout.strip() != SWEEP_BRANCH:
-        bad.append(f"HEAD is {head.stdout.strip() or head.stderr.strip()}, not {SWEEP_BRANCH}")
+    if head.stdout.strip() != "main":  # the sweep returns to the branch it started from
+        bad.append(f"HEAD is {head.stdout.strip() or head.stderr.strip()}, not main")
     status = subprocess.run(["git", "-C", str(world), "status", "--porcelain", "--", "recipes", "distro.yaml"],
                             capture_output=True, text=True).stdout
     if status.strip():

@@ -17,8 +17,7 @@ from ruamel.yaml import YAML
 from conda_distro.checkpr import CheckPrResult, suggest_pin, to_markdown
 
 TARGETS = [(r, v) for r in ("2.4.1", "2.5.1", "2.6.0") for v in ("cpu", "cuda")]
-HEADER = "| package | " + " | ".join(f"{r} {v}" for r, v in TARGETS) + " |"
-PASS_ROW = " | ".join(["✅ pass"] * len(TARGETS))
+HEADER = "| package | status | failed on | note |"
 from helpers import run_cli
 
 
@@ -112,7 +111,7 @@ def test_readme_only_change_builds_nothing(sandbox_world: Path, capsys):
 
     code, md = check_pr_markdown(capsys, sandbox_world)
     assert code == 0
-    assert md.startswith("### conda-distro check-pr: ✅ nothing to build\n")
+    assert md.startswith("### ✅ conda-distro check-pr: nothing to build\n")
     assert "changes no recipe, proposal or distro.yaml (compared with `HEAD~1`)" in md
 
 
@@ -149,13 +148,12 @@ def test_new_package_proposal_and_recipe_pass(sandbox_world: Path, capsys):
     code, md = check_pr_markdown(capsys, sandbox_world)  # a second run reuses the build and the results
     assert code == 0
     lines = md.split("\n")
-    assert lines[0] == "### conda-distro check-pr: ✅ ready to merge"
-    assert "Changed: `newpkg`; proposals: `newpkg`" in lines
-    assert "Affected (changed + reverse dependencies): `newpkg`" in lines
+    assert lines[0] == "### ✅ conda-distro check-pr: ready to merge"
+    assert "1 package(s): 1 pass; changed: `newpkg`; proposals: `newpkg`; base `HEAD~1`" in lines
     table = lines.index(HEADER)
-    assert lines[table + 2] == f"| `newpkg` | {PASS_ROW} |"
-    assert "**Lint:**" not in md and "needs-pin-update" not in md
-    assert lines[-2].startswith("**Next:** a maintainer of the changed packages reviews and merges")
+    assert lines[table + 2] == "| `newpkg` (changed) | ✅ pass | – |  |"
+    assert "**Findings:**" not in md and "needs-pin-update" not in md and "@" not in md
+    assert lines[-2].startswith("**Next:** a maintainer of the changed packages (someone) reviews and merges")
 
 
 def test_proposal_without_consent_fails(sandbox_world: Path, capsys):
@@ -171,7 +169,7 @@ def test_proposal_without_consent_fails(sandbox_world: Path, capsys):
 
     code, md = check_pr_markdown(capsys, sandbox_world, "--no-build")
     assert code == 1
-    assert md.startswith("### conda-distro check-pr: ❌ changes needed\n")
+    assert md.startswith("### ❌ conda-distro check-pr: changes needed\n")
     assert f"- ❌ `proposals/newpkg.yaml:{consent_line}` [proposal-consent-missing] maintainer 'someone' has not consented" in md
     assert "Build and tests: not run here (`--no-build`" in md
 
@@ -207,7 +205,8 @@ def test_change_to_chain_root_builds_and_tests_its_dependents(sandbox_world: Pat
     code, md = check_pr_markdown(capsys, sandbox_world)
     assert code == 0
     rows = [line for line in md.split("\n") if line.startswith("| `")]
-    assert rows == [f"| `{n}` | {PASS_ROW} |" for n in ("tensorutils", "layerkit", "trainloop")]
+    assert rows == ["| `tensorutils` (changed) | ✅ pass | – |  |", "| `layerkit` | ✅ pass | – |  |",
+                    "| `trainloop` | ✅ pass | – |  |"]
 
 
 def test_version_bump_asks_dependents_to_update_their_pins(sandbox_world: Path, capsys):
@@ -229,10 +228,15 @@ def test_version_bump_asks_dependents_to_update_their_pins(sandbox_world: Path, 
 
     code, md = check_pr_markdown(capsys, sandbox_world, "--no-build")
     assert code == 1
-    assert md.startswith("### conda-distro check-pr: ❌ changes needed\n")
-    assert ("- `layerkit` (@bkowalski @alice-ml): `tensorutils >=0.3.1,<0.4` does not admit tensorutils 0.4.0; "
-            f"change it to `tensorutils >=0.3.1,<0.5` in `recipes/layerkit/recipe.yaml:{pin_line}`") in md
-    assert "- pytorch 2.6.0 (cuda): `layerkit`" in md
+    assert md.startswith("### ❌ conda-distro check-pr: changes needed\n")
+    assert "| `layerkit` | 📌 needs-pin-update | all 6 | pin `tensorutils >=0.3.1,<0.4` → `tensorutils >=0.3.1,<0.5` |" in md
+    assert (f"- ❌ `recipes/layerkit/recipe.yaml:{pin_line}` `layerkit`: `tensorutils >=0.3.1,<0.4` does not admit "
+            "tensorutils 0.4.0\n  hint: change it to `tensorutils >=0.3.1,<0.5`") in md
+    assert "- ❌ not co-installable on all 6: `layerkit`" in md
+    # the downstream maintainers, each mentioned once, with what they must do
+    assert ("- @bkowalski: `layerkit`: change `tensorutils >=0.3.1,<0.4` to `tensorutils >=0.3.1,<0.5` in "
+            f"`recipes/layerkit/recipe.yaml:{pin_line}`") in md
+    assert md.count("@bkowalski") == 1 and md.count("@alice-ml") == 1
     assert "update the dependents' pins listed above" in md
 
 
@@ -274,8 +278,10 @@ def test_unreadable_recipe_fails_the_gate_and_blocks_its_dependents(sandbox_worl
     assert doc["blocked"] and {b["by"] for b in doc["blocked"]} == {"layerkit"}
     assert doc["builds"] == []
     code, md = check_pr_markdown(capsys, sandbox_world)
-    assert code == 1 and md.startswith("### conda-distro check-pr: ❌ changes needed\n")
+    assert code == 1 and md.startswith("### ❌ conda-distro check-pr: changes needed\n")
     assert f"`{rel}:" in md
+    assert "| `layerkit` (changed) | ❌ fail | – | recipe cannot be read |" in md
+    assert "| `trainloop` | ⛔ blocked | – | waits for `layerkit` (unreadable) |" in md
 
 
 def test_no_build_lints_and_solves_but_builds_nothing(sandbox_world: Path, capsys):
@@ -291,7 +297,7 @@ def test_no_build_lints_and_solves_but_builds_nothing(sandbox_world: Path, capsy
 
     code, md = check_pr_markdown(capsys, sandbox_world, "--no-build")
     assert "Build and tests: not run here (`--no-build`; the sharded build jobs run them)." in md
-    assert "| package |" not in md
+    assert "| `metrickit` (changed) | ➖ n-a | – | not built here (`--no-build`) |" in md
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,17 +319,142 @@ def test_suggest_pin_admits_the_new_version(spec, new, expected):
     assert admits(got.split(" ", 1)[1], new)
 
 
-def test_markdown_lists_failed_tests_with_their_maintainers():
-    res = CheckPrResult(base="origin/main", changed=["hookprofiler"], affected=["hookprofiler"],
-                        maintainers={"hookprofiler": ["ivan-petrov"]}, built=True,
-                        builds=[{"name": "hookprofiler", "status": "built"}],
-                        tests=[{"name": "hookprofiler", "pytorch": p, "variant": "cpu",
-                                "status": "failed" if p == "2.6.0" else "passed",
-                                "reason": "AttributeError: legacy_autograd_hook" if p == "2.6.0" else None}
-                               for p in ("2.4.1", "2.5.1", "2.6.0")])
-    md = to_markdown(res)
+def _failing_hookprofiler(**kw) -> CheckPrResult:
+    """hookprofiler changed, fails on 2.6.0 (cpu and cuda) with the same reason; hookviz, downstream, fails too."""
+    tests = [{"name": n, "pytorch": p, "variant": v, "status": "failed" if p == "2.6.0" else "passed",
+              "reason": "AttributeError: legacy_autograd_hook" if p == "2.6.0" else None,
+              "log": f"/w/build/pr/main/logs/{n}/h_0.{p}-{v}.test.log"}
+             for n in ("hookprofiler", "hookviz") for p in ("2.4.1", "2.5.1", "2.6.0") for v in ("cpu", "cuda")]
+    return CheckPrResult(base="origin/main", changed=["hookprofiler"], affected=["hookprofiler", "hookviz"],
+                         maintainers={"hookprofiler": ["ivan-petrov"], "hookviz": ["viz-owner", "ivan-petrov"]},
+                         built=True, root=Path("/w"), builds=[{"name": "hookprofiler", "status": "built"},
+                                                             {"name": "hookviz", "status": "built"}],
+                         locations={"hookprofiler": {"path": "recipes/hookprofiler/recipe.yaml", "build": 12, "tests": 30},
+                                    "hookviz": {"path": "recipes/hookviz/recipe.yaml", "build": 10, "tests": 25}},
+                         tests=tests, **kw)
+
+
+def test_markdown_groups_failures_links_logs_and_asks_downstream_once():
+    from conda_distro.checkpr import to_text
+
+    res = _failing_hookprofiler()
+    md = to_markdown(res, log_url="https://ci.example/run/7/logs/{path}")
     assert res.exit_code == 1
-    assert md.startswith("### conda-distro check-pr: ❌ changes needed\n")
-    assert "| `hookprofiler` | ✅ pass | ✅ pass | ❌ fail |" in md
-    assert "- `hookprofiler` failed on pytorch 2.6.0 (cpu): AttributeError: legacy_autograd_hook (@ivan-petrov)" in md
+    lines = md.split("\n")
+    assert lines[0] == "### ❌ conda-distro check-pr: changes needed"  # the verdict first
+    assert "2 package(s): 2 fail; changed: `hookprofiler`; base `origin/main`" in lines
+    assert "| `hookprofiler` (changed) | ❌ fail | 2.6.0 cpu/cuda | tests failed |" in lines
+    assert "| `hookviz` | ❌ fail | 2.6.0 cpu/cuda | tests failed |" in lines
+    # one finding per package and reason (not one per release × variant), with file:line, log link and hint
+    findings = [ln for ln in lines if ln.startswith("- ❌ ")]
+    assert findings == [
+        "- ❌ `recipes/hookprofiler/recipe.yaml:30` `hookprofiler` test failed on 2.6.0 cpu/cuda: AttributeError: "
+        "legacy_autograd_hook · [log](https://ci.example/run/7/logs/build/pr/main/logs/hookprofiler/h_0.2.6.0-cpu.test.log) "
+        "(`build/pr/main/logs/hookprofiler/h_0.2.6.0-cpu.test.log`, +1 more)",
+        "- ❌ `recipes/hookviz/recipe.yaml:25` `hookviz` test failed on 2.6.0 cpu/cuda: AttributeError: "
+        "legacy_autograd_hook · [log](https://ci.example/run/7/logs/build/pr/main/logs/hookviz/h_0.2.6.0-cpu.test.log) "
+        "(`build/pr/main/logs/hookviz/h_0.2.6.0-cpu.test.log`, +1 more)"]
+    assert "  hint: reproduce with `conda-distro build hookprofiler --pytorch 2.6.0`" in lines
+    # downstream maintainers: each once, with what to do; the changed package's maintainer is not pinged for it
+    assert md.count("@ivan-petrov") == 1 and md.count("@viz-owner") == 1
+    assert ("- @viz-owner: `hookviz`: fails with this change (2.6.0 cpu/cuda); tell the author whether `hookviz` "
+            "or this PR must change") in lines
     assert "fix the failing builds/tests" in md
+    # without a log URL: the log's path
+    assert "· log `build/pr/main/logs/hookviz/h_0.2.6.0-cpu.test.log` (+1 more)" in to_markdown(res)
+    # --format text: the same content, no markdown
+    text = to_text(res)
+    assert text.startswith("check-pr: changes needed\n")
+    assert not re.search(r"^#|\|---|\*\*|`|\]\(", text, re.M), text
+    assert re.search(r"^  hookviz\s+fail\s+2.6.0 cpu/cuda\s+tests failed$", text, re.M)
+    assert "    log: build/pr/main/logs/hookprofiler/h_0.2.6.0-cpu.test.log (+1 more)" in text
+    assert "@" not in text
+
+
+def test_statuses_cover_pass_fail_pin_blocked_and_na():
+    from conda_distro.checkpr import PinUpdate
+    from conda_distro.prcomment import build_report
+
+    tests = [{"name": n, "pytorch": "2.6.0", "variant": "cpu", "status": st}
+             for n, st in (("a", "passed"), ("b", "failed"), ("c", "failed"), ("d", "blocked"))]
+    res = CheckPrResult(base="main", changed=["a"], affected=["a", "b", "c", "d", "e"], built=True, tests=tests,
+                        builds=[{"name": n, "status": "built"} for n in "abce"]
+                        + [{"name": "d", "status": "blocked", "reason": "dependency b passed no test"}],
+                        needs_pin_update=[PinUpdate("c", "a", "2.0", "a >=1,<2", "a >=1,<3", ["cee"], "recipes/c/recipe.yaml", 9)],
+                        maintainers={"b": ["bee"], "c": ["cee"], "d": ["dee"]})
+    rep = build_report(res)
+    assert [(r.name, r.status, r.failed_on, r.note) for r in rep.rows] == [
+        ("a", "pass", "", ""), ("b", "fail", "2.6.0 cpu", "tests failed"),
+        ("c", "needs-pin-update", "2.6.0 cpu", "pin `a >=1,<2` → `a >=1,<3`"),
+        ("d", "blocked", "2.6.0 cpu", "waits for `b`"), ("e", "n-a", "", "no supported release admitted")]
+    assert [a.handle for a in rep.asks] == ["bee", "cee"]  # blocked and passing packages: nobody to ping
+
+
+@pytest.mark.slow
+def test_markdown_of_a_pr_that_breaks_one_package_fits_one_screen(built_world: Path, capsys):
+    """The issue's bar: a PR that breaks one package, 2 packages × 6 release-variants, in ≤ 40 lines."""
+    edit(built_world, "recipes/layerkit/recipe.yaml", "== [-1.0, 1.0]", "== [-1.0, 2.0]")
+    commit_all(built_world, "layerkit: a test that fails")
+    code, out, _ = run_cli(capsys, "check-pr", "--base", "HEAD~1", "--root", str(built_world), "--format", "markdown",
+                           "--log-url", "https://github.com/o/r/actions/runs/5#artifacts")
+    assert code == 1
+    lines = out.rstrip("\n").split("\n")
+    print(f"check-pr markdown: {len(lines)} lines")
+    assert len(lines) <= 40, out
+    assert lines[0] == "### ❌ conda-distro check-pr: changes needed"
+    assert "| `layerkit` (changed) | ❌ fail | all 6 | tests failed |" in lines
+    assert "| `trainloop` | ⛔ blocked | all 6 | waits for `layerkit` |" in lines
+    [finding] = [ln for ln in lines if ln.startswith("- ❌ ")]
+    line = line_of(built_world / "recipes/layerkit/recipe.yaml", "tests:")
+    assert finding.startswith(f"- ❌ `recipes/layerkit/recipe.yaml:{line}` `layerkit` test failed on all 6: ")
+    assert "AssertionError" in finding and "[log](https://github.com/o/r/actions/runs/5#artifacts) (`build/pr/main/logs/layerkit/" in finding
+    assert finding.endswith(", +5 more)")
+    # text: the same verdict, no markdown
+    code, text, _ = run_cli(capsys, "check-pr", "--base", "HEAD~1", "--root", str(built_world))
+    assert code == 1 and text.startswith("check-pr: changes needed\n") and "|---" not in text and "###" not in text
+
+
+# ---------------------------------------------------------------------------------------------
+# exit 2 still comments
+
+
+def test_licence_typo_in_a_recipe_is_reported_in_the_comment(sandbox_world: Path, capsys):
+    rel = "recipes/tensorutils/recipe.yaml"
+    edit(sandbox_world, rel, "  license: ", "  licence: ")
+    line = line_of(sandbox_world / rel, "licence:")
+    commit_all(sandbox_world, "tensorutils: typo")
+    code, md = check_pr_markdown(capsys, sandbox_world, "--no-build")
+    assert code == 1 and md.startswith("### ❌ conda-distro check-pr: changes needed\n")
+    assert f"- ❌ `{rel}:{line}` [recipe-invalid] rattler-build cannot read the recipe: invalid value for 'about': " \
+           "unknown field 'licence'" in md
+
+
+def test_licence_typo_in_a_proposal_exits_2_with_a_comment(sandbox_world: Path, capsys):
+    propose_newpkg(sandbox_world, capsys, consent=True)
+    edit(sandbox_world, "proposals/newpkg.yaml", "\nlicense: ", "\nlicence: ")
+    line = line_of(sandbox_world / "proposals/newpkg.yaml", "licence:")
+    commit_all(sandbox_world, "typo")
+    code, md = check_pr_markdown(capsys, sandbox_world, "--no-build")
+    assert code == 2
+    assert md.startswith(f"### 🛑 conda-distro check-pr: cannot read `proposals/newpkg.yaml:{line}`: unknown key 'licence'")
+    assert "**Next:** fix it and push again: nothing was built or tested." in md
+
+
+@pytest.mark.parametrize("case", ["distro.yaml key", "unknown base"])
+def test_every_exit_2_prints_a_comment(sandbox_world: Path, capsys, case):
+    base = "HEAD~1"
+    if case == "distro.yaml key":
+        edit(sandbox_world, "distro.yaml", "platforms:", "platfroms:")
+        commit_all(sandbox_world, "typo")
+    else:
+        base = "no-such-ref"
+    code, out, err = run_cli(capsys, "check-pr", "--base", base, "--root", str(sandbox_world), "--format", "markdown")
+    assert code == 2 and "error:" in err
+    assert out.startswith("### 🛑 conda-distro check-pr: ")
+    if case == "distro.yaml key":
+        assert out.startswith("### 🛑 conda-distro check-pr: cannot read `distro.yaml:")
+        assert "platfroms" in out and "**What to do:** did you mean 'platforms'?" in out
+    else:
+        assert out.startswith("### 🛑 conda-distro check-pr: bad input: --base: unknown git reference 'no-such-ref'")
+    code, out, _ = run_cli(capsys, "check-pr", "--base", base, "--root", str(sandbox_world), "--format", "json")
+    assert code == 2 and out == ""  # JSON and text: stderr only, as every command

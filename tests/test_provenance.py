@@ -9,6 +9,7 @@ The end-to-end tests are the issue's repro on the sandbox world with real builds
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import git
@@ -94,7 +95,8 @@ def test_check_pr_on_a_branch_never_reaches_what_main_promotes(built_world: Path
     assert (snapshot(world / STAGING), snapshot(world / RESULTS)) == shared
     code, out, _ = run_cli_at(capsys, world, "check-pr", "--base", "main", "--format", "markdown")  # all reused
     assert code == 1 and f"Builds, results and logs of this PR: `build/pr/{BRANCH}/`" in out
-    assert f"locally under `build/pr/{BRANCH}/logs/`" in out
+    assert re.search(rf"^- ❌ `recipes/layerkit/recipe.yaml:\d+` `layerkit` test failed on .* · log `build/pr/{BRANCH}/logs/layerkit/",
+                     out, re.M), out
     assert (snapshot(world / STAGING), snapshot(world / RESULTS)) == shared
 
     # back on main, after an unrelated merge: promote promotes main's builds

@@ -317,7 +317,9 @@ def test_every_command_reports_an_unreadable_recipe_and_carries_on(sandbox_world
 
 def test_sweep_dry_run_carries_on_with_an_unreadable_recipe(sandbox_world: Path, capsys):
     _broken_world(sandbox_world)
-    code, out, err = run_cli(capsys, "sweep", "--pytorch", "2.7.0", "--dry-run", "--no-build",
+    cfg = sandbox_world / "distro.yaml"  # 2.6.0 is published upstream: the dry run sweeps it as if it were new
+    cfg.write_text(cfg.read_text().replace('releases: ["2.4.1", "2.5.1", "2.6.0"]', 'releases: ["2.4.1", "2.5.1"]'))
+    code, out, err = run_cli(capsys, "sweep", "--pytorch", "2.6.0", "--dry-run", "--no-build",
                              "--root", str(sandbox_world), "--format", "json")
     assert code in (0, 1), err
     doc = json.loads(out)

@@ -433,3 +433,63 @@ def test_recipe_behaviour_against_a_release(world, tmp_path, name, release, pass
                       tool_config=native_tool_config(test_strategy="skip"))
     results = run_tests(built.packages[0], channels=[pin, staging, world.upstream])
     assert all(r.success for r in results) is passes, [line for r in results for line in r.output][-5:]
+
+
+# ---------------------------------------------------------------------------------------------
+# `conda-distro sandbox publish-release DIR VERSION`: the sandbox's "PyTorch X.Y.Z is out"
+
+
+@pytest.mark.slow
+def test_cli_publish_release_adds_a_stand_in_and_the_sweep_accepts_it(sandbox_world: Path, capsys):
+    from helpers import run_cli
+
+    before = set(pytorch_packages(sandbox_world / "upstream"))
+    code, out, err = run_cli(capsys, "sandbox", "publish-release", str(sandbox_world), "2.7.0", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["ok"] is True and doc["version"] == "2.7.0"
+    assert sorted(a.split("/")[1].split("-")[2].split("_")[0] for a in doc["added"]) == ["cpu", "cuda128"]
+    assert set(pytorch_packages(sandbox_world / "upstream")) == before | {("2.7.0", "cpu"), ("2.7.0", "cuda")}
+    # the release is now "published upstream": the sweep's dry run accepts it
+    code, out, err = run_cli(capsys, "sweep", "--pytorch", "2.7.0", "--dry-run", "--root", str(sandbox_world))
+    assert code == 0, err
+    assert out.startswith("dry run: nothing edited, built or committed")
+    # publishing it again is refused, nothing written
+    listing = sorted(p.name for p in (sandbox_world / "upstream" / "linux-64").iterdir())
+    code, out, err = run_cli(capsys, "sandbox", "publish-release", str(sandbox_world), "2.7.0")
+    assert code == 2 and out == "" and "pytorch 2.7.0 (cpu, cuda) is already published" in err and "hint:" in err
+    assert sorted(p.name for p in (sandbox_world / "upstream" / "linux-64").iterdir()) == listing
+
+
+@pytest.mark.parametrize("case", ["not a world", "bad version", "missing folder"])
+def test_cli_publish_release_refuses_bad_input(tmp_path: Path, capsys, case, sandbox_world: Path):
+    from helpers import run_cli
+
+    target, version = sandbox_world, "2.7.0"
+    if case == "not a world":
+        target = tmp_path / "plain"
+        target.mkdir()
+        (target / "README.md").write_text("just a folder\n")
+    elif case == "bad version":
+        version = "2.7"
+    else:
+        target = tmp_path / "nowhere"
+    listing = sorted(p.name for p in (sandbox_world / "upstream" / "linux-64").iterdir())
+    code, out, err = run_cli(capsys, "sandbox", "publish-release", str(target), version)
+    assert code == 2 and out == ""
+    if case == "bad version":
+        assert "field 'VERSION'" in err and "'2.7' is not a release version" in err
+    else:
+        assert "not a sandbox world" in err and "conda-distro sandbox DIR" in err
+    assert sorted(p.name for p in (sandbox_world / "upstream" / "linux-64").iterdir()) == listing
+    if case == "not a world":
+        assert sorted(p.name for p in target.iterdir()) == ["README.md"]
+
+
+def test_sandbox_dir_still_creates_a_world_and_lists_publish_release(capsys):
+    from helpers import run_cli
+
+    code, out, _ = run_cli(capsys, "sandbox", "--help")
+    assert code == 0 and "publish-release" in out and "create" in out
+    code, out, _ = run_cli(capsys, "sandbox", "publish-release", "--help")
+    assert code == 0 and "DIR" in out and "VERSION" in out

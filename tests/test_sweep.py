@@ -119,6 +119,11 @@ def releases_of(world: Path) -> list[str]:
     return list(load_config(world).config.pytorch.releases)
 
 
+def load_config_text(text: str) -> list[str]:
+    """pytorch.releases of a distro.yaml text."""
+    return [str(r) for r in yaml.safe_load(text)["pytorch"]["releases"]]
+
+
 def add_recipe(world: Path, name: str, text: str) -> None:
     folder = world / "recipes" / name
     (folder / "src" / name).mkdir(parents=True)
@@ -135,7 +140,7 @@ def commit_all(world: Path, message: str) -> None:
 
 def published_world(tmp_path_factory: pytest.TempPathFactory, sandbox_template: Path, release: str) -> Path:
     """A sandbox world whose upstream also holds stand-in ``release`` (built once per test run)."""
-    from conda_distro.sandbox.upstream import build_pytorch_standins
+    from conda_distro.sandbox import PublishOptions, publish_release
 
     shared = _shared(tmp_path_factory)
     path = shared / f"sweep-world-{release}"
@@ -143,7 +148,7 @@ def published_world(tmp_path_factory: pytest.TempPathFactory, sandbox_template: 
         if not (path / ".published").is_file():
             shutil.rmtree(path, ignore_errors=True)
             copy_world(sandbox_template, path)
-            build_pytorch_standins(path / "upstream", [release])
+            publish_release(PublishOptions(world=path, version=release))
             (path / ".git" / "info" / "exclude").write_text(".published\n")
             (path / ".published").write_text(release)
     return path
@@ -207,22 +212,26 @@ def test_sweep_new_minor_release_commits_one_package_per_commit(world27: Path, c
     assert pkgs["hookviz"]["pytorch_dependency"] == "indirect" and pkgs["hookviz"]["old_pin"] is None
     assert "needs the upstream release made for pytorch 2.7" in pkgs["visionkit"]["reason"]
 
+    # the sweep returned to the branch it started from: the work tree is as it was, the edits are on the branch
+    assert repo.active_branch.name == "main" and doc["start"] == "main"
+    assert tracked_state(world27) == before and not repo.is_dirty()
+    on_branch = lambda rel: repo.git.show(f"sweep/pytorch-2.7.0:{rel}") + "\n"  # noqa: E731
     # files: distro.yaml lists the release, only its releases line changed
-    assert releases_of(world27) == ["2.4.1", "2.5.1", "2.6.0", "2.7.0"]
-    [(_, old, new)] = changed_lines(before["distro.yaml"], (world27 / "distro.yaml").read_text())
+    assert load_config_text(on_branch("distro.yaml")) == ["2.4.1", "2.5.1", "2.6.0", "2.7.0"]
+    [(_, old, new)] = changed_lines(before["distro.yaml"], on_branch("distro.yaml"))
     assert old == '  releases: ["2.4.1", "2.5.1", "2.6.0"]   # oldest first; each has a cpu and a cuda stand-in upstream'
     assert new == '  releases: ["2.4.1", "2.5.1", "2.6.0", "2.7.0"]   # oldest first; each has a cpu and a cuda stand-in upstream'
     for name in BUMPED:  # exactly the pin line and the build-number line
         rel = f"recipes/{name}/recipe.yaml"
-        diff = changed_lines(before[rel], (world27 / rel).read_text())
+        diff = changed_lines(before[rel], on_branch(rel))
         assert [(o, n) for _, o, n in diff] == [("  number: 0", "  number: 1"),
                                                 ("    - pytorch >=2.4,<2.7", "    - pytorch >=2.4,<2.8")], name
     for name in ("hookprofiler", "fastquant", "quantserve", "visionkit", "hookviz"):  # reverted / never edited
         rel = f"recipes/{name}/recipe.yaml"
-        assert (world27 / rel).read_text() == before[rel], name
+        assert on_branch(rel) == before[rel], name
 
     # git: branch sweep/pytorch-2.7.0, one commit for distro.yaml, then one per bumped package
-    assert repo.active_branch.name == "sweep/pytorch-2.7.0" and doc["branch"] == "sweep/pytorch-2.7.0"
+    assert doc["branch"] == "sweep/pytorch-2.7.0"
     commits = list(reversed(list(repo.iter_commits(f"{base.hexsha}..sweep/pytorch-2.7.0"))))
     assert [c.hexsha for c in commits] == [c["sha"] for c in doc["commits"]]
     assert commits[0].parents[0] == base
@@ -235,9 +244,17 @@ def test_sweep_new_minor_release_commits_one_package_per_commit(world27: Path, c
         assert c.stats.files[f"recipes/{name}/recipe.yaml"]["lines"] == 4  # 2 lines out, 2 in
         assert c.message.startswith(f"{name}: admit pytorch 2.7 (pytorch >=2.4,<2.7 -> pytorch >=2.4,<2.8, build 1)")
         assert c.author.name == "conda-distro bot"
-    assert not repo.is_dirty(path="recipes") and not repo.is_dirty(path="distro.yaml")
     assert repo.git.show(f"{commits[-1].hexsha}:recipes/hookprofiler/recipe.yaml") + "\n" == \
         before["recipes/hookprofiler/recipe.yaml"]
+    # one branch per bumped package (one pull request each): the release commit, then that package's commit
+    for name in BUMPED:
+        pr = doc["pull_requests"][name]
+        assert pr["branch"] == f"sweep/pytorch-2.7.0-{name}"
+        c = repo.commit(pr["branch"])
+        assert c.hexsha == pr["sha"] and c.parents[0] == commits[0] and list(c.stats.files) == [f"recipes/{name}/recipe.yaml"]
+        assert repo.git.show(f"{pr['branch']}:recipes/{name}/recipe.yaml") + "\n" == on_branch(f"recipes/{name}/recipe.yaml")
+    assert doc["summary"] == {"bumped": 7, "needs-new-version": 1, "failed": 2, "awaiting-parents": 2}
+    assert any("back on main" in step for step in doc["next_steps"])
 
     # reports: one PR body per bumped package mentioning its maintainers; the tracking issue lists all
     assert set(doc["pull_requests"]) == BUMPED
@@ -249,8 +266,13 @@ def test_sweep_new_minor_release_commits_one_package_per_commit(world27: Path, c
     issue = doc["tracking_issue"]
     for name, st in status.items():
         assert re.search(rf"^\| {name} \| {st} \|", issue, re.M), name
-    assert re.search(r"^\| hookprofiler \| failed \| .*reverted.* \| @ivan-petrov \|", issue, re.M)
-    assert re.search(r"^\| visionkit \| needs-new-version \| .* \| @hwang-cv @conda-distro/core \|", issue, re.M)
+    assert re.search(r"^\| hookprofiler \| failed \| .*reverted.* \| ivan-petrov \|", issue, re.M)
+    # a checklist of the per-package pull requests, and the maintainers to ping, each once
+    for name in BUMPED:
+        assert f"- [ ] `{name}`: branch `sweep/pytorch-2.7.0-{name}`" in issue
+    assert "- [ ] `visionkit` (needs-new-version): @hwang-cv @conda-distro/core: publish the release" in issue
+    assert "- [ ] `hookprofiler` (failed): @ivan-petrov: fix the package" in issue
+    assert issue.count("@ivan-petrov") == 1 and "**Summary:** 7 bumped, 1 needs-new-version, 2 failed, 2 awaiting-parents." in issue
     assert "legacy_autograd_hook" in issue  # the failing log excerpt
     # the document is kept for `report unmaintained` (open statuses are evidence)
     assert doc["report_file"] == "build/sweep/pytorch-2.7.0.json"
@@ -260,9 +282,9 @@ def test_sweep_new_minor_release_commits_one_package_per_commit(world27: Path, c
 
 @pytest.mark.slow
 def test_sweep_bugfix_release_changes_no_recipe(sandbox_world: Path, capsys):
-    from conda_distro.sandbox.upstream import build_pytorch_standins
+    from conda_distro.sandbox import PublishOptions, publish_release
 
-    build_pytorch_standins(sandbox_world / "upstream", ["2.6.1"])
+    publish_release(PublishOptions(world=sandbox_world, version="2.6.1"))
     repo = git.Repo(sandbox_world)
     base = repo.head.commit
     before = tracked_state(sandbox_world)
@@ -273,10 +295,10 @@ def test_sweep_bugfix_release_changes_no_recipe(sandbox_world: Path, capsys):
     assert {p["name"]: p["status"] for p in doc["packages"]} == {n: "unchanged" for n in PYTORCH_DEPENDENT}
     assert all(p["old_pin"] == p["new_pin"] and p["old_build"] == p["new_build"] for p in doc["packages"])
     assert "a bugfix release changes nothing" in next(p for p in doc["packages"] if p["name"] == "visionkit")["reason"]
-    after = tracked_state(sandbox_world)
-    assert {k: v for k, v in after.items() if k != "distro.yaml"} == {k: v for k, v in before.items() if k != "distro.yaml"}
-    assert releases_of(sandbox_world) == ["2.4.1", "2.5.1", "2.6.0", "2.6.1"]
-    assert len(changed_lines(before["distro.yaml"], after["distro.yaml"])) == 1
+    assert tracked_state(sandbox_world) == before and repo.active_branch.name == "main"  # back where it started
+    branch_distro = repo.git.show("sweep/pytorch-2.6.1:distro.yaml") + "\n"
+    assert load_config_text(branch_distro) == ["2.4.1", "2.5.1", "2.6.0", "2.6.1"]
+    assert len(changed_lines(before["distro.yaml"], branch_distro)) == 1
     assert not (sandbox_world / "build" / "channels").exists()  # nothing needed a build
     assert sorted(p.name for p in (sandbox_world / "build").iterdir()) == ["locks", "sweep"]  # the repository's lock
     assert [p.name for p in (sandbox_world / "build" / "sweep").iterdir()] == ["pytorch-2.6.1.json"]  # no journal left
@@ -365,7 +387,34 @@ def test_unpublished_release_is_refused(sandbox_world: Path, capsys):
     assert tracked_state(sandbox_world) == before
 
 
-def test_dry_run_prints_the_plan_and_writes_nothing(sandbox_world: Path, capsys):
+def test_dry_run_refuses_an_unpublished_release(sandbox_world: Path, capsys):
+    before = tracked_state(sandbox_world)
+    code, out, err = sweep(capsys, sandbox_world, "--pytorch", "2.8.0", "--dry-run")
+    assert code == 2 and out == ""
+    assert "pytorch 2.8.0 is not in the upstream channels" in err and "sweep once the release is published" in err
+    assert tracked_state(sandbox_world) == before and not (sandbox_world / "build").exists()
+
+
+def test_dry_run_reports_as_a_run_would_marked_dry(world27: Path, capsys):
+    before = tracked_state(world27)
+    code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--dry-run")
+    assert code == 0 and doc["dry_run"] is True
+    assert not any(p["applied"] for p in doc["packages"])  # nothing was edited
+    assert doc["summary"] == {"bumped": 10, "needs-new-version": 1}
+    assert set(doc["pull_requests"]) == set(NO_BUILD_BUMPED)
+    assert doc["next_steps"][0].startswith("run `conda-distro sweep --pytorch 2.7.0` to edit, build and test")
+    code, md, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--dry-run", "--format", "markdown")
+    assert code == 0
+    assert md.startswith("# PyTorch 2.7.0 release sweep (dry run)\n\n> **Dry run**: the plan only;")
+    assert "- [ ] `tensorutils`: planned" in md and "| tensorutils | bumped | `pytorch >=2.4,<2.7` → `pytorch >=2.4,<2.8` |" in md
+    assert md.count("## PR: ") == 10 and md.count("> **Dry run**: the planned edit") == 10
+    assert "- [ ] `visionkit` (needs-new-version): @hwang-cv @conda-distro/core:" in md
+    assert len(md.splitlines()) > 20  # the whole report, not one line
+    assert tracked_state(world27) == before and not (world27 / "build").exists()
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(world27: Path, capsys):
+    sandbox_world = world27
     before = tracked_state(sandbox_world)
     code, out, _ = sweep(capsys, sandbox_world, "--pytorch", "2.7.0", "--dry-run", "--commit")
     assert code == 0
@@ -853,20 +902,22 @@ NO_BUILD_BUMPED = sorted(PYTORCH_DEPENDENT - {"visionkit"})
 
 
 def assert_complete_sweep_branch(world: Path, base: str, before: dict[str, str]) -> None:
-    """The branch of a ``--no-build --commit`` sweep of 2.7.0, complete: checked out, clean, one commit
-    for distro.yaml then one per bumped package, each holding exactly the edited file."""
+    """The branch of a ``--no-build --commit`` sweep of 2.7.0, complete: one commit for distro.yaml then
+    one per bumped package, each holding exactly the edited file, a branch per bumped package; the sweep
+    is back on main with the work tree as it was before."""
     repo = git.Repo(world)
-    assert repo.active_branch.name == "sweep/pytorch-2.7.0"
-    assert not repo.is_dirty(path="recipes") and not repo.is_dirty(path="distro.yaml") and not repo.is_dirty()
+    assert repo.active_branch.name == "main"
+    assert not repo.is_dirty() and tracked_state(world) == before
     commits = list(reversed(list(repo.iter_commits(f"{base}..sweep/pytorch-2.7.0"))))
     assert len(commits) == 1 + len(NO_BUILD_BUMPED)
     assert commits[0].parents[0].hexsha == base and list(commits[0].stats.files) == ["distro.yaml"]
     assert sorted(next(iter(c.stats.files)).split("/")[1] for c in commits[1:]) == NO_BUILD_BUMPED
     for c in commits[1:]:
         (path,) = c.stats.files
-        assert c.stats.files[path]["lines"] == 4 and (world / path).read_text() != before[path]
-        assert repo.git.show(f"{c.hexsha}:{path}") + "\n" == (world / path).read_text()
-    assert releases_of(world) == ["2.4.1", "2.5.1", "2.6.0", "2.7.0"]
+        assert c.stats.files[path]["lines"] == 4 and repo.git.show(f"{c.hexsha}:{path}") + "\n" != before[path]
+        package = path.split("/")[1]
+        assert repo.commit(f"sweep/pytorch-2.7.0-{package}").tree[path].hexsha == c.tree[path].hexsha
+    assert load_config_text(repo.git.show("sweep/pytorch-2.7.0:distro.yaml")) == ["2.4.1", "2.5.1", "2.6.0", "2.7.0"]
     assert not list((world / "build" / "sweep").glob("*.journal.json"))
     assert json.loads((world / "build" / "sweep" / "pytorch-2.7.0.json").read_text())["branch"] == "sweep/pytorch-2.7.0"
 
@@ -900,7 +951,8 @@ def test_sweep_commit_killed_then_rerun_finishes_the_branch(world27: Path, step:
     assert [c["sha"] for c in doc["commits"]] == [c.hexsha for c in reversed(list(repo.iter_commits(f"{base}..sweep/pytorch-2.7.0")))]
     assert_complete_sweep_branch(world27, base, before)
     again = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")  # now truly nothing to do
-    assert again.returncode == 0 and json.loads(again.stdout)["noop"] is True
+    assert again.returncode == 0 and "was swept already: branch sweep/pytorch-2.7.0" in json.loads(again.stdout)["message"]
+    assert_complete_sweep_branch(world27, base, before)
 
 
 def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypatch):
@@ -921,6 +973,7 @@ def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypat
         sweep_mod.run_sweep(world27, sweep_mod.SweepOptions(release="2.7.0", commit=True, build=False))
     monkeypatch.setattr(sweep_mod, "publish_branch", gitutil.publish_branch)
     assert repo.active_branch.name == "main" and "sweep/pytorch-2.7.0" in [h.name for h in repo.heads]
+    assert "sweep/pytorch-2.7.0-layerkit" not in [h.name for h in repo.heads]
 
     res = sweep_mod.run_sweep(world27, sweep_mod.SweepOptions(release="2.7.0", commit=True, build=False))
 
@@ -947,9 +1000,45 @@ def test_half_made_branch_without_journal_is_not_nothing_to_do(world27: Path, ca
     assert tracked_state(world27) == before
 
 
-def test_uncommitted_release_without_journal_is_not_nothing_to_do(world27: Path, capsys):
+def test_commit_after_a_run_without_commit_commits_what_it_left(world27: Path, capsys):
+    """The issue's repro: `sweep` then `sweep --commit` answered "already a supported release: nothing to
+    do", made no branch and left the tree dirty. Now the second run commits the first run's edits."""
+    repo = git.Repo(world27)
+    base = repo.head.commit.hexsha
+    before = tracked_state(world27)
+    code, first = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")
+    assert code == 0 and first["branch"] is None and repo.is_dirty()
+    assert any("--commit` commits them" in step for step in first["next_steps"])
+
+    code, out, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+
+    assert code == 0, err
+    assert "nothing to do" not in out
+    assert "committed the edits of the earlier sweep of pytorch 2.7.0: branch sweep/pytorch-2.7.0" in out
+    assert "back on main (the sweep's edits are on the branches)" in out
+    assert re.search(r"^summary: 10 bumped, 1 needs-new-version$", out, re.M)
+    assert_complete_sweep_branch(world27, base, before)
+    saved = json.loads((world27 / "build/sweep/pytorch-2.7.0.json").read_text())
+    assert saved["branch"] == "sweep/pytorch-2.7.0" and len(saved["commits"]) == 1 + len(NO_BUILD_BUMPED)
+    assert not (world27 / "build/sweep/pytorch-2.7.0.uncommitted.json").exists()
+
+
+def test_commit_after_a_run_without_commit_refuses_files_changed_since(world27: Path, capsys):
     code, _ = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")
     assert code == 0
+    path = world27 / "recipes" / "layerkit" / "recipe.yaml"
+    path.write_text(path.read_text() + "# a hand edit\n")
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+    assert code == 2 and "recipes/layerkit/recipe.yaml changed after the sweep of pytorch 2.7.0 edited it" in err
+    assert tracked_state(world27) == before and [h.name for h in git.Repo(world27).heads] == ["main"]
+
+
+def test_uncommitted_release_without_any_record_is_not_nothing_to_do(world27: Path, capsys):
+    """An older sweep's edits, with no record of them: exit 2 with what to do (not "nothing to do")."""
+    code, _ = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")
+    assert code == 0
+    (world27 / "build/sweep/pytorch-2.7.0.uncommitted.json").unlink()
     before = tracked_state(world27)
     code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
     assert code == 2 and "the checked-out commit does not" in err and "git checkout -- distro.yaml recipes" in err

@@ -67,6 +67,9 @@ class CheckPrResult:
     excluded: dict = field(default_factory=dict)  # unreadable recipes and their dependents
     nothing_buildable: bool = False
     built: bool = False
+    # name -> {"path": recipe file, "build": line, "tests": line}: where a build or test failure points
+    locations: dict[str, dict] = field(default_factory=dict)
+    root: Path | None = None  # the distribution's folder (logs are shown relative to it)
 
     @property
     def ok(self) -> bool:
@@ -133,7 +136,7 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
     from conda_distro.proposal import has_fatal, lint_proposals, proposal_names
 
     dist = load_distribution(root, strict=False)
-    res = CheckPrResult(base=options.base)
+    res = CheckPrResult(base=options.base, root=dist.root)
     res.changed_files = changed_files(dist.root, options.base, flag="--base")
     buildable = [f for f in res.changed_files if f.startswith(BUILDABLE_PREFIXES) or f in BUILDABLE_FILES]
     if not buildable:
@@ -157,6 +160,9 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
     graph = RecipeGraph.from_recipes(dist.recipes)
     res.affected = graph.order() if config_changed else graph.affected(present)
     res.maintainers = {n: list(dist.recipes[n].maintainers) for n in res.affected}
+    res.locations = {n: {"path": dist.recipes[n].path.relative_to(dist.root).as_posix(),
+                         "build": dist.recipes[n].lines.get("build"), "tests": dist.recipes[n].lines.get("tests")}
+                     for n in res.affected}
     res.needs_pin_update = pin_updates(dist, graph, present)
     from conda_distro.solve import solve_distribution
 
@@ -175,88 +181,16 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
 
 
 # ---------------------------------------------------------------------------------------------
-# the PR comment
+# the PR comment: conda_distro.prcomment
 
 
-ICON = {"passed": "✅ pass", "failed": "❌ fail", "blocked": "⛔ blocked"}
+def to_markdown(res: CheckPrResult, log_url: str | None = None, root: Path | None = None) -> str:
+    from conda_distro.prcomment import LogLinks, build_report
+
+    return build_report(res, LogLinks(log_url, root or res.root)).markdown()
 
 
-def to_markdown(res: CheckPrResult) -> str:
-    if res.nothing_buildable:
-        return ("### conda-distro check-pr: ✅ nothing to build\n\n"
-                f"This PR changes no recipe, proposal or distro.yaml (compared with `{res.base}`); "
-                "no build or test is needed.\n")
-    verdict = "✅ ready to merge" if res.ok else ("🛑 malformed input" if res.malformed else "❌ changes needed")
-    lines = [f"### conda-distro check-pr: {verdict}", "",
-             f"Changed: {', '.join(f'`{n}`' for n in res.changed) or '(no recipe)'}"
-             + (f"; proposals: {', '.join(f'`{n}`' for n in res.changed_proposals)}" if res.changed_proposals else ""),
-             f"Affected (changed + reverse dependencies): {', '.join(f'`{n}`' for n in res.affected) or '(none)'}", ""]
-    if res.tests or res.builds:
-        targets = sorted({(t["pytorch"], t["variant"]) for t in res.tests}, key=lambda t: (tuple(int(x) for x in t[0].split(".")), t[1]))
-        lines += ["| package | " + " | ".join(f"{r} {v}" for r, v in targets) + " |",
-                  "|---|" + "---|" * len(targets)]
-        cells: dict[tuple[str, str, str], str] = {}
-        for t in res.tests:
-            key = (t["name"], t["pytorch"], t["variant"])
-            if cells.get(key) != "failed":
-                cells[key] = t["status"]
-        for name in res.affected:
-            row = [ICON.get(cells.get((name, r, v), ""), "–") for r, v in targets]
-            lines.append(f"| `{name}` | " + " | ".join(row) + " |")
-        failed_builds = [b for b in res.builds if b["status"] in ("failed", "blocked")]
-        failed_tests = [t for t in res.tests if t["status"] == "failed"]
-        if failed_builds or failed_tests:
-            lines.append("")
-        for b in failed_builds:
-            lines.append(f"- build of `{b['name']}` {b['status']}" + (f": {b.get('reason')}" if b.get("reason") else ""))
-        for t in failed_tests:
-            who = " ".join(f"@{m}" for m in res.maintainers.get(t["name"], []))
-            lines.append(f"- `{t['name']}` failed on pytorch {t['pytorch']} ({t['variant']})"
-                         + (f": {t['reason']}" if t.get("reason") else "") + (f" ({who})" if who else ""))
-        lines.append("")
-    elif not res.built and res.affected:
-        lines += ["Build and tests: not run here (`--no-build`; the sharded build jobs run them).", ""]
-    bad_solves = [s for s in res.solve if not s["ok"]]
-    if bad_solves:
-        lines.append("**Not co-installable:**")
-        for s in bad_solves:
-            culprits = ", ".join(f"`{c}`" for c in s["conflicting"]) or "the distribution"
-            lines.append(f"- pytorch {s['pytorch']} ({s['variant']}): {culprits}")
-        lines += ["", "<details><summary>solver explanation</summary>", "", "```",
-                  (bad_solves[0]["conflict"] or "").strip(), "```", "</details>", ""]
-    findings = res.lint + res.proposals
-    if findings:
-        lines.append("**Lint:**")
-        for f in findings:
-            loc = f"{f.path}:{f.line}" if f.line else f.path
-            lines.append(f"- {'❌' if f.severity == 'error' else '⚠️'} `{loc}` [{f.check}] {f.message}")
-        lines.append("")
-    if res.needs_pin_update:
-        lines.append("**Downstream pins to update (needs-pin-update):**")
-        for p in res.needs_pin_update:
-            who = " ".join(f"@{m}" for m in p.maintainers) or "(no maintainers)"
-            lines.append(f"- `{p.name}` ({who}): `{p.pin}` does not admit {p.dependency} {p.new_version}; "
-                         f"change it to `{p.suggested}` in `{p.path}:{p.line}`")
-        lines.append("")
-    if res.scope and res.built:
-        lines += [f"Builds, results and logs of this PR: `{res.scope}/` (a staging channel of its own; "
-                  "nothing here is promoted).", ""]
-    lines.append("**Next:** " + _next_step(res))
-    return "\n".join(lines) + "\n"
+def to_text(res: CheckPrResult, log_url: str | None = None, root: Path | None = None) -> str:
+    from conda_distro.prcomment import LogLinks, build_report
 
-
-def _next_step(res: CheckPrResult) -> str:
-    if res.ok:
-        return "a maintainer of the changed packages reviews and merges; promotion to the main channel follows on main."
-    steps = []
-    if any(f.severity == "error" for f in res.lint + res.proposals):
-        steps.append("fix the lint errors (`conda-distro lint --fix` fixes the simple ones)")
-    if any(t["status"] == "failed" for t in res.tests) or any(b["status"] == "failed" for b in res.builds):
-        where = f"; locally under `{res.scope}/logs/`" if res.scope else ""
-        steps.append(f"fix the failing builds/tests (logs are in the job's artifacts{where}; "
-                     "reproduce with `conda-distro build NAME`)")
-    if any(not s["ok"] for s in res.solve):
-        steps.append("make the pins co-installable (`conda-distro solve` explains the conflict)")
-    if res.needs_pin_update:
-        steps.append("update the dependents' pins listed above (their maintainers are mentioned)")
-    return "; ".join(steps) + "." if steps else "see the details above."
+    return build_report(res, LogLinks(log_url, root or res.root)).text()

@@ -27,13 +27,13 @@ from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT, REPOSITORY_LOCK,
 from conda_distro.config import DISTRO_FILE, Distro, load_config
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.errors import DistroError, GitError, UsageError
-from conda_distro.gitutil import commit_chain, publish_branch
+from conda_distro.gitutil import branch_sha, commit_chain, publish_branch
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import depends_on, own_names, pytorch_pins
 from conda_distro.recipe import Recipe, parse_recipe
 from conda_distro.specs import (SpecEditError, admits, build_outside_brackets, minor_of, next_minor_bound, split_spec, widen_spec,
                                 widen_version)
-from conda_distro.sweepstate import SweepJournal, find_journal, journal_path, roll_back
+from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
 from conda_distro.yamlio import LDict, LList, atomic_write_text, dump_roundtrip, load_fast, load_roundtrip
 
 RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")
@@ -84,12 +84,14 @@ class SweepPlan:
     release: str
     decisions: list[Decision]
     noop: bool = False  # the release is already supported
+    dry_run: bool = False  # only planned: nothing is edited, so nothing is applied
 
     def get(self, name: str) -> Decision:
         return next(d for d in self.decisions if d.name == name)
 
     def to_dict(self) -> dict:
-        return {"release": self.release, "noop": self.noop, "packages": [d.to_dict() for d in self.decisions]}
+        return {"release": self.release, "noop": self.noop, "dry_run": self.dry_run,
+                "packages": [{**d.to_dict(), "applied": d.applied and not self.dry_run} for d in self.decisions]}
 
 
 @dataclass(frozen=True)
@@ -113,13 +115,25 @@ class SweepResult:
     tracking_issue: str | None = None
     message: str | None = None
     report_file: str | None = None  # build/sweep/pytorch-VER.json, this document
+    start: str | None = None  # --commit: the branch (or commit) checked out again after making the sweep's branches
 
     @property
     def ok(self) -> bool:
         return not any(d.status in FAILURES for d in self.plan.decisions)
 
+    @property
+    def summary(self) -> dict[str, int]:
+        """How many packages ended in each status (only statuses that occur, in STATUSES order)."""
+        counts = {st: sum(d.status == st for d in self.plan.decisions) for st in STATUSES}
+        return {st: n for st, n in counts.items() if n}
+
+    @property
+    def next_steps(self) -> list[str]:
+        return next_steps(self)
+
     def to_dict(self) -> dict:
-        return {**self.plan.to_dict(), "ok": self.ok, "branch": self.branch, "commits": self.commits,
+        return {**self.plan.to_dict(), "ok": self.ok, "summary": self.summary, "next_steps": self.next_steps,
+                "branch": self.branch, "start": self.start, "commits": self.commits,
                 "pull_requests": self.pr_bodies, "tracking_issue": self.tracking_issue, "message": self.message,
                 "report_file": self.report_file}
 
@@ -549,9 +563,10 @@ def _excerpt(log: str | None, lines: int = 15) -> str | None:
     return "\n".join(text[-lines:])
 
 
-def _open_repo(root: Path, release: str) -> Any:
+def _open_repo(root: Path, release: str, dirty_ok: bool = False) -> Any:
     """The git repository for ``--commit``, refusing (nothing written yet) when recipes/ or distro.yaml
-    have uncommitted changes, something is staged, or the sweep branch exists."""
+    have uncommitted changes (unless ``dirty_ok``: they are the edits being committed), something is
+    staged, or a sweep branch of the release exists."""
     import git
 
     try:
@@ -564,15 +579,17 @@ def _open_repo(root: Path, release: str) -> Any:
     rel = root.resolve().relative_to(top)
     paths = [(rel / "recipes").as_posix(), (rel / DISTRO_FILE).as_posix()]
     dirty = [p for p in repo.git.status("--porcelain", "--", *paths).splitlines() if p.strip()]
-    if dirty:
+    if dirty and not dirty_ok:
         raise GitError("recipes/ or distro.yaml have uncommitted changes", field="--commit",
                        hint="commit or stash them first: the sweep makes one commit per package")
     if repo.git.diff("--cached", "--name-only").strip():
         raise GitError("the git index holds staged changes", field="--commit",
                        hint="commit or unstage them first: they would end up in the sweep's commits")
     branch = f"sweep/pytorch-{release}"
-    if branch in [h.name for h in repo.heads]:
-        raise GitError(f"branch {branch} already exists", field="--commit", hint=f"delete it (git branch -D {branch}) and rerun")
+    taken = [h.name for h in repo.heads if h.name == branch or h.name.startswith(branch + "-")]
+    if taken:
+        raise GitError(f"branch {taken[0]} already exists", field="--commit",
+                       hint=f"delete it (git branch -D {' '.join(taken)}) and rerun")
     return repo
 
 
@@ -624,7 +641,12 @@ def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepR
                                              "is unfinished; a sweep would finish it first")
         if plan.noop:
             return SweepResult(plan, message=_noop_message(options.release))
-        return SweepResult(plan, message="dry run: nothing edited, built or committed")
+        _check_published(dist, options.release)  # exit 2, as the real run would
+        plan.dry_run = True
+        result = SweepResult(plan, message="dry run: nothing edited, built or committed")
+        result.pr_bodies = {d.name: pr_body(d, plan.release, dry_run=True) for d in plan.decisions if d.status == "bumped"}
+        result.tracking_issue = tracking_issue(plan, result)
+        return result
     distro = open_distro(root)
     with channel_lock(distro.build_dir / REPOSITORY_LOCK, options.lock_timeout, f"the repository {distro.root}",
                       others="sweep"):
@@ -662,8 +684,15 @@ def _sweep(root: Path, options: SweepOptions, reporter) -> SweepResult:
     plan = plan_sweep(dist, options.release)
     if plan.noop:
         if options.commit:
+            left = _left_edits(dist, options.release)
+            if left is not None:
+                return _commit_left_edits(dist, options, left)
             _refuse_half_made(dist, options.release)
         return SweepResult(plan, message=_noop_message(options.release))
+    if options.commit:
+        done = _already_swept(dist, options.release)
+        if done is not None:
+            return done
     _check_published(dist, options.release)
     if options.build:
         from conda_distro.engine.sandbox import check_sandbox
@@ -713,11 +742,15 @@ def _sweep(root: Path, options: SweepOptions, reporter) -> SweepResult:
     crash_point("sweep-after-build")
     result = SweepResult(plan)
     result.pr_bodies = {d.name: pr_body(d, plan.release) for d in plan.decisions if d.status == "bumped"}
-    result.tracking_issue = tracking_issue(plan)
     saved = _report_path(dist.distro, plan.release)
     result.report_file = saved.relative_to(dist.root).as_posix() if saved.is_relative_to(dist.root) else str(saved)
     if repo is not None:
         _commit(repo, dist, plan, options, result, journal)
+    else:  # what a later `sweep --commit` of this release commits
+        kept = {rel(distro_path)} | {rel(dist.recipes[d.name].path) for d in plan.decisions if d.status == "bumped"}
+        UncommittedEdits(plan.release, originals={k: v for k, v in journal.originals.items() if k in kept},
+                         written={k: v for k, v in journal.written.items() if k in kept}).save(build_dir)
+    result.tracking_issue = tracking_issue(plan, result)
     # kept for `report unmaintained` (open sweep statuses are evidence); build/ is not versioned
     atomic_write_text(saved, json.dumps(result.to_dict(), indent=1) + "\n")
     journal.delete(build_dir)
@@ -775,10 +808,12 @@ def _finish_commits(root: Path, journal: SweepJournal) -> SweepResult:
             raise GitError(f"{rel} was changed after the sweep of pytorch {journal.release} was interrupted",
                            path=path, hint=f"the branch {journal.branch} is made from the commits already recorded: "
                                            f"keep a copy of your change, git checkout -- {rel}, and rerun the sweep")
-    publish_branch(repo, journal.branch, journal.tip)
     result = _result_from_dict(journal.result)
+    result.branch, result.start = journal.branch, journal.start
+    _publish(repo, result, journal.tip)
     result.message = (f"finished the commits of the interrupted sweep of pytorch {journal.release}: "
-                      f"branch {journal.branch}, {len(result.commits)} commit(s)")
+                      f"branch {journal.branch}, {len(result.commits)} commit(s)"
+                      + (f"; back on {result.start}" if result.start else ""))
     distro = open_distro(root)
     atomic_write_text(_report_path(distro, journal.release), json.dumps(result.to_dict(), indent=1) + "\n")
     journal.delete(distro.build_dir)
@@ -796,7 +831,75 @@ def _result_from_dict(doc: dict) -> SweepResult:
     plan = SweepPlan(doc["release"], decisions, noop=bool(doc.get("noop")))
     return SweepResult(plan, branch=doc.get("branch"), commits=list(doc.get("commits") or []),
                        pr_bodies=dict(doc.get("pull_requests") or {}), tracking_issue=doc.get("tracking_issue"),
-                       report_file=doc.get("report_file"))
+                       report_file=doc.get("report_file"), start=doc.get("start"))
+
+
+def _already_swept(dist: Distribution, release: str) -> SweepResult | None:
+    """A ``--commit`` sweep of ``release`` finished before (its branch is where its report says): the
+    report again, saying so, rather than a refusal because the branch exists."""
+    import git
+
+    saved = _report_path(dist.distro, release)
+    try:
+        doc = json.loads(saved.read_text(encoding="utf-8"))
+        branch, tip = doc.get("branch"), (doc.get("commits") or [{}])[-1].get("sha")
+        repo = git.Repo(dist.root, search_parent_directories=True)
+    except (OSError, ValueError, AttributeError, git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    if not branch or not tip or branch_sha(repo, branch) != tip:
+        return None
+    result = _result_from_dict(doc)
+    result.message = (f"pytorch {release} was swept already: branch {branch} holds its {len(result.commits)} commit(s); "
+                      f"nothing to do (delete the sweep branches to sweep again)")
+    return result
+
+
+def _left_edits(dist: Distribution, release: str) -> UncommittedEdits | None:
+    """The edits an earlier sweep of ``release`` without --commit left, when they are still to be
+    committed (the checked-out commit does not list the release yet); a stale record is removed."""
+    import git
+
+    left = UncommittedEdits.load(dist.distro.build_dir, release)
+    if left is None:
+        return None
+    try:
+        repo = git.Repo(dist.root, search_parent_directories=True)
+        committed = load_fast(repo.git.show(f"HEAD:{dist.distro.path.relative_to(dist.root).as_posix()}"))
+        listed = release in [str(r) for r in committed["pytorch"]["releases"]]
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError, ValueError, KeyError, TypeError,
+            DistroError):
+        listed = False
+    if listed:  # committed some other way since
+        left.delete(dist.distro.build_dir)
+        return None
+    return left
+
+
+def _commit_left_edits(dist: Distribution, options: SweepOptions, left: UncommittedEdits) -> SweepResult:
+    """``sweep --commit`` after a sweep without it: commit what that sweep left (its report says which
+    packages were bumped), on the same branches a ``--commit`` run makes, then return to the starting branch."""
+    changed = left.changed_since(dist.root)
+    if changed:
+        raise GitError(f"{', '.join(changed)} changed after the sweep of pytorch {left.release} edited it",
+                       field="--commit", hint="commit the edits yourself, or discard them "
+                                              "(git checkout -- distro.yaml recipes) and sweep again with --commit")
+    saved = _report_path(dist.distro, left.release)
+    try:
+        result = _result_from_dict(json.loads(saved.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DistroError(f"the report of the earlier sweep cannot be read: {exc}", path=saved,
+                          hint="discard the edits (git checkout -- distro.yaml recipes) and sweep again with --commit") from None
+    result.plan.noop = False
+    repo = _open_repo(dist.root, left.release, dirty_ok=True)
+    journal = SweepJournal(left.release, commit=True, originals=left.originals, written=left.written)
+    _commit(repo, dist, result.plan, options, result, journal)
+    result.tracking_issue = tracking_issue(result.plan, result)
+    result.message = (f"committed the edits of the earlier sweep of pytorch {left.release}: branch {result.branch}, "
+                      f"{len(result.commits)} commit(s); back on {result.start}")
+    atomic_write_text(saved, json.dumps(result.to_dict(), indent=1) + "\n")
+    journal.delete(dist.distro.build_dir)
+    left.delete(dist.distro.build_dir)
+    return result
 
 
 def _execute(plan: SweepPlan, root: Path, options: SweepOptions, reporter, new_minor: bool) -> None:
@@ -877,12 +980,47 @@ def _commit(repo, dist: Distribution, plan: SweepPlan, options: SweepOptions, re
     shas = commit_chain(repo, base, [(paths, message) for paths, message, _ in planned], options.author)
     result.commits = [{"package": package, "sha": sha, "message": message.splitlines()[0]}
                       for (_, message, package), sha in zip(planned, shas)]
+    # one branch per bumped package (one pull request each, as autotick opens them): the release commit
+    # and that package's commit
+    for (paths, message, package) in planned[1:]:
+        [sha] = commit_chain(repo, shas[0], [(paths, message)], options.author)
+        result.pr_bodies.setdefault(package, {}).update(branch=package_branch(plan.release, package), sha=sha)
     result.branch = branch
+    result.start = _current_ref(repo)
     journal.phase, journal.branch, journal.base, journal.tip = "committing", branch, base, shas[-1]
+    journal.start = result.start
     journal.result = result.to_dict()
     journal.save(dist.distro.build_dir)
     crash_point("sweep-after-commit-objects")
-    publish_branch(repo, branch, shas[-1])
+    _publish(repo, result, shas[-1])
+
+
+def package_branch(release: str, package: str) -> str:
+    return f"sweep/pytorch-{release}-{package}"
+
+
+def _current_ref(repo) -> str:
+    """The checked-out branch's name, or the commit on a detached HEAD."""
+    try:
+        return repo.active_branch.name
+    except TypeError:
+        return repo.head.commit.hexsha
+
+
+def _publish(repo, result: SweepResult, tip: str) -> None:
+    """Create the sweep branch (checked out) and the per-package branches, then check out the branch
+    the sweep started from again: the sweep's edits are on the branches, the work tree is as it was."""
+    publish_branch(repo, result.branch, tip)
+    for pr in result.pr_bodies.values():
+        if pr.get("branch") and pr.get("sha"):
+            current = branch_sha(repo, pr["branch"])
+            if current is None:
+                repo.git.update_ref(f"refs/heads/{pr['branch']}", pr["sha"], "")
+            elif current != pr["sha"]:
+                raise GitError(f"branch {pr['branch']} exists at {current[:12]}, not at the sweep's commit",
+                               field="--commit", hint=f"delete it (git branch -D {pr['branch']}) and rerun the sweep")
+    if result.start and result.start != result.branch:
+        repo.git.checkout(result.start)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -893,10 +1031,11 @@ def _mentions(handles: list[str]) -> str:
     return " ".join(f"@{h}" for h in handles) or "(no maintainers listed)"
 
 
-def pr_body(dec: Decision, release: str) -> dict:
+def pr_body(dec: Decision, release: str, dry_run: bool = False) -> dict:
     rows = "\n".join(f"| {t['pytorch']} | {t['variant']} | {t['status']} |" for t in dec.tests) or "| – | – | not built |"
     body = (
-        f"Admits pytorch {release} in `{dec.name}`.\n\n"
+        ("> **Dry run**: the planned edit; nothing was edited, built, tested or committed.\n\n" if dry_run else "")
+        + f"Admits pytorch {release} in `{dec.name}`.\n\n"
         f"- pin: `{dec.old_pin}` → `{dec.new_pin}`\n"
         f"- build number: {dec.old_build} → {dec.new_build}\n\n"
         f"| pytorch | variant | result |\n|---|---|---|\n{rows}\n\n"
@@ -905,8 +1044,33 @@ def pr_body(dec: Decision, release: str) -> dict:
     return {"title": f"{dec.name}: admit pytorch {release}", "body": body}
 
 
-def tracking_issue(plan: SweepPlan) -> str:
-    lines = [f"# PyTorch {plan.release} release sweep", "", "| package | status | pin | maintainers | note |", "|---|---|---|---|---|"]
+def tracking_issue(plan: SweepPlan, result: SweepResult | None = None) -> str:
+    """The tracking issue's body: the summary, a checklist of the per-package pull requests (the
+    release workflow replaces each ``branch`` by the link of the PR it opened), the table, the logs."""
+    counts = ", ".join(f"{n} {st}" for st, n in (result.summary if result else {}).items())
+    lines = [f"# PyTorch {plan.release} release sweep{' (dry run)' if plan.dry_run else ''}", ""]
+    if plan.dry_run:
+        lines += ["> **Dry run**: the plan only; nothing was edited, built, tested or committed.", ""]
+    if counts:
+        lines += [f"**Summary:** {counts}.", ""]
+    prs = (result.pr_bodies if result else {})
+    bumped = [d for d in plan.decisions if d.status == "bumped"]
+    if bumped:
+        lines.append("Pull requests (one per bumped package):")
+        for d in bumped:
+            branch = prs.get(d.name, {}).get("branch")
+            lines.append(f"- [ ] `{d.name}`: " + (f"branch `{branch}`" if branch else
+                                                   "planned" if plan.dry_run else "not committed yet"))
+        lines.append("")
+    ping = [d for d in plan.decisions if d.status in ("failed", "needs-new-version", "not-solvable")]
+    if ping:
+        lines.append("Maintainers, please act:")
+        for d in ping:
+            what = "publish the release made for this pytorch (a new version)" if d.status == "needs-new-version" \
+                else "fix the package for this release (the log is below)"
+            lines.append(f"- [ ] `{d.name}` ({d.status}): {_mentions(d.maintainers)}: {what}")
+        lines.append("")
+    lines += ["| package | status | pin | maintainers | note |", "|---|---|---|---|---|"]
     for d in plan.decisions:
         if d.old_pin == d.new_pin:
             pin = f"`{d.old_pin}`" if d.old_pin else "–"
@@ -915,12 +1079,40 @@ def tracking_issue(plan: SweepPlan) -> str:
         else:
             pin = f"`{d.old_pin}` (tried `{d.new_pin}`, reverted)"
         note = (d.reason or "").replace("|", "\\|").splitlines()[0] if d.reason else ""
-        ping = _mentions(d.maintainers) if d.status in ("failed", "needs-new-version", "not-solvable") else ", ".join(d.maintainers)
-        lines.append(f"| {d.name} | {d.status} | {pin} | {ping} | {note} |")
+        lines.append(f"| {d.name} | {d.status} | {pin} | {', '.join(d.maintainers)} | {note} |")
     for d in plan.decisions:
         if d.status == "failed" and d.log:
             lines += ["", f"<details><summary>{d.name}: failing log</summary>", "", "```", d.log, "```", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+def next_steps(result: SweepResult) -> list[str]:
+    """What to do after this sweep, in order."""
+    plan, release = result.plan, result.plan.release
+    if plan.noop and not result.branch:
+        return []
+    steps = []
+    statuses = {d.status for d in plan.decisions}
+    if plan.dry_run:
+        steps.append(f"run `conda-distro sweep --pytorch {release}` to edit, build and test (add --commit for the branches)")
+    elif result.branch:
+        branches = [pr["branch"] for pr in result.pr_bodies.values() if pr.get("branch")]
+        if branches:
+            steps.append(f"push the {len(branches)} package branch(es) (sweep/pytorch-{release}-NAME) and open one pull "
+                         "request each with its body from the report (the release-sweep workflow does this)")
+        else:
+            steps.append(f"push {result.branch} and open a pull request (only distro.yaml changed)")
+        if result.start:
+            steps.append(f"you are back on {result.start}; the sweep's edits are on the branches")
+    elif "bumped" in statuses:
+        steps.append(f"review the edits (git diff), then `conda-distro sweep --pytorch {release} --commit` "
+                     "commits them on the sweep branches")
+    if statuses & {"failed", "not-solvable", "needs-new-version"}:
+        steps.append("open the tracking issue (its body is in the report): it pings the maintainers of failed and "
+                     "needs-new-version packages")
+    if "awaiting-parents" in statuses:
+        steps.append("sweep again once the packages they wait for pass")
+    return steps
 
 
 __all__ = ["SweepOptions", "SweepPlan", "SweepResult", "plan_sweep", "run_sweep", "widen", "load_config"]

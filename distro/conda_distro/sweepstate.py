@@ -36,6 +36,7 @@ class SweepJournal:
     branch: str | None = None
     base: str | None = None  # the commit the branch starts from
     tip: str | None = None  # its last commit (made before the branch exists)
+    start: str | None = None  # the branch (or commit) checked out when the sweep began: it returns there
     result: dict | None = None  # the sweep's report, given back when a rerun finishes the commits
 
     def save(self, build_dir: Path) -> None:
@@ -84,3 +85,48 @@ def roll_back(journal: SweepJournal, root: Path) -> list[str]:
     for rel in todo:
         atomic_write_text(root / rel, journal.originals[rel])
     return todo
+
+
+def uncommitted_path(build_dir: Path, release: str) -> Path:
+    return build_dir / "sweep" / f"pytorch-{release}.uncommitted.json"
+
+
+@dataclass
+class UncommittedEdits:
+    """What a sweep without ``--commit`` left in the work tree (distro.yaml and the bumped recipes), so
+    that a later ``sweep --commit`` of the same release commits exactly that instead of answering
+    "nothing to do". Written when such a sweep ends; removed once committed or found stale."""
+
+    release: str
+    originals: dict[str, str] = field(default_factory=dict)  # path -> text before the sweep
+    written: dict[str, str] = field(default_factory=dict)  # path -> text the sweep left
+
+    def save(self, build_dir: Path) -> None:
+        atomic_write_text(uncommitted_path(build_dir, self.release), json.dumps(asdict(self), indent=1) + "\n")
+
+    def delete(self, build_dir: Path) -> None:
+        uncommitted_path(build_dir, self.release).unlink(missing_ok=True)
+
+    @classmethod
+    def load(cls, build_dir: Path, release: str) -> "UncommittedEdits | None":
+        path = uncommitted_path(build_dir, release)
+        if not path.is_file():
+            return None
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            edits = cls(**doc)
+            if not isinstance(edits.written, dict) or not isinstance(edits.originals, dict):
+                raise ValueError("bad shape")
+        except (OSError, ValueError, TypeError) as exc:
+            raise DistroError(f"the record of an uncommitted sweep cannot be read: {exc}", path=path,
+                              hint="delete it and commit the sweep's edits yourself (or discard them and sweep again)") from None
+        return edits
+
+    def changed_since(self, root: Path) -> list[str]:
+        """Files that no longer hold the text the sweep left."""
+        out = []
+        for rel, text in self.written.items():
+            path = root / rel
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                out.append(rel)
+        return out

@@ -9,7 +9,26 @@ from typing import Annotated
 
 import typer
 
+from typer.core import TyperGroup
+
 from conda_distro.cli.app import FormatOpt, TextJson, app, out, print_json, stderr
+
+
+class _DefaultCreate(TyperGroup):
+    """`sandbox DIR …` creates a world (the command `create`); `sandbox publish-release DIR VERSION` adds a
+    release to one. Anything that is not a subcommand name goes to `create`."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["create", *args]
+        return super().parse_args(ctx, args)
+
+
+sandbox_app = typer.Typer(name="sandbox", cls=_DefaultCreate, no_args_is_help=True, add_completion=False,
+                          rich_markup_mode=None,
+                          help="The sandbox world: `sandbox DIR` creates one; `sandbox publish-release DIR VERSION` "
+                               "adds a stand-in PyTorch release to its upstream channel.")
+app.add_typer(sandbox_app, name="sandbox")
 
 
 def _progress(interactive: bool):
@@ -19,7 +38,7 @@ def _progress(interactive: bool):
     return lambda msg: stderr.print(f"[dim]{msg}[/]", markup=True, highlight=False)
 
 
-@app.command()
+@sandbox_app.command("create")
 def sandbox(
     dir: Annotated[Path, typer.Argument(help="The folder to create the sandbox world in.", metavar="DIR", show_default=False)],
     force: Annotated[bool, typer.Option("--force", help="Delete the content of a non-empty DIR first.")] = False,
@@ -45,4 +64,25 @@ def sandbox(
         out(f"    {p.name}  (stand-in {release}, {variant})")
     out(f"  recipes: {', '.join(result.recipes)}")
     out(f"next: cd {result.path} && conda-distro lint && conda-distro graph")
+    return 0
+
+
+@sandbox_app.command("publish-release")
+def publish_release_cmd(
+    dir: Annotated[Path, typer.Argument(help="A sandbox world (made by `conda-distro sandbox DIR`).", metavar="DIR", show_default=False)],
+    version: Annotated[str, typer.Argument(help="The release to publish, e.g. 2.7.0.", metavar="VERSION", show_default=False)],
+    format: FormatOpt = TextJson.text,
+) -> int:
+    """Publish a stand-in PyTorch release (cpu and cuda builds) into a sandbox world's upstream channel:
+    the sandbox's "PyTorch VERSION is out", ready for `conda-distro sweep --pytorch VERSION`."""
+    from conda_distro.sandbox import PublishOptions, publish_release
+
+    result = publish_release(PublishOptions(world=dir, version=version))
+    if format is TextJson.json:
+        print_json(result.to_dict())
+        return 0
+    out(f"published stand-in pytorch {result.version} in {result.upstream}:")
+    for p in result.added:
+        out(f"  {p.relative_to(result.upstream).as_posix()}")
+    out(f"next: cd {result.world} && conda-distro sweep --pytorch {result.version} --dry-run")
     return 0

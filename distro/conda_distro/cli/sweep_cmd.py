@@ -29,13 +29,22 @@ def _text(res: SweepResult) -> None:
         out(f"  {d.status:18} {d.name:24} {pin}" + (f"  ({d.reason})" if d.reason else ""))
     if res.branch:
         out(f"branch {res.branch}: {len(res.commits)} commit(s)")
+        for name, pr in res.pr_bodies.items():
+            if pr.get("branch"):
+                out(f"  {pr['branch']}  ({name})")
+        if res.start:
+            out(f"back on {res.start} (the sweep's edits are on the branches)")
+    if res.summary:
+        out(("planned: " if res.plan.dry_run else "summary: ") + ", ".join(f"{n} {st}" for st, n in res.summary.items()))
+    for step in res.next_steps:
+        out(f"next: {step}")
 
 
 @app.command()
 def sweep(
     pytorch: Annotated[str, typer.Option("--pytorch", help="The new PyTorch release, e.g. 2.7.0.")],
-    commit: Annotated[bool, typer.Option("--commit", help="Make a git branch sweep/pytorch-VER with one commit per package.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; edit, build and commit nothing.")] = False,
+    commit: Annotated[bool, typer.Option("--commit", help="Make a git branch sweep/pytorch-VER with one commit per package, and a branch sweep/pytorch-VER-NAME per bumped package, then return to the current branch. After a run without --commit, commits what that run left.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (as a real run would, marked dry); edit, build and commit nothing. The release must be published upstream.")] = False,
     no_build: Annotated[bool, typer.Option("--no-build", help="Edit only; skip building and testing.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="How many packages to build and test at once (one worker process each).")] = 1,
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
@@ -58,7 +67,10 @@ def sweep(
     if format is SweepFormat.json:
         print_json(res.to_dict())
     elif format is SweepFormat.markdown:
-        out(res.tracking_issue or (res.message or ""))
+        if res.message and not res.tracking_issue:
+            out(res.message)
+        if res.tracking_issue:
+            out(res.tracking_issue.rstrip("\n"))
         for name, pr in res.pr_bodies.items():
             out(f"\n---\n## PR: {pr['title']}\n\n{pr['body']}")
     else:

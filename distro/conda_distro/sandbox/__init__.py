@@ -6,6 +6,8 @@ Public API:
   a folder (``conda-distro sandbox DIR``).
 * :func:`build_pytorch_standins`: add stand-in pytorch releases (cpu + cuda) to an existing local
   channel and re-index it, e.g. to publish "2.7.0" into a sandbox's upstream for a release-day sweep.
+* :func:`publish_release` (:class:`PublishOptions` in, :class:`PublishResult` out): a new stand-in
+  release in a sandbox world's upstream channel (``conda-distro sandbox publish-release DIR VERSION``).
 * :func:`build_upstream_channel`: build a fresh upstream channel (python + stand-ins), no cache.
 * :func:`ensure_upstream_cached` / :func:`copy_channel` / :func:`default_cache_dir`: the cache.
 * :func:`pytorch_packages`, :func:`reindex`, :func:`write_run_exports`: channel helpers.
@@ -29,12 +31,15 @@ from conda_distro.sandbox.upstream import (
     reindex,
     write_run_exports,
 )
+from conda_distro.sandbox.release import PublishOptions, PublishResult, publish_release
 from conda_distro.sandbox.world import SandboxOptions, SandboxResult, create_sandbox
 
 __all__ = [
     "DEFAULT_RELEASES",
     "CachedChannel",
     "HostPython",
+    "PublishOptions",
+    "PublishResult",
     "SandboxError",
     "SandboxOptions",
     "SandboxResult",
@@ -46,6 +51,7 @@ __all__ = [
     "cuda_version_for",
     "default_cache_dir",
     "ensure_upstream_cached",
+    "publish_release",
     "pytorch_packages",
     "reindex",
     "write_run_exports",

@@ -1,0 +1,335 @@
+"""check-pr's report for people: the PR comment (markdown) and its plain-text twin.
+
+A :class:`~conda_distro.checkpr.CheckPrResult` becomes a :class:`PrReport`:
+
+* the verdict, first;
+* one row per package: ``pass / fail / needs-pin-update / blocked / n-a`` and the release × variant
+  targets that failed (``all 6``, or ``2.6.0 cpu/cuda``), not one line per target;
+* the findings: each with its ``file:line``, a hint saying what to do and a link to its log (identical
+  failures on several targets are one finding);
+* the downstream maintainers (of affected packages the PR does not change) that must act, each
+  mentioned once, with what they must do.
+
+Log links: ``LogLinks.base`` is the CI run's artifact URL (``--log-url`` / ``CONDA_DISTRO_LOG_URL``;
+``{path}`` in it is replaced by the log's path relative to the repository); without it the log's path
+is shown. Rendering: ``reports/templates/checkpr.md.j2`` and ``checkpr.txt.j2``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from conda_distro.errors import DistroError
+
+if TYPE_CHECKING:
+    from conda_distro.checkpr import CheckPrResult
+
+STATUSES = ("pass", "fail", "needs-pin-update", "blocked", "n-a")
+ICONS = {"pass": "✅", "fail": "❌", "needs-pin-update": "📌", "blocked": "⛔", "n-a": "➖"}
+MARKER = "<!-- conda-distro:check-pr -->"  # the sticky comment's hidden marker (the comment workflow adds it)
+
+
+@dataclass(frozen=True)
+class LogLinks:
+    """Where a log can be read: a URL made from ``base`` (the CI run's artifact page), else its path."""
+
+    base: str | None = None
+    root: Path | None = None
+
+    def path(self, log: str | None) -> str | None:
+        if not log:
+            return None
+        p = Path(log)
+        if self.root is not None and p.is_absolute():
+            try:
+                return p.resolve().relative_to(self.root.resolve()).as_posix()
+            except ValueError:
+                return p.as_posix()
+        return p.as_posix()
+
+    def url(self, log: str | None) -> str | None:
+        rel = self.path(log)
+        if not rel or not self.base:
+            return None
+        return self.base.replace("{path}", rel) if "{path}" in self.base else self.base
+
+
+@dataclass
+class Row:
+    name: str
+    status: str
+    changed: bool = False
+    failed_on: str = ""  # "all 6", "2.6.0 cpu/cuda", "build", ""
+    note: str = ""
+
+    @property
+    def icon(self) -> str:
+        return ICONS[self.status]
+
+
+@dataclass
+class Item:
+    """One finding: what, where (file:line), what to do, and its log."""
+
+    severity: str  # error | warning
+    message: str
+    package: str | None = None
+    location: str | None = None
+    hint: str | None = None
+    log_path: str | None = None
+    log_url: str | None = None
+    more_logs: int = 0  # other targets' logs of the same failure
+
+    @property
+    def icon(self) -> str:
+        return "❌" if self.severity == "error" else "⚠️"
+
+
+@dataclass
+class Ask:
+    """A downstream maintainer, mentioned once, and what they must do (per package)."""
+
+    handle: str
+    asks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PrReport:
+    verdict: str  # "ready to merge" | "changes needed" | "nothing to build" | "cannot read …"
+    icon: str
+    summary: str
+    base: str
+    rows: list[Row] = field(default_factory=list)
+    targets: int = 0  # release × variant combinations of the distribution
+    items: list[Item] = field(default_factory=list)
+    asks: list[Ask] = field(default_factory=list)
+    solver: str | None = None  # the first solver explanation, folded
+    not_built: bool = False  # --no-build
+    scope: str | None = None
+    next_steps: list[str] = field(default_factory=list)
+    error: dict | None = None  # exit 2: the error that stopped check-pr (location, message, hint)
+
+    def markdown(self) -> str:
+        from conda_distro.reports.render import render
+
+        return render("checkpr.md.j2", r=self)
+
+    def text(self) -> str:
+        from conda_distro.reports.render import render
+
+        return render("checkpr.txt.j2", r=self)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _version_key(release: str) -> tuple:
+    return tuple(int(x) if x.isdigit() else 0 for x in release.split("."))
+
+
+def targets_text(failed: list[tuple[str, str]], every: list[tuple[str, str]]) -> str:
+    """``all 6`` when every target failed, else per release: ``2.5.1 cuda, 2.6.0 cpu/cuda``."""
+    got = sorted(set(failed), key=lambda t: (_version_key(t[0]), t[1]))
+    if not got:
+        return ""
+    if len(got) > 1 and set(got) >= set(every):
+        return f"all {len(got)}"
+    by: dict[str, list[str]] = {}
+    for r, v in got:
+        by.setdefault(r, []).append(v)
+    return ", ".join(f"{r} {'/'.join(vs)}" for r, vs in by.items())
+
+
+def _one_line(text: str | None, limit: int = 240) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _loc(path: str | None, line: int | None) -> str | None:
+    if not path:
+        return None
+    return f"{path}:{line}" if line else path
+
+
+def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
+    """The report of one check-pr run (see the module docstring)."""
+    if res.nothing_buildable:
+        return PrReport("nothing to build", "✅", f"This PR changes no recipe, proposal or distro.yaml (compared with "
+                        f"`{res.base}`); no build or test is needed.", res.base)
+    if res.malformed:
+        return _malformed(res)
+    every = sorted({(t["pytorch"], t["variant"]) for t in res.tests} | {(s["pytorch"], s["variant"]) for s in res.solve},
+                   key=lambda t: (_version_key(t[0]), t[1]))
+    rep = PrReport("ready to merge" if res.ok else "changes needed", "✅" if res.ok else "❌", "", res.base,
+                   targets=len(every), not_built=not res.built and bool(res.affected), scope=res.scope if res.built else None)
+    loc = res.locations
+    pins = {p.name: p for p in res.needs_pin_update}
+    unreadable = {u["recipe"]: u for u in res.excluded.get("unreadable", [])}
+    blocked_by = {b["name"]: b["by"] for b in res.excluded.get("blocked", [])}
+    lint_errors = {f.recipe for f in res.lint if f.severity == "error"}
+    conflicts: dict[str, list[tuple[str, str]]] = {}
+    for s in res.solve:
+        for name in s.get("conflicting") or []:
+            conflicts.setdefault(name, []).append((s["pytorch"], s["variant"]))
+
+    # --- findings: lint and proposals, builds, tests (grouped), pins, solves
+    for f in res.lint + res.proposals:
+        rep.items.append(Item(f.severity, f"[{f.check}] {_one_line(f.message)}", f.recipe, _loc(f.path, f.line),
+                              f.hint))
+    failed_tests: dict[tuple[str, str], list[dict]] = {}
+    for t in res.tests:
+        if t["status"] == "failed":
+            failed_tests.setdefault((t["name"], _one_line(t.get("reason") or "failed")), []).append(t)
+    for b in res.builds:
+        if b["status"] == "failed":
+            where = loc.get(b["name"], {})
+            rep.items.append(Item("error", f"`{b['name']}` build failed: {_one_line(b.get('reason') or 'failed')}", b["name"],
+                                  _loc(where.get("path"), where.get("build")),
+                                  f"reproduce with `conda-distro build {b['name']}`", links.path(b.get("log")),
+                                  links.url(b.get("log"))))
+    for (name, reason), tests in failed_tests.items():
+        where = loc.get(name, {})
+        targets = [(t["pytorch"], t["variant"]) for t in tests]
+        first = sorted(tests, key=lambda t: (_version_key(t["pytorch"]), t["variant"]))[0]
+        rep.items.append(Item("error", f"`{name}` test failed on {targets_text(targets, _targets_of(res, name))}: {reason}",
+                              name, _loc(where.get("path"), where.get("tests")),
+                              f"reproduce with `conda-distro build {name} --pytorch {first['pytorch']}`",
+                              links.path(first.get("log")), links.url(first.get("log")), len(tests) - 1))
+    for p in res.needs_pin_update:
+        rep.items.append(Item("error", f"`{p.name}`: `{p.pin}` does not admit {p.dependency} {p.new_version}", p.name,
+                              f"{p.path}:{p.line}", f"change it to `{p.suggested}`"))
+    bad_solves = [s for s in res.solve if not s["ok"]]
+    culprits_seen: set[tuple[str, ...]] = set()
+    for s in bad_solves:
+        key = tuple(s.get("conflicting") or ())
+        if key in culprits_seen:
+            continue
+        culprits_seen.add(key)
+        on = [(x["pytorch"], x["variant"]) for x in bad_solves if tuple(x.get("conflicting") or ()) == key]
+        who = ", ".join(f"`{c}`" for c in key) or "the distribution"
+        rep.items.append(Item("error", f"not co-installable on {targets_text(on, every)}: {who}",
+                              hint="`conda-distro solve` explains the conflict (below)"))
+    if bad_solves:
+        rep.solver = (bad_solves[0].get("conflict") or "").strip() or None
+
+    # --- one row per package
+    names = list(res.affected) + [n for n in (*unreadable, *blocked_by) if n not in res.affected
+                                  and (n in res.changed or n in blocked_by)]
+    builds: dict[str, list[dict]] = {}
+    for b in res.builds:
+        builds.setdefault(b["name"], []).append(b)
+    for name in names:
+        row = Row(name, "pass", changed=name in res.changed)
+        tests = [t for t in res.tests if t["name"] == name]
+        failed = [(t["pytorch"], t["variant"]) for t in tests if t["status"] == "failed"]
+        blocked = [(t["pytorch"], t["variant"]) for t in tests if t["status"] == "blocked"]
+        bstat = {b["status"] for b in builds.get(name, [])}
+        if name in pins:
+            p = pins[name]
+            row.status, row.note = "needs-pin-update", f"pin `{p.pin}` → `{p.suggested}`"
+            row.failed_on = targets_text(failed or conflicts.get(name, []), _targets_of(res, name) or every)
+        elif name in unreadable:
+            row.status, row.note = "fail", "recipe cannot be read"
+        elif "failed" in bstat:
+            row.status, row.failed_on, row.note = "fail", "build", "build failed"
+        elif failed or name in lint_errors or name in conflicts:
+            row.status = "fail"
+            row.failed_on = targets_text(failed or conflicts.get(name, []), _targets_of(res, name) or every)
+            row.note = "tests failed" if failed else ("lint errors" if name in lint_errors else "not co-installable")
+        elif name in blocked_by:
+            row.status, row.note = "blocked", f"waits for `{blocked_by[name]}` (unreadable)"
+        elif "blocked" in bstat or (tests and len(blocked) == len(tests)):
+            row.status = "blocked"
+            reason = next((b.get("reason") for b in builds.get(name, []) if b["status"] == "blocked"), None) \
+                or next((t.get("reason") for t in tests if t["status"] == "blocked"), None)
+            row.failed_on = targets_text(blocked, _targets_of(res, name)) if blocked else ""
+            row.note = _waits_for(reason, res.affected) or _one_line(reason, 60)
+        elif not res.built:
+            row.status, row.note = "n-a", "not built here (`--no-build`)"
+        elif not tests:
+            row.status, row.note = "n-a", "no supported release admitted"
+        rep.rows.append(row)
+
+    counts = {s: sum(r.status == s for r in rep.rows) for s in STATUSES}
+    parts = [f"{n} {s}" for s, n in counts.items() if n]
+    rep.summary = ((f"{len(rep.rows)} package(s): {', '.join(parts)}; " if rep.rows else "no recipe to build or test; ")
+                   + f"changed: {', '.join(f'`{n}`' for n in res.changed) or '(no recipe)'}"
+                   + (f"; proposals: {', '.join(f'`{n}`' for n in res.changed_proposals)}" if res.changed_proposals else "")
+                   + f"; base `{res.base}`")
+
+    # --- downstream maintainers: each mentioned once, with what they must do
+    by_handle: dict[str, Ask] = {}
+    for row in rep.rows:
+        if row.changed or row.status not in ("fail", "needs-pin-update"):
+            continue
+        if row.status == "needs-pin-update":
+            p = pins[row.name]
+            ask = f"`{row.name}`: change `{p.pin}` to `{p.suggested}` in `{p.path}:{p.line}` (here or in a follow-up PR)"
+        else:
+            ask = (f"`{row.name}`: fails with this change ({row.failed_on or row.note}); tell the author whether "
+                   f"`{row.name}` or this PR must change")
+        for handle in res.maintainers.get(row.name, []):
+            by_handle.setdefault(handle, Ask(handle)).asks.append(ask)
+    rep.asks = list(by_handle.values())
+    rep.next_steps = _next_steps(res, rep)
+    return rep
+
+
+def _targets_of(res: CheckPrResult, name: str) -> list[tuple[str, str]]:
+    return [(t["pytorch"], t["variant"]) for t in res.tests if t["name"] == name]
+
+
+def _waits_for(reason: str | None, names: list[str]) -> str | None:
+    """``waits for `layerkit` `` when a blocked reason names an affected package."""
+    if not reason:
+        return None
+    import re
+
+    found = [n for n in names if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", reason)]
+    return f"waits for {', '.join(f'`{n}`' for n in found)}" if found else None
+
+
+def _next_steps(res: CheckPrResult, rep: PrReport) -> list[str]:
+    if res.ok:
+        owners = sorted({m for n in res.changed for m in res.maintainers.get(n, [])})
+        who = f" ({', '.join(owners)})" if owners else ""
+        return [f"a maintainer of the changed packages{who} reviews and merges; promotion to the main channel "
+                "follows on main"]
+    steps = []
+    if any(f.severity == "error" for f in res.lint + res.proposals):
+        steps.append("fix the lint errors (`conda-distro lint --fix` fixes the simple ones)")
+    if any(t["status"] == "failed" for t in res.tests) or any(b["status"] == "failed" for b in res.builds):
+        steps.append("fix the failing builds/tests (each finding links its log)")
+    if any(not s["ok"] for s in res.solve):
+        steps.append("make the pins co-installable (`conda-distro solve` explains the conflict)")
+    if res.needs_pin_update:
+        steps.append("update the dependents' pins listed above")
+    return steps or ["see the findings above"]
+
+
+def _malformed(res: CheckPrResult) -> PrReport:
+    """Exit 2 from fatal lint/proposal findings: the comment names the first unreadable file."""
+    from conda_distro.lint.base import CHECKS
+
+    fatal = [f for f in res.lint + res.proposals if f.check in CHECKS and CHECKS[f.check].fatal] \
+        or [f for f in res.lint + res.proposals if f.severity == "error"]
+    first = fatal[0] if fatal else None
+    rep = error_report(DistroError(first.message, path=first.path, line=first.line, hint=first.hint)
+                       if first else DistroError("an input cannot be read"), res.base)
+    rep.items = [Item(f.severity, f"[{f.check}] {_one_line(f.message)}", f.recipe, _loc(f.path, f.line), f.hint)
+                 for f in res.lint + res.proposals]
+    return rep
+
+
+def error_report(exc: DistroError, base: str = "", root: Path | None = None) -> PrReport:
+    """The comment for an exit-2 error (bad recipe, proposal, distro.yaml, --base, …): check-pr stopped
+    before building anything, and the comment says why and what to do. Paths are shown relative to
+    ``root`` (default: the current folder) when they are inside it."""
+    path = LogLinks(root=root or Path.cwd()).path(exc.path) if exc.path else None
+    what = f"cannot read `{_loc(path, exc.line)}`" if path else "bad input"
+    message = exc.message if not exc.field or path else f"{exc.field}: {exc.message}"
+    return PrReport(f"{what}: {_one_line(message, 300)}", "🛑", "", base,
+                    error={"location": exc.location, "message": exc.message, "hint": exc.hint},
+                    next_steps=["fix it and push again: nothing was built or tested"])
