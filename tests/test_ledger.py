@@ -34,7 +34,7 @@ def test_round_trip_stable_order_and_sorted_lists(tmp_path):
     assert doc["schema_version"] == LEDGER_SCHEMA_VERSION
     a = doc["artifacts"][0]
     assert list(a) == ["artifact", "sha256", "version", "build", "build_number", "depends", "channel",
-                       "promoted_at", "commit", "tests", "retired"]
+                       "promoted_at", "commit", "tests", "retired", "forced_by"]
     assert [x["artifact"] for x in doc["artifacts"]] == ["noarch/foo-1.0-h0_0.conda", "noarch/foo-1.1-h0_0.conda"]
     assert a["depends"] == ["pytorch >=2.4,<2.6", "zlib"]
     assert [(t["release"], t["variant"]) for t in a["tests"]] == [("2.5.1", "cpu"), ("2.5.1", "cuda"), ("2.10.0", "cpu")]

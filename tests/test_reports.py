@@ -38,7 +38,7 @@ from conda_distro.reports.records import RecordEvidence, RetirementRecord, Retir
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.results import TestRecord as Run
 from conftest import clean_recipe_text
-from helpers import with_provenance
+from helpers import recorded_env, with_provenance
 
 AS_OF = dt.date(2025, 6, 1)
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
@@ -365,15 +365,20 @@ def built_channel(tmp_path_factory) -> Path:
 def promoted(built_channel, tmp_path, capsys) -> Path:
     root = tmp_path / "distro"
     root.mkdir()
-    (root / "distro.yaml").write_text(distro_yaml(list(RELEASES)))
+    from test_channels import write_upstream
+
+    # promote solves installability against the upstream: a local one here (conda-forge is unreachable)
+    (root / "distro.yaml").write_text(distro_yaml(list(RELEASES)).replace("- conda-forge", "- ./upstream"))
+    write_upstream(root / "upstream")
     for name, run in (("base", []), ("top", ["base >=1.0,<2"])):
         (root / "recipes" / name).mkdir(parents=True)
         (root / "recipes" / name / "recipe.yaml").write_text(recipe_text(name, "pytorch >=2.4,<2.7", run, [f"{name}-dev"]))
     staging = shutil.copytree(built_channel, root / "build" / "channels" / "staging",
                               ignore=shutil.ignore_patterns("bld", ".tmp", "src_cache", "test", "broken"))
     store = ResultsStore(root / "build" / "results")
-    for f in LocalChannel(staging).list_files().values():
-        store.put(with_provenance(root, build_result(f, day(-300))))
+    files = LocalChannel(staging).list_files().values()
+    for f in files:
+        store.put(with_provenance(root, recorded_env(build_result(f, day(-300)), files)))
     assert cli_main(["promote", "--root", str(root)]) == 0
     capsys.readouterr()
     return root
