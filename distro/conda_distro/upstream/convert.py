@@ -21,6 +21,7 @@ What is whl2conda's and what is ours:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -101,13 +102,25 @@ def _applies(req, python: TargetPython, extras: Sequence[str]) -> bool:
     return any(req.marker.evaluate(env) for env in envs)
 
 
-def _spec(specifier: str) -> str:
-    """A pip version specifier in conda's syntax (whl2conda's translation; ``==1.0`` stays exact)."""
-    if not specifier:
-        return ""
+@functools.cache
+def _translator():
     from whl2conda.api.converter import Wheel2CondaConverter
 
-    return Wheel2CondaConverter.translate_version_spec(None, specifier)  # type: ignore[arg-type]
+    conv = Wheel2CondaConverter(Path("translate.whl"), Path("."))
+    conv.logger.setLevel("ERROR")
+    return conv
+
+
+def _spec(specifier: str) -> str:
+    """A pip version specifier in conda's syntax (whl2conda's translation; ``==1.0`` stays exact,
+    ``==1.2.*`` becomes ``1.2.*``)."""
+    pieces = []
+    for piece in (p.strip() for p in specifier.split(",") if p.strip()):
+        if piece.startswith("==") and not piece.startswith("===") and piece.endswith(".*"):
+            pieces.append(piece[2:])
+        else:
+            pieces.append(_translator().translate_version_spec(piece))
+    return ",".join(pieces)
 
 
 def conda_depends(wheel: Wheel, python: TargetPython, closure: Mapping[str, Wheel] = {},  # noqa: B006

@@ -51,7 +51,7 @@ class TorchBuild:
 
     release: str  # 2.13.0
     variant: str  # cpu | cuda
-    requirement: str = ""  # default: torch==RELEASE+cpu for cpu, torch==RELEASE for cuda
+    requirement: str = ""  # default: torch==RELEASE+cpu for cpu, torch===RELEASE (exactly, no local label) for cuda
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -64,7 +64,7 @@ class TorchBuild:
     def pip_requirement(self) -> str:
         if self.requirement:
             return self.requirement
-        return f"torch=={self.release}+cpu" if self.variant == "cpu" else f"torch=={self.release}"
+        return f"torch=={self.release}+cpu" if self.variant == "cpu" else f"torch==={self.release}"
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,7 @@ class BridgeOptions:
     exclude: frozenset[str] = frozenset()  # PyPI names (normalised) the distribution builds itself
     pip: PipOptions = field(default_factory=PipOptions)
     compression_level: int = DEFAULT_COMPRESSION_LEVEL
+    skip_unavailable: bool = False  # a pytorch build pip cannot resolve is left out (and reported), not an error
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
 
@@ -91,6 +92,7 @@ class BridgeResult:
     packages: tuple[Converted, ...]
     pytorch: dict[tuple[str, str], Path]  # (release, variant) -> package
     excluded: tuple[str, ...]  # wheels of the closure not converted (the distribution builds them)
+    unavailable: tuple[tuple[str, str, str], ...]  # (release, variant, why) of builds left out
     wheels: int
     bytes_downloaded: int
     resolve_seconds: float
@@ -104,6 +106,7 @@ class BridgeResult:
             "packages": [p.path.name for p in self.packages],
             "pytorch": [{"release": r, "variant": v, "file": p.name} for (r, v), p in sorted(self.pytorch.items())],
             "excluded": list(self.excluded),
+            "unavailable": [{"release": r, "variant": v, "why": w} for r, v, w in self.unavailable],
             "wheels": self.wheels,
             "bytes_downloaded": self.bytes_downloaded,
             "seconds": {"resolve": round(self.resolve_seconds, 1), "download": round(self.download_seconds, 1),
@@ -121,6 +124,22 @@ def cuda_tag(wheel_file: Path) -> str | None:
         return None
     m = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"]([\d.]+)['\"]", text, re.M)
     return m.group(1).replace(".", "") if m else None
+
+
+#: Packages released in lockstep with torch, and the version that goes with torch X.Y (PyTorch's
+#: compatibility table: torchvision 0.(Y+15) goes with torch 2.Y). Asking pip for the matching
+#: version fails at once when there is none; a bare ``torchvision`` makes pip backtrack through every
+#: older release (each pins another torch) for many minutes.
+LOCKSTEP_VERSIONS: dict[str, Callable[[int, int], str]] = {
+    "torchvision": lambda major, minor: f"==0.{minor + 15}.*",
+    "torchaudio": lambda major, minor: f"=={major}.{minor}.*",
+}
+
+
+def lockstep_requirement(name: str, release: str) -> str:
+    major, minor = (int(x) for x in release.split(".")[:2])
+    rule = LOCKSTEP_VERSIONS.get(normalize(name))
+    return f"{name}{rule(major, minor)}" if rule else name
 
 
 def _minor_bound(release: str) -> str:
@@ -151,6 +170,11 @@ def _plan(options: BridgeOptions, shared: Closure | None, per_build: dict[TorchB
     return sorted(jobs.values(), key=lambda j: (j.wheel.name, j.wheel.version, j.build.variant if j.build else ""))
 
 
+def _last_line(exc: BridgeError) -> str:
+    lines = [ln.strip() for ln in exc.message.splitlines() if ln.strip() and not ln.strip().startswith("[notice]")]
+    return lines[-1] if lines else "pip cannot resolve it"
+
+
 def bridge(options: BridgeOptions) -> BridgeResult:
     """Resolve, download, convert and index (see the module docstring)."""
     say = options.progress or (lambda msg: log.info("%s", msg))
@@ -159,12 +183,27 @@ def bridge(options: BridgeOptions) -> BridgeResult:
         raise BridgeError("nothing to bridge", hint="give pytorch builds and/or requirements")
     t0 = time.monotonic()
     per_build: dict[TorchBuild, Closure] = {}
+    unavailable: list[tuple[str, str, str]] = []
     for build in options.torch:
         say(f"resolving {build.pip_requirement} ({build.variant}) with pip")
-        per_build[build] = resolve([build.pip_requirement, *options.lockstep], options.pip)
+        try:
+            per_build[build] = resolve([build.pip_requirement], options.pip)
+        except BridgeError as exc:
+            if not options.skip_unavailable:
+                raise
+            unavailable.append((build.release, build.variant, f"{build.pip_requirement}: {_last_line(exc)}"))
+            continue
+        for name in options.lockstep:
+            req = lockstep_requirement(name, build.release)
+            try:
+                per_build[build] = resolve([*per_build[build].request, req], options.pip)
+            except BridgeError as exc:
+                if not options.skip_unavailable:
+                    raise
+                unavailable.append((build.release, build.variant, f"{req} with {build.pip_requirement}: {_last_line(exc)}"))
     shared = None
     if options.requirements:
-        anchor = [options.torch[0].pip_requirement] if options.torch else []
+        anchor = [next(iter(per_build)).pip_requirement] if per_build else []
         say(f"resolving {len(options.requirements)} requirements of the distribution with pip")
         shared = resolve([*anchor, *options.requirements], options.pip)
     resolve_s = time.monotonic() - t0
@@ -213,7 +252,8 @@ def bridge(options: BridgeOptions) -> BridgeResult:
     t3 = time.monotonic()
     index_channel(channel, subdirs=["linux-64"])
     index_s = time.monotonic() - t3
-    return BridgeResult(channel, tuple(converted), pytorch, tuple(excluded), len(unique), dl.bytes_fetched,
+    return BridgeResult(channel, tuple(converted), pytorch, tuple(excluded), tuple(unavailable), len(unique),
+                        dl.bytes_fetched,
                         resolve_s, download_s, convert_s, index_s)
 
 

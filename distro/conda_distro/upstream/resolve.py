@@ -43,7 +43,7 @@ class Wheel:
 
     @property
     def pin(self) -> str:
-        return f"{self.name}=={self.version}"
+        return f"{self.name}==={self.version}"  # exactly: ==2.13.0 would also admit 2.13.0+cpu
 
     @property
     def pure(self) -> bool:
