@@ -24,6 +24,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,11 +190,22 @@ def convert(options: ConvertOptions) -> Converted:
         def _compute_conda_dependencies(self, dependencies, marker_env=None):  # ours, see conda_depends
             return list(depends)
 
+        def _parse_wheel_metadata(self, wheel_dir):
+            md = super()._parse_wheel_metadata(wheel_dir)
+            # a platform wheel for any python 3 (``py3-none-manylinux_x86_64``: the nvidia wheels) is
+            # installed into the target's site-packages like a cpXY wheel; whl2conda would put it
+            # under lib/python3/site-packages, where no interpreter looks
+            if not md.is_pure_python and re.fullmatch(r"py\d", md.python_tag.split(".")[-1]):
+                md.python_tag = "cp" + opts.python.short.replace(".", "")
+            return md
+
         def _write_conda_package(self, conda_dir: Path, conda_pkg_path: Path) -> Path:
             info = conda_dir / "info"
             index = json.loads((info / "index.json").read_text())
             build = f"{opts.build_prefix}{index['build']}"
             deps = [*index["depends"], *opts.extra_depends]
+            if index.get("noarch") == "python" and not any(d.split()[0] == "python" for d in deps):
+                deps.insert(0, "python")  # a purelib wheel with a platform tag (the nvidia wheels)
             index.update(name=name, version=version, build=build, build_number=opts.build_number, depends=deps)
             (info / "index.json").write_text(json.dumps(index, indent=2, sort_keys=True))
             if opts.run_exports:
@@ -202,11 +215,13 @@ def convert(options: ConvertOptions) -> Converted:
             fn = f"{name}-{version}-{build}.conda"
             files = sorted(p.relative_to(conda_dir).as_posix() for p in conda_dir.rglob("*")
                            if p.is_file() or p.is_symlink())
-            tmp = subdir_dir / f".{fn}.part"
-            tmp.unlink(missing_ok=True)
-            CondaFormat_v2.create(str(conda_dir), files, f".{fn}", out_folder=str(subdir_dir),
+            part = subdir_dir / f".part-{fn}"  # written under its final name in a side folder, then moved
+            shutil.rmtree(part, ignore_errors=True)
+            part.mkdir()
+            CondaFormat_v2.create(str(conda_dir), files, fn, out_folder=str(part),
                                   compression_level=opts.compression_level, compression_threads=os.cpu_count() or 1)
-            os.replace(subdir_dir / f".{fn}", subdir_dir / fn)
+            os.replace(part / fn, subdir_dir / fn)
+            part.rmdir()
             result.update(path=subdir_dir / fn, build=build, subdir=index["subdir"], depends=tuple(deps))
             return subdir_dir / fn
 
