@@ -79,7 +79,10 @@ def fetch_sources(requests: Sequence[SourceRequest], cache: Path, pip: PipOption
     if missing:
         with tempfile.TemporaryDirectory(prefix="conda-distro-sources-") as td:
             pins = sorted({f"{r.project}=={r.version}" for r in missing})
-            _run_pip(["download", "--no-deps", "--no-binary", ":all:", "--quiet", "-d", td, *pins], pip,
+            # --no-binary for these projects only: with :all:, pip would also build their build
+            # dependencies (setuptools, ninja, torch, ...) from source to prepare metadata
+            projects = ",".join(sorted({r.project for r in missing}))
+            _run_pip(["download", "--no-deps", "--no-binary", projects, "--quiet", "-d", td, *pins], pip,
                      f"download the sdists {' '.join(pins)}")
             got = {_sha256(p): p for p in Path(td).iterdir() if p.is_file()}
             for r in missing:

@@ -80,6 +80,7 @@ class BridgeOptions:
     exclude: frozenset[str] = frozenset()  # PyPI names (normalised) the distribution builds itself
     pip: PipOptions = field(default_factory=PipOptions)
     compression_level: int = DEFAULT_COMPRESSION_LEVEL
+    jobs: int = 2  # conversions in parallel (spawned processes; rattler-build/whl2conda hold the GIL)
     skip_unavailable: bool = False  # a pytorch build pip cannot resolve is left out (and reported), not an error
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
@@ -170,6 +171,17 @@ def _plan(options: BridgeOptions, shared: Closure | None, per_build: dict[TorchB
     return sorted(jobs.values(), key=lambda j: (j.wheel.name, j.wheel.version, j.build.variant if j.build else ""))
 
 
+def _convert_all(work: list[ConvertOptions], jobs: int) -> list[Converted]:
+    if jobs <= 1 or len(work) <= 1:
+        return [convert(o) for o in work]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn, never fork (engine-notes gotcha 8)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(convert, work))
+
+
 def _last_line(exc: BridgeError) -> str:
     lines = [ln.strip() for ln in exc.message.splitlines() if ln.strip() and not ln.strip().startswith("[notice]")]
     return lines[-1] if lines else "pip cannot resolve it"
@@ -219,7 +231,8 @@ def bridge(options: BridgeOptions) -> BridgeResult:
     t2 = time.monotonic()
     converted: list[Converted] = []
     pytorch: dict[tuple[str, str], Path] = {}
-    for i, job in enumerate(jobs, 1):
+    work: list[tuple[_Job, ConvertOptions]] = []
+    for job in jobs:
         w, build = job.wheel, job.build
         kw: dict = {}
         if build is not None:
@@ -237,12 +250,15 @@ def bridge(options: BridgeOptions) -> BridgeResult:
                 kw.update(build_prefix="cpu_")
             if w.name == "torch":
                 kw["run_exports"] = {"weak": [_minor_bound(build.release)]}
-        say(f"[{i}/{len(jobs)}] converting {w.filename}")
-        pkg = convert(ConvertOptions(wheel=w, wheel_file=dl.files[w.filename], out_dir=channel, python=options.python,
-                                     closure=job.closure.by_name(), compression_level=options.compression_level, **kw))
+        work.append((job, ConvertOptions(wheel=w, wheel_file=dl.files[w.filename], out_dir=channel, python=options.python,
+                                         closure=job.closure.by_name(), compression_level=options.compression_level, **kw)))
+    work.sort(key=lambda jw: -jw[1].wheel_file.stat().st_size)  # the big ones first: the pool ends together
+    say(f"converting {len(work)} wheels ({options.jobs} at a time)")
+    results = _convert_all([o for _, o in work], options.jobs)
+    for (job, _), pkg in zip(work, results):
         converted.append(pkg)
-        if build is not None and w.name == "torch":
-            pytorch[(build.release, build.variant)] = pkg.path
+        if job.build is not None and job.wheel.name == "torch":
+            pytorch[(job.build.release, job.build.variant)] = pkg.path
     py = options.python
     cp = f"cp{py.short.replace('.', '')}"
     metadata_package(channel, name="python_abi", version=py.short, build=f"8_{cp}", subdir="linux-64",
