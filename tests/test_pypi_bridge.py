@@ -190,3 +190,98 @@ def test_an_unknown_project_is_a_bridge_error(tmp_path, wheel_cache):
                              requirements=("conda-distro-no-such-project-4242==1.0",)))
     assert info.value.hint
     assert not (tmp_path / "ch").exists()
+
+
+# ------------------------------------------------------------------------------------- sandbox --real
+
+
+def test_world_distro_yaml_points_at_local_channels():
+    from conda_distro.sandbox.real import _distro_yaml
+
+    text = ("name: d\nchannels:\n  upstream: [conda-forge]\n  staging: anaconda://pytorch-staging\n"
+            "  main: anaconda://pytorch\npytorch:\n  name: pytorch\n")
+    out = _distro_yaml(text)
+    assert "conda-forge" not in out and "anaconda://" not in out
+    assert "  upstream: [./upstream]" in out and "  staging: build/channels/staging\n" in out
+    assert out.endswith("pytorch:\n  name: pytorch\n")
+
+
+@pytest.mark.parametrize("name,version,pip", [
+    ("numpy", ">=1.17,<3", "numpy>=1.17,<3"), ("huggingface_hub", "<2,>=0.21", "huggingface-hub<2,>=0.21"),
+    ("pytorch", ">=2.13,<2.16.0a0", "torch>=2.13,<2.16.0"), ("scipy", "1.6.*", "scipy==1.6.*"),
+    ("pyyaml", None, "pyyaml"), ("six", ">=1|<0.5", "six"),
+])
+def test_recipe_requirements_become_pip_requirements(name, version, pip):
+    from conda_distro.sandbox.real import _pip_spec
+
+    assert _pip_spec(name, version) == pip
+
+
+def test_a_recipe_url_is_pointed_at_the_cached_file():
+    from conda_distro.sandbox.sources import point_recipe_at
+
+    text = "source:\n  url: https://pypi.org/packages/source/e/einops/einops-${{ version }}.tar.gz\n  sha256: ab\n"
+    out = point_recipe_at(text, 2, "file:///c/einops-0.8.2.tar.gz")
+    assert out.splitlines()[1].startswith("  url: file:///c/einops-0.8.2.tar.gz  # sandbox --real: the cached file of https://")
+    assert out.splitlines()[2] == "  sha256: ab"
+    with pytest.raises(BridgeError, match="not a `url:` line"):
+        point_recipe_at(text, 3, "file:///x")
+
+
+def test_a_source_whose_sha256_differs_is_refused(tmp_path):
+    from conda_distro.sandbox.sources import SourceRequest, fetch_sources
+
+    recipe = tmp_path / "recipes" / "einops" / "recipe.yaml"
+    req = SourceRequest(recipe, 9, "https://pypi.org/packages/source/e/einops/einops-0.8.2.tar.gz", "0" * 64, "0.8.2")
+    with pytest.raises(BridgeError, match="does not have the recipe's sha256") as info:
+        fetch_sources([req], tmp_path / "cache")
+    assert info.value.path == str(recipe) and info.value.field == "source.sha256"
+    good = SourceRequest(recipe, 9, req.url, "609da665570e5e265e27283aab09e7f279ade90c4f01bcfca111f3d3e13f2827", "0.8.2")
+    files, _ = fetch_sources([good], tmp_path / "cache")
+    assert files[0].fetched and files[0].path.name == "einops-0.8.2.tar.gz"
+    again, _ = fetch_sources([good], tmp_path / "cache")
+    assert not again[0].fetched and again[0].path == files[0].path
+
+
+TINY_DISTRO = """name: tiny-real
+channels:
+  upstream: [conda-forge]
+  staging: anaconda://tiny-staging
+  main: anaconda://tiny
+pytorch:
+  name: pytorch
+  releases: ["2.13.0"]
+  variants: [cpu]
+platforms: [linux-64]
+policy:
+  upper_bounds: required
+  unbounded_allowed: [python]
+"""
+
+
+@pytest.mark.slow
+def test_real_world_builds_einops_from_its_sdist_and_tests_it_on_real_torch(tmp_path, capsys):
+    """A one-recipe repository (this repository's einops recipe) as a real world: torch 2.13.0 (CPU
+    wheel) and the recipe's dependencies bridged from PyPI, the sdist fetched with pip; then `build`
+    builds einops from its sdist and runs its real tests (imports, pip check, torch.compile) on torch."""
+    from helpers import run_json_at
+
+    from conda_distro.sandbox.real import RealOptions, create_real_world
+
+    repo = tmp_path / "repo"
+    shutil_copy = __import__("shutil").copytree
+    shutil_copy(Path(__file__).resolve().parent.parent / "recipes" / "einops", repo / "recipes" / "einops")
+    (repo / "distro.yaml").write_text(TINY_DISTRO)
+    res = create_real_world(RealOptions(path=tmp_path / "world", repo=repo, cuda=False, git=True))
+    assert res.pytorch == {("2.13.0", "cpu"): "pytorch-2.13.0-cpu_py311_0.conda"}
+    assert res.recipes == ["einops"]
+    recipe = (res.path / "recipes" / "einops" / "recipe.yaml").read_text()
+    assert "url: file://" in recipe and "sha256: 609da665570e5e265e27283aab09e7f279ade90c4f01bcfca111f3d3e13f2827" in recipe
+    again = create_real_world(RealOptions(path=tmp_path / "world2", repo=repo, cuda=False, git=False))
+    assert again.cache_hit and again.seconds < 30
+
+    code, report = run_json_at(capsys, res.path, "build", "--all")
+    tests = report["tests"]
+    assert code == 0 and tests and all(t["status"] == "passed" for t in tests), tests
+    assert {(t["pytorch"], t["variant"]) for t in tests} == {("2.13.0", "cpu")}
+    assert list((res.path / "build" / "channels" / "staging" / "noarch").glob("einops-0.8.2-*.conda"))
