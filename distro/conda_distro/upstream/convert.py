@@ -164,6 +164,16 @@ def conda_depends(wheel: Wheel, python: TargetPython, closure: Mapping[str, Whee
     return deps
 
 
+def _filename_platform(filename: str) -> str | None:
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        tags = parse_wheel_filename(filename)[3]
+    except InvalidWheelFilename:
+        return None
+    return next((t.platform for t in sorted(tags, key=str) if t.platform.startswith("manylinux")), None)
+
+
 def public_version(version: str) -> tuple[str, str]:
     """``2.13.0+cpu`` -> (``2.13.0``, ``cpu``); conda versions carry no local label here."""
     base, _, local = version.partition("+")
@@ -197,6 +207,10 @@ def convert(options: ConvertOptions) -> Converted:
             # under lib/python3/site-packages, where no interpreter looks
             if not md.is_pure_python and re.fullmatch(r"py\d", md.python_tag.split(".")[-1]):
                 md.python_tag = "cp" + opts.python.short.replace(".", "")
+            # a WHEEL file that still says linux_x86_64 (torchvision's) while its filename, which
+            # installers go by, says manylinux: take the filename's tag
+            if md.platform_tag.startswith("linux_"):
+                md.platform_tag = _filename_platform(opts.wheel.filename) or md.platform_tag
             return md
 
         def _write_conda_package(self, conda_dir: Path, conda_pkg_path: Path) -> Path:

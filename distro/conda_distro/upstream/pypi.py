@@ -94,6 +94,7 @@ class BridgeResult:
     pytorch: dict[tuple[str, str], Path]  # (release, variant) -> package
     excluded: tuple[str, ...]  # wheels of the closure not converted (the distribution builds them)
     unavailable: tuple[tuple[str, str, str], ...]  # (release, variant, why) of builds left out
+    not_converted: tuple[tuple[str, str], ...]  # (wheel filename, why) of wheels whl2conda could not convert
     wheels: int
     bytes_downloaded: int
     resolve_seconds: float
@@ -108,6 +109,7 @@ class BridgeResult:
             "pytorch": [{"release": r, "variant": v, "file": p.name} for (r, v), p in sorted(self.pytorch.items())],
             "excluded": list(self.excluded),
             "unavailable": [{"release": r, "variant": v, "why": w} for r, v, w in self.unavailable],
+            "not_converted": [{"wheel": f, "why": w} for f, w in self.not_converted],
             "wheels": self.wheels,
             "bytes_downloaded": self.bytes_downloaded,
             "seconds": {"resolve": round(self.resolve_seconds, 1), "download": round(self.download_seconds, 1),
@@ -171,15 +173,22 @@ def _plan(options: BridgeOptions, shared: Closure | None, per_build: dict[TorchB
     return sorted(jobs.values(), key=lambda j: (j.wheel.name, j.wheel.version, j.build.variant if j.build else ""))
 
 
-def _convert_all(work: list[ConvertOptions], jobs: int) -> list[Converted]:
+def _try_convert(options: ConvertOptions) -> Converted | str:
+    try:
+        return convert(options)
+    except BridgeError as exc:  # one wheel that cannot be converted leaves only its dependents unsolvable
+        return exc.message
+
+
+def _convert_all(work: list[ConvertOptions], jobs: int) -> list[Converted | str]:
     if jobs <= 1 or len(work) <= 1:
-        return [convert(o) for o in work]
+        return [_try_convert(o) for o in work]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     # spawn, never fork (engine-notes gotcha 8)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(convert, work))
+        return list(pool.map(_try_convert, work))
 
 
 def _last_line(exc: BridgeError) -> str:
@@ -232,6 +241,7 @@ def bridge(options: BridgeOptions) -> BridgeResult:
     converted: list[Converted] = []
     pytorch: dict[tuple[str, str], Path] = {}
     work: list[tuple[_Job, ConvertOptions]] = []
+    not_converted: list[tuple[str, str]] = []
     for job in jobs:
         w, build = job.wheel, job.build
         kw: dict = {}
@@ -256,6 +266,10 @@ def bridge(options: BridgeOptions) -> BridgeResult:
     say(f"converting {len(work)} wheels ({options.jobs} at a time)")
     results = _convert_all([o for _, o in work], options.jobs)
     for (job, _), pkg in zip(work, results):
+        if isinstance(pkg, str):
+            say(f"not converted: {job.wheel.filename}: {pkg}")
+            not_converted.append((job.wheel.filename, pkg))
+            continue
         converted.append(pkg)
         if job.build is not None and job.wheel.name == "torch":
             pytorch[(job.build.release, job.build.variant)] = pkg.path
@@ -268,7 +282,8 @@ def bridge(options: BridgeOptions) -> BridgeResult:
     t3 = time.monotonic()
     index_channel(channel, subdirs=["linux-64"])
     index_s = time.monotonic() - t3
-    return BridgeResult(channel, tuple(converted), pytorch, tuple(excluded), tuple(unavailable), len(unique),
+    return BridgeResult(channel, tuple(converted), pytorch, tuple(excluded), tuple(unavailable), tuple(not_converted),
+                        len(unique),
                         dl.bytes_fetched,
                         resolve_s, download_s, convert_s, index_s)
 
