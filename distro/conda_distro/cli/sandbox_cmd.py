@@ -69,6 +69,8 @@ def _real(dir: Path, force: bool, no_cache: bool, format: TextJson, progress) ->
         out(f"    {f}  (PyTorch {release}, {variant})")
     for u in result.unavailable:
         out(f"    no {u['variant']} build of PyTorch {u['release']}: {u['why']}")
+    for n in result.not_converted:
+        out(f"    not converted: {n['wheel']}: {n['why']}")
     out(f"  recipes: {', '.join(result.recipes)}")
     out(f"next: cd {result.path} && conda-distro build --all --jobs 2")
     return 0

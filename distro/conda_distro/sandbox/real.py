@@ -76,6 +76,7 @@ class RealResult:
     releases: tuple[str, ...]
     pytorch: dict[tuple[str, str], str]  # (release, variant) -> filename
     unavailable: list[dict]
+    not_converted: list[dict]
     cache_hit: bool
     timings: dict[str, float]
     bytes_downloaded: int
@@ -87,7 +88,7 @@ class RealResult:
             "path": str(self.path), "upstream": str(self.upstream), "recipes": self.recipes,
             "releases": list(self.releases),
             "pytorch": [{"release": r, "variant": v, "file": f} for (r, v), f in sorted(self.pytorch.items())],
-            "unavailable": self.unavailable, "cache_hit": self.cache_hit,
+            "unavailable": self.unavailable, "not_converted": self.not_converted, "cache_hit": self.cache_hit,
             "timings": {k: round(v, 1) for k, v in self.timings.items()},
             "bytes_downloaded": self.bytes_downloaded, "upstream_bytes": self.upstream_bytes,
             "seconds": round(self.seconds, 1),
@@ -347,7 +348,7 @@ def create_real_world(options: RealOptions) -> RealResult:
     pytorch = {(p["release"], p["variant"]): p["file"] for p in b.get("pytorch", [])}
     return RealResult(
         path=path, upstream=upstream, recipes=sorted(dist.recipes), releases=releases, pytorch=pytorch,
-        unavailable=list(b.get("unavailable", [])), cache_hit=not built,
+        unavailable=list(b.get("unavailable", [])), not_converted=list(b.get("not_converted", [])), cache_hit=not built,
         timings={**timings, **({f"bridge_{k}": v for k, v in (b.get("seconds") or {}).items()} if built else {})},
         bytes_downloaded=int(b.get("bytes_downloaded", 0)) if built else 0,
         upstream_bytes=_dir_bytes(upstream), seconds=time.monotonic() - t0)
