@@ -68,7 +68,7 @@ def _real(dir: Path, force: bool, no_cache: bool, format: TextJson, progress) ->
     for (release, variant), f in sorted(result.pytorch.items()):
         out(f"    {f}  (PyTorch {release}, {variant})")
     for u in result.unavailable:
-        out(f"    no {u['variant']} build of PyTorch {u['release']}: {u['why']}")
+        out(f"    not on PyPI for PyTorch {u['release']} ({u['variant']}): {u['why']}")
     for n in result.not_converted:
         out(f"    not converted: {n['wheel']}: {n['why']}")
     out(f"  recipes: {', '.join(result.recipes)}")
