@@ -103,3 +103,7 @@ class ProposalError(DistroError):
 
 class LockTimeoutError(DistroError):
     """Another process holds the lock for too long."""
+
+
+class BridgeError(DistroError):
+    """The PyPI bridge cannot resolve, download or convert what it was asked for (conda_distro.upstream)."""

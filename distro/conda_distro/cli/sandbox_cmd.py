@@ -44,6 +44,9 @@ def sandbox(
     force: Annotated[bool, typer.Option("--force", help="Delete the content of a non-empty DIR first.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Build the upstream channel afresh instead of "
                                            "copying it from $CONDA_DISTRO_CACHE (~/.cache/conda-distro).")] = False,
+    real: Annotated[bool, typer.Option("--real", help="The real world: this repository's recipes/ and distro.yaml "
+                                       "against real PyTorch, with an upstream channel converted from PyPI wheels "
+                                       "(first run downloads several GB; see README 'Against real PyTorch').")] = False,
     format: FormatOpt = TextJson.text,
 ) -> int:
     """Create a self-contained, offline distribution world in DIR: an upstream channel with the host
@@ -51,6 +54,8 @@ def sandbox(
     from conda_distro.sandbox import SandboxOptions, create_sandbox
 
     interactive = stderr.is_terminal and not os.environ.get("CI") and sys.stderr.isatty()
+    if real:
+        return _real(dir, force, no_cache, format, _progress(interactive))
     result = create_sandbox(SandboxOptions(path=dir, force=force, use_cache=not no_cache,
                                            progress=_progress(interactive)))
     if format is TextJson.json:
@@ -85,4 +90,27 @@ def publish_release_cmd(
     for p in result.added:
         out(f"  {p.relative_to(result.upstream).as_posix()}")
     out(f"next: cd {result.world} && conda-distro sweep --pytorch {result.version} --dry-run")
+    return 0
+
+
+def _real(dir: Path, force: bool, no_cache: bool, format: TextJson, progress) -> int:
+    from conda_distro.config import find_root
+    from conda_distro.sandbox.real import RealOptions, create_real_world
+
+    result = create_real_world(RealOptions(path=dir, repo=find_root(Path.cwd()), force=force,
+                                           use_cache=not no_cache, progress=progress))
+    if format is TextJson.json:
+        print_json(result.to_dict())
+        return 0
+    out(f"real world created in {result.path} ({result.seconds:.1f}s"
+        f"{', upstream from cache' if result.cache_hit else ''})")
+    out(f"  upstream channel: {result.upstream} ({result.upstream_bytes / 2**30:.1f} GiB)")
+    for (release, variant), f in sorted(result.pytorch.items()):
+        out(f"    {f}  (PyTorch {release}, {variant})")
+    for u in result.unavailable:
+        out(f"    not on PyPI for PyTorch {u['release']} ({u['variant']}): {u['why']}")
+    for n in result.not_converted:
+        out(f"    not converted: {n['wheel']}: {n['why']}")
+    out(f"  recipes: {', '.join(result.recipes)}")
+    out(f"next: cd {result.path} && conda-distro build --all --jobs 2")
     return 0

@@ -1,0 +1,165 @@
+"""The real world against real PyTorch (README "Against real PyTorch"). Prints figures measured in one run.
+
+    python bench/bench_real.py [--world DIR] [--reuse DIR] [--no-build]
+
+1. first `sandbox --real` (download, conversion, total time; bytes downloaded; peak disk growth),
+   unless the caches are already warm (then it says so);
+2. second `sandbox --real` into a new folder: the caches are reused (target < 30 s);
+3. one test environment per pytorch build (solve + install with rattler from one shared package cache,
+   cold then warm: the warm one hard-links ~1-3 GB of torch instead of extracting it);
+4. `build --all --jobs 2` on the world (wall time, tests, passed/failed, time per test) unless --no-build,
+   then `promote` and `verify-channel`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class DiskPeak:
+    """Peak growth of used space on the file system of ``path``, sampled every second."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.base, self.peak, self._stop = path, self._used(path), 0, threading.Event()
+
+    @staticmethod
+    def _used(path: Path) -> int:
+        st = os.statvfs(path)
+        return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+    def __enter__(self) -> "DiskPeak":
+        def loop() -> None:
+            while not self._stop.wait(1.0):
+                self.peak = max(self.peak, self._used(self.path) - self.base)
+
+        self._t = threading.Thread(target=loop, daemon=True)
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, self._used(self.path) - self.base)
+
+
+def gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def cli(*args: str, cwd: Path | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "conda_distro", *args], cwd=cwd, capture_output=True, text=True,
+                          check=False)
+    return time.perf_counter() - t0, proc
+
+
+def sandbox_real(dest: Path) -> tuple[float, dict, int]:
+    with DiskPeak(dest.parent) as disk:
+        t, proc = cli("sandbox", str(dest), "--real", "--force", "--format", "json", cwd=REPO)
+    if proc.returncode != 0:
+        raise SystemExit(f"sandbox --real failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return t, json.loads(proc.stdout), disk.peak
+
+
+def test_env_times(world: Path) -> list[str]:
+    from rattler import Channel, Subdir, VirtualPackage, install, solve
+
+    lines = []
+    upstream = world / "upstream"
+    repodata = json.loads((upstream / "linux-64" / "repodata.json").read_text())["packages.conda"]
+    builds = sorted((r["version"], r["build"]) for r in repodata.values() if r["name"] == "pytorch")
+    cache = Path(tempfile.mkdtemp(prefix="bench-real-pkgs-"))
+    os.environ["RATTLER_CACHE_DIR"] = str(cache)
+    vps = [v.into_generic() for v in VirtualPackage.detect()]
+    from rattler import GenericVirtualPackage, PackageName, Version
+    from rattler.version import Version as V  # noqa: F401
+    from rattler import BuildString
+
+    vps.append(GenericVirtualPackage(PackageName("__cuda"), Version("12.4"), BuildString("0")))
+    try:
+        for version, build in builds:
+            for rnd in ("cold", "warm"):
+                prefix = Path(tempfile.mkdtemp(prefix="bench-real-env-"))
+
+                async def go():
+                    recs = await solve([Channel(upstream.as_uri())], [f"pytorch =={version} {build}", "python 3.11.*"],
+                                       platforms=[Subdir("linux-64"), Subdir("noarch")], virtual_packages=vps)
+                    await install(recs, target_prefix=str(prefix), show_progress=False)
+                    return recs
+
+                t0 = time.perf_counter()
+                recs = asyncio.run(go())
+                t = time.perf_counter() - t0
+                size = sum(f.stat().st_size for f in prefix.rglob("*") if f.is_file() and not f.is_symlink())
+                t1 = time.perf_counter()
+                out = subprocess.run([str(prefix / "bin" / "python"), "-c", "import torch; print(torch.__version__, "
+                                      "torch.ones(2).sum().item())"], capture_output=True, text=True, check=False)
+                imp = time.perf_counter() - t1
+                status = out.stdout.strip() or ("import failed: " + out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "?")
+                lines.append(f"  test env pytorch {version} {build} ({rnd} cache): {t:.1f} s for {len(recs)} packages, "
+                             f"{gib(size)} apparent; import torch {imp:.1f} s -> {status}")
+                shutil.rmtree(prefix, ignore_errors=True)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+        os.environ.pop("RATTLER_CACHE_DIR", None)
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--world", type=Path, help="where to make the world (default: a temporary folder)")
+    ap.add_argument("--reuse", type=Path, help="an existing real world: skip steps 1-2")
+    ap.add_argument("--no-build", action="store_true", help="skip step 4")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-real-"))
+    try:
+        if args.reuse:
+            world = args.reuse.resolve()
+        else:
+            world = (args.world or tmp / "real").resolve()
+            t, doc, peak = sandbox_real(world)
+            tm = doc["timings"]
+            print(f"1. first sandbox --real: {t:.0f} s total ({'caches warm' if doc['cache_hit'] else 'cold'}); "
+                  f"downloaded {gib(doc['bytes_downloaded'])}; bridge: resolve {tm.get('bridge_resolve', 0):.0f} s, "
+                  f"download {tm.get('bridge_download', 0):.0f} s, convert {tm.get('bridge_convert', 0):.0f} s, "
+                  f"index {tm.get('bridge_index', 0):.0f} s; sources {tm.get('sources', 0):.0f} s; upstream channel "
+                  f"{gib(doc['upstream_bytes'])}; peak disk growth {gib(peak)}")
+            for u in doc["unavailable"]:
+                print(f"   unavailable: {u['variant']} {u['release']}: {u['why']}")
+            t2, doc2, _ = sandbox_real(tmp / "real-2")
+            print(f"2. second sandbox --real: {t2:.1f} s (target < 30 s; cache hit: {doc2['cache_hit']})")
+            shutil.rmtree(tmp / "real-2", ignore_errors=True)
+        print("3. test environments (rattler solve + install, one package cache):")
+        for line in test_env_times(world):
+            print(line)
+        if not args.no_build:
+            with DiskPeak(world) as disk:
+                t, proc = cli("build", "--all", "--jobs", "2", "--format", "json", cwd=world)
+            report = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
+            tests = report.get("tests") or []
+            passed = sum(1 for x in tests if x.get("status") == "passed")
+            print(f"4. build --all --jobs 2: {t / 60:.1f} min wall (exit {proc.returncode}), {len(tests)} tests "
+                  f"({passed} passed), {t / max(len(tests), 1):.0f} s per test (build time included); "
+                  f"peak disk growth {gib(disk.peak)}")
+            tp, pp = cli("promote", "--format", "json", cwd=world)
+            tv, pv = cli("verify-channel", "--format", "json", cwd=world)
+            print(f"   promote {tp:.0f} s (exit {pp.returncode}); verify-channel {tv:.0f} s (exit {pv.returncode})")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

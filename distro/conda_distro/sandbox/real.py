@@ -1,0 +1,357 @@
+"""``conda-distro sandbox DIR --real``: this repository's own distribution against real PyTorch.
+
+The world::
+
+    DIR/
+      distro.yaml     the repository's, with channels pointing at ./upstream and local staging/main
+      variants.yaml   the repository's
+      recipes/        the repository's; each PyPI ``url:`` points at the cached sdist (sha256 unchanged)
+      upstream/       local channel: the host python + everything converted from PyPI wheels by the
+                      bridge (conda_distro.upstream): pytorch cpu/cuda builds of every release in
+                      distro.yaml, torchvision, and every host/run/test dependency of the recipes
+      .gitignore, .git/
+
+Caches (``$CONDA_DISTRO_CACHE``, default ``~/.cache/conda-distro``):
+``pypi/wheels/`` (downloaded wheels), ``sources/<sha256>/`` (sdists), ``real-upstream/<key>/`` (the
+converted channel, keyed by everything it depends on). A second run with the same inputs copies
+(hard-links) the channel and the sources and takes seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from importlib.metadata import version as dist_version
+from pathlib import Path
+from typing import Callable
+
+from conda_distro.cachedir import default_cache_dir
+from conda_distro.errors import BridgeError, LockTimeoutError
+from conda_distro.sandbox.cache import copy_channel
+from conda_distro.sandbox.sources import SourceRequest, fetch_sources, point_recipe_at
+from conda_distro.sandbox.upstream import HostPython, _build_python, _publish, write_run_exports
+from conda_distro.upstream import BridgeOptions, TargetPython, TorchBuild, bridge, pypi_name
+from conda_distro.upstream.names import normalize
+
+log = logging.getLogger(__name__)
+
+CACHE_FORMAT = 1
+ENTRY_FILE = "cache-entry.json"
+LOCK_TIMEOUT_S = 3 * 3600.0
+#: PyPI projects released in lockstep with torch: resolved with each pytorch build, same variant.
+LOCKSTEP = ("torchvision",)
+#: Never asked of pip: the interpreter (the host python is repackaged) and virtual packages.
+NOT_FROM_PYPI = {"python", "pytorch"}
+GITIGNORE = "build/\nupstream/\n__pycache__/\n"
+COMMIT_MESSAGE = "Real world created by conda-distro sandbox --real\n\nPyTorch releases: {releases}\n"
+
+
+@dataclass(frozen=True)
+class RealOptions:
+    """What :func:`create_real_world` makes, and how."""
+
+    path: Path
+    repo: Path  # the repository holding distro.yaml and recipes/
+    force: bool = False
+    use_cache: bool = True
+    cache_dir: Path | None = None
+    cuda: bool = True  # bridge cuda builds (about 3 GB of wheels per release)
+    git: bool = True
+    progress: Callable[[str], None] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class RealResult:
+    path: Path
+    upstream: Path
+    recipes: list[str]
+    releases: tuple[str, ...]
+    pytorch: dict[tuple[str, str], str]  # (release, variant) -> filename
+    unavailable: list[dict]
+    not_converted: list[dict]
+    cache_hit: bool
+    timings: dict[str, float]
+    bytes_downloaded: int
+    upstream_bytes: int
+    seconds: float
+
+    def to_dict(self) -> dict:
+        return {
+            "path": str(self.path), "upstream": str(self.upstream), "recipes": self.recipes,
+            "releases": list(self.releases),
+            "pytorch": [{"release": r, "variant": v, "file": f} for (r, v), f in sorted(self.pytorch.items())],
+            "unavailable": self.unavailable, "not_converted": self.not_converted, "cache_hit": self.cache_hit,
+            "timings": {k: round(v, 1) for k, v in self.timings.items()},
+            "bytes_downloaded": self.bytes_downloaded, "upstream_bytes": self.upstream_bytes,
+            "seconds": round(self.seconds, 1),
+        }
+
+
+# ------------------------------------------------------------------------------------ what to bridge
+
+
+def _pip_spec(name: str, version: str | None) -> str:
+    """A conda requirement as a pip requirement (constraints pip cannot express are dropped)."""
+    project = pypi_name(name)
+    if not version or "|" in version:
+        return project
+    parts = []
+    for piece in version.split(","):
+        piece = piece.strip()
+        if not piece or piece == "*":
+            continue
+        if re.match(r"^(>=|<=|>|<|==|!=|~=)", piece):
+            op = re.match(r"^(>=|<=|>|<|==|!=|~=)", piece).group(1)
+            v = piece[len(op):]
+            if op == "<" and v.endswith("a0"):
+                v = v[:-2].rstrip(".")
+            parts.append(op + v)
+        elif piece.endswith(".*"):
+            parts.append("==" + piece)
+        else:
+            parts.append("==" + piece)
+    return project + ",".join(parts) if parts else project
+
+
+@dataclass(frozen=True)
+class Needs:
+    requirements: tuple[str, ...]  # pip requirements
+    exclude: frozenset[str]  # PyPI names the distribution builds
+    sources: tuple[SourceRequest, ...]
+
+
+def distribution_needs(repo: Path) -> tuple[object, Needs]:
+    """The distribution in ``repo`` and what its recipes need from PyPI (read as rattler-build renders them)."""
+    from conda_distro.distribution import load_distribution
+
+    dist = load_distribution(repo)
+    dist.raise_errors()
+    own = {o for r in dist.recipes.values() for o in r.output_names}
+    specs: dict[str, set[str]] = {}
+    sources: list[SourceRequest] = []
+
+    def want(name: str, version: str | None) -> None:
+        if name in own or name in NOT_FROM_PYPI or name.startswith("__"):
+            return
+        specs.setdefault(name, set())
+        if version:
+            specs[name].add(version)
+
+    for r in dist.recipes.values():
+        for section in ("host", "run"):
+            for d in r.requirements.get(section, []):
+                if d.spec and d.spec.ok:
+                    want(d.spec.name, d.spec.version)
+        for t in r.tests:
+            if not isinstance(t, dict):
+                continue
+            if "python" in t:
+                want("pip", None)  # pip_check
+            for dep in ((t.get("requirements") or {}).get("run") or []):
+                parts = str(dep).split(None, 1)
+                want(parts[0], parts[1] if len(parts) > 1 else None)
+        for s in r.sources:
+            if s.url and s.sha256:
+                sources.append(SourceRequest(r.path, s.line, s.url, s.sha256, r.version))
+    reqs = []
+    for name in sorted(specs):
+        versions = sorted(specs[name])
+        if normalize(pypi_name(name)) in LOCKSTEP:
+            continue
+        spec = ",".join(v for v in versions if "|" not in v) or None
+        reqs.append(_pip_spec(name, spec))
+    exclude = frozenset(normalize(pypi_name(o)) for o in own)
+    return dist, Needs(tuple(reqs), exclude, tuple(sources))
+
+
+def torch_builds(releases: tuple[str, ...], variants: tuple[str, ...], cuda: bool) -> tuple[TorchBuild, ...]:
+    out = []
+    for r in releases:
+        for v in variants:
+            if v == "cuda" and not cuda:
+                continue
+            out.append(TorchBuild(r, v))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------ the upstream cache
+
+
+def _inputs(needs: Needs, builds: tuple[TorchBuild, ...], host: HostPython) -> dict:
+    from conda_distro.sandbox.cache import _rattler_build_version
+
+    code = hashlib.sha256()
+    pkg = Path(__file__).resolve().parent.parent / "upstream"
+    for f in sorted(pkg.glob("*.py")):
+        code.update(f.read_bytes())
+    return {
+        "format": CACHE_FORMAT, "python_version": host.version, "python_prefix": str(host.prefix),
+        "rattler_build": _rattler_build_version(), "whl2conda": dist_version("whl2conda"),
+        "requirements": list(needs.requirements), "exclude": sorted(needs.exclude), "lockstep": list(LOCKSTEP),
+        "torch": [[b.release, b.variant, b.pip_requirement] for b in builds], "bridge_code": code.hexdigest(),
+    }
+
+
+def _build_upstream(tmp: Path, needs: Needs, builds: tuple[TorchBuild, ...], host: HostPython, cache_root: Path,
+                    say: Callable[[str], None]):
+    tmp.mkdir(parents=True)
+    with tempfile.TemporaryDirectory(prefix="conda-distro-python-") as td:
+        say(f"repackaging the host python {host.version}")
+        _publish(_build_python(Path(td), host), tmp)
+    result = bridge(BridgeOptions(
+        channel=tmp, wheel_cache=cache_root / "pypi" / "wheels", python=TargetPython(host.version), torch=builds,
+        requirements=needs.requirements, lockstep=LOCKSTEP, exclude=needs.exclude, skip_unavailable=True,
+        progress=say))
+    write_run_exports(tmp)
+    return result
+
+
+def ensure_real_upstream(needs: Needs, builds: tuple[TorchBuild, ...], *, cache_root: Path, host: HostPython,
+                         say: Callable[[str], None]) -> tuple[Path, dict, bool]:
+    """The cache entry of the bridged channel: (path, its entry document, built now?)."""
+    from filelock import FileLock, Timeout
+
+    inputs = _inputs(needs, builds, host)
+    key = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:24]
+    root = cache_root / "real-upstream"
+    entry = root / key
+    if (entry / ENTRY_FILE).is_file():
+        return entry, json.loads((entry / ENTRY_FILE).read_text()), False
+    root.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(root / f"{key}.lock"))
+    try:
+        lock.acquire(timeout=LOCK_TIMEOUT_S)
+    except Timeout:
+        raise LockTimeoutError(f"another process has been building {entry} for over {LOCK_TIMEOUT_S:.0f} s",
+                               path=root / f"{key}.lock", hint="wait for it, or remove the lock if none runs") from None
+    try:
+        if (entry / ENTRY_FILE).is_file():
+            return entry, json.loads((entry / ENTRY_FILE).read_text()), False
+        for stale in root.glob(f"{key}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = root / f"{key}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            res = _build_upstream(tmp, needs, builds, host, cache_root, say)
+            doc = {**inputs, "key": key, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "bridge": res.to_dict()}
+            (tmp / ENTRY_FILE).write_text(json.dumps(doc, indent=2) + "\n")
+            if entry.exists():
+                shutil.rmtree(entry)
+            os.rename(tmp, entry)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return entry, doc, True
+    finally:
+        lock.release()
+
+
+# ------------------------------------------------------------------------------------ the world
+
+
+def _distro_yaml(text: str) -> str:
+    """The repository's distro.yaml with local channels: ./upstream, build/channels/{staging,pytorch}."""
+    out, in_channels = [], False
+    for line in text.splitlines(keepends=True):
+        if re.match(r"^channels:\s*$", line):
+            in_channels = True
+            out.append(line)
+            out.append("  upstream: [./upstream]            # sandbox --real: converted from PyPI wheels\n")
+            out.append("  staging: build/channels/staging\n")
+            out.append("  main: build/channels/pytorch\n")
+            continue
+        if in_channels and re.match(r"^\s+\S", line):
+            continue
+        in_channels = False
+        out.append(line)
+    return "".join(out)
+
+
+def _dir_bytes(path: Path) -> int:
+    total = 0
+    for p in path.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            total += p.stat().st_size
+    return total
+
+
+def create_real_world(options: RealOptions) -> RealResult:
+    """Create the real world (module docstring). Raises :class:`BridgeError` when pip or a conversion
+    fails, :class:`~conda_distro.errors.UsageError` for a bad target folder (nothing written)."""
+    from conda_distro.sandbox.world import _clear, _git_commit, _target
+
+    t0 = time.monotonic()
+    say = options.progress or (lambda msg: log.info("%s", msg))
+    path = _target(options)
+    repo = Path(options.repo).resolve()
+    if not (repo / "distro.yaml").is_file():
+        raise BridgeError(f"{repo} holds no distro.yaml", path=repo, field="--repo",
+                          hint="run in (or name) the repository of the distribution")
+    host = HostPython.current()
+    cache_root = (options.cache_dir or default_cache_dir()).expanduser().absolute()
+    dist, needs = distribution_needs(repo)
+    cfg = dist.config.pytorch
+    releases = tuple(cfg.releases)
+    builds = torch_builds(releases, tuple(cfg.variants), options.cuda)
+    timings: dict[str, float] = {}
+
+    t = time.monotonic()
+    if options.use_cache:
+        entry, doc, built = ensure_real_upstream(needs, builds, cache_root=cache_root, host=host, say=say)
+    else:
+        entry = Path(tempfile.mkdtemp(prefix="conda-distro-real-")) / "upstream"
+        res = _build_upstream(entry, needs, builds, host, cache_root, say)
+        doc, built = {"bridge": res.to_dict()}, True
+    timings["upstream"] = time.monotonic() - t
+    t = time.monotonic()
+    say(f"fetching {len(needs.sources)} recipe sources (pip download --no-binary :all:) into {cache_root / 'sources'}")
+    sources, _ = fetch_sources(needs.sources, cache_root / "sources")
+    timings["sources"] = time.monotonic() - t
+
+    t = time.monotonic()
+    if path.is_dir():
+        _clear(path)
+    path.mkdir(parents=True, exist_ok=True)
+    upstream = path / "upstream"
+    copy_channel(entry, upstream)
+    (upstream / ENTRY_FILE).unlink(missing_ok=True)
+    if not options.use_cache:
+        shutil.rmtree(entry.parent, ignore_errors=True)
+    shutil.copytree(repo / "recipes", path / "recipes", ignore=shutil.ignore_patterns("__pycache__", "build"))
+    for extra in ("variants.yaml",):
+        if (repo / extra).is_file():
+            shutil.copyfile(repo / extra, path / extra)
+    (path / "distro.yaml").write_text(_distro_yaml((repo / "distro.yaml").read_text()))
+    by_recipe: dict[Path, list] = {}
+    for s in sources:
+        by_recipe.setdefault(s.request.recipe, []).append(s)
+    for recipe, items in by_recipe.items():
+        target = path / "recipes" / recipe.relative_to(repo / "recipes")
+        text = target.read_text()
+        for s in sorted(items, key=lambda x: -x.request.line):
+            text = point_recipe_at(text, s.request.line, s.path.as_uri())
+        target.write_text(text)
+    (path / ".gitignore").write_text(GITIGNORE)
+    commit = _git_commit(path, releases, None) if options.git else None
+    del commit
+    timings["world"] = time.monotonic() - t
+
+    b = doc.get("bridge") or {}
+    pytorch = {(p["release"], p["variant"]): p["file"] for p in b.get("pytorch", [])}
+    return RealResult(
+        path=path, upstream=upstream, recipes=sorted(dist.recipes), releases=releases, pytorch=pytorch,
+        unavailable=list(b.get("unavailable", [])), not_converted=list(b.get("not_converted", [])), cache_hit=not built,
+        timings={**timings, **({f"bridge_{k}": v for k, v in (b.get("seconds") or {}).items()} if built else {})},
+        bytes_downloaded=int(b.get("bytes_downloaded", 0)) if built else 0,
+        upstream_bytes=_dir_bytes(upstream), seconds=time.monotonic() - t0)
+
+
+__all__ = ["RealOptions", "RealResult", "create_real_world", "distribution_needs"]

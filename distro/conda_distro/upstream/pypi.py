@@ -1,0 +1,291 @@
+"""The PyPI bridge: a local conda channel converted from PyPI wheels.
+
+:func:`bridge` (:class:`BridgeOptions` in, :class:`BridgeResult` out):
+
+1. **resolve** with pip (:mod:`.resolve`): one closure for the distribution's dependencies, resolved
+   next to the first pytorch build (so that everything in it agrees with one torch), and one closure
+   per pytorch build (``torch==X`` plus its lockstep packages, e.g. torchvision);
+2. **download** every wheel once into the wheel cache (pip, hash-checked);
+3. **convert** each wheel (:mod:`.convert`): ``torch`` becomes ``pytorch`` with a ``cpu_`` or
+   ``cuda<XY>_`` build string; the cuda build depends on ``__cuda`` (build number +200, as
+   conda-forge does), and both carry pytorch's run_export ``pytorch >=X.Y.Z,<X.(Y+1).0a0`` (weak) as
+   conda-forge's do; lockstep packages get the same variant treatment;
+4. add ``python_abi`` (metadata only) and **index** with rattler (``repodata.json`` only; a caller that
+   wants conda-forge's ``run_exports.json`` writes it from there).
+
+Names the distribution builds itself (``exclude``) are never converted.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from conda_distro.errors import BridgeError
+from conda_distro.rattler_env import assert_no_colon, index_channel
+from conda_distro.upstream.convert import (
+    DEFAULT_COMPRESSION_LEVEL,
+    ConvertOptions,
+    Converted,
+    TargetPython,
+    convert,
+    metadata_package,
+)
+from conda_distro.upstream.names import normalize
+from conda_distro.upstream.resolve import Closure, PipOptions, Wheel, download, resolve
+
+log = logging.getLogger(__name__)
+
+VARIANTS = ("cpu", "cuda")
+CUDA_BUILD_OFFSET = 200  # conda-forge's build number offset of cuda builds
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    """One pytorch package to bridge: a release and a variant, and the pip requirement that gives it."""
+
+    release: str  # 2.13.0
+    variant: str  # cpu | cuda
+    requirement: str = ""  # default: torch==RELEASE+cpu for cpu, torch===RELEASE (exactly, no local label) for cuda
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise BridgeError(f"unknown pytorch variant '{self.variant}'", field="variant", hint="cpu or cuda")
+        if not re.fullmatch(r"\d+\.\d+\.\d+", self.release):
+            raise BridgeError(f"'{self.release}' is not a release like 2.13.0", field="release",
+                              hint="give full X.Y.Z releases")
+
+    @property
+    def pip_requirement(self) -> str:
+        if self.requirement:
+            return self.requirement
+        return f"torch=={self.release}+cpu" if self.variant == "cpu" else f"torch==={self.release}"
+
+
+@dataclass(frozen=True)
+class BridgeOptions:
+    """What to bridge, and where."""
+
+    channel: Path  # the local channel to write (created; packages already there are kept)
+    wheel_cache: Path  # where wheels are downloaded once
+    python: TargetPython
+    torch: tuple[TorchBuild, ...] = ()
+    requirements: tuple[str, ...] = ()  # pip requirements of the distribution (besides torch)
+    lockstep: tuple[str, ...] = ()  # PyPI names released with torch (torchvision): per build, same variant
+    exclude: frozenset[str] = frozenset()  # PyPI names (normalised) the distribution builds itself
+    pip: PipOptions = field(default_factory=PipOptions)
+    compression_level: int = DEFAULT_COMPRESSION_LEVEL
+    jobs: int = 2  # conversions in parallel (spawned processes; rattler-build/whl2conda hold the GIL)
+    skip_unavailable: bool = False  # a pytorch build pip cannot resolve is left out (and reported), not an error
+    progress: Callable[[str], None] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class BridgeResult:
+    """What :func:`bridge` made, and what it cost."""
+
+    channel: Path
+    packages: tuple[Converted, ...]
+    pytorch: dict[tuple[str, str], Path]  # (release, variant) -> package
+    excluded: tuple[str, ...]  # wheels of the closure not converted (the distribution builds them)
+    unavailable: tuple[tuple[str, str, str], ...]  # (release, variant, why) of builds left out
+    not_converted: tuple[tuple[str, str], ...]  # (wheel filename, why) of wheels whl2conda could not convert
+    wheels: int
+    bytes_downloaded: int
+    resolve_seconds: float
+    download_seconds: float
+    convert_seconds: float
+    index_seconds: float
+
+    def to_dict(self) -> dict:
+        return {
+            "channel": str(self.channel),
+            "packages": [p.path.name for p in self.packages],
+            "pytorch": [{"release": r, "variant": v, "file": p.name} for (r, v), p in sorted(self.pytorch.items())],
+            "excluded": list(self.excluded),
+            "unavailable": [{"release": r, "variant": v, "why": w} for r, v, w in self.unavailable],
+            "not_converted": [{"wheel": f, "why": w} for f, w in self.not_converted],
+            "wheels": self.wheels,
+            "bytes_downloaded": self.bytes_downloaded,
+            "seconds": {"resolve": round(self.resolve_seconds, 1), "download": round(self.download_seconds, 1),
+                        "convert": round(self.convert_seconds, 1), "index": round(self.index_seconds, 1)},
+        }
+
+
+def cuda_tag(wheel_file: Path) -> str | None:
+    """The CUDA version a torch wheel was built for (``torch/version.py``: ``cuda = '13.0'``) as
+    ``130``; None for a CPU wheel."""
+    try:
+        with zipfile.ZipFile(wheel_file) as zf:
+            text = zf.read("torch/version.py").decode()
+    except (KeyError, zipfile.BadZipFile, OSError):
+        return None
+    m = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"]([\d.]+)['\"]", text, re.M)
+    return m.group(1).replace(".", "") if m else None
+
+
+#: Packages released in lockstep with torch, and the version that goes with torch X.Y (PyTorch's
+#: compatibility table: torchvision 0.(Y+15) goes with torch 2.Y). Asking pip for the matching
+#: version fails at once when there is none; a bare ``torchvision`` makes pip backtrack through every
+#: older release (each pins another torch) for many minutes.
+LOCKSTEP_VERSIONS: dict[str, Callable[[int, int], str]] = {
+    "torchvision": lambda major, minor: f"==0.{minor + 15}.*",
+    "torchaudio": lambda major, minor: f"=={major}.{minor}.*",
+}
+
+
+def lockstep_requirement(name: str, release: str) -> str:
+    major, minor = (int(x) for x in release.split(".")[:2])
+    rule = LOCKSTEP_VERSIONS.get(normalize(name))
+    return f"{name}{rule(major, minor)}" if rule else name
+
+
+def _minor_bound(release: str) -> str:
+    major, minor = (int(x) for x in release.split(".")[:2])
+    return f"pytorch >={release},<{major}.{minor + 1}.0a0"
+
+
+@dataclass(frozen=True)
+class _Job:
+    wheel: Wheel
+    closure: Closure
+    build: TorchBuild | None  # the pytorch build this wheel is a variant of (torch or lockstep), else None
+
+
+def _plan(options: BridgeOptions, shared: Closure | None, per_build: dict[TorchBuild, Closure]) -> list[_Job]:
+    lock = {normalize(n) for n in options.lockstep} | {"torch"}
+    jobs: dict[tuple, _Job] = {}
+    for build, closure in per_build.items():
+        for w in closure.wheels:
+            if w.name in lock:
+                jobs[(w.filename, build.variant)] = _Job(w, closure, build)
+    closures = ([shared] if shared else []) + list(per_build.values())
+    for closure in closures:
+        for w in closure.wheels:
+            if w.name in lock or w.name in options.exclude:
+                continue
+            jobs.setdefault((w.filename, None), _Job(w, closure, None))
+    return sorted(jobs.values(), key=lambda j: (j.wheel.name, j.wheel.version, j.build.variant if j.build else ""))
+
+
+def _try_convert(options: ConvertOptions) -> Converted | str:
+    try:
+        return convert(options)
+    except BridgeError as exc:  # one wheel that cannot be converted leaves only its dependents unsolvable
+        return exc.message
+
+
+def _convert_all(work: list[ConvertOptions], jobs: int) -> list[Converted | str]:
+    if jobs <= 1 or len(work) <= 1:
+        return [_try_convert(o) for o in work]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn, never fork (engine-notes gotcha 8)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_try_convert, work))
+
+
+def _last_line(exc: BridgeError) -> str:
+    lines = [ln.strip() for ln in exc.message.splitlines() if ln.strip() and not ln.strip().startswith("[notice]")]
+    return lines[-1] if lines else "pip cannot resolve it"
+
+
+def bridge(options: BridgeOptions) -> BridgeResult:
+    """Resolve, download, convert and index (see the module docstring)."""
+    say = options.progress or (lambda msg: log.info("%s", msg))
+    channel = assert_no_colon(options.channel, what="channel")
+    if not options.torch and not options.requirements:
+        raise BridgeError("nothing to bridge", hint="give pytorch builds and/or requirements")
+    t0 = time.monotonic()
+    per_build: dict[TorchBuild, Closure] = {}
+    unavailable: list[tuple[str, str, str]] = []
+    for build in options.torch:
+        say(f"resolving {build.pip_requirement} ({build.variant}) with pip")
+        try:
+            per_build[build] = resolve([build.pip_requirement], options.pip)
+        except BridgeError as exc:
+            if not options.skip_unavailable:
+                raise
+            unavailable.append((build.release, build.variant, f"{build.pip_requirement}: {_last_line(exc)}"))
+            continue
+        for name in options.lockstep:
+            req = lockstep_requirement(name, build.release)
+            try:
+                per_build[build] = resolve([*per_build[build].request, req], options.pip)
+            except BridgeError as exc:
+                if not options.skip_unavailable:
+                    raise
+                unavailable.append((build.release, build.variant, f"{req} with {build.pip_requirement}: {_last_line(exc)}"))
+    shared = None
+    if options.requirements:
+        anchor = [next(iter(per_build)).pip_requirement] if per_build else []
+        say(f"resolving {len(options.requirements)} requirements of the distribution with pip")
+        shared = resolve([*anchor, *options.requirements], options.pip)
+    resolve_s = time.monotonic() - t0
+
+    jobs = _plan(options, shared, per_build)
+    excluded = sorted({w.name for c in [shared, *per_build.values()] if c for w in c.wheels if w.name in options.exclude})
+    t1 = time.monotonic()
+    unique = {j.wheel.filename: j.wheel for j in jobs}
+    say(f"downloading {len(unique)} wheels into {options.wheel_cache} (files already there are kept)")
+    dl = download(list(unique.values()), options.wheel_cache, options.pip)
+    download_s = time.monotonic() - t1
+
+    t2 = time.monotonic()
+    converted: list[Converted] = []
+    pytorch: dict[tuple[str, str], Path] = {}
+    work: list[tuple[_Job, ConvertOptions]] = []
+    not_converted: list[tuple[str, str]] = []
+    for job in jobs:
+        w, build = job.wheel, job.build
+        kw: dict = {}
+        if build is not None:
+            torch_wheel = next((x for x in job.closure.wheels if x.name == "torch"), None)
+            tag = cuda_tag(dl.files[torch_wheel.filename]) if torch_wheel else None
+            if build.variant == "cuda":
+                if tag is None:
+                    raise BridgeError(f"{build.pip_requirement} gave a wheel without CUDA ({w.filename})",
+                                      field="torch", hint="ask for a CUDA build's requirement (torch==X from PyPI)")
+                kw.update(build_prefix=f"cuda{tag}_", build_number=CUDA_BUILD_OFFSET, extra_depends=("__cuda",))
+            else:
+                if tag is not None and w.name == "torch":
+                    raise BridgeError(f"{build.pip_requirement} gave a CUDA {tag} wheel ({w.filename}), not a CPU one",
+                                      field="torch", hint="a cpu build needs a CPU wheel (torch==X+cpu)")
+                kw.update(build_prefix="cpu_")
+            if w.name == "torch":
+                kw["run_exports"] = {"weak": [_minor_bound(build.release)]}
+        work.append((job, ConvertOptions(wheel=w, wheel_file=dl.files[w.filename], out_dir=channel, python=options.python,
+                                         closure=job.closure.by_name(), compression_level=options.compression_level, **kw)))
+    work.sort(key=lambda jw: -jw[1].wheel_file.stat().st_size)  # the big ones first: the pool ends together
+    say(f"converting {len(work)} wheels ({options.jobs} at a time)")
+    results = _convert_all([o for _, o in work], options.jobs)
+    for (job, _), pkg in zip(work, results):
+        if isinstance(pkg, str):
+            say(f"not converted: {job.wheel.filename}: {pkg}")
+            not_converted.append((job.wheel.filename, pkg))
+            continue
+        converted.append(pkg)
+        if job.build is not None and job.wheel.name == "torch":
+            pytorch[(job.build.release, job.build.variant)] = pkg.path
+    py = options.python
+    cp = f"cp{py.short.replace('.', '')}"
+    metadata_package(channel, name="python_abi", version=py.short, build=f"8_{cp}", subdir="linux-64",
+                     constrains=[f"python {py.short}.*"])
+    convert_s = time.monotonic() - t2
+
+    t3 = time.monotonic()
+    index_channel(channel, subdirs=["linux-64"])
+    index_s = time.monotonic() - t3
+    return BridgeResult(channel, tuple(converted), pytorch, tuple(excluded), tuple(unavailable), tuple(not_converted),
+                        len(unique),
+                        dl.bytes_fetched,
+                        resolve_s, download_s, convert_s, index_s)
+
+
+__all__ = ["BridgeOptions", "BridgeResult", "TorchBuild", "bridge", "cuda_tag"]
