@@ -385,3 +385,29 @@ def test_a_file_name_in_main_is_never_built_again(built_world: Path, capsys):
     assert {b["status"] for b in doc["builds"] if b["name"] == "trainloop"} == {"blocked"}
     assert LocalChannel(world / "build/channels/staging").list_files()[lk.artifact].sha256 == lk.sha256
     assert LocalChannel(world / MAIN).list_files()[lk.artifact].sha256 == lk.sha256
+
+
+@pytest.mark.slow
+def test_mains_artifact_of_a_dependent_whose_recipe_moved_on_is_retested(built_world: Path, capsys):
+    """layerkit's recipe is at 1.1.1 (not promoted: a block hint holds it) while main serves 1.1.0: a
+    tensorutils bump re-tests main's 1.1.0 too, as it is, so tensorutils can go without layerkit 1.1.1."""
+    world = built_world
+    run_json_at(capsys, world, "promote")
+    edit(world / "recipes/layerkit/recipe.yaml", 'version: "1.1.0"', 'version: "1.1.1"')
+    (world / "hints.yaml").write_text("hints:\n  - {action: block, package: layerkit, version: '1.1.1', by: rm-ann, "
+                                      "reason: wait for the docs, expires: 2999-01-01}\n")
+    repo = git.Repo(world)
+    repo.git.add("-A")
+    repo.index.commit("layerkit 1.1.1; hold it")
+    bump_tensorutils(world, drop_center=False)
+    code, doc = run_json_at(capsys, world, "build", "tensorutils", "--dry-run")
+    lk = next(p for p in doc["plan"]["packages"] if p["name"] == "layerkit")
+    assert [(v["artifact"].split("-")[1], v["action"]) for v in lk["variants"]] == [("1.1.1", "build"), ("1.1.0", "from-main")]
+    code, doc = run_json_at(capsys, world, "build", "tensorutils")
+    assert code == 0, [t for t in doc["tests"] if t["status"] != "passed"]
+    old = [t for t in doc["tests"] if t["artifact"].startswith("noarch/layerkit-1.1.0-")]
+    assert len(old) == 6 and {t["against"]["tensorutils"].rsplit("-", 1)[0] for t in old} == {"tensorutils-0.3.3"}
+    code, out = run_json_at(capsys, world, "promote")
+    held = {h["artifact"]: h for h in out["held"]}
+    assert next(h for a, h in held.items() if "layerkit-1.1.1" in a)["reason"] == "blocked-by-hint"
+    assert any("tensorutils-0.3.3" in a["artifact"] for a in out["promoted"]), out["held"]

@@ -107,6 +107,7 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
     packages = []
     tool = f"{PLAN_VERSION}:{builder.name}:{_tool_version()}"
     needed = set(names).union(*(graph.ancestors(n) for n in names))  # deps' hashes feed dependents' hashes
+    main_files = _newest_by_name(options.main)
     for name in graph.order(needed):
         recipe = dist.recipes[name]
         # the distribution's variant config, with the supported minors (of the selected releases) as
@@ -129,6 +130,8 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
         input_hashes[name] = sorted(v.input_hash for v in vplans)
         if name not in names:
             continue
+        if name not in options.names:  # a dependent: what main serves of it is re-tested too
+            vplans += _main_newest(main_files, recipe.output_names, {v.spec.artifact for v in vplans})
         targets = tuple(Target(r, v) for r in releases if r in admitted[name] for v in variants)
         packages.append(PackagePlan(
             name=name, recipe=recipe.path, version=recipe.version,
@@ -145,6 +148,36 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
         targets=tuple(Target(r, v) for r in releases for v in variants),
         engine=builder.name,
     )
+
+
+def _newest_by_name(main: Path | None) -> dict[str, list]:
+    """The files of the newest version of each name in the local main channel."""
+    if main is None or not (main / "noarch" / "repodata.json").is_file():
+        return {}
+    from rattler import Version
+
+    from conda_distro.channels.local import LocalChannel
+
+    by_name: dict[str, list] = {}
+    for f in LocalChannel(main).list_files().values():
+        by_name.setdefault(f.name, []).append(f)
+    out = {}
+    for name, files in by_name.items():
+        top = max(Version(f.version) for f in files)
+        out[name] = [f for f in files if Version(f.version) == top]
+    return out
+
+
+def _main_newest(main_files: dict[str, list], outputs, planned: set[str]) -> list[VariantPlan]:
+    """A dependent whose recipe has moved past what main serves: main's newest artifacts are re-tested
+    as they are (``from-main``), since they are what users get with the changed parent."""
+    extra = []
+    for out in outputs:
+        for f in main_files.get(out, ()):
+            if f.artifact not in planned:
+                spec = VariantSpec(f.name, f.version, f.build, f.build_number, f.subdir, {})
+                extra.append(VariantPlan(spec, f"main:{f.sha256}", "from-main"))
+    return extra
 
 
 def _taken(spec: VariantSpec, input_hash: str, prev: ArtifactResults | None, main: Path | None, recipe: Path,
