@@ -272,9 +272,10 @@ def test_graph_github_matrix_output_fits_the_pr_workflow(tmp_path, capsys):
 def test_promote_workflow_keeps_the_token_in_the_production_job():
     doc = _load(GITHUB / "workflows/promote.yml")
     assert _triggers(doc) == {"push"} and doc["on"]["push"]["branches"] == ["main"]
-    build, promote = doc["jobs"]["build"], doc["jobs"]["promote"]
+    build, promote, test = doc["jobs"]["build"], doc["jobs"]["promote"], doc["jobs"]["test"]
     assert "secrets." not in json.dumps(build) and not build.get("environment")
-    assert promote["environment"] == "production" and promote["needs"] == "build"
+    assert "secrets." not in json.dumps(test) and not test.get("environment")
+    assert promote["environment"] == "production" and promote["needs"] == ["build", "test"]
     token_steps = [s for s in promote["steps"] if "ANACONDA_API_TOKEN" in s.get("env", {})]
     assert {s["env"]["ANACONDA_API_TOKEN"] for s in token_steps} == {"${{ secrets.ANACONDA_API_TOKEN }}"}
     commands = [re.findall(r"conda-distro (\w+) --format", s["run"]) for s in token_steps]
@@ -300,17 +301,20 @@ def test_nightly_builds_reports_and_deploys_pages():
     doc = _load(GITHUB / "workflows/nightly.yml")
     assert "schedule" in _triggers(doc) and doc["on"]["schedule"][0]["cron"]
     build, deploy, issue = doc["jobs"]["build"], doc["jobs"]["deploy"], doc["jobs"]["issue"]
-    text = _steps_text(build)
+    report, test = doc["jobs"]["report"], doc["jobs"]["test"]
+    text = _steps_text(build) + _steps_text(test) + _steps_text(report)
     for command in ("conda-distro build --all", "conda-distro report unmaintained --format markdown",
-                    "conda-distro status --out site/ --repo-url"):
+                    "conda-distro status --out site/ --repo-url", '--variant "${VARIANT}"'):
         assert command in text
     assert "|| true" not in text  # exit 2 (bad input) must fail the night, only exit 1 goes on
-    assert any(str(s.get("uses", "")).startswith("actions/upload-pages-artifact@") for s in build["steps"])
+    assert any(str(s.get("uses", "")).startswith("actions/upload-pages-artifact@") for s in report["steps"])
+    assert not _runs_recipe_code(report) and _runs_recipe_code(test) and _runs_recipe_code(build)
+    assert test["runs-on"] == "${{ matrix.runner }}" and build["runs-on"] == "${{ needs.runners.outputs.build-runner }}"
     assert any(str(s.get("uses", "")).startswith("actions/deploy-pages@") for s in deploy["steps"])
     assert _perm_map(deploy["permissions"]) == {"pages": "write", "id-token": "write"}
     assert _perm_map(build["permissions"]) == {"contents": "read"}
     # the issue job: the token and issues: write, but no checkout, no python, no conda-distro
-    assert _perm_map(issue["permissions"]) == {"issues": "write"} and issue["needs"] == "build"
+    assert _perm_map(issue["permissions"]) == {"issues": "write"} and issue["needs"] == "report"
     assert "conda-distro" not in _steps_text(issue) and "pip" not in _steps_text(issue)
     assert not any(str(s.get("uses", "")).startswith(("actions/checkout@", "actions/setup-python@"))
                    for s in issue["steps"])
@@ -323,7 +327,7 @@ def _nightly_issue_run(tmp_path: Path, open_issue: str, lagging: str) -> tuple[J
     doc = load_workflow(GITHUB / "workflows/nightly.yml")
     report = "# Unmaintained packages as of 2025-06-01\n\n| `stale` | @sam | ... | **retire** |\n"
     runner = _runner(tmp_path, {"runner.temp": str(tmp_path / "runner-temp"), "github.token": "ghs_test",
-                                "github.repository": "example/distro", "needs.build.outputs.lagging": lagging})
+                                "github.repository": "example/distro", "needs.report.outputs.lagging": lagging})
 
     def download(with_, r):
         folder = Path(with_["path"])
@@ -587,7 +591,8 @@ _EXPRESSIONS = {"github.base_ref": "main", "matrix.packages": "a b", "matrix.sha
                 "secrets.ANACONDA_API_TOKEN": "anaconda-test-token", "github.token": "gh-test-token",
                 "github.event.before": "0" * 40, "inputs.pytorch_version": "2.7.0",
                 "github.event.pull_request.number": "7", "github.event.pull_request.head.sha": "a" * 40,
-                "github.server_url": "https://github.com", "github.repository": "owner/repo", "github.run_id": "99"}
+                "github.server_url": "https://github.com", "github.repository": "owner/repo", "github.run_id": "99",
+                "needs.runners.outputs.build-variants": "cpu", "matrix.variant": "cuda"}
 
 
 @pytest.mark.parametrize("gate", sorted(EXPECTED_PIPED_GATES), ids=lambda g: f"{g[0]}:{g[1]}:{g[2]}")
@@ -962,3 +967,52 @@ def test_comment_job_believes_the_artifact_only_as_data(tmp_path, case):
     else:
         assert writes == [] and not any(state["comments"].values())
         assert run.ok is (case == "another PR's number")
+
+
+# --- variant runners (issue 16): the runners job reads distro.yaml's ci.runners, the build job tests the
+# variants of its own runner, each other variant is tested by a job on its runner
+
+
+@pytest.mark.parametrize("wf", ["promote.yml", "nightly.yml"])
+def test_the_test_matrix_is_split_by_variant_on_the_runners_distro_yaml_names(wf, tmp_path):
+    doc = _load(GITHUB / "workflows" / wf)
+    runner = _runner(tmp_path, {**_EXPRESSIONS, "runner.temp": str(tmp_path / "runner-temp")})
+    (runner.workspace / "distro.yaml").write_text(
+        "name: t\npytorch:\n  releases: ['2.5.1']\n  variants: [cpu, cuda]\nci:\n  runners: {cpu: ubuntu-24.04, cuda: linux-gpu-t4}\n")
+    write_shim(runner.shims, "conda-distro", f'exec {shlex.quote(str(BIN / "conda-distro"))} "$@"\n')  # the real tool
+    run = runner.run_job(doc, "runners")
+    assert run.ok, run.steps
+    assert run.outputs["build_runner"] == "ubuntu-24.04" and run.outputs["build_variants"] == "cpu"
+    assert json.loads(run.outputs["tests"]) == {"include": [{"variant": "cuda", "runner": "linux-gpu-t4"}]}
+    assert run.outputs["count"] == "1"
+    jobs = doc["jobs"]
+    assert jobs["runners"]["outputs"]["tests"] == "${{ steps.runners.outputs.tests }}"
+    assert jobs["build"]["runs-on"] == "${{ needs.runners.outputs.build-runner }}"
+    test = jobs["test"]
+    assert test["runs-on"] == "${{ matrix.runner }}" and test["strategy"]["matrix"] == "${{ fromJSON(needs.runners.outputs.tests) }}"
+    assert test["if"] == "needs.runners.outputs.count != '0'" and test["needs"] == ["runners", "build"]
+    assert _perm_map(test["permissions"]) == {"contents": "read"} and not _job_tokens(doc, test)
+
+
+def _variant_calls(tmp_path: Path, wf: str, job_id: str, variants: str) -> list[str]:
+    """Run ``job_id``'s steps with a conda-distro that logs its arguments; the build job's variants as
+    the runners job would hand them over."""
+    runner = _runner(tmp_path, {**_EXPRESSIONS, "runner.temp": str(tmp_path / "runner-temp"),
+                                "needs.runners.outputs.build-variants": variants})
+    git(runner.workspace, "init", "-q")
+    runner.handlers = {"actions/download-artifact": lambda with_, r: _artifact(Path(with_["path"]), _HANDED)}
+    log = tmp_path / "calls.log"
+    write_shim(runner.shims, "conda-distro", f'echo "$*" >> {shlex.quote(str(log))}\necho "{{}}"\n')
+    run = runner.run_job(_load(GITHUB / "workflows" / wf), job_id)
+    assert run.ok, [(s.name, s.stdout, s.stderr) for s in run.steps]
+    return log.read_text().splitlines()
+
+
+@pytest.mark.parametrize("wf", ["promote.yml", "nightly.yml"])
+def test_the_build_job_tests_its_variants_and_the_test_job_one_variant(wf, tmp_path):
+    [build] = _variant_calls(tmp_path / "one", wf, "build", "cpu")
+    assert "--variant cpu" in build and "--variant cuda" not in build
+    [both] = _variant_calls(tmp_path / "both", wf, "build", "cpu cuda")  # cuda on the same runner: one job
+    assert "--variant cpu --variant cuda" in both
+    [test] = _variant_calls(tmp_path / "test", wf, "test", "cpu")
+    assert test.startswith("build ") and "--variant cuda" in test and "--variant cpu" not in test
