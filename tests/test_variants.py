@@ -7,8 +7,6 @@ and verify-channel. Real builds and tests on the sandbox world; the only stand-i
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -174,6 +172,8 @@ def test_verify_channel_says_cuda_ran_without_a_gpu(built_world: Path, capsys):
     by = {r["variant"]: r for r in doc["results"]}
     assert by["cuda"]["gpu"] is False and "gpu" not in by["cpu"]
     assert not any(c["evidence"] == "gpu-probe" for r in doc["results"] for c in r["checks"])
+    code, out, _ = run_cli_at(capsys, built_world, "verify-channel", "--pytorch", "2.5.1")
+    assert "pytorch 2.5.1 (cuda (no GPU)): ok" in out and "pytorch 2.5.1 (cpu): ok" in out
 
 
 _GPU = probe_gpu()
