@@ -9,7 +9,10 @@ Run as ``python fake_gh.py ARGS...`` with ``FAKE_GH_STATE`` naming the state fil
 * ``api --method POST repos/O/R/issues/N/comments -F body=@FILE`` — a new comment by github-actions[bot];
 * ``api --method PATCH repos/O/R/issues/comments/ID -F body=@FILE`` — edit one;
 * ``pr create … --head B --title T --body-file F`` — prints the new PR's URL;
-* ``issue create … --title T --body-file F`` — prints the new issue's URL.
+* ``issue create … --title T --body-file F`` — prints the new issue's URL;
+* ``label create NAME …`` — records the label;
+* ``pr view URL --json labels [--jq EXPR]`` — the labels of a PR it opened (``pr create --label L``);
+* ``pr merge URL --auto --merge`` — records that auto-merge is on for it (``auto_merge``).
 
 ``--jq`` is applied with the real ``jq -r`` (gh prints strings raw). Every call is recorded in ``calls``.
 """
@@ -72,9 +75,24 @@ def main(argv: list[str]) -> int:
             kind = argv[0]
             item = {"head": _opt(argv, "--head"), "base": _opt(argv, "--base"), "title": _opt(argv, "--title"),
                     "body": Path(_opt(argv, "--body-file")).read_text()}
+            if "--label" in argv:
+                item["labels"] = [argv[i + 1] for i, a in enumerate(argv) if a == "--label"]
             items = state.setdefault(f"{kind}s", [])
             items.append(item)
             out = f"https://github.com/owner/repo/{'pull' if kind == 'pr' else 'issues'}/{len(items)}\n"
+        elif argv[:2] == ["label", "create"]:
+            state.setdefault("labels", []).append(argv[2])
+        elif argv[:2] in (["pr", "view"], ["pr", "merge"]):
+            m = re.fullmatch(r"https://github\.com/owner/repo/pull/(\d+)", argv[2])
+            prs = state.get("prs", [])
+            if m is None or not 0 < int(m[1]) <= len(prs):
+                sys.stderr.write(f"GraphQL: Could not resolve to a PullRequest ({argv[2]})\n")
+                return 1
+            pr = prs[int(m[1]) - 1]
+            if argv[1] == "view":
+                out = _jq({"labels": [{"name": n} for n in pr.get("labels", [])]}, _opt(argv, "--jq"))
+            else:
+                pr["auto_merge"] = "--auto" in argv
         else:
             sys.stderr.write(f"fake gh: unexpected call {argv}\n")
             return 2

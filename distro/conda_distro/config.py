@@ -95,6 +95,33 @@ class Anaconda(Strict):
     api_url: str = "https://api.anaconda.org"
 
 
+#: A GitHub Actions runner label (``ubuntu-latest``, ``linux-gpu-t4``, ``self-hosted``): letters, digits and
+#: ``. _ -``, so a label read from distro.yaml can go into a workflow's ``runs-on`` as it is.
+_RUNNER_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+class Runners(Strict):
+    """The CI runner each variant's tests run on (README "CI: variant runners"). A cuda runner with a GPU
+    tests cuda for real; on one without, cuda tests run as "cuda (no GPU)"."""
+
+    cpu: str = "ubuntu-latest"
+    cuda: str = "ubuntu-latest"
+
+    @field_validator("cpu", "cuda", mode="before")
+    @classmethod
+    def _label(cls, v: Any) -> Any:
+        if isinstance(v, str) and not _RUNNER_LABEL.fullmatch(v):
+            raise ValueError(f"'{v}' is not a runner label (letters, digits and . _ -, e.g. ubuntu-latest)")
+        return v
+
+
+class Ci(Strict):
+    runners: Runners = Field(default_factory=Runners)
+    # the release sweep's per-package pull requests whose package passed are labelled `automerge` and merged
+    # once the pull-request gate is green; false: they wait for a human
+    automerge: bool = True
+
+
 class DistroConfig(Strict):
     name: str = Field(min_length=1)
     channels: Channels = Field(default_factory=Channels)
@@ -102,6 +129,7 @@ class DistroConfig(Strict):
     platforms: list[str] = Field(default_factory=lambda: ["linux-64"], min_length=1)
     policy: Policy = Field(default_factory=Policy)
     anaconda: Anaconda = Field(default_factory=Anaconda)
+    ci: Ci = Field(default_factory=Ci)
     # conda-forge-style variant config files (conda_build_config.yaml format) recipes render with
     variant_config: list[str] = Field(default_factory=list)
 

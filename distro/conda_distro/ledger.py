@@ -14,7 +14,9 @@ One JSON file per package, ``channel_state/<name>.json``::
           "promoted_at": "2025-01-01T12:00:00Z",    # UTC; null if it entered main another way
           "commit": "9ff6986…",                     # the commit whose recipe produced the artifact (recorded
                                                     # when it was built); null: uncommitted recipe, or no git
-          "tests": [{"release": "2.5.1", "variant": "cpu", "status": "passed", "date": "…Z"}],
+          "tests": [{"release": "2.5.1", "variant": "cpu", "status": "passed", "date": "…Z"},
+                    {"release": "2.5.1", "variant": "cuda", "status": "passed", "date": "…Z",
+                     "gpu": false}],                # cuda only: false = run without a GPU ("cuda (no GPU)")
           "retired": null,                          # or {"at": "…Z", "reason": "…", "by": "…"}
           "forced_by": null                         # or who forced it past the gate (a hints.yaml `force`)
         }
@@ -33,7 +35,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Iterable, Literal, Mapping, Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
 from conda_distro.errors import LedgerError
 from conda_distro.validation import load_json, to_error
@@ -70,6 +72,16 @@ class TestEvidence(_Strict):
     variant: Literal["cpu", "cuda"]
     status: Literal["passed", "failed", "blocked"]
     date: UtcDatetime
+    # a cuda test: whether it ran on a machine with a working GPU (false: "cuda (no GPU)", an install +
+    # import test under the __cuda override); absent (None): unknown (older evidence) or a cpu test
+    gpu: bool | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unknown_gpu(self, handler):  # older files stay byte-identical: no `"gpu": null` everywhere
+        data = handler(self)
+        if data.get("gpu") is None:
+            data.pop("gpu", None)
+        return data
 
 
 class Retirement(_Strict):

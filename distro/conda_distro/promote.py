@@ -694,7 +694,7 @@ def _evidence(res: ArtifactResults | None, held: set[str] | None = None) -> list
             continue
         t = runs[-1]
         date = t.date if t.date.tzinfo else t.date.replace(tzinfo=dt.timezone.utc)
-        out.append(TestEvidence(release=t.pytorch, variant=t.variant, status=t.status, date=date))
+        out.append(TestEvidence(release=t.pytorch, variant=t.variant, status=t.status, date=date, gpu=t.gpu))
     return out
 
 

@@ -74,6 +74,9 @@ class TestRecord(_Model):
     # solved it: name -> "name-version-build" (the file name without extension); None: not recorded
     # (a result older than this field, or a test that did not run)
     against: dict[str, str] | None = None
+    # cuda tests: whether the machine that ran it had a working GPU (`nvidia-smi`); False = "cuda (no GPU)",
+    # an install + import test under the __cuda override. None: a cpu test, not run, or not recorded
+    gpu: bool | None = None
 
 
 class ArtifactResults(_Model):

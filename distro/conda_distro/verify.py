@@ -38,6 +38,7 @@ from conda_distro.distribution import Distribution
 from conda_distro.engine.plan import select_releases
 from conda_distro.engine.releases import Target
 from conda_distro.errors import ChannelError, UsageError
+from conda_distro.gpu import probe_gpu
 from conda_distro.ledger import Ledger, compare_with_channel
 from conda_distro.pytorch_record import TorchBuild
 from conda_distro.recipe import Recipe
@@ -47,6 +48,19 @@ from conda_distro.specs import admits, parse_spec
 SMOKE_TIMEOUT = 300
 # Real torch and the sandbox stand-ins share this API: torch.version.cuda is None in cpu builds.
 VARIANT_PROBE = "import torch, sys; c = torch.version.cuda; print('cuda' if c else 'cpu', c)"
+# On a machine with a working GPU (nvidia-smi), the cuda variant must really reach it: CUDA is available
+# and a tiny op runs on the device. The sandbox's stand-in torch runs no CUDA code: it says so, and the
+# check does not count as GPU evidence (`ran: false` in its output).
+CUDA_PROBE = """import torch
+if getattr(torch, "__stand_in__", False):
+    print("stand-in torch: no CUDA op to run (ran: false)")
+    raise SystemExit(0)
+assert torch.cuda.is_available(), "torch.cuda.is_available() is False on a machine with a GPU"
+x = torch.arange(8, dtype=torch.float32, device="cuda")
+y = float((x * 2).sum().item())
+assert y == 56.0, y
+print("cuda op ran on", torch.cuda.get_device_name(0), "(ran: true)")
+"""
 
 
 @dataclass(frozen=True)
@@ -64,10 +78,12 @@ class VerifyResult:
     requested: list[str] = field(default_factory=list)
     checks: list[dict] = field(default_factory=list)  # {package, check, evidence, ok, output}
     error: str | None = None
+    gpu: bool | None = None  # cuda: whether this machine had a working GPU (False: "cuda (no GPU)")
 
     def to_dict(self) -> dict:
         return {"pytorch": self.pytorch, "variant": self.variant, "ok": self.ok, "installed": self.installed,
-                "requested": self.requested, "checks": self.checks, "error": self.error}
+                "requested": self.requested, "checks": self.checks, "error": self.error,
+                **({"gpu": self.gpu} if self.gpu is not None else {})}
 
 
 @dataclass
@@ -131,15 +147,22 @@ def _python(prefix: Path, code: str) -> tuple[bool, str]:
     return proc.returncode == 0, (proc.stdout + proc.stderr).strip()[-2000:]
 
 
+def cuda_probe(prefix: Path) -> dict:
+    """The GPU check of a cuda environment (run only where nvidia-smi works): ``torch.cuda.is_available()``
+    and a tiny op on the device."""
+    ok, output = _python(prefix, CUDA_PROBE)
+    return {"package": "pytorch", "check": "cuda op on the GPU", "evidence": "gpu-probe", "ok": ok, "output": output}
+
+
 def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, names: list[str], workdir: Path,
-                   cache: Path) -> VerifyResult:
+                   cache: Path, gpu: bool = False) -> VerifyResult:
     from rattler import install
     from rattler.exceptions import SolverError
 
     pytorch = dist.config.pytorch.name
     cuda = target.variant == "cuda"
     specs = [f"{pytorch} =={target.pytorch}", *names]
-    res = VerifyResult(target.pytorch, target.variant, False, requested=specs)
+    res = VerifyResult(target.pytorch, target.variant, False, requested=specs, gpu=gpu if cuda else None)
     try:
         records = solver.solve(specs, cuda)
     except SolverError as exc:
@@ -167,6 +190,8 @@ def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, na
         seen = output.split()[0] if ok and output else "?"
         res.checks.append({"package": pytorch, "check": "import torch", "evidence": "import-probe",
                            "ok": ok and seen == target.variant, "output": output})
+        if cuda and gpu:
+            res.checks.append({**cuda_probe(prefix), "package": pytorch})
     by_pkg = {r.name: r for r in dist.recipes.values()}
     for name in names:
         for module in _import_names(by_pkg.get(name)):
@@ -213,9 +238,10 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
         workdir = options.keep or scratch / "envs"
         workdir.mkdir(parents=True, exist_ok=True)
         cache = scratch / "pkgs"  # this run's own package cache
+        gpu = "cuda" in dist.config.pytorch.variants and probe_gpu().available
         for target in (Target(r, v) for r in releases for v in dist.config.pytorch.variants):
             names = _admitting(files, pytorch, target.pytorch)
-            results.append(_verify_target(solver, dist, target, names, workdir, cache))
+            results.append(_verify_target(solver, dist, target, names, workdir, cache, gpu))
     finally:
         _remove_tree(scratch)
     return VerifyReport(results, drift)

@@ -44,6 +44,14 @@ def _where(pairs: list[tuple[str, str]]) -> str:
     return ", ".join(f"{r} ({', '.join(vs)})" for r, vs in by.items())
 
 
+def _variant_head(report, release: str, variant: str) -> str:
+    """``cuda (no GPU)`` when this release's cuda tests ran on a machine without a working GPU."""
+    from conda_distro.gpu import variant_label
+
+    seen = {t.gpu for t in report.tests if (t.pytorch, t.variant) == (release, variant) and t.gpu is not None}
+    return variant_label(variant, False if seen == {False} else None)
+
+
 def build_table(report) -> list[str]:
     """The final output of `build`: one row per package (build status, then each release × variant), then
     each failure once per package and reason with the releases it hit and one log, then the verdict."""
@@ -53,7 +61,7 @@ def build_table(report) -> list[str]:
             names.append(rec.name)
     targets = sorted({(t.pytorch, t.variant) for t in report.tests}, key=lambda rv: (_rkey(rv[0]), rv[1]))
     version = {b.name: b.version for b in report.builds}
-    head = ["package", "version", "build", *(f"{r} {v}" for r, v in targets)]
+    head = ["package", "version", "build", *(f"{r} {_variant_head(report, r, v)}" for r, v in targets)]
     rows = [head]
     for name in names:
         cells = [_cell([t.status for t in report.tests if t.name == name and (t.pytorch, t.variant) == rv])
@@ -114,6 +122,7 @@ def build(
     all_: Annotated[bool, typer.Option("--all", help="Build and test every package.")] = False,
     changed_since: Annotated[Optional[str], typer.Option("--changed-since", help="Git ref: build recipes changed since it, and their dependents.")] = None,
     pytorch: Annotated[Optional[list[str]], typer.Option("--pytorch", help="Test only against this release (repeatable).")] = None,
+    variant: Annotated[Optional[list[str]], typer.Option("--variant", help="Test only this variant, cpu or cuda (repeatable; default: every variant of distro.yaml). CI runs each on the runner distro.yaml's ci.runners names.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="How many packages to build and test at once (one worker process each).")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
@@ -133,7 +142,8 @@ def build(
     dist = load_distribution(root, strict=False)
     options = BuildOptions(names=tuple(names or ()), all=all_, changed_since=changed_since, pytorch=tuple(pytorch or ()),
                            jobs=jobs, engine=engine, dry_run=dry_run, sandbox=not no_sandbox,
-                           lock_timeout=lock_timeout, retry_errors=retry_errors)
+                           lock_timeout=lock_timeout, retry_errors=retry_errors,
+                           variants=tuple(variant or ()))
     run = run_build(dist, options, make_reporter() if not dry_run else None)
     if format is TextJson.json:
         print_json(run.to_dict())

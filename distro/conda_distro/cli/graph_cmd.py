@@ -16,6 +16,7 @@ class GraphFormat(str, enum.Enum):
     json = "json"
     dot = "dot"
     github_matrix = "github-matrix"
+    github_runners = "github-runners"
 
 
 @app.command()
@@ -24,9 +25,15 @@ def graph(
     affected_by: Annotated[Optional[list[str]], typer.Option("--affected-by", help="Package name(s) that changed (repeatable).")] = None,
     changed_since: Annotated[Optional[str], typer.Option("--changed-since", help="Git ref: recipes changed since it are the changed set.")] = None,
     shards: Annotated[int, typer.Option("--shards", min=1, help="With --format github-matrix: number of runners.")] = 1,
-    format: Annotated[GraphFormat, typer.Option("--format", help="text, json, dot (Graphviz) or github-matrix.")] = GraphFormat.text,
+    format: Annotated[GraphFormat, typer.Option("--format", help="text, json, dot (Graphviz), github-matrix, or github-runners (the CI runner of each variant, from distro.yaml's ci: section).")] = GraphFormat.text,
 ) -> int:
     """Dependency order among distribution packages; the affected set of a change."""
+    if format is GraphFormat.github_runners:
+        from conda_distro.ci import runner_plan
+        from conda_distro.distribution import open_distro
+
+        out(json.dumps(runner_plan(open_distro(root).config)))  # distro.yaml only: no recipe is read
+        return 0
     from conda_distro.distribution import load_distribution
     from conda_distro.gitutil import changed_recipes
     from conda_distro.graph import RecipeGraph

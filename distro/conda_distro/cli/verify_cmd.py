@@ -16,9 +16,11 @@ TAIL_LINES = 8  # of a failing check's output, in text mode (JSON has it all)
 def result_lines(report) -> list[str]:
     """Per release × variant: the verdict, and for each failing check its name and the last lines of its
     output (the traceback's end: the exception)."""
+    from conda_distro.gpu import variant_label
+
     lines = []
     for r in report.results:
-        lines.append(f"pytorch {r.pytorch} ({r.variant}): {'ok' if r.ok else 'FAILED'} — {len(r.installed)} packages "
+        lines.append(f"pytorch {r.pytorch} ({variant_label(r.variant, r.gpu)}): {'ok' if r.ok else 'FAILED'} — {len(r.installed)} packages "
                      f"installed, {sum(c['ok'] for c in r.checks)}/{len(r.checks)} checks passed")
         failing = [c for c in r.checks if not c["ok"]]
         if r.error and not failing:

@@ -57,6 +57,7 @@ class ExecContext:
     provenance: BuildProvenance = field(default_factory=BuildProvenance)  # the checkout's HEAD and dirty recipes
     fallback: tuple[Path, ...] = ()  # local channels read after staging (check-pr: the shared staging)
     main: Path | None = None  # the local main channel (``from-main`` variants are copied from it)
+    gpu: bool = False  # this machine has a working GPU: cuda targets run on it (and say so)
 
 
 @dataclass
@@ -142,7 +143,8 @@ class Executor:
         in_run = {d for d in pkg.closure if d in self.artifacts}
         pinned = {a: sha for d in sorted(in_run) for a, sha in self.artifacts[d].items()}
         views = tuple(
-            TargetView(t, self.ctx.views[t].url, self.ctx.views[t].sha256, self.ctx.views[t].cuda_override, self.ctx.views[t].reason)
+            TargetView(t, self.ctx.views[t].url, self.ctx.views[t].sha256, self.ctx.views[t].cuda_override, self.ctx.views[t].reason,
+                       gpu=self.ctx.gpu and t.variant == "cuda")
             for t in pkg.targets
         )
         return Unit(

@@ -83,6 +83,18 @@ class PlanOptions:
     pytorch: tuple[str, ...] = ()  # restrict to these releases
     engine: str = "rattler-build"
     main: Path | None = None  # the local main channel: a file name in main is never built again
+    variants: tuple[str, ...] = ()  # test only these variants (`build --variant`); empty: every variant
+
+
+def select_variants(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
+    """The variants to test (distro.yaml order): ``wanted`` (``--variant``, repeatable), or all of them.
+    A value that is not a variant of the distribution is bad input (exit 2)."""
+    variants = list(dist.config.pytorch.variants)
+    for v in wanted:
+        if v not in variants:
+            raise UsageError(f"'{v}' is not a variant of this distribution", field="--variant",
+                             hint=f"choose from: {', '.join(variants)} (distro.yaml pytorch.variants)")
+    return [v for v in variants if not wanted or v in wanted]
 
 
 def select_releases(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
@@ -97,7 +109,7 @@ def select_releases(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
 def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: ResultsStore,
               staging: Path, options: PlanOptions) -> BuildPlan:
     releases = select_releases(dist, options.pytorch)
-    variants = dist.config.pytorch.variants
+    variants = select_variants(dist, options.variants)
     pytorch = dist.config.pytorch.name
     names = graph.order() if options.all else graph.affected(options.names)
     admitted = admitted_releases(dist.recipes, graph, pytorch, releases)

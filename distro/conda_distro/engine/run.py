@@ -14,6 +14,7 @@ from conda_distro.engine.releases import build_release_views
 from conda_distro.engine.sandbox import require_bwrap, runtime_paths
 from conda_distro.engine.unit import Isolation
 from conda_distro.errors import UsageError
+from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.gitutil import changed_recipes
 from conda_distro.graph import RecipeGraph
 from conda_distro.provenance import build_provenance
@@ -33,6 +34,7 @@ class BuildOptions:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another build into the same staging
     scope: str | None = None  # None: the shared staging and results; NAME: check-pr's own build/pr/NAME/
     retry_errors: bool = False  # add the packages whose latest test of a staging artifact is an `error`
+    variants: tuple[str, ...] = ()  # `--variant`: test only these variants (CI runs each on its own runner)
 
 
 @dataclass
@@ -40,6 +42,7 @@ class BuildRun:
     plan: BuildPlan
     report: BuildReport | None  # None for a dry run
     excluded: dict = field(default_factory=dict)  # unreadable recipes and their dependents (see Distribution.exclusions)
+    gpu: GpuProbe | None = None  # whether cuda tests ran on a GPU (None: no cuda test was planned)
 
     @property
     def exit_code(self) -> int:
@@ -47,7 +50,7 @@ class BuildRun:
         return max(own, 1 if self.excluded.get("unreadable") else 0)
 
     def to_dict(self) -> dict:
-        extra = {"ok": self.exit_code == 0, **self.excluded}
+        extra = {"ok": self.exit_code == 0, **self.excluded, **({"gpu": self.gpu.to_dict()} if self.gpu else {})}
         if self.report is None:
             return {"dry_run": True, "plan": self.plan.to_dict(), "builds": [], "tests": [], **extra}
         return {**self.report.to_dict(), "plan": {"order": [p.name for p in self.plan.packages]}, **extra}
@@ -136,11 +139,16 @@ def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Pa
     main = main_channel(dist)
     plan = make_plan(dist, graph, builder, ResultsStore(paths.store), paths.staging,
                      PlanOptions(names=tuple(names), all=options.all, pytorch=options.pytorch, engine=options.engine,
-                                 main=main))
+                                 main=main, variants=options.variants))
     return plan, paths
 
 
-def isolation(dist: Distribution, paths: Paths, sandbox: bool) -> Isolation:
+def probe_for(plan: BuildPlan) -> GpuProbe | None:
+    """Probe the GPU when the plan tests a cuda variant: its tests run on the GPU, or say they had none."""
+    return probe_gpu() if any(t.variant == "cuda" for p in plan.packages for t in p.targets) else None
+
+
+def isolation(dist: Distribution, paths: Paths, sandbox: bool, gpu: bool = False) -> Isolation:
     """How this run's workers are isolated: the sandbox hides the repository, the build folder and the
     ledger, and puts back local upstream channels and the Python runtime (read-only). Fails closed
     (exit 2) when the sandbox cannot run, unless ``sandbox`` is False (--no-sandbox)."""
@@ -148,10 +156,11 @@ def isolation(dist: Distribution, paths: Paths, sandbox: bool) -> Isolation:
     work_root = d.build_dir / "work"
     if not sandbox:
         return Isolation(bwrap=None, work_root=work_root)
+    devices = gpu_devices() if gpu else ()
     upstream = [Path(u[len("file://"):]) for u in d.upstream_urls if u.startswith("file://")]
     return Isolation(bwrap=require_bwrap(), work_root=work_root,
                      hidden=(d.root, d.build_dir, d.state_dir, paths.store, paths.logs, work_root),
-                     read_only=(*upstream, *paths.fallback, *runtime_paths()))
+                     read_only=(*upstream, *paths.fallback, *runtime_paths()), devices=devices)
 
 
 def staging_lock(paths: Paths, timeout: float):
@@ -185,17 +194,19 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
         return BuildRun(plan, None, excluded)
     if not plan.packages:
         return BuildRun(plan, BuildReport(), excluded)
-    iso = isolation(dist, paths, options.sandbox)  # before anything is written
+    gpu = probe_for(plan)
+    iso = isolation(dist, paths, options.sandbox, gpu is not None and gpu.available)  # before anything is written
     seen = _staging_state(paths)
     with staging_lock(paths, options.lock_timeout):
         if _staging_state(paths) != seen:
             plan, paths = plan_build(dist, options)
             if not plan.packages:
-                return BuildRun(plan, BuildReport(), excluded)
+                return BuildRun(plan, BuildReport(), excluded, gpu)
         views = build_release_views(dist.distro, paths.views)
         fallback = tuple(f for f in paths.fallback if (f / "noarch" / "repodata.json").is_file())
         ctx = ExecContext(staging=paths.staging, main=main_channel(dist), upstream=(*(f.as_uri() for f in fallback), *dist.distro.upstream_urls),
                           views=views, store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name,
                           isolation=iso, jobs=options.jobs, fallback=fallback,
-                          provenance=build_provenance(dist.root, dist.distro.recipes_dir))
-        return BuildRun(plan, Executor(plan, ctx, reporter).run(), excluded)
+                          provenance=build_provenance(dist.root, dist.distro.recipes_dir),
+                          gpu=gpu is not None and gpu.available)
+        return BuildRun(plan, Executor(plan, ctx, reporter).run(), excluded, gpu)

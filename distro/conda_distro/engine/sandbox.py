@@ -109,6 +109,7 @@ class SandboxSpec:
     hidden: tuple[Path, ...]  # covered by an empty tmpfs: the repository, the build folder, the ledger
     read_only: tuple[Path, ...]  # put back (read-only) inside hidden areas
     writable: tuple[Path, ...] = ()  # more private writable folders (a chosen place for test environments)
+    devices: tuple[Path, ...] = ()  # device nodes put back into the fresh /dev (a GPU's /dev/nvidia*)
 
 
 def _base_args() -> list[str]:
@@ -135,6 +136,8 @@ def bwrap_args(spec: SandboxSpec) -> list[str]:
             args += ["--ro-bind", str(p.resolve()), str(p)]
     for w in (spec.work, *spec.writable):
         args += ["--bind", str(w.resolve()), str(w)]
+    for d in spec.devices:
+        args += ["--dev-bind", str(d), str(d)]
     for h in hidden:  # the empty mounts themselves are read-only too (the binds inside keep their mode)
         args += ["--remount-ro", str(h)]
     args += ["--chdir", str(spec.work)]

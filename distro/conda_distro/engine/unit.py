@@ -44,10 +44,11 @@ class TargetView:
     sha256: str | None
     cuda: str
     missing_reason: str | None = None
+    gpu: bool = False  # a cuda target, run on a machine with a working GPU
 
     def to_in(self) -> TargetIn:
         return TargetIn(pytorch=self.target.pytorch, variant=self.target.variant, url=self.url, sha256=self.sha256,
-                        cuda=self.cuda, missing_reason=self.missing_reason)
+                        cuda=self.cuda, missing_reason=self.missing_reason, gpu=self.gpu)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Isolation:
     work_root: Path
     hidden: tuple[Path, ...] = ()
     read_only: tuple[Path, ...] = ()
+    devices: tuple[Path, ...] = ()  # device nodes the sandbox puts back (the GPU's, when there is one)
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,7 @@ def _sandbox_spec(unit: Unit, iso: Isolation, work: Path, scratch: Path | None, 
     views = {_file_path(tv.url) for tv in unit.targets if tv.url}
     read_only = {unit.recipe.parent, unit.staging, *iso.read_only, *views, dep_view} - {None}
     return SandboxSpec(work=work, hidden=iso.hidden, read_only=tuple(sorted(read_only)),  # type: ignore[arg-type]
-                       writable=(scratch,) if scratch else ())
+                       writable=(scratch,) if scratch else (), devices=iso.devices)
 
 
 def _file_path(url: str | None) -> Path | None:
@@ -348,6 +350,7 @@ def _record_tests(unit: Unit, spec: VariantSpec, input_hash: str, path: Path, sh
             out.tests.append(TestRecord(**base, status="blocked", reason=t.missing_reason))
             continue
         key = test_key(sha, t, unit.deps_digest)
+        gpu = t.gpu if t.variant == "cuda" else None  # cuda: said, never hidden, whether a GPU was there
         old = _stored_run(results, t, unit.deps_digest)
         if old is not None:
             if old is not results.latest().get((t.pytorch, t.variant)):  # back to an environment seen before
@@ -357,13 +360,13 @@ def _record_tests(unit: Unit, spec: VariantSpec, input_hash: str, path: Path, sh
             continue
         got = ran.get(target_id(t.pytorch, t.variant))
         if got is None:  # the worker crashed, was killed or timed out: infrastructure, not the package
-            rec = TestRecord(**base, status="error", key=key, **provenance,
+            rec = TestRecord(**base, status="error", key=key, gpu=gpu, **provenance,
                              reason=error or "the build worker reported no outcome for this test")
         else:
             against = {n: ident for n, ident in got.env.items() if n in unit.closure}
             status = "passed" if got.ok else "error" if got.error else "failed"
             rec = TestRecord(**base, status=status, log=_keep_log(work, got.log, logs),
-                             reason=got.message, key=key, against=against, **provenance)
+                             reason=got.message, key=key, against=against, gpu=gpu, **provenance)
         results.record(rec)
         out.tests.append(rec)
     if results.model_dump_json() != before:  # a no-change rerun leaves the results store untouched

@@ -34,6 +34,7 @@ class TargetIn(_Model):
     sha256: str | None
     cuda: str
     missing_reason: str | None = None
+    gpu: bool = False  # a cuda target on a machine with a working GPU (its tests are not the no-GPU ones)
 
 
 class VariantIn(_Model):
@@ -98,7 +99,7 @@ def target_id(pytorch: str, variant: str) -> str:
 
 def test_key(artifact_sha256: str, target: TargetIn, deps_digest: str) -> str:
     """Everything a test outcome depends on: same key, same outcome (no need to re-run)."""
-    tid = target_id(target.pytorch, target.variant)
+    tid = target_id(target.pytorch, target.variant) + ("/gpu" if target.gpu else "")  # a GPU run is another test
     return hashlib.sha256(f"{artifact_sha256}|{tid}|{target.sha256}|{deps_digest}".encode()).hexdigest()
 
 

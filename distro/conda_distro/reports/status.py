@@ -75,10 +75,15 @@ class Cell:
     reason: str | None = None  # why it failed or is blocked (build/results/)
     log: str | None = None  # the test log as the build recorded it (a path on the machine that built it)
     log_href: str | None = None  # the copy beside the page (set when the page is written)
+    gpu: bool | None = None  # cuda: False = tested without a GPU ("cuda (no GPU)"); None: unknown / cpu
 
     @property
     def label(self) -> str:
-        return CELL_LABELS[self.status]
+        return CELL_LABELS[self.status] + (" (no GPU)" if self.no_gpu and self.status in ("passed", "failed") else "")
+
+    @property
+    def no_gpu(self) -> bool:
+        return self.variant == "cuda" and self.gpu is False
 
     @property
     def anchor(self) -> str:
@@ -86,7 +91,9 @@ class Cell:
 
     @property
     def title(self) -> str:
-        where = f"{self.package} on pytorch {self.release} ({self.variant}, {self.source})"
+        from conda_distro.gpu import variant_label
+
+        where = f"{self.package} on pytorch {self.release} ({variant_label(self.variant, self.gpu)}, {self.source})"
         if self.artifact:
             text = f"{where}: {self.status} on {self.date:%Y-%m-%d}, {self.artifact.split('/')[-1]}"
             return text + (f": {self.reason}" if self.reason and self.status != "passed" else "")
@@ -234,7 +241,7 @@ def make_cell(pkg: PackageFacts, release: str, variant: str, facts: Facts) -> Ce
         run = facts.results[a.artifact].latest().get((release, variant)) if a.artifact in facts.results else None
         same = run is not None and run.status == t.status  # the ledger keeps no reason or log: the build's results do
         return Cell(pkg.name, release, variant, t.status, a.artifact, t.date,
-                    reason=run.reason if same else None, log=run.log if same else None)
+                    reason=run.reason if same else None, log=run.log if same else None, gpu=t.gpu)
     gpu_only = variant == "cpu" and pkg.name in facts.cuda_only
     not_admitted = pkg.admitted is not None and release not in pkg.admitted
     if gpu_only or not_admitted or not pkg.tracks_pytorch:
@@ -251,7 +258,8 @@ def staged_row(pkg: PackageFacts, main: list[Cell]) -> StagedRow | None:
     cells = []
     for m in main:
         t = b.tests.get((m.release, m.variant))
-        cells.append(Cell(pkg.name, m.release, m.variant, t.status, b.artifact, t.date, "staging", t.reason, t.log)
+        cells.append(Cell(pkg.name, m.release, m.variant, t.status, b.artifact, t.date, "staging", t.reason, t.log,
+                          gpu=t.gpu)
                      if t else Cell(pkg.name, m.release, m.variant,
                                     "not-applicable" if m.status == "not-applicable" else "not-tested",
                                     source="staging"))

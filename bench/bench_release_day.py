@@ -1,0 +1,181 @@
+"""Benchmark: release day, from a new PyTorch release appearing upstream to every passing package of the
+distribution promoted for it (issue 16). Target: < 120 s on the sandbox (``--standin``); < 3,600 s on the
+real world (``--real``, needs ``sandbox --real`` of issue 13).
+
+    python bench/bench_release_day.py --standin [--keep DIR]
+    python bench/bench_release_day.py --real
+
+What it runs, as CI would (release-sweep.yml, then promote.yml on the merges):
+
+0. setup (not in the headline): a sandbox world at the two previous releases, built and promoted, so main
+   holds the distribution as it is the day before;
+1. **release**: the next stand-in release is published upstream (`sandbox publish-release`): t = 0;
+2. **sweep**: `sweep --pytorch VER --commit` (jobs 2): pins widened, the affected set built and tested
+   against the release, one branch per bumped package, the tracking issue's body;
+3. **automerge** (simulated): the branches of packages that passed (bumped, every test of the release
+   passed: the rule release-sweep.yml's automerge label follows) are merged into main, as the automerge
+   job does once each PR's gate is green;
+4. **build on main**: `build --changed-since <main before the merges> --jobs 2` (promote.yml's build job;
+   what the sweep built and tested is reused);
+5. **promote**: the promotion gate; `build/excuses.json` says why anything is held.
+
+It prints each stage's wall time, the headline (release appearing -> promote done), and how many packages
+were promoted, held (with the excuse) and pinged (failed or needs-new-version in the tracking issue), with
+each failure's first error line. Exit 1 when the headline misses the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+STANDIN_TARGET = 120.0
+REAL_TARGET = 3600.0
+BEFORE = ("2.5.1", "2.6.0")  # the distribution the day before: the two previous minors
+RELEASE = "2.7.0"  # what appears upstream
+PINGED = ("failed", "needs-new-version", "not-solvable")  # statuses whose maintainers the tracking issue pings
+
+
+def _cli(root: Path, *args: str, ok: tuple[int, ...] = (0, 1)) -> tuple[int, dict | None]:
+    proc = subprocess.run([sys.executable, "-m", "conda_distro", *args, "--root", str(root), "--format", "json"],
+                          capture_output=True, text=True, check=False, env={**os.environ, "CI": "true"})
+    if proc.returncode not in ok:
+        raise SystemExit(f"conda-distro {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    try:
+        return proc.returncode, json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return proc.returncode, None
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def passed(pkg: dict, release: str) -> bool:
+    """The automerge rule: bumped, and every test of the release ran and passed."""
+    tests = [t for t in pkg.get("tests") or [] if t.get("pytorch") == release]
+    return pkg.get("status") == "bumped" and bool(tests) and all(t.get("status") == "passed" for t in tests)
+
+
+def first_line(text: str | None) -> str:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()[:160]
+    return ""
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.stages: list[tuple[str, float]] = []
+
+    def run(self, name: str, fn):
+        t = time.perf_counter()
+        out = fn()
+        self.stages.append((name, time.perf_counter() - t))
+        return out
+
+
+def standin(keep: Path | None) -> int:
+    from conda_distro.sandbox.release import PublishOptions, publish_release
+    from conda_distro.sandbox.world import SandboxOptions, create_sandbox
+    from conda_distro.sweep import SweepOptions, run_sweep
+
+    base = keep or Path(tempfile.mkdtemp(prefix="bench-release-day-"))
+    root = base / "world"
+    clock = Clock()
+
+    # 0. the day before: main holds the distribution at the two previous releases
+    t = time.perf_counter()
+    create_sandbox(SandboxOptions(path=root, force=True, releases=BEFORE))
+    _git(root, "config", "user.name", "bench")
+    _git(root, "config", "user.email", "bench@example.invalid")
+    _cli(root, "build", "--all", "--jobs", "2")
+    _cli(root, "promote")
+    setup = time.perf_counter() - t
+    _git(root, "add", "-A", "channel_state")
+    _git(root, "commit", "-qm", "channel_state: the day before", "--allow-empty")
+
+    # 1. the release appears upstream: t = 0 of the headline
+    start = time.perf_counter()
+    clock.run("release appears upstream", lambda: publish_release(PublishOptions(world=root, version=RELEASE)))
+    # 2. the sweep (release-sweep.yml's sweep job)
+    result = clock.run("sweep --commit (build + test the affected set)",
+                       lambda: run_sweep(root, SweepOptions(release=RELEASE, commit=True, jobs=2)))
+    report = result.to_dict()
+    packages = report.get("packages", [])
+    # 3. automerge: merge the branches of the packages that passed (their PR gate is green)
+    main_before = _git(root, "rev-parse", "HEAD")
+
+    def merge() -> list[str]:
+        merged = []
+        for pkg in packages:
+            branch = f"sweep/pytorch-{RELEASE}-{pkg['name']}"
+            if passed(pkg, RELEASE) and _git(root, "branch", "--list", branch):
+                _git(root, "merge", "-q", "--no-ff", "--no-edit", "-m", f"Merge {branch} (automerge)", branch)
+                merged.append(pkg["name"])
+        if not merged and _git(root, "branch", "--list", f"sweep/pytorch-{RELEASE}"):
+            _git(root, "merge", "-q", "--no-ff", "--no-edit", f"sweep/pytorch-{RELEASE}~{len(result.commits) - 1}")
+        return merged
+
+    merged = clock.run("automerge (merge the passing packages' PRs)", merge)
+    # 4. build on main (promote.yml's build job), 5. promote
+    clock.run("build on main (--changed-since, jobs 2)",
+              lambda: _cli(root, "build", "--changed-since", main_before, "--jobs", "2"))
+    code, promoted_doc = clock.run("promote (the gate)", lambda: _cli(root, "promote"))
+    headline = time.perf_counter() - start
+
+    excuses_file = root / "build" / "excuses.json"
+    excuses = json.loads(excuses_file.read_text()) if excuses_file.is_file() else {"candidates": []}
+    promoted = sorted({p["artifact"].split("/")[-1].rsplit("-", 2)[0] for p in (promoted_doc or {}).get("promoted", [])})
+    held = [e for e in excuses.get("candidates", []) if e.get("verdict") != "promote"]
+    pinged = [p for p in packages if p.get("status") in PINGED]
+
+    print(f"release day on the sandbox: {', '.join(BEFORE)} in main, {RELEASE} appears upstream (2 cores, jobs 2)")
+    print(f"  setup (not counted): world + build + promote at {', '.join(BEFORE)}: {setup:6.1f} s")
+    for name, seconds in clock.stages:
+        print(f"  {name:48} {seconds:6.1f} s")
+    print(f"headline: release appearing -> last passing package promoted: {headline:.1f} s "
+          f"(target < {STANDIN_TARGET:.0f} s: {'ok' if headline < STANDIN_TARGET else 'MISSED'})")
+    statuses: dict[str, int] = {}
+    for p in packages:
+        statuses[p["status"]] = statuses.get(p["status"], 0) + 1
+    print(f"sweep: {', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))}; automerged: {', '.join(merged) or 'none'}")
+    print(f"promoted: {len(promoted)} package(s): {', '.join(promoted) or 'none'}")
+    print(f"held: {len(held)}")
+    for e in held:
+        print(f"  {e['name']} {e.get('new_version')}: {e['verdict']}: {'; '.join(e.get('reasons') or [])[:200]}")
+    print(f"pinged: {len(pinged)} package(s) in the tracking issue")
+    for p in pinged:
+        why = first_line(p.get("reason")) or first_line(p.get("log"))
+        print(f"  {p['name']} ({p['status']}) -> @{', @'.join(p.get('maintainers') or [])}: {why}")
+    if keep is None:
+        subprocess.run(["rm", "-rf", str(base)], check=False)
+    return 0 if headline < STANDIN_TARGET else 1
+
+
+def real() -> int:
+    print("--real needs the real world of issue 13 (`conda-distro sandbox DIR --real`: this repository's recipes "
+          "against PyTorch bridged from PyPI at two releases, then the newest one published into its upstream); "
+          "that world cannot publish a release into its upstream yet, so release day on it is not measured here. "
+          f"Target when it can: headline < {REAL_TARGET:.0f} s on 2 cores.")
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--standin", action="store_true", help="the sandbox world with stand-in PyTorch releases")
+    mode.add_argument("--real", action="store_true", help="the real world (sandbox --real, issue 13)")
+    ap.add_argument("--keep", type=Path, help="keep the world in this folder (default: a temporary one, removed)")
+    args = ap.parse_args(argv)
+    return standin(args.keep) if args.standin else real()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

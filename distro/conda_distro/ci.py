@@ -1,0 +1,24 @@
+"""What the CI workflows read from distro.yaml's ``ci:`` section (``graph --format github-runners``).
+
+The build job runs on the runner of the first variant (``ci.runners.<variant>``), builds everything and
+tests every variant whose runner is that one; each other variant gets a test job on its own runner (a GPU
+runner for cuda), which takes the build job's staging channel and results, tests only that variant
+(``build --variant``; every artifact is up to date, nothing is rebuilt) and hands its results on.
+"""
+
+from __future__ import annotations
+
+from conda_distro.config import DistroConfig
+
+
+def runner_plan(config: DistroConfig) -> dict:
+    """``{"build": {"runner", "variants": "cpu cuda"}, "tests": {"include": [{"variant", "runner"}]},
+    "count", "automerge"}``: ``tests`` is a GitHub Actions matrix (``count`` its size)."""
+    variants = list(config.pytorch.variants)
+    runners = config.ci.runners
+    runner = {v: getattr(runners, v) for v in variants}
+    first = runner[variants[0]]
+    on_build = [v for v in variants if runner[v] == first]
+    include = [{"variant": v, "runner": runner[v]} for v in variants if runner[v] != first]
+    return {"build": {"runner": first, "variants": " ".join(on_build)}, "tests": {"include": include},
+            "count": len(include), "automerge": config.ci.automerge}
