@@ -14,7 +14,8 @@ import git
 import pytest
 from ruamel.yaml import YAML
 
-from conda_distro.checkpr import CheckPrResult, suggest_pin, to_markdown
+from conda_distro.checkpr import CheckPrResult, suggest_pin
+from conda_distro.prcomment import to_markdown
 
 TARGETS = [(r, v) for r in ("2.4.1", "2.5.1", "2.6.0") for v in ("cpu", "cuda")]
 HEADER = "| package | status | failed on | note |"
@@ -335,7 +336,7 @@ def _failing_hookprofiler(**kw) -> CheckPrResult:
 
 
 def test_markdown_groups_failures_links_logs_and_asks_downstream_once():
-    from conda_distro.checkpr import to_text
+    from conda_distro.prcomment import to_text
 
     res = _failing_hookprofiler()
     md = to_markdown(res, log_url="https://ci.example/run/7/logs/{path}")

@@ -6,6 +6,9 @@ The build runs in a scope of its own, ``build/pr/<branch or commit>/`` (its stag
 store, logs and release views): a PR's artifacts and results never enter the shared staging channel
 or ``build/results/``, so `promote` on main in the same checkout never sees them. The shared staging is
 only read, after the scope's own staging, for dependencies the PR does not rebuild.
+
+This module computes the result (:class:`CheckPrResult`); :mod:`conda_distro.prcomment` turns it into
+the PR comment and its plain-text twin (imports flow one way: prcomment -> checkpr).
 """
 
 from __future__ import annotations
@@ -178,19 +181,3 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
         rep = run.report.to_dict() if run.report else {"builds": [], "tests": []}
         res.builds, res.tests, res.built = rep["builds"], rep["tests"], True
     return res
-
-
-# ---------------------------------------------------------------------------------------------
-# the PR comment: conda_distro.prcomment
-
-
-def to_markdown(res: CheckPrResult, log_url: str | None = None, root: Path | None = None) -> str:
-    from conda_distro.prcomment import LogLinks, build_report
-
-    return build_report(res, LogLinks(log_url, root or res.root)).markdown()
-
-
-def to_text(res: CheckPrResult, log_url: str | None = None, root: Path | None = None) -> str:
-    from conda_distro.prcomment import LogLinks, build_report
-
-    return build_report(res, LogLinks(log_url, root or res.root)).text()
