@@ -397,6 +397,35 @@ def test_recipe_and_profile_links(busy_site):
     assert ("https://github.com/bo", "@bo") in page.links
 
 
+def test_pull_request_and_tracking_issue_links(busy_site, chromium, tmp_path):
+    """Per package: a search of the repository's open pull requests naming it; per release a sweep added
+    (2.5.1, 2.6.0: not in the first distro.yaml): a search for its tracking issue. Both from --repo-url."""
+    from urllib.parse import parse_qs, urlsplit
+
+    res = run_chromium(chromium, tmp_path, "--dump-dom", (busy_site / "index.html").as_uri())
+    assert res.returncode == 0, res.stderr[-2000:]
+    page = Page(res.stdout)
+    pulls = {parse_qs(urlsplit(h).query)["q"][0]: h for h, text in page.links if text == "PRs"}
+    with_recipe = {"fine", "fresh", "stale", "active", "failing", "addon", "gone", "hooky", "broken"}
+    assert set(pulls) == {f"is:pr is:open {n}" for n in with_recipe}
+    assert all(h.startswith("https://github.com/example/distro/pulls?q=") for h in pulls.values())
+    issues = [h for h, text in page.links if text == "sweep tracking issue"]
+    assert [parse_qs(urlsplit(h).query)["q"][0] for h in issues] == [
+        'is:issue in:title "PyTorch 2.5.1 release sweep"', 'is:issue in:title "PyTorch 2.6.0 release sweep"']
+    assert all(h.startswith("https://github.com/example/distro/issues?q=") for h in issues)
+    # excuses: grouped as the gate groups them (the promoted one is not "blocked by nothing"); a held
+    # candidate's own failing tests are not called regressions
+    assert '<h3>nothing: promoted <span class="count">1</span></h3>' in res.stdout
+    assert "blocked by <code>nothing" not in res.stdout
+    assert "regression: fine fails on pytorch 2.6.0 (cpu)" in res.stdout
+
+
+def test_no_repository_url_no_search_links(site):
+    """The dated scenario has no GitHub remote and no --repo-url: no PR or issue links (nothing to guess)."""
+    page = Page((site / "index.html").read_text())
+    assert not [h for h, text in page.links if text in ("PRs", "sweep tracking issue")]
+
+
 def test_busy_page_screenshot(busy_site, chromium, tmp_path):
     shot = tmp_path / "busy.png"
     res = run_chromium(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1400,1600", "--hide-scrollbars",
@@ -410,11 +439,36 @@ def test_busy_page_screenshot(busy_site, chromium, tmp_path):
 
 
 def test_bad_excuses_file_exits_2_and_writes_nothing(tmp_path, capsys):
+    """The page reads build/excuses.json into the promotion gate's own types (conda_distro.excuses): a file
+    of another shape is bad input, named with its field."""
     root = make_scenario(tmp_path / "distro")
-    (root / "build" / "excuses.json").write_text(json.dumps({"ok": True, "generated": "x", "candidates": [
-        {"name": "a", "new_version": "1", "verdict": "maybe"}]}))
     out = tmp_path / "site"
-    assert cli_main(["status", "--root", str(root), "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert "excuses.json" in err and "candidates.0.verdict" in err and "hint:" in err
-    assert not out.exists()
+    for doc, field in (({"ok": True, "generated": "2025-06-01T03:00:00Z", "candidates": [
+                            {"name": "a", "new_version": "1", "verdict": "maybe"}]}, "candidates.0.verdict"),
+                       ({"generated": "x", "candidates": []}, "'generated'"),
+                       ({"generated": "2025-06-01T03:00:00Z", "candidates": [
+                            {"name": "a", "new_version": "1", "verdict": "held-temporarily",
+                             "regressions": [{"package": "b", "pytorch": "2.6.0"}]}]}, "candidates.0.regressions.0.variant")):
+        (root / "build" / "excuses.json").write_text(json.dumps(doc))
+        assert cli_main(["status", "--root", str(root), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "excuses.json" in err and field in err and "hint:" in err
+        assert not out.exists()
+
+
+def test_excuses_file_round_trips_through_the_gates_types(tmp_path):
+    """What `promote` writes is what the page reads: one schema (conda_distro.excuses)."""
+    from conda_distro.excuses import EXCUSES_FILE, Excuse, Excuses, Regression, read_excuses, write_excuses
+
+    ex = Excuses(generated=dt.datetime(2025, 6, 1, 3, tzinfo=dt.timezone.utc), candidates=[
+        Excuse(name="addon", old_version="1.0", new_version="2.0", verdict="held-temporarily", blocked_by=["failing"],
+               regressions=[Regression(package="fine", pytorch="2.6.0", variant="cpu", log="build/logs/x.log")]),
+        Excuse(name="hooky", new_version="1.0", verdict="held-permanently", group="a rebuild from this checkout"),
+        Excuse(name="fine", old_version="1.0", new_version="1.1", verdict="promote")])
+    write_excuses(tmp_path / EXCUSES_FILE, ex)
+    back = read_excuses(tmp_path)
+    assert back == ex and back.to_dict() == ex.to_dict()
+    assert [(g, [e.name for e in es]) for g, es in back.groups()] == [
+        ("a rebuild from this checkout", ["hooky"]), ("failing", ["addon"]), ("nothing: promoted", ["fine"])]
+    assert back.text_lines() == ex.text_lines() and back.markdown() == ex.markdown()
+    assert read_excuses(tmp_path / "nowhere") is None

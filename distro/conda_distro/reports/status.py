@@ -25,11 +25,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote_plus
 
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import UsageError
 from conda_distro.ledger import ArtifactEntry
-from conda_distro.reports.excuses import Excuses, read_excuses
+from conda_distro.excuses import Excuses, read_excuses
 from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact, parse_as_of
 from conda_distro.reports.render import render, static
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
@@ -41,6 +42,8 @@ CELL_LABELS = {"passed": "pass", "failed": "fail", "blocked": "blocked", "not-ap
                "not-tested": "untested"}
 
 
+#: the title .github/workflows/release-sweep.yml gives a release's tracking issue
+SWEEP_ISSUE_TITLE = "PyTorch {release} release sweep"
 LOG_TAIL = 256 << 10  # bytes of a log copied next to the page (its end: where the failure is)
 
 
@@ -123,6 +126,7 @@ class Row:
     staged: StagedRow | None = None
     recipe_path: str | None = None
     recipe_url: str | None = None
+    pulls_url: str | None = None  # its open pull requests (a GitHub search)
 
     @property
     def state(self) -> str:
@@ -155,6 +159,7 @@ class ReleaseProgress:
     in_main: int
     failing: list[str]
     untested: list[str]
+    tracking_url: str | None = None  # the release sweep's tracking issue, for a release a sweep added
 
     @property
     def percent(self) -> int:
@@ -270,11 +275,12 @@ def make_rows(facts: Facts, report: UnmaintainedReport, repo: RepoLinks | None =
                         sorted(facts.graph.dependencies(name)) if in_graph else [],
                         sorted(facts.graph.dependents(name)) if in_graph else [], level_of.get(name),
                         staged_row(pkg, cells), pkg.recipe_path,
-                        repo.file(pkg.recipe_path) if repo and pkg.recipe_path else None))
+                        repo.file(pkg.recipe_path) if repo and pkg.recipe_path else None,
+                        repo.pulls(name) if repo and pkg.recipe_path else None))
     return rows
 
 
-def release_progress(facts: Facts, rows: list[Row]) -> list[ReleaseProgress]:
+def release_progress(facts: Facts, rows: list[Row], repo: RepoLinks | None = None) -> list[ReleaseProgress]:
     out = []
     for rd in facts.releases:
         passing = in_main = 0
@@ -295,7 +301,8 @@ def release_progress(facts: Facts, rows: list[Row]) -> list[ReleaseProgress]:
                 failing.append(row.name)
             else:
                 untested.append(row.name)
-        out.append(ReleaseProgress(rd.release, passing, total, in_main, failing, untested))
+        out.append(ReleaseProgress(rd.release, passing, total, in_main, failing, untested,
+                                   repo.sweep_issue(rd.release) if repo and rd.added_later else None))
     return out
 
 
@@ -305,13 +312,24 @@ def release_progress(facts: Facts, rows: list[Row]) -> list[ReleaseProgress]:
 
 @dataclass(frozen=True)
 class RepoLinks:
-    """Links into the repository on GitHub: ``{url}/blob/{ref}/{path}``."""
+    """Links into the repository on GitHub: files (``{url}/blob/{ref}/{path}``) and searches of its pull
+    requests and issues (GitHub's search cannot filter pull requests by the files they change: a package's
+    link finds the open ones that name it, in their title, body or comments; the sweep's PRs are titled
+    ``NAME: admit pytorch VER`` and check-pr's sticky comment names every package a PR affects)."""
 
     url: str
     ref: str
 
     def file(self, path: str) -> str:
         return f"{self.url}/blob/{self.ref}/{path}"
+
+    def pulls(self, name: str) -> str:
+        return f"{self.url}/pulls?q={quote_plus(f'is:pr is:open {name}')}"
+
+    def sweep_issue(self, release: str) -> str:
+        """The release sweep's tracking issue (the release-sweep workflow titles it so)."""
+        query = 'is:issue in:title "' + SWEEP_ISSUE_TITLE.format(release=release) + '"'
+        return f"{self.url}/issues?q={quote_plus(query)}"
 
 
 _GITHUB_REMOTE = re.compile(r"^(?:https://github\.com/|git@github\.com:|ssh://git@github\.com/)"
@@ -378,7 +396,7 @@ def draw(facts: Facts, rows: list[Row]) -> Drawing:
 def build_page(facts: Facts, excuses: Excuses | None = None, repo: RepoLinks | None = None) -> StatusPage:
     report = evaluate(facts)
     rows = make_rows(facts, report, repo)
-    return StatusPage(facts, report, rows, draw(facts, rows), release_progress(facts, rows), excuses)
+    return StatusPage(facts, report, rows, draw(facts, rows), release_progress(facts, rows, repo), excuses)
 
 
 def render_page(page: StatusPage, log_links: dict[str, str] | None = None) -> str:
