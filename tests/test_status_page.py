@@ -472,3 +472,19 @@ def test_excuses_file_round_trips_through_the_gates_types(tmp_path):
         ("a rebuild from this checkout", ["hooky"]), ("failing", ["addon"]), ("nothing: promoted", ["fine"])]
     assert back.text_lines() == ex.text_lines() and back.markdown() == ex.markdown()
     assert read_excuses(tmp_path / "nowhere") is None
+
+
+def test_candidates_promoted_since_the_excuses_were_written_are_left_out(tmp_path):
+    """`promote` writes build/excuses.json before it promotes: a candidate now in main has no excuse on the page."""
+    from conda_distro.excuses import Excuse, Excuses, write_excuses
+    from conda_distro.ledger import Ledger
+    from conda_distro.reports.status import StatusOptions, write_status
+
+    root = make_scenario(tmp_path / "distro")
+    in_main = Ledger(root / "channel_state").load("fine").artifacts[0].artifact
+    write_excuses(root / "build" / "excuses.json", Excuses(generated=dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc), candidates=[
+        Excuse(name="fine", new_version="1.0", verdict="promote", artifacts=[in_main]),
+        Excuse(name="addon", new_version="3.0", verdict="held-temporarily", artifacts=["noarch/addon-3.0-h0_0.conda"])]))
+    written = write_status(StatusOptions(out=tmp_path / "site", root=root, as_of=AS_OF.isoformat())).written
+    page = Page(written[0].read_text())
+    assert set(page.excuses) == {"addon"}

@@ -393,7 +393,18 @@ def draw(facts: Facts, rows: list[Row]) -> Drawing:
     return Drawing(list(nodes.values()), edges, width, height)
 
 
+def pending_excuses(facts: Facts, excuses: Excuses | None) -> Excuses | None:
+    """The excuses of candidates not in main yet: those `promote` promoted since it wrote the file are left
+    out (the file is the gate's view before it promoted them)."""
+    if excuses is None:
+        return None
+    in_main = {a.artifact for pkg in facts.packages.values() for a in pkg.in_main}
+    return excuses.model_copy(update={"candidates": [c for c in excuses.candidates
+                                                     if not (c.artifacts and set(c.artifacts) <= in_main)]})
+
+
 def build_page(facts: Facts, excuses: Excuses | None = None, repo: RepoLinks | None = None) -> StatusPage:
+    excuses = pending_excuses(facts, excuses)
     report = evaluate(facts)
     rows = make_rows(facts, report, repo)
     return StatusPage(facts, report, rows, draw(facts, rows), release_progress(facts, rows, repo), excuses)
