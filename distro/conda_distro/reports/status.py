@@ -7,15 +7,17 @@ staging that is not in main (``build/results/``), a row for **staging** under it
 promotion" or "held". Failures are red, link to an entry of the failures list with the test's reason and
 its log (copied next to the page, under ``logs/``). Also: per-release progress ("2.6.0: 7/10 pass"),
 maintainers (linked to their GitHub profiles), links to the recipe files (``--repo-url``, default: the
-GitHub ``origin`` remote, at the checked-out commit), the `report unmaintained` flags, retirements, the
-promotion gate's excuses (``build/excuses.json``, grouped by what blocks them) and a dependency view (an
+GitHub ``origin`` remote, at the checked-out commit) and searches of its open pull requests per package
+and of the sweep tracking issue per swept release (:class:`RepoLinks`), the `report unmaintained` flags,
+retirements, the promotion gate's excuses (``build/excuses.json`` read by :func:`conda_distro.excuses.read_excuses`,
+grouped by what blocks them; those promoted since are left out) and a dependency view (an
 inline SVG of the RecipeGraph levels plus a table of dependencies and dependents).
 
 It reads channel_state/, build/results/, build/excuses.json and the repository (recipes, distro.yaml,
 git): never a channel. A main cell's status comes from the newest artifact in main that has a result for
 that (release, variant); without one it is ``not-applicable`` when the pins don't admit the release (or
 the package needs a GPU and the variant is cpu) and ``not-tested`` otherwise. A page links only to other
-pages (GitHub profiles and files): its stylesheet and logs are files beside it, it has no script.
+pages (GitHub profiles, files and searches): its stylesheet and logs are files beside it, it has no script.
 """
 
 from __future__ import annotations
