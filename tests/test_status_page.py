@@ -488,3 +488,30 @@ def test_candidates_promoted_since_the_excuses_were_written_are_left_out(tmp_pat
     written = write_status(StatusOptions(out=tmp_path / "site", root=root, as_of=AS_OF.isoformat())).written
     page = Page(written[0].read_text())
     assert set(page.excuses) == {"addon"}
+
+
+def test_a_package_blocked_by_a_failing_dependency_is_blocked_not_untested(tmp_path, chromium):
+    """`build` does not attempt a package whose dependency fails: it leaves no artifact and no result. The
+    page says "blocked" (in a staging row naming what it waits for), not "untested", and passes it on."""
+    import git
+
+    from test_reports import commit, recipe_text
+
+    root = make_busy_scenario(tmp_path / "distro")
+    commit(git.Repo(root), {"recipes/onbroken/recipe.yaml": recipe_text("onbroken", "pytorch >=2.4,<2.7", ["broken >=0.1,<1"], ["ob"]),
+                            "recipes/onhooky/recipe.yaml": recipe_text("onhooky", "pytorch >=2.4,<2.7", ["hooky >=1.0,<2"], ["oh"]),
+                            "recipes/ononbroken/recipe.yaml": recipe_text("ononbroken", "pytorch >=2.4,<2.7", ["onbroken >=1,<2"], ["oo"])},
+           "Add dependents of broken and hooky", "Ob", day(-2))
+    out = tmp_path / "site"
+    assert cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", AS_OF.isoformat()]) == 0
+    res = run_chromium(chromium, tmp_path, "--dump-dom", (out / "index.html").as_uri())
+    assert res.returncode == 0, res.stderr[-2000:]
+    page = Page(res.stdout)
+    staged = {}
+    for (pkg, release, variant), attrs in page.staged.items():
+        staged.setdefault(pkg, {})[(release, variant)] = attrs["data-status"]
+    assert staged["onbroken"] == row(B, B, B, B, B, B) and staged["ononbroken"] == row(B, B, B, B, B, B)
+    assert staged["onhooky"] == row(NT, NT, NT, NT, B, B)  # hooky passes 2.4 and 2.5: onhooky is only to be built
+    assert page.statuses()["onbroken"] == row(NT, NT, NT, NT, NT, NT)  # main: nothing there
+    assert "not built: waits for broken" in res.stdout and "not built: waits for onbroken" in res.stdout
+    assert "blocked: not built: broken fails or is blocked here" in page.staged[("onbroken", "2.4.1", "cpu")]["title"]

@@ -97,20 +97,27 @@ class Cell:
             return text + (f": {self.reason}" if self.reason and self.status != "passed" else "")
         if self.status == "not-applicable":
             return f"{where}: not applicable (its pins do not admit this release or variant)"
+        if self.status == "blocked" and self.reason:
+            return f"{where}: blocked: {self.reason}"
         return f"{where}: no test result in channel_state/"
 
 
 @dataclass(frozen=True)
 class StagedRow:
-    """The newest build in staging that is not in main, under its package's main row."""
+    """The newest build in staging that is not in main, under its package's main row; or, for a package
+    with nothing in main nor staging whose distribution dependencies fail, the build that `build` blocks
+    (``waits_for``: no artifact, blocked cells)."""
 
-    artifact: str
-    version: str
+    artifact: str | None
+    version: str | None
     promotable: bool
     cells: list[Cell]
+    waits_for: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
+        if self.waits_for:
+            return f"not built: waits for {', '.join(self.waits_for)}"
         return "awaiting promotion" if self.promotable else "held: a test failed"
 
 
@@ -282,6 +289,28 @@ def make_rows(facts: Facts, report: UnmaintainedReport, repo: RepoLinks | None =
     return rows
 
 
+def blocked_rows(facts: Facts, rows: list[Row]) -> None:
+    """A package with nothing in main and no build in staging whose distribution dependencies fail or are
+    blocked on a release × variant is blocked there (`build` does not attempt it): give it a staging row
+    saying so, instead of "untested". Dependencies first, so a block passes on to dependents."""
+    by = {r.name: r for r in rows}
+    for name in facts.graph.order():
+        row = by.get(name)
+        if row is None or row.newest is not None or row.staged is not None or row.retired:
+            continue
+        parents = [by[d] for d in sorted(facts.graph.dependencies(name)) if d in by]
+        cells, waits = [], set()
+        for m in row.cells:
+            bad = [p.name for p in parents if p.effective(m.release, m.variant).status in ("failed", "blocked")] \
+                if m.status != "not-applicable" else []
+            waits.update(bad)
+            cells.append(Cell(name, m.release, m.variant, "blocked", source="staging",
+                              reason=f"not built: {', '.join(bad)} fails or is blocked here") if bad else
+                         Cell(name, m.release, m.variant, m.status, source="staging"))
+        if waits:
+            row.staged = StagedRow(None, None, False, cells, tuple(sorted(waits)))
+
+
 def release_progress(facts: Facts, rows: list[Row], repo: RepoLinks | None = None) -> list[ReleaseProgress]:
     out = []
     for rd in facts.releases:
@@ -409,6 +438,7 @@ def build_page(facts: Facts, excuses: Excuses | None = None, repo: RepoLinks | N
     excuses = pending_excuses(facts, excuses)
     report = evaluate(facts)
     rows = make_rows(facts, report, repo)
+    blocked_rows(facts, rows)
     return StatusPage(facts, report, rows, draw(facts, rows), release_progress(facts, rows, repo), excuses)
 
 
