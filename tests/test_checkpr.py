@@ -415,6 +415,29 @@ def test_markdown_of_a_pr_that_breaks_one_package_fits_one_screen(built_world: P
     assert code == 1 and text.startswith("check-pr: changes needed\n") and "|---" not in text and "###" not in text
 
 
+@pytest.mark.slow
+def test_a_changed_recipe_whose_build_main_already_has_needs_a_build_number_bump(built_world: Path, capsys):
+    """layerkit 1.1.0 build 0 is in main; a PR changes its test but not its build number. The build would give
+    main's file name a second content (and the gate re-tested main's file, with the OLD test: "ready to
+    merge"). check-pr says: bump build.number. Once bumped, the new test really runs (and fails here)."""
+    code, _, _ = run_cli(capsys, "promote", "--root", str(built_world))
+    assert code == 1  # fastquant and hookprofiler are held; layerkit goes to main
+    edit(built_world, "recipes/layerkit/recipe.yaml", "== [-1.0, 1.0]", "== [-1.0, 2.0]")
+    commit_all(built_world, "layerkit: change a test, not the build number")
+    code, out = check_pr_markdown(capsys, built_world)
+    assert code == 1, out
+    line = line_of(built_world / "recipes/layerkit/recipe.yaml", "number: 0")
+    assert (f"- ❌ `recipes/layerkit/recipe.yaml:{line}` [build-number-bump] main already has layerkit 1.1.0 build 0 "
+            "(promoted from commit ") in out
+    assert "  hint: set build.number to 1 (or release a new version)" in out
+    assert "| `layerkit` (changed) | ❌ fail |" in out
+    edit(built_world, "recipes/layerkit/recipe.yaml", "number: 0", "number: 1")
+    commit_all(built_world, "layerkit: build 1")
+    code, out, _ = run_cli(capsys, "check-pr", "--base", "HEAD~2", "--root", str(built_world), "--format", "markdown")
+    assert code == 1 and "build-number-bump" not in out
+    assert "`layerkit` test failed on all 6: " in out and "AssertionError" in out
+
+
 # ---------------------------------------------------------------------------------------------
 # exit 2 still comments
 

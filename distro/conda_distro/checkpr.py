@@ -135,6 +135,35 @@ def pin_updates(dist: Distribution, graph: RecipeGraph, changed: list[str]) -> l
     return out
 
 
+def unbumped_builds(dist: Distribution, changed: list[str]) -> list[Finding]:
+    """Changed recipes whose version and build number main already has (channel_state/): their build would
+    give main's file name a second content (the gate would re-test main's file, with its old tests, or
+    refuse the build). As conda-forge asks: bump ``build.number``."""
+    from conda_distro.ledger import Ledger
+
+    ledger = Ledger(dist.distro.state_dir)
+    out = []
+    for folder in changed:
+        recipe = dist.recipes.get(folder)
+        if recipe is None:
+            continue
+        outputs = recipe.outputs or []
+        pairs = [(o.name, o.version, o.build_number) for o in outputs] or [(recipe.name, recipe.version, recipe.build_number or 0)]
+        for name, version, number in pairs:
+            state = ledger.load(name)
+            same = [a for a in (state.artifacts if state else []) if a.version == version and a.build_number == number]
+            if not same:
+                continue
+            commit = f" (promoted from commit {same[0].commit[:7]})" if same[0].commit else ""
+            out.append(Finding(folder, "build-number-bump", "error",
+                               f"main already has {name} {version} build {number}{commit}: this change needs a new build number",
+                               recipe.path.relative_to(dist.root).as_posix(),
+                               recipe.lines.get("build.number") or recipe.lines.get("build") or recipe.lines.get("package"),
+                               f"set build.number to {number + 1} (or release a new version)"))
+            break
+    return out
+
+
 def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> CheckPrResult:
     from conda_distro.proposal import has_fatal, lint_proposals, proposal_names
 
@@ -150,7 +179,7 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
     res.changed_proposals = proposal_names(dist.root, buildable)
     present = [n for n in res.changed if (dist.distro.recipes_dir / n).is_dir()]
     lint = lint_distribution(dist, LintOptions(names=tuple(present), proposals=False, strict_names=False)) if present else None
-    res.lint = lint.findings if lint else []
+    res.lint = (lint.findings if lint else []) + unbumped_builds(dist, present)
     res.proposals = lint_proposals(dist, names=res.changed_proposals) if res.changed_proposals else []
     res.malformed = bool(lint and lint.malformed) or has_fatal(res.proposals)
     if res.malformed:
