@@ -14,7 +14,8 @@ import git
 import pytest
 from ruamel.yaml import YAML
 
-from conda_distro.checkpr import CheckPrResult, suggest_pin, to_markdown
+from conda_distro.checkpr import CheckPrResult, suggest_pin
+from conda_distro.prcomment import to_markdown
 
 TARGETS = [(r, v) for r in ("2.4.1", "2.5.1", "2.6.0") for v in ("cpu", "cuda")]
 HEADER = "| package | status | failed on | note |"
@@ -335,7 +336,7 @@ def _failing_hookprofiler(**kw) -> CheckPrResult:
 
 
 def test_markdown_groups_failures_links_logs_and_asks_downstream_once():
-    from conda_distro.checkpr import to_text
+    from conda_distro.prcomment import to_text
 
     res = _failing_hookprofiler()
     md = to_markdown(res, log_url="https://ci.example/run/7/logs/{path}")
@@ -412,6 +413,29 @@ def test_markdown_of_a_pr_that_breaks_one_package_fits_one_screen(built_world: P
     # text: the same verdict, no markdown
     code, text, _ = run_cli(capsys, "check-pr", "--base", "HEAD~1", "--root", str(built_world))
     assert code == 1 and text.startswith("check-pr: changes needed\n") and "|---" not in text and "###" not in text
+
+
+@pytest.mark.slow
+def test_a_changed_recipe_whose_build_main_already_has_needs_a_build_number_bump(built_world: Path, capsys):
+    """layerkit 1.1.0 build 0 is in main; a PR changes its test but not its build number. The build would give
+    main's file name a second content (and the gate re-tested main's file, with the OLD test: "ready to
+    merge"). check-pr says: bump build.number. Once bumped, the new test really runs (and fails here)."""
+    code, _, _ = run_cli(capsys, "promote", "--root", str(built_world))
+    assert code == 1  # fastquant and hookprofiler are held; layerkit goes to main
+    edit(built_world, "recipes/layerkit/recipe.yaml", "== [-1.0, 1.0]", "== [-1.0, 2.0]")
+    commit_all(built_world, "layerkit: change a test, not the build number")
+    code, out = check_pr_markdown(capsys, built_world)
+    assert code == 1, out
+    line = line_of(built_world / "recipes/layerkit/recipe.yaml", "number: 0")
+    assert (f"- ❌ `recipes/layerkit/recipe.yaml:{line}` [build-number-bump] main already has layerkit 1.1.0 build 0 "
+            "(promoted from commit ") in out
+    assert "  hint: set build.number to 1 (or release a new version)" in out
+    assert "| `layerkit` (changed) | ❌ fail |" in out
+    edit(built_world, "recipes/layerkit/recipe.yaml", "number: 0", "number: 1")
+    commit_all(built_world, "layerkit: build 1")
+    code, out, _ = run_cli(capsys, "check-pr", "--base", "HEAD~2", "--root", str(built_world), "--format", "markdown")
+    assert code == 1 and "build-number-bump" not in out
+    assert "`layerkit` test failed on all 6: " in out and "AssertionError" in out
 
 
 # ---------------------------------------------------------------------------------------------

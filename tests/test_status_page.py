@@ -397,6 +397,35 @@ def test_recipe_and_profile_links(busy_site):
     assert ("https://github.com/bo", "@bo") in page.links
 
 
+def test_pull_request_and_tracking_issue_links(busy_site, chromium, tmp_path):
+    """Per package: a search of the repository's open pull requests naming it; per release a sweep added
+    (2.5.1, 2.6.0: not in the first distro.yaml): a search for its tracking issue. Both from --repo-url."""
+    from urllib.parse import parse_qs, urlsplit
+
+    res = run_chromium(chromium, tmp_path, "--dump-dom", (busy_site / "index.html").as_uri())
+    assert res.returncode == 0, res.stderr[-2000:]
+    page = Page(res.stdout)
+    pulls = {parse_qs(urlsplit(h).query)["q"][0]: h for h, text in page.links if text == "PRs"}
+    with_recipe = {"fine", "fresh", "stale", "active", "failing", "addon", "gone", "hooky", "broken"}
+    assert set(pulls) == {f"is:pr is:open {n}" for n in with_recipe}
+    assert all(h.startswith("https://github.com/example/distro/pulls?q=") for h in pulls.values())
+    issues = [h for h, text in page.links if text == "sweep tracking issue"]
+    assert [parse_qs(urlsplit(h).query)["q"][0] for h in issues] == [
+        'is:issue in:title "PyTorch 2.5.1 release sweep"', 'is:issue in:title "PyTorch 2.6.0 release sweep"']
+    assert all(h.startswith("https://github.com/example/distro/issues?q=") for h in issues)
+    # excuses: grouped as the gate groups them (the promoted one is not "blocked by nothing"); a held
+    # candidate's own failing tests are not called regressions
+    assert '<h3>nothing: promoted <span class="count">1</span></h3>' in res.stdout
+    assert "blocked by <code>nothing" not in res.stdout
+    assert "regression: fine fails on pytorch 2.6.0 (cpu)" in res.stdout
+
+
+def test_no_repository_url_no_search_links(site):
+    """The dated scenario has no GitHub remote and no --repo-url: no PR or issue links (nothing to guess)."""
+    page = Page((site / "index.html").read_text())
+    assert not [h for h, text in page.links if text in ("PRs", "sweep tracking issue")]
+
+
 def test_busy_page_screenshot(busy_site, chromium, tmp_path):
     shot = tmp_path / "busy.png"
     res = run_chromium(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1400,1600", "--hide-scrollbars",
@@ -410,11 +439,79 @@ def test_busy_page_screenshot(busy_site, chromium, tmp_path):
 
 
 def test_bad_excuses_file_exits_2_and_writes_nothing(tmp_path, capsys):
+    """The page reads build/excuses.json into the promotion gate's own types (conda_distro.excuses): a file
+    of another shape is bad input, named with its field."""
     root = make_scenario(tmp_path / "distro")
-    (root / "build" / "excuses.json").write_text(json.dumps({"ok": True, "generated": "x", "candidates": [
-        {"name": "a", "new_version": "1", "verdict": "maybe"}]}))
     out = tmp_path / "site"
-    assert cli_main(["status", "--root", str(root), "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert "excuses.json" in err and "candidates.0.verdict" in err and "hint:" in err
-    assert not out.exists()
+    for doc, field in (({"ok": True, "generated": "2025-06-01T03:00:00Z", "candidates": [
+                            {"name": "a", "new_version": "1", "verdict": "maybe"}]}, "candidates.0.verdict"),
+                       ({"generated": "x", "candidates": []}, "'generated'"),
+                       ({"generated": "2025-06-01T03:00:00Z", "candidates": [
+                            {"name": "a", "new_version": "1", "verdict": "held-temporarily",
+                             "regressions": [{"package": "b", "pytorch": "2.6.0"}]}]}, "candidates.0.regressions.0.variant")):
+        (root / "build" / "excuses.json").write_text(json.dumps(doc))
+        assert cli_main(["status", "--root", str(root), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "excuses.json" in err and field in err and "hint:" in err
+        assert not out.exists()
+
+
+def test_excuses_file_round_trips_through_the_gates_types(tmp_path):
+    """What `promote` writes is what the page reads: one schema (conda_distro.excuses)."""
+    from conda_distro.excuses import EXCUSES_FILE, Excuse, Excuses, Regression, read_excuses, write_excuses
+
+    ex = Excuses(generated=dt.datetime(2025, 6, 1, 3, tzinfo=dt.timezone.utc), candidates=[
+        Excuse(name="addon", old_version="1.0", new_version="2.0", verdict="held-temporarily", blocked_by=["failing"],
+               regressions=[Regression(package="fine", pytorch="2.6.0", variant="cpu", log="build/logs/x.log")]),
+        Excuse(name="hooky", new_version="1.0", verdict="held-permanently", group="a rebuild from this checkout"),
+        Excuse(name="fine", old_version="1.0", new_version="1.1", verdict="promote")])
+    write_excuses(tmp_path / EXCUSES_FILE, ex)
+    back = read_excuses(tmp_path)
+    assert back == ex and back.to_dict() == ex.to_dict()
+    assert [(g, [e.name for e in es]) for g, es in back.groups()] == [
+        ("a rebuild from this checkout", ["hooky"]), ("failing", ["addon"]), ("nothing: promoted", ["fine"])]
+    assert back.text_lines() == ex.text_lines() and back.markdown() == ex.markdown()
+    assert read_excuses(tmp_path / "nowhere") is None
+
+
+def test_candidates_promoted_since_the_excuses_were_written_are_left_out(tmp_path):
+    """`promote` writes build/excuses.json before it promotes: a candidate now in main has no excuse on the page."""
+    from conda_distro.excuses import Excuse, Excuses, write_excuses
+    from conda_distro.ledger import Ledger
+    from conda_distro.reports.status import StatusOptions, write_status
+
+    root = make_scenario(tmp_path / "distro")
+    in_main = Ledger(root / "channel_state").load("fine").artifacts[0].artifact
+    write_excuses(root / "build" / "excuses.json", Excuses(generated=dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc), candidates=[
+        Excuse(name="fine", new_version="1.0", verdict="promote", artifacts=[in_main]),
+        Excuse(name="addon", new_version="3.0", verdict="held-temporarily", artifacts=["noarch/addon-3.0-h0_0.conda"])]))
+    written = write_status(StatusOptions(out=tmp_path / "site", root=root, as_of=AS_OF.isoformat())).written
+    page = Page(written[0].read_text())
+    assert set(page.excuses) == {"addon"}
+
+
+def test_a_package_blocked_by_a_failing_dependency_is_blocked_not_untested(tmp_path, chromium):
+    """`build` does not attempt a package whose dependency fails: it leaves no artifact and no result. The
+    page says "blocked" (in a staging row naming what it waits for), not "untested", and passes it on."""
+    import git
+
+    from test_reports import commit, recipe_text
+
+    root = make_busy_scenario(tmp_path / "distro")
+    commit(git.Repo(root), {"recipes/onbroken/recipe.yaml": recipe_text("onbroken", "pytorch >=2.4,<2.7", ["broken >=0.1,<1"], ["ob"]),
+                            "recipes/onhooky/recipe.yaml": recipe_text("onhooky", "pytorch >=2.4,<2.7", ["hooky >=1.0,<2"], ["oh"]),
+                            "recipes/ononbroken/recipe.yaml": recipe_text("ononbroken", "pytorch >=2.4,<2.7", ["onbroken >=1,<2"], ["oo"])},
+           "Add dependents of broken and hooky", "Ob", day(-2))
+    out = tmp_path / "site"
+    assert cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", AS_OF.isoformat()]) == 0
+    res = run_chromium(chromium, tmp_path, "--dump-dom", (out / "index.html").as_uri())
+    assert res.returncode == 0, res.stderr[-2000:]
+    page = Page(res.stdout)
+    staged = {}
+    for (pkg, release, variant), attrs in page.staged.items():
+        staged.setdefault(pkg, {})[(release, variant)] = attrs["data-status"]
+    assert staged["onbroken"] == row(B, B, B, B, B, B) and staged["ononbroken"] == row(B, B, B, B, B, B)
+    assert staged["onhooky"] == row(NT, NT, NT, NT, B, B)  # hooky passes 2.4 and 2.5: onhooky is only to be built
+    assert page.statuses()["onbroken"] == row(NT, NT, NT, NT, NT, NT)  # main: nothing there
+    assert "not built: waits for broken" in res.stdout and "not built: waits for onbroken" in res.stdout
+    assert "blocked: not built: broken fails or is blocked here" in page.staged[("onbroken", "2.4.1", "cpu")]["title"]

@@ -6,6 +6,9 @@ The build runs in a scope of its own, ``build/pr/<branch or commit>/`` (its stag
 store, logs and release views): a PR's artifacts and results never enter the shared staging channel
 or ``build/results/``, so `promote` on main in the same checkout never sees them. The shared staging is
 only read, after the scope's own staging, for dependencies the PR does not rebuild.
+
+This module computes the result (:class:`CheckPrResult`); :mod:`conda_distro.prcomment` turns it into
+the PR comment and its plain-text twin (imports flow one way: prcomment -> checkpr).
 """
 
 from __future__ import annotations
@@ -132,6 +135,35 @@ def pin_updates(dist: Distribution, graph: RecipeGraph, changed: list[str]) -> l
     return out
 
 
+def unbumped_builds(dist: Distribution, changed: list[str]) -> list[Finding]:
+    """Changed recipes whose version and build number main already has (channel_state/): their build would
+    give main's file name a second content (the gate would re-test main's file, with its old tests, or
+    refuse the build). As conda-forge asks: bump ``build.number``."""
+    from conda_distro.ledger import Ledger
+
+    ledger = Ledger(dist.distro.state_dir)
+    out = []
+    for folder in changed:
+        recipe = dist.recipes.get(folder)
+        if recipe is None:
+            continue
+        outputs = recipe.outputs or []
+        pairs = [(o.name, o.version, o.build_number) for o in outputs] or [(recipe.name, recipe.version, recipe.build_number or 0)]
+        for name, version, number in pairs:
+            state = ledger.load(name)
+            same = [a for a in (state.artifacts if state else []) if a.version == version and a.build_number == number]
+            if not same:
+                continue
+            commit = f" (promoted from commit {same[0].commit[:7]})" if same[0].commit else ""
+            out.append(Finding(folder, "build-number-bump", "error",
+                               f"main already has {name} {version} build {number}{commit}: this change needs a new build number",
+                               recipe.path.relative_to(dist.root).as_posix(),
+                               recipe.lines.get("build.number") or recipe.lines.get("build") or recipe.lines.get("package"),
+                               f"set build.number to {number + 1} (or release a new version)"))
+            break
+    return out
+
+
 def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> CheckPrResult:
     from conda_distro.proposal import has_fatal, lint_proposals, proposal_names
 
@@ -147,7 +179,7 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
     res.changed_proposals = proposal_names(dist.root, buildable)
     present = [n for n in res.changed if (dist.distro.recipes_dir / n).is_dir()]
     lint = lint_distribution(dist, LintOptions(names=tuple(present), proposals=False, strict_names=False)) if present else None
-    res.lint = lint.findings if lint else []
+    res.lint = (lint.findings if lint else []) + unbumped_builds(dist, present)
     res.proposals = lint_proposals(dist, names=res.changed_proposals) if res.changed_proposals else []
     res.malformed = bool(lint and lint.malformed) or has_fatal(res.proposals)
     if res.malformed:
@@ -178,19 +210,3 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
         rep = run.report.to_dict() if run.report else {"builds": [], "tests": []}
         res.builds, res.tests, res.built = rep["builds"], rep["tests"], True
     return res
-
-
-# ---------------------------------------------------------------------------------------------
-# the PR comment: conda_distro.prcomment
-
-
-def to_markdown(res: CheckPrResult, log_url: str | None = None, root: Path | None = None) -> str:
-    from conda_distro.prcomment import LogLinks, build_report
-
-    return build_report(res, LogLinks(log_url, root or res.root)).markdown()
-
-
-def to_text(res: CheckPrResult, log_url: str | None = None, root: Path | None = None) -> str:
-    from conda_distro.prcomment import LogLinks, build_report
-
-    return build_report(res, LogLinks(log_url, root or res.root)).text()

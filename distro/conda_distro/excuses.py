@@ -5,22 +5,29 @@ plan: ``promote``; ``waiting`` (not tested yet, re-tests still to run, infrastru
 ``held-temporarily`` (its tests, a dependent's regression, installability, a held dependency: fixed by
 a new build or a fix elsewhere); ``held-permanently`` (needs someone to act: a block hint, a rebuild
 from this checkout, a build number bump, retired). Entries are grouped by what blocks them, not listed
-flat. `promote` writes them to ``build/excuses.json`` (a dry run too); `conda-distro excuses` prints them.
+flat. `promote` writes them to ``build/excuses.json`` (a dry run too); `conda-distro excuses` prints them;
+`status` reads the file back into the same types (:func:`read_excuses`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from rattler import Version
 
 from conda_distro.channels.base import ChannelFile
+from conda_distro.errors import UsageError
 from conda_distro.holds import Held, HoldReason
+from conda_distro.validation import load_json, to_error
 from conda_distro.yamlio import atomic_write_text
+
+EXCUSES_FILE = "excuses.json"
+_HINT = "rerun `conda-distro promote` (it writes build/excuses.json) or delete the file"
 
 PERMANENT = {HoldReason.RETIRED, HoldReason.SHA256_MISMATCH, HoldReason.NOT_FROM_THIS_CHECKOUT,
              HoldReason.BLOCKED_BY_HINT}
@@ -40,40 +47,85 @@ def verdict_of(reason: HoldReason | None) -> str:
     return "waiting" if reason in WAITING else "held-temporarily"
 
 
-@dataclass
-class Excuse:
+Verdict = Literal["held-permanently", "held-temporarily", "waiting", "promote"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # a newer writer's extra keys are no error for this reader
+
+
+class Regression(_Model):
+    """A failing (release, variant) behind a hold, with its log: a dependent's run with the candidate (a
+    regression), or the candidate's own test."""
+
+    package: str
+    pytorch: str
+    variant: str
+    log: str | None = None
+
+
+def group_of(verdict: str, blocked_by: list[str], promote_with: list[str], own: str | None = None) -> str:
+    """What an excuse is grouped under: the packages that block it, else ``own`` (what of its own holds it:
+    its own tests, a rebuild from this checkout, ...; by default by its verdict), or ``nothing: promoted
+    [together]``."""
+    if verdict == "promote":
+        return "nothing: promoted" + (" together" if promote_with else "")
+    if blocked_by:
+        return ", ".join(blocked_by)
+    return own or ("tests still to run" if verdict == "waiting" else "its own tests")
+
+
+class Excuse(_Model):
     name: str
-    old_version: str | None
+    old_version: str | None = None
     new_version: str
-    verdict: str
-    reasons: list[str] = field(default_factory=list)
-    blocked_by: list[str] = field(default_factory=list)
-    promote_with: list[str] = field(default_factory=list)
+    verdict: Verdict
+    reasons: list[str] = Field(default_factory=list)
+    blocked_by: list[str] = Field(default_factory=list)
+    promote_with: list[str] = Field(default_factory=list)
     days_waiting: int = 0
-    maintainers: list[str] = field(default_factory=list)
-    artifacts: list[str] = field(default_factory=list)
-    regressions: list[dict] = field(default_factory=list)
+    maintainers: list[str] = Field(default_factory=list)
+    artifacts: list[str] = Field(default_factory=list)
+    regressions: list[Regression] = Field(default_factory=list)
+    group: str = ""  # see group_of; a file without it: the file's `groups`, else group_of's default
+
+    @model_validator(mode="after")
+    def _grouped(self) -> "Excuse":
+        if not self.group:
+            self.group = group_of(self.verdict, self.blocked_by, self.promote_with)
+        return self
 
     @property
-    def group(self) -> str:
-        if self.verdict == "promote":
-            return "nothing: promoted" + (" together" if self.promote_with else "")
-        return ", ".join(self.blocked_by) if self.blocked_by else self._own
+    def title(self) -> str:
+        """The heading of its group: ``blocked by X`` or ``nothing: promoted``."""
+        return self.group if self.group.startswith("nothing") else f"blocked by {self.group}"
 
-    _own: str = "its own tests"
+    def own_failure(self, regression: Regression) -> bool:
+        return regression.package == self.name
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "old_version": self.old_version, "new_version": self.new_version,
-                "verdict": self.verdict, "reasons": list(self.reasons), "blocked_by": list(self.blocked_by),
-                "promote_with": list(self.promote_with), "days_waiting": self.days_waiting,
-                "maintainers": list(self.maintainers), "artifacts": list(self.artifacts),
-                "regressions": list(self.regressions)}
+        return self.model_dump(mode="json")
 
 
-@dataclass
-class Excuses:
-    candidates: list[Excuse]
+class Excuses(_Model):
+    """``build/excuses.json``: written by `promote` (:func:`write_excuses`), read back by the status page
+    (:func:`read_excuses`) into the same types. ``ok`` and ``groups`` in the file are derived."""
+
     generated: dt.datetime
+    candidates: list[Excuse]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _groups_of_the_file(cls, data: Any) -> Any:
+        """A file whose candidates carry no ``group``: take it from the file's ``groups`` list."""
+        if not isinstance(data, dict) or not isinstance(data.get("groups"), list) \
+                or not isinstance(data.get("candidates"), list):
+            return data
+        label = {n: g["blocked_by"] for g in data["groups"] if isinstance(g, dict) and isinstance(g.get("blocked_by"), str)
+                 for n in g.get("candidates") or () if isinstance(n, str)}
+        return {**data, "candidates": [{**c, "group": label[c["name"]]}
+                                       if isinstance(c, dict) and not c.get("group") and c.get("name") in label else c
+                                       for c in data["candidates"]]}
 
     @property
     def ok(self) -> bool:
@@ -122,7 +174,7 @@ class Excuses:
             return "## Excuses\n\nNo candidates: everything in staging is in main.\n"
         out = ["## Excuses", ""]
         for group, es in self.groups():
-            title = group if group.startswith("nothing") else f"blocked by {group}"
+            title = es[0].title
             out += [f"### {title} ({len(es)})", "", "| package | main → staging | verdict | days | why |",
                     "|---|---|---|---|---|"]
             for e in es:
@@ -179,20 +231,33 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
             reasons.append("not tested yet: run `conda-distro build`")
         with_ = sorted({label.get(b, b) for a in arts if a in promoted for b in set_of.get(a, ())} - {f"{name} {version}"})
         first = _first_seen(arts, inputs)
-        e = Excuse(name=name, old_version=str(in_main[name]) if name in in_main else None, new_version=version,
-                   verdict=worst, reasons=reasons, blocked_by=sorted({b for h in hs for b in h.blocked_by}),
-                   promote_with=with_, days_waiting=max(0, (now - first).days) if first else 0,
-                   maintainers=list(dict.fromkeys(m for h in hs for m in h.maintainers))
-                   or list(inputs.maintainers.get(name, ())),
-                   artifacts=arts, regressions=[r for h in hs for r in h.regressions])
+        blocked_by = sorted({b for h in hs for b in h.blocked_by})
         own = next((h.reason for h in hs if not h.blocked_by), None)
-        e._own = _OWN.get(own, "its own tests") if own else ("tests still to run" if worst == "waiting" else "its own tests")
-        out.append(e)
-    return Excuses(out, now.replace(microsecond=0))
+        out.append(Excuse(name=name, old_version=str(in_main[name]) if name in in_main else None, new_version=version,
+                          verdict=worst, reasons=reasons, blocked_by=blocked_by, promote_with=with_,
+                          days_waiting=max(0, (now - first).days) if first else 0,
+                          maintainers=list(dict.fromkeys(m for h in hs for m in h.maintainers))
+                          or list(inputs.maintainers.get(name, ())),
+                          artifacts=arts, regressions=[Regression(**r) for h in hs for r in h.regressions],
+                          group=group_of(worst, blocked_by, with_, _OWN.get(own, "its own tests") if own else None)))
+    return Excuses(candidates=out, generated=now.replace(microsecond=0))
 
 
 def write_excuses(path: Path, excuses: Excuses) -> Path:
-    import json
-
     atomic_write_text(path, json.dumps(excuses.to_dict(), indent=2) + "\n")
     return path
+
+
+def read_excuses(build_dir: Path) -> Excuses | None:
+    """``build/excuses.json`` as :class:`Excuses`, or None when there is none. A file that is there but
+    unreadable or of another shape is bad input (exit 2): an error naming the file, the field and the line."""
+    path = build_dir / EXCUSES_FILE
+    if not path.exists():
+        return None
+    data = load_json(path, error=UsageError, hint=_HINT)
+    if not isinstance(data, dict):
+        raise UsageError("the promotion gate's excuses must be a JSON object", path=path, line=1, hint=_HINT)
+    try:
+        return Excuses.model_validate(data)
+    except ValidationError as exc:
+        raise to_error(exc, data, path, root=Excuses, error=UsageError, see=_HINT) from None

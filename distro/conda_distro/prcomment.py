@@ -19,12 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from conda_distro.checkpr import CheckPrResult
 from conda_distro.errors import DistroError
-
-if TYPE_CHECKING:
-    from conda_distro.checkpr import CheckPrResult
 
 STATUSES = ("pass", "fail", "needs-pin-update", "blocked", "n-a")
 ICONS = {"pass": "✅", "fail": "❌", "needs-pin-update": "📌", "blocked": "⛔", "n-a": "➖"}
@@ -151,6 +148,16 @@ def _loc(path: str | None, line: int | None) -> str | None:
     if not path:
         return None
     return f"{path}:{line}" if line else path
+
+
+def to_markdown(res: CheckPrResult, log_url: str | None = None, root: Path | None = None) -> str:
+    """The PR comment of ``res`` (logs linked under ``log_url``, paths relative to ``root``)."""
+    return build_report(res, LogLinks(log_url, root or res.root)).markdown()
+
+
+def to_text(res: CheckPrResult, log_url: str | None = None, root: Path | None = None) -> str:
+    """The same report as plain text (the terminal's `check-pr`)."""
+    return build_report(res, LogLinks(log_url, root or res.root)).text()
 
 
 def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:

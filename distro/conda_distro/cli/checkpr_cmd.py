@@ -33,8 +33,9 @@ def check_pr_cmd(
 
     Exit 0 ready to merge, 1 changes needed, 2 bad input. With --format markdown, bad input (exit 2)
     still prints a comment saying what cannot be read and what to do."""
-    from conda_distro.checkpr import CheckPrOptions, check_pr, to_markdown, to_text
+    from conda_distro.checkpr import CheckPrOptions, check_pr
     from conda_distro.errors import DistroError
+    from conda_distro.prcomment import error_report, to_markdown, to_text
     from conda_distro.progress import make_reporter
 
     warn_no_sandbox(no_sandbox)
@@ -43,8 +44,6 @@ def check_pr_cmd(
                        make_reporter())
     except DistroError as exc:
         if format is PrFormat.markdown:  # the PR still gets a comment; the error goes to stderr as usual
-            from conda_distro.prcomment import error_report
-
             out(error_report(exc, base, root).markdown().rstrip("\n"))
         raise
     if format is PrFormat.json:

@@ -72,6 +72,7 @@ class ReleaseDate:
     release: str
     date: dt.datetime | None
     source: str  # "distro.yaml, commit 1a2b3c4" | "first test in channel_state/" | "unknown"
+    added_later: bool = False  # added to distro.yaml after its first commit: by a release-day sweep
 
     def to_dict(self) -> dict[str, Any]:
         return {"release": self.release, "date": _iso(self.date), "source": self.source}
@@ -253,6 +254,7 @@ def git_release_dates(root: Path, cutoff: dt.datetime) -> dict[str, ReleaseDate]
         commits = list(repo.iter_commits(paths=rel, reverse=True))
     except Exception:  # noqa: BLE001
         return {}
+    later = False
     for c in commits:
         if c.committed_datetime >= cutoff:
             break
@@ -261,7 +263,9 @@ def git_release_dates(root: Path, cutoff: dt.datetime) -> dict[str, ReleaseDate]
         except KeyError:
             continue
         for release in _releases_in(text):
-            out.setdefault(release, ReleaseDate(release, c.committed_datetime, f"distro.yaml, commit {c.hexsha[:7]}"))
+            out.setdefault(release, ReleaseDate(release, c.committed_datetime, f"distro.yaml, commit {c.hexsha[:7]}",
+                                                added_later=later))
+        later = True
     return out
 
 

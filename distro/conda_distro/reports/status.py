@@ -7,15 +7,17 @@ staging that is not in main (``build/results/``), a row for **staging** under it
 promotion" or "held". Failures are red, link to an entry of the failures list with the test's reason and
 its log (copied next to the page, under ``logs/``). Also: per-release progress ("2.6.0: 7/10 pass"),
 maintainers (linked to their GitHub profiles), links to the recipe files (``--repo-url``, default: the
-GitHub ``origin`` remote, at the checked-out commit), the `report unmaintained` flags, retirements, the
-promotion gate's excuses (``build/excuses.json``, grouped by what blocks them) and a dependency view (an
+GitHub ``origin`` remote, at the checked-out commit) and searches of its open pull requests per package
+and of the sweep tracking issue per swept release (:class:`RepoLinks`), the `report unmaintained` flags,
+retirements, the promotion gate's excuses (``build/excuses.json`` read by :func:`conda_distro.excuses.read_excuses`,
+grouped by what blocks them; those promoted since are left out) and a dependency view (an
 inline SVG of the RecipeGraph levels plus a table of dependencies and dependents).
 
 It reads channel_state/, build/results/, build/excuses.json and the repository (recipes, distro.yaml,
 git): never a channel. A main cell's status comes from the newest artifact in main that has a result for
 that (release, variant); without one it is ``not-applicable`` when the pins don't admit the release (or
 the package needs a GPU and the variant is cpu) and ``not-tested`` otherwise. A page links only to other
-pages (GitHub profiles and files): its stylesheet and logs are files beside it, it has no script.
+pages (GitHub profiles, files and searches): its stylesheet and logs are files beside it, it has no script.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote_plus
 
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import UsageError
 from conda_distro.ledger import ArtifactEntry
-from conda_distro.reports.excuses import Excuses, read_excuses
+from conda_distro.excuses import Excuses, read_excuses
 from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact, parse_as_of
 from conda_distro.reports.render import render, static
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
@@ -41,6 +44,8 @@ CELL_LABELS = {"passed": "pass", "failed": "fail", "blocked": "blocked", "not-ap
                "not-tested": "untested"}
 
 
+#: the title .github/workflows/release-sweep.yml gives a release's tracking issue
+SWEEP_ISSUE_TITLE = "PyTorch {release} release sweep"
 LOG_TAIL = 256 << 10  # bytes of a log copied next to the page (its end: where the failure is)
 
 
@@ -99,20 +104,27 @@ class Cell:
             return text + (f": {self.reason}" if self.reason and self.status != "passed" else "")
         if self.status == "not-applicable":
             return f"{where}: not applicable (its pins do not admit this release or variant)"
+        if self.status == "blocked" and self.reason:
+            return f"{where}: blocked: {self.reason}"
         return f"{where}: no test result in channel_state/"
 
 
 @dataclass(frozen=True)
 class StagedRow:
-    """The newest build in staging that is not in main, under its package's main row."""
+    """The newest build in staging that is not in main, under its package's main row; or, for a package
+    with nothing in main nor staging whose distribution dependencies fail, the build that `build` blocks
+    (``waits_for``: no artifact, blocked cells)."""
 
-    artifact: str
-    version: str
+    artifact: str | None
+    version: str | None
     promotable: bool
     cells: list[Cell]
+    waits_for: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
+        if self.waits_for:
+            return f"not built: waits for {', '.join(self.waits_for)}"
         return "awaiting promotion" if self.promotable else "held: a test failed"
 
 
@@ -130,6 +142,7 @@ class Row:
     staged: StagedRow | None = None
     recipe_path: str | None = None
     recipe_url: str | None = None
+    pulls_url: str | None = None  # its open pull requests (a GitHub search)
 
     @property
     def state(self) -> str:
@@ -162,6 +175,7 @@ class ReleaseProgress:
     in_main: int
     failing: list[str]
     untested: list[str]
+    tracking_url: str | None = None  # the release sweep's tracking issue, for a release a sweep added
 
     @property
     def percent(self) -> int:
@@ -278,11 +292,34 @@ def make_rows(facts: Facts, report: UnmaintainedReport, repo: RepoLinks | None =
                         sorted(facts.graph.dependencies(name)) if in_graph else [],
                         sorted(facts.graph.dependents(name)) if in_graph else [], level_of.get(name),
                         staged_row(pkg, cells), pkg.recipe_path,
-                        repo.file(pkg.recipe_path) if repo and pkg.recipe_path else None))
+                        repo.file(pkg.recipe_path) if repo and pkg.recipe_path else None,
+                        repo.pulls(name) if repo and pkg.recipe_path else None))
     return rows
 
 
-def release_progress(facts: Facts, rows: list[Row]) -> list[ReleaseProgress]:
+def blocked_rows(facts: Facts, rows: list[Row]) -> None:
+    """A package with nothing in main and no build in staging whose distribution dependencies fail or are
+    blocked on a release × variant is blocked there (`build` does not attempt it): give it a staging row
+    saying so, instead of "untested". Dependencies first, so a block passes on to dependents."""
+    by = {r.name: r for r in rows}
+    for name in facts.graph.order():
+        row = by.get(name)
+        if row is None or row.newest is not None or row.staged is not None or row.retired:
+            continue
+        parents = [by[d] for d in sorted(facts.graph.dependencies(name)) if d in by]
+        cells, waits = [], set()
+        for m in row.cells:
+            bad = [p.name for p in parents if p.effective(m.release, m.variant).status in ("failed", "blocked")] \
+                if m.status != "not-applicable" else []
+            waits.update(bad)
+            cells.append(Cell(name, m.release, m.variant, "blocked", source="staging",
+                              reason=f"not built: {', '.join(bad)} fails or is blocked here") if bad else
+                         Cell(name, m.release, m.variant, m.status, source="staging"))
+        if waits:
+            row.staged = StagedRow(None, None, False, cells, tuple(sorted(waits)))
+
+
+def release_progress(facts: Facts, rows: list[Row], repo: RepoLinks | None = None) -> list[ReleaseProgress]:
     out = []
     for rd in facts.releases:
         passing = in_main = 0
@@ -303,7 +340,8 @@ def release_progress(facts: Facts, rows: list[Row]) -> list[ReleaseProgress]:
                 failing.append(row.name)
             else:
                 untested.append(row.name)
-        out.append(ReleaseProgress(rd.release, passing, total, in_main, failing, untested))
+        out.append(ReleaseProgress(rd.release, passing, total, in_main, failing, untested,
+                                   repo.sweep_issue(rd.release) if repo and rd.added_later else None))
     return out
 
 
@@ -313,13 +351,24 @@ def release_progress(facts: Facts, rows: list[Row]) -> list[ReleaseProgress]:
 
 @dataclass(frozen=True)
 class RepoLinks:
-    """Links into the repository on GitHub: ``{url}/blob/{ref}/{path}``."""
+    """Links into the repository on GitHub: files (``{url}/blob/{ref}/{path}``) and searches of its pull
+    requests and issues (GitHub's search cannot filter pull requests by the files they change: a package's
+    link finds the open ones that name it, in their title, body or comments; the sweep's PRs are titled
+    ``NAME: admit pytorch VER`` and check-pr's sticky comment names every package a PR affects)."""
 
     url: str
     ref: str
 
     def file(self, path: str) -> str:
         return f"{self.url}/blob/{self.ref}/{path}"
+
+    def pulls(self, name: str) -> str:
+        return f"{self.url}/pulls?q={quote_plus(f'is:pr is:open {name}')}"
+
+    def sweep_issue(self, release: str) -> str:
+        """The release sweep's tracking issue (the release-sweep workflow titles it so)."""
+        query = 'is:issue in:title "' + SWEEP_ISSUE_TITLE.format(release=release) + '"'
+        return f"{self.url}/issues?q={quote_plus(query)}"
 
 
 _GITHUB_REMOTE = re.compile(r"^(?:https://github\.com/|git@github\.com:|ssh://git@github\.com/)"
@@ -383,10 +432,22 @@ def draw(facts: Facts, rows: list[Row]) -> Drawing:
     return Drawing(list(nodes.values()), edges, width, height)
 
 
+def pending_excuses(facts: Facts, excuses: Excuses | None) -> Excuses | None:
+    """The excuses of candidates not in main yet: those `promote` promoted since it wrote the file are left
+    out (the file is the gate's view before it promoted them)."""
+    if excuses is None:
+        return None
+    in_main = {a.artifact for pkg in facts.packages.values() for a in pkg.in_main}
+    return excuses.model_copy(update={"candidates": [c for c in excuses.candidates
+                                                     if not (c.artifacts and set(c.artifacts) <= in_main)]})
+
+
 def build_page(facts: Facts, excuses: Excuses | None = None, repo: RepoLinks | None = None) -> StatusPage:
+    excuses = pending_excuses(facts, excuses)
     report = evaluate(facts)
     rows = make_rows(facts, report, repo)
-    return StatusPage(facts, report, rows, draw(facts, rows), release_progress(facts, rows), excuses)
+    blocked_rows(facts, rows)
+    return StatusPage(facts, report, rows, draw(facts, rows), release_progress(facts, rows, repo), excuses)
 
 
 def render_page(page: StatusPage, log_links: dict[str, str] | None = None) -> str:
