@@ -133,3 +133,26 @@ def scope_name(root: Path) -> str:
         return repo.head.commit.hexsha[:12]
     except ValueError:
         return "worktree"
+
+
+def clear_stale_index_lock(root: Path) -> bool:
+    """Remove ``.git/index.lock`` when no process has it open: what a git command killed mid-way (an
+    interrupted sweep's checkout) leaves behind, and what would make every later git command fail.
+    Returns True when one was removed. (Linux: open files are read from /proc.)"""
+    lock = root / ".git" / "index.lock"
+    if not lock.is_file():
+        return False
+    target = str(lock.resolve())
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            fds = list(fd_dir.iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if str(fd.readlink()) == target:
+                    return False  # a live git process is using it
+            except OSError:
+                continue
+    lock.unlink(missing_ok=True)
+    return True

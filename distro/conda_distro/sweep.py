@@ -27,7 +27,7 @@ from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT, REPOSITORY_LOCK,
 from conda_distro.config import DISTRO_FILE, Distro, load_config
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.errors import DistroError, GitError, UsageError
-from conda_distro.gitutil import branch_sha, commit_chain, publish_branch
+from conda_distro.gitutil import branch_sha, clear_stale_index_lock, commit_chain, publish_branch
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import depends_on, own_names, pytorch_pins
 from conda_distro.recipe import Recipe, parse_recipe
@@ -662,6 +662,7 @@ def _sweep_locked(root: Path, options: SweepOptions, reporter) -> SweepResult:
     journal = find_journal(build_dir)
     note = None
     if journal is not None:
+        clear_stale_index_lock(root)  # the interrupted sweep may have been killed inside a git command
         if journal.release != options.release:
             raise UsageError(f"the sweep of pytorch {journal.release} was interrupted and is unfinished",
                              field="--pytorch", path=journal_path(build_dir, journal.release),
