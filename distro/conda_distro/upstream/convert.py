@@ -207,6 +207,12 @@ def convert(options: ConvertOptions) -> Converted:
             # under lib/python3/site-packages, where no interpreter looks
             if not md.is_pure_python and re.fullmatch(r"py\d", md.python_tag.split(".")[-1]):
                 md.python_tag = "cp" + opts.python.short.replace(".", "")
+            # abi3 wheels (psutil, safetensors, tokenizers, ...): whl2conda lays them out for CEP-20
+            # (files under site-packages/, relocated at install time), which rattler 0.28 does not
+            # relocate: the files stayed in $PREFIX/site-packages and `pip check` saw no psutil. They
+            # are installed for the target python like a cpXY wheel instead.
+            if not md.is_pure_python and md.abi_tag == "abi3":
+                md.abi_tag = md.python_tag = "cp" + opts.python.short.replace(".", "")
             # a WHEEL file that still says linux_x86_64 (torchvision's) while its filename, which
             # installers go by, says manylinux: take the filename's tag
             if md.platform_tag.startswith("linux_"):
