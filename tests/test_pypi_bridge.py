@@ -178,6 +178,12 @@ def test_bridged_packages_install_and_import(bridged, tmp_path):
                           "print(jinja2.__version__, s.__file__)"],
                          capture_output=True, text=True, check=True).stdout
     assert out.startswith("3.1.6 ") and str(tmp_path / "env" / "lib" / "python3.11" / "site-packages") in out
+    # the installed METADATA is the wheel's own, byte for byte (whl2conda folds long lines; pip cannot read those)
+    from conda_distro.cachedir import default_cache_dir
+
+    wheel = next((default_cache_dir() / "pypi" / "wheels").glob("psutil-7.2.2-*.whl"))
+    installed = tmp_path / "env" / "lib" / "python3.11" / "site-packages" / "psutil-7.2.2.dist-info" / "METADATA"
+    assert installed.read_bytes() == zipfile.ZipFile(wheel).read("psutil-7.2.2.dist-info/METADATA")
 
 
 def test_excluded_names_are_not_converted(python_channel, wheel_cache, tmp_path):
