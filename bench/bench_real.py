@@ -83,9 +83,7 @@ def test_env_times(world: Path) -> list[str]:
     cache = Path(tempfile.mkdtemp(prefix="bench-real-pkgs-"))
     os.environ["RATTLER_CACHE_DIR"] = str(cache)
     vps = [v.into_generic() for v in VirtualPackage.detect()]
-    from rattler import GenericVirtualPackage, PackageName, Version
-    from rattler.version import Version as V  # noqa: F401
-    from rattler import BuildString
+    from rattler import BuildString, GenericVirtualPackage, PackageName, Version
 
     vps.append(GenericVirtualPackage(PackageName("__cuda"), Version("12.4"), BuildString("0")))
     try:

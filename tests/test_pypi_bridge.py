@@ -22,8 +22,9 @@ from conda_distro.upstream.pypi import cuda_tag, lockstep_requirement
 from conda_distro.upstream.resolve import Wheel, resolve
 
 PY = TargetPython("3.11.7")
-# small real wheels: jinja2 (pure python) and markupsafe (a cp311 manylinux wheel with a C extension)
-PURE, PLATFORM = "jinja2==3.1.6", "markupsafe==3.0.3"
+# small real wheels: jinja2 (pure python), markupsafe (a cp311 manylinux wheel with a C extension) and
+# psutil (an abi3 wheel: rattler does not relocate CEP-20 packages, so it must land in lib/python3.11)
+PURE, PLATFORM, ABI3 = "jinja2==3.1.6", "markupsafe==3.0.3", "psutil==7.2.2"
 
 
 def _wheel(name: str, *requires: str, filename: str | None = None, requires_python: str | None = None) -> Wheel:
@@ -126,7 +127,7 @@ def python_channel(tmp_path_factory):
 @pytest.fixture(scope="module")
 def bridged(python_channel, wheel_cache):
     result = bridge(BridgeOptions(channel=python_channel, wheel_cache=wheel_cache, python=PY,
-                                  requirements=(PURE, PLATFORM), exclude=frozenset({"not-there"})))
+                                  requirements=(PURE, PLATFORM, ABI3), exclude=frozenset({"not-there"})))
     return result
 
 
@@ -154,7 +155,9 @@ def test_bridge_writes_noarch_and_platform_packages(bridged):
     assert "python_abi 3.11.* *_cp311" in ms["depends"] and "python >=3.11,<3.12.0a0" in ms["depends"]
     abi = next(r for r in linux.values() if r["name"] == "python_abi")
     assert abi["version"] == "3.11"
-    assert bridged.wheels == 2 and bridged.pytorch == {}
+    ps = next(r for r in linux.values() if r["name"] == "psutil")
+    assert ps["build"] == "py311_0" and "noarch" not in ps and "python_abi 3.11.* *_cp311" in ps["depends"]
+    assert bridged.wheels == 3 and bridged.pytorch == {} and bridged.not_converted == ()
 
 
 def test_bridged_packages_install_and_import(bridged, tmp_path):
@@ -162,18 +165,25 @@ def test_bridged_packages_install_and_import(bridged, tmp_path):
     from rattler import Channel, Subdir, VirtualPackage, install, solve
 
     async def go():
-        recs = await solve([Channel(bridged.channel.as_uri())], ["jinja2", "python 3.11.*"],
+        recs = await solve([Channel(bridged.channel.as_uri())], ["jinja2", "psutil", "python 3.11.*"],
                            platforms=[Subdir("linux-64"), Subdir("noarch")],
                            virtual_packages=[v.into_generic() for v in VirtualPackage.detect()])
         await install(recs, target_prefix=str(tmp_path / "env"), show_progress=False)
         return recs
 
     recs = asyncio.run(go())
-    assert {r.name.normalized for r in recs} >= {"jinja2", "markupsafe", "python", "python_abi"}
+    assert {r.name.normalized for r in recs} >= {"jinja2", "markupsafe", "psutil", "python", "python_abi"}
     out = subprocess.run([str(tmp_path / "env" / "bin" / "python"), "-c",
-                          "import jinja2, markupsafe._speedups as s; print(jinja2.__version__, s.__file__)"],
+                          "import jinja2, psutil, markupsafe._speedups as s; assert psutil.cpu_count() >= 1; "
+                          "print(jinja2.__version__, s.__file__)"],
                          capture_output=True, text=True, check=True).stdout
     assert out.startswith("3.1.6 ") and str(tmp_path / "env" / "lib" / "python3.11" / "site-packages") in out
+    # the installed METADATA is the wheel's own, byte for byte (whl2conda folds long lines; pip cannot read those)
+    from conda_distro.cachedir import default_cache_dir
+
+    wheel = next((default_cache_dir() / "pypi" / "wheels").glob("psutil-7.2.2-*.whl"))
+    installed = tmp_path / "env" / "lib" / "python3.11" / "site-packages" / "psutil-7.2.2.dist-info" / "METADATA"
+    assert installed.read_bytes() == zipfile.ZipFile(wheel).read("psutil-7.2.2.dist-info/METADATA")
 
 
 def test_excluded_names_are_not_converted(python_channel, wheel_cache, tmp_path):

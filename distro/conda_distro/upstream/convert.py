@@ -164,6 +164,29 @@ def conda_depends(wheel: Wheel, python: TargetPython, closure: Mapping[str, Whee
     return deps
 
 
+def _restore_metadata(conda_dir: Path, wheel_file: Path) -> None:
+    """Put the wheel's own ``*.dist-info/METADATA`` back (and fix its ``paths.json`` entry).
+
+    whl2conda re-serialises METADATA through ``email`` and folds long ``Requires-Dist`` lines, which
+    pip cannot parse: ``pip check`` then reported torch, psutil, huggingface-hub, ... as not installed."""
+    import hashlib
+    import zipfile
+
+    with zipfile.ZipFile(wheel_file) as zf:
+        originals = {n: zf.read(n) for n in zf.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)}
+    if not originals:
+        return
+    paths_file = conda_dir / "info" / "paths.json"
+    paths = json.loads(paths_file.read_text())
+    for entry in paths["paths"]:
+        for name, data in originals.items():
+            if entry["_path"].endswith("/" + name) or entry["_path"] == name:
+                (conda_dir / entry["_path"]).write_bytes(data)
+                entry["sha256"] = hashlib.sha256(data).hexdigest()
+                entry["size_in_bytes"] = len(data)
+    paths_file.write_text(json.dumps(paths, indent=2))
+
+
 def _filename_platform(filename: str) -> str | None:
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
@@ -207,6 +230,12 @@ def convert(options: ConvertOptions) -> Converted:
             # under lib/python3/site-packages, where no interpreter looks
             if not md.is_pure_python and re.fullmatch(r"py\d", md.python_tag.split(".")[-1]):
                 md.python_tag = "cp" + opts.python.short.replace(".", "")
+            # abi3 wheels (psutil, safetensors, tokenizers, ...): whl2conda lays them out for CEP-20
+            # (files under site-packages/, relocated at install time), which rattler 0.28 does not
+            # relocate: the files stayed in $PREFIX/site-packages and `pip check` saw no psutil. They
+            # are installed for the target python like a cpXY wheel instead.
+            if not md.is_pure_python and md.abi_tag == "abi3":
+                md.abi_tag = md.python_tag = "cp" + opts.python.short.replace(".", "")
             # a WHEEL file that still says linux_x86_64 (torchvision's) while its filename, which
             # installers go by, says manylinux: take the filename's tag
             if md.platform_tag.startswith("linux_"):
@@ -215,6 +244,7 @@ def convert(options: ConvertOptions) -> Converted:
 
         def _write_conda_package(self, conda_dir: Path, conda_pkg_path: Path) -> Path:
             info = conda_dir / "info"
+            _restore_metadata(conda_dir, opts.wheel_file)
             index = json.loads((info / "index.json").read_text())
             build = f"{opts.build_prefix}{index['build']}"
             deps = [*index["depends"], *opts.extra_depends]
