@@ -222,7 +222,6 @@ class RattlerBuildBackend:
                 return TestOutcome(False, str(exc).splitlines()[0], error=True)
         lines: list[str] = []
         failed = None
-        error = False
         env: dict[str, str] = {}
         for r in results:
             lines.append(f"=== test {r.test_index}: {'passed' if r.success else 'FAILED'}")
@@ -236,13 +235,13 @@ class RattlerBuildBackend:
                     if why:
                         lines += ["=== why the test environment cannot be solved (rattler solver):", why]
                         failed += f": {_blocking_requirement(why)}"
-                    else:  # it solves: the environment failed for another reason (download, disk, ...)
-                        error = True
+                    # (an environment rattler-build cannot set up is the package's failure even when
+                    # rattler's own solve finds one: their channel priorities differ)
         if not results:
             lines.append(f"({NO_TESTS})")
         _write_log(job.log, lines)
         env.pop(pkg.name, None)
-        return TestOutcome(failed is None, failed if results else NO_TESTS, error=error and failed is not None, env=env)
+        return TestOutcome(failed is None, failed if results else NO_TESTS, env=env)
 
 
 class CondaBuildBackend:

@@ -138,8 +138,7 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
             prev = store.get(spec.artifact)
             up_to_date = (staging / spec.artifact).is_file() and prev is not None and prev.input_hash == h
             vplans.append(VariantPlan(spec, h, "skip-existing") if up_to_date else
-                          _taken(spec, h, prev, options.main, recipe.path, dist.root, changed=name in options.names)
-                          or VariantPlan(spec, h, "build"))
+                          _taken(spec, h, prev, options.main, recipe.path, dist.root) or VariantPlan(spec, h, "build"))
         input_hashes[name] = sorted(v.input_hash for v in vplans)
         if name not in names:
             continue
@@ -194,15 +193,15 @@ def _main_newest(main_files: dict[str, list], outputs, planned: set[str]) -> lis
 
 
 def _taken(spec: VariantSpec, input_hash: str, prev: ArtifactResults | None, main: Path | None, recipe: Path,
-           root: Path, *, changed: bool = False) -> VariantPlan | None:
+           root: Path) -> VariantPlan | None:
     """A file name means one content: when main already has the file this variant would build, main's
-    file is re-tested (``from-main``), unless it was built from other inputs (the results say the
-    recipe or a host dependency changed since; or, with no results to say, the recipe is one the caller
-    names as changed — its tests live in the package, so main's file would be tested with the old ones):
-    then the build is refused until the recipe's build number is bumped."""
+    file is re-tested (``from-main``), unless the results show it was built from other inputs (the
+    recipe or a host dependency changed since): then the build is refused until the recipe's build number
+    is bumped. (With no results to compare, main's file is re-tested; `check-pr` catches a changed recipe
+    whose version and build number main already has from the ledger: `build-number-bump`.)"""
     if main is None or not (main / spec.artifact).is_file():
         return None
-    if (prev is None and not changed) or (prev is not None and prev.input_hash == input_hash):
+    if prev is None or prev.input_hash == input_hash:
         return VariantPlan(spec, input_hash, "from-main")
     return VariantPlan(spec, input_hash, "refuse", reason=(
         f"main already has {spec.filename}, built from other inputs; building it again would give that file "
