@@ -320,11 +320,12 @@ def _distribution_deps(f: ChannelFile, names: set[str]) -> dict[int, Dep]:
     return {i: d for i, d in deps.items() if d is not None and d.name in names and d.name != f.name}
 
 
-def _resolve_dependencies(candidates: Sequence[ChannelFile], main: Mapping[str, ChannelFile],
-                          names: set[str]) -> tuple[list[ChannelFile], dict[str, _DepState]]:
+def _resolve_dependencies(candidates: Sequence[ChannelFile], main: Mapping[str, ChannelFile], names: set[str]
+                          ) -> tuple[list[ChannelFile], dict[str, _DepState], dict[str, set[str]]]:
     """Which candidates can go: each distribution dependency must be met by a file in main or by another
     candidate that can go. Work-list propagation, linear in the number of (dependency, provider) edges.
-    Returns the promotable files in dependency order and the state of those that cannot go."""
+    Returns the promotable files in dependency order, the state of those that cannot go, and for each
+    candidate the candidates that alone can meet one of its dependencies (they go together)."""
     main_by_name: dict[str, list[ChannelFile]] = defaultdict(list)
     for m in main.values():
         main_by_name[m.name].append(m)
@@ -333,6 +334,7 @@ def _resolve_dependencies(candidates: Sequence[ChannelFile], main: Mapping[str, 
         cand_by_name[c.name].append(c)
     states: dict[str, _DepState] = {}
     waiting: dict[str, list[tuple[str, int]]] = defaultdict(list)  # provider -> (dependent, dep index)
+    needs: dict[str, set[str]] = defaultdict(set)  # dependent -> candidate providers
     for c in candidates:
         unmet = {i: d for i, d in _distribution_deps(c, names).items()
                  if not any(satisfies(d, m) and subdir_compatible(c, m) for m in main_by_name[d.name])}
@@ -341,6 +343,7 @@ def _resolve_dependencies(candidates: Sequence[ChannelFile], main: Mapping[str, 
             for p in cand_by_name[d.name]:
                 if p.artifact != c.artifact and satisfies(d, p) and subdir_compatible(c, p):
                     waiting[p.artifact].append((c.artifact, i))
+                    needs[c.artifact].add(p.artifact)
     ready = deque(a for a, s in states.items() if not s.unmet)
     order: list[ChannelFile] = []
     while ready:
@@ -350,7 +353,7 @@ def _resolve_dependencies(candidates: Sequence[ChannelFile], main: Mapping[str, 
             st = states.get(dependent)
             if st is not None and st.unmet.pop(i, None) is not None and not st.unmet:
                 ready.append(dependent)
-    return order, states
+    return order, states, needs
 
 
 def _dependency_held(state: _DepState, held_by_name: Mapping[str, list[Held]]) -> Held:
@@ -412,7 +415,7 @@ def _held_for_retests(f: ChannelFile, retests: list[Retest]) -> Held:
                 f"{' '.join(sorted({r.dependent.name for r in these} | {f.name}))}`", blocked_by=names)
 
 
-def _sets(promote: Sequence[ChannelFile], retests: Sequence[Retest], unmet_edges: Mapping[str, set[str]]) -> list[list[str]]:
+def _sets(promote: Sequence[ChannelFile], retests: Sequence[Retest], needs: Mapping[str, set[str]]) -> list[list[str]]:
     """Candidates that need each other: a dependency only a candidate meets, or a candidate tested with
     another (it goes only with what it was tested with)."""
     parent = {f.artifact: f.artifact for f in promote}
@@ -428,11 +431,9 @@ def _sets(promote: Sequence[ChannelFile], retests: Sequence[Retest], unmet_edges
             parent[find(a)] = find(b)
 
     edges = {(r.dependent.artifact, c) for r in retests if r.is_candidate for c in r.candidates}
+    edges |= {(a, b) for a, providers in needs.items() for b in providers}
     for a, b in edges:
         join(a, b)
-    for a, providers in unmet_edges.items():
-        for b in providers:
-            join(a, b)
     groups: dict[str, list[str]] = defaultdict(list)
     for f in promote:
         groups[find(f.artifact)].append(f.artifact)
@@ -484,7 +485,7 @@ def make_plan(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     for h in plan.held:
         held_by_name[h.file.name].append(h)
     while True:
-        plan.promote, unmet = _resolve_dependencies(candidates, inputs.main, names)
+        plan.promote, unmet, needs = _resolve_dependencies(candidates, inputs.main, names)
         for s in unmet.values():
             h = _dependency_held(s, held_by_name)
             plan.held.append(h)
@@ -494,8 +495,9 @@ def make_plan(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
                                          inputs.evidence, ignore_test))
         plan.retests = rev.retests
         holds: dict[str, Held] = {}
+        by_artifact = {c.artifact: c for c in plan.promote}
         for art, retests in sorted(rev.blocking().items()):
-            f = next(c for c in plan.promote if c.artifact == art)
+            f = by_artifact[art]
             if _forgiven(f, retests, inputs, plan):
                 continue
             holds[art] = _held_for_retests(f, retests)
@@ -509,7 +511,7 @@ def make_plan(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             plan.held.append(h)
             held_by_name[h.file.name].append(h)
         candidates = [c for c in candidates if c.artifact not in holds]
-    plan.sets = _sets(plan.promote, plan.retests, _unmet_edges(plan.promote, inputs.main, names))
+    plan.sets = _sets(plan.promote, plan.retests, needs)
     plan.held = sorted((_with_maintainers(h, inputs.maintainers) for h in plan.held), key=lambda h: h.artifact)
     plan.hints_used = list(dict.fromkeys(plan.hints_used))
     return plan
@@ -547,23 +549,6 @@ def _forgiven(f: ChannelFile, retests: list[Retest], inputs: PlanInputs, plan: P
             plan.hints_used.append(f"{f.artifact}: not waiting for re-tests ({_hint_text(urgent)})")
             return True
     return False
-
-
-def _unmet_edges(promote: Sequence[ChannelFile], main: Mapping[str, ChannelFile], names: set[str]) -> dict[str, set[str]]:
-    """candidate -> the candidates that alone meet one of its distribution dependencies."""
-    main_by_name: dict[str, list[ChannelFile]] = defaultdict(list)
-    for m in main.values():
-        main_by_name[m.name].append(m)
-    by_name: dict[str, list[ChannelFile]] = defaultdict(list)
-    for c in promote:
-        by_name[c.name].append(c)
-    out: dict[str, set[str]] = defaultdict(set)
-    for c in promote:
-        for d in _distribution_deps(c, names).values():
-            if any(satisfies(d, m) and subdir_compatible(c, m) for m in main_by_name[d.name]):
-                continue
-            out[c.artifact].update(p.artifact for p in by_name[d.name] if satisfies(d, p) and subdir_compatible(c, p))
-    return out
 
 
 def _with_maintainers(h: Held, maintainers: Mapping[str, tuple[str, ...]]) -> Held:
