@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from rattler import Version
 
-from conda_distro.channels.base import ChannelFile
+from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.errors import UsageError
 from conda_distro.holds import Held, HoldReason
 from conda_distro.validation import load_json, to_error
@@ -213,10 +212,7 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
         if art in inputs.main or (h is not None and h.reason is HoldReason.ALREADY_IN_MAIN):
             continue
         groups[(f.name, f.version)].append(f)
-    in_main: dict[str, Version] = {}
-    for f in inputs.main.values():
-        if f.name not in in_main or Version(f.version) > in_main[f.name]:
-            in_main[f.name] = Version(f.version)
+    in_main = {name: fs[0].version for name, fs in newest_by_name(inputs.main.values()).items()}
     set_of = {a: s for s in plan.sets for a in s}
     label = {f.artifact: f"{f.name} {f.version}" for fs in groups.values() for f in fs}
     out = []
@@ -233,7 +229,7 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
         first = _first_seen(arts, inputs)
         blocked_by = sorted({b for h in hs for b in h.blocked_by})
         own = next((h.reason for h in hs if not h.blocked_by), None)
-        out.append(Excuse(name=name, old_version=str(in_main[name]) if name in in_main else None, new_version=version,
+        out.append(Excuse(name=name, old_version=in_main.get(name), new_version=version,
                           verdict=worst, reasons=reasons, blocked_by=blocked_by, promote_with=with_,
                           days_waiting=max(0, (now - first).days) if first else 0,
                           maintainers=list(dict.fromkeys(m for h in hs for m in h.maintainers))

@@ -29,7 +29,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from rattler import Version
 
-from conda_distro.channels.base import ChannelFile
+from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.results import NO_TESTS, ArtifactResults, TestRecord
 
 
@@ -138,12 +138,7 @@ class RevdepInputs:
 
 def newest_in_main(main: Mapping[str, ChannelFile]) -> list[ChannelFile]:
     """The files of the newest version of each name in main (all its builds: variants, subdirs)."""
-    best: dict[str, Version] = {}
-    for f in main.values():
-        v = Version(f.version)
-        if f.name not in best or v > best[f.name]:
-            best[f.name] = v
-    return [f for f in main.values() if Version(f.version) == best[f.name]]
+    return [f for fs in newest_by_name(main.values()).values() for f in fs]
 
 
 def _pairs_of(f: ChannelFile, required: Required, res: ArtifactResults | None) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from typing import Callable, Iterable, Protocol, Sequence, runtime_checkable
 
 #: A progress sink: receives one short human-readable line per step (the CLI sends them to stderr).
 Progress = Callable[[str], None]
@@ -39,6 +39,22 @@ class ChannelFile:
     def artifact(self) -> str:
         """``<subdir>/<filename>``: the key used by the results store and the ledger."""
         return f"{self.subdir}/{self.filename}"
+
+
+def newest_by_name(files: Iterable[ChannelFile]) -> dict[str, list[ChannelFile]]:
+    """The files of the newest version of each name (all its builds: variants, subdirs), by conda's
+    version order."""
+    from rattler import Version
+
+    by_name: dict[str, list[ChannelFile]] = {}
+    for f in files:
+        by_name.setdefault(f.name, []).append(f)
+    out = {}
+    for name, fs in by_name.items():
+        versions = [Version(f.version) for f in fs]
+        top = max(versions)
+        out[name] = [f for f, v in zip(fs, versions) if v == top]
+    return out
 
 
 @dataclass(frozen=True)

@@ -166,18 +166,10 @@ def _newest_by_name(main: Path | None) -> dict[str, list]:
     """The files of the newest version of each name in the local main channel."""
     if main is None or not (main / "noarch" / "repodata.json").is_file():
         return {}
-    from rattler import Version
-
+    from conda_distro.channels.base import newest_by_name
     from conda_distro.channels.local import LocalChannel
 
-    by_name: dict[str, list] = {}
-    for f in LocalChannel(main).list_files().values():
-        by_name.setdefault(f.name, []).append(f)
-    out = {}
-    for name, files in by_name.items():
-        top = max(Version(f.version) for f in files)
-        out[name] = [f for f in files if Version(f.version) == top]
-    return out
+    return newest_by_name(LocalChannel(main).list_files().values())
 
 
 def _main_newest(main_files: dict[str, list], outputs, planned: set[str]) -> list[VariantPlan]:
