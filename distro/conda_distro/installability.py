@@ -45,19 +45,9 @@ class InstallabilityReport:
 
 def write_channel(files: Iterable[ChannelFile], folder: Path) -> Path:
     """A channel whose repodata lists ``files`` (no package files: enough for the solver)."""
-    subdirs: dict[str, dict] = defaultdict(dict)
-    for f in files:
-        rec = {"name": f.name, "version": f.version, "build": f.build, "build_number": f.build_number,
-               "depends": list(f.depends), "subdir": f.subdir, "sha256": f.sha256}
-        key = "packages.conda" if f.filename.endswith(".conda") else "packages"
-        subdirs[f.subdir].setdefault(key, {})[f.filename] = rec
-    for subdir in {"noarch", *subdirs}:
-        pkgs = subdirs.get(subdir, {})
-        (folder / subdir).mkdir(parents=True, exist_ok=True)
-        (folder / subdir / "repodata.json").write_text(json.dumps(
-            {"info": {"subdir": subdir}, "packages": pkgs.get("packages", {}),
-             "packages.conda": pkgs.get("packages.conda", {}), "repodata_version": 1}))
-    return folder
+    return write_records(({"fn": f.filename, "name": f.name, "version": f.version, "build": f.build,
+                           "build_number": f.build_number, "depends": list(f.depends), "subdir": f.subdir,
+                           "sha256": f.sha256} for f in files), folder)
 
 
 def write_records(records: Iterable[dict], folder: Path) -> Path:
