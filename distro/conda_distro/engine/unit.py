@@ -147,11 +147,16 @@ def is_cached(unit: Unit) -> bool:
     return True
 
 
+def _reusable(t: TestRecord) -> bool:
+    """A stored outcome that may stand for a new run with the same key: passed or failed (never an
+    infrastructure error), with its environment recorded (an older run without one runs again)."""
+    return bool(t.key) and t.status in ("passed", "failed") and t.against is not None
+
+
 def _stored_run(prev: ArtifactResults, t: TargetIn, deps_digest: str) -> TestRecord | None:
-    """A kept passed/failed outcome of exactly this test (same key): running it again would only repeat it."""
-    key = test_key(prev.sha256, t, deps_digest)  # (a run that did not record its environment runs again)
-    return next((r for r in reversed(prev.runs(t.pytorch, t.variant))
-                 if r.key == key and r.status in ("passed", "failed") and r.against is not None), None)
+    """A kept outcome of exactly this test (same key): running it again would only repeat it."""
+    key = test_key(prev.sha256, t, deps_digest)
+    return next((r for r in reversed(prev.runs(t.pytorch, t.variant)) if r.key == key and _reusable(r)), None)
 
 
 def _known_keys(store: ResultsStore, spec: VariantSpec) -> dict[str, list[str]]:
@@ -160,7 +165,7 @@ def _known_keys(store: ResultsStore, spec: VariantSpec) -> dict[str, list[str]]:
         return {}
     out: dict[str, list[str]] = {}
     for t in prev.tests:
-        if t.key and t.status in ("passed", "failed") and t.against is not None:
+        if _reusable(t):  # the worker skips exactly what the orchestrator reuses
             out.setdefault(target_id(t.pytorch, t.variant), []).append(t.key)
     return out
 
