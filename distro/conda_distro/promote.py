@@ -18,7 +18,7 @@ import datetime as dt
 import fnmatch
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
@@ -631,11 +631,13 @@ class PromotionContext:
             evidence={a.artifact: {(t.release, t.variant): t.status for t in a.tests}
                       for st in states.values() for a in st.artifacts},
             hints=load_hints(self.distro.root), today=self.today,
-            maintainers=self._maintainers(), installability=Installability(
+            maintainers=self.maintainers, installability=Installability(
                 self.distro.upstream_urls, self.distro.subdirs, matrix.pytorch, matrix.required, _closure_of(files)))
 
-    def _maintainers(self) -> dict[str, tuple[str, ...]]:
-        """package name -> its recipe's maintainers (every output of a recipe has its maintainers)."""
+    @cached_property
+    def maintainers(self) -> dict[str, tuple[str, ...]]:
+        """package name -> its recipe's maintainers (every output of a recipe has its maintainers); read
+        once, though promote gathers its inputs twice (before and under the lock)."""
         from conda_distro.distribution import load_distribution
 
         dist = load_distribution(self.distro.root, strict=False, distro=self.distro)
