@@ -159,6 +159,10 @@ def check(inputs: RevdepInputs) -> RevdepReport:
     replaced = cand_names  # a name with a candidate: main's older versions are not what users get
     subjects = [(f, False) for f in newest_in_main(inputs.main) if f.name not in replaced]
     subjects += [(c, True) for c in inputs.candidates]
+    idents: dict[str, set[str]] = defaultdict(set)
+    for m in inputs.main.values():
+        idents[m.name].add(ident(m))
+    scope = _Scope(cand, {n: frozenset(i) for n, i in idents.items()})
     for f, is_candidate in subjects:
         closure = inputs.closure(f.name)
         if not is_candidate and not closure & cand_names:
@@ -173,12 +177,21 @@ def check(inputs: RevdepInputs) -> RevdepReport:
             if not any(p.artifact in cand for p in providers.values()):
                 if not is_candidate or not providers:
                     continue
-            report.retests.append(_classify(f, is_candidate, pair, providers, res, inputs, set(cand)))
+            report.retests.append(_classify(f, is_candidate, pair, providers, res, inputs, scope))
     return report
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """What every classification of one check shares, computed once."""
+
+    candidates: Mapping[str, ChannelFile]  # by artifact
+    main_idents: Mapping[str, frozenset[str]]  # name -> ``ident`` of each of main's files of that name
+
+
 def _classify(f: ChannelFile, is_candidate: bool, pair: tuple[str, str], providers: dict[str, ChannelFile],
-              res: ArtifactResults | None, inputs: RevdepInputs, cand: set[str]) -> Retest:
+              res: ArtifactResults | None, inputs: RevdepInputs, scope: _Scope) -> Retest:
+    cand = scope.candidates
     names = tuple(sorted(c.artifact for c in providers.values() if c.artifact in cand))
     # a dependent in main is compared on the candidates only (the rest of main is what it was tested with)
     want = {n: ident(c) for n, c in providers.items() if is_candidate or c.artifact in cand}
@@ -206,8 +219,9 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: tuple[str, str], provide
         return Retest(**base, verdict=Verdict.FAILED, log=hit.log, detail=why)
     if inputs.ignore_test(f):
         return Retest(**base, verdict=Verdict.IGNORED, log=hit.log, detail="force-badtest hint")
-    main_idents = {n: {ident(m) for m in inputs.main.values() if m.name == n} for n in want}
-    ref = _latest(runs, lambda t: t.against is not None and all(t.against.get(n) in main_idents[n] for n in want))
+    main_idents = scope.main_idents
+    ref = _latest(runs, lambda t: t.against is not None
+                  and all(t.against.get(n) in main_idents.get(n, ()) for n in want))
     before = ref.status if ref is not None else inputs.evidence.get(f.artifact, {}).get(pair)
     if before == "passed":
         return Retest(**base, verdict=Verdict.REGRESSION, log=hit.log, detail=why)
