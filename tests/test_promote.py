@@ -324,6 +324,14 @@ def test_unindexed_copy_that_is_no_longer_promotable_is_moved_out(root):
     assert (root / "build" / "channels" / "retired" / st["gamma"].artifact).exists()
 
 
+def _size(path: Path) -> int | None:
+    """The file's size, or None when it is not there (now: a retirement may move it at any moment)."""
+    try:
+        return path.stat().st_size if path.is_file() else None
+    except FileNotFoundError:
+        return None
+
+
 def _watch_main(root: Path, stop: threading.Event, problems: list[str], seen: list[int]) -> None:
     """A reader polling main like an installer would: every repodata it reads must parse and name only
     files that exist with the recorded size."""
@@ -336,12 +344,12 @@ def _watch_main(root: Path, stop: threading.Event, problems: list[str], seen: li
                 continue
             for fn, rec in doc.get("packages.conda", {}).items():
                 path = rd.parent / fn
-                if not path.is_file() or path.stat().st_size != rec["size"]:
+                if _size(path) != rec["size"]:
                     # Reading the index and then the file is two steps: a retirement may rewrite the index
                     # and move the file out in between. It is a violation only if the index that is there
                     # now still names a file that is not (retire rewrites the index first, then moves).
                     current = json.loads(rd.read_text()).get("packages.conda", {})
-                    if fn in current and (not path.is_file() or path.stat().st_size != current[fn]["size"]):
+                    if fn in current and _size(path) != current[fn]["size"]:
                         problems.append(f"{rd} names {fn}, which is missing or incomplete")
             seen.append(len(doc.get("packages.conda", {})))
 
