@@ -30,13 +30,13 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.recipe import parse_recipe
 from conda_distro.sweep import (
     EditError,
-    _to_test,
     add_release_text,
     decide,
     edited_text,
     plan_sweep,
     widen,
 )
+from conda_distro.sweep import to_test as _to_test
 from worlds import _shared, copy_world
 
 PYTORCH_DEPENDENT = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics", "evalsuite",
@@ -968,10 +968,11 @@ def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypat
         raise SystemExit("killed")  # the journal stays: SystemExit is not caught by the sweep's cleanup path here
 
     import conda_distro.sweep as sweep_mod
-    monkeypatch.setattr(sweep_mod, "publish_branch", die_after_ref)
+    import conda_distro.sweep.git as sweep_git
+    monkeypatch.setattr(sweep_git, "publish_branch", die_after_ref)
     with pytest.raises(SystemExit):
         sweep_mod.run_sweep(world27, sweep_mod.SweepOptions(release="2.7.0", commit=True, build=False))
-    monkeypatch.setattr(sweep_mod, "publish_branch", gitutil.publish_branch)
+    monkeypatch.setattr(sweep_git, "publish_branch", gitutil.publish_branch)
     assert repo.active_branch.name == "main" and "sweep/pytorch-2.7.0" in [h.name for h in repo.heads]
     assert "sweep/pytorch-2.7.0-layerkit" not in [h.name for h in repo.heads]
 
