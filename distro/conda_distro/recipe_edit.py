@@ -39,24 +39,21 @@ class Named:
 
 
 Step = str | int | Named
-_STEP = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]|(\.)")
+_PATH = re.compile(r"[^.\[\]]+(?:\.[^.\[\]]+|\[[^\]]*\])*")
+_STEP = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
 
 
 def parse_path(path: str) -> list[Step]:
     """``requirements.run[pytorch]`` -> ``["requirements", "run", Named("pytorch")]``; ``a[2]`` -> ``["a", 2]``."""
+    if not _PATH.fullmatch(path):
+        raise EditError(f"'{path}' is not a node path (like build.number or requirements.run[pytorch])")
     steps: list[Step] = []
-    pos = 0
     for m in _STEP.finditer(path):
-        if m.start() != pos:
-            break
-        pos = m.end()
         if m.group(1) is not None:
             steps.append(m.group(1))
-        elif m.group(2) is not None:
+        else:
             inner = m.group(2).strip()
             steps.append(int(inner) if re.fullmatch(r"-?\d+", inner) else Named(inner))
-    if pos != len(path) or not steps:
-        raise EditError(f"'{path}' is not a node path (like build.number or requirements.run[pytorch])")
     return steps
 
 
