@@ -1194,3 +1194,21 @@ def test_the_edited_distribution_is_made_from_the_written_texts(world27: Path):
     assert "2.7.0" in edited.config.pytorch.releases
     assert edited.recipes["tensorutils"].text == text and edited.recipes["tensorutils"].build_number == dec.new_build
     assert set(edited.recipes) == set(dist.readable().recipes)
+
+
+def test_the_result_renders_what_the_command_prints(world27: Path, capsys):
+    """The text lines and the markdown (templates) of the result are the bytes `sweep` prints, for a
+    dry run and for a release already supported (the message only)."""
+    from conda_distro.sweep import SweepOptions, run_sweep
+
+    res = run_sweep(world27, SweepOptions(release="2.7.0", dry_run=True))
+    _, text, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--dry-run")
+    _, md, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--dry-run", "--format", "markdown")
+    assert text == "".join(line + "\n" for line in res.text_lines()) and "next: run `conda-distro sweep" in text
+    assert md == res.markdown() and md.count("\n---\n## PR: ") == 10
+    code, _, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")  # edits distro.yaml: 2.7.0 is listed
+    res = run_sweep(world27, SweepOptions(release="2.7.0", build=False))
+    _, text, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")
+    _, md, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--format", "markdown")
+    assert code == 0 and res.plan.noop and text == "".join(line + "\n" for line in res.text_lines())
+    assert md == res.markdown() == "pytorch 2.7.0 is already a supported release: nothing to do\n"

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT
+from conda_distro.sweep import render
 
 STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "not-solvable", "unreadable")
 FAILURES = ("failed", "not-solvable", "unreadable")  # statuses that make the report's `ok` false
@@ -196,3 +197,10 @@ class SweepResult:
 
     def to_dict(self) -> dict:
         return self.document().model_dump(mode="json")
+
+    def text_lines(self) -> list[str]:
+        return render.text_lines(self)
+
+    def markdown(self) -> str:
+        """The tracking issue (or the message), then each pull request's body: ``--format markdown``."""
+        return render.markdown(self)

@@ -1,11 +1,16 @@
-"""The sweep's documents for people: the pull-request bodies (one per bumped package) and the
-tracking issue's body, from the templates ``reports/templates/sweep_pr.md.j2`` and
-``sweep_issue.md.j2``. (The JSON document is :class:`~conda_distro.sweep.model.SweepDocument`.)"""
+"""The sweep's documents for people: the pull-request bodies (one per bumped package), the
+tracking issue's body and the whole markdown report, from the templates
+``reports/templates/sweep_pr.md.j2``, ``sweep_issue.md.j2`` and ``sweep.md.j2``; and the text
+report's lines. (The JSON document is :class:`~conda_distro.sweep.model.SweepDocument`.)"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from conda_distro.reports.render import render
-from conda_distro.sweep.model import Decision, SweepPlan, SweepResult
+
+if TYPE_CHECKING:  # the model calls these (SweepResult.text_lines / markdown)
+    from conda_distro.sweep.model import Decision, SweepPlan, SweepResult
 
 
 def pr_body(dec: Decision, release: str, dry_run: bool = False) -> dict:
@@ -42,3 +47,28 @@ def tracking_issue(plan: SweepPlan, result: SweepResult | None = None) -> str:
                   counts=", ".join(f"{n} {st}" for st, n in (result.summary if result else {}).items()),
                   prs=checklist, pings=pings, rows=[(d, _pin_cell(d), _note_cell(d)) for d in plan.decisions],
                   logs=[d for d in plan.decisions if d.status == "failed" and d.log])
+
+
+def markdown(result: SweepResult) -> str:
+    """What ``sweep --format markdown`` prints: the tracking issue (or the message), then each PR body."""
+    return render("sweep.md.j2", result=result)
+
+
+def text_lines(result: SweepResult) -> list[str]:
+    """What ``sweep`` prints: the message, one line per package, the branches, the summary, the next steps."""
+    lines = [result.message] if result.message else []
+    for d in result.plan.decisions:
+        pin = f"{d.old_pin} -> {d.new_pin}" if d.old_pin != d.new_pin else (d.old_pin or "")
+        if d.old_pin != d.new_pin and not d.applied:
+            pin += " (reverted)"
+        lines.append(f"  {d.status:18} {d.name:24} {pin}" + (f"  ({d.reason})" if d.reason else ""))
+    if result.branch:
+        lines.append(f"branch {result.branch}: {len(result.commits)} commit(s)")
+        lines += [f"  {pr['branch']}  ({name})" for name, pr in result.pr_bodies.items() if pr.get("branch")]
+        if result.start:
+            lines.append(f"back on {result.start} (the sweep's edits are on the branches)")
+    if result.summary:
+        lines.append(("planned: " if result.plan.dry_run else "summary: ")
+                     + ", ".join(f"{n} {st}" for st, n in result.summary.items()))
+    lines += [f"next: {step}" for step in result.next_steps]
+    return lines
