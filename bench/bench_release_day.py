@@ -103,12 +103,20 @@ REAL_RELEASES = ("2.13.0", "2.14.1", "2.15.0")  # distro.yaml's; the newest appe
 PIN = re.compile(r"(pytorch\s*>=\s*[\d.]+\s*,\s*<\s*)2\.16\b")  # the recipes' bound admitting 2.15
 
 
+def _reindex(channel: Path) -> None:
+    """Index incrementally, as an upstream channel does when a package appears (rattler's indexer reads
+    only the files repodata does not list yet, and drops the entries of removed files). In a child
+    process that leaves with os._exit: after indexing this 6 GB channel, rattler's runtime can crash
+    while the interpreter shuts down, after the repodata was written."""
+    code = ("import os; from conda_distro.rattler_env import index_channel; "
+            f"index_channel({str(channel)!r}, subdirs=['linux-64'], force=False); os._exit(0)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def _real_day_before(root: Path, repo: Path, release: str) -> Path:
     """The repository's real world (`sandbox --real`, from the warm cache) as it was the day before
     ``release``: its pytorch builds (and lockstep packages built for it) moved out of the upstream channel
     into ``held-release/`` beside the world, distro.yaml without it, recipes' pytorch bounds below it."""
-    from conda_distro.rattler_env import index_channel
-
     proc = subprocess.run([sys.executable, "-m", "conda_distro", "sandbox", str(root), "--real", "--force"], cwd=repo,
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -120,7 +128,7 @@ def _real_day_before(root: Path, repo: Path, release: str) -> Path:
     for f in (root / "upstream" / "linux-64").glob("*.conda"):
         if f.name.startswith(f"pytorch-{release}-") or f.name.startswith(f"torchvision-{vision}"):
             f.rename(held / f.name)
-    index_channel(root / "upstream", subdirs=["linux-64"])
+    _reindex(root / "upstream")
     text = (root / "distro.yaml").read_text()
     (root / "distro.yaml").write_text(re.sub(r"releases: \[[^\]]*\]",
                                              "releases: [" + ", ".join(f'"{r}"' for r in REAL_RELEASES if r != release) + "]",
@@ -135,13 +143,11 @@ def _real_day_before(root: Path, repo: Path, release: str) -> Path:
 
 def _real_publish(root: Path, held: Path):
     def publish() -> list[str]:
-        from conda_distro.rattler_env import index_channel
-
         moved = []
         for f in sorted(held.glob("*.conda")):
             f.rename(root / "upstream" / "linux-64" / f.name)
             moved.append(f.name)
-        index_channel(root / "upstream", subdirs=["linux-64"])
+        _reindex(root / "upstream")
         return moved
     return publish
 
