@@ -295,3 +295,23 @@ def test_real_world_builds_einops_from_its_sdist_and_tests_it_on_real_torch(tmp_
     assert code == 0 and tests and all(t["status"] == "passed" for t in tests), tests
     assert {(t["pytorch"], t["variant"]) for t in tests} == {("2.13.0", "cpu")}
     assert list((res.path / "build" / "channels" / "staging" / "noarch").glob("einops-0.8.2-*.conda"))
+
+
+@pytest.mark.parametrize("pip_spec, version, ok", [
+    ("~=0.1", "0.1.2", True),  # markdown-it-py's mdurl~=0.1 (fastai -> spacy/plum-dispatch -> rich)
+    ("~=0.1", "1.0", False),
+    ("~=3.8.0", "3.8.1", True),  # torch 2.14's triton~=3.8.0
+    ("~=3.8.0", "3.9.0", False),
+    ("==1.2.*", "1.2.7", True),
+    ("==2.16.2", "2.16.2", True),
+])
+def test_compatible_release_specs_keep_their_meaning_in_conda(pip_spec, version, ok):
+    """whl2conda writes ``~=0.1`` as ``>=0.1,==0.*``, which rattler reads (and indexes) as ``==0``: the
+    real world's fastai test environment did not solve ("no candidates for mdurl >=0.1,==0")."""
+    from rattler import Version, VersionSpec
+
+    from conda_distro.upstream.convert import _spec
+
+    spec = _spec(pip_spec)
+    assert VersionSpec(spec).matches(Version(version)) is ok, spec
+    assert not VersionSpec(">=0.1,==0.*").matches(Version("0.1.2"))  # why: rattler's reading of the old form

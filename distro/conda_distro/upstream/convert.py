@@ -120,10 +120,11 @@ def _spec(specifier: str) -> str:
     ``==1.2.*`` becomes ``1.2.*``)."""
     pieces = []
     for piece in (p.strip() for p in specifier.split(",") if p.strip()):
-        if piece.startswith("==") and not piece.startswith("===") and piece.endswith(".*"):
-            pieces.append(piece[2:])
-        else:
-            pieces.append(_translator().translate_version_spec(piece))
+        translated = piece if piece.startswith("==") and not piece.startswith("===") else \
+            _translator().translate_version_spec(piece)
+        # whl2conda gives ``~=0.1`` as ``>=0.1,==0.*``; rattler reads ``==0.*`` as exactly ``0`` (and
+        # writes it so into repodata): a glob is written as conda's ``0.*``
+        pieces += [p[2:] if p.startswith("==") and p.endswith(".*") else p for p in translated.split(",") if p]
     return ",".join(pieces)
 
 
