@@ -18,8 +18,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.errors import DistroError
+from conda_distro.fsutil import atomic_write_text
 from conda_distro.validation import load_json, to_error
-from conda_distro.yamlio import atomic_write_text
 
 SCHEMA_VERSION = 2  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit)
 BuildStatus = Literal["built", "skipped-existing", "failed", "blocked"]

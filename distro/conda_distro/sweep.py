@@ -34,7 +34,8 @@ from conda_distro.recipe import Recipe, parse_recipe
 from conda_distro.specs import (SpecEditError, admits, build_outside_brackets, minor_of, next_minor_bound, split_spec, widen_spec,
                                 widen_version)
 from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
-from conda_distro.yamlio import LDict, LList, atomic_write_text, dump_roundtrip, load_fast, load_roundtrip
+from conda_distro.fsutil import atomic_write_text
+from conda_distro.yamlio import LDict, LList, dump_roundtrip, load_fast, load_roundtrip
 
 RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")
 STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "not-solvable", "unreadable")
@@ -595,7 +596,7 @@ def _open_repo(root: Path, release: str, dirty_ok: bool = False) -> Any:
 
 def _check_published(dist: Distribution, release: str) -> None:
     """When every upstream channel is a readable local folder, the release must be in one of them."""
-    from conda_distro.proposal import UpstreamIndex
+    from conda_distro.channels.upstream_index import UpstreamIndex
 
     index = UpstreamIndex.load(dist.distro)
     pytorch = dist.config.pytorch.name

@@ -31,6 +31,7 @@ from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.locking import channel_lock
 from conda_distro.channels.repodata import parse_repodata
 from conda_distro.errors import ChannelError
+from conda_distro.fsutil import atomic_write_text
 from conda_distro.validation import load_json
 
 LOCK_NAME = ".conda-distro.lock"
@@ -288,8 +289,6 @@ class LocalChannel:
         return moved
 
     def _unlist(self, files: Sequence[ChannelFile]) -> None:
-        from conda_distro.yamlio import atomic_write_text
-
         by_subdir: dict[str, set[str]] = {}
         for f in files:
             by_subdir.setdefault(f.subdir, set()).add(f.filename)

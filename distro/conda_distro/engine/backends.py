@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from conda_distro.engine.releases import SOLVE_TIMEOUT, virtual_packages
 from conda_distro.errors import EngineUnavailableError
 from conda_distro.rattler_env import rattler_env, scratch_dir
 from conda_distro.render import RenderSettings
@@ -135,11 +136,9 @@ def _explain_unsolvable(spec: str, job: TestJob) -> str | None:
     from rattler import Subdir, solve
     from rattler.exceptions import SolverError
 
-    from conda_distro.solve import TIMEOUT, _virtual_packages
-
     try:
         asyncio.run(solve(list(job.channels), [spec], platforms=[str(Subdir.current()), "noarch"],
-                          virtual_packages=_virtual_packages(bool(job.cuda)), timeout=TIMEOUT))
+                          virtual_packages=virtual_packages(bool(job.cuda)), timeout=SOLVE_TIMEOUT))
     except SolverError as exc:
         return str(exc).strip()
     except Exception:  # noqa: BLE001 - an explanation is a nicety; the test failed either way

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conda_distro.distribution import Distribution
 from conda_distro.engine.backends import Builder, VariantSpec
-from conda_distro.engine.releases import Target
+from conda_distro.engine.releases import Target, select_releases
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases
@@ -95,15 +95,6 @@ def select_variants(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
             raise UsageError(f"'{v}' is not a variant of this distribution", field="--variant",
                              hint=f"choose from: {', '.join(variants)} (distro.yaml pytorch.variants)")
     return [v for v in variants if not wanted or v in wanted]
-
-
-def select_releases(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
-    releases = dist.config.pytorch.releases
-    for r in wanted:
-        if r not in releases:
-            raise UsageError(f"pytorch {r} is not a supported release", field="--pytorch",
-                             hint=f"supported: {', '.join(releases)} (distro.yaml pytorch.releases)")
-    return [r for r in releases if not wanted or r in wanted]
 
 
 def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: ResultsStore,
