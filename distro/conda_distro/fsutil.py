@@ -1,5 +1,5 @@
-"""Small file and process helpers shared by the whole package: atomic writes, emptying a folder, a paused
-garbage collector."""
+"""Small file and process helpers shared by the whole package: atomic writes, hard links, emptying a
+folder, a paused garbage collector."""
 
 from __future__ import annotations
 
@@ -61,3 +61,11 @@ def clear_folder(path: Path) -> None:
             shutil.rmtree(child)
         else:
             child.unlink()
+
+
+def link_or_copy(src: Path, dst: Path) -> None:
+    """Hard-link ``src`` to ``dst`` (package files are never rewritten in place), copying across devices."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)

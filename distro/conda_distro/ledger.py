@@ -41,6 +41,7 @@ from conda_distro.errors import LedgerError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.gitutil import configured_user
 from conda_distro.validation import load_json, to_error
+from conda_distro.yamlio import load_fast
 
 LEDGER_SCHEMA_VERSION = 1
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -137,8 +138,6 @@ class PackageState(_Strict):
 
 
 def _validation_error(exc: ValidationError, text: str, path: Path) -> LedgerError:
-    from conda_distro.yamlio import load_fast
-
     try:
         doc = load_fast(text)
     except Exception:  # noqa: BLE001 - a line number is a nicety

@@ -52,14 +52,6 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def link_or_copy(src: Path, dst: Path) -> None:
-    """Hard-link ``src`` to ``dst`` (package files are never rewritten in place), copying across devices."""
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
-
-
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -16,7 +16,7 @@ from typing import Protocol
 from conda_distro.engine.releases import SOLVE_TIMEOUT, virtual_packages
 from conda_distro.errors import EngineUnavailableError
 from conda_distro.rattler_env import rattler_env, scratch_dir
-from conda_distro.render import RenderSettings
+from conda_distro.render import RenderSettings, live_variants
 from conda_distro.results import NO_TESTS
 
 @dataclass(frozen=True)
@@ -159,8 +159,6 @@ class RattlerBuildBackend:
     name = "rattler-build"
 
     def _variants(self, recipe: Path, variant_config: RenderSettings):
-        from conda_distro.render import live_variants
-
         return live_variants(recipe, variant_config)
 
     def render(self, recipe: Path, variant_config: RenderSettings) -> list[VariantSpec]:

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conda_distro.channels.base import newest_by_name
+from conda_distro.channels.local import LocalChannel
 from conda_distro.distribution import Distribution
 from conda_distro.engine.backends import Builder, VariantSpec
 from conda_distro.engine.releases import Target, select_releases
@@ -157,9 +159,6 @@ def _newest_by_name(main: Path | None) -> dict[str, list]:
     """The files of the newest version of each name in the local main channel."""
     if main is None or not (main / "noarch" / "repodata.json").is_file():
         return {}
-    from conda_distro.channels.base import newest_by_name
-    from conda_distro.channels.local import LocalChannel
-
     return newest_by_name(LocalChannel(main).list_files().values())
 
 

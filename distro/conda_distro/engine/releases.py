@@ -9,12 +9,15 @@ import shutil
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from conda_distro.channels.local import link_or_copy
-from conda_distro.config import Distro
-from conda_distro.distribution import Distribution
 from conda_distro.errors import ChannelError, UsageError
+from conda_distro.fsutil import link_or_copy
 from conda_distro.rattler_env import index_channel
+
+if TYPE_CHECKING:  # annotations only: the build worker imports this module and stays small
+    from conda_distro.config import Distro
+    from conda_distro.distribution import Distribution
 
 CUDA_VERSION = "12.4"  # the __cuda version announced in the cuda variant (CONDA_OVERRIDE_CUDA)
 SOLVE_TIMEOUT = dt.timedelta(seconds=60)  # one rattler solve (`solve`, and a failed test's explanation)

@@ -32,6 +32,7 @@ from urllib.parse import quote_plus
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import UsageError
 from conda_distro.gitutil import find_repo, origin_url
+from conda_distro.gpu import variant_label
 from conda_distro.ledger import ArtifactEntry
 from conda_distro.excuses import Excuses, read_excuses
 from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact, parse_as_of
@@ -97,8 +98,6 @@ class Cell:
 
     @property
     def title(self) -> str:
-        from conda_distro.gpu import variant_label
-
         where = f"{self.package} on pytorch {self.release} ({variant_label(self.variant, self.gpu)}, {self.source})"
         if self.artifact:
             text = f"{where}: {self.status} on {self.date:%Y-%m-%d}, {self.artifact.split('/')[-1]}"
