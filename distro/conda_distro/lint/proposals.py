@@ -10,10 +10,10 @@ from conda_distro.distribution import Distribution
 from conda_distro.errors import ProposalError
 from conda_distro.lint.base import CHECKS, Finding
 from conda_distro.lint.context import LintContext
-from conda_distro.lint.proposal_checks import ProposalCheck, ProposalContext
+from conda_distro.lint.proposal_checks import ProposalCheck, ProposalContext, ProposalInvalid
 from conda_distro.proposal.load import load_proposals
 
-INVALID_CHECK = "proposal-invalid"
+INVALID_CHECK = ProposalInvalid.id  # what a proposal that cannot be loaded is reported as
 
 
 def _invalid_finding(exc: ProposalError, ctx: LintContext) -> Finding:
