@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conda_distro.ledger import Ledger, current_commit
+from conda_distro.gitutil import current_commit
+from conda_distro.ledger import Ledger
 from conda_distro.promote import PromoteOptions, promote
 
 MAIN = Path("build/channels/pytorch")

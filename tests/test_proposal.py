@@ -9,18 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conda_distro.channels.upstream_index import UpstreamIndex
 from conda_distro.config import load_config
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import ProposalError
 from conda_distro.lint import CHECKS
-from conda_distro.proposal import (
-    UpstreamIndex,
-    changed_proposals,
-    lint_proposals,
-    load_proposal,
-    load_proposals,
-    pytorch_pin,
-)
+from conda_distro.lint.proposals import lint_proposals
+from conda_distro.proposal import changed_proposals, load_proposal, load_proposals, pytorch_pin
 from conda_distro.recipe import load_recipe
 
 RELEASES = ["2.4.1", "2.5.1", "2.6.0"]

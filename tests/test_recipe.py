@@ -504,7 +504,7 @@ def test_recipe_paths_and_loading(make_distro, clean_recipe):
 def test_bulk_work_pauses_the_garbage_collector_and_restores_it(make_distro, clean_recipe, monkeypatch):
     import gc
 
-    from conda_distro import distribution
+    from conda_distro import distribution, fsutil
 
     seen = []
     real = distribution.parse_recipe
@@ -526,8 +526,8 @@ def test_bulk_work_pauses_the_garbage_collector_and_restores_it(make_distro, cle
         assert not gc.isenabled()  # a caller's choice is kept
     finally:
         gc.enable()
-    with distribution.paused_gc():
-        with distribution.paused_gc():
+    with fsutil.paused_gc():
+        with fsutil.paused_gc():
             assert not gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()

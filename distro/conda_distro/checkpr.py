@@ -18,10 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.distribution import Distribution, load_distribution
+from conda_distro.engine.run import SCOPES, BuildOptions, run_build
 from conda_distro.errors import ExitCode
 from conda_distro.gitutil import changed_files, recipe_names, scope_name
 from conda_distro.graph import RecipeGraph
+from conda_distro.ledger import Ledger
 from conda_distro.lint import Finding, LintOptions, lint_distribution
+from conda_distro.lint.proposals import has_fatal, lint_proposals
+from conda_distro.proposal import proposal_names
+from conda_distro.solve import solve_distribution
 from conda_distro.specs import admits, upper_granularity
 
 BUILDABLE_PREFIXES = ("recipes/", "proposals/")
@@ -139,8 +144,6 @@ def unbumped_builds(dist: Distribution, changed: list[str]) -> list[Finding]:
     """Changed recipes whose version and build number main already has (channel_state/): their build would
     give main's file name a second content (the gate would re-test main's file, with its old tests, or
     refuse the build). As conda-forge asks: bump ``build.number``."""
-    from conda_distro.ledger import Ledger
-
     ledger = Ledger(dist.distro.state_dir)
     out = []
     for folder in changed:
@@ -165,8 +168,6 @@ def unbumped_builds(dist: Distribution, changed: list[str]) -> list[Finding]:
 
 
 def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> CheckPrResult:
-    from conda_distro.proposal import has_fatal, lint_proposals, proposal_names
-
     dist = load_distribution(root, strict=False)
     res = CheckPrResult(base=options.base, root=dist.root)
     res.changed_files = changed_files(dist.root, options.base, flag="--base")
@@ -196,12 +197,8 @@ def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> Check
                          "build": dist.recipes[n].lines.get("build"), "tests": dist.recipes[n].lines.get("tests")}
                      for n in res.affected}
     res.needs_pin_update = pin_updates(dist, graph, present)
-    from conda_distro.solve import solve_distribution
-
     res.solve = [r.to_dict() for r in solve_distribution(dist).results]
     if options.build and res.affected:
-        from conda_distro.engine.run import SCOPES, BuildOptions, run_build
-
         scope = scope_name(dist.root)
         res.scope = (dist.distro.build_dir / SCOPES / scope).relative_to(dist.root).as_posix() \
             if dist.distro.build_dir.is_relative_to(dist.root) else str(dist.distro.build_dir / SCOPES / scope)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.config import Distro, find_root, load_config
 from conda_distro.errors import DistroError, RecipeError
+from conda_distro.fsutil import paused_gc
 from conda_distro.recipe import Recipe, parse_recipe, read_recipe_text, recipe_paths
 from conda_distro.render import RenderSettings, prerender
 from conda_distro.variants import recipe_settings, render_settings
@@ -117,34 +116,6 @@ class Distribution:
             if n in broken:
                 raise broken[n]
             self.get(n)
-
-
-class paused_gc(contextlib.ContextDecorator):
-    """Pause Python's cyclic garbage collector during bulk work (loading or linting thousands of
-    recipes). The objects made then are long-lived and free of reference cycles, and each automatic
-    collection would walk all of them: with 5,000 recipes that was about half of the run time.
-    Reference counting still frees everything as usual; collection resumes on exit.
-
-    On exit, what survived is moved straight to the oldest generation (``gc.freeze()`` followed by
-    ``gc.unfreeze()``: two list splices), so that the young-generation collections that follow do
-    not each walk a million objects again; they stay collectable by full collections as usual."""
-
-    _was_enabled = False
-
-    def _recreate_cm(self) -> "paused_gc":
-        return type(self)()  # a fresh one per decorated call: nesting and recursion restore correctly
-
-    def __enter__(self) -> "paused_gc":
-        self._was_enabled = gc.isenabled()
-        gc.disable()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._was_enabled:
-            if not gc.get_freeze_count():  # (nobody else uses the permanent generation)
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
 
 
 def folder_of(error: DistroError, recipes_dir: Path) -> str:

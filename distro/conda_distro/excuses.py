@@ -21,9 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.errors import UsageError
+from conda_distro.fsutil import atomic_write_text
 from conda_distro.holds import Held, HoldReason
 from conda_distro.validation import load_json, to_error
-from conda_distro.yamlio import atomic_write_text
 
 EXCUSES_FILE = "excuses.json"
 _HINT = "rerun `conda-distro promote` (it writes build/excuses.json) or delete the file"

@@ -7,7 +7,7 @@ from typing import Iterable, Mapping
 
 import networkx as nx
 
-from conda_distro.distribution import paused_gc
+from conda_distro.fsutil import paused_gc
 from conda_distro.errors import GraphError
 from conda_distro.recipe import Recipe
 

@@ -42,7 +42,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from conda_distro.errors import ConfigError, DistroError
-from conda_distro.validation import to_error
+from conda_distro.validation import HANDLE_RE, to_error
 from conda_distro.yamlio import LDict, LList, load_fast_file
 
 HINTS_FILE = "hints.yaml"
@@ -100,8 +100,6 @@ class _HintData(BaseModel):
     @field_validator("by")
     @classmethod
     def _by(cls, v: str) -> str:
-        from conda_distro.lint.checks import HANDLE_RE  # (not at import time: the lint package imports this module)
-
         if not HANDLE_RE.match(v):
             raise ValueError(f"'{v}' is not a GitHub handle (write it without '@', e.g. octocat)")
         return v

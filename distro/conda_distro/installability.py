@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from conda_distro.channels.base import ChannelFile
+from conda_distro.errors import ChannelError
+from conda_distro.solve import RattlerSolver
 
 Required = Callable[[ChannelFile], "list[tuple[str, str]] | None"]
 
@@ -81,8 +83,6 @@ class Installability:
 
     def check(self, main: Mapping[str, ChannelFile], candidates: Sequence[ChannelFile],
               pairs: Sequence[tuple[str, str]]) -> InstallabilityReport:
-        from conda_distro.errors import ChannelError
-
         report = InstallabilityReport()
         try:
             self._check(main, candidates, pairs, report)
@@ -93,8 +93,6 @@ class Installability:
 
     def _check(self, main: Mapping[str, ChannelFile], candidates: Sequence[ChannelFile],
                pairs: Sequence[tuple[str, str]], report: InstallabilityReport) -> None:
-        from conda_distro.solve import RattlerSolver
-
         if not candidates:
             return
         cand_names = {c.name for c in candidates}
@@ -133,8 +131,6 @@ class Installability:
         import asyncio
 
         from rattler import Gateway
-
-        from conda_distro.errors import ChannelError
 
         ours = {f.name for f in files}
         names = {self.pytorch} | {d.split()[0] for f in files for d in f.depends} - ours

@@ -38,8 +38,10 @@ from typing import Annotated, Iterable, Literal, Mapping, Protocol
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
 from conda_distro.errors import LedgerError
+from conda_distro.fsutil import atomic_write_text
+from conda_distro.gitutil import configured_user
 from conda_distro.validation import load_json, to_error
-from conda_distro.yamlio import atomic_write_text
+from conda_distro.yamlio import load_fast
 
 LEDGER_SCHEMA_VERSION = 1
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -136,8 +138,6 @@ class PackageState(_Strict):
 
 
 def _validation_error(exc: ValidationError, text: str, path: Path) -> LedgerError:
-    from conda_distro.yamlio import load_fast
-
     try:
         doc = load_fast(text)
     except Exception:  # noqa: BLE001 - a line number is a nicety
@@ -248,28 +248,11 @@ class Ledger:
 # provenance
 
 
-def current_commit(root: Path) -> str | None:
-    """The git HEAD commit of the distribution repository; None outside git (or before the first commit)."""
-    try:
-        import git
-
-        return git.Repo(root, search_parent_directories=True).head.commit.hexsha
-    except Exception:  # noqa: BLE001 - not a repo, no commits, no git binary: all mean "unknown"
-        return None
-
-
 def current_user(root: Path) -> str:
     """Who is acting: git's user.name <user.email> if configured, else the login name."""
-    try:
-        import git
-
-        reader = git.Repo(root, search_parent_directories=True).config_reader()
-        name = reader.get_value("user", "name", default="")
-        email = reader.get_value("user", "email", default="")
-        if name:
-            return f"{name} <{email}>" if email else str(name)
-    except Exception:  # noqa: BLE001 - fall back to the login name
-        pass
+    user = configured_user(root)
+    if user:
+        return user
     try:
         return getpass.getuser()
     except Exception:  # noqa: BLE001

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from conda_distro.checkpr import CheckPrResult
 from conda_distro.errors import DistroError
+from conda_distro.lint.base import CHECKS
+from conda_distro.reports.render import render
 
 STATUSES = ("pass", "fail", "needs-pin-update", "blocked", "n-a")
 ICONS = {"pass": "✅", "fail": "❌", "needs-pin-update": "📌", "blocked": "⛔", "n-a": "➖"}
@@ -109,13 +111,9 @@ class PrReport:
     error: dict | None = None  # exit 2: the error that stopped check-pr (location, message, hint)
 
     def markdown(self) -> str:
-        from conda_distro.reports.render import render
-
         return render("checkpr.md.j2", r=self)
 
     def text(self) -> str:
-        from conda_distro.reports.render import render
-
         return render("checkpr.txt.j2", r=self)
 
 
@@ -318,8 +316,6 @@ def _next_steps(res: CheckPrResult, rep: PrReport) -> list[str]:
 
 def _malformed(res: CheckPrResult) -> PrReport:
     """Exit 2 from fatal lint/proposal findings: the comment names the first unreadable file."""
-    from conda_distro.lint.base import CHECKS
-
     fatal = [f for f in res.lint + res.proposals if f.check in CHECKS and CHECKS[f.check].fatal] \
         or [f for f in res.lint + res.proposals if f.severity == "error"]
     first = fatal[0] if fatal else None

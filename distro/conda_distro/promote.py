@@ -28,9 +28,11 @@ from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError, Inval
 from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, no_progress, open_channel
 from conda_distro.channels.local import LocalChannel, sha256_of
 from conda_distro.config import Distro, DistroConfig
-from conda_distro.distribution import open_distro
+from conda_distro.distribution import load_distribution, open_distro
 from conda_distro.engine.releases import Availability, Target, lockstep_of_files, upstream_availability
 from conda_distro.errors import ChannelError, ExitCode
+from conda_distro.excuses import excuses_of, write_excuses
+from conda_distro.hints import load_hints
 from conda_distro.ledger import ArtifactEntry, Ledger, Retirement, TestEvidence, utcnow
 from conda_distro.provenance import CheckoutRecipes
 from conda_distro.holds import Held, HoldReason
@@ -632,8 +634,6 @@ class PromotionContext:
                    ResultsStore(distro.build_dir / "results"), Ledger(distro.state_dir))
 
     def gather(self) -> PlanInputs:
-        from conda_distro.hints import load_hints
-
         staging, main = self.staging.list_files(), self.main.list_files()
         results = {r.artifact: r for r in self.results.all()}
         states = self.ledger.load_all()
@@ -658,8 +658,6 @@ class PromotionContext:
     def maintainers(self) -> dict[str, tuple[str, ...]]:
         """package name -> its recipe's maintainers (every output of a recipe has its maintainers); read
         once, though promote gathers its inputs twice (before and under the lock)."""
-        from conda_distro.distribution import load_distribution
-
         dist = load_distribution(self.distro.root, strict=False, distro=self.distro)
         return {out: tuple(r.maintainers) for r in dist.recipes.values() for out in (r.name, *r.output_names)}
 
@@ -752,8 +750,6 @@ def execute_plan(plan: PromotionPlan, ctx: PromotionContext, inputs: PlanInputs,
 
 
 def _write_excuses(ctx: PromotionContext, plan: PromotionPlan, inputs: PlanInputs) -> str:
-    from conda_distro.excuses import excuses_of, write_excuses
-
     path = write_excuses(ctx.distro.build_dir / "excuses.json", excuses_of(plan, inputs))
     try:
         return path.relative_to(ctx.distro.root).as_posix()

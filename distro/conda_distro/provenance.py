@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from conda_distro.gitutil import find_repo, relpath, status_lines, top_dir
+
 
 def recipe_digest(folder: Path) -> str:
     """The recipe input hash: sha256 over the folder's files (relative path and content), sorted."""
@@ -64,17 +66,14 @@ class BuildProvenance:
 
 def build_provenance(root: Path, recipes_dir: Path) -> BuildProvenance:
     """HEAD and the recipe folders under ``recipes_dir`` that differ from it (tracked or untracked)."""
-    try:
-        import git
-
-        repo = git.Repo(root, search_parent_directories=True)
-        head = repo.head.commit.hexsha
-    except Exception:  # noqa: BLE001 - not a repo, no commits, no git binary: the commit is unknown
+    repo = find_repo(root, with_commit=True)
+    if repo is None:  # not a repo, no commits, no git binary: the commit is unknown
         return BuildProvenance()
-    top = Path(repo.working_tree_dir).resolve()
+    head = repo.head.commit.hexsha
+    top = top_dir(repo)
     try:
-        rel = recipes_dir.resolve().relative_to(top).as_posix()
-        out = repo.git.status("--porcelain", "-z", "--untracked-files=all", "--", rel)
+        rel = relpath(repo, recipes_dir)
+        out = status_lines(repo, rel, z=True, untracked_all=True)
     except Exception:  # noqa: BLE001 - recipes outside the repository: nothing of them is committed
         return BuildProvenance(head=None)
     dirty = set()

@@ -22,6 +22,7 @@ from typing import Any
 
 from conda_distro.errors import RecipeError
 from conda_distro.rattler_env import fixed_environment
+from conda_distro.yamlio import load_fast
 
 RENDER_SCHEMA = "2"  # bump to invalidate every cached render
 MAX_RENDERED_BYTES = 4 * 1024 * 1024  # a recipe that renders past this is refused
@@ -181,8 +182,6 @@ def _skip_probe(text: str) -> str | None:
     recipe's top-level skip is ignored by its render() and run_build()). For a single-output recipe
     with a skip list, this is a one-output recipe with the same context and the same skip list, so
     that rattler-build itself evaluates the skip conditions per variant. None: nothing to probe."""
-    from conda_distro.yamlio import load_fast
-
     if "skip" not in text:
         return None
     try:

@@ -18,8 +18,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.errors import DistroError
+from conda_distro.fsutil import atomic_write_text
 from conda_distro.validation import load_json, to_error
-from conda_distro.yamlio import atomic_write_text
+from conda_distro.yamlio import load_fast
 
 SCHEMA_VERSION = 2  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit)
 BuildStatus = Literal["built", "skipped-existing", "failed", "blocked"]
@@ -133,8 +134,6 @@ def read_results(path: Path, artifact: str) -> ArtifactResults:
     try:
         res = ArtifactResults.model_validate_json(text, strict=True)
     except ValidationError as exc:
-        from conda_distro.yamlio import load_fast
-
         try:
             doc = load_fast(text)
         except DistroError:

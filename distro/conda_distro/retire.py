@@ -26,7 +26,9 @@ from conda_distro.errors import DistroError, ExitCode, UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, Retirement, current_user, utcnow
 from conda_distro.promote import DEFAULT_LOCK_TIMEOUT, ledger_entry, parse_dep
+from conda_distro.reports.facts import gather, newest_artifact, parse_as_of
 from conda_distro.reports.records import RecordEvidence, RetirementRecord, RetirementRecords
+from conda_distro.reports.unmaintained import evaluate_package, last_tests
 
 
 @dataclass(frozen=True)
@@ -134,9 +136,6 @@ def _refuse(name: str, dependents: list[str]) -> UsageError:
 def _evidence(dist: Distribution, name: str, entries: list[ArtifactEntry]) -> RecordEvidence:
     """The package's `report unmaintained` entry as of today (None when it does not lag) and the newest
     artifact's last test results. The report is evidence, not a gate: when it cannot be made, it is left out."""
-    from conda_distro.reports.facts import gather, newest_artifact, parse_as_of
-    from conda_distro.reports.unmaintained import evaluate_package, last_tests
-
     entry = None
     try:
         facts = gather(dist, parse_as_of(None), sweeps=True)

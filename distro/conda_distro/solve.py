@@ -10,7 +10,6 @@ distribution packages that cannot be installed together with that release.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import hashlib
 import json
 import tempfile
@@ -19,14 +18,12 @@ from pathlib import Path
 
 from conda_distro.channels.local import LocalChannel
 from conda_distro.distribution import Distribution
-from conda_distro.engine.releases import CUDA_VERSION, Target, is_cuda_record
+from conda_distro.engine.releases import SOLVE_TIMEOUT, Target, is_cuda_record, select_releases, virtual_packages
 from conda_distro.errors import ChannelError, EngineUnavailableError, UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases, uses_pytorch_variant
 from conda_distro.recipe import Recipe
 from conda_distro.specs import minor_of, next_minor_bound
-
-TIMEOUT = dt.timedelta(seconds=60)
 
 
 @dataclass(frozen=True)
@@ -120,16 +117,6 @@ def write_recipe_channel(dist: Distribution, releases: list[str], folder: Path) 
 # solving
 
 
-def _virtual_packages(cuda: bool):
-    from rattler import GenericVirtualPackage, PackageName, Version, VirtualPackage, BuildString
-
-    out = [v.into_generic() for v in VirtualPackage.detect()]
-    out = [g for g in out if g.name.normalized != "__cuda"]
-    if cuda:
-        out.append(GenericVirtualPackage(PackageName("__cuda"), Version(CUDA_VERSION), BuildString("0")))
-    return out
-
-
 class RattlerSolver:
     name = "rattler"
 
@@ -148,7 +135,7 @@ class RattlerSolver:
 
         try:
             return asyncio.run(solve(self.channels, specs, gateway=self.gateway, platforms=self.platforms,
-                                     virtual_packages=_virtual_packages(cuda), timeout=TIMEOUT))
+                                     virtual_packages=virtual_packages(cuda), timeout=SOLVE_TIMEOUT))
         except (GatewayError, FetchRepoDataError, InvalidChannelError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ChannelError(f"cannot read the channels {', '.join(self.channels)}: {first}", field="channels.upstream",
@@ -190,8 +177,6 @@ def minimal_conflict(solver: RattlerSolver, fixed: list[str], candidates: list[s
 
 
 def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions()) -> SolveReport:
-    from conda_distro.engine.plan import select_releases
-
     dist = dist.readable()  # unreadable recipes (and their dependents) are reported by the caller
     releases = select_releases(dist, options.pytorch)
     graph = RecipeGraph.from_recipes(dist.recipes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Iterable
 
 from rattler import MatchSpec, Version, VersionSpec
 from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError, InvalidVersionSpecError
@@ -334,3 +335,17 @@ def widen_spec(text: str, release: str, *, supported: tuple[str, ...] = ()) -> s
     if lost:
         raise SpecEditError(f"widening '{text}' to '{new_text}' would drop {lost[0]}, which it admitted")
     return new_text
+
+
+def version_older(recipe_version: str, proposal_version: str) -> bool:
+    """Is the recipe's version older than the version the proposal was made for?"""
+    try:
+        return Version(recipe_version) < Version(proposal_version)
+    except (InvalidVersionError, ValueError):
+        return False
+
+
+def spec_resolvable(version_spec: str | None, versions: Iterable[str]) -> bool:
+    """Does any of ``versions`` satisfy the spec (no spec or no known versions: yes)?"""
+    versions = list(versions)
+    return not version_spec or not versions or any(admits(version_spec, v) for v in versions)

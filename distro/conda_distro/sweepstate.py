@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conda_distro.errors import DistroError, GitError
-from conda_distro.yamlio import atomic_write_text
+from conda_distro.fsutil import atomic_write_text
 
 PHASES = ("edited", "committing")
 

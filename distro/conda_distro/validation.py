@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import typing
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,9 @@ from pydantic import BaseModel, ValidationError
 
 from conda_distro.errors import DistroError
 from conda_distro.yamlio import LDict, LList
+
+# a GitHub user ("octocat") or team ("org/team") handle, written without '@'
+HANDLE_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
 
 
 def line_at(doc: Any, loc: tuple) -> int | None:

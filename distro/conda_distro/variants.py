@@ -13,6 +13,7 @@ from pathlib import Path
 from conda_distro.cachedir import default_cache_dir
 from conda_distro.config import Distro
 from conda_distro.errors import ConfigError
+from conda_distro.rattler_env import fixed_environment
 from conda_distro.render import RenderSettings
 from conda_distro.specs import minor_of
 from conda_distro.yamlio import load_fast_file
@@ -42,8 +43,6 @@ def read_variant_files(paths: list[Path], target_platform: str = "linux-64") -> 
     keys). A ``conda_build_config.yaml`` is read with its ``# [selector]`` lines evaluated for the
     target platform, as conda-build and rattler-build do."""
     from rattler_build import JinjaConfig, PlatformConfig, RattlerBuildError, VariantConfig
-
-    from conda_distro.rattler_env import fixed_environment
 
     merged: dict[str, list] = {}
     zips: list[list[str]] = []

@@ -25,9 +25,11 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from conda_distro.channels.base import (Channel, ChannelAudit, ChannelFile, FileProblem, Progress, no_progress,
                                         split_artifact)
+from conda_distro.channels.local import sha256_of
 from conda_distro.channels.locking import channel_lock
 from conda_distro.config import ANACONDA_SCHEME
 from conda_distro.errors import ChannelError, DistroError
+from conda_distro.rattler_env import index_channel
 from conda_distro.secret import Secret, as_secret, mask
 
 BROKEN_LABEL = "broken"
@@ -184,8 +186,6 @@ class AnacondaChannel:
         promote writes to) into a fresh local mirror under ``workdir``, check each against the sha256 the
         label lists, and index the mirror: installers then read exactly the bytes that were checked. A file
         that does not match is reported and left out of the mirror (rattler's indexer cannot read junk)."""
-        from conda_distro.rattler_env import index_channel
-
         listed = self.list_files()
         mirror = workdir / f"anaconda-{self.owner}-{self.label}"
         problems = []
@@ -288,8 +288,6 @@ class AnacondaChannel:
         """
         self._require_token()
         from binstar_client.inspect_package.conda import inspect_conda_package
-
-        from conda_distro.channels.local import sha256_of
 
         metas = []
         for path in files:

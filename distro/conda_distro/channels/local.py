@@ -31,6 +31,7 @@ from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.locking import channel_lock
 from conda_distro.channels.repodata import parse_repodata
 from conda_distro.errors import ChannelError
+from conda_distro.fsutil import atomic_write_text
 from conda_distro.validation import load_json
 
 LOCK_NAME = ".conda-distro.lock"
@@ -49,14 +50,6 @@ def sha256_of(path: Path) -> str:
         while chunk := fh.read(_CHUNK):
             h.update(chunk)
     return h.hexdigest()
-
-
-def link_or_copy(src: Path, dst: Path) -> None:
-    """Hard-link ``src`` to ``dst`` (package files are never rewritten in place), copying across devices."""
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -288,8 +281,6 @@ class LocalChannel:
         return moved
 
     def _unlist(self, files: Sequence[ChannelFile]) -> None:
-        from conda_distro.yamlio import atomic_write_text
-
         by_subdir: dict[str, set[str]] = {}
         for f in files:
             by_subdir.setdefault(f.subdir, set()).add(f.filename)

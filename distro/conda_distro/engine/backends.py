@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from conda_distro.engine.releases import SOLVE_TIMEOUT, virtual_packages
 from conda_distro.errors import EngineUnavailableError
 from conda_distro.rattler_env import rattler_env, scratch_dir
-from conda_distro.render import RenderSettings
+from conda_distro.render import RenderSettings, live_variants
 from conda_distro.results import NO_TESTS
 
 @dataclass(frozen=True)
@@ -135,11 +136,9 @@ def _explain_unsolvable(spec: str, job: TestJob) -> str | None:
     from rattler import Subdir, solve
     from rattler.exceptions import SolverError
 
-    from conda_distro.solve import TIMEOUT, _virtual_packages
-
     try:
         asyncio.run(solve(list(job.channels), [spec], platforms=[str(Subdir.current()), "noarch"],
-                          virtual_packages=_virtual_packages(bool(job.cuda)), timeout=TIMEOUT))
+                          virtual_packages=virtual_packages(bool(job.cuda)), timeout=SOLVE_TIMEOUT))
     except SolverError as exc:
         return str(exc).strip()
     except Exception:  # noqa: BLE001 - an explanation is a nicety; the test failed either way
@@ -160,8 +159,6 @@ class RattlerBuildBackend:
     name = "rattler-build"
 
     def _variants(self, recipe: Path, variant_config: RenderSettings):
-        from conda_distro.render import live_variants
-
         return live_variants(recipe, variant_config)
 
     def render(self, recipe: Path, variant_config: RenderSettings) -> list[VariantSpec]:

@@ -7,9 +7,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conda_distro.channels.base import newest_by_name
+from conda_distro.channels.local import LocalChannel
 from conda_distro.distribution import Distribution
 from conda_distro.engine.backends import Builder, VariantSpec
-from conda_distro.engine.releases import Availability, Target
+from conda_distro.engine.releases import Availability, Target, select_releases
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases
@@ -102,15 +104,6 @@ def select_variants(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
     return [v for v in variants if not wanted or v in wanted]
 
 
-def select_releases(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
-    releases = dist.config.pytorch.releases
-    for r in wanted:
-        if r not in releases:
-            raise UsageError(f"pytorch {r} is not a supported release", field="--pytorch",
-                             hint=f"supported: {', '.join(releases)} (distro.yaml pytorch.releases)")
-    return [r for r in releases if not wanted or r in wanted]
-
-
 def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: ResultsStore,
               staging: Path, options: PlanOptions) -> BuildPlan:
     releases = select_releases(dist, options.pytorch)
@@ -195,9 +188,6 @@ def _newest_by_name(main: Path | None) -> dict[str, list]:
     """The files of the newest version of each name in the local main channel."""
     if main is None or not (main / "noarch" / "repodata.json").is_file():
         return {}
-    from conda_distro.channels.base import newest_by_name
-    from conda_distro.channels.local import LocalChannel
-
     return newest_by_name(LocalChannel(main).list_files().values())
 
 

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import shutil
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from conda_distro.channels.local import link_or_copy
-from conda_distro.config import Distro
-from conda_distro.errors import ChannelError
+from conda_distro.errors import ChannelError, UsageError
+from conda_distro.fsutil import link_or_copy
 from conda_distro.rattler_env import index_channel
 
+if TYPE_CHECKING:  # annotations only: the build worker imports this module and stays small
+    from conda_distro.config import Distro
+    from conda_distro.distribution import Distribution
+
 CUDA_VERSION = "12.4"  # the __cuda version announced in the cuda variant (CONDA_OVERRIDE_CUDA)
+SOLVE_TIMEOUT = dt.timedelta(seconds=60)  # one rattler solve (`solve`, and a failed test's explanation)
 
 
 @dataclass(frozen=True, order=True)
@@ -47,6 +53,29 @@ class ReleaseView:
 def all_targets(distro: Distro) -> list[Target]:
     cfg = distro.config.pytorch
     return [Target(r, v) for r in cfg.releases for v in cfg.variants]
+
+
+def select_releases(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
+    """The pytorch releases to work on (distro.yaml order): ``wanted`` (``--pytorch``), or all of them.
+    A value that is not a supported release is bad input (exit 2)."""
+    releases = dist.config.pytorch.releases
+    for r in wanted:
+        if r not in releases:
+            raise UsageError(f"pytorch {r} is not a supported release", field="--pytorch",
+                             hint=f"supported: {', '.join(releases)} (distro.yaml pytorch.releases)")
+    return [r for r in releases if not wanted or r in wanted]
+
+
+def virtual_packages(cuda: bool) -> list:
+    """This machine's virtual packages for a solve, with ``__cuda`` exactly when ``cuda`` (announced as
+    :data:`CUDA_VERSION`, whether or not a GPU is present)."""
+    from rattler import BuildString, GenericVirtualPackage, PackageName, Version, VirtualPackage
+
+    out = [v.into_generic() for v in VirtualPackage.detect()]
+    out = [g for g in out if g.name.normalized != "__cuda"]
+    if cuda:
+        out.append(GenericVirtualPackage(PackageName("__cuda"), Version(CUDA_VERSION), BuildString("0")))
+    return out
 
 
 def is_cuda_record(depends: list[str]) -> bool:

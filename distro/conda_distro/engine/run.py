@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conda_distro.channels import open_channel
 from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, channel_lock
 from conda_distro.distribution import Distribution
 from conda_distro.engine.backends import make_builder
@@ -93,8 +94,6 @@ def build_paths(dist: Distribution, scope: str | None = None) -> Paths:
 def upload_staging(dist: Distribution) -> list[str]:
     """Put the local builds on the anaconda.org staging label (`conda-distro upload`; files already there
     with the same sha256 are skipped, a different one is an error). Returns the artifacts on the label."""
-    from conda_distro.channels import open_channel
-
     paths = build_paths(dist)
     if paths.remote_staging is None:
         raise UsageError("channels.staging is a local folder: builds are already in it", path=dist.distro.path,

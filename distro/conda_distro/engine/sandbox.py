@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import conda_distro
 from conda_distro.errors import EngineUnavailableError
 from conda_distro.rattler_env import SAFE_PATH
 
@@ -93,8 +94,6 @@ def check_sandbox(sandbox: bool) -> None:
 def runtime_paths() -> list[Path]:
     """What the worker's Python needs to read: the interpreter, the venv and this package's source
     (an editable install keeps it inside the repository)."""
-    import conda_distro
-
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(conda_distro.__file__).parent}
     exe = Path(sys.executable)
     paths.add(exe.resolve().parent.parent)

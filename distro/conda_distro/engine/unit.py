@@ -21,8 +21,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from conda_distro.channels.local import link_or_copy, sha256_of
+from conda_distro.channels.local import sha256_of
 from conda_distro.engine import intake
+from conda_distro.fsutil import link_or_copy
 from conda_distro.provenance import Stamp
 from conda_distro.render import RenderSettings
 from conda_distro.engine.backends import VariantSpec

@@ -6,16 +6,18 @@ import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.distribution import Distribution, paused_gc
+from conda_distro.distribution import Distribution
 from conda_distro.errors import DistroError, ExitCode
+from conda_distro.fsutil import atomic_write_text, paused_gc
+from conda_distro.ledger import utcnow
 from conda_distro.lint import checks as _checks  # noqa: F401  (registers the checks)
 from conda_distro.lint import proposal_checks as _proposal_checks  # noqa: F401  (registers proposal-* checks)
 from conda_distro.lint.hint_checks import lint_hints  # (registers the hint-* checks)
 from conda_distro.lint.base import CHECKS, Check, Finding, Severity
 from conda_distro.lint.context import LintContext
+from conda_distro.lint.proposals import lint_proposals
 from conda_distro.recipe import Recipe, parse_recipe
 from conda_distro.recipe_edit import TreeEditor
-from conda_distro.yamlio import atomic_write_text
 
 __all__ = ["CHECKS", "Check", "Finding", "LintOptions", "LintResult", "Severity", "lint_distribution"]
 
@@ -132,16 +134,12 @@ def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) 
             findings = lint_recipe(recipe, ctx, checks)
         result.malformed |= name in named and any(CHECKS[f.check].fatal for f in findings)
         result.findings.extend(findings)
-    # --- proposals/<name>.yaml (spec §5): the proposal-* checks, see conda_distro.proposal ---
-    from conda_distro.proposal import lint_proposals  # here: conda_distro.proposal imports this package
-
+    # --- proposals/<name>.yaml (spec §5): the proposal-* checks, see conda_distro.lint.proposals ---
     proposal_findings = lint_proposals(dist, ctx, names=options.names, checks=checks) if options.proposals else []
     result.malformed |= any(CHECKS[f.check].fatal for f in proposal_findings)
     result.findings.extend(proposal_findings)
     # --- end proposals ---
     if options.hints:
-        from conda_distro.ledger import utcnow
-
         hint_findings = lint_hints(dist, ctx, today=options.today or utcnow().date(), names=options.names,
                                    checks=checks)
         result.malformed |= any(CHECKS[f.check].fatal for f in hint_findings)

@@ -11,8 +11,8 @@ from conda_distro.lint.context import LintContext
 from conda_distro.recipe import SECTIONS, Dep, Recipe
 from conda_distro.specs import admits, admitted_minors, granularity_name, has_upper_bound, upper_granularity
 from conda_distro.recipe_edit import TreeEditor
+from conda_distro.validation import HANDLE_RE
 
-HANDLE_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
 SPDX_RE = re.compile(r"^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*$|^\(.*\)$")
 _SPDX_BAD_WORDS = re.compile(r"\b(license|licence|other|unknown|see|custom)\b", re.I)
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")

@@ -2,29 +2,61 @@
 
 They are registered in the same table as the recipe checks (so ``lint --list-checks`` / ``--check``
 know them), but they look at a proposal, not a recipe: :class:`ProposalCheck` yields nothing for
-recipes and is run by :func:`conda_distro.proposal.lint_proposals`. Findings are on the proposal's path.
+recipes and is run by :func:`conda_distro.lint.proposals.lint_proposals`. Findings are on the proposal's path.
 """
 
 from __future__ import annotations
 
-import typing
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
 from typing import Iterable, Iterator
 
+from conda_distro.channels.upstream_index import UpstreamIndex
+from conda_distro.distribution import Distribution
 from conda_distro.lint.base import FileCheck, Finding, Problem, Severity
-
-if typing.TYPE_CHECKING:  # pragma: no cover - conda_distro.proposal imports this module's package
-    from conda_distro.proposal import Proposal, ProposalContext
+from conda_distro.lint.context import LintContext
+from conda_distro.proposal.load import Proposal
+from conda_distro.proposal.schema import PLACEHOLDER_VERSION
+from conda_distro.recipe import RECIPE_FILE, Recipe
+from conda_distro.specs import spec_resolvable, version_older
 
 _SKIP_FUNCS = ("compiler", "stdlib", "cdt")
+
+
+@dataclass
+class ProposalContext:
+    """What proposal checks see besides the proposal."""
+
+    lint: LintContext
+    dist: Distribution
+
+    @cached_property
+    def upstream(self) -> UpstreamIndex:
+        return UpstreamIndex.load(self.dist.distro)
+
+    @property
+    def pytorch(self) -> str:
+        return self.lint.pytorch
+
+    def recipe_path(self, proposal: Proposal) -> Path:
+        return self.dist.distro.recipes_dir / proposal.name / RECIPE_FILE
+
+    def recipe(self, proposal: Proposal) -> Recipe | None:
+        """The proposal's recipe, None when it is missing or unreadable (recipe lint reports that)."""
+        return self.dist.recipes.get(proposal.name)
+
+    def recipe_unreadable(self, proposal: Proposal) -> bool:
+        return proposal.name not in self.dist.recipes and self.recipe_path(proposal).is_file()
 
 
 class ProposalCheck(FileCheck):
     """Base of the proposal checks: implement ``check(proposal, pctx)``."""
 
-    def check(self, proposal: "Proposal", pctx: "ProposalContext") -> Iterable[Problem]:  # pragma: no cover
+    def check(self, proposal: Proposal, pctx: ProposalContext) -> Iterable[Problem]:  # pragma: no cover
         raise NotImplementedError
 
-    def proposal_findings(self, proposal: "Proposal", pctx: "ProposalContext") -> Iterator[Finding]:
+    def proposal_findings(self, proposal: Proposal, pctx: ProposalContext) -> Iterator[Finding]:
         for p in self.check(proposal, pctx):
             yield Finding(recipe=proposal.path.stem, check=self.id, severity=self.severity.value, message=p.message,
                           path=pctx.lint.relpath(proposal.path), line=p.line, hint=p.hint or self.hint or None)
@@ -38,8 +70,8 @@ class ProposalInvalid(ProposalCheck):
     fatal = True
     hint = "see proposals/README.md for the fields"
 
-    def check(self, proposal: "Proposal", pctx: "ProposalContext") -> Iterable[Problem]:
-        return ()  # findings come from load errors (conda_distro.proposal.lint_proposals)
+    def check(self, proposal: Proposal, pctx: ProposalContext) -> Iterable[Problem]:
+        return ()  # findings come from load errors (conda_distro.lint.proposals.lint_proposals)
 
 
 class ProposalRecipeMissing(ProposalCheck):
@@ -49,7 +81,7 @@ class ProposalRecipeMissing(ProposalCheck):
     id = "proposal-recipe-missing"
     hint = "add the recipe in the same pull request (`conda-distro propose` writes a skeleton)"
 
-    def check(self, proposal: "Proposal", pctx: "ProposalContext") -> Iterable[Problem]:
+    def check(self, proposal: Proposal, pctx: ProposalContext) -> Iterable[Problem]:
         if pctx.recipe(proposal) is None and not pctx.recipe_unreadable(proposal):
             rel = pctx.lint.relpath(pctx.recipe_path(proposal))
             yield Problem(f"no recipe for the proposed package: {rel} does not exist", proposal.line_of("name"))
@@ -63,9 +95,7 @@ class ProposalRecipeMismatch(ProposalCheck):
     id = "proposal-recipe-mismatch"
     hint = "keep proposals/<name>.yaml and the recipe in agreement (a new maintainer is added to both)"
 
-    def check(self, proposal: "Proposal", pctx: "ProposalContext") -> Iterable[Problem]:
-        from conda_distro.proposal import version_older
-
+    def check(self, proposal: Proposal, pctx: ProposalContext) -> Iterable[Problem]:
         recipe = pctx.recipe(proposal)
         if recipe is None:
             return
@@ -95,7 +125,7 @@ class ProposalPytorchRunDep(ProposalCheck):
     id = "proposal-pytorch-not-run-dep"
     hint = "add the pytorch pin to requirements.run, e.g. 'pytorch >=2.4,<2.7'"
 
-    def check(self, proposal: "Proposal", pctx: "ProposalContext") -> Iterable[Problem]:
+    def check(self, proposal: Proposal, pctx: ProposalContext) -> Iterable[Problem]:
         recipe = pctx.recipe(proposal)
         if recipe is not None and pctx.pytorch not in recipe.dep_names("run"):
             yield Problem(f"{pctx.pytorch} is not a run requirement of recipes/{proposal.name}/recipe.yaml",
@@ -109,7 +139,7 @@ class ProposalConsent(ProposalCheck):
     id = "proposal-consent-missing"
     hint = "each maintainer sets `consent: true` on their own entry in this pull request"
 
-    def check(self, proposal: "Proposal", pctx: "ProposalContext") -> Iterable[Problem]:
+    def check(self, proposal: Proposal, pctx: ProposalContext) -> Iterable[Problem]:
         for i, m in enumerate(proposal.data.maintainers):
             if not m.consent:
                 yield Problem(f"maintainer '{m.handle}' has not consented (consent: false)", proposal.consent_line(i))
@@ -123,7 +153,7 @@ class ProposalNameTaken(ProposalCheck):
     id = "proposal-name-taken"
     hint = "choose another name, or use the upstream package instead of proposing it"
 
-    def check(self, proposal: "Proposal", pctx: "ProposalContext") -> Iterable[Problem]:
+    def check(self, proposal: Proposal, pctx: ProposalContext) -> Iterable[Problem]:
         upstream = pctx.upstream
         if upstream.has(proposal.name):
             yield Problem(f"'{proposal.name}' is already published upstream ({upstream.where[proposal.name]})",
@@ -138,9 +168,7 @@ class ProposalDepsResolvable(ProposalCheck):
     id = "proposal-deps-unresolvable"
     hint = "propose the missing dependency too (its own proposal and recipe), or get it into the upstream channel"
 
-    def check(self, proposal: "Proposal", pctx: "ProposalContext") -> Iterable[Problem]:
-        from conda_distro.proposal import spec_resolvable
-
+    def check(self, proposal: Proposal, pctx: ProposalContext) -> Iterable[Problem]:
         recipe = pctx.recipe(proposal)
         upstream = pctx.upstream
         if recipe is None or not upstream.complete:
@@ -176,9 +204,7 @@ class ProposalIncomplete(ProposalCheck):
     hint = "answer the question in the proposal file (see the comment above it)"
     REQUIRED = ("summary", "homepage", "repository", "license", "pytorch_dependency")
 
-    def check(self, proposal: "Proposal", pctx: "ProposalContext") -> Iterable[Problem]:
-        from conda_distro.proposal import PLACEHOLDER_VERSION
-
+    def check(self, proposal: Proposal, pctx: ProposalContext) -> Iterable[Problem]:
         data = proposal.data
         if not data.version:
             yield Problem("'version' is not answered", proposal.line_of("version"))
@@ -200,7 +226,7 @@ class ProposalDetails(ProposalCheck):
     hint = "answer the question in the proposal file (see the comment above it)"
     FIELDS = ("focus_area", "downstream_users", "test_plan")
 
-    def check(self, proposal: "Proposal", pctx: "ProposalContext") -> Iterable[Problem]:
+    def check(self, proposal: Proposal, pctx: ProposalContext) -> Iterable[Problem]:
         for key in self.FIELDS:
             if not str(getattr(proposal.data, key)).strip():
                 yield Problem(f"'{key}' is not answered", proposal.line_of(key))

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from conda_distro.config import DISTRO_FILE
 from conda_distro.distribution import Distribution
 from conda_distro.errors import UsageError
+from conda_distro.gitutil import file_versions, folder_log
 from conda_distro.graph import RecipeGraph
 from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, TestEvidence
 from conda_distro.pins import admitted_releases
@@ -221,21 +222,6 @@ def snapshot(state: PackageState, cutoff: dt.datetime) -> tuple[list[ArtifactEnt
 # git
 
 
-def _repo(root: Path):
-    try:
-        import git
-
-        repo = git.Repo(root, search_parent_directories=True)
-        repo.head.commit  # noqa: B018 - raises on a repository without commits
-        return repo
-    except Exception:  # noqa: BLE001 - not a repo, no commits, no git binary: the git facts are unknown
-        return None
-
-
-def _rel(repo, path: Path) -> str:
-    return path.resolve().relative_to(Path(repo.working_tree_dir).resolve()).as_posix()
-
-
 def _releases_in(blob_text: bytes) -> list[str]:
     try:
         doc = load_fast(blob_text.decode("utf-8"))
@@ -246,31 +232,18 @@ def _releases_in(blob_text: bytes) -> list[str]:
 
 def git_release_dates(root: Path, cutoff: dt.datetime) -> dict[str, ReleaseDate]:
     """release -> the first commit (before ``cutoff``) whose distro.yaml lists it."""
-    repo = _repo(root)
-    if repo is None:
-        return {}
-    rel = _rel(repo, root / DISTRO_FILE)
     out: dict[str, ReleaseDate] = {}
-    try:
-        commits = list(repo.iter_commits(paths=rel, reverse=True))
-    except Exception:  # noqa: BLE001
-        return {}
     later = False
-    for c in commits:
-        if c.committed_datetime >= cutoff:
+    for version in file_versions(root, root / DISTRO_FILE):
+        if version.date >= cutoff:
             break
-        try:
-            text = (c.tree / rel).data_stream.read()
-        except KeyError:
+        if version.data is None:
             continue
-        for release in _releases_in(text):
-            out.setdefault(release, ReleaseDate(release, c.committed_datetime, f"distro.yaml, commit {c.hexsha[:7]}",
+        for release in _releases_in(version.data):
+            out.setdefault(release, ReleaseDate(release, version.date, f"distro.yaml, commit {version.sha[:7]}",
                                                 added_later=later))
         later = True
     return out
-
-
-_SEP_RECORD, _SEP_FIELD = "\x1e", "\x1f"
 
 
 def is_bot(author: str, email: str, patterns: Iterable[str]) -> bool:
@@ -286,27 +259,16 @@ def recipe_histories(root: Path, recipes_dir: Path, cutoff: dt.datetime,
                      bots: Iterable[str] = ()) -> dict[str, RecipeHistory]:
     """recipe folder -> first commit and last commit by a person (before ``cutoff``) touching
     ``recipes/<name>/``; one git log. Commits by ``bots`` (author patterns) are not activity."""
-    repo = _repo(root)
-    if repo is None or not recipes_dir.exists():
-        return {}
-    prefix = _rel(repo, recipes_dir)
-    try:
-        log = repo.git.log(f"--format={_SEP_RECORD}%H{_SEP_FIELD}%an{_SEP_FIELD}%ae{_SEP_FIELD}%cI{_SEP_FIELD}%s",
-                           "--name-only", "--no-renames", "--", prefix)
-    except Exception:  # noqa: BLE001
-        return {}
     bots = list(bots)
     first: dict[str, CommitInfo] = {}
     last: dict[str, CommitInfo] = {}
     by_bots: dict[str, int] = {}
-    for record in log.split(_SEP_RECORD)[1:]:
-        header, _, names = record.partition("\n")
-        sha, author, email, date, summary = header.split(_SEP_FIELD, 4)
-        info = CommitInfo(sha, author, email, dt.datetime.fromisoformat(date), summary)
+    for entry in folder_log(root, recipes_dir):
+        info = CommitInfo(entry.sha, entry.author, entry.email, entry.date, entry.summary)
         if info.date >= cutoff:
             continue
-        bot = is_bot(author, email, bots)
-        for name in {n[len(prefix) + 1:].split("/")[0] for n in names.splitlines() if n.startswith(prefix + "/")}:
+        bot = is_bot(entry.author, entry.email, bots)
+        for name in {p.split("/")[0] for p in entry.paths}:
             if bot and name not in last:  # git log is newest first
                 by_bots[name] = by_bots.get(name, 0) + 1
             elif not bot:

@@ -16,8 +16,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.errors import DistroError, LedgerError
+from conda_distro.fsutil import atomic_write_text
 from conda_distro.ledger import UtcDatetime
-from conda_distro.yamlio import atomic_write_text, dump_plain, load_typed
+from conda_distro.yamlio import dump_plain, load_typed
 
 RECORD_SCHEMA_VERSION = 1
 RECORDS_DIR = "retirements"

@@ -31,12 +31,14 @@ from urllib.parse import quote_plus
 
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import UsageError
+from conda_distro.gitutil import find_repo, origin_url
+from conda_distro.gpu import variant_label
 from conda_distro.ledger import ArtifactEntry
 from conda_distro.excuses import Excuses, read_excuses
 from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact, parse_as_of
 from conda_distro.reports.render import render, static
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
-from conda_distro.yamlio import atomic_write_text
+from conda_distro.fsutil import atomic_write_text
 
 CellStatus = Literal["passed", "failed", "blocked", "not-applicable", "not-tested"]
 CELL_STATUSES: tuple[CellStatus, ...] = ("passed", "failed", "blocked", "not-applicable", "not-tested")
@@ -96,8 +98,6 @@ class Cell:
 
     @property
     def title(self) -> str:
-        from conda_distro.gpu import variant_label
-
         where = f"{self.package} on pytorch {self.release} ({variant_label(self.variant, self.gpu)}, {self.source})"
         if self.artifact:
             text = f"{where}: {self.status} on {self.date:%Y-%m-%d}, {self.artifact.split('/')[-1]}"
@@ -379,14 +379,10 @@ def repo_links(root: Path, url: str | None) -> RepoLinks | None:
     """``--repo-url`` (or the ``origin`` remote when it is on GitHub) at the checked-out commit."""
     ref = "HEAD"
     remote = None
-    try:
-        import git
-
-        repo = git.Repo(root, search_parent_directories=True)
+    repo = find_repo(root, with_commit=True)
+    if repo is not None:  # else: not a repository, no commit: links at HEAD, or none
         ref = repo.head.commit.hexsha
-        remote = next((r.url for r in repo.remotes if r.name == "origin"), None)
-    except Exception:  # noqa: BLE001 - not a repository, no commit: links at HEAD, or none
-        pass
+        remote = origin_url(repo)
     if url:
         if not re.fullmatch(r"https://[\w.-]+(?::\d+)?/[\w./-]+", url.strip()):
             raise UsageError(f"'{url}' is not a repository URL", field="--repo-url",

@@ -38,6 +38,7 @@ from conda_distro.errors import ExitCode
 from conda_distro.ledger import ArtifactEntry, TestEvidence
 from conda_distro.reports.facts import (Facts, PackageFacts, ReleaseDate, StagedBuild, days_between, gather,
                                         latest_tests, parse_as_of)
+from conda_distro.reports.render import render
 
 
 class Action(str, enum.Enum):
@@ -170,8 +171,6 @@ class UnmaintainedReport:
         return lines
 
     def markdown(self) -> str:
-        from conda_distro.reports.render import render
-
         return render("unmaintained.md.j2", report=self)
 
 

@@ -45,7 +45,7 @@ PACKAGE_SUFFIXES = (".conda", ".tar.bz2")
 LOCK_TIMEOUT_S = 900.0
 
 
-def _rattler_build_version() -> str:
+def rattler_build_version_string() -> str:
     try:
         from rattler_build import rattler_build_version
 
@@ -66,7 +66,7 @@ def cache_inputs(releases: Sequence[str], host: HostPython) -> dict:
         "format": CACHE_FORMAT,
         "python_version": host.version,
         "python_prefix": str(host.prefix),
-        "rattler_build": _rattler_build_version(),
+        "rattler_build": rattler_build_version_string(),
         "releases": list(releases),
         "data_sha256": files.hexdigest(),
     }

@@ -34,10 +34,13 @@ from pathlib import Path
 from typing import Callable
 
 from conda_distro.cachedir import default_cache_dir
+from conda_distro.distribution import load_distribution
 from conda_distro.errors import BridgeError, LockTimeoutError
-from conda_distro.sandbox.cache import copy_channel
+from conda_distro.fsutil import clear_folder
+from conda_distro.sandbox.cache import copy_channel, rattler_build_version_string
 from conda_distro.sandbox.sources import SourceRequest, fetch_sources, point_recipe_at
-from conda_distro.sandbox.upstream import HostPython, _build_python, _publish, write_run_exports
+from conda_distro.sandbox.upstream import HostPython, build_python_package, publish_packages, write_run_exports
+from conda_distro.sandbox.world import commit_world, target_folder
 from conda_distro.upstream import BridgeOptions, TargetPython, TorchBuild, bridge, pypi_name
 from conda_distro.upstream.names import normalize
 
@@ -130,8 +133,6 @@ class Needs:
 
 def distribution_needs(repo: Path) -> tuple[object, Needs]:
     """The distribution in ``repo`` and what its recipes need from PyPI (read as rattler-build renders them)."""
-    from conda_distro.distribution import load_distribution
-
     dist = load_distribution(repo)
     dist.raise_errors()
     own = {o for r in dist.recipes.values() for o in r.output_names}
@@ -186,15 +187,13 @@ def torch_builds(releases: tuple[str, ...], variants: tuple[str, ...], cuda: boo
 
 
 def _inputs(needs: Needs, builds: tuple[TorchBuild, ...], host: HostPython) -> dict:
-    from conda_distro.sandbox.cache import _rattler_build_version
-
     code = hashlib.sha256()
     pkg = Path(__file__).resolve().parent.parent / "upstream"
     for f in sorted(pkg.glob("*.py")):
         code.update(f.read_bytes())
     return {
         "format": CACHE_FORMAT, "python_version": host.version, "python_prefix": str(host.prefix),
-        "rattler_build": _rattler_build_version(), "whl2conda": dist_version("whl2conda"),
+        "rattler_build": rattler_build_version_string(), "whl2conda": dist_version("whl2conda"),
         "requirements": list(needs.requirements), "exclude": sorted(needs.exclude), "lockstep": list(LOCKSTEP),
         "torch": [[b.release, b.variant, b.pip_requirement] for b in builds], "bridge_code": code.hexdigest(),
     }
@@ -205,7 +204,7 @@ def _build_upstream(tmp: Path, needs: Needs, builds: tuple[TorchBuild, ...], hos
     tmp.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix="conda-distro-python-") as td:
         say(f"repackaging the host python {host.version}")
-        _publish(_build_python(Path(td), host), tmp)
+        publish_packages(build_python_package(Path(td), host), tmp)
     result = bridge(BridgeOptions(
         channel=tmp, wheel_cache=cache_root / "pypi" / "wheels", python=TargetPython(host.version), torch=builds,
         requirements=needs.requirements, lockstep=LOCKSTEP, exclude=needs.exclude, skip_unavailable=True,
@@ -286,11 +285,9 @@ def _dir_bytes(path: Path) -> int:
 def create_real_world(options: RealOptions) -> RealResult:
     """Create the real world (module docstring). Raises :class:`BridgeError` when pip or a conversion
     fails, :class:`~conda_distro.errors.UsageError` for a bad target folder (nothing written)."""
-    from conda_distro.sandbox.world import _clear, _git_commit, _target
-
     t0 = time.monotonic()
     say = options.progress or (lambda msg: log.info("%s", msg))
-    path = _target(options)
+    path = target_folder(options)
     repo = Path(options.repo).resolve()
     if not (repo / "distro.yaml").is_file():
         raise BridgeError(f"{repo} holds no distro.yaml", path=repo, field="--repo",
@@ -318,7 +315,7 @@ def create_real_world(options: RealOptions) -> RealResult:
 
     t = time.monotonic()
     if path.is_dir():
-        _clear(path)
+        clear_folder(path)
     path.mkdir(parents=True, exist_ok=True)
     upstream = path / "upstream"
     copy_channel(entry, upstream)
@@ -340,7 +337,7 @@ def create_real_world(options: RealOptions) -> RealResult:
             text = point_recipe_at(text, s.request.line, s.path.as_uri())
         target.write_text(text)
     (path / ".gitignore").write_text(GITIGNORE)
-    commit = _git_commit(path, releases, None) if options.git else None
+    commit = commit_world(path, releases, None) if options.git else None
     del commit
     timings["world"] = time.monotonic() - t
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 from conda_distro.errors import BridgeError
-from conda_distro.upstream.resolve import PipOptions, _run_pip
+from conda_distro.upstream.resolve import PipOptions, run_pip
 
 _PYPI_SOURCE = re.compile(r"/packages/source/[^/]/(?P<project>[^/]+)/(?P<file>[^/]+)$")
 
@@ -82,7 +82,7 @@ def fetch_sources(requests: Sequence[SourceRequest], cache: Path, pip: PipOption
             # --no-binary for these projects only: with :all:, pip would also build their build
             # dependencies (setuptools, ninja, torch, ...) from source to prepare metadata
             projects = ",".join(sorted({r.project for r in missing}))
-            _run_pip(["download", "--no-deps", "--no-binary", projects, "--quiet", "-d", td, *pins], pip,
+            run_pip(["download", "--no-deps", "--no-binary", projects, "--quiet", "-d", td, *pins], pip,
                      f"download the sdists {' '.join(pins)}")
             got = {_sha256(p): p for p in Path(td).iterdir() if p.is_file()}
             for r in missing:

@@ -154,7 +154,7 @@ def reindex(channel_dir: str | os.PathLike[str]) -> None:
     write_run_exports(root)
 
 
-def _publish(files: Iterable[Path], channel_dir: Path) -> list[Path]:
+def publish_packages(files: Iterable[Path], channel_dir: Path) -> list[Path]:
     """Copy built packages into the channel (readable by all; rattler-build writes them 0600)."""
     out = []
     for f in files:
@@ -191,7 +191,7 @@ def _build_failed(what: str, exc: Exception) -> SandboxError:
                         hint="the last lines of the build log are above; the sandbox data files or the host python are at fault")
 
 
-def _build_python(work_dir: Path, host: HostPython) -> list[Path]:
+def build_python_package(work_dir: Path, host: HostPython) -> list[Path]:
     from rattler_build import RattlerBuildError, RenderConfig, Stage0Recipe, VariantConfig
 
     recipe = Stage0Recipe.from_file(str(upstream_recipe("python")))
@@ -292,7 +292,7 @@ def build_pytorch_standins(channel_dir: str | os.PathLike[str], releases: Sequen
         return []
     with _workdir() as td:
         built = _build_standins(Path(td), [channel_url(channel)], wanted)
-        added = _publish(built, channel)
+        added = publish_packages(built, channel)
     reindex(channel)
     return added
 
@@ -321,9 +321,9 @@ def build_upstream_channel(channel_dir: str | os.PathLike[str], releases: Sequen
     channel.mkdir(parents=True, exist_ok=True)
     with _workdir() as td:
         work = Path(td)
-        py = _build_python(work, host)
+        py = build_python_package(work, host)
         standins = _build_standins(work, [], [(r, v) for r in wanted_releases for v in VARIANTS])
-        published = _publish([*py, *standins], channel)
+        published = publish_packages([*py, *standins], channel)
     reindex(channel)
     python_file = next(p for p in published if p.name.startswith("python-"))
     return UpstreamChannel(channel, python_file, pytorch_packages(channel), time.monotonic() - t0)

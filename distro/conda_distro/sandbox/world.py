@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Callable
 
 from conda_distro.errors import UsageError
+from conda_distro.fsutil import clear_folder
+from conda_distro.gitutil import init_repository
 from conda_distro.rattler_env import assert_no_colon
 from conda_distro.sandbox.cache import copy_channel, ensure_upstream_cached
 from conda_distro.sandbox.upstream import (
@@ -99,7 +101,7 @@ class SandboxResult:
         }
 
 
-def _target(options: SandboxOptions) -> Path:
+def target_folder(options: SandboxOptions) -> Path:
     path = Path(options.path).expanduser().absolute()
     assert_no_colon(path, what="sandbox")
     if path.exists() and not path.is_dir():
@@ -116,14 +118,6 @@ def _target(options: SandboxOptions) -> Path:
     return path
 
 
-def _clear(path: Path) -> None:
-    for child in path.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
-
-
 def _copy_template(dest: Path, releases: tuple[str, ...]) -> None:
     world = data_dir() / "world"
     for f in iter_data_files(world):
@@ -138,22 +132,9 @@ def _copy_template(dest: Path, releases: tuple[str, ...]) -> None:
     (dest / ".gitignore").write_text(GITIGNORE)
 
 
-def _git_commit(root: Path, releases: tuple[str, ...], date: datetime | None) -> str:
-    import git
-
-    repo = git.Repo.init(root, initial_branch="main")
-    with repo.config_writer() as cw:  # later commits in the sandbox (sweep --commit) need an identity
-        cw.set_value("user", "name", AUTHOR_NAME)
-        cw.set_value("user", "email", AUTHOR_EMAIL)
-    repo.git.add("-A")
-    actor = git.Actor(AUTHOR_NAME, AUTHOR_EMAIL)
-    kw = {}
-    if date is not None:
-        stamp = date if date.tzinfo else date.astimezone()  # gitpython wants an aware datetime
-        kw = {"author_date": stamp, "commit_date": stamp}
-    commit = repo.index.commit(COMMIT_MESSAGE.format(releases=", ".join(releases)), author=actor, committer=actor, **kw)
-    repo.close()
-    return commit.hexsha
+def commit_world(root: Path, releases: tuple[str, ...], date: datetime | None) -> str:
+    """Make ``root`` a git repository (branch main, the sandbox's identity configured) with one commit."""
+    return init_repository(root, COMMIT_MESSAGE.format(releases=", ".join(releases)), AUTHOR_NAME, AUTHOR_EMAIL, date)
 
 
 def create_sandbox(options: SandboxOptions) -> SandboxResult:
@@ -165,7 +146,7 @@ def create_sandbox(options: SandboxOptions) -> SandboxResult:
     """
     t0 = time.monotonic()
     say = options.progress or (lambda msg: log.info("%s", msg))
-    path = _target(options)
+    path = target_folder(options)
     releases = tuple(check_releases(options.releases))
     host = HostPython.current()
 
@@ -173,7 +154,7 @@ def create_sandbox(options: SandboxOptions) -> SandboxResult:
     if options.use_cache:
         cached = ensure_upstream_cached(releases, cache_dir=options.cache_dir, host=host, progress=say)
     if path.is_dir():
-        _clear(path)  # only reached with force (or an empty folder)
+        clear_folder(path)  # only reached with force (or an empty folder)
     path.mkdir(parents=True, exist_ok=True)
     upstream = path / "upstream"
     try:
@@ -184,7 +165,7 @@ def create_sandbox(options: SandboxOptions) -> SandboxResult:
             say(f"building the upstream channel (python {host.version} + pytorch stand-ins), no cache")
             build_upstream_channel(upstream, releases, host=host)
         _copy_template(path, releases)
-        commit = _git_commit(path, releases, options.git_date) if options.git else None
+        commit = commit_world(path, releases, options.git_date) if options.git else None
     except SandboxError:
         raise
     except OSError as exc:

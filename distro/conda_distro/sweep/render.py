@@ -5,12 +5,13 @@ report's lines. (The JSON document is :class:`~conda_distro.sweep.model.SweepDoc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from conda_distro.reports.render import render
 
-if TYPE_CHECKING:  # the model calls these (SweepResult.text_lines / markdown)
-    from conda_distro.sweep.model import Decision, SweepPlan, SweepResult
+# The model calls these (SweepResult.text_lines / markdown), so this module does not import the model:
+# Decision, SweepPlan and SweepResult (conda_distro.sweep.model) are named in the docstrings only.
+Decision = SweepPlan = SweepResult = Any
 
 
 def pr_body(dec: Decision, release: str, dry_run: bool = False) -> dict:

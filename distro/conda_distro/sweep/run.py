@@ -29,7 +29,8 @@ from conda_distro.sweep.plan import RELEASE_RE, is_new_minor, mark_awaiting, pla
 from conda_distro.sweep.render import pr_body, tracking_issue
 from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
 from conda_distro.variants import recipe_settings, render_settings
-from conda_distro.yamlio import atomic_write_text, load_fast
+from conda_distro.fsutil import atomic_write_text
+from conda_distro.yamlio import load_fast
 
 
 def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepResult:
@@ -261,7 +262,7 @@ def _excerpt(log: str | None, lines: int = 15) -> str | None:
 
 def _check_published(dist: Distribution, release: str) -> None:
     """When every upstream channel is a readable local folder, the release must be in one of them."""
-    from conda_distro.proposal import UpstreamIndex
+    from conda_distro.channels.upstream_index import UpstreamIndex
 
     index = UpstreamIndex.load(dist.distro)
     pytorch = dist.config.pytorch.name

@@ -71,7 +71,7 @@ class PipOptions:
     env: dict[str, str] = field(default_factory=dict)  # added to the environment of pip
 
 
-def _run_pip(args: Sequence[str], options: PipOptions, what: str) -> subprocess.CompletedProcess:
+def run_pip(args: Sequence[str], options: PipOptions, what: str) -> subprocess.CompletedProcess:
     cmd = [options.python, "-m", "pip", *args, *options.extra_args]
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", **options.env}
     try:
@@ -109,7 +109,7 @@ def resolve(requirements: Sequence[str], options: PipOptions = PipOptions()) -> 
         return Closure((), (), 0.0)
     with tempfile.TemporaryDirectory(prefix="conda-distro-pip-") as td:
         report = Path(td) / "report.json"
-        _run_pip(["install", "--dry-run", "--ignore-installed", "--only-binary", ":all:", "--quiet",
+        run_pip(["install", "--dry-run", "--ignore-installed", "--only-binary", ":all:", "--quiet",
                   "--report", str(report), *requirements], options, f"resolve {' '.join(requirements)}")
         doc = json.loads(report.read_text())
     wheels = tuple(sorted((_wheel_from_report(i) for i in doc.get("install", [])), key=lambda w: w.name))
@@ -144,7 +144,7 @@ def download(wheels: Sequence[Wheel], dest: Path, options: PipOptions = PipOptio
             args = ["download", "--no-deps", "--only-binary", ":all:", "--quiet", "-d", str(dest), "-r", str(reqs)]
             if all(w.sha256 for w in missing):
                 args.append("--require-hashes")
-            _run_pip(args, options, f"download {len(missing)} wheels")
+            run_pip(args, options, f"download {len(missing)} wheels")
     files = {w.filename: dest / w.filename for w in wheels}
     absent = [n for n, p in files.items() if not p.is_file()]
     if absent:

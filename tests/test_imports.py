@@ -1,0 +1,158 @@
+"""The package's imports flow one way (README, Architecture): no import circles, and no module reaching
+into another module's ``_private`` names.
+
+The graph is read from the source with the stdlib ``ast``: every ``import`` of a ``conda_distro`` module,
+at module level or inside a function (a lazy import only hides a circle), and under
+``typing.TYPE_CHECKING`` too. Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py`` first,
+so an import of a module is also an edge to each package above it (except the importer's own packages).
+The cycle check is the stdlib's ``graphlib.TopologicalSorter``.
+"""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+import conda_distro
+
+PACKAGE_DIR = Path(conda_distro.__file__).parent
+SKIP = ("sandbox/data/",)  # the sandbox's upstream sources: data, not conda_distro modules
+
+
+@dataclass
+class ImportGraph:
+    modules: dict[str, Path] = field(default_factory=dict)  # dotted name -> file
+    edges: dict[str, dict[str, int]] = field(default_factory=dict)  # importer -> imported -> first line
+    private: list[str] = field(default_factory=list)  # "importer:line imports _name from module"
+
+    def cycle(self) -> list[str] | None:
+        """One import circle (``[a, b, ..., a]``), or None."""
+        try:
+            graphlib.TopologicalSorter({m: set(self.edges.get(m, {})) for m in self.modules}).prepare()
+        except graphlib.CycleError as exc:
+            return list(exc.args[1])
+        return None
+
+    def describe(self, cycle: list[str]) -> str:
+        # CycleError lists the circle so that each node is imported by the next one
+        steps = [f"{b} (line {self.edges[b][a]}) imports {a}" for a, b in zip(cycle, cycle[1:])]
+        return "; ".join(steps)
+
+
+def _module_name(path: Path, base: Path) -> tuple[str, bool]:
+    parts = list(path.relative_to(base).with_suffix("").parts)
+    is_package = parts[-1] == "__init__"
+    return ".".join(parts[:-1] if is_package else parts), is_package
+
+
+def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def build_graph(package_dir: Path) -> ImportGraph:
+    graph = ImportGraph()
+    base = package_dir.parent
+    files = [p for p in sorted(package_dir.rglob("*.py")) if not any(s in p.relative_to(package_dir).as_posix() for s in SKIP)]
+    kinds: dict[str, bool] = {}
+    for path in files:
+        name, is_package = _module_name(path, base)
+        graph.modules[name] = path
+        kinds[name] = is_package
+    for name, path in graph.modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        module_aliases: dict[str, str] = {}  # local name -> conda_distro module (import x as y / from p import mod)
+        for node in ast.walk(tree):
+            targets: list[tuple[str, str | None]] = []  # (module, name imported from it or None)
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    targets.append((alias.name, None))
+                    if alias.asname and alias.name in graph.modules:
+                        module_aliases[alias.asname] = alias.name
+            elif isinstance(node, ast.ImportFrom):
+                source = _absolute(name, kinds[name], node)
+                for alias in node.names:
+                    submodule = f"{source}.{alias.name}"
+                    if submodule in graph.modules:
+                        targets.append((submodule, None))
+                        module_aliases[alias.asname or alias.name] = submodule
+                    else:
+                        targets.append((source, alias.name))
+            for target, imported in targets:
+                if target not in graph.modules:
+                    continue
+                _add_edges(graph, name, target, node.lineno)
+                if imported and imported.startswith("_") and not imported.startswith("__") and target != name:
+                    graph.private.append(f"{name}:{node.lineno} imports {imported} from {target}")
+        for node in ast.walk(tree):  # mod._private, where mod is an imported conda_distro module
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id in module_aliases and node.attr.startswith("_") \
+                    and not node.attr.startswith("__"):
+                graph.private.append(f"{name}:{node.lineno} uses {node.attr} of {module_aliases[node.value.id]}")
+    return graph
+
+
+def _add_edges(graph: ImportGraph, importer: str, target: str, line: int) -> None:
+    parts = target.split(".")
+    for i in range(2, len(parts) + 1):  # the target and each package above it (not `conda_distro` itself)
+        imported = ".".join(parts[:i])
+        if imported in graph.modules and imported != importer and not importer.startswith(imported + "."):
+            graph.edges.setdefault(importer, {}).setdefault(imported, line)
+
+
+@pytest.fixture(scope="module")
+def graph() -> ImportGraph:
+    return build_graph(PACKAGE_DIR)
+
+
+def test_the_graph_sees_the_package(graph):
+    # the walk must find the modules and their imports, or the checks below would pass on nothing
+    assert {"conda_distro.engine.plan", "conda_distro.lint", "conda_distro.proposal.load", "conda_distro.cli.app"} \
+        <= set(graph.modules)
+    assert graph.edges["conda_distro.engine.plan"]["conda_distro.engine.releases"]
+    assert "conda_distro.lint" in graph.edges["conda_distro.checkpr"]
+
+
+def test_imports_have_no_circles(graph):
+    cycle = graph.cycle()
+    assert cycle is None, f"import circle: {graph.describe(cycle)}"
+
+
+def test_no_module_imports_another_modules_private_names(graph):
+    assert graph.private == []
+
+
+def test_the_checks_fail_on_a_circle_and_on_a_private_import(tmp_path):
+    pkg = tmp_path / "conda_distro"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from conda_distro.b import thing\n")
+    (pkg / "b.py").write_text("def f():\n    from conda_distro.sub.c import _helper\n")  # lazy: still a circle
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "c.py").write_text("import conda_distro.a as a_mod\n\nx = a_mod._hidden\n")
+    graph = build_graph(pkg)
+    assert set(graph.cycle() or []) == {"conda_distro.a", "conda_distro.b", "conda_distro.sub.c"}
+    assert graph.private == ["conda_distro.b:2 imports _helper from conda_distro.sub.c",
+                             "conda_distro.sub.c:3 uses _hidden of conda_distro.a"]
+    (pkg / "b.py").write_text("thing = 1\n")
+    assert build_graph(pkg).cycle() is None
+
+
+def test_a_circle_through_a_package_init_counts(tmp_path):
+    # x imports sub.d, which runs sub/__init__.py first, which imports x
+    pkg = tmp_path / "conda_distro"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "x.py").write_text("from conda_distro.sub.d import D\n")
+    (pkg / "sub" / "__init__.py").write_text("from conda_distro import x\n")
+    (pkg / "sub" / "d.py").write_text("D = 1\n")
+    assert set(build_graph(pkg).cycle() or []) == {"conda_distro.x", "conda_distro.sub"}
+    (pkg / "sub" / "__init__.py").write_text("")
+    assert build_graph(pkg).cycle() is None
