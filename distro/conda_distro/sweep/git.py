@@ -10,8 +10,9 @@ from pathlib import Path
 from conda_distro.channels.hooks import crash_point
 from conda_distro.config import DISTRO_FILE, Distro
 from conda_distro.errors import DistroError, GitError
-from conda_distro.gitutil import (branch_names, branch_sha, changed_paths, checkout, commit_chain, create_branch,
-                                  current_ref, find_repo, has_staged, head_sha, publish_branch, show_file, top_dir)
+from conda_distro.gitutil import (branch_sha, branches_named, changed_paths, checkout, commit_chain, create_branch,
+                                  current_ref, find_repo, has_staged_changes, head_sha, publish_branch, show_file,
+                                  top_dir)
 from conda_distro.specs import minor_of
 from conda_distro.sweep.model import SweepOptions, SweepPlan, SweepResult
 from conda_distro.sweepstate import SweepJournal
@@ -36,14 +37,14 @@ def open_for_commit(root: Path, release: str, dirty_ok: bool = False):
     if head_sha(repo) is None:
         raise GitError("the repository has no commit yet", field="--commit", hint="commit the distribution first")
     rel = root.resolve().relative_to(top_dir(repo))
-    if changed_paths(repo, [(rel / "recipes").as_posix(), (rel / DISTRO_FILE).as_posix()]) and not dirty_ok:
+    if changed_paths(repo, (rel / "recipes").as_posix(), (rel / DISTRO_FILE).as_posix()) and not dirty_ok:
         raise GitError("recipes/ or distro.yaml have uncommitted changes", field="--commit",
                        hint="commit or stash them first: the sweep makes one commit per package")
-    if has_staged(repo):
+    if has_staged_changes(repo):
         raise GitError("the git index holds staged changes", field="--commit",
                        hint="commit or unstage them first: they would end up in the sweep's commits")
     branch = sweep_branch(release)
-    taken = [h for h in branch_names(repo) if h == branch or h.startswith(branch + "-")]
+    taken = branches_named(repo, branch)
     if taken:
         raise GitError(f"branch {taken[0]} already exists", field="--commit",
                        hint=f"delete it (git branch -D {' '.join(taken)}) and rerun")
@@ -56,7 +57,10 @@ def committed_releases(distro: Distro) -> list[str] | None:
     repo = find_repo(distro.root)
     if repo is None or head_sha(repo) is None:
         return None
-    text = show_file(repo, "HEAD", distro.path.resolve().relative_to(top_dir(repo)).as_posix())
+    try:
+        text: str | None = show_file(repo, "HEAD", distro.path.resolve().relative_to(top_dir(repo)).as_posix())
+    except GitError:
+        text = None
     if text is None:
         return None
     try:
@@ -82,7 +86,7 @@ def refuse_half_made(distro: Distro, release: str) -> None:
     rel = distro.path.resolve().relative_to(top).as_posix()
     recipes = distro.recipes_dir.resolve().relative_to(top).as_posix()
     releases = committed_releases(distro) or []
-    dirty = [ln[3:] for ln in changed_paths(repo, [recipes, rel])]
+    dirty = [ln[3:] for ln in changed_paths(repo, recipes, rel)]
     if release not in releases:
         raise GitError(f"distro.yaml lists pytorch {release}, but the checked-out commit does not: the edits of an "
                        f"interrupted sweep are not committed ({len(dirty)} file(s) changed)", field="--commit",
