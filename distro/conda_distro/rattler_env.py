@@ -42,6 +42,7 @@ SAFE_PATH = "/usr/bin:/bin"
 SCRATCH_VAR = "CONDA_DISTRO_TEST_TMPDIR"
 SHM = "/dev/shm"
 SHM_MIN_FREE = 2 << 30  # 2 GiB
+RAM_MIN_AVAILABLE = 8 << 30  # memory that must be available before a test environment goes to RAM
 CUDA_OVERRIDE_VAR = "CONDA_OVERRIDE_CUDA"
 RATTLER_CACHE_VAR = "RATTLER_CACHE_DIR"  # package cache: $RATTLER_CACHE_DIR/pkgs (default ~/.cache/rattler/cache)
 
@@ -62,7 +63,27 @@ def scratch_dir() -> str | None:
         st = os.statvfs(SHM)
     except OSError:
         return None
-    return SHM if st.f_bavail * st.f_frsize >= SHM_MIN_FREE and os.access(SHM, os.W_OK) else None
+    return SHM if st.f_bavail * st.f_frsize >= SHM_MIN_FREE and os.access(SHM, os.W_OK) and ram_has_room() else None
+
+
+def memory_available() -> int | None:
+    """``MemAvailable`` of /proc/meminfo in bytes (None where there is none)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def ram_has_room() -> bool:
+    """Whether a RAM disk (/dev/shm, or the build sandbox's tmpfs /tmp) may take one more test environment:
+    files there are memory, and a real PyTorch environment is 3-5 GB (two parallel builds with two jobs
+    each filled 11 GB of it here, and the kernel killed a test). Unknown memory: yes."""
+    avail = memory_available()
+    return avail is None or avail >= RAM_MIN_AVAILABLE
 
 
 @contextmanager

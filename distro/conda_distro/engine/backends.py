@@ -91,6 +91,10 @@ def _write_log(path: Path, lines: list[str]) -> None:
     path.write_text("\n".join(str(line).rstrip("\n") for line in lines) + "\n", encoding="utf-8", errors="replace")
 
 
+#: a test script ended by SIGKILL (128 + 9): killed from outside the test, most often by the kernel's
+#: out-of-memory killer when test environments filled the RAM disk; not a verdict on the package
+KILLED = "Script failed with status 137"
+KILLED_WHY = "the test process was killed (SIGKILL: out of memory, or killed from outside)"
 _KNOWN_FAILURES = ("Script failed with status", "failed to setup test environment", "Error:", "error:")
 
 
@@ -236,9 +240,13 @@ class RattlerBuildBackend:
                     # rattler's own solve finds one: their channel priorities differ)
         if not results:
             lines.append(f"({NO_TESTS})")
+        killed = failed is not None and KILLED in failed
+        if killed:  # the kernel's OOM killer or someone outside: the test did not finish (debci's tmpfail)
+            failed += f" ({KILLED_WHY})"
+            lines.append(f"=== {KILLED_WHY}: recorded as an infrastructure error; `build --retry-errors` runs it again")
         _write_log(job.log, lines)
         env.pop(pkg.name, None)
-        return TestOutcome(failed is None, failed if results else NO_TESTS, env=env)
+        return TestOutcome(failed is None, failed if results else NO_TESTS, error=killed, env=env)
 
 
 class CondaBuildBackend:

@@ -31,7 +31,7 @@ from conda_distro.engine.releases import Target
 from conda_distro.engine.sandbox import SandboxSpec, worker_env, wrap
 from conda_distro.engine.worker import (TargetIn, VariantIn, VariantOut, WorkerJob, WorkerReport, admitted_targets,
                                         target_id, test_key)
-from conda_distro.rattler_env import SCRATCH_VAR, index_channel, scratch_dir
+from conda_distro.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
 from conda_distro.results import SCHEMA_VERSION, ArtifactResults, BuildRecord, ResultsStore, TestRecord, now
 
 LOG_LIMIT = 64 << 20  # a worker's log file larger than this is cut (a log is evidence, not storage)
@@ -191,10 +191,12 @@ def prepare(unit: Unit, iso: Isolation) -> Prepared:
     )
     job_file = work / "job.json"
     job_file.write_text(job.model_dump_json(), encoding="utf-8")
-    # test environments: the sandbox's own /tmp (a tmpfs), or a private folder of the chosen place
+    # test environments: the sandbox's own /tmp (a tmpfs: memory) while memory has room, or a private
+    # folder of the chosen place; else the unit's work folder on disk
     chosen = os.environ.get(SCRATCH_VAR) or (None if iso.bwrap else scratch_dir())
     scratch = Path(tempfile.mkdtemp(prefix=f"{unit.name}-", dir=chosen)) if chosen else None
-    tmpdir = str(scratch) if scratch else ("/tmp" if iso.bwrap else str(work / "tmp"))
+    in_ram = iso.bwrap is not None and ram_has_room()
+    tmpdir = str(scratch) if scratch else ("/tmp" if in_ram else str(work / "tmp"))
     argv = [sys.executable, "-I", "-B", "-m", "conda_distro.engine.worker", str(job_file)]
     spec = _sandbox_spec(unit, iso, work, scratch, unit.dep_view if dep_view else None) if iso.bwrap else None
     return Prepared(unit, job, work, job_file, wrap(argv, spec, iso.bwrap), worker_env(work, tmpdir), scratch)
