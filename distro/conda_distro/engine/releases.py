@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.fsutil import link_or_copy
+from conda_distro.pytorch_record import TorchBuild
 from conda_distro.rattler_env import index_channel
 
 if TYPE_CHECKING:  # annotations only: the build worker imports this module and stays small
@@ -98,10 +99,17 @@ async def _query_pytorch(distro: Distro):
     return await _query(distro, [distro.config.pytorch.name])
 
 
-def _target_record(records: list, target: Target):
-    """The upstream pytorch build a test of ``target`` installs (the newest matching one), or None."""
+def _target_record(records: list, target: Target, *, by_build_string: bool = False):
+    """The upstream pytorch build a test of ``target`` installs (the newest matching one), or None. A
+    record is cuda when it depends on ``__cuda`` (and, ``by_build_string``, also when its build string
+    starts with ``cuda``, as verify-channel decides: :class:`~conda_distro.pytorch_record.TorchBuild`)."""
     want_cuda = target.variant == "cuda"
-    matching = [r for r in records if str(r.version) == target.pytorch and is_cuda_record(list(r.depends)) == want_cuda]
+
+    def cuda(r) -> bool:
+        return TorchBuild.of(str(r.build), list(r.depends)).variant == "cuda" if by_build_string \
+            else is_cuda_record(list(r.depends))
+
+    matching = [r for r in records if str(r.version) == target.pytorch and cuda(r) == want_cuda]
     return max(matching, key=lambda r: (r.build_number, r.build)) if matching else None
 
 
@@ -165,7 +173,7 @@ def upstream_availability(distro: Distro) -> Availability:
     missing: dict[Target, str] = {}
     lockstep_missing: dict[str, dict[Target, str]] = {name: {} for name in cfg.lockstep}
     for target in all_targets(distro):
-        rec = _target_record(torch, target)
+        rec = _target_record(torch, target, by_build_string=True)
         if rec is None:
             missing[target] = f"no {target.variant} build of {cfg.name} {target.pytorch} in the upstream channels"
             continue
