@@ -30,6 +30,7 @@ from conda_distro.errors import DistroError, GitError, UsageError
 from conda_distro.gitutil import branch_sha, clear_stale_index_lock, commit_chain, publish_branch
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import depends_on, own_names, pytorch_pins
+from conda_distro.progress import make_reporter
 from conda_distro.recipe import Recipe, parse_recipe
 from conda_distro.specs import (SpecEditError, admits, build_outside_brackets, minor_of, next_minor_bound, split_spec, widen_spec,
                                 widen_version)
@@ -104,6 +105,7 @@ class SweepOptions:
     author: str = "conda-distro bot <bot@conda-distro.invalid>"
     sandbox: bool = True  # False: --no-sandbox
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another sweep of the same repository
+    root: Path | None = None  # the distribution's folder (None: found from the current one); for sweep()
 
 
 @dataclass
@@ -136,6 +138,36 @@ class SweepResult:
                 "branch": self.branch, "start": self.start, "commits": self.commits,
                 "pull_requests": self.pr_bodies, "tracking_issue": self.tracking_issue, "message": self.message,
                 "report_file": self.report_file}
+
+    @property
+    def exit_code(self) -> int:
+        return 0  # spec §7: the sweep ran; failures are statuses in the report, not an error
+
+    def text_lines(self) -> list[str]:
+        lines = [self.message] if self.message else []
+        for d in self.plan.decisions:
+            pin = f"{d.old_pin} -> {d.new_pin}" if d.old_pin != d.new_pin else (d.old_pin or "")
+            if d.old_pin != d.new_pin and not d.applied:
+                pin += " (reverted)"
+            lines.append(f"  {d.status:18} {d.name:24} {pin}" + (f"  ({d.reason})" if d.reason else ""))
+        if self.branch:
+            lines.append(f"branch {self.branch}: {len(self.commits)} commit(s)")
+            lines += [f"  {pr['branch']}  ({name})" for name, pr in self.pr_bodies.items() if pr.get("branch")]
+            if self.start:
+                lines.append(f"back on {self.start} (the sweep's edits are on the branches)")
+        if self.summary:
+            lines.append(("planned: " if self.plan.dry_run else "summary: ")
+                         + ", ".join(f"{n} {st}" for st, n in self.summary.items()))
+        lines += [f"next: {step}" for step in self.next_steps]
+        return lines
+
+    def markdown(self) -> str:
+        """The tracking issue's body, then each PR's title and body (or the message, when there is no issue)."""
+        parts = [self.message] if self.message and not self.tracking_issue else []
+        if self.tracking_issue:
+            parts.append(self.tracking_issue.rstrip("\n"))
+        parts += [f"\n---\n## PR: {pr['title']}\n\n{pr['body']}" for pr in self.pr_bodies.values()]
+        return "".join(f"{p}\n" for p in parts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -624,6 +656,12 @@ def _to_test(plan: SweepPlan, graph: RecipeGraph, new_minor: bool) -> list[str]:
              if d.status == "bumped" or (new_minor and d.status == "unchanged" and d.direct)]
     live = {d.name for d in plan.decisions if d.status in ("bumped", "unchanged")}
     return [n for n in graph.affected(seeds) if n in live]
+
+
+def sweep(options: SweepOptions) -> SweepResult:
+    """`conda-distro sweep`: :func:`run_sweep` of the repository at ``options.root``, with progress unless
+    it is a dry run."""
+    return run_sweep(options.root, options, make_reporter() if not options.dry_run else None)
 
 
 def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepResult:

@@ -60,6 +60,7 @@ class StatusOptions:
 @dataclass
 class StatusResult:
     written: list[Path]
+    exit_code: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": True, "written": [str(p) for p in self.written]}
