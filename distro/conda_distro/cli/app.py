@@ -6,7 +6,7 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, Protocol
 
 import typer
 import typer.core
@@ -85,7 +85,7 @@ stderr = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 class Format(str, enum.Enum):
-    """Every output format of the tool; each command accepts its own subset (the ``*Format`` aliases below).
+    """Every output format of the tool; each command accepts its own subset (the ``Literal`` aliases below).
     ``--format json`` prints ``result.to_dict()``, ``markdown`` the document ``result.markdown()``, any other
     format the lines ``result.<name>_lines()`` (``text_lines``, ``github_lines``, ``dot_lines``, …)."""
 
@@ -114,7 +114,19 @@ def out(text: str = "") -> None:
     sys.stdout.write(text + "\n")
 
 
-def emit(result: Any, format: Format) -> int:
+class Result(Protocol):
+    """What every library function a command calls returns (a typed result of its own); results with more
+    formats add ``markdown()`` or ``<format>_lines()``, and ``notices`` (stderr lines) where they have any."""
+
+    @property
+    def exit_code(self) -> int: ...
+
+    def to_dict(self) -> dict: ...
+
+    def text_lines(self) -> list[str]: ...
+
+
+def emit(result: Result, format: Format) -> int:
     """The one way a command prints: the result's notices (recipes left out, and why) on stderr, then the
     result in ``format`` on stdout; returns the result's exit code.
 
