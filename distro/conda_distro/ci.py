@@ -34,6 +34,12 @@ class RunnerPlan:
     plan: dict
     exit_code: int = 0
 
+    def to_dict(self) -> dict:
+        return self.plan
+
+    def text_lines(self) -> list[str]:
+        return self.github_runners_lines()
+
     def github_runners_lines(self) -> list[str]:
         return [json.dumps(self.plan)]
 
