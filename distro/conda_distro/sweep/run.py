@@ -18,6 +18,7 @@ from conda_distro.distribution import Distribution, load_distribution, open_dist
 from conda_distro.errors import DistroError, GitError, UsageError
 from conda_distro.gitutil import clear_stale_index_lock
 from conda_distro.graph import RecipeGraph
+from conda_distro.progress import make_reporter
 from conda_distro.recipe import Recipe, parse_recipe
 from conda_distro.recipe_edit import EditError
 from conda_distro.render import prerender
@@ -31,6 +32,12 @@ from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal
 from conda_distro.variants import recipe_settings, render_settings
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.yamlio import load_fast
+
+
+def sweep(options: SweepOptions) -> SweepResult:
+    """`conda-distro sweep`: :func:`run_sweep` of the repository at ``options.root``, with progress unless
+    it is a dry run."""
+    return run_sweep(options.root, options, make_reporter() if not options.dry_run else None)
 
 
 def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepResult:
