@@ -362,6 +362,7 @@ def _unknown_field(root: Path) -> None:
     p.write_text(p.read_text().replace("  number: 0\n", "  numbr: 0\n"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "change", "message"), [
     (["build", "tensorutil"], None, "did you mean 'tensorutils'"),
     (["build", "--all", "--pytorch", "9.9.9"], None, "9.9.9"),

@@ -212,6 +212,7 @@ def test_excuses_say_why_grouped_by_what_blocks(tmp_path):
 # installability, solved by rattler against a real (sandbox) upstream
 
 
+@pytest.mark.slow
 def test_a_candidate_that_makes_a_package_in_main_uninstallable_is_held(sandbox_world: Path):
     """Our channel overlays upstream with strict priority: a `pytorch` of our own in main would hide
     upstream's for every release it does not provide; main's packages could then not be installed."""

@@ -257,6 +257,7 @@ def test_check_pr_scope_is_named_after_the_branch_or_commit(tmp_path: Path):
     assert scope_name(tmp_path) == sha[:12]
 
 
+@pytest.mark.slow
 def test_a_scope_name_that_would_leave_build_pr_is_refused(sandbox_world: Path):
     from conda_distro.distribution import load_distribution
     from conda_distro.engine.run import build_paths

@@ -289,6 +289,7 @@ def _broken_world(sandbox_world: Path) -> Path:
     return rel
 
 
+@pytest.mark.slow
 def test_every_command_reports_an_unreadable_recipe_and_carries_on(sandbox_world: Path, capsys):
     rel = _broken_world(sandbox_world)
     root = str(sandbox_world)
@@ -315,6 +316,7 @@ def test_every_command_reports_an_unreadable_recipe_and_carries_on(sandbox_world
     assert not (sandbox_world / "build").exists()
 
 
+@pytest.mark.slow
 def test_sweep_dry_run_carries_on_with_an_unreadable_recipe(sandbox_world: Path, capsys):
     _broken_world(sandbox_world)
     cfg = sandbox_world / "distro.yaml"  # 2.6.0 is published upstream: the dry run sweeps it as if it were new
@@ -329,6 +331,7 @@ def test_sweep_dry_run_carries_on_with_an_unreadable_recipe(sandbox_world: Path,
     assert waiting and doc["ok"] is False
 
 
+@pytest.mark.slow
 def test_check_pr_no_build_treats_real_recipes_as_rattler_build_does(sandbox_world: Path, capsys):
     """A conda-forge style recipe added in a PR: no false render errors, the real findings only."""
     import git

@@ -32,6 +32,7 @@ from conda_distro.sandbox import (
     pytorch_packages,
 )
 
+SANDBOX_FIXTURES = ("world",)  # tests/worlds.py: tests using it must be marked slow
 RECIPES = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics", "evalsuite",
            "visionkit", "hookprofiler", "fastquant", "quantserve"}
 
@@ -461,6 +462,7 @@ def test_cli_publish_release_adds_a_stand_in_and_the_sweep_accepts_it(sandbox_wo
     assert sorted(p.name for p in (sandbox_world / "upstream" / "linux-64").iterdir()) == listing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["not a world", "bad version", "missing folder"])
 def test_cli_publish_release_refuses_bad_input(tmp_path: Path, capsys, case, sandbox_world: Path):
     from helpers import run_cli

@@ -311,6 +311,7 @@ def test_sweep_bugfix_release_changes_no_recipe(sandbox_world: Path, capsys):
 # end to end without builds
 
 
+@pytest.mark.slow
 def test_no_build_sweep_edits_and_parks_dependents_of_lockstep_package(world27: Path, capsys):
     visionextra = HOOKVIZ.replace("hookviz", "visionextra").replace(
         "    - hookprofiler >=0.7,<0.8", "    - pytorch >=2.5,<2.6\n    - visionkit >=0.20,<0.21")
@@ -336,6 +337,7 @@ def test_no_build_sweep_edits_and_parks_dependents_of_lockstep_package(world27: 
     assert pkgs["tensorutils"]["tests"] == []
 
 
+@pytest.mark.slow
 def test_uneditable_pin_fails_that_package_only(world27: Path, capsys):
     rel = "recipes/fastquant/recipe.yaml"
     path = world27 / rel
@@ -358,6 +360,7 @@ def test_uneditable_pin_fails_that_package_only(world27: Path, capsys):
 # refusals and no-ops: nothing written
 
 
+@pytest.mark.slow
 def test_already_supported_release_is_a_noop(sandbox_world: Path, capsys):
     before = tracked_state(sandbox_world)
     code, out, _ = sweep(capsys, sandbox_world, "--pytorch", "2.6.0", "--commit")
@@ -369,6 +372,7 @@ def test_already_supported_release_is_a_noop(sandbox_world: Path, capsys):
     assert code == 0 and doc["noop"] is True and doc["packages"] == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["2.7", "abc", "2.7.0.1", "v2.7.0"])
 def test_bad_version_is_refused(sandbox_world: Path, capsys, version):
     before = tracked_state(sandbox_world)
@@ -379,6 +383,7 @@ def test_bad_version_is_refused(sandbox_world: Path, capsys, version):
     assert [h.name for h in git.Repo(sandbox_world).heads] == ["main"]
 
 
+@pytest.mark.slow
 def test_unpublished_release_is_refused(sandbox_world: Path, capsys):
     before = tracked_state(sandbox_world)
     code, _, err = sweep(capsys, sandbox_world, "--pytorch", "2.8.0")
@@ -387,6 +392,7 @@ def test_unpublished_release_is_refused(sandbox_world: Path, capsys):
     assert tracked_state(sandbox_world) == before
 
 
+@pytest.mark.slow
 def test_dry_run_refuses_an_unpublished_release(sandbox_world: Path, capsys):
     before = tracked_state(sandbox_world)
     code, out, err = sweep(capsys, sandbox_world, "--pytorch", "2.8.0", "--dry-run")
@@ -395,6 +401,7 @@ def test_dry_run_refuses_an_unpublished_release(sandbox_world: Path, capsys):
     assert tracked_state(sandbox_world) == before and not (sandbox_world / "build").exists()
 
 
+@pytest.mark.slow
 def test_dry_run_reports_as_a_run_would_marked_dry(world27: Path, capsys):
     before = tracked_state(world27)
     code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--dry-run")
@@ -413,6 +420,7 @@ def test_dry_run_reports_as_a_run_would_marked_dry(world27: Path, capsys):
     assert tracked_state(world27) == before and not (world27 / "build").exists()
 
 
+@pytest.mark.slow
 def test_dry_run_prints_the_plan_and_writes_nothing(world27: Path, capsys):
     sandbox_world = world27
     before = tracked_state(sandbox_world)
@@ -427,6 +435,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(world27: Path, capsys):
     assert not (sandbox_world / "build").exists()
 
 
+@pytest.mark.slow
 def test_commit_refuses_dirty_recipes(world27: Path, capsys):
     path = world27 / "recipes" / "layerkit" / "recipe.yaml"
     path.write_text(path.read_text() + "# local change\n")
@@ -438,6 +447,7 @@ def test_commit_refuses_dirty_recipes(world27: Path, capsys):
     assert [h.name for h in git.Repo(world27).heads] == ["main"]
 
 
+@pytest.mark.slow
 def test_commit_refuses_existing_branch_before_writing(world27: Path, capsys):
     repo = git.Repo(world27)
     repo.create_head("sweep/pytorch-2.7.0")
@@ -447,6 +457,7 @@ def test_commit_refuses_existing_branch_before_writing(world27: Path, capsys):
     assert tracked_state(world27) == before
 
 
+@pytest.mark.slow
 def test_commit_refuses_staged_changes(world27: Path, capsys):
     (world27 / "README.md").write_text("staged\n")
     git.Repo(world27).index.add(["README.md"])
@@ -922,6 +933,7 @@ def assert_complete_sweep_branch(world: Path, base: str, before: dict[str, str])
     assert json.loads((world / "build" / "sweep" / "pytorch-2.7.0.json").read_text())["branch"] == "sweep/pytorch-2.7.0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step, finished", [
     ("sweep-after-edits", False),  # recipes and distro.yaml edited, nothing committed: rolled back, swept again
     ("sweep-after-build", False),  # builds done and failures reverted: the same
@@ -955,6 +967,7 @@ def test_sweep_commit_killed_then_rerun_finishes_the_branch(world27: Path, step:
     assert_complete_sweep_branch(world27, base, before)
 
 
+@pytest.mark.slow
 def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypatch):
     """Killed between creating the branch and checking it out: the rerun checks it out."""
     from conda_distro import gitutil
@@ -981,6 +994,7 @@ def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypat
     assert_complete_sweep_branch(world27, base, before)
 
 
+@pytest.mark.slow
 def test_half_made_branch_without_journal_is_not_nothing_to_do(world27: Path, capsys):
     """The issue's repro, as an older sweep left it: on the sweep branch, some packages committed, the
     other edits uncommitted, no journal. The rerun says what to do instead of 'nothing to do'."""
@@ -1000,6 +1014,7 @@ def test_half_made_branch_without_journal_is_not_nothing_to_do(world27: Path, ca
     assert tracked_state(world27) == before
 
 
+@pytest.mark.slow
 def test_commit_after_a_run_without_commit_commits_what_it_left(world27: Path, capsys):
     """The issue's repro: `sweep` then `sweep --commit` answered "already a supported release: nothing to
     do", made no branch and left the tree dirty. Now the second run commits the first run's edits."""
@@ -1023,6 +1038,7 @@ def test_commit_after_a_run_without_commit_commits_what_it_left(world27: Path, c
     assert not (world27 / "build/sweep/pytorch-2.7.0.uncommitted.json").exists()
 
 
+@pytest.mark.slow
 def test_commit_after_a_run_without_commit_refuses_files_changed_since(world27: Path, capsys):
     code, _ = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")
     assert code == 0
@@ -1034,6 +1050,7 @@ def test_commit_after_a_run_without_commit_refuses_files_changed_since(world27: 
     assert tracked_state(world27) == before and [h.name for h in git.Repo(world27).heads] == ["main"]
 
 
+@pytest.mark.slow
 def test_uncommitted_release_without_any_record_is_not_nothing_to_do(world27: Path, capsys):
     """An older sweep's edits, with no record of them: exit 2 with what to do (not "nothing to do")."""
     code, _ = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")
@@ -1045,6 +1062,7 @@ def test_uncommitted_release_without_any_record_is_not_nothing_to_do(world27: Pa
     assert tracked_state(world27) == before
 
 
+@pytest.mark.slow
 def test_file_changed_after_the_kill_is_refused_and_nothing_written(world27: Path, capsys):
     crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build", crash_at="sweep-after-edits")
     assert crashed.returncode == -9
@@ -1056,6 +1074,7 @@ def test_file_changed_after_the_kill_is_refused_and_nothing_written(world27: Pat
     assert tracked_state(world27) == before
 
 
+@pytest.mark.slow
 def test_other_release_waits_for_the_unfinished_sweep(world27: Path, capsys):
     crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--no-build", crash_at="sweep-after-edits")
     assert crashed.returncode == -9
@@ -1082,6 +1101,7 @@ def hold_lock(path: Path, seconds: float) -> subprocess.Popen:
     return p
 
 
+@pytest.mark.slow
 def test_second_sweep_times_out_with_exit_2_and_writes_nothing(world27: Path, capsys):
     holder = hold_lock(world27 / "build" / "locks" / "repository.lock", 60)
     before = tracked_state(world27)
@@ -1094,6 +1114,7 @@ def test_second_sweep_times_out_with_exit_2_and_writes_nothing(world27: Path, ca
     assert tracked_state(world27) == before and [h.name for h in git.Repo(world27).heads] == ["main"]
 
 
+@pytest.mark.slow
 def test_second_sweep_waits_for_the_first(world27: Path, capsys):
     holder = hold_lock(world27 / "build" / "locks" / "repository.lock", 2)
     t0 = time.monotonic()
@@ -1103,6 +1124,7 @@ def test_second_sweep_waits_for_the_first(world27: Path, capsys):
     assert releases_of(world27)[-1] == "2.7.0" and {p["status"] for p in doc["packages"]} >= {"bumped"}
 
 
+@pytest.mark.slow
 def test_build_times_out_on_a_locked_staging_channel(sandbox_world: Path, capsys):
     staging = sandbox_world / "build" / "channels" / "staging"
     holder = hold_lock(staging / ".conda-distro.lock", 60)
@@ -1145,6 +1167,7 @@ def test_two_concurrent_builds_leave_staging_consistent(sandbox_world: Path):
         assert store.get(artifact).sha256 == digest, artifact
 
 
+@pytest.mark.slow
 def test_unreadable_journal_is_a_clear_error(world27: Path, capsys):
     journal = world27 / "build" / "sweep" / "pytorch-2.7.0.journal.json"
     journal.parent.mkdir(parents=True)
