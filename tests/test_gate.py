@@ -20,20 +20,20 @@ from pathlib import Path
 
 import git
 import pytest
+from helpers import run_json_at
 
 from conda_distro.channels import ChannelFile, LocalChannel
 from conda_distro.hints import load_hints
 from conda_distro.installability import Installability
 from conda_distro.ledger import Ledger
-from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, make_plan, _closure_of
+from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, _closure_of, make_plan
 from conda_distro.results import ArtifactResults
 from conda_distro.results import TestRecord as Run
-from helpers import run_json_at
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
 VARIANTS = ("cpu", "cuda")
 PAIRS = [(r, v) for r in RELEASES for v in VARIANTS]
-T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 MAIN = Path("build/channels/pytorch")
 
 

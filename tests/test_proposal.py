@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import run_cli
 
 from conda_distro.config import load_config
 from conda_distro.distribution import load_distribution
@@ -26,8 +27,6 @@ from conda_distro.recipe import load_recipe
 RELEASES = ["2.4.1", "2.5.1", "2.6.0"]
 PIN = "pytorch >=2.4,<2.7"
 SHA = "a" * 64
-from helpers import run_cli
-
 
 # ---------------------------------------------------------------------------------------------
 # a small distribution world

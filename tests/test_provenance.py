@@ -14,6 +14,7 @@ from pathlib import Path
 
 import git
 import pytest
+from helpers import run_cli_at, run_json_at, sha256
 
 from conda_distro.channels import ChannelFile
 from conda_distro.ledger import Ledger
@@ -21,7 +22,6 @@ from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, make_plan
 from conda_distro.provenance import BuildProvenance, CheckoutRecipes, Stamp, build_provenance, recipe_digest
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.results import TestRecord as Run
-from helpers import run_cli_at, run_json_at, sha256
 
 STAGING = Path("build/channels/staging")
 RESULTS = Path("build/results")

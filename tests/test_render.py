@@ -17,8 +17,8 @@ from conda_distro.cli import main
 from conda_distro.distribution import load_distribution
 from conda_distro.graph import RecipeGraph
 from conda_distro.lint import lint_distribution
-from conda_distro.recipe import parse_recipe
 from conda_distro.rattler_env import fixed_environment
+from conda_distro.recipe import parse_recipe
 from conda_distro.render import RenderSettings, render_text
 from conda_distro.variants import read_variant_files
 

@@ -16,7 +16,7 @@ import shutil
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -372,7 +372,7 @@ def test_force_overwrites(world, cache_dir, tmp_path):
     target = tmp_path / "forced"
     target.mkdir()
     (target / "old.txt").write_text("old")
-    when = datetime(2025, 1, 15, 12, 0, tzinfo=timezone.utc)
+    when = datetime(2025, 1, 15, 12, 0, tzinfo=UTC)
     res = create_sandbox(SandboxOptions(path=target, cache_dir=cache_dir, force=True, git_date=when))
     assert res.cache_hit and not (target / "old.txt").exists()
     assert (target / "distro.yaml").is_file()

@@ -6,9 +6,9 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from helpers import run_cli_at, run_json_at, upstream_pytorch_builds
 
 from conda_distro.distribution import load_distribution
-from helpers import run_cli_at, run_json_at, upstream_pytorch_builds
 
 
 def matrix(root: Path) -> list[tuple[str, str]]:

@@ -23,6 +23,8 @@ import git
 import pytest
 import yaml
 from filelock import FileLock
+from helpers import run_cli
+from worlds import _shared, copy_world
 
 from conda_distro.config import load_config
 from conda_distro.distribution import load_distribution
@@ -37,7 +39,6 @@ from conda_distro.sweep import (
     plan_sweep,
     widen,
 )
-from worlds import _shared, copy_world
 
 PYTORCH_DEPENDENT = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics", "evalsuite",
                      "visionkit", "hookprofiler", "fastquant", "quantserve"}
@@ -85,8 +86,6 @@ extra:
   recipe-maintainers:
     - viz-owner
 """
-from helpers import run_cli
-
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -112,7 +111,7 @@ def changed_lines(before: str, after: str) -> list[tuple[int, str, str]]:
     """(line number, old, new) for each differing line; both texts must have the same line count."""
     a, b = before.split("\n"), after.split("\n")
     assert len(a) == len(b), "an edit must not add or remove lines"
-    return [(i + 1, x, y) for i, (x, y) in enumerate(zip(a, b)) if x != y]
+    return [(i + 1, x, y) for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
 
 
 def releases_of(world: Path) -> list[str]:
@@ -239,7 +238,7 @@ def test_sweep_new_minor_release_commits_one_package_per_commit(world27: Path, c
     assert commits[0].message.startswith("Add pytorch 2.7.0")
     per_package = commits[1:]
     assert [c["package"] for c in doc["commits"][1:]] == [n for n in order if n in BUMPED]
-    for c, name in zip(per_package, (n for n in order if n in BUMPED)):
+    for c, name in zip(per_package, (n for n in order if n in BUMPED), strict=True):
         assert list(c.stats.files) == [f"recipes/{name}/recipe.yaml"], name
         assert c.stats.files[f"recipes/{name}/recipe.yaml"]["lines"] == 4  # 2 lines out, 2 in
         assert c.message.startswith(f"{name}: admit pytorch 2.7 (pytorch >=2.4,<2.7 -> pytorch >=2.4,<2.8, build 1)")
@@ -1144,8 +1143,9 @@ def test_two_concurrent_builds_leave_staging_consistent(sandbox_world: Path):
     """The issue's repro: two builds at once. The second waits for the first, then finds everything up to
     date; staging's repodata names exactly its files with their sha256, and every result is for the file
     that is there (promote holds nothing as 'results for another build of this file')."""
-    from conda_distro.results import ResultsStore
     from helpers import sha256
+
+    from conda_distro.results import ResultsStore
 
     cmd = [sys.executable, "-m", "conda_distro", "build", "tensorutils", "layerkit", "--root", str(sandbox_world),
            "--format", "json"]

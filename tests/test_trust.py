@@ -14,12 +14,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import run_cli_at, run_json_at, sha256
+from worlds import own_copy
 
 from conda_distro.engine import intake
 from conda_distro.engine.sandbox import SandboxSpec, bwrap_path, require_bwrap, wrap
 from conda_distro.errors import EngineUnavailableError
-from helpers import run_cli_at, run_json_at, sha256
-from worlds import own_copy
 
 STAGING = Path("build/channels/staging")
 MAIN = Path("build/channels/pytorch")
