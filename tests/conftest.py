@@ -21,8 +21,9 @@ import pytest
 import yaml
 
 # session-wide sandbox worlds for end-to-end tests (tests/worlds.py); tiny packages built with rattler-build and
-# the session's staging channel of them (tests/channel_builds.py)
-pytest_plugins = ["worlds", "channel_builds"]
+# the session's staging channel of them (tests/channel_builds.py); pytester runs a test session inside a test
+# (tests/test_tiers.py)
+pytest_plugins = ["worlds", "channel_builds", "pytester"]
 
 BASE_CONFIG: dict[str, Any] = {
     "name": "test-distro",
