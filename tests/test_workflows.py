@@ -201,9 +201,12 @@ def test_secrets_only_in_jobs_behind_an_environment(workflow):
 def test_no_expressions_in_run_scripts(workflow):
     """Template injection: event data reaches scripts only through env vars."""
     name, doc, _ = workflow
+    runs = 0
     for job_id, job in doc["jobs"].items():
         for step in job.get("steps", []):
+            runs += "run" in step
             assert "${{" not in str(step.get("run", "")), f"{name}: job {job_id} step {step.get('name')} inlines ${{{{ }}}}"
+    assert runs, f"{name}: no run step was read"
 
 
 def test_actions_are_pinned_to_commit_shas(workflow):
@@ -225,11 +228,14 @@ def test_jobs_have_timeouts_and_workflows_concurrency(workflow):
 
 
 def test_checkouts_do_not_persist_credentials(workflow):
-    name, doc, _ = workflow
+    name, doc, text = workflow
+    checkouts = 0
     for job_id, job in doc["jobs"].items():
         for step in job.get("steps", []):
             if str(step.get("uses", "")).startswith("actions/checkout@"):
+                checkouts += 1
                 assert str(step.get("with", {}).get("persist-credentials")) == "false", f"{name}: {job_id}"
+    assert checkouts == text.count("actions/checkout@"), f"{name}: a checkout step was not read"
 
 
 def _steps_text(job: dict) -> str:
