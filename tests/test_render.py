@@ -15,6 +15,7 @@ from rattler_build import PlatformConfig, RenderConfig, Stage0Recipe
 
 from conda_distro.cli import main
 from conda_distro.distribution import load_distribution
+from conda_distro.errors import RecipeError
 from conda_distro.graph import RecipeGraph
 from conda_distro.lint import lint_distribution
 from conda_distro.rattler_env import fixed_environment
@@ -138,7 +139,7 @@ def test_render_cache_is_keyed_by_text_and_variant_config(tmp_path):
 def test_render_errors_are_cached_too(tmp_path):
     text = "package: {name: a, version: '1'}\nrequirements:\n  run:\n    - ${{ python_min }}\n"
     for _ in range(2):
-        with pytest.raises(Exception, match="undefined value") as info:
+        with pytest.raises(RecipeError, match="undefined value") as info:
             parse_recipe(text, Path("/r/a/recipe.yaml"), RenderSettings.make(cache_dir=tmp_path))
         assert info.value.line == 4
     assert len(list(tmp_path.rglob("*.json"))) == 1
