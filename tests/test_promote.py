@@ -295,6 +295,7 @@ CRASH_STEPS = ["promote-after-first-file", "promote-after-copy", "promote-after-
                "promote-after-first-ledger-file"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", CRASH_STEPS)
 def test_crash_then_rerun_completes(root, step):
     st = by_name(staging_files(root / "build" / "channels" / "staging"))
@@ -359,6 +360,7 @@ def _watch_main(root: Path, stop: threading.Event, problems: list[str], seen: li
             seen.append(len(doc.get("packages.conda", {})))
 
 
+@pytest.mark.slow
 def test_readers_never_see_an_inconsistent_main(root):
     stop, problems, seen = threading.Event(), [], []
     reader = threading.Thread(target=_watch_main, args=(root, stop, problems, seen))
@@ -409,6 +411,7 @@ def test_second_promotion_waits_for_the_first(root):
     assert names(json.loads(res.stdout)["promoted"]) == {"alpha", "gamma"}
 
 
+@pytest.mark.slow
 def test_two_concurrent_promotions_promote_each_file_once(root):
     cmd = [sys.executable, "-m", "conda_distro", "promote", "--root", str(root), "--format", "json"]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
@@ -451,6 +454,7 @@ def test_retire_bad_input_exits_2(root, capsys):
     assert Ledger(root / "channel_state").load("alpha").artifacts[0].retired is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", ["retire-after-ledger", "retire-after-unlist"])
 def test_retire_crash_then_rerun_completes(root, capsys, step):
     run(root, "promote", capsys=capsys)

@@ -244,6 +244,7 @@ def test_a_recipe_url_is_pointed_at_the_cached_file():
         point_recipe_at(text, 3, "file:///x")
 
 
+@pytest.mark.slow
 def test_a_source_whose_sha256_differs_is_refused(tmp_path):
     from conda_distro.sandbox.sources import SourceRequest, fetch_sources
 

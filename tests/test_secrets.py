@@ -95,6 +95,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 COMMANDS = [("promote",), ("retire", "alpha", "--reason", "broken"), ("upload",), ("verify-channel",)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["401", "404", "500", "refused"])
 def test_server_failures_exit_2_and_never_show_the_token(world, mode):
     """Repro: ANACONDA_API_TOKEN=$'SECRET\\n' printed the header's repr in full. Every command that talks
