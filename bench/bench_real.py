@@ -8,7 +8,10 @@
 3. one test environment per pytorch build (solve + install with rattler from one shared package cache,
    cold then warm: the warm one hard-links ~1-3 GB of torch instead of extracting it);
 4. `build --all --jobs 2` on the world (wall time, tests, passed/failed, time per test) unless --no-build,
-   then `promote` and `verify-channel`.
+   then `promote` and `verify-channel`;
+5. orchestration overhead (as bench_engine does it): `conda-distro build` of two real packages against one
+   release (cpu and cuda) on a fresh world vs a direct py-rattler-build loop over the same recipes and tests
+   (--overhead; skipped by default: it builds and tests twice more).
 """
 
 from __future__ import annotations
@@ -115,14 +118,77 @@ def test_env_times(world: Path) -> list[str]:
     return lines
 
 
+OVERHEAD_PACKAGES = ("einops", "captum")
+OVERHEAD_RELEASE = "2.13.0"
+
+
+def direct_loop(root: Path, names: tuple[str, ...], release: str) -> int:
+    """What a person would write with py-rattler-build alone: render each recipe with the distribution's
+    variant config, build it, test the artifact against each release view of ``release``."""
+    from rattler_build import Package, Stage0Recipe, ToolConfiguration
+
+    from conda_distro.distribution import load_distribution
+    from conda_distro.engine.releases import build_release_views
+    from conda_distro.rattler_env import rattler_env, scratch_dir
+
+    dist = load_distribution(root)
+    views = {t: v for t, v in build_release_views(dist.distro, root / "build" / "direct-views").items()
+             if t.pytorch == release and v.url}
+    staging = root / "build" / "direct-staging"
+    (staging / "noarch").mkdir(parents=True, exist_ok=True)
+    from conda_distro.rattler_env import index_channel
+
+    index_channel(staging)
+    minor = ".".join(release.split(".")[:2])
+    n = 0
+    for name in names:
+        recipe = dist.recipes[name]
+        vc = (recipe.settings or dist.settings).with_variants({"pytorch": [minor]}).to_config()
+        with rattler_env(tmpdir=scratch_dir()):
+            for v in Stage0Recipe.from_file(str(recipe.path)).render(vc):
+                res = v.run_build(tool_config=ToolConfiguration(test_strategy="skip"), output_dir=str(staging),
+                                  channels=[staging.as_uri(), *dist.distro.upstream_urls])
+                pkg = Package.from_file(str(res.packages[0]))
+                for view in views.values():
+                    os.environ["CONDA_OVERRIDE_CUDA"] = view.cuda_override
+                    pkg.run_tests(channel=[view.url, staging.as_uri(), *dist.distro.upstream_urls])
+                    n += 1
+    os.environ.pop("CONDA_OVERRIDE_CUDA", None)
+    return n
+
+
+def overhead(tmp: Path) -> str:
+    """Step 5: fresh worlds (from the warm cache), ours first then direct, same packages and tests."""
+    ours_root, direct_root = tmp / "overhead-ours", tmp / "overhead-direct"
+    for d in (ours_root, direct_root):
+        t, proc = cli("sandbox", str(d), "--real", "--force", cwd=REPO)
+        if proc.returncode != 0:
+            raise SystemExit(f"sandbox --real failed:\n{proc.stderr[-2000:]}")
+    t_ours, proc = cli("build", *OVERHEAD_PACKAGES, "--pytorch", OVERHEAD_RELEASE, "--jobs", "1", "--format", "json",
+                       cwd=ours_root)
+    tests = (json.loads(proc.stdout).get("tests") or []) if proc.stdout.strip().startswith("{") else []
+    mine = [x for x in tests if x.get("name") in OVERHEAD_PACKAGES]
+    t0 = time.perf_counter()
+    n = direct_loop(direct_root, OVERHEAD_PACKAGES, OVERHEAD_RELEASE)
+    t_direct = time.perf_counter() - t0
+    return (f"5. overhead: {', '.join(OVERHEAD_PACKAGES)} against pytorch {OVERHEAD_RELEASE} (cpu, cuda): conda-distro "
+            f"build {t_ours:.0f} s ({len(mine)} tests, sandboxed workers) vs direct py-rattler-build loop "
+            f"{t_direct:.0f} s ({n} tests, in-process, unsandboxed) -> ratio {t_ours / t_direct:.2f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--world", type=Path, help="where to make the world (default: a temporary folder)")
     ap.add_argument("--reuse", type=Path, help="an existing real world: skip steps 1-2")
     ap.add_argument("--no-build", action="store_true", help="skip step 4")
+    ap.add_argument("--overhead", action="store_true", help="run step 5")
+    ap.add_argument("--only-overhead", action="store_true", help="run step 5 only")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-real-"))
     try:
+        if args.only_overhead:
+            print(overhead(tmp))
+            return 0
         if args.reuse:
             world = args.reuse.resolve()
         else:
@@ -154,6 +220,8 @@ def main() -> int:
             tp, pp = cli("promote", "--format", "json", cwd=world)
             tv, pv = cli("verify-channel", "--format", "json", cwd=world)
             print(f"   promote {tp:.0f} s (exit {pp.returncode}); verify-channel {tv:.0f} s (exit {pv.returncode})")
+        if args.overhead:
+            print(overhead(tmp))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

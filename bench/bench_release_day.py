@@ -3,13 +3,16 @@ distribution promoted for it (issue 16). Target: < 120 s on the sandbox (``--sta
 real world (``--real``, needs ``sandbox --real`` of issue 13).
 
     python bench/bench_release_day.py --standin [--keep DIR]
-    python bench/bench_release_day.py --real
+    python bench/bench_release_day.py --real [--keep DIR]
 
 What it runs, as CI would (release-sweep.yml, then promote.yml on the merges):
 
-0. setup (not in the headline): a sandbox world at the two previous releases, built and promoted, so main
-   holds the distribution as it is the day before;
-1. **release**: the next stand-in release is published upstream (`sandbox publish-release`): t = 0;
+0. setup (not in the headline): a world at the two previous releases, built and promoted, so main holds the
+   distribution as it is the day before. ``--real``: the repository's real world (`sandbox --real`, PyTorch
+   2.13.0 / 2.14.1 / 2.15.0 bridged from PyPI) with 2.15.0's pytorch builds (and its torchvision, when PyPI
+   has one) moved out of the upstream channel, 2.15.0 out of distro.yaml and the recipes' bounds at <2.15;
+1. **release**: the new release is published upstream (``--standin``: `sandbox publish-release`; ``--real``:
+   the builds moved out are put back and the channel re-indexed): t = 0;
 2. **sweep**: `sweep --pytorch VER --commit` (jobs 2): pins widened, the affected set built and tested
    against the release, one branch per bumped package, the tracking issue's body;
 3. **automerge** (simulated): the branches of packages that passed (bumped, every test of the release
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -81,18 +85,81 @@ class Clock:
         return out
 
 
-def standin(keep: Path | None) -> int:
-    from conda_distro.sandbox.release import PublishOptions, publish_release
+def _standin_day_before(root: Path) -> None:
     from conda_distro.sandbox.world import SandboxOptions, create_sandbox
-    from conda_distro.sweep import SweepOptions, run_sweep
 
+    create_sandbox(SandboxOptions(path=root, force=True, releases=BEFORE))
+
+
+def _standin_publish(root: Path, release: str):
+    from conda_distro.sandbox.release import PublishOptions, publish_release
+
+    return lambda: publish_release(PublishOptions(world=root, version=release))
+
+
+# ------------------------------------------------------------------------------------ the real world
+
+REAL_RELEASES = ("2.13.0", "2.14.1", "2.15.0")  # distro.yaml's; the newest appears on release day
+PIN = re.compile(r"(pytorch\s*>=\s*[\d.]+\s*,\s*<\s*)2\.16\b")  # the recipes' bound admitting 2.15
+
+
+def _real_day_before(root: Path, repo: Path, release: str) -> Path:
+    """The repository's real world (`sandbox --real`, from the warm cache) as it was the day before
+    ``release``: its pytorch builds (and lockstep packages built for it) moved out of the upstream channel
+    into ``held-release/`` beside the world, distro.yaml without it, recipes' pytorch bounds below it."""
+    from conda_distro.rattler_env import index_channel
+
+    proc = subprocess.run([sys.executable, "-m", "conda_distro", "sandbox", str(root), "--real", "--force"], cwd=repo,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"sandbox --real failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    held = root.parent / "held-release"
+    held.mkdir(exist_ok=True)
+    major, minor = release.split(".")[:2]
+    vision = f"0.{int(minor) + 15}."  # torchvision 0.(Y+15) goes with torch 2.Y
+    for f in (root / "upstream" / "linux-64").glob("*.conda"):
+        if f.name.startswith(f"pytorch-{release}-") or f.name.startswith(f"torchvision-{vision}"):
+            f.rename(held / f.name)
+    index_channel(root / "upstream", subdirs=["linux-64"])
+    text = (root / "distro.yaml").read_text()
+    (root / "distro.yaml").write_text(re.sub(r"releases: \[[^\]]*\]",
+                                             "releases: [" + ", ".join(f'"{r}"' for r in REAL_RELEASES if r != release) + "]",
+                                             text, count=1))
+    bound = f"{major}.{minor}"
+    for recipe in (root / "recipes").glob("*/recipe.yaml"):
+        recipe.write_text(PIN.sub(lambda m: m.group(1) + bound, recipe.read_text()))
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", f"The day before pytorch {release}")
+    return held
+
+
+def _real_publish(root: Path, held: Path):
+    def publish() -> list[str]:
+        from conda_distro.rattler_env import index_channel
+
+        moved = []
+        for f in sorted(held.glob("*.conda")):
+            f.rename(root / "upstream" / "linux-64" / f.name)
+            moved.append(f.name)
+        index_channel(root / "upstream", subdirs=["linux-64"])
+        return moved
+    return publish
+
+
+def release_day(mode: str, keep: Path | None, repo: Path) -> int:
     base = keep or Path(tempfile.mkdtemp(prefix="bench-release-day-"))
     root = base / "world"
     clock = Clock()
+    target = STANDIN_TARGET if mode == "standin" else REAL_TARGET
+    release = RELEASE if mode == "standin" else REAL_RELEASES[-1]
+    before = BEFORE if mode == "standin" else REAL_RELEASES[:-1]
 
     # 0. the day before: main holds the distribution at the two previous releases
     t = time.perf_counter()
-    create_sandbox(SandboxOptions(path=root, force=True, releases=BEFORE))
+    if mode == "standin":
+        _standin_day_before(root)
+    else:
+        held = _real_day_before(root, repo, release)
     _git(root, "config", "user.name", "bench")
     _git(root, "config", "user.email", "bench@example.invalid")
     _cli(root, "build", "--all", "--jobs", "2")
@@ -100,14 +167,15 @@ def standin(keep: Path | None) -> int:
     setup = time.perf_counter() - t
     _git(root, "add", "-A", "channel_state")
     _git(root, "commit", "-qm", "channel_state: the day before", "--allow-empty")
+    main_size = len(list((root / "build" / "channels" / "pytorch").rglob("*.conda")))
 
     # 1. the release appears upstream: t = 0 of the headline
     start = time.perf_counter()
-    clock.run("release appears upstream", lambda: publish_release(PublishOptions(world=root, version=RELEASE)))
+    clock.run("release appears upstream", _standin_publish(root, release) if mode == "standin" else _real_publish(root, held))
     # 2. the sweep (release-sweep.yml's sweep job)
-    result = clock.run("sweep --commit (build + test the affected set)",
-                       lambda: run_sweep(root, SweepOptions(release=RELEASE, commit=True, jobs=2)))
-    report = result.to_dict()
+    _, report = clock.run("sweep --commit (build + test the affected set)",
+                          lambda: _cli(root, "sweep", "--pytorch", release, "--commit", "--jobs", "2"))
+    report = report or {}
     packages = report.get("packages", [])
     # 3. automerge: merge the branches of the packages that passed (their PR gate is green)
     main_before = _git(root, "rev-parse", "HEAD")
@@ -115,12 +183,13 @@ def standin(keep: Path | None) -> int:
     def merge() -> list[str]:
         merged = []
         for pkg in packages:
-            branch = f"sweep/pytorch-{RELEASE}-{pkg['name']}"
-            if passed(pkg, RELEASE) and _git(root, "branch", "--list", branch):
+            branch = f"sweep/pytorch-{release}-{pkg['name']}"
+            if passed(pkg, release) and _git(root, "branch", "--list", branch):
                 _git(root, "merge", "-q", "--no-ff", "--no-edit", "-m", f"Merge {branch} (automerge)", branch)
                 merged.append(pkg["name"])
-        if not merged and _git(root, "branch", "--list", f"sweep/pytorch-{RELEASE}"):
-            _git(root, "merge", "-q", "--no-ff", "--no-edit", f"sweep/pytorch-{RELEASE}~{len(result.commits) - 1}")
+        if not merged and _git(root, "branch", "--list", f"sweep/pytorch-{release}"):
+            commits = len(report.get("commits") or []) or 1
+            _git(root, "merge", "-q", "--no-ff", "--no-edit", f"sweep/pytorch-{release}~{commits - 1}")
         return merged
 
     merged = clock.run("automerge (merge the passing packages' PRs)", merge)
@@ -133,22 +202,24 @@ def standin(keep: Path | None) -> int:
     excuses_file = root / "build" / "excuses.json"
     excuses = json.loads(excuses_file.read_text()) if excuses_file.is_file() else {"candidates": []}
     promoted = sorted({p["artifact"].split("/")[-1].rsplit("-", 2)[0] for p in (promoted_doc or {}).get("promoted", [])})
-    held = [e for e in excuses.get("candidates", []) if e.get("verdict") != "promote"]
+    held_items = [e for e in excuses.get("candidates", []) if e.get("verdict") != "promote"]
     pinged = [p for p in packages if p.get("status") in PINGED]
 
-    print(f"release day on the sandbox: {', '.join(BEFORE)} in main, {RELEASE} appears upstream (2 cores, jobs 2)")
-    print(f"  setup (not counted): world + build + promote at {', '.join(BEFORE)}: {setup:6.1f} s")
+    world = "the sandbox" if mode == "standin" else "the real world (PyTorch from PyPI)"
+    print(f"release day on {world}: {', '.join(before)} in main, {release} appears upstream (2 cores, jobs 2)")
+    print(f"  setup (not counted): world + build + promote at {', '.join(before)}: {setup:6.1f} s "
+          f"({main_size} artifacts in main)")
     for name, seconds in clock.stages:
         print(f"  {name:48} {seconds:6.1f} s")
     print(f"headline: release appearing -> last passing package promoted: {headline:.1f} s "
-          f"(target < {STANDIN_TARGET:.0f} s: {'ok' if headline < STANDIN_TARGET else 'MISSED'})")
+          f"(target < {target:.0f} s: {'ok' if headline < target else 'MISSED'})")
     statuses: dict[str, int] = {}
     for p in packages:
         statuses[p["status"]] = statuses.get(p["status"], 0) + 1
     print(f"sweep: {', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))}; automerged: {', '.join(merged) or 'none'}")
     print(f"promoted: {len(promoted)} package(s): {', '.join(promoted) or 'none'}")
-    print(f"held: {len(held)}")
-    for e in held:
+    print(f"held: {len(held_items)}")
+    for e in held_items:
         print(f"  {e['name']} {e.get('new_version')}: {e['verdict']}: {'; '.join(e.get('reasons') or [])[:200]}")
     print(f"pinged: {len(pinged)} package(s) in the tracking issue")
     for p in pinged:
@@ -156,15 +227,7 @@ def standin(keep: Path | None) -> int:
         print(f"  {p['name']} ({p['status']}) -> @{', @'.join(p.get('maintainers') or [])}: {why}")
     if keep is None:
         subprocess.run(["rm", "-rf", str(base)], check=False)
-    return 0 if headline < STANDIN_TARGET else 1
-
-
-def real() -> int:
-    print("--real needs the real world of issue 13 (`conda-distro sandbox DIR --real`: this repository's recipes "
-          "against PyTorch bridged from PyPI at two releases, then the newest one published into its upstream); "
-          "that world cannot publish a release into its upstream yet, so release day on it is not measured here. "
-          f"Target when it can: headline < {REAL_TARGET:.0f} s on 2 cores.")
-    return 2
+    return 0 if headline < target else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,8 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--standin", action="store_true", help="the sandbox world with stand-in PyTorch releases")
     mode.add_argument("--real", action="store_true", help="the real world (sandbox --real, issue 13)")
     ap.add_argument("--keep", type=Path, help="keep the world in this folder (default: a temporary one, removed)")
+    ap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parent.parent,
+                    help="--real: the repository whose recipes and distro.yaml make the world (default: this one)")
     args = ap.parse_args(argv)
-    return standin(args.keep) if args.standin else real()
+    return release_day("standin" if args.standin else "real", args.keep, args.repo)
 
 
 if __name__ == "__main__":

@@ -32,13 +32,13 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.recipe import parse_recipe
 from conda_distro.sweep import (
     EditError,
-    _to_test,
     add_release_text,
     decide,
     edited_text,
     plan_sweep,
     widen,
 )
+from conda_distro.sweep import to_test as _to_test
 
 PYTORCH_DEPENDENT = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics", "evalsuite",
                      "visionkit", "hookprofiler", "fastquant", "quantserve"}
@@ -980,10 +980,11 @@ def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypat
         raise SystemExit("killed")  # the journal stays: SystemExit is not caught by the sweep's cleanup path here
 
     import conda_distro.sweep as sweep_mod
-    monkeypatch.setattr(sweep_mod, "publish_branch", die_after_ref)
+    import conda_distro.sweep.git as sweep_git
+    monkeypatch.setattr(sweep_git, "publish_branch", die_after_ref)
     with pytest.raises(SystemExit):
         sweep_mod.run_sweep(world27, sweep_mod.SweepOptions(release="2.7.0", commit=True, build=False))
-    monkeypatch.setattr(sweep_mod, "publish_branch", gitutil.publish_branch)
+    monkeypatch.setattr(sweep_git, "publish_branch", gitutil.publish_branch)
     assert repo.active_branch.name == "main" and "sweep/pytorch-2.7.0" in [h.name for h in repo.heads]
     assert "sweep/pytorch-2.7.0-layerkit" not in [h.name for h in repo.heads]
 
@@ -1176,3 +1177,63 @@ def test_unreadable_journal_is_a_clear_error(world27: Path, capsys):
     code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
     assert code == 2 and "the journal of an interrupted sweep cannot be read" in err and "pytorch-2.7.0.journal.json" in err
     assert "Traceback" not in err and tracked_state(world27) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# one schema for the sweep document; the build runs on what the sweep wrote, not on a reload
+
+
+def test_the_sweep_document_is_one_schema_written_and_read(tmp_path: Path):
+    from conda_distro.reports.facts import sweep_statuses
+    from conda_distro.sweep import Decision, SweepDocument, SweepPlan, SweepResult
+
+    plan = SweepPlan("2.7.0", [
+        Decision("a", "failed", ["x"], "pytorch >=2.4,<2.7", "pytorch >=2.4,<2.8", old_build=0, new_build=1,
+                 reason="test failed on pytorch 2.7.0 (cpu): boom", tests=[{"pytorch": "2.7.0", "variant": "cpu",
+                                                                            "status": "failed", "reason": "boom"}]),
+        Decision("b", "bumped", ["y"], "pytorch", "pytorch", old_build=2, new_build=3, direct=False)])
+    res = SweepResult(plan, branch="sweep/pytorch-2.7.0", commits=[{"package": None, "sha": "abc", "message": "m"}],
+                      report_file="build/sweep/pytorch-2.7.0.json", start="main")
+    text = res.document().to_json()
+    assert json.loads(text) == res.to_dict() and res.to_dict()["packages"][1]["pytorch_dependency"] == "indirect"
+    assert SweepDocument.model_validate_json(text).result().to_dict() == res.to_dict()  # the sweep reads it back
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / "pytorch-2.7.0.json").write_text(text)
+    statuses = sweep_statuses(tmp_path, tmp_path)  # and report unmaintained reads the same document
+    assert set(statuses) == {"a"} and statuses["a"].status == "failed" and statuses["a"].release == "2.7.0"
+
+
+@pytest.mark.slow
+def test_the_edited_distribution_is_made_from_the_written_texts(world27: Path):
+    from conda_distro.sweep.run import _edited_distribution
+
+    dist = load_distribution(world27, strict=False)
+    pytorch = dist.config.pytorch.name
+    dec = plan_sweep(dist, "2.7.0").get("tensorutils")
+    text = edited_text(dist.recipes["tensorutils"], dec, pytorch, "2.7.0")
+    distro_text = add_release_text(dist.distro, "2.7.0")
+    shutil.rmtree(world27 / "recipes")  # nothing left on disk to read back
+    (world27 / "distro.yaml").unlink()
+    edited = _edited_distribution(dist, distro_text, {"tensorutils": text})
+    assert "2.7.0" in edited.config.pytorch.releases
+    assert edited.recipes["tensorutils"].text == text and edited.recipes["tensorutils"].build_number == dec.new_build
+    assert set(edited.recipes) == set(dist.readable().recipes)
+
+
+@pytest.mark.slow
+def test_the_result_renders_what_the_command_prints(world27: Path, capsys):
+    """The text lines and the markdown (templates) of the result are the bytes `sweep` prints, for a
+    dry run and for a release already supported (the message only)."""
+    from conda_distro.sweep import SweepOptions, run_sweep
+
+    res = run_sweep(world27, SweepOptions(release="2.7.0", dry_run=True))
+    _, text, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--dry-run")
+    _, md, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--dry-run", "--format", "markdown")
+    assert text == "".join(line + "\n" for line in res.text_lines()) and "next: run `conda-distro sweep" in text
+    assert md == res.markdown() and md.count("\n---\n## PR: ") == 10
+    code, _, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")  # edits distro.yaml: 2.7.0 is listed
+    res = run_sweep(world27, SweepOptions(release="2.7.0", build=False))
+    _, text, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")
+    _, md, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--format", "markdown")
+    assert code == 0 and res.plan.noop and text == "".join(line + "\n" for line in res.text_lines())
+    assert md == res.markdown() == "pytorch 2.7.0 is already a supported release: nothing to do\n"

@@ -56,6 +56,18 @@ class PyTorch(Strict):
         return v
     releases: list[str] = Field(min_length=1)
     variants: list[Literal["cpu", "cuda"]] = Field(default_factory=lambda: ["cpu", "cuda"], min_length=1)
+    #: upstream packages released with each PyTorch build (torchvision, torchaudio): a package that needs
+    #: one is not tested against a release × variant for which upstream has no build of it
+    lockstep: list[str] = Field(default_factory=list)
+
+    @field_validator("lockstep")
+    @classmethod
+    def _lockstep_names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not re.fullmatch(r"[a-z0-9_][a-z0-9_.+-]*", name):
+                raise ValueError(f"'{name}' is not a conda package name (lowercase letters, digits and _ . + -, "
+                                 "e.g. torchvision)")
+        return v
 
     @field_validator("releases", mode="before")
     @classmethod

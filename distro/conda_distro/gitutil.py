@@ -156,3 +156,67 @@ def clear_stale_index_lock(root: Path) -> bool:
                 continue
     lock.unlink(missing_ok=True)
     return True
+
+
+# ---------------------------------------------------------------------------------------------
+# the small questions and ref updates the sweep needs (its branches, the committed distro.yaml)
+
+
+def find_repo(root: Path):
+    """The repository ``root`` is in, None when it is not in one."""
+    import git
+
+    try:
+        return git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+
+
+def top_dir(repo) -> Path:
+    """The repository's work tree (resolved): paths given to git are relative to it."""
+    return Path(repo.working_tree_dir).resolve()
+
+
+def head_sha(repo) -> str | None:
+    """The checked-out commit, None before the first commit."""
+    return repo.head.commit.hexsha if repo.head.is_valid() else None
+
+
+def current_ref(repo) -> str:
+    """The checked-out branch's name, or the commit on a detached HEAD."""
+    try:
+        return repo.active_branch.name
+    except TypeError:
+        return repo.head.commit.hexsha
+
+
+def show_file(repo, rev: str, path: str) -> str | None:
+    """``path`` (relative to the top) as committed in ``rev``, None when it is not there."""
+    import git
+
+    try:
+        return repo.git.show(f"{rev}:{path}")
+    except git.GitCommandError:
+        return None
+
+
+def changed_paths(repo, paths: list[str]) -> list[str]:
+    """``git status --porcelain`` lines of the changes (staged, unstaged, untracked) under ``paths``."""
+    return [ln for ln in repo.git.status("--porcelain", "--", *paths).splitlines() if ln.strip()]
+
+
+def has_staged(repo) -> bool:
+    return bool(repo.git.diff("--cached", "--name-only").strip())
+
+
+def branch_names(repo) -> list[str]:
+    return [h.name for h in repo.heads]
+
+
+def create_branch(repo, branch: str, sha: str) -> None:
+    """Make ``branch`` at ``sha`` in one ref update (only if it does not exist), without checking it out."""
+    repo.git.update_ref(f"refs/heads/{branch}", sha, "")
+
+
+def checkout(repo, ref: str) -> None:
+    repo.git.checkout(ref)

@@ -29,7 +29,8 @@ from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, n
 from conda_distro.channels.local import LocalChannel, sha256_of
 from conda_distro.config import Distro, DistroConfig
 from conda_distro.distribution import open_distro
-from conda_distro.errors import ExitCode
+from conda_distro.engine.releases import Availability, Target, lockstep_of_files, upstream_availability
+from conda_distro.errors import ChannelError, ExitCode
 from conda_distro.ledger import ArtifactEntry, Ledger, Retirement, TestEvidence, utcnow
 from conda_distro.provenance import CheckoutRecipes
 from conda_distro.holds import Held, HoldReason
@@ -96,14 +97,27 @@ class TestMatrix:
     pytorch: str
     releases: tuple[str, ...]
     variants: tuple[str, ...]
+    #: what upstream can serve (None: unknown): a pair with no pytorch build, or none of a lockstep package
+    #: the artifact needs, is not required (nobody can install the artifact with it)
+    available: Availability | None = None
+    lockstep_of: Callable[[ChannelFile], frozenset[str]] = field(default=lambda f: frozenset(), compare=False)
 
     @classmethod
-    def from_config(cls, config: DistroConfig) -> "TestMatrix":
-        return cls(config.pytorch.name, tuple(config.pytorch.releases), tuple(config.pytorch.variants))
+    def from_config(cls, config: DistroConfig, available: Availability | None = None,
+                    lockstep_of: Callable[[ChannelFile], frozenset[str]] | None = None) -> "TestMatrix":
+        return cls(config.pytorch.name, tuple(config.pytorch.releases), tuple(config.pytorch.variants), available,
+                   *((lockstep_of,) if lockstep_of else ()))
 
     def required(self, f: ChannelFile) -> list[tuple[str, str]] | None:
-        """(release, variant) pairs the artifact's own pytorch pin admits; None when it has no pytorch
-        dependency. A cuda-only artifact (depends on ``__cuda``) needs only the cuda variant."""
+        """(release, variant) pairs the artifact's own pytorch pin admits and upstream can serve; None when
+        it has no pytorch dependency. A cuda-only artifact (depends on ``__cuda``) needs only the cuda variant."""
+        pairs = self.admitted(f)
+        if pairs is None or self.available is None:
+            return pairs
+        needs = self.lockstep_of(f)
+        return [(r, v) for r, v in pairs if self.available.why_not(Target(r, v), needs) is None]
+
+    def admitted(self, f: ChannelFile) -> list[tuple[str, str]] | None:
         deps = [d for d in (parse_dep(t) for t in f.depends) if d is not None]
         pins = [d for d in deps if d.name == self.pytorch]
         if not pins:
@@ -267,7 +281,9 @@ def _gate_provenance(f: ChannelFile, res: ArtifactResults, recipes: Mapping[str,
 
 
 def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Held | None:
-    latest = res.latest()
+    required = matrix.required(f)
+    untestable = set(matrix.admitted(f) or ()) - set(required or ())  # upstream cannot serve them
+    latest = {p: t for p, t in res.latest().items() if p not in untestable}
     failed = sorted(p for p, t in latest.items() if t.status == "failed")
     if failed:
         return Held(f, HoldReason.TEST_FAILED, f"failed against {_pairs(failed)}",
@@ -281,7 +297,6 @@ def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Hel
     blocked = sorted(p for p, t in latest.items() if t.status == "blocked")
     if blocked:
         return Held(f, HoldReason.NOT_TESTED, f"blocked (a dependency failed) against {_pairs(blocked)}")
-    required = matrix.required(f)
     missing = [p for p in required or () if p not in latest]
     if missing:
         return Held(f, HoldReason.NOT_TESTED, f"not tested against {_pairs(missing)}")
@@ -622,8 +637,13 @@ class PromotionContext:
         staging, main = self.staging.list_files(), self.main.list_files()
         results = {r.artifact: r for r in self.results.all()}
         states = self.ledger.load_all()
-        matrix = TestMatrix.from_config(self.distro.config)
         files = [*staging.values(), *main.values()]
+        try:
+            available = upstream_availability(self.distro)
+        except ChannelError:
+            available = None  # installability then finds upstream unreadable: candidates wait
+        matrix = TestMatrix.from_config(self.distro.config, available,
+                                        lockstep_of_files(files, self.distro.config.pytorch.lockstep))
         return PlanInputs(
             staging=staging, main=main, results=results,
             retired=self.ledger.retired_artifacts(states), matrix=matrix,

@@ -36,7 +36,7 @@ from conda_distro.channels import open_channel
 from conda_distro.channels.base import ChannelFile
 from conda_distro.distribution import Distribution
 from conda_distro.engine.plan import select_releases
-from conda_distro.engine.releases import Target
+from conda_distro.engine.releases import Target, lockstep_of_files, upstream_availability
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.gpu import probe_gpu
 from conda_distro.ledger import Ledger, compare_with_channel
@@ -79,11 +79,17 @@ class VerifyResult:
     checks: list[dict] = field(default_factory=list)  # {package, check, evidence, ok, output}
     error: str | None = None
     gpu: bool | None = None  # cuda: whether this machine had a working GPU (False: "cuda (no GPU)")
+    #: why nothing was installed: upstream has no pytorch build of this release × variant (nobody can
+    #: install one); packages left out because upstream lacks a lockstep build they need: name -> why
+    skipped: str | None = None
+    left_out: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"pytorch": self.pytorch, "variant": self.variant, "ok": self.ok, "installed": self.installed,
                 "requested": self.requested, "checks": self.checks, "error": self.error,
-                **({"gpu": self.gpu} if self.gpu is not None else {})}
+                **({"gpu": self.gpu} if self.gpu is not None else {}),
+                **({"skipped": self.skipped} if self.skipped else {}),
+                **({"left_out": self.left_out} if self.left_out else {})}
 
 
 @dataclass
@@ -239,9 +245,20 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
         workdir.mkdir(parents=True, exist_ok=True)
         cache = scratch / "pkgs"  # this run's own package cache
         gpu = "cuda" in dist.config.pytorch.variants and probe_gpu().available
+        available = upstream_availability(dist.distro)
+        lockstep_of = lockstep_of_files(files, dist.config.pytorch.lockstep)
+        needs: dict[str, frozenset[str]] = {}
+        for f in files:
+            needs[f.name] = needs.get(f.name, frozenset()) | lockstep_of(f)
         for target in (Target(r, v) for r in releases for v in dist.config.pytorch.variants):
+            if target in available.missing:
+                results.append(VerifyResult(target.pytorch, target.variant, True, skipped=available.missing[target]))
+                continue
             names = _admitting(files, pytorch, target.pytorch)
-            results.append(_verify_target(solver, dist, target, names, workdir, cache, gpu))
+            left_out = {n: why for n in names if (why := available.why_not(target, needs.get(n, ())))}
+            res = _verify_target(solver, dist, target, [n for n in names if n not in left_out], workdir, cache, gpu)
+            res.left_out = left_out
+            results.append(res)
     finally:
         _remove_tree(scratch)
     return VerifyReport(results, drift)

@@ -669,29 +669,6 @@ def _keep_multiline_quoted(text: str) -> tuple[dict[str, str], str]:
     return kept, text
 
 
-def delete_seq_item(seq: Any, index: int) -> None:
-    """Delete ``seq[index]`` from a ruamel round-trip sequence, removing exactly that item's line.
-
-    ruamel keeps the blank and comment lines that follow an item in that item's comment token, so a
-    plain ``del`` would take them along; they are handed to the previous item instead."""
-    from ruamel.yaml.error import CommentMark
-    from ruamel.yaml.tokens import CommentToken
-
-    ca = getattr(seq, "ca", None)
-    entry = ca.items.get(index) if ca is not None else None
-    tail = ""
-    if entry and entry[0] is not None:
-        value = entry[0].value
-        tail = value[value.find("\n") + 1:] if "\n" in value else ""
-    del seq[index]
-    if tail and index > 0:
-        prev = ca.items.get(index - 1)
-        if prev and prev[0] is not None:
-            prev[0].value += tail
-        else:
-            ca.items[index - 1] = [CommentToken("\n" + tail, CommentMark(0), None), None, None, None]
-
-
 def dump_plain(data: Any) -> str:
     """Block-style YAML for new files we generate (proposals, skeletons), keys in given order."""
     y = YAML(typ="rt")

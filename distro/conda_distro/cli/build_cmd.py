@@ -111,9 +111,17 @@ def print_build_text(run: BuildRun) -> None:
             for v in p.variants:
                 out(f"    {v.action:14} {v.spec.artifact}")
             out(f"    test against: {', '.join(str(t) for t in p.targets) or '(no supported release admitted)'}")
+            for t, why in p.unavailable:
+                out(f"    not tested:   {t} ({why})")
         return
     for line in build_table(run.report):
         out(line)
+    untested = [(p.name, t, why) for p in run.plan.packages for t, why in p.unavailable]
+    if untested:
+        out("")
+        out("not tested (upstream has no build to test with; not required by promote):")
+        for name, t, why in untested:
+            out(f"  {name}: pytorch {t.pytorch} {t.variant}: {why}")
 
 
 @app.command()

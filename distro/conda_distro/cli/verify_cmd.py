@@ -20,8 +20,13 @@ def result_lines(report) -> list[str]:
 
     lines = []
     for r in report.results:
+        if r.skipped:
+            lines.append(f"pytorch {r.pytorch} ({variant_label(r.variant, r.gpu)}): skipped — {r.skipped}")
+            continue
         lines.append(f"pytorch {r.pytorch} ({variant_label(r.variant, r.gpu)}): {'ok' if r.ok else 'FAILED'} — {len(r.installed)} packages "
                      f"installed, {sum(c['ok'] for c in r.checks)}/{len(r.checks)} checks passed")
+        for name, why in sorted(r.left_out.items()):
+            lines.append(f"    {name}: not installed — {why}")
         failing = [c for c in r.checks if not c["ok"]]
         if r.error and not failing:
             lines.append(f"    {r.error}")

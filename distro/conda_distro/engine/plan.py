@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conda_distro.distribution import Distribution
 from conda_distro.engine.backends import Builder, VariantSpec
-from conda_distro.engine.releases import Target
+from conda_distro.engine.releases import Availability, Target
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases
@@ -45,6 +45,8 @@ class PackagePlan:
     recipes: tuple[tuple[str, str], ...] = ()
     # the package names its distribution dependencies' recipes produce (what a test records as `against`)
     closure_outputs: tuple[str, ...] = ()
+    # targets its pins admit that upstream cannot serve (no pytorch or lockstep build): not tested, and why
+    unavailable: tuple[tuple[Target, str], ...] = ()
 
     def to_dict(self) -> dict:
         return {
@@ -53,6 +55,8 @@ class PackagePlan:
             "deps": list(self.deps),
             "variants": [{"artifact": v.spec.artifact, "action": v.action, "variant": v.spec.variant} for v in self.variants],
             "tests": [{"pytorch": t.pytorch, "variant": t.variant} for t in self.targets],
+            **({"not_tested": [{"pytorch": t.pytorch, "variant": t.variant, "why": why} for t, why in self.unavailable]}
+               if self.unavailable else {}),
         }
 
 
@@ -84,6 +88,7 @@ class PlanOptions:
     engine: str = "rattler-build"
     main: Path | None = None  # the local main channel: a file name in main is never built again
     variants: tuple[str, ...] = ()  # test only these variants (`build --variant`); empty: every variant
+    available: Availability | None = None  # what upstream can serve (None: unknown, every target is tried)
 
 
 def select_variants(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
@@ -145,6 +150,12 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
         if name not in options.names:  # a dependent: what main serves of it is re-tested too
             vplans += _main_newest(main_files, recipe.output_names, {v.spec.artifact for v in vplans})
         targets = tuple(Target(r, v) for r in releases if r in admitted[name] for v in variants)
+        unavailable: tuple[tuple[Target, str], ...] = ()
+        if options.available is not None:
+            needs = lockstep_needs(dist, graph, name)
+            why = {t: options.available.why_not(t, needs) for t in targets}
+            unavailable = tuple((t, w) for t, w in why.items() if w)
+            targets = tuple(t for t in targets if not why[t])
         packages.append(PackagePlan(
             name=name, recipe=recipe.path, version=recipe.version,
             deps=tuple(sorted(graph.dependencies(name))), closure=tuple(sorted(graph.ancestors(name))),
@@ -152,6 +163,7 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
             declared=builder.declared_names(recipe.path, vc),
             recipes=(recipe_hashes[name], *sorted(recipe_hashes[d] for d in graph.ancestors(name))),
             closure_outputs=tuple(sorted({o for d in graph.ancestors(name) for o in dist.recipes[d].output_names})),
+            unavailable=unavailable,
         ))
     chosen = [p.name for p in packages]
     return BuildPlan(
@@ -160,6 +172,23 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
         targets=tuple(Target(r, v) for r in releases for v in variants),
         engine=builder.name,
     )
+
+
+def lockstep_needs(dist: Distribution, graph: RecipeGraph, name: str) -> frozenset[str]:
+    """The lockstep packages (distro.yaml ``pytorch.lockstep``) a package's tests install: named in its run
+    or test requirements, or in the run requirements of its distribution dependencies."""
+    lockstep = set(dist.config.pytorch.lockstep)
+    if not lockstep:
+        return frozenset()
+    found: set[str] = set()
+    for n in (name, *graph.ancestors(name)):
+        recipe = dist.recipes[n]
+        found |= recipe.dep_names("run") & lockstep
+        if n == name:
+            for t in recipe.tests:
+                for dep in ((t.get("requirements") or {}).get("run") or []) if isinstance(t, dict) else []:
+                    found |= {str(dep).split()[0]} & lockstep
+    return frozenset(found)
 
 
 def _newest_by_name(main: Path | None) -> dict[str, list]:

@@ -6,7 +6,8 @@ import asyncio
 import json
 import shutil
 import urllib.request
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.channels.local import link_or_copy
@@ -52,17 +53,106 @@ def is_cuda_record(depends: list[str]) -> bool:
     return any(d.split()[0] == "__cuda" for d in depends)
 
 
-async def _query_pytorch(distro: Distro):
+async def _query(distro: Distro, names: list[str]):
     from rattler import Gateway
 
     gw = Gateway()
-    name = distro.config.pytorch.name
     try:
-        groups = await gw.query(distro.upstream_urls, distro.subdirs, [name], recursive=False)
+        groups = await gw.query(distro.upstream_urls, distro.subdirs, names, recursive=False)
     except Exception as exc:  # rattler raises several fetch errors
         raise ChannelError(f"cannot read the upstream channels: {exc}", field="channels.upstream",
                            hint="check channels.upstream in distro.yaml (local paths must exist)") from None
-    return [r for group in groups for r in group if r.name.normalized == name]
+    return [r for group in groups for r in group if r.name.normalized in names]
+
+
+async def _query_pytorch(distro: Distro):
+    return await _query(distro, [distro.config.pytorch.name])
+
+
+def _target_record(records: list, target: Target):
+    """The upstream pytorch build a test of ``target`` installs (the newest matching one), or None."""
+    want_cuda = target.variant == "cuda"
+    matching = [r for r in records if str(r.version) == target.pytorch and is_cuda_record(list(r.depends)) == want_cuda]
+    return max(matching, key=lambda r: (r.build_number, r.build)) if matching else None
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Which test targets upstream can serve: a pytorch build of that release and variant, and a build of
+    each lockstep package (distro.yaml ``pytorch.lockstep``, e.g. torchvision) that goes with it. Nobody can
+    install a package with a build that does not exist, so such a target is not tested (and not required
+    by promote) for the packages that need it; it is reported, never counted as passed."""
+
+    missing: Mapping[Target, str] = field(default_factory=dict)  # no pytorch build of the target
+    lockstep_missing: Mapping[str, Mapping[Target, str]] = field(default_factory=dict)  # name -> target -> why
+
+    def why_not(self, target: Target, needs: Iterable[str] = ()) -> str | None:
+        """Why ``target`` cannot be tested for a package needing the lockstep names ``needs``; None if it can."""
+        if target in self.missing:
+            return self.missing[target]
+        for name in sorted(set(needs)):
+            why = self.lockstep_missing.get(name, {}).get(target)
+            if why:
+                return why
+        return None
+
+
+def lockstep_of_files(files: Iterable, lockstep: Iterable[str]) -> Callable[[object], frozenset[str]]:
+    """For channel files (anything with ``name`` and ``depends``): file -> the lockstep packages it depends
+    on, itself or through the other files' names it depends on (transitively, over every file of a name)."""
+    lockstep = frozenset(lockstep)
+    files = list(files)
+    if not lockstep:
+        return lambda f: frozenset()
+    names = {f.name for f in files}
+    deps: dict[str, set[str]] = {}
+    for f in files:
+        deps.setdefault(f.name, set()).update(d.split()[0] for d in f.depends if d.split())
+    memo: dict[str, frozenset[str]] = {}
+
+    def of_name(name: str) -> frozenset[str]:
+        if name not in memo:
+            memo[name] = frozenset()  # (a cycle ends here)
+            out = deps.get(name, set()) & lockstep
+            for d in deps.get(name, set()) & names - {name}:
+                out |= of_name(d)
+            memo[name] = frozenset(out)
+        return memo[name]
+
+    def lockstep_of(f) -> frozenset[str]:
+        own = {d.split()[0] for d in f.depends if d.split()}
+        return frozenset((own & lockstep).union(*(of_name(n) for n in own & names - {f.name})))
+    return lockstep_of
+
+
+def upstream_availability(distro: Distro) -> Availability:
+    """Read the upstream channels once: which targets have a pytorch build, and which have a build of each
+    lockstep package whose pytorch requirement that build satisfies (and of the same variant)."""
+    from rattler import MatchSpec
+
+    cfg = distro.config.pytorch
+    records = asyncio.run(_query(distro, [cfg.name, *cfg.lockstep]))
+    torch = [r for r in records if r.name.normalized == cfg.name]
+    missing: dict[Target, str] = {}
+    lockstep_missing: dict[str, dict[Target, str]] = {name: {} for name in cfg.lockstep}
+    for target in all_targets(distro):
+        rec = _target_record(torch, target)
+        if rec is None:
+            missing[target] = f"no {target.variant} build of {cfg.name} {target.pytorch} in the upstream channels"
+            continue
+        for name in cfg.lockstep:
+            ok = False
+            for r in (x for x in records if x.name.normalized == name):
+                if is_cuda_record(list(r.depends)) and target.variant != "cuda":
+                    continue
+                pins = [MatchSpec(d) for d in r.depends if d.split()[0] == cfg.name]
+                if pins and all(p.matches(rec) for p in pins):
+                    ok = True
+                    break
+            if not ok:
+                lockstep_missing[name][target] = (f"no {target.variant} build of {name} for {cfg.name} {target.pytorch} "
+                                                  "in the upstream channels")
+    return Availability(missing, lockstep_missing)
 
 
 def _fetch(url: str, dest: Path) -> None:
@@ -78,13 +168,11 @@ def build_release_views(distro: Distro, folder: Path) -> dict[Target, ReleaseVie
     records = asyncio.run(_query_pytorch(distro))
     views: dict[Target, ReleaseView] = {}
     for target in all_targets(distro):
-        want_cuda = target.variant == "cuda"
-        matching = [r for r in records if str(r.version) == target.pytorch and is_cuda_record(list(r.depends)) == want_cuda]
-        if not matching:
+        rec = _target_record(records, target)
+        if rec is None:
             views[target] = ReleaseView(target, None, None, None,
                                         reason=f"no {target.variant} build of {distro.config.pytorch.name} {target.pytorch} in the upstream channels")
             continue
-        rec = max(matching, key=lambda r: (r.build_number, r.build))
         view_dir = folder / f"{target.pytorch}-{target.variant}"
         stamp = view_dir / ".source.json"
         sha = rec.sha256.hex() if rec.sha256 else None

@@ -10,10 +10,10 @@ from conda_distro.distribution import Distribution
 from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import BuildReport, ExecContext, Executor, Reporter
 from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
-from conda_distro.engine.releases import build_release_views
+from conda_distro.engine.releases import Availability, build_release_views, upstream_availability
 from conda_distro.engine.sandbox import require_bwrap, runtime_paths
 from conda_distro.engine.unit import Isolation
-from conda_distro.errors import UsageError
+from conda_distro.errors import ChannelError, UsageError
 from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.gitutil import changed_recipes
 from conda_distro.graph import RecipeGraph
@@ -139,8 +139,17 @@ def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Pa
     main = main_channel(dist)
     plan = make_plan(dist, graph, builder, ResultsStore(paths.store), paths.staging,
                      PlanOptions(names=tuple(names), all=options.all, pytorch=options.pytorch, engine=options.engine,
-                                 main=main, variants=options.variants))
+                                 main=main, variants=options.variants, available=availability(dist)))
     return plan, paths
+
+
+def availability(dist: Distribution) -> Availability | None:
+    """What upstream can serve (:class:`Availability`); None when the upstream channels cannot be read now
+    (every target is then tried, and one without a pytorch build is recorded as blocked, as before)."""
+    try:
+        return upstream_availability(dist.distro)
+    except ChannelError:
+        return None
 
 
 def probe_for(plan: BuildPlan) -> GpuProbe | None:

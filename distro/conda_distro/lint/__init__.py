@@ -14,7 +14,8 @@ from conda_distro.lint.hint_checks import lint_hints  # (registers the hint-* ch
 from conda_distro.lint.base import CHECKS, Check, Finding, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.recipe import Recipe, parse_recipe
-from conda_distro.yamlio import atomic_write_text, dump_roundtrip
+from conda_distro.recipe_edit import TreeEditor
+from conda_distro.yamlio import atomic_write_text
 
 __all__ = ["CHECKS", "Check", "Finding", "LintOptions", "LintResult", "Severity", "lint_distribution"]
 
@@ -94,11 +95,11 @@ def _fixed_text(recipe: Recipe, findings: list[Finding], ctx: LintContext) -> st
     ids = {f.check for f in findings if f.fixable}
     if not ids:
         return None
-    doc, y = recipe.roundtrip()
+    edit = TreeEditor(recipe.text, path=recipe.path)
     changed = False
     for cid in sorted(ids):
-        changed |= CHECKS[cid]().fix(recipe, doc, ctx)
-    text = dump_roundtrip(doc, y) if changed else None
+        changed |= CHECKS[cid]().fix(recipe, edit, ctx)
+    text = edit.text() if changed else None
     return text if text is not None and text != recipe.text else None
 
 

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Iterable
 
 from conda_distro.recipe import Recipe
+from conda_distro.recipe_edit import TreeEditor
 
 
 class Severity(str, enum.Enum):
@@ -67,8 +68,9 @@ class Check:
     def run(self, recipe: Recipe, ctx: "LintContext") -> Iterable[Problem]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def fix(self, recipe: Recipe, doc: Any, ctx: "LintContext") -> bool:
-        """Edit the ruamel round-trip ``doc`` in place; return True when something changed."""
+    def fix(self, recipe: Recipe, edit: TreeEditor, ctx: "LintContext") -> bool:
+        """Edit the recipe through ``edit`` (the one recipe editor, :mod:`conda_distro.recipe_edit`);
+        return True when something changed."""
         return False
 
     def findings(self, recipe: Recipe, ctx: "LintContext") -> Iterable[Finding]:

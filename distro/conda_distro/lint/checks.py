@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Iterable
 
 from conda_distro.lint.base import CHECKS, Check, Problem, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.recipe import SECTIONS, Dep, Recipe
 from conda_distro.specs import admits, admitted_minors, granularity_name, has_upper_bound, upper_granularity
-from conda_distro.yamlio import delete_seq_item
+from conda_distro.recipe_edit import TreeEditor
 
 HANDLE_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
 SPDX_RE = re.compile(r"^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*$|^\(.*\)$")
@@ -74,14 +74,14 @@ class MaintainersDuplicate(Check):
                 yield Problem(f"maintainer '{m}' is listed more than once", recipe.line_of("extra.recipe-maintainers"))
             seen.add(m.lower())
 
-    def fix(self, recipe: Recipe, doc: Any, ctx: LintContext) -> bool:
-        lst = (doc.get("extra") or {}).get("recipe-maintainers")
+    def fix(self, recipe: Recipe, edit: TreeEditor, ctx: LintContext) -> bool:
+        lst = edit.get("extra.recipe-maintainers")
         if not isinstance(lst, list):
             return False
         changed = False
         for i in reversed(range(len(lst))):
             if str(lst[i]).lower() in {str(x).lower() for x in lst[:i]}:
-                delete_seq_item(lst, i)
+                edit.delete(f"extra.recipe-maintainers[{i}]")
                 changed = True
         return changed
 
@@ -237,17 +237,16 @@ class DuplicateDeps(Check):
                 elif not (first.is_bare or d.is_bare) or first.raw == d.raw:
                     yield Problem(f"requirements.{section}: '{d.name}' is listed twice (lines {first.line} and {d.line})", d.line)
 
-    def fix(self, recipe: Recipe, doc: Any, ctx: LintContext) -> bool:
+    def fix(self, recipe: Recipe, edit: TreeEditor, ctx: LintContext) -> bool:
         changed = False
-        reqs = doc.get("requirements") or {}
         for section in SECTIONS:
-            lst = reqs.get(section)
+            lst = edit.get(f"requirements.{section}")
             if not isinstance(lst, list):
                 continue
             for i in range(len(lst) - 1, -1, -1):
                 item = lst[i]
                 if isinstance(item, str) and item.strip() in {x.strip() for x in lst[:i] if isinstance(x, str)}:
-                    delete_seq_item(lst, i)
+                    edit.delete(f"requirements.{section}[{i}]")
                     changed = True
         return changed
 
@@ -266,9 +265,10 @@ class BuildNumberMissing(Check):
         if recipe.build_number is None:
             yield Problem("build.number is not set", recipe.line_of("build"))
 
-    def fix(self, recipe: Recipe, doc: Any, ctx: LintContext) -> bool:
+    def fix(self, recipe: Recipe, edit: TreeEditor, ctx: LintContext) -> bool:
         from ruamel.yaml.comments import CommentedMap
 
+        doc = edit.doc
         if "outputs" in doc:
             return False
         build = doc.get("build")
@@ -280,8 +280,8 @@ class BuildNumberMissing(Check):
             build = CommentedMap()
             keys = list(doc.keys())
             pos = keys.index("source") + 1 if "source" in keys else (keys.index("package") + 1 if "package" in keys else len(keys))
-            doc.insert(pos, "build", build)
-        build.insert(0, "number", 0)
+            edit.insert("", "build", build, pos)
+        edit.insert("build", "number", 0)
         return True
 
 
@@ -306,11 +306,11 @@ class VersionPrefix(Check):
         if recipe.version[:1] in ("v", "V"):
             yield Problem(f"version '{recipe.version}' starts with 'v'", recipe.line_of("package.version"))
 
-    def fix(self, recipe: Recipe, doc: Any, ctx: LintContext) -> bool:
-        for holder, key in ((doc.get("context") or {}, "version"), (doc.get("package") or {}, "version")):
-            value = holder.get(key)
+    def fix(self, recipe: Recipe, edit: TreeEditor, ctx: LintContext) -> bool:
+        for path in ("context.version", "package.version"):
+            value = edit.get(path)
             if isinstance(value, str) and value[:1] in ("v", "V") and "${{" not in value:
-                holder[key] = type(value)(value[1:]) if type(value) is not str else value[1:]
+                edit.set(path, value[1:])
                 return True
         return False
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from conda_distro.config import DISTRO_FILE
 from conda_distro.distribution import Distribution
@@ -33,6 +33,7 @@ from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, TestEvidenc
 from conda_distro.pins import admitted_releases
 from conda_distro.reports.records import RetirementRecords
 from conda_distro.results import ArtifactResults, ResultsStore, TestRecord
+from conda_distro.sweep.model import SweepDocument
 from conda_distro.yamlio import load_fast
 
 OPEN_SWEEP_STATUSES = ("failed", "needs-new-version", "awaiting-parents", "not-solvable")
@@ -318,19 +319,6 @@ def recipe_histories(root: Path, recipes_dir: Path, cutoff: dt.datetime,
 # sweeps (optional)
 
 
-class _SweepPackage(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    name: str
-    status: str
-    reason: str | None = None
-
-
-class _SweepDoc(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    release: str
-    packages: list[_SweepPackage]
-
-
 def sweep_statuses(build_dir: Path, root: Path) -> dict[str, SweepStatus]:
     """Open statuses of the saved sweep results (``build/sweep/*.json``, the `sweep --format json`
     document); the newest release wins. Files of another shape are ignored: they are optional."""
@@ -338,10 +326,10 @@ def sweep_statuses(build_dir: Path, root: Path) -> dict[str, SweepStatus]:
     from rattler.exceptions import InvalidVersionError
 
     folder = build_dir / "sweep"
-    docs: list[tuple[Version, Path, _SweepDoc]] = []
+    docs: list[tuple[Version, Path, SweepDocument]] = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
         try:
-            doc = _SweepDoc.model_validate(json.loads(path.read_text(encoding="utf-8")))
+            doc = SweepDocument.model_validate(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, ValidationError):
             continue
         try:

@@ -71,6 +71,8 @@ class ConvertOptions:
     build_prefix: str = ""  # e.g. "cpu_" or "cuda130_": prefixed to whl2conda's build string
     build_number: int = 0
     extra_depends: tuple[str, ...] = ()
+    #: conda name -> the requirement that replaces the wheel's own on it (a lockstep package's pytorch pin)
+    pin_depends: Mapping[str, str] = field(default_factory=dict)
     run_exports: Mapping[str, Sequence[str]] | None = None  # {"weak": [...]}
     compression_level: int = DEFAULT_COMPRESSION_LEVEL
 
@@ -247,7 +249,7 @@ def convert(options: ConvertOptions) -> Converted:
             _restore_metadata(conda_dir, opts.wheel_file)
             index = json.loads((info / "index.json").read_text())
             build = f"{opts.build_prefix}{index['build']}"
-            deps = [*index["depends"], *opts.extra_depends]
+            deps = [opts.pin_depends.get(d.split()[0], d) for d in index["depends"]] + list(opts.extra_depends)
             if index.get("noarch") == "python" and not any(d.split()[0] == "python" for d in deps):
                 deps.insert(0, "python")  # a purelib wheel with a platform tag (the nvidia wheels)
             index.update(name=name, version=version, build=build, build_number=opts.build_number, depends=deps)

@@ -31,6 +31,7 @@ CONDA_NAMES: dict[str, str] = {
     "opencv-python-headless": "opencv",
     "tables": "pytables",
     "msgpack": "msgpack-python",
+    "opt-einsum": "opt_einsum",
     "prompt-toolkit": "prompt-toolkit",
     "importlib-metadata": "importlib-metadata",
     "setuptools-scm": "setuptools-scm",

@@ -129,6 +129,21 @@ def cuda_tag(wheel_file: Path) -> str | None:
     return m.group(1).replace(".", "") if m else None
 
 
+def wheel_is_cuda(wheel_file: Path, name: str) -> bool:
+    """Whether a wheel is a CUDA build: torch's ``version.py`` names a CUDA version; other packages
+    (torchvision) carry a ``+cuNNN`` local version label or bundle the CUDA runtime (``libcudart``)."""
+    if name == "torch":
+        return cuda_tag(wheel_file) is not None
+    try:
+        with zipfile.ZipFile(wheel_file) as zf:
+            names = zf.namelist()
+            version_py = next((n for n in names if n.endswith("/version.py") and n.count("/") == 1), None)
+            text = zf.read(version_py).decode(errors="replace") if version_py else ""
+    except (zipfile.BadZipFile, OSError):
+        return False
+    return bool(re.search(r"__version__\s*=\s*['\"][^'\"]*\+cu\d+", text)) or any("libcudart" in n for n in names)
+
+
 #: Packages released in lockstep with torch, and the version that goes with torch X.Y (PyTorch's
 #: compatibility table: torchvision 0.(Y+15) goes with torch 2.Y). Asking pip for the matching
 #: version fails at once when there is none; a bare ``torchvision`` makes pip backtrack through every
@@ -148,6 +163,13 @@ def lockstep_requirement(name: str, release: str) -> str:
 def _minor_bound(release: str) -> str:
     major, minor = (int(x) for x in release.split(".")[:2])
     return f"pytorch >={release},<{major}.{minor + 1}.0a0"
+
+
+def _lockstep_pin(release: str, variant: str) -> str:
+    """What a lockstep package (torchvision) of one pytorch build depends on, as conda-forge's do: that
+    minor of pytorch, and the same variant (a CUDA torchvision cannot load with a CPU torch)."""
+    major, minor = (int(x) for x in release.split(".")[:2])
+    return f"pytorch >={major}.{minor}.0,<{major}.{minor + 1}.0a0 {variant}*"
 
 
 @dataclass(frozen=True)
@@ -260,6 +282,13 @@ def bridge(options: BridgeOptions) -> BridgeResult:
                 kw.update(build_prefix="cpu_")
             if w.name == "torch":
                 kw["run_exports"] = {"weak": [_minor_bound(build.release)]}
+            else:
+                if build.variant == "cpu" and wheel_is_cuda(dl.files[w.filename], w.name):
+                    unavailable.append((build.release, build.variant,
+                                        f"{w.name} {w.version} on PyPI is a CUDA build only: no CPU build to pair with "
+                                        f"a CPU torch (its CUDA extension cannot load there)"))
+                    continue
+                kw["pin_depends"] = {"pytorch": _lockstep_pin(build.release, build.variant)}
         work.append((job, ConvertOptions(wheel=w, wheel_file=dl.files[w.filename], out_dir=channel, python=options.python,
                                          closure=job.closure.by_name(), compression_level=options.compression_level, **kw)))
     work.sort(key=lambda jw: -jw[1].wheel_file.stat().st_size)  # the big ones first: the pool ends together

@@ -1,0 +1,158 @@
+"""The sweep's git work (through :mod:`conda_distro.gitutil`): the refusals before ``--commit``
+writes anything, the branch ``sweep/pytorch-VER`` with one commit per bumped package, one branch per
+bumped package, and the questions a rerun asks (is the release committed, is the branch where the
+report says)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conda_distro.channels.hooks import crash_point
+from conda_distro.config import DISTRO_FILE, Distro
+from conda_distro.errors import DistroError, GitError
+from conda_distro.gitutil import (branch_names, branch_sha, changed_paths, checkout, commit_chain, create_branch,
+                                  current_ref, find_repo, has_staged, head_sha, publish_branch, show_file, top_dir)
+from conda_distro.specs import minor_of
+from conda_distro.sweep.model import SweepOptions, SweepPlan, SweepResult
+from conda_distro.sweepstate import SweepJournal
+from conda_distro.yamlio import load_fast
+
+
+def sweep_branch(release: str) -> str:
+    return f"sweep/pytorch-{release}"
+
+
+def package_branch(release: str, package: str) -> str:
+    return f"sweep/pytorch-{release}-{package}"
+
+
+def open_for_commit(root: Path, release: str, dirty_ok: bool = False):
+    """The git repository for ``--commit``, refusing (nothing written yet) when recipes/ or distro.yaml
+    have uncommitted changes (unless ``dirty_ok``: they are the edits being committed), something is
+    staged, or a sweep branch of the release exists."""
+    repo = find_repo(root)
+    if repo is None:
+        raise GitError(f"{root} is not a git repository", field="--commit", hint="run the sweep in a git checkout")
+    if head_sha(repo) is None:
+        raise GitError("the repository has no commit yet", field="--commit", hint="commit the distribution first")
+    rel = root.resolve().relative_to(top_dir(repo))
+    if changed_paths(repo, [(rel / "recipes").as_posix(), (rel / DISTRO_FILE).as_posix()]) and not dirty_ok:
+        raise GitError("recipes/ or distro.yaml have uncommitted changes", field="--commit",
+                       hint="commit or stash them first: the sweep makes one commit per package")
+    if has_staged(repo):
+        raise GitError("the git index holds staged changes", field="--commit",
+                       hint="commit or unstage them first: they would end up in the sweep's commits")
+    branch = sweep_branch(release)
+    taken = [h for h in branch_names(repo) if h == branch or h.startswith(branch + "-")]
+    if taken:
+        raise GitError(f"branch {taken[0]} already exists", field="--commit",
+                       hint=f"delete it (git branch -D {' '.join(taken)}) and rerun")
+    return repo
+
+
+def committed_releases(distro: Distro) -> list[str] | None:
+    """The releases distro.yaml lists in the checked-out commit; None when that cannot be read (no
+    repository, no commit, no such file, not a distro.yaml)."""
+    repo = find_repo(distro.root)
+    if repo is None or head_sha(repo) is None:
+        return None
+    text = show_file(repo, "HEAD", distro.path.resolve().relative_to(top_dir(repo)).as_posix())
+    if text is None:
+        return None
+    try:
+        return [str(r) for r in load_fast(text)["pytorch"]["releases"]]
+    except (ValueError, KeyError, TypeError, DistroError):
+        return None
+
+
+def branch_is_at(root: Path, branch: str | None, tip: str | None) -> bool:
+    """Does ``branch`` exist and point at ``tip``?"""
+    repo = find_repo(root)
+    return bool(repo is not None and branch and tip and branch_sha(repo, branch) == tip)
+
+
+def refuse_half_made(distro: Distro, release: str) -> None:
+    """``--commit`` on a release distro.yaml already lists, with no journal: exit 2 (with what to do)
+    rather than "nothing to do" when the release is not committed, or the sweep branch is checked
+    out with uncommitted recipe edits (what an interrupted older sweep left)."""
+    repo = find_repo(distro.root)
+    if repo is None or head_sha(repo) is None:
+        return
+    top = top_dir(repo)
+    rel = distro.path.resolve().relative_to(top).as_posix()
+    recipes = distro.recipes_dir.resolve().relative_to(top).as_posix()
+    releases = committed_releases(distro) or []
+    dirty = [ln[3:] for ln in changed_paths(repo, [recipes, rel])]
+    if release not in releases:
+        raise GitError(f"distro.yaml lists pytorch {release}, but the checked-out commit does not: the edits of an "
+                       f"interrupted sweep are not committed ({len(dirty)} file(s) changed)", field="--commit",
+                       hint=f"discard them (git checkout -- {rel} {recipes}) and rerun the sweep, "
+                            "or commit them yourself")
+    branch = sweep_branch(release)
+    if dirty and not repo.head.is_detached and repo.active_branch.name == branch:
+        raise GitError(f"branch {branch} is checked out with {len(dirty)} uncommitted change(s) under "
+                       f"{recipes}/ or {rel}: an interrupted sweep", field="--commit",
+                       hint=f"discard them (git checkout -- {recipes} {rel}), switch back (git checkout -), "
+                            f"delete the branch (git branch -D {branch}) and rerun the sweep")
+
+
+def commit_sweep(repo, distro: Distro, recipe_paths: dict[str, Path], plan: SweepPlan, options: SweepOptions,
+                 result: SweepResult, journal: SweepJournal) -> None:
+    """The branch sweep/pytorch-VER: one commit for distro.yaml, then one per bumped package. The commit
+    objects are made first (nothing else changes), the journal records them, then the branch is
+    created at the last one in a single ref update and checked out: it is never half-made.
+    ``recipe_paths``: each bumped package's recipe file."""
+    branch = sweep_branch(plan.release)
+    top = top_dir(repo)
+    rel = lambda p: p.resolve().relative_to(top).as_posix()  # noqa: E731
+    planned: list[tuple[list[str], str, str | None]] = [
+        ([rel(distro.path)], f"Add pytorch {plan.release} to the supported releases", None)]
+    for dec in plan.decisions:
+        if dec.status == "bumped":
+            planned.append(([rel(recipe_paths[dec.name])],
+                            f"{dec.name}: admit pytorch {'.'.join(map(str, minor_of(plan.release)))} "
+                            f"({dec.old_pin} -> {dec.new_pin}, build {dec.new_build})", dec.name))
+    base = head_sha(repo)
+    assert base is not None  # open_for_commit refused a repository without commits
+    shas = commit_chain(repo, base, [(paths, message) for paths, message, _ in planned], options.author)
+    result.commits = [{"package": package, "sha": sha, "message": message.splitlines()[0]}
+                      for (_, message, package), sha in zip(planned, shas)]
+    # one branch per bumped package (one pull request each, as autotick opens them): the release commit
+    # and that package's commit
+    for (paths, message, package) in planned[1:]:
+        [sha] = commit_chain(repo, shas[0], [(paths, message)], options.author)
+        assert package is not None
+        result.pr_bodies.setdefault(package, {}).update(branch=package_branch(plan.release, package), sha=sha)
+    result.branch = branch
+    result.start = current_ref(repo)
+    journal.phase, journal.branch, journal.base, journal.tip = "committing", branch, base, shas[-1]
+    journal.start = result.start
+    journal.result = result.to_dict()
+    journal.save(distro.build_dir)
+    crash_point("sweep-after-commit-objects")
+    publish(repo, result, shas[-1])
+
+
+def publish(repo, result: SweepResult, tip: str) -> None:
+    """Create the sweep branch (checked out) and the per-package branches, then check out the branch
+    the sweep started from again: the sweep's edits are on the branches, the work tree is as it was."""
+    assert result.branch is not None
+    publish_branch(repo, result.branch, tip)
+    for pr in result.pr_bodies.values():
+        if pr.get("branch") and pr.get("sha"):
+            current = branch_sha(repo, pr["branch"])
+            if current is None:
+                create_branch(repo, pr["branch"], pr["sha"])
+            elif current != pr["sha"]:
+                raise GitError(f"branch {pr['branch']} exists at {current[:12]}, not at the sweep's commit",
+                               field="--commit", hint=f"delete it (git branch -D {pr['branch']}) and rerun the sweep")
+    if result.start and result.start != result.branch:
+        checkout(repo, result.start)
+
+
+def find_sweep_repo(root: Path):
+    """The repository of a sweep that was interrupted while committing (it has one)."""
+    repo = find_repo(root)
+    if repo is None:
+        raise GitError(f"{root} is not a git repository", hint="run the sweep in the checkout it was started in")
+    return repo

@@ -1,0 +1,357 @@
+"""The sweep, run: plan -> edits (all computed before anything is written, journaled) -> solve and
+build/test of the affected set against the new release -> statuses -> the document in
+``build/sweep/pytorch-VER.json`` -> optional git branches (``--commit``).
+
+Everything but ``--dry-run`` runs under the repository's lock and is journaled: a rerun after a kill
+rolls the interrupted sweep's edits back and sweeps again, or finishes its commits.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conda_distro.channels.hooks import crash_point
+from conda_distro.channels.locking import REPOSITORY_LOCK, channel_lock
+from conda_distro.config import Distro, DistroConfig
+from conda_distro.distribution import Distribution, load_distribution, open_distro
+from conda_distro.errors import DistroError, GitError, UsageError
+from conda_distro.gitutil import clear_stale_index_lock
+from conda_distro.graph import RecipeGraph
+from conda_distro.recipe import Recipe, parse_recipe
+from conda_distro.recipe_edit import EditError
+from conda_distro.render import prerender
+from conda_distro.sweep.edit import add_release_text, edited_text
+from conda_distro.sweep.git import (branch_is_at, commit_sweep, committed_releases, find_sweep_repo, open_for_commit,
+                                    publish, refuse_half_made)
+from conda_distro.sweep.model import SweepDocument, SweepOptions, SweepPlan, SweepResult
+from conda_distro.sweep.plan import RELEASE_RE, is_new_minor, mark_awaiting, plan_sweep, to_test
+from conda_distro.sweep.render import pr_body, tracking_issue
+from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
+from conda_distro.variants import recipe_settings, render_settings
+from conda_distro.yamlio import atomic_write_text, load_fast
+
+
+def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepResult:
+    """The sweep. Everything but ``--dry-run`` runs under the repository's lock (a second sweep of the
+    same checkout waits at most ``options.lock_timeout`` seconds, then exits 2), and is journaled: a
+    rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or finishes its commits."""
+    if not RELEASE_RE.match(options.release):
+        plan_sweep(load_distribution(root, strict=False), options.release)  # raises the usage error
+    if options.dry_run:
+        return _dry_run(root, options)
+    distro = open_distro(root)
+    with channel_lock(distro.build_dir / REPOSITORY_LOCK, options.lock_timeout, f"the repository {distro.root}",
+                      others="sweep"):
+        return _sweep_locked(distro, options, reporter)
+
+
+def _dry_run(root: Path | None, options: SweepOptions) -> SweepResult:
+    dist = load_distribution(root, strict=False)
+    plan = plan_sweep(dist, options.release)
+    unfinished = find_journal(dist.distro.build_dir)
+    if unfinished is not None:
+        return SweepResult(plan, message=f"dry run: an interrupted sweep of pytorch {unfinished.release} "
+                                         "is unfinished; a sweep would finish it first")
+    if plan.noop:
+        return SweepResult(plan, message=_noop_message(options.release))
+    _check_published(dist, options.release)  # exit 2, as the real run would
+    plan.dry_run = True
+    result = SweepResult(plan, message="dry run: nothing edited, built or committed")
+    result.pr_bodies = {d.name: pr_body(d, plan.release, dry_run=True) for d in plan.decisions if d.status == "bumped"}
+    result.tracking_issue = tracking_issue(plan, result)
+    return result
+
+
+def _noop_message(release: str) -> str:
+    return f"pytorch {release} is already a supported release: nothing to do"
+
+
+def _sweep_locked(distro: Distro, options: SweepOptions, reporter) -> SweepResult:
+    build_dir = distro.build_dir
+    journal = find_journal(build_dir)
+    note = None
+    if journal is not None:
+        clear_stale_index_lock(distro.root)  # the interrupted sweep may have been killed inside a git command
+        if journal.release != options.release:
+            raise UsageError(f"the sweep of pytorch {journal.release} was interrupted and is unfinished",
+                             field="--pytorch", path=journal_path(build_dir, journal.release),
+                             hint=f"finish it first: conda-distro sweep --pytorch {journal.release}"
+                                  f"{' --commit' if journal.commit else ''}")
+        if journal.phase == "committing":
+            return _finish_commits(distro, journal)
+        restored = roll_back(journal, distro.root)
+        journal.delete(build_dir)
+        note = (f"an interrupted sweep of pytorch {journal.release} was rolled back "
+                f"({len(restored)} file(s) restored) and run again")
+    result = _sweep(load_distribution(distro.root, strict=False), options, reporter)  # as rolled back
+    if note:
+        result.message = f"{note}; {result.message}" if result.message else note
+    return result
+
+
+def _sweep(dist: Distribution, options: SweepOptions, reporter) -> SweepResult:
+    plan = plan_sweep(dist, options.release)
+    if plan.noop:
+        if options.commit:
+            left = _left_edits(dist.distro, options.release)
+            if left is not None:
+                return _commit_left_edits(dist, options, left)
+            refuse_half_made(dist.distro, options.release)
+        return SweepResult(plan, message=_noop_message(options.release))
+    if options.commit:
+        done = _already_swept(dist.distro, options.release)
+        if done is not None:
+            return done
+    _check_published(dist, options.release)
+    if options.build:
+        from conda_distro.engine.sandbox import check_sandbox
+
+        check_sandbox(options.sandbox)  # fail closed before anything is edited
+    repo = open_for_commit(dist.root, options.release) if options.commit else None
+    pytorch = dist.config.pytorch.name
+    new_minor = is_new_minor(dist, options.release)
+    originals: dict[str, str] = {}
+    new_texts: dict[str, str] = {}
+    for dec in plan.decisions:  # all edits computed before anything is written
+        if dec.status != "bumped":
+            continue
+        recipe = dist.recipes[dec.name]
+        try:
+            new_texts[dec.name] = edited_text(recipe, dec, pytorch, options.release)
+            originals[dec.name] = recipe.text
+        except EditError as exc:
+            dec.status = "failed"
+            dec.reason = f"the pin cannot be edited automatically: {exc} ({recipe.path.relative_to(dist.root).as_posix()})"
+    distro_path = dist.distro.path
+    distro_text = distro_path.read_text()
+    new_distro = add_release_text(dist.distro, options.release, distro_text)
+    rel = lambda p: p.relative_to(dist.root).as_posix()  # noqa: E731
+    journal = SweepJournal(options.release, commit=options.commit,
+                           originals={rel(distro_path): distro_text,
+                                      **{rel(dist.recipes[n].path): t for n, t in originals.items()}},
+                           written={rel(distro_path): new_distro,
+                                    **{rel(dist.recipes[n].path): t for n, t in new_texts.items()}})
+    build_dir = dist.distro.build_dir
+    journal.save(build_dir)  # before any file is written: a rerun after a kill can roll back from it
+    try:
+        atomic_write_text(distro_path, new_distro)
+        for name, text in new_texts.items():
+            atomic_write_text(dist.recipes[name].path, text)
+        crash_point("sweep-after-edits")
+        _execute(plan, _edited_distribution(dist, new_distro, new_texts), options, reporter, new_minor)
+    except BaseException:  # leave the tree as it was
+        atomic_write_text(distro_path, distro_text)
+        for name, text in originals.items():
+            atomic_write_text(dist.recipes[name].path, text)
+        journal.delete(build_dir)
+        raise
+    for dec in plan.decisions:  # revert what did not pass
+        if dec.name in originals and dec.status != "bumped":
+            atomic_write_text(dist.recipes[dec.name].path, originals[dec.name])
+    crash_point("sweep-after-build")
+    result = SweepResult(plan)
+    result.pr_bodies = {d.name: pr_body(d, plan.release) for d in plan.decisions if d.status == "bumped"}
+    saved = _report_path(dist.distro, plan.release)
+    result.report_file = saved.relative_to(dist.root).as_posix() if saved.is_relative_to(dist.root) else str(saved)
+    if repo is not None:
+        commit_sweep(repo, dist.distro, {n: r.path for n, r in dist.recipes.items()}, plan, options, result, journal)
+    else:  # what a later `sweep --commit` of this release commits
+        kept = {rel(distro_path)} | {rel(dist.recipes[d.name].path) for d in plan.decisions if d.status == "bumped"}
+        UncommittedEdits(plan.release, originals={k: v for k, v in journal.originals.items() if k in kept},
+                         written={k: v for k, v in journal.written.items() if k in kept}).save(build_dir)
+    result.tracking_issue = tracking_issue(plan, result)
+    # kept for `report unmaintained` (open sweep statuses are evidence); build/ is not versioned
+    atomic_write_text(saved, result.document().to_json())
+    journal.delete(build_dir)
+    return result
+
+
+def _edited_distribution(dist: Distribution, distro_text: str, new_texts: dict[str, str]) -> Distribution:
+    """The distribution as the sweep wrote it (distro.yaml listing the release, the edited recipes),
+    made from the texts it wrote rather than read back from disk; the readable part of it."""
+    distro = Distro(DistroConfig.model_validate(load_fast(distro_text, path=dist.distro.path)), dist.root)
+    settings = render_settings(distro)
+    texts = [(new_texts.get(folder, recipe.text), recipe.path) for folder, recipe in dist.recipes.items()]
+    prerender(texts, settings)
+    keep = (distro.config.pytorch.name,)
+    recipes: dict[str, Recipe] = {}
+    errors: list[DistroError] = list(dist.errors)
+    for text, path in texts:
+        try:
+            recipes[path.parent.name] = parse_recipe(text, path, recipe_settings(settings, path.parent, keep=keep))
+        except DistroError as exc:
+            errors.append(exc)
+    return Distribution(distro, recipes, errors, settings).readable()
+
+
+def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporter, new_minor: bool) -> None:
+    """Solve and build/test the edited distribution; sets not-solvable / failed / awaiting-parents."""
+    from conda_distro.engine.run import BuildOptions, run_build
+    from conda_distro.solve import SolveOptions, solve_distribution
+
+    graph = RecipeGraph.from_recipes(dist.recipes)
+    folders = {rec.name: f for f, rec in dist.recipes.items()}
+    planned = {d.name for d in plan.decisions}
+    solve = solve_distribution(dist, SolveOptions(pytorch=(options.release,)))
+    for r in solve.results:  # not solvable with the new release: pins that clash once it is admitted
+        for name in r.conflicting:
+            folder = folders.get(name, name)
+            if folder in planned and plan.get(folder).status in ("bumped", "unchanged"):
+                dec = plan.get(folder)
+                dec.status, dec.reason = "not-solvable", (r.conflict or "").splitlines()[0]
+    mark_awaiting(plan, graph)
+    if options.build:
+        names = to_test(plan, graph, new_minor)
+        if names:
+            run = run_build(dist, BuildOptions(names=tuple(names), pytorch=(options.release,), jobs=options.jobs,
+                                               sandbox=options.sandbox, lock_timeout=options.lock_timeout), reporter)
+            _apply_results(plan, run.report, set(names), options.release)
+            mark_awaiting(plan, graph)
+
+
+def _apply_results(plan: SweepPlan, report, tested: set[str], release: str) -> None:
+    if report is None:
+        return
+    by_name: dict[str, list] = {}
+    for t in report.tests:
+        if t.pytorch == release:
+            by_name.setdefault(t.name, []).append(t)
+    builds: dict[str, list] = {}
+    for b in report.builds:
+        builds.setdefault(b.name, []).append(b)
+    for dec in plan.decisions:
+        if dec.name not in tested or dec.status not in ("bumped", "unchanged"):
+            continue
+        tests = by_name.get(dec.name, [])
+        dec.tests = [{"pytorch": t.pytorch, "variant": t.variant, "status": t.status,
+                      **({"reason": t.reason} if t.reason else {})} for t in tests]
+        failed_build = next((b for b in builds.get(dec.name, []) if b.status == "failed"), None)
+        blocked_build = next((b for b in builds.get(dec.name, []) if b.status == "blocked"), None)
+        bad = [t for t in tests if t.status == "failed"]
+        blocked = [t for t in tests if t.status == "blocked"]
+        if failed_build is not None:
+            dec.status, dec.reason, dec.log = "failed", f"build failed: {failed_build.reason}", _excerpt(failed_build.log)
+        elif bad:
+            t = bad[0]
+            dec.status = "failed"
+            dec.reason = f"test failed on pytorch {t.pytorch} ({t.variant}): {t.reason}"
+            dec.log = _excerpt(t.log)
+        elif blocked_build is not None or blocked:
+            dec.status = "awaiting-parents"
+            dec.reason = (blocked_build.reason if blocked_build is not None else blocked[0].reason) or "a dependency failed"
+
+
+_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
+
+
+def _excerpt(log: str | None, lines: int = 15) -> str | None:
+    """The failing part of a log: the last Python traceback when there is one, else the tail."""
+    if not log or not Path(log).is_file():
+        return None
+    text = Path(log).read_text(errors="replace").splitlines()
+    start = max((i for i, ln in enumerate(text) if ln.startswith("Traceback (most recent call last)")), default=None)
+    if start is not None:
+        end = next((i for i in range(start + 1, len(text)) if _EXC_LINE.match(text[i])), None)
+        if end is not None:
+            block = text[start:end + 1]
+            return "\n".join(block if len(block) <= lines else [block[0], "  ...", *block[-(lines - 2):]])
+    return "\n".join(text[-lines:])
+
+
+def _check_published(dist: Distribution, release: str) -> None:
+    """When every upstream channel is a readable local folder, the release must be in one of them."""
+    from conda_distro.proposal import UpstreamIndex
+
+    index = UpstreamIndex.load(dist.distro)
+    pytorch = dist.config.pytorch.name
+    if index.complete and release not in index.versions.get(pytorch, set()):
+        have = sorted(index.versions.get(pytorch, set()), key=lambda v: [int(x) if x.isdigit() else 0 for x in v.split(".")])
+        raise UsageError(f"{pytorch} {release} is not in the upstream channels "
+                         f"({', '.join(dist.config.channels.upstream)}; they have {', '.join(have) or 'none'})",
+                         field="--pytorch", hint="sweep once the release is published upstream")
+
+
+# ---------------------------------------------------------------------------------------------
+# reruns: a finished sweep, the edits of a sweep without --commit, a sweep killed while committing
+
+
+def _report_path(distro: Distro, release: str) -> Path:
+    return distro.build_dir / "sweep" / f"pytorch-{release}.json"
+
+
+def _already_swept(distro: Distro, release: str) -> SweepResult | None:
+    """A ``--commit`` sweep of ``release`` finished before (its branch is where its report says): the
+    report again, saying so, rather than a refusal because the branch exists."""
+    try:
+        doc = SweepDocument.model_validate_json(_report_path(distro, release).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not branch_is_at(distro.root, doc.branch, doc.commits[-1].get("sha") if doc.commits else None):
+        return None
+    result = doc.result()
+    result.message = (f"pytorch {release} was swept already: branch {doc.branch} holds its {len(result.commits)} commit(s); "
+                      f"nothing to do (delete the sweep branches to sweep again)")
+    return result
+
+
+def _left_edits(distro: Distro, release: str) -> UncommittedEdits | None:
+    """The edits an earlier sweep of ``release`` without --commit left, when they are still to be
+    committed (the checked-out commit does not list the release yet); a stale record is removed."""
+    left = UncommittedEdits.load(distro.build_dir, release)
+    if left is None:
+        return None
+    if release in (committed_releases(distro) or []):  # committed some other way since
+        left.delete(distro.build_dir)
+        return None
+    return left
+
+
+def _commit_left_edits(dist: Distribution, options: SweepOptions, left: UncommittedEdits) -> SweepResult:
+    """``sweep --commit`` after a sweep without it: commit what that sweep left (its report says which
+    packages were bumped), on the same branches a ``--commit`` run makes, then return to the starting branch."""
+    changed = left.changed_since(dist.root)
+    if changed:
+        raise GitError(f"{', '.join(changed)} changed after the sweep of pytorch {left.release} edited it",
+                       field="--commit", hint="commit the edits yourself, or discard them "
+                                              "(git checkout -- distro.yaml recipes) and sweep again with --commit")
+    saved = _report_path(dist.distro, left.release)
+    try:
+        result = SweepDocument.model_validate_json(saved.read_text(encoding="utf-8")).result()
+    except (OSError, ValueError) as exc:
+        raise DistroError(f"the report of the earlier sweep cannot be read: {exc}", path=saved,
+                          hint="discard the edits (git checkout -- distro.yaml recipes) and sweep again with --commit") from None
+    result.plan.noop = False
+    repo = open_for_commit(dist.root, left.release, dirty_ok=True)
+    journal = SweepJournal(left.release, commit=True, originals=left.originals, written=left.written)
+    commit_sweep(repo, dist.distro, {n: r.path for n, r in dist.recipes.items()}, result.plan, options, result, journal)
+    result.tracking_issue = tracking_issue(result.plan, result)
+    result.message = (f"committed the edits of the earlier sweep of pytorch {left.release}: branch {result.branch}, "
+                      f"{len(result.commits)} commit(s); back on {result.start}")
+    atomic_write_text(saved, result.document().to_json())
+    journal.delete(dist.distro.build_dir)
+    left.delete(dist.distro.build_dir)
+    return result
+
+
+def _finish_commits(distro: Distro, journal: SweepJournal) -> SweepResult:
+    """A rerun after a kill while the sweep made its branch: the commits exist (as objects); create
+    the branch at them, check it out, and report what the interrupted sweep found."""
+    root = distro.root
+    repo = find_sweep_repo(root)
+    for rel, text in journal.written.items():
+        path = root / rel
+        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        if current not in (text, journal.originals.get(rel)):
+            raise GitError(f"{rel} was changed after the sweep of pytorch {journal.release} was interrupted",
+                           path=path, hint=f"the branch {journal.branch} is made from the commits already recorded: "
+                                           f"keep a copy of your change, git checkout -- {rel}, and rerun the sweep")
+    result = SweepDocument.model_validate(journal.result).result()
+    result.branch, result.start = journal.branch, journal.start
+    publish(repo, result, journal.tip)
+    result.message = (f"finished the commits of the interrupted sweep of pytorch {journal.release}: "
+                      f"branch {journal.branch}, {len(result.commits)} commit(s)"
+                      + (f"; back on {result.start}" if result.start else ""))
+    atomic_write_text(_report_path(distro, journal.release), result.document().to_json())
+    journal.delete(distro.build_dir)
+    return result
