@@ -10,12 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import run_cli
 
 import conda_distro.cli
 from conda_distro.cli.app import Format
 from conda_distro.errors import RecipeError
-
-from helpers import run_cli
 
 CLI = Path(conda_distro.cli.__file__).parent
 COMMAND_FILES = sorted(p for p in CLI.glob("*_cmd.py"))
