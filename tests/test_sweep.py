@@ -966,6 +966,61 @@ def test_sweep_commit_killed_then_rerun_finishes_the_branch(world27: Path, step:
     assert_complete_sweep_branch(world27, base, before)
 
 
+KILLED_WRITE = """
+import os, sys
+from pathlib import Path
+from conda_distro import fsutil
+os.replace = lambda src, dst: os.kill(os.getpid(), 9)  # killed after the temp file is written, before the rename
+fsutil.atomic_write_text(Path(sys.argv[1]), "half of a recipe\\n")
+"""
+
+
+def killed_write(path: Path) -> Path:
+    """Kill a process inside ``atomic_write_text(path)``; returns the temp file it left behind."""
+    done = subprocess.run([sys.executable, "-c", KILLED_WRITE, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -9, done.stderr
+    (tmp,) = path.parent.glob(f".{path.name}.*.tmp")
+    return tmp
+
+
+def test_clear_stale_temps_removes_only_what_a_killed_atomic_write_left(tmp_path: Path):
+    from conda_distro.fsutil import clear_stale_temps
+
+    recipe = tmp_path / "recipes" / "a" / "recipe.yaml"
+    recipe.parent.mkdir(parents=True)
+    recipe.write_text("kept\n")
+    others = [recipe.parent / "notes.tmp", recipe.parent / ".other.yaml.x.tmp", recipe.parent / ".recipe.yaml.bak"]
+    for p in others:
+        p.write_text("not the sweep's\n")
+    stale = killed_write(recipe)
+    assert recipe.read_text() == "kept\n"
+
+    assert clear_stale_temps(recipe) == [stale]
+    assert not stale.exists() and recipe.read_text() == "kept\n" and all(p.exists() for p in others)
+    assert clear_stale_temps(tmp_path / "missing" / "recipe.yaml") == []
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_inside_a_write_is_rerun_despite_its_temp_file(world27: Path):
+    """tests/test_kill9.py's flake: a kill inside atomic_write_text leaves recipes/x/.recipe.yaml.*.tmp,
+    an untracked file under recipes/; the rerun took it for uncommitted changes and refused. The sweep
+    removes its own temp files under its lock, then rolls back and sweeps again."""
+    repo = git.Repo(world27)
+    base = repo.head.commit.hexsha
+    before = tracked_state(world27)
+    crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build", crash_at="sweep-after-edits")
+    assert crashed.returncode == -9, crashed.stderr
+    stale = [killed_write(world27 / "recipes" / "layerkit" / "recipe.yaml"), killed_write(world27 / "distro.yaml")]
+    assert "recipes/layerkit/" in repo.git.status("--porcelain", "--untracked-files=all", "recipes")
+
+    rerun = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+
+    assert rerun.returncode == 0, rerun.stderr
+    assert not any(p.exists() for p in stale)
+    assert json.loads(rerun.stdout)["message"].startswith("an interrupted sweep of pytorch 2.7.0 was rolled back")
+    assert_complete_sweep_branch(world27, base, before)
+
+
 @pytest.mark.slow
 def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypatch):
     """Killed between creating the branch and checking it out: the rerun checks it out."""
