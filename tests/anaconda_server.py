@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import email.policy
 import hashlib
 import json
@@ -427,10 +428,8 @@ class FakeAnaconda:
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(Exception):  # fall through to terminate
                 self._call("POST", "/_fake/shutdown")
-            except Exception:  # noqa: BLE001 - fall through to terminate
-                pass
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -439,7 +438,7 @@ class FakeAnaconda:
         if self.proc.stdout:
             self.proc.stdout.close()
 
-    def __enter__(self) -> "FakeAnaconda":
+    def __enter__(self) -> FakeAnaconda:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import copy
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
-pytest_plugins = ["worlds"]  # session-wide sandbox worlds for end-to-end tests (tests/worlds.py)
 import yaml
+
+# session-wide sandbox worlds for end-to-end tests (tests/worlds.py); tiny packages built with rattler-build and
+# the session's staging channel of them (tests/channel_builds.py); pytester runs a test session inside a test
+# (tests/test_tiers.py)
+pytest_plugins = ["worlds", "channel_builds", "pytester"]
 
 BASE_CONFIG: dict[str, Any] = {
     "name": "test-distro",

@@ -1,4 +1,4 @@
-"""A stand-in for the GitHub CLI (`gh`) in workflow tests (tests/test_github.py), backed by a JSON file.
+"""A stand-in for the GitHub CLI (`gh`) in workflow tests (tests/test_workflows.py), backed by a JSON file.
 
 Run as ``python fake_gh.py ARGS...`` with ``FAKE_GH_STATE`` naming the state file:
 ``{"pulls": {"7": {"head": SHA}}, "comments": {"7": [{"id", "user": {"login"}, "body"}]}, "calls": [...],

@@ -1,4 +1,4 @@
-"""Run a GitHub Actions job's `run:` steps on this machine, the way the runner does (for tests/test_github.py).
+"""Run a GitHub Actions job's `run:` steps on this machine, the way the runner does (for tests/test_workflows.py).
 
 What is emulated, and nothing more:
 - each `run:` step is written to a file and run with the shell GitHub would use: the step's `shell:`,
@@ -16,13 +16,15 @@ What is emulated, and nothing more:
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -58,7 +60,7 @@ def has_pipefail(shell: str | None) -> bool:
     argv = shlex.split(shell_template(shell))
     if not argv or Path(argv[0]).name != "bash":
         return False
-    return any(nxt == "pipefail" and re.fullmatch(r"-[A-Za-z]*o", opt) for opt, nxt in zip(argv, argv[1:]))
+    return any(nxt == "pipefail" and re.fullmatch(r"-[A-Za-z]*o", opt) for opt, nxt in itertools.pairwise(argv))
 
 
 def substitute(text: str, expressions: dict[str, str]) -> str:
@@ -117,7 +119,7 @@ class Runner:
     temp: Path
     expressions: dict[str, str]
     github_env: dict[str, str] = field(default_factory=dict)
-    handlers: dict[str, Callable[[dict, "Runner"], None]] = field(default_factory=dict)
+    handlers: dict[str, Callable[[dict, Runner], None]] = field(default_factory=dict)
     shell_override: str | None = None  # e.g. "bash -e {0}": what the job did before it declared a shell
 
     def env_for(self, doc: dict, job: dict, step: dict) -> dict[str, str]:

@@ -47,8 +47,9 @@ def with_provenance(root: Path, res, *, commit: str | None = None):
     """Hand-written results (``ArtifactResults``) with the provenance a build in ``root`` records: the
     recipe folder ``recipes/<name>`` (a placeholder recipe is written when the folder is missing), its
     recipe input hash, on the artifact and on every test."""
-    from conda_distro.provenance import recipe_digest
     from conftest import clean_recipe_text
+
+    from conda_distro.provenance import recipe_digest
 
     folder = root / "recipes" / res.name
     if not folder.is_dir():

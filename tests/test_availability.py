@@ -15,20 +15,20 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import run_cli_at
 
 from conda_distro.channels import ChannelFile
 from conda_distro.config import Distro, load_config
-from conda_distro.engine.releases import Availability, Target, lockstep_of_files, upstream_availability
+from conda_distro.engine.releases import Target, lockstep_of_files, upstream_availability
 from conda_distro.installability import write_channel
 from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, make_plan
 from conda_distro.results import ArtifactResults
 from conda_distro.results import TestRecord as Run
 from conda_distro.upstream.pypi import _lockstep_pin, wheel_is_cuda
-from helpers import run_cli_at
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
 VARIANTS = ("cpu", "cuda")
-T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 
 
 def rec(name, version, build, depends=()) -> ChannelFile:
@@ -57,7 +57,7 @@ UPSTREAM = [
 def test_availability_reads_pytorch_and_lockstep_builds_from_upstream(tmp_path):
     a = upstream_availability(distro_at(tmp_path, UPSTREAM))
     assert set(a.missing) == {Target("2.5.1", "cpu"), Target("2.6.0", "cpu"), Target("2.6.0", "cuda")}
-    assert "no cpu build of pytorch 2.5.1 in the upstream channels" == a.missing[Target("2.5.1", "cpu")]
+    assert a.missing[Target("2.5.1", "cpu")] == "no cpu build of pytorch 2.5.1 in the upstream channels"
     # a cuda-only visionlib serves no cpu target; the 2.5.1 one's pin does not admit 2.5.1
     assert set(a.lockstep_missing["visionlib"]) == {Target("2.4.1", "cpu"), Target("2.5.1", "cuda")}
     assert a.why_not(Target("2.4.1", "cuda"), {"visionlib"}) is None

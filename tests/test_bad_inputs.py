@@ -22,11 +22,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from conftest import clean_recipe_text
+from helpers import sha256, with_provenance
+from test_promote import make_root
 
 from conda_distro.channels import ChannelFile
 from conda_distro.cli import main as cli_main
@@ -36,9 +40,6 @@ from conda_distro.reports.records import RetirementRecord, RetirementRecords
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.results import TestRecord as Run
 from conda_distro.yamlio import MAX_DOCUMENT_BYTES
-from helpers import sha256, with_provenance
-
-from conftest import clean_recipe_text
 
 DISTRO_YAML = """\
 name: test-distro
@@ -122,7 +123,7 @@ def make_world(root: Path) -> Path:
     (root / "proposals" / "alpha.yaml").write_text(PROPOSAL)
     staging = _write_channel(root / "build" / "channels" / "staging", ["alpha", "beta"])
     main = _write_channel(root / "build" / "channels" / "main", ["alpha"])
-    date = dt.datetime(2025, 1, 1, 12, tzinfo=dt.timezone.utc)
+    date = dt.datetime(2025, 1, 1, 12, tzinfo=dt.UTC)
     store = ResultsStore(root / "build" / "results")
     for f in staging.values():
         store.put(with_provenance(root, ArtifactResults(
@@ -134,7 +135,7 @@ def make_world(root: Path) -> Path:
     ledger.add_artifacts("alpha", [ledger_entry(main["alpha"], store.get(ALPHA), channel="build/channels/main",
                                                 promoted_at=date, commit=None)])
     RetirementRecords(root / "channel_state").write(RetirementRecord(
-        name="alpha", at=dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc), by="tester", reason="an old retirement",
+        name="alpha", at=dt.datetime(2025, 1, 1, tzinfo=dt.UTC), by="tester", reason="an old retirement",
         artifacts=["noarch/alpha-1.0.0-pyh0_0.conda"]))
     (root / "build" / "sweep").mkdir(parents=True)
     (root / SWEEP).write_text(json.dumps({"release": "2.6.0", "packages": [{"name": "alpha", "status": "passed"}]}))
@@ -487,8 +488,12 @@ def test_bad_input(world, case, capsys):
 # the issue's repros on real rattler-build artifacts: promote refuses, writes nothing, and once the index
 # is repaired a rerun promotes (it does not fail forever)
 
-from test_channels import template  # noqa: E402,F401  (fixture: real rattler-build artifacts)
-from test_promote import root  # noqa: E402,F401  (fixture: that staging channel + results, main empty)
+
+@pytest.fixture()
+def staged_root(template: Path, tmp_path: Path) -> Path:
+    """test_promote's scenario: a staging channel of real rattler-build artifacts (the session's
+    ``template``, tests/channel_builds.py) with their results; main empty."""
+    return make_root(template, tmp_path)
 
 
 def _corrupt_alpha(index: Path, how: Callable[[dict, str], None]) -> str:
@@ -510,42 +515,42 @@ REPROS: dict[str, Callable[[dict, str], None]] = {
 
 
 @pytest.mark.parametrize("repro", REPROS)
-def test_corrupt_staging_index_on_real_artifacts(root, repro, capsys):
-    index = root / "build" / "channels" / "staging" / "noarch" / "repodata.json"
+def test_corrupt_staging_index_on_real_artifacts(staged_root, repro, capsys):
+    index = staged_root / "build" / "channels" / "staging" / "noarch" / "repodata.json"
     good = index.read_text()
     filename = _corrupt_alpha(index, REPROS[repro])
-    before = snapshot(root)
-    code, out, err = run(root, ("promote",), capsys)
+    before = snapshot(staged_root)
+    code, out, err = run(staged_root, ("promote",), capsys)
     assert code == 2 and "Traceback" not in out + err
     assert "build/channels/staging/noarch/repodata.json" in err and "packages.conda" in err
     if repro != "packages-conda-null":
         assert filename in err
-    assert snapshot(root) == before
-    assert not (root / "build" / "channels" / "main").exists() and not (root / "channel_state").exists()
+    assert snapshot(staged_root) == before
+    assert not (staged_root / "build" / "channels" / "main").exists() and not (staged_root / "channel_state").exists()
     index.write_text(good)  # repaired: the rerun promotes what passed
-    code, out, err = run(root, ("promote", "--format", "json"), capsys)
+    code, out, err = run(staged_root, ("promote", "--format", "json"), capsys)
     assert code == 1, err  # the scenario holds failed packages on purpose
     promoted = {p["artifact"].split("/")[1].split("-")[0] for p in json.loads(out)["promoted"]}
     assert promoted == {"alpha", "gamma"}
-    assert (root / "build" / "channels" / "main" / "noarch" / filename).is_file()
-    assert (root / "channel_state" / "alpha.json").is_file()
+    assert (staged_root / "build" / "channels" / "main" / "noarch" / filename).is_file()
+    assert (staged_root / "channel_state" / "alpha.json").is_file()
 
 
-def test_retire_with_an_unreadable_record_writes_nothing(root, capsys):
+def test_retire_with_an_unreadable_record_writes_nothing(staged_root, capsys):
     """Issue 11 item 12: retire exited 2 *after* writing the ledger. Now it reads every record first."""
-    assert run(root, ("promote",), capsys)[0] == 1
-    ledger_before = (root / "channel_state" / "alpha.json").read_text()
-    bad = root / "channel_state" / "retirements" / "alpha-20240101.yaml"
+    assert run(staged_root, ("promote",), capsys)[0] == 1
+    ledger_before = (staged_root / "channel_state" / "alpha.json").read_text()
+    bad = staged_root / "channel_state" / "retirements" / "alpha-20240101.yaml"
     bad.parent.mkdir(parents=True)
     bad.write_text("name: alpha\nat: [unclosed\n")
-    before = snapshot(root)
-    code, out, err = run(root, ("retire", "alpha", "--reason", "broken", "--force"), capsys)
+    before = snapshot(staged_root)
+    code, out, err = run(staged_root, ("retire", "alpha", "--reason", "broken", "--force"), capsys)
     assert code == 2 and "Traceback" not in out + err
     assert "channel_state/retirements/alpha-20240101.yaml:" in err and "invalid YAML" in err
-    assert snapshot(root) == before
-    assert (root / "channel_state" / "alpha.json").read_text() == ledger_before
+    assert snapshot(staged_root) == before
+    assert (staged_root / "channel_state" / "alpha.json").read_text() == ledger_before
     bad.unlink()
-    code, out, err = run(root, ("retire", "alpha", "--reason", "broken", "--force"), capsys)
+    code, out, err = run(staged_root, ("retire", "alpha", "--reason", "broken", "--force"), capsys)
     assert code == 0, err
-    assert '"retired"' in (root / "channel_state" / "alpha.json").read_text()
+    assert '"retired"' in (staged_root / "channel_state" / "alpha.json").read_text()
     assert len(list(bad.parent.glob("alpha-*.yaml"))) == 1

@@ -1,83 +1,26 @@
 """Channel backends: LocalChannel on real rattler-build artifacts, AnacondaChannel through the real
 anaconda-client code against the fake server (tests/anaconda_server.py), and open_channel.
 
-The helpers at the top (building tiny packages, writing a distro.yaml) are shared with test_promote.py.
+The helpers at the top (writing a distro.yaml, copying channels) are shared with test_promote.py; the tiny
+packages and the session's ``template`` channel come from tests/channel_builds.py.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
-import textwrap
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
-
 from anaconda_server import FakeAnaconda
-from conda_distro.channels import (AnacondaChannel, ChannelFile, LocalChannel, mask_secret, open_channel,
-                                   parse_anaconda_ref, sha256_of)
+from channel_builds import PACKAGES
+
+from conda_distro.channels import AnacondaChannel, ChannelFile, LocalChannel, mask_secret, open_channel, parse_anaconda_ref, sha256_of
 from conda_distro.config import load_config
 from conda_distro.errors import ChannelError, LockTimeoutError
 
 TOKEN = "tok-SECRET-0123456789"
-
-# name -> run requirements of the tiny test packages
-PACKAGES = {
-    "alpha": ["pytorch >=2.4,<2.6"],
-    "beta": ["pytorch >=2.4,<2.7"],
-    "gamma": ["alpha >=1.0,<2"],
-    "delta": ["beta >=1.0,<2"],
-    "eps": ["pytorch >=2.5,<2.7"],
-    "zeta": ["pytorch >=2.4,<2.7"],
-}
-
-
-def build_package(out: Path, name: str, run: list[str], *, version: str = "1.0", content: str = "v1",
-                  build_number: int = 0) -> Path:
-    """Build one ``noarch: generic`` package with rattler-build into the channel folder ``out``."""
-    from rattler_build import Stage0Recipe, ToolConfiguration, VariantConfig
-
-    recipe_dir = out.parent / "recipes" / f"{name}-{content}"
-    recipe_dir.mkdir(parents=True, exist_ok=True)
-    text = textwrap.dedent(f"""\
-        package: {{name: {name}, version: "{version}"}}
-        build:
-          number: {build_number}
-          noarch: generic
-          script: ["mkdir -p $PREFIX/share/{name}", "echo {content} > $PREFIX/share/{name}/VERSION"]
-        requirements:
-          run: {json.dumps(run)}
-        """)
-    recipe = Stage0Recipe.from_yaml(text, recipe_dir=recipe_dir)
-    old_path = os.environ.get("PATH", "")
-    os.environ["PATH"] = "/usr/bin:/bin"  # engine-notes gotcha 6
-    try:
-        (variant,) = recipe.render(VariantConfig())
-        res = variant.run_build(tool_config=ToolConfiguration(test_strategy="skip"), output_dir=str(out),
-                                channels=[out.as_uri()])
-    finally:
-        os.environ["PATH"] = old_path
-    return Path(res.packages[0])
-
-
-@lru_cache(maxsize=None)
-def _template(base: str) -> Path:
-    out = Path(base) / "staging"
-    for name, run in PACKAGES.items():
-        build_package(out, name, run)
-    other = Path(base) / "other"  # same filename as alpha, different content
-    build_package(other, "alpha", PACKAGES["alpha"], content="v2")
-    return Path(base)
-
-
-@pytest.fixture(scope="session")
-def template(tmp_path_factory) -> Path:
-    """A staging channel of the PACKAGES (built once per session) and an ``other`` channel holding a
-    different file with alpha's filename."""
-    return _template(str(tmp_path_factory.mktemp("built")))
 
 
 def copy_channel(src: Path, dest: Path) -> Path:
@@ -210,10 +153,9 @@ def test_local_withdraw_unlists_then_moves(template, tmp_path):
 
 def test_local_lock_times_out(tmp_path):
     ch = LocalChannel(tmp_path / "main")
-    with ch.lock(5):
-        with pytest.raises(LockTimeoutError, match="another conda-distro process") as exc:
-            with LocalChannel(tmp_path / "main").lock(0.2):
-                pass
+    with ch.lock(5), pytest.raises(LockTimeoutError, match="another conda-distro process") as exc, \
+            LocalChannel(tmp_path / "main").lock(0.2):
+        pass
     assert exc.value.exit_code == 2
     with ch.lock(0.2):  # released
         pass

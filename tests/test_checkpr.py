@@ -12,6 +12,7 @@ from pathlib import Path
 
 import git
 import pytest
+from helpers import run_cli
 from ruamel.yaml import YAML
 
 from conda_distro.checkpr import CheckPrResult, suggest_pin
@@ -19,8 +20,6 @@ from conda_distro.prcomment import to_markdown
 
 TARGETS = [(r, v) for r in ("2.4.1", "2.5.1", "2.6.0") for v in ("cpu", "cuda")]
 HEADER = "| package | status | failed on | note |"
-from helpers import run_cli
-
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -99,6 +98,7 @@ def propose_newpkg(world: Path, capsys, *, consent: bool) -> None:
 # nothing buildable
 
 
+@pytest.mark.slow
 def test_readme_only_change_builds_nothing(sandbox_world: Path, capsys):
     (sandbox_world / "README.md").write_text((sandbox_world / "README.md").read_text() + "\nMore words.\n")
     commit_all(sandbox_world, "README")
@@ -116,6 +116,7 @@ def test_readme_only_change_builds_nothing(sandbox_world: Path, capsys):
     assert "changes no recipe, proposal or distro.yaml (compared with `HEAD~1`)" in md
 
 
+@pytest.mark.slow
 def test_unknown_base_is_bad_input(sandbox_world: Path, capsys):
     code, out, err = run_cli(capsys, "check-pr", "--base", "no-such-ref", "--root", str(sandbox_world), "--format", "json")
     assert code == 2 and out == ""
@@ -157,6 +158,7 @@ def test_new_package_proposal_and_recipe_pass(sandbox_world: Path, capsys):
     assert lines[-2].startswith("**Next:** a maintainer of the changed packages (someone) reviews and merges")
 
 
+@pytest.mark.slow
 def test_proposal_without_consent_fails(sandbox_world: Path, capsys):
     propose_newpkg(sandbox_world, capsys, consent=False)
     consent_line = line_of(sandbox_world / "proposals/newpkg.yaml", "consent: false")
@@ -210,6 +212,7 @@ def test_change_to_chain_root_builds_and_tests_its_dependents(sandbox_world: Pat
                     "| `trainloop` | ✅ pass | – |  |"]
 
 
+@pytest.mark.slow
 def test_version_bump_asks_dependents_to_update_their_pins(sandbox_world: Path, capsys):
     edit(sandbox_world, "recipes/tensorutils/recipe.yaml", 'version: "0.3.2"', 'version: "0.4.0"')
     commit_all(sandbox_world, "tensorutils 0.4.0")
@@ -245,6 +248,7 @@ def test_version_bump_asks_dependents_to_update_their_pins(sandbox_world: Path, 
 # lint errors and malformed input
 
 
+@pytest.mark.slow
 def test_lint_error_in_changed_recipe_is_reported_with_its_location(sandbox_world: Path, capsys):
     rel = "recipes/tensorutils/recipe.yaml"
     line = line_of(sandbox_world / rel, "- pytorch >=2.4,<2.7")
@@ -264,6 +268,7 @@ def test_lint_error_in_changed_recipe_is_reported_with_its_location(sandbox_worl
     assert "**Next:** fix the lint errors" in md
 
 
+@pytest.mark.slow
 def test_unreadable_recipe_fails_the_gate_and_blocks_its_dependents(sandbox_world: Path, capsys):
     """A changed recipe rattler-build cannot read is a lint error of the PR (exit 1, file:line); its
     dependents are reported as blocked by it and nothing of theirs is built."""
@@ -285,6 +290,7 @@ def test_unreadable_recipe_fails_the_gate_and_blocks_its_dependents(sandbox_worl
     assert "| `trainloop` | ⛔ blocked | – | waits for `layerkit` (unreadable) |" in md
 
 
+@pytest.mark.slow
 def test_no_build_lints_and_solves_but_builds_nothing(sandbox_world: Path, capsys):
     edit(sandbox_world, "recipes/metrickit/recipe.yaml", "  number: 0", "  number: 1")
     commit_all(sandbox_world, "metrickit: rebuild")
@@ -408,7 +414,8 @@ def test_markdown_of_a_pr_that_breaks_one_package_fits_one_screen(built_world: P
     [finding] = [ln for ln in lines if ln.startswith("- ❌ ")]
     line = line_of(built_world / "recipes/layerkit/recipe.yaml", "tests:")
     assert finding.startswith(f"- ❌ `recipes/layerkit/recipe.yaml:{line}` `layerkit` test failed on all 6: ")
-    assert "AssertionError" in finding and "[log](https://github.com/o/r/actions/runs/5#artifacts) (`build/pr/main/logs/layerkit/" in finding
+    assert "AssertionError" in finding
+    assert "[log](https://github.com/o/r/actions/runs/5#artifacts) (`build/pr/main/logs/layerkit/" in finding
     assert finding.endswith(", +5 more)")
     # text: the same verdict, no markdown
     code, text, _ = run_cli(capsys, "check-pr", "--base", "HEAD~1", "--root", str(built_world))
@@ -442,6 +449,7 @@ def test_a_changed_recipe_whose_build_main_already_has_needs_a_build_number_bump
 # exit 2 still comments
 
 
+@pytest.mark.slow
 def test_licence_typo_in_a_recipe_is_reported_in_the_comment(sandbox_world: Path, capsys):
     rel = "recipes/tensorutils/recipe.yaml"
     edit(sandbox_world, rel, "  license: ", "  licence: ")
@@ -453,6 +461,7 @@ def test_licence_typo_in_a_recipe_is_reported_in_the_comment(sandbox_world: Path
            "unknown field 'licence'" in md
 
 
+@pytest.mark.slow
 def test_licence_typo_in_a_proposal_exits_2_with_a_comment(sandbox_world: Path, capsys):
     propose_newpkg(sandbox_world, capsys, consent=True)
     edit(sandbox_world, "proposals/newpkg.yaml", "\nlicense: ", "\nlicence: ")
@@ -464,6 +473,7 @@ def test_licence_typo_in_a_proposal_exits_2_with_a_comment(sandbox_world: Path, 
     assert "**Next:** fix it and push again: nothing was built or tested." in md
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["distro.yaml key", "unknown base"])
 def test_every_exit_2_prints_a_comment(sandbox_world: Path, capsys, case):
     base = "HEAD~1"

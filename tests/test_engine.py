@@ -15,19 +15,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from conda_distro.results import ResultsStore
-
-from conda_distro.results import ArtifactResults
+from helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
 from worlds import copy_world
+
+from conda_distro.results import ArtifactResults, ResultsStore
 
 STAGING = Path("build/channels/staging")
 CHAIN = {"tensorutils", "layerkit", "trainloop"}
 DIAMOND = {"metrickit", "visionmetrics", "textmetrics", "evalsuite"}
 # │ pytorch     ┆ 2.5.1   ┆ cuda124_hc9ac692_200 ┆ 2.5.1-cuda ┆ 18.25 KiB │  (rattler-build's environment table)
 PYTORCH_ROW = re.compile(r"│\s*pytorch\s*┆\s*(\S+)\s*┆\s*(\S+)\s*┆\s*(\S+)\s*┆")
-from helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
-
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -138,7 +135,7 @@ def test_statuses_follow_the_sandbox_roles(built_report, built_template):
     assert {(r, v) for (n, r, v) in got if n == "visionkit"} == {("2.5.1", "cpu"), ("2.5.1", "cuda")}
     quantserve = [t for t in built_report["tests"] if t["name"] == "quantserve"]
     assert quantserve and all("fastquant" in t["reason"] for t in quantserve)
-    # a failing run is not ok (the CLI exits 1 on it; see test_cycle's CLI chain)
+    # a failing run is not ok (the CLI exits 1 on it; see test_end_to_end's CLI chain)
     assert built_report["ok"] is False
 
 
@@ -166,7 +163,7 @@ def test_results_store_holds_one_artifact_results_per_artifact(built_report, bui
     stored = [ArtifactResults.model_validate(json.loads(f.read_text())) for f in files]
     built = {b["artifact"]: b for b in built_report["builds"] if b["status"] == "built"}
     assert sorted(r.artifact for r in stored) == sorted(built)
-    for f, res in zip(files, stored):
+    for f, res in zip(files, stored, strict=True):
         assert f.name == res.artifact.replace("/", "__") + ".json"
         assert res.sha256 == built[res.artifact]["sha256"] == sha256(built_template / STAGING / res.artifact)
         reported = {(t["pytorch"], t["variant"]): t["status"] for t in built_report["tests"]
@@ -264,7 +261,7 @@ def test_changed_recipe_rebuilds_it_and_retests_its_dependents_only(built_world,
     assert {a: s for a, s in new.items() if a in old_staging} == old_staging
     # the dependents' latest results are this run's (tested against tensorutils _1); the runs against
     # _0 are kept beside them (one outcome per environment: the gate compares the two)
-    for name, old in old_results.items():
+    for old in old_results.values():
         res = ResultsStore(built_world / "build/results").get(old["artifact"])
         latest = res.latest().values()
         assert {t.key for t in latest}.isdisjoint({t["key"] for t in old["tests"]})
@@ -362,6 +359,7 @@ def _unknown_field(root: Path) -> None:
     p.write_text(p.read_text().replace("  number: 0\n", "  numbr: 0\n"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "change", "message"), [
     (["build", "tensorutil"], None, "did you mean 'tensorutils'"),
     (["build", "--all", "--pytorch", "9.9.9"], None, "9.9.9"),

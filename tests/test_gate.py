@@ -20,20 +20,20 @@ from pathlib import Path
 
 import git
 import pytest
+from helpers import run_json_at
 
 from conda_distro.channels import ChannelFile, LocalChannel
 from conda_distro.hints import load_hints
 from conda_distro.installability import Installability
 from conda_distro.ledger import Ledger
-from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, make_plan, _closure_of
+from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, _closure_of, make_plan
 from conda_distro.results import ArtifactResults
 from conda_distro.results import TestRecord as Run
-from helpers import run_json_at
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
 VARIANTS = ("cpu", "cuda")
 PAIRS = [(r, v) for r in RELEASES for v in VARIANTS]
-T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 MAIN = Path("build/channels/pytorch")
 
 
@@ -212,6 +212,7 @@ def test_excuses_say_why_grouped_by_what_blocks(tmp_path):
 # installability, solved by rattler against a real (sandbox) upstream
 
 
+@pytest.mark.slow
 def test_a_candidate_that_makes_a_package_in_main_uninstallable_is_held(sandbox_world: Path):
     """Our channel overlays upstream with strict priority: a `pytorch` of our own in main would hide
     upstream's for every release it does not provide; main's packages could then not be installed."""

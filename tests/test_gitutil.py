@@ -19,7 +19,7 @@ def repo_dir(tmp_path: Path) -> Path:
     (root / "recipes" / "a").mkdir(parents=True)
     (root / "recipes" / "a" / "recipe.yaml").write_text("one\n")
     (root / "distro.yaml").write_text("pytorch:\n  releases: [2.5.1]\n")
-    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
     gitutil.init_repository(root, "first\n\nbody", "Ada", "ada@example.org", when)
     return root
 
@@ -29,7 +29,7 @@ def test_init_repository_commits_everything_with_the_identity_and_date(repo_dir)
     head = repo.head.commit
     assert gitutil.current_commit(repo_dir) == head.hexsha
     assert (head.author.name, head.author.email, head.committer.name) == ("Ada", "ada@example.org", "Ada")
-    assert head.committed_datetime == dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+    assert head.committed_datetime == dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
     assert sorted(b.path for b in head.tree.traverse() if b.type == "blob") == ["distro.yaml", "recipes/a/recipe.yaml"]
     assert gitutil.configured_user(repo_dir) == "Ada <ada@example.org>"
     assert gitutil.current_branch(repo) == "main" and gitutil.current_ref(repo) == "main"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import git
 import networkx as nx
 import pytest
+from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +29,6 @@ EDGES = {
     "lonely": [],
 }
 HOST = {"mid-b": ["base"]}
-from helpers import run_cli
 
 
 @pytest.fixture()
@@ -246,7 +247,7 @@ def test_order_levels_affected_shards_are_consistent(spec, nshards):
     changed = names[: max(1, n // 5)]
     affected = rg.affected(changed)
     expected = set(changed).union(*(nx.descendants(g, c) for c in changed))
-    assert set(affected) == expected and all(pos[a] < pos[b] for a, b in zip(affected, affected[1:]))
+    assert set(affected) == expected and all(pos[a] < pos[b] for a, b in itertools.pairwise(affected))
     shards = rg.shards(affected, nshards)
     assert len(shards) == nshards
     flat = sorted(x for shard in shards for lv in shard for x in lv)
@@ -257,7 +258,7 @@ def test_order_levels_affected_shards_are_consistent(spec, nshards):
 @given(st.integers(2, 12))
 def test_any_ring_is_a_cycle(n):
     names = [f"r{i:02d}" for i in range(n)]
-    g = nx.DiGraph(list(zip(names, names[1:] + names[:1])))
+    g = nx.DiGraph(list(zip(names, names[1:] + names[:1], strict=True)))
     with pytest.raises(GraphError) as info:
         RecipeGraph(g).check_acyclic()
     assert info.value.message == "dependency cycle: " + " -> ".join([*names, names[0]])

@@ -7,14 +7,15 @@ and nothing is written (not even the fixes `lint --fix` would otherwise apply).
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import os
 from pathlib import Path
 
 import pytest
+from helpers import run_cli, run_json_at
 
 from conda_distro.errors import ConfigError
 from conda_distro.hints import HINTS_FILE, Hint, HintSet, load_hints
-from helpers import run_cli, run_json_at
 
 TODAY = dt.date(2026, 6, 1)
 
@@ -158,7 +159,7 @@ MALFORMED = [
     pytest.param("hint:\n  - action: block\n", 1, "hint", "unknown key 'hint'", "did you mean 'hints'?", id="top-key"),
     pytest.param("- action: block\n", 1, None, "must be a mapping", None, id="not-a-mapping"),
     pytest.param("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")), None, None,
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in itertools.pairwise("abcdefghi")), None, None,
         "expands to more than", None, id="alias-bomb"),
 ]
 

@@ -39,7 +39,7 @@ class ImportGraph:
 
     def describe(self, cycle: list[str]) -> str:
         # CycleError lists the circle so that each node is imported by the next one
-        steps = [f"{b} (line {self.edges[b][a]}) imports {a}" for a, b in zip(cycle, cycle[1:])]
+        steps = [f"{b} (line {self.edges[b][a]}) imports {a}" for a, b in zip(cycle, cycle[1:], strict=False)]
         return "; ".join(steps)
 
 

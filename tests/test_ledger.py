@@ -9,10 +9,18 @@ import pytest
 
 from conda_distro.errors import LedgerError
 from conda_distro.gitutil import current_commit
-from conda_distro.ledger import (LEDGER_SCHEMA_VERSION, ArtifactEntry, Ledger, PackageState, Retirement,
-                                 TestEvidence, current_user, parse_state)
+from conda_distro.ledger import (
+    LEDGER_SCHEMA_VERSION,
+    ArtifactEntry,
+    Ledger,
+    PackageState,
+    Retirement,
+    TestEvidence,
+    current_user,
+    parse_state,
+)
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 T0 = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 

@@ -285,7 +285,7 @@ def test_findings_point_at_the_offending_line(make_distro, clean_recipe):
 
 
 def test_findings_are_sorted_by_path_and_line(make_distro, clean_recipe):
-    root = make_distro({n: clean_recipe(n, run=["numpy"]).replace("  summary: The %s test package\n" % n, "")
+    root = make_distro({n: clean_recipe(n, run=["numpy"]).replace(f"  summary: The {n} test package\n", "")
                         for n in ("zeta", "alpha", "mid")})
     findings = lint_distribution(load_distribution(root)).findings
     keys = [(f.path, f.line or 0, f.check) for f in findings]

@@ -18,20 +18,20 @@ import time
 from pathlib import Path
 
 import pytest
-
 from anaconda_server import FakeAnaconda
 from helpers import recorded_env, with_provenance
+from test_channels import TOKEN, api_doc, by_name, copy_channel, staging_files, write_distro
+
 from conda_distro.channels import ChannelFile, LocalChannel, sha256_of
 from conda_distro.cli import main as cli_main
 from conda_distro.ledger import Ledger, Retirement
 from conda_distro.promote import HoldReason, PlanInputs, PromoteOptions, TestMatrix, make_plan, promote
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.results import TestRecord as Run
-from test_channels import TOKEN, api_doc, by_name, copy_channel, staging_files, template, write_distro  # noqa: F401
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
 VARIANTS = ("cpu", "cuda")
-DATE = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+DATE = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
 
 
 def record(f: ChannelFile, pairs, status="passed") -> ArtifactResults:
@@ -60,13 +60,18 @@ def write_results(root: Path, files: dict[str, ChannelFile], *, scenario: bool =
         store.put(with_provenance(root, recorded_env(res, files.values()), commit=commit))
 
 
-@pytest.fixture()
-def root(template, tmp_path) -> Path:
+def make_root(template: Path, tmp_path: Path) -> Path:
     """A distribution repo with the scenario's staging channel and results (main empty)."""
     r = write_distro(tmp_path / "distro")
     copy_channel(template / "staging", r / "build" / "channels" / "staging")
     write_results(r, staging_files(r / "build" / "channels" / "staging"))
     return r
+
+
+@pytest.fixture()
+def root(template, tmp_path) -> Path:
+    """A distribution repo with the scenario's staging channel and results (main empty)."""
+    return make_root(template, tmp_path)
 
 
 def run(root: Path, *args: str, capsys) -> tuple[int, dict]:
@@ -290,6 +295,7 @@ CRASH_STEPS = ["promote-after-first-file", "promote-after-copy", "promote-after-
                "promote-after-first-ledger-file"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", CRASH_STEPS)
 def test_crash_then_rerun_completes(root, step):
     st = by_name(staging_files(root / "build" / "channels" / "staging"))
@@ -354,6 +360,7 @@ def _watch_main(root: Path, stop: threading.Event, problems: list[str], seen: li
             seen.append(len(doc.get("packages.conda", {})))
 
 
+@pytest.mark.slow
 def test_readers_never_see_an_inconsistent_main(root):
     stop, problems, seen = threading.Event(), [], []
     reader = threading.Thread(target=_watch_main, args=(root, stop, problems, seen))
@@ -404,6 +411,7 @@ def test_second_promotion_waits_for_the_first(root):
     assert names(json.loads(res.stdout)["promoted"]) == {"alpha", "gamma"}
 
 
+@pytest.mark.slow
 def test_two_concurrent_promotions_promote_each_file_once(root):
     cmd = [sys.executable, "-m", "conda_distro", "promote", "--root", str(root), "--format", "json"]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
@@ -446,6 +454,7 @@ def test_retire_bad_input_exits_2(root, capsys):
     assert Ledger(root / "channel_state").load("alpha").artifacts[0].retired is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", ["retire-after-ledger", "retire-after-unlist"])
 def test_retire_crash_then_rerun_completes(root, capsys, step):
     run(root, "promote", capsys=capsys)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import git
 import pytest
+from helpers import run_cli_at, run_json_at, sha256
 
 from conda_distro.channels import ChannelFile
 from conda_distro.ledger import Ledger
@@ -21,7 +22,6 @@ from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, make_plan
 from conda_distro.provenance import BuildProvenance, CheckoutRecipes, Stamp, build_provenance, recipe_digest
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.results import TestRecord as Run
-from helpers import run_cli_at, run_json_at, sha256
 
 STAGING = Path("build/channels/staging")
 RESULTS = Path("build/results")
@@ -257,6 +257,7 @@ def test_check_pr_scope_is_named_after_the_branch_or_commit(tmp_path: Path):
     assert scope_name(tmp_path) == sha[:12]
 
 
+@pytest.mark.slow
 def test_a_scope_name_that_would_leave_build_pr_is_refused(sandbox_world: Path):
     from conda_distro.distribution import load_distribution
     from conda_distro.engine.run import build_paths

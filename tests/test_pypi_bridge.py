@@ -22,6 +22,9 @@ from conda_distro.upstream.pypi import cuda_tag, lockstep_requirement
 from conda_distro.upstream.resolve import Wheel, resolve
 
 PY = TargetPython("3.11.7")
+# fixtures that take the sandbox upstream channel from its cache (built there on a miss): tests using them
+# are marked slow (tests/worlds.py)
+SANDBOX_FIXTURES = ("python_channel", "bridged")
 # small real wheels: jinja2 (pure python), markupsafe (a cp311 manylinux wheel with a C extension) and
 # psutil (an abi3 wheel: rattler does not relocate CEP-20 packages, so it must land in lib/python3.11)
 PURE, PLATFORM, ABI3 = "jinja2==3.1.6", "markupsafe==3.0.3", "psutil==7.2.2"
@@ -144,6 +147,7 @@ def test_resolve_reports_the_closure_with_metadata():
     assert names["jinja2"].sha256 and len(names["jinja2"].sha256) == 64
 
 
+@pytest.mark.slow
 def test_bridge_writes_noarch_and_platform_packages(bridged):
     ch = bridged.channel
     noarch, linux = _repodata(ch, "noarch"), _repodata(ch, "linux-64")
@@ -160,6 +164,7 @@ def test_bridge_writes_noarch_and_platform_packages(bridged):
     assert bridged.wheels == 3 and bridged.pytorch == {} and bridged.not_converted == ()
 
 
+@pytest.mark.slow
 def test_bridged_packages_install_and_import(bridged, tmp_path):
     """Solve and install with rattler, as conda would, then import the C extension and the pure package."""
     from rattler import Channel, Subdir, VirtualPackage, install, solve
@@ -186,6 +191,7 @@ def test_bridged_packages_install_and_import(bridged, tmp_path):
     assert installed.read_bytes() == zipfile.ZipFile(wheel).read("psutil-7.2.2.dist-info/METADATA")
 
 
+@pytest.mark.slow
 def test_excluded_names_are_not_converted(python_channel, wheel_cache, tmp_path):
     ch = tmp_path / "ch"
     res = bridge(BridgeOptions(channel=ch, wheel_cache=wheel_cache, python=PY, requirements=(PURE,),
@@ -238,6 +244,7 @@ def test_a_recipe_url_is_pointed_at_the_cached_file():
         point_recipe_at(text, 3, "file:///x")
 
 
+@pytest.mark.slow
 def test_a_source_whose_sha256_differs_is_refused(tmp_path):
     from conda_distro.sandbox.sources import SourceRequest, fetch_sources
 

@@ -11,7 +11,6 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conda_distro import recipe as recipe_mod
 from conda_distro import yamlio
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import DistroError, RecipeError
@@ -337,9 +336,38 @@ def _agree(text: str) -> bool:
     return True
 
 
+# The data files the block parser leaves to libyaml (flow mappings and other constructs it does not read).
+# Every other file must be parsed by it and agree; these must be deferred and still load through libyaml.
+DEFERRED_TO_LIBYAML = {
+    "tests/data/lint_cases/pin-compatible-default-major.yaml",
+    "tests/data/lint_cases/pin-compatible-max-pin.yaml",
+    "tests/data/lint_cases/pin-compatible-minor.yaml",
+    "tests/data/lint_cases/policy-off-granularity-still-checked.yaml",
+    "tests/data/lint_cases/policy-off.yaml",
+    "tests/data/lint_cases/policy-pytorch-only-bounded.yaml",
+    "tests/data/lint_cases/policy-pytorch-only.yaml",
+    "tests/data/lint_cases/recipe-as-mapping.yaml",
+    "tests/data/lint_cases/run-exports-from-channel-major.yaml",
+    "tests/data/lint_cases/run-exports-from-channel.yaml",
+    "tests/data/lint_cases/run-exports-policy-removed.yaml",
+    "tests/data/recipes_cf/torchcf-ext.yaml",
+    "tests/data/recipes_cf/torchcf-noarch.yaml",
+}
+
+
 @pytest.mark.parametrize("path", ALL_YAML, ids=lambda p: str(p.relative_to(REPO)))
 def test_block_parser_agrees_with_libyaml_on_the_data(path):
-    _agree(path.read_text())
+    text, rel = path.read_text(), str(path.relative_to(REPO))
+    if rel in DEFERRED_TO_LIBYAML:
+        assert not _agree(text), f"{rel}: the block parser reads it now; remove it from DEFERRED_TO_LIBYAML"
+        assert _shape(load_fast(text)) == _shape(_ref(text))
+    else:
+        assert _agree(text), f"{rel}: the block parser bailed out (a new file it cannot read: DEFERRED_TO_LIBYAML)"
+
+
+def test_block_parser_reads_most_of_the_data():
+    assert {str(p.relative_to(REPO)) for p in ALL_YAML} >= DEFERRED_TO_LIBYAML
+    assert len(DEFERRED_TO_LIBYAML) * 5 < len(ALL_YAML)
 
 
 def test_block_parser_handles_typical_recipes():

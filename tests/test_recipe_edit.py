@@ -52,7 +52,7 @@ def test_line_edits_change_exactly_the_addressed_lines():
     editor.replace(line, "pytorch >=2.4,<2.7", "pytorch >=2.4,<2.8")
     editor.set_number("build.number", 4)  # ${{ bn }}: set in context:
     out = editor.text()
-    changed = [(a, b) for a, b in zip(RECIPE.split("\n"), out.split("\n")) if a != b]
+    changed = [(a, b) for a, b in zip(RECIPE.split("\n"), out.split("\n"), strict=True) if a != b]
     assert changed == [("  bn: 3", "  bn: 4"), ("    - pytorch >=2.4,<2.7", "    - pytorch >=2.4,<2.8")]
     assert editor.changed == {3, 17}
     with pytest.raises(EditError, match="cannot find"):

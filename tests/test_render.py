@@ -15,10 +15,11 @@ from rattler_build import PlatformConfig, RenderConfig, Stage0Recipe
 
 from conda_distro.cli import main
 from conda_distro.distribution import load_distribution
+from conda_distro.errors import RecipeError
 from conda_distro.graph import RecipeGraph
 from conda_distro.lint import lint_distribution
-from conda_distro.recipe import parse_recipe
 from conda_distro.rattler_env import fixed_environment
+from conda_distro.recipe import parse_recipe
 from conda_distro.render import RenderSettings, render_text
 from conda_distro.variants import read_variant_files
 
@@ -138,7 +139,7 @@ def test_render_cache_is_keyed_by_text_and_variant_config(tmp_path):
 def test_render_errors_are_cached_too(tmp_path):
     text = "package: {name: a, version: '1'}\nrequirements:\n  run:\n    - ${{ python_min }}\n"
     for _ in range(2):
-        with pytest.raises(Exception, match="undefined value") as info:
+        with pytest.raises(RecipeError, match="undefined value") as info:
             parse_recipe(text, Path("/r/a/recipe.yaml"), RenderSettings.make(cache_dir=tmp_path))
         assert info.value.line == 4
     assert len(list(tmp_path.rglob("*.json"))) == 1
@@ -289,6 +290,7 @@ def _broken_world(sandbox_world: Path) -> Path:
     return rel
 
 
+@pytest.mark.slow
 def test_every_command_reports_an_unreadable_recipe_and_carries_on(sandbox_world: Path, capsys):
     rel = _broken_world(sandbox_world)
     root = str(sandbox_world)
@@ -315,6 +317,7 @@ def test_every_command_reports_an_unreadable_recipe_and_carries_on(sandbox_world
     assert not (sandbox_world / "build").exists()
 
 
+@pytest.mark.slow
 def test_sweep_dry_run_carries_on_with_an_unreadable_recipe(sandbox_world: Path, capsys):
     _broken_world(sandbox_world)
     cfg = sandbox_world / "distro.yaml"  # 2.6.0 is published upstream: the dry run sweeps it as if it were new
@@ -329,6 +332,7 @@ def test_sweep_dry_run_carries_on_with_an_unreadable_recipe(sandbox_world: Path,
     assert waiting and doc["ok"] is False
 
 
+@pytest.mark.slow
 def test_check_pr_no_build_treats_real_recipes_as_rattler_build_does(sandbox_world: Path, capsys):
     """A conda-forge style recipe added in a PR: no false render errors, the real findings only."""
     import git

@@ -30,6 +30,8 @@ from pathlib import Path
 import git
 import pytest
 import yaml
+from conftest import clean_recipe_text
+from helpers import recorded_env, with_provenance
 
 from conda_distro.channels import LocalChannel
 from conda_distro.cli import main as cli_main
@@ -37,8 +39,6 @@ from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, Retirement,
 from conda_distro.reports.records import RecordEvidence, RetirementRecord, RetirementRecords
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.results import TestRecord as Run
-from conftest import clean_recipe_text
-from helpers import recorded_env, with_provenance
 
 AS_OF = dt.date(2025, 6, 1)
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
@@ -48,7 +48,7 @@ SHA = "ab" * 32
 
 def day(offset: int, hour: int = 12) -> dt.datetime:
     """AS_OF + ``offset`` days at ``hour``:00 UTC."""
-    return dt.datetime.combine(AS_OF + dt.timedelta(days=offset), dt.time(hour), dt.timezone.utc)
+    return dt.datetime.combine(AS_OF + dt.timedelta(days=offset), dt.time(hour), dt.UTC)
 
 
 D1, D2, D3 = day(-250), day(-130), day(-30)  # when 2.4.1, 2.5.1, 2.6.0 were added to distro.yaml
@@ -353,7 +353,7 @@ def build_result(f, date: dt.datetime) -> ArtifactResults:
 @pytest.fixture(scope="module")
 def built_channel(tmp_path_factory) -> Path:
     """A staging channel with base (pytorch) and top (base): tiny noarch generic packages."""
-    from test_channels import build_package
+    from channel_builds import build_package
 
     out = tmp_path_factory.mktemp("built") / "staging"
     build_package(out, "base", ["pytorch >=2.4,<2.7"])
@@ -406,7 +406,7 @@ def test_retire_writes_a_request_record_and_the_report_links_it(promoted, capsys
                      "--root", str(root), "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and doc["recipe_dependents"] == [] and doc["forced"] is False
-    today = dt.datetime.now(dt.timezone.utc)
+    today = dt.datetime.now(dt.UTC)
     record_path = f"channel_state/retirements/top-{today:%Y%m%d}.yaml"
     assert doc["record"] == record_path
     record = yaml.safe_load((root / record_path).read_text())

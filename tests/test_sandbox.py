@@ -16,7 +16,7 @@ import shutil
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -32,6 +32,7 @@ from conda_distro.sandbox import (
     pytorch_packages,
 )
 
+SANDBOX_FIXTURES = ("world",)  # tests/worlds.py: tests using it must be marked slow
 RECIPES = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics", "evalsuite",
            "visionkit", "hookprofiler", "fastquant", "quantserve"}
 
@@ -371,7 +372,7 @@ def test_force_overwrites(world, cache_dir, tmp_path):
     target = tmp_path / "forced"
     target.mkdir()
     (target / "old.txt").write_text("old")
-    when = datetime(2025, 1, 15, 12, 0, tzinfo=timezone.utc)
+    when = datetime(2025, 1, 15, 12, 0, tzinfo=UTC)
     res = create_sandbox(SandboxOptions(path=target, cache_dir=cache_dir, force=True, git_date=when))
     assert res.cache_hit and not (target / "old.txt").exists()
     assert (target / "distro.yaml").is_file()
@@ -461,6 +462,7 @@ def test_cli_publish_release_adds_a_stand_in_and_the_sweep_accepts_it(sandbox_wo
     assert sorted(p.name for p in (sandbox_world / "upstream" / "linux-64").iterdir()) == listing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["not a world", "bad version", "missing folder"])
 def test_cli_publish_release_refuses_bad_input(tmp_path: Path, capsys, case, sandbox_world: Path):
     from helpers import run_cli

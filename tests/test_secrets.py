@@ -9,7 +9,6 @@ import base64
 import json
 import logging
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -17,14 +16,14 @@ from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
-
 from anaconda_server import FakeAnaconda
+from test_channels import api_doc, by_name, copy_channel, staging_files, write_distro
+from test_promote import write_results
+
 from conda_distro.channels import AnacondaChannel, open_channel
 from conda_distro.config import load_config
 from conda_distro.errors import ChannelError
 from conda_distro.secret import MASK, Secret, mask, masked_excepthook, read_secret, register, scrubbed_env
-from test_channels import api_doc, by_name, copy_channel, staging_files, template, write_distro  # noqa: F401
-from test_promote import write_results
 
 TOKEN = "tok-S3CRET-token-4242424242"  # what the server accepts
 
@@ -96,6 +95,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 COMMANDS = [("promote",), ("retire", "alpha", "--reason", "broken"), ("upload",), ("verify-channel",)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["401", "404", "500", "refused"])
 def test_server_failures_exit_2_and_never_show_the_token(world, mode):
     """Repro: ANACONDA_API_TOKEN=$'SECRET\\n' printed the header's repr in full. Every command that talks

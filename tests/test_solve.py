@@ -6,9 +6,9 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from helpers import run_cli_at, run_json_at, upstream_pytorch_builds
 
 from conda_distro.distribution import load_distribution
-from helpers import run_cli_at, run_json_at, upstream_pytorch_builds
 
 
 def matrix(root: Path) -> list[tuple[str, str]]:
@@ -43,6 +43,7 @@ def add_recipe(root: Path, name: str, run: list[str], *, like: str = "tensorutil
         head + "  run:\n" + "".join(f"    - {r}\n" for r in run) + "\ntests:" + tail)
 
 
+@pytest.mark.slow
 def test_the_sandbox_solves_for_every_release_and_variant(sandbox_world, capsys):
     code, doc = run_json_at(capsys, sandbox_world, "solve")
     assert code == 0 and doc["ok"] is True
@@ -64,12 +65,14 @@ def test_the_sandbox_solves_for_every_release_and_variant(sandbox_world, capsys)
         assert ("visionkit" in got) == lockstep_ok
 
 
+@pytest.mark.slow
 def test_text_output(sandbox_world, capsys):
     code, out, _ = run_cli_at(capsys, sandbox_world, "solve", "--pytorch", "2.6.0")
     assert code == 0
     assert out.splitlines() == [f"pytorch 2.6.0 ({v}): ok — 10 distribution package(s)" for v in ("cpu", "cuda")]
 
 
+@pytest.mark.slow
 def test_a_conflict_names_the_package_and_the_clashing_spec(sandbox_world, capsys):
     # admitted on 2.6.0 only (its own pytorch pin), where it needs a metrickit that does not exist
     add_recipe(sandbox_world, "badpin", ["python >=3.10", "pytorch >=2.6,<2.7", "metrickit >=9,<10"])
@@ -88,6 +91,7 @@ def test_a_conflict_names_the_package_and_the_clashing_spec(sandbox_world, capsy
     assert "pytorch 2.6.0 (cuda): CONFLICT" in out and "metrickit >=9,<10" in out
 
 
+@pytest.mark.slow
 def test_cuda_only_package_conflicts_in_the_cpu_variant_only(sandbox_world, capsys):
     add_recipe(sandbox_world, "gpuonly", ["python >=3.10", "pytorch >=2.4,<2.7", "__cuda >=12"])
     code, doc = run_json_at(capsys, sandbox_world, "solve", "--pytorch", "2.4.1")
@@ -118,6 +122,7 @@ def test_solve_from_staging_uses_the_built_artifacts(built_world, capsys):
     assert code == 2 and "does not exist" in err
 
 
+@pytest.mark.slow
 def test_libmamba_without_libmambapy_is_bad_input(sandbox_world, capsys):
     if importlib.util.find_spec("libmambapy") is not None:
         pytest.skip("libmambapy is importable here")
@@ -126,6 +131,7 @@ def test_libmamba_without_libmambapy_is_bad_input(sandbox_world, capsys):
     assert "libmambapy" in err and "hint:" in err and "--solver rattler" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "message"), [
     (["--pytorch", "9.9.9"], "9.9.9"),
     (["--solver", "bogus"], "unknown solver"),

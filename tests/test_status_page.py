@@ -21,9 +21,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from test_reports import AS_OF, RELEASES, VARIANTS, add_never_promoted, day, everywhere, make_scenario, stage
 
 from conda_distro.cli import main as cli_main
-from test_reports import AS_OF, RELEASES, VARIANTS, add_never_promoted, day, everywhere, make_scenario, stage
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -37,7 +37,7 @@ def row(*statuses: str) -> dict[tuple[str, str], str]:
     """Six statuses in release-major order: 2.4.1 cpu, 2.4.1 cuda, 2.5.1 cpu, ..."""
     pairs = [(r, v) for r in RELEASES for v in VARIANTS]
     assert len(statuses) == len(pairs)
-    return dict(zip(pairs, statuses))
+    return dict(zip(pairs, statuses, strict=True))
 
 
 EXPECTED = {
@@ -297,7 +297,6 @@ def make_busy_scenario(root: Path) -> Path:
     make_scenario(root)
     add_never_promoted(root, "hooky")
     import git
-
     from test_reports import commit, recipe_text
 
     commit(git.Repo(root), {"recipes/broken/recipe.yaml": recipe_text("broken", "pytorch >=2.4,<2.7", [], ["bo"])},
@@ -460,7 +459,7 @@ def test_excuses_file_round_trips_through_the_gates_types(tmp_path):
     """What `promote` writes is what the page reads: one schema (conda_distro.excuses)."""
     from conda_distro.excuses import EXCUSES_FILE, Excuse, Excuses, Regression, read_excuses, write_excuses
 
-    ex = Excuses(generated=dt.datetime(2025, 6, 1, 3, tzinfo=dt.timezone.utc), candidates=[
+    ex = Excuses(generated=dt.datetime(2025, 6, 1, 3, tzinfo=dt.UTC), candidates=[
         Excuse(name="addon", old_version="1.0", new_version="2.0", verdict="held-temporarily", blocked_by=["failing"],
                regressions=[Regression(package="fine", pytorch="2.6.0", variant="cpu", log="build/logs/x.log")]),
         Excuse(name="hooky", new_version="1.0", verdict="held-permanently", group="a rebuild from this checkout"),
@@ -482,7 +481,7 @@ def test_candidates_promoted_since_the_excuses_were_written_are_left_out(tmp_pat
 
     root = make_scenario(tmp_path / "distro")
     in_main = Ledger(root / "channel_state").load("fine").artifacts[0].artifact
-    write_excuses(root / "build" / "excuses.json", Excuses(generated=dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc), candidates=[
+    write_excuses(root / "build" / "excuses.json", Excuses(generated=dt.datetime(2025, 6, 1, tzinfo=dt.UTC), candidates=[
         Excuse(name="fine", new_version="1.0", verdict="promote", artifacts=[in_main]),
         Excuse(name="addon", new_version="3.0", verdict="held-temporarily", artifacts=["noarch/addon-3.0-h0_0.conda"])]))
     written = write_status(StatusOptions(out=tmp_path / "site", root=root, as_of=AS_OF.isoformat())).written
@@ -494,7 +493,6 @@ def test_a_package_blocked_by_a_failing_dependency_is_blocked_not_untested(tmp_p
     """`build` does not attempt a package whose dependency fails: it leaves no artifact and no result. The
     page says "blocked" (in a staging row naming what it waits for), not "untested", and passes it on."""
     import git
-
     from test_reports import commit, recipe_text
 
     root = make_busy_scenario(tmp_path / "distro")

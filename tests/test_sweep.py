@@ -23,6 +23,8 @@ import git
 import pytest
 import yaml
 from filelock import FileLock
+from helpers import run_cli
+from worlds import _shared, copy_world
 
 from conda_distro.config import load_config
 from conda_distro.distribution import load_distribution
@@ -37,7 +39,6 @@ from conda_distro.sweep import (
     widen,
 )
 from conda_distro.sweep import to_test as _to_test
-from worlds import _shared, copy_world
 
 PYTORCH_DEPENDENT = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics", "evalsuite",
                      "visionkit", "hookprofiler", "fastquant", "quantserve"}
@@ -85,8 +86,6 @@ extra:
   recipe-maintainers:
     - viz-owner
 """
-from helpers import run_cli
-
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -112,7 +111,7 @@ def changed_lines(before: str, after: str) -> list[tuple[int, str, str]]:
     """(line number, old, new) for each differing line; both texts must have the same line count."""
     a, b = before.split("\n"), after.split("\n")
     assert len(a) == len(b), "an edit must not add or remove lines"
-    return [(i + 1, x, y) for i, (x, y) in enumerate(zip(a, b)) if x != y]
+    return [(i + 1, x, y) for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
 
 
 def releases_of(world: Path) -> list[str]:
@@ -239,7 +238,7 @@ def test_sweep_new_minor_release_commits_one_package_per_commit(world27: Path, c
     assert commits[0].message.startswith("Add pytorch 2.7.0")
     per_package = commits[1:]
     assert [c["package"] for c in doc["commits"][1:]] == [n for n in order if n in BUMPED]
-    for c, name in zip(per_package, (n for n in order if n in BUMPED)):
+    for c, name in zip(per_package, (n for n in order if n in BUMPED), strict=True):
         assert list(c.stats.files) == [f"recipes/{name}/recipe.yaml"], name
         assert c.stats.files[f"recipes/{name}/recipe.yaml"]["lines"] == 4  # 2 lines out, 2 in
         assert c.message.startswith(f"{name}: admit pytorch 2.7 (pytorch >=2.4,<2.7 -> pytorch >=2.4,<2.8, build 1)")
@@ -311,6 +310,7 @@ def test_sweep_bugfix_release_changes_no_recipe(sandbox_world: Path, capsys):
 # end to end without builds
 
 
+@pytest.mark.slow
 def test_no_build_sweep_edits_and_parks_dependents_of_lockstep_package(world27: Path, capsys):
     visionextra = HOOKVIZ.replace("hookviz", "visionextra").replace(
         "    - hookprofiler >=0.7,<0.8", "    - pytorch >=2.5,<2.6\n    - visionkit >=0.20,<0.21")
@@ -336,6 +336,7 @@ def test_no_build_sweep_edits_and_parks_dependents_of_lockstep_package(world27: 
     assert pkgs["tensorutils"]["tests"] == []
 
 
+@pytest.mark.slow
 def test_uneditable_pin_fails_that_package_only(world27: Path, capsys):
     rel = "recipes/fastquant/recipe.yaml"
     path = world27 / rel
@@ -358,6 +359,7 @@ def test_uneditable_pin_fails_that_package_only(world27: Path, capsys):
 # refusals and no-ops: nothing written
 
 
+@pytest.mark.slow
 def test_already_supported_release_is_a_noop(sandbox_world: Path, capsys):
     before = tracked_state(sandbox_world)
     code, out, _ = sweep(capsys, sandbox_world, "--pytorch", "2.6.0", "--commit")
@@ -369,6 +371,7 @@ def test_already_supported_release_is_a_noop(sandbox_world: Path, capsys):
     assert code == 0 and doc["noop"] is True and doc["packages"] == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["2.7", "abc", "2.7.0.1", "v2.7.0"])
 def test_bad_version_is_refused(sandbox_world: Path, capsys, version):
     before = tracked_state(sandbox_world)
@@ -379,6 +382,7 @@ def test_bad_version_is_refused(sandbox_world: Path, capsys, version):
     assert [h.name for h in git.Repo(sandbox_world).heads] == ["main"]
 
 
+@pytest.mark.slow
 def test_unpublished_release_is_refused(sandbox_world: Path, capsys):
     before = tracked_state(sandbox_world)
     code, _, err = sweep(capsys, sandbox_world, "--pytorch", "2.8.0")
@@ -387,6 +391,7 @@ def test_unpublished_release_is_refused(sandbox_world: Path, capsys):
     assert tracked_state(sandbox_world) == before
 
 
+@pytest.mark.slow
 def test_dry_run_refuses_an_unpublished_release(sandbox_world: Path, capsys):
     before = tracked_state(sandbox_world)
     code, out, err = sweep(capsys, sandbox_world, "--pytorch", "2.8.0", "--dry-run")
@@ -395,6 +400,7 @@ def test_dry_run_refuses_an_unpublished_release(sandbox_world: Path, capsys):
     assert tracked_state(sandbox_world) == before and not (sandbox_world / "build").exists()
 
 
+@pytest.mark.slow
 def test_dry_run_reports_as_a_run_would_marked_dry(world27: Path, capsys):
     before = tracked_state(world27)
     code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--dry-run")
@@ -413,6 +419,7 @@ def test_dry_run_reports_as_a_run_would_marked_dry(world27: Path, capsys):
     assert tracked_state(world27) == before and not (world27 / "build").exists()
 
 
+@pytest.mark.slow
 def test_dry_run_prints_the_plan_and_writes_nothing(world27: Path, capsys):
     sandbox_world = world27
     before = tracked_state(sandbox_world)
@@ -427,6 +434,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(world27: Path, capsys):
     assert not (sandbox_world / "build").exists()
 
 
+@pytest.mark.slow
 def test_commit_refuses_dirty_recipes(world27: Path, capsys):
     path = world27 / "recipes" / "layerkit" / "recipe.yaml"
     path.write_text(path.read_text() + "# local change\n")
@@ -438,6 +446,7 @@ def test_commit_refuses_dirty_recipes(world27: Path, capsys):
     assert [h.name for h in git.Repo(world27).heads] == ["main"]
 
 
+@pytest.mark.slow
 def test_commit_refuses_existing_branch_before_writing(world27: Path, capsys):
     repo = git.Repo(world27)
     repo.create_head("sweep/pytorch-2.7.0")
@@ -447,6 +456,7 @@ def test_commit_refuses_existing_branch_before_writing(world27: Path, capsys):
     assert tracked_state(world27) == before
 
 
+@pytest.mark.slow
 def test_commit_refuses_staged_changes(world27: Path, capsys):
     (world27 / "README.md").write_text("staged\n")
     git.Repo(world27).index.add(["README.md"])
@@ -922,6 +932,7 @@ def assert_complete_sweep_branch(world: Path, base: str, before: dict[str, str])
     assert json.loads((world / "build" / "sweep" / "pytorch-2.7.0.json").read_text())["branch"] == "sweep/pytorch-2.7.0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step, finished", [
     ("sweep-after-edits", False),  # recipes and distro.yaml edited, nothing committed: rolled back, swept again
     ("sweep-after-build", False),  # builds done and failures reverted: the same
@@ -955,6 +966,62 @@ def test_sweep_commit_killed_then_rerun_finishes_the_branch(world27: Path, step:
     assert_complete_sweep_branch(world27, base, before)
 
 
+KILLED_WRITE = """
+import os, sys
+from pathlib import Path
+from conda_distro import fsutil
+os.replace = lambda src, dst: os.kill(os.getpid(), 9)  # killed after the temp file is written, before the rename
+fsutil.atomic_write_text(Path(sys.argv[1]), "half of a recipe\\n")
+"""
+
+
+def killed_write(path: Path) -> Path:
+    """Kill a process inside ``atomic_write_text(path)``; returns the temp file it left behind."""
+    done = subprocess.run([sys.executable, "-c", KILLED_WRITE, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -9, done.stderr
+    (tmp,) = path.parent.glob(f".{path.name}.*.tmp")
+    return tmp
+
+
+def test_clear_stale_temps_removes_only_what_a_killed_atomic_write_left(tmp_path: Path):
+    from conda_distro.fsutil import clear_stale_temps
+
+    recipe = tmp_path / "recipes" / "a" / "recipe.yaml"
+    recipe.parent.mkdir(parents=True)
+    recipe.write_text("kept\n")
+    others = [recipe.parent / "notes.tmp", recipe.parent / ".other.yaml.x.tmp", recipe.parent / ".recipe.yaml.bak"]
+    for p in others:
+        p.write_text("not the sweep's\n")
+    stale = killed_write(recipe)
+    assert recipe.read_text() == "kept\n"
+
+    assert clear_stale_temps(recipe) == [stale]
+    assert not stale.exists() and recipe.read_text() == "kept\n" and all(p.exists() for p in others)
+    assert clear_stale_temps(tmp_path / "missing" / "recipe.yaml") == []
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_inside_a_write_is_rerun_despite_its_temp_file(world27: Path):
+    """tests/test_kill9.py's flake: a kill inside atomic_write_text leaves recipes/x/.recipe.yaml.*.tmp,
+    an untracked file under recipes/; the rerun took it for uncommitted changes and refused. The sweep
+    removes its own temp files under its lock, then rolls back and sweeps again."""
+    repo = git.Repo(world27)
+    base = repo.head.commit.hexsha
+    before = tracked_state(world27)
+    crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build", crash_at="sweep-after-edits")
+    assert crashed.returncode == -9, crashed.stderr
+    stale = [killed_write(world27 / "recipes" / "layerkit" / "recipe.yaml"), killed_write(world27 / "distro.yaml")]
+    assert "recipes/layerkit/" in repo.git.status("--porcelain", "--untracked-files=all", "recipes")
+
+    rerun = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+
+    assert rerun.returncode == 0, rerun.stderr
+    assert not any(p.exists() for p in stale)
+    assert json.loads(rerun.stdout)["message"].startswith("an interrupted sweep of pytorch 2.7.0 was rolled back")
+    assert_complete_sweep_branch(world27, base, before)
+
+
+@pytest.mark.slow
 def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypatch):
     """Killed between creating the branch and checking it out: the rerun checks it out."""
     from conda_distro import gitutil
@@ -982,6 +1049,7 @@ def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypat
     assert_complete_sweep_branch(world27, base, before)
 
 
+@pytest.mark.slow
 def test_half_made_branch_without_journal_is_not_nothing_to_do(world27: Path, capsys):
     """The issue's repro, as an older sweep left it: on the sweep branch, some packages committed, the
     other edits uncommitted, no journal. The rerun says what to do instead of 'nothing to do'."""
@@ -1001,6 +1069,7 @@ def test_half_made_branch_without_journal_is_not_nothing_to_do(world27: Path, ca
     assert tracked_state(world27) == before
 
 
+@pytest.mark.slow
 def test_commit_after_a_run_without_commit_commits_what_it_left(world27: Path, capsys):
     """The issue's repro: `sweep` then `sweep --commit` answered "already a supported release: nothing to
     do", made no branch and left the tree dirty. Now the second run commits the first run's edits."""
@@ -1024,6 +1093,7 @@ def test_commit_after_a_run_without_commit_commits_what_it_left(world27: Path, c
     assert not (world27 / "build/sweep/pytorch-2.7.0.uncommitted.json").exists()
 
 
+@pytest.mark.slow
 def test_commit_after_a_run_without_commit_refuses_files_changed_since(world27: Path, capsys):
     code, _ = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")
     assert code == 0
@@ -1035,6 +1105,7 @@ def test_commit_after_a_run_without_commit_refuses_files_changed_since(world27: 
     assert tracked_state(world27) == before and [h.name for h in git.Repo(world27).heads] == ["main"]
 
 
+@pytest.mark.slow
 def test_uncommitted_release_without_any_record_is_not_nothing_to_do(world27: Path, capsys):
     """An older sweep's edits, with no record of them: exit 2 with what to do (not "nothing to do")."""
     code, _ = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build")
@@ -1046,6 +1117,7 @@ def test_uncommitted_release_without_any_record_is_not_nothing_to_do(world27: Pa
     assert tracked_state(world27) == before
 
 
+@pytest.mark.slow
 def test_file_changed_after_the_kill_is_refused_and_nothing_written(world27: Path, capsys):
     crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build", crash_at="sweep-after-edits")
     assert crashed.returncode == -9
@@ -1057,6 +1129,7 @@ def test_file_changed_after_the_kill_is_refused_and_nothing_written(world27: Pat
     assert tracked_state(world27) == before
 
 
+@pytest.mark.slow
 def test_other_release_waits_for_the_unfinished_sweep(world27: Path, capsys):
     crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--no-build", crash_at="sweep-after-edits")
     assert crashed.returncode == -9
@@ -1083,6 +1156,7 @@ def hold_lock(path: Path, seconds: float) -> subprocess.Popen:
     return p
 
 
+@pytest.mark.slow
 def test_second_sweep_times_out_with_exit_2_and_writes_nothing(world27: Path, capsys):
     holder = hold_lock(world27 / "build" / "locks" / "repository.lock", 60)
     before = tracked_state(world27)
@@ -1095,6 +1169,7 @@ def test_second_sweep_times_out_with_exit_2_and_writes_nothing(world27: Path, ca
     assert tracked_state(world27) == before and [h.name for h in git.Repo(world27).heads] == ["main"]
 
 
+@pytest.mark.slow
 def test_second_sweep_waits_for_the_first(world27: Path, capsys):
     holder = hold_lock(world27 / "build" / "locks" / "repository.lock", 2)
     t0 = time.monotonic()
@@ -1104,6 +1179,7 @@ def test_second_sweep_waits_for_the_first(world27: Path, capsys):
     assert releases_of(world27)[-1] == "2.7.0" and {p["status"] for p in doc["packages"]} >= {"bumped"}
 
 
+@pytest.mark.slow
 def test_build_times_out_on_a_locked_staging_channel(sandbox_world: Path, capsys):
     staging = sandbox_world / "build" / "channels" / "staging"
     holder = hold_lock(staging / ".conda-distro.lock", 60)
@@ -1123,8 +1199,9 @@ def test_two_concurrent_builds_leave_staging_consistent(sandbox_world: Path):
     """The issue's repro: two builds at once. The second waits for the first, then finds everything up to
     date; staging's repodata names exactly its files with their sha256, and every result is for the file
     that is there (promote holds nothing as 'results for another build of this file')."""
-    from conda_distro.results import ResultsStore
     from helpers import sha256
+
+    from conda_distro.results import ResultsStore
 
     cmd = [sys.executable, "-m", "conda_distro", "build", "tensorutils", "layerkit", "--root", str(sandbox_world),
            "--format", "json"]
@@ -1146,6 +1223,7 @@ def test_two_concurrent_builds_leave_staging_consistent(sandbox_world: Path):
         assert store.get(artifact).sha256 == digest, artifact
 
 
+@pytest.mark.slow
 def test_unreadable_journal_is_a_clear_error(world27: Path, capsys):
     journal = world27 / "build" / "sweep" / "pytorch-2.7.0.journal.json"
     journal.parent.mkdir(parents=True)
@@ -1180,6 +1258,7 @@ def test_the_sweep_document_is_one_schema_written_and_read(tmp_path: Path):
     assert set(statuses) == {"a"} and statuses["a"].status == "failed" and statuses["a"].release == "2.7.0"
 
 
+@pytest.mark.slow
 def test_the_edited_distribution_is_made_from_the_written_texts(world27: Path):
     from conda_distro.sweep.run import _edited_distribution
 
@@ -1196,6 +1275,7 @@ def test_the_edited_distribution_is_made_from_the_written_texts(world27: Path):
     assert set(edited.recipes) == set(dist.readable().recipes)
 
 
+@pytest.mark.slow
 def test_the_result_renders_what_the_command_prints(world27: Path, capsys):
     """The text lines and the markdown (templates) of the result are the bytes `sweep` prints, for a
     dry run and for a release already supported (the message only)."""

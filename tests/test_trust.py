@@ -14,12 +14,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import run_cli_at, run_json_at, sha256
+from worlds import own_copy
 
 from conda_distro.engine import intake
 from conda_distro.engine.sandbox import SandboxSpec, bwrap_path, require_bwrap, wrap
 from conda_distro.errors import EngineUnavailableError
-from helpers import run_cli_at, run_json_at, sha256
-from worlds import own_copy
 
 STAGING = Path("build/channels/staging")
 MAIN = Path("build/channels/pytorch")
@@ -105,6 +105,7 @@ def test_sandbox_hides_the_repository_and_allows_writes_only_to_its_own_folder(t
     assert (repo / "recipes/mine/new").exists()
 
 
+@pytest.mark.slow
 def test_missing_bubblewrap_fails_closed_with_exit_2_and_writes_nothing(sandbox_world, capsys, monkeypatch, tmp_path):
     empty = tmp_path / "bin"
     empty.mkdir()
@@ -123,6 +124,7 @@ def test_missing_bubblewrap_fails_closed_with_exit_2_and_writes_nothing(sandbox_
     assert code == 0
 
 
+@pytest.mark.slow
 def test_sweep_fails_closed_before_editing_anything(sandbox_world, capsys, monkeypatch, tmp_path):
     cfg = sandbox_world / "distro.yaml"
     cfg.write_text(cfg.read_text().replace('releases: ["2.4.1", "2.5.1", "2.6.0"]', 'releases: ["2.4.1", "2.5.1"]'))
@@ -205,6 +207,7 @@ def test_a_build_that_leaves_another_packages_artifact_fails_and_stages_nothing(
     assert not list((built_world / "build/work").glob("*")), "the private work folder was not cleaned"
 
 
+@pytest.mark.slow
 def test_intake_checks_name_file_name_and_plan_on_a_real_package(built_template, tmp_path):
     src = next((built_template / STAGING / "noarch").glob("tensorutils-*.conda"))
     art = f"noarch/{src.name}"

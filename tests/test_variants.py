@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import run_cli_at, run_json_at
 
 from conda_distro.config import load_config
 from conda_distro.gpu import probe_gpu
 from conda_distro.ledger import TestEvidence, parse_state
 from conda_distro.results import ResultsStore
-from helpers import run_cli_at, run_json_at
 
 BASE = 'name: t\npytorch:\n  releases: ["2.5.1"]\n'
 
@@ -87,6 +87,7 @@ def test_probe_gpu_says_why_there_is_none(tmp_path, monkeypatch):
     assert probe_gpu().available and probe_gpu().detail.startswith("GPU 0: NVIDIA A10G")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(probe_gpu().available, reason="this machine has a working GPU: the no-GPU labels do not apply")
 def test_build_variant_cuda_runs_only_cuda_tests_and_says_no_gpu(sandbox_world: Path, capsys):
     root = sandbox_world
@@ -127,6 +128,7 @@ def test_build_variant_cuda_runs_only_cuda_tests_and_says_no_gpu(sandbox_world: 
     assert code == 0 and "2.4.1 cuda (no GPU)" in out.splitlines()[0] and "2.4.1 cpu" in out.splitlines()[0]
 
 
+@pytest.mark.slow
 def test_build_bad_variant_is_exit_2_and_writes_nothing(sandbox_world: Path, capsys):
     before = sorted(p.relative_to(sandbox_world) for p in sandbox_world.rglob("*"))
     code, out, err = run_cli_at(capsys, sandbox_world, "build", "--all", "--variant", "gpu")
@@ -134,6 +136,7 @@ def test_build_bad_variant_is_exit_2_and_writes_nothing(sandbox_world: Path, cap
     assert sorted(p.relative_to(sandbox_world) for p in sandbox_world.rglob("*")) == before
 
 
+@pytest.mark.slow
 def test_a_gpu_machine_reruns_cuda_tests_and_records_gpu_true(sandbox_world: Path, capsys, tmp_path, monkeypatch):
     """A cuda result obtained without a GPU is not reused on a machine with one: the test runs again there
     and records gpu: true (nvidia-smi stands in for the driver; the builds and tests are real)."""
@@ -163,6 +166,7 @@ def test_ledger_evidence_without_gpu_reads_as_unknown_and_is_written_as_before()
 # --- verify-channel's GPU probe
 
 
+@pytest.mark.slow
 def test_verify_channel_says_cuda_ran_without_a_gpu(built_world: Path, capsys):
     if probe_gpu().available:
         pytest.skip("this machine has a working GPU")

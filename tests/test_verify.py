@@ -14,12 +14,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from anaconda_server import FakeAnaconda
-from conda_distro.channels import LocalChannel
-from conda_distro.promote import PromoteOptions, promote
 from helpers import run_cli_at, run_json_at, upstream_pytorch_builds
 from worlds import own_copy
+
+from conda_distro.channels import LocalChannel
+from conda_distro.promote import PromoteOptions, promote
 
 MAIN = Path("build/channels/pytorch")
 STAGING = Path("build/channels/staging")
@@ -257,7 +257,7 @@ def test_a_pytorch_name_that_is_no_python_package_verifies_by_its_record(make_di
     assert code == 0 and doc["ok"] and doc["drift"] == [], doc
     assert [(r["pytorch"], r["variant"], r["ok"]) for r in doc["results"]] == [("2.5.1", "cpu", True),
                                                                                ("2.5.1", "cuda", True)]
-    for r, want in zip(doc["results"], ("cpu", "cuda126")):
+    for r, want in zip(doc["results"], ("cpu", "cuda126"), strict=True):
         assert sorted(r["installed"]) == [f"libtorch 2.5.1 {builds[want]}", "torchapp 0.1.0 " + app.name.split("-")[2][:-6]]
         [check] = r["checks"]  # the record check alone: no import probe
         assert (check["package"], check["check"], check["evidence"], check["ok"]) == ("libtorch", "variant", "record", True)

@@ -7,6 +7,10 @@
 * ``sandbox_world`` / ``built_world`` — per-test copies that a test may change freely. Package files
   are hard-linked to the template; a test that changes one in place calls :func:`own_copy` first.
 * ``private_rattler_cache`` (autouse) — each test process gets its own rattler package cache.
+
+Every test that uses a world is marked ``slow``: the fast tier (``pytest -m "not slow"``) builds no
+sandbox world. Collection fails on a test that would (:func:`pytest_collection_modifyitems`); a test
+module whose own fixtures make a world or its upstream channel names them in ``SANDBOX_FIXTURES``.
 """
 
 from __future__ import annotations
@@ -14,12 +18,29 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from filelock import FileLock
 
 REPORT = Path("build") / "report.json"
+# the fixtures below that make (or copy) a sandbox world
+WORLD_FIXTURES = frozenset({"sandbox_template", "built_template", "sandbox_world", "built_world", "built_report"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that uses a sandbox world must be marked ``slow``: the fast tier builds none."""
+    unmarked = []
+    for item in items:
+        module = getattr(item, "module", None)
+        world = WORLD_FIXTURES | frozenset(getattr(module, "SANDBOX_FIXTURES", ()))
+        used = world & set(getattr(item, "fixturenames", ()))
+        if used and item.get_closest_marker("slow") is None:
+            unmarked.append(f"{item.nodeid} (uses {', '.join(sorted(used))})")
+    if unmarked:
+        raise pytest.UsageError("tests that use a sandbox world must be marked @pytest.mark.slow:\n  "
+                                + "\n  ".join(unmarked))
 
 
 def copy_world(src: Path, dst: Path) -> Path:
@@ -53,7 +74,7 @@ def _shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def private_rattler_cache(tmp_path_factory: pytest.TempPathFactory):
+def private_rattler_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A rattler package cache of this test process's own (``RATTLER_CACHE_DIR``).
 
     Every build of a sandbox recipe makes a file with the same name (e.g.
@@ -62,14 +83,10 @@ def private_rattler_cache(tmp_path_factory: pytest.TempPathFactory):
     time by other xdist workers (or by another test run on the machine) would re-extract each other's
     entries while in use. Tests within one process run one after another, so one cache per process is safe.
     """
-    key = "RATTLER_CACHE_DIR"
-    saved = os.environ.get(key)
-    os.environ[key] = str(tmp_path_factory.mktemp("rattler-cache"))
-    yield Path(os.environ[key])
-    if saved is None:
-        os.environ.pop(key, None)
-    else:
-        os.environ[key] = saved
+    path = tmp_path_factory.mktemp("rattler-cache")
+    with pytest.MonkeyPatch.context() as mp:  # session-wide: the function-scoped ``monkeypatch`` cannot
+        mp.setenv("RATTLER_CACHE_DIR", str(path))
+        yield path
 
 
 @pytest.fixture(scope="session")

@@ -39,6 +39,8 @@ class CheckPrOptions:
     build: bool = True
     jobs: int = 1
     sandbox: bool = True  # False: --no-sandbox
+    root: Path | None = None  # the distribution's folder (None: found from the current one)
+    log_url: str | None = None  # where the CI run's logs can be read ('{path}' in it: the log's path); output only
 
 
 @dataclass
@@ -167,8 +169,8 @@ def unbumped_builds(dist: Distribution, changed: list[str]) -> list[Finding]:
     return out
 
 
-def check_pr(root: Path | None, options: CheckPrOptions, reporter=None) -> CheckPrResult:
-    dist = load_distribution(root, strict=False)
+def check_pr(options: CheckPrOptions, reporter=None) -> CheckPrResult:
+    dist = load_distribution(options.root, strict=False)
     res = CheckPrResult(base=options.base, root=dist.root)
     res.changed_files = changed_files(dist.root, options.base, flag="--base")
     buildable = [f for f in res.changed_files if f.startswith(BUILDABLE_PREFIXES) or f in BUILDABLE_FILES]

@@ -109,6 +109,20 @@ class Distribution:
             out.append({"recipe": folder, "path": e.path, "line": e.line, "message": e.message, "hint": e.hint})
         return out
 
+    def notices(self) -> list[str]:
+        """What commands print on stderr about the recipes they leave out: every recipe that cannot be
+        read or rendered (file:line, rattler-build's message), then the recipes blocked by them."""
+        return [*(f"error: {e}" for e in self.errors),
+                *(f"blocked: {name} depends on unreadable recipe {by}"
+                  for name, by in sorted(self.blocked_by_broken().items()))]
+
+    def check_names(self, names: list[str] | tuple[str, ...]) -> None:
+        """Each name is a recipe of the distribution, readable or not (a misspelt name raises
+        :class:`RecipeError` with a did-you-mean hint, exit 2)."""
+        for n in names:
+            if n not in self.recipes and not any(e.path and n in e.path for e in self.errors):
+                self.get(n)
+
     def require(self, names: list[str] | tuple[str, ...]) -> None:
         """Named targets must exist and be readable (exit 2 otherwise)."""
         broken = self.broken

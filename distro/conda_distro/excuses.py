@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -104,6 +105,11 @@ class Excuse(_Model):
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+@dataclass(frozen=True)
+class ExcusesOptions:
+    root: Path | None = None  # the distribution's folder (None: found from the current one)
 
 
 class Excuses(_Model):

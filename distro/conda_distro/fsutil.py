@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import glob
 import os
 import shutil
 import tempfile
@@ -24,6 +25,15 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def clear_stale_temps(path: Path) -> list[Path]:
+    """Remove the temp files :func:`atomic_write_text` left next to ``path`` when it was killed mid-write
+    (``.<name>.*.tmp``); only for a caller that holds the lock of every writer of ``path``."""
+    stale = sorted(path.parent.glob(f".{glob.escape(path.name)}.*.tmp")) if path.parent.is_dir() else []
+    for tmp in stale:
+        tmp.unlink(missing_ok=True)
+    return stale
 
 
 class paused_gc(contextlib.ContextDecorator):

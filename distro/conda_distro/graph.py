@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable, Mapping
 
 import networkx as nx
 
+from conda_distro.ci import RunnerPlan, github_matrix, runner_plan
+from conda_distro.distribution import load_distribution, open_distro
 from conda_distro.fsutil import paused_gc
+from conda_distro.gitutil import changed_recipes
 from conda_distro.errors import GraphError
 from conda_distro.recipe import Recipe
 
@@ -120,3 +125,62 @@ class RecipeGraph:
             lines.append(f'  "{u}" -> "{v}";')
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class GraphOptions:
+    root: Path | None = None  # the distribution's folder (None: found from the current one)
+    affected_by: tuple[str, ...] = ()  # package names that changed
+    changed_since: str | None = None  # git ref: recipes changed since it are changed too
+    shards: int = 1  # github-matrix: how many runners
+    runners: bool = False  # only the CI runner of each variant (distro.yaml's ci: section; no recipe is read)
+
+
+@dataclass
+class GraphReport:
+    """`conda-distro graph`: the dependency order and the affected set of a change."""
+
+    graph: RecipeGraph
+    affected: list[str]
+    changed: list[str] | None  # None: no change given (affected is then every package)
+    excluded: dict  # {unreadable, blocked}, see Distribution.exclusions
+    shards: int = 1
+    notices: list[str] = field(default_factory=list)  # stderr: the recipes left out, and why
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.excluded["unreadable"] else 0
+
+    def to_dict(self) -> dict:
+        return {"ok": not self.excluded["unreadable"], "order": self.graph.order(), "levels": self.graph.levels(),
+                "edges": self.graph.edges(), "affected": self.affected, "changed": self.changed, **self.excluded}
+
+    def text_lines(self) -> list[str]:
+        lines = ["order (dependencies first):"]
+        lines += [f"  level {i}: {', '.join(level)}" for i, level in enumerate(self.graph.levels())]
+        if self.changed is not None:
+            lines.append(f"changed: {', '.join(self.changed) or '(none)'}")
+            lines.append(f"affected ({len(self.affected)}): {', '.join(self.affected) or '(none)'}")
+        return lines
+
+    def dot_lines(self) -> list[str]:
+        return [self.graph.to_dot(highlight=self.affected if self.changed is not None else ()).rstrip("\n")]
+
+    def github_matrix_lines(self) -> list[str]:
+        return [json.dumps(github_matrix(self.graph.shards(self.affected, self.shards)))]
+
+
+def graph_report(options: GraphOptions) -> GraphReport | RunnerPlan:
+    """The graph of the distribution at ``options.root`` without its unreadable recipes and their
+    dependents (reported as notices), and the affected set of the named and changed packages."""
+    if options.runners:
+        return RunnerPlan(runner_plan(open_distro(options.root).config))  # distro.yaml only: no recipe is read
+    dist = load_distribution(options.root, strict=False)
+    if options.affected_by:
+        dist.require(options.affected_by)
+    g = RecipeGraph.from_recipes(dist.readable().recipes)
+    changed: list[str] | None = list(options.affected_by) if options.affected_by else None
+    if options.changed_since:
+        changed = sorted(set(changed or []) | set(changed_recipes(dist.root, options.changed_since)))
+    affected = g.affected(changed) if changed is not None else g.order()
+    return GraphReport(g, affected, changed, dist.exclusions(), options.shards, dist.notices())

@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.checkpr import CheckPrResult
+from conda_distro.checkpr import CheckPrOptions, CheckPrResult, check_pr
 from conda_distro.errors import DistroError
 from conda_distro.lint.base import CHECKS
+from conda_distro.progress import make_reporter
 from conda_distro.reports.render import render
 
 STATUSES = ("pass", "fail", "needs-pin-update", "blocked", "n-a")
@@ -336,3 +337,37 @@ def error_report(exc: DistroError, base: str = "", root: Path | None = None) -> 
     return PrReport(f"{what}: {_one_line(message, 300)}", "🛑", "", base,
                     error={"location": exc.location, "message": exc.message, "hint": exc.hint},
                     next_steps=["fix it and push again: nothing was built or tested"])
+
+
+@dataclass
+class PrGate:
+    """What `conda-distro check-pr` prints: the gate's result as text, JSON or a PR comment; or, when its
+    input cannot be read, the error (exit 2), which still gets a PR comment saying what to do."""
+
+    result: CheckPrResult | None
+    log_url: str | None = None
+    error: DistroError | None = None
+    comment: str = ""  # the error's PR comment
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.error.exit_code if self.error is not None else self.result.exit_code)
+
+    def to_dict(self) -> dict:
+        return self.result.to_dict()
+
+    def text_lines(self) -> list[str]:
+        return to_text(self.result, self.log_url).rstrip("\n").split("\n")
+
+    def markdown(self) -> str:
+        text = self.comment if self.error is not None else to_markdown(self.result, self.log_url)
+        return text.rstrip("\n") + "\n"
+
+
+def run_check_pr(options: CheckPrOptions) -> PrGate:
+    """`conda-distro check-pr`: :func:`~conda_distro.checkpr.check_pr` with progress; bad input is kept (with
+    its PR comment) in the result, for the CLI to print and exit 2 with."""
+    try:
+        return PrGate(check_pr(options, make_reporter()), options.log_url)
+    except DistroError as exc:
+        return PrGate(None, error=exc, comment=error_report(exc, options.base, options.root).markdown())

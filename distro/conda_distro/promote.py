@@ -31,7 +31,7 @@ from conda_distro.config import Distro, DistroConfig
 from conda_distro.distribution import load_distribution, open_distro
 from conda_distro.engine.releases import Availability, Target, lockstep_of_files, upstream_availability
 from conda_distro.errors import ChannelError, ExitCode
-from conda_distro.excuses import excuses_of, write_excuses
+from conda_distro.excuses import Excuses, ExcusesOptions, excuses_of, write_excuses
 from conda_distro.hints import load_hints
 from conda_distro.ledger import ArtifactEntry, Ledger, Retirement, TestEvidence, utcnow
 from conda_distro.provenance import CheckoutRecipes
@@ -755,6 +755,12 @@ def _write_excuses(ctx: PromotionContext, plan: PromotionPlan, inputs: PlanInput
         return path.relative_to(ctx.distro.root).as_posix()
     except ValueError:
         return str(path)
+
+
+def explain_promotion(options: ExcusesOptions) -> Excuses:
+    """`conda-distro excuses`: why each candidate in staging is not in main (the plan `promote --dry-run`
+    would make, explained; nothing is written)."""
+    return excuses_of(*plan_promotion(options.root))
 
 
 def plan_promotion(root: Path | None) -> tuple[PromotionPlan, PlanInputs]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.channels.local import LocalChannel
-from conda_distro.distribution import Distribution
+from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.releases import SOLVE_TIMEOUT, Target, is_cuda_record, select_releases, virtual_packages
 from conda_distro.errors import ChannelError, EngineUnavailableError, UsageError
 from conda_distro.graph import RecipeGraph
@@ -32,6 +32,7 @@ class SolveOptions:
     source: str = "recipes"  # recipes | staging | main
     solver: str = "rattler"
     explain: bool = True  # compute a minimal conflicting set on failure
+    root: Path | None = None  # the distribution's folder (None: found from the current one); for solve()
 
 
 @dataclass
@@ -52,13 +53,27 @@ class SolveResult:
 @dataclass
 class SolveReport:
     results: list[SolveResult]
+    notices: list[str] = field(default_factory=list)  # stderr: the recipes left out (unreadable), and why
+    unreadable: int = 0  # how many recipes could not be read (they make the exit code 1)
 
     @property
     def ok(self) -> bool:
         return all(r.ok for r in self.results)
 
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok and not self.unreadable else 1
+
     def to_dict(self) -> dict:
         return {"ok": self.ok, "results": [r.to_dict() for r in self.results]}
+
+    def text_lines(self) -> list[str]:
+        lines = []
+        for r in self.results:
+            n = len(r.requested) - 1
+            lines.append(f"pytorch {r.pytorch} ({r.variant}): {'ok' if r.ok else 'CONFLICT'} — {n} distribution package(s)")
+            lines += [f"    {line}" for line in (r.conflict or "").splitlines()]
+        return lines
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,6 +189,15 @@ def minimal_conflict(solver: RattlerSolver, fixed: list[str], candidates: list[s
         if _try(solver, fixed + trial, cuda)[0] is None:
             core = trial
     return core
+
+
+def solve(options: SolveOptions) -> SolveReport:
+    """`conda-distro solve`: the distribution at ``options.root``; its unreadable recipes are reported as
+    notices and the others are solved."""
+    dist = load_distribution(options.root, strict=False)
+    report = solve_distribution(dist, options)
+    report.notices, report.unreadable = dist.notices(), len(dist.errors)
+    return report
 
 
 def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions()) -> SolveReport:

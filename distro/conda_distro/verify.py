@@ -34,10 +34,10 @@ from pathlib import Path
 
 from conda_distro.channels import open_channel
 from conda_distro.channels.base import ChannelFile
-from conda_distro.distribution import Distribution
+from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.releases import Target, lockstep_of_files, select_releases, upstream_availability
 from conda_distro.errors import ChannelError, UsageError
-from conda_distro.gpu import probe_gpu
+from conda_distro.gpu import probe_gpu, variant_label
 from conda_distro.ledger import Ledger, compare_with_channel
 from conda_distro.pytorch_record import TorchBuild
 from conda_distro.recipe import Recipe
@@ -66,6 +66,7 @@ print("cuda op ran on", torch.cuda.get_device_name(0), "(ran: true)")
 class VerifyOptions:
     pytorch: tuple[str, ...] = ()
     keep: Path | None = None  # keep the environments under this folder (default: temporary)
+    root: Path | None = None  # the distribution's folder (None: found from the current one); for verify()
 
 
 @dataclass
@@ -91,17 +92,54 @@ class VerifyResult:
                 **({"left_out": self.left_out} if self.left_out else {})}
 
 
+TAIL_LINES = 8  # of a failing check's output, in text mode (JSON has it all)
+
+
 @dataclass
 class VerifyReport:
     results: list[VerifyResult]
     drift: list[dict]
+    notices: list[str] = field(default_factory=list)  # stderr: the recipes left out (unreadable), and why
+    unreadable: int = 0  # how many recipes could not be read (they make the exit code 1)
 
     @property
     def ok(self) -> bool:
         return all(r.ok for r in self.results) and not self.drift
 
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok and not self.unreadable else 1
+
     def to_dict(self) -> dict:
         return {"ok": self.ok, "results": [r.to_dict() for r in self.results], "drift": self.drift}
+
+    def text_lines(self) -> list[str]:
+        """Per release × variant: the verdict (or why it was skipped), the packages left out and why, and for
+        each failing check its name and the last lines of its output (the traceback's end: the exception); then
+        the drift, then the verdict."""
+        lines = []
+        for r in self.results:
+            if r.skipped:
+                lines.append(f"pytorch {r.pytorch} ({variant_label(r.variant, r.gpu)}): skipped — {r.skipped}")
+                continue
+            lines.append(f"pytorch {r.pytorch} ({variant_label(r.variant, r.gpu)}): {'ok' if r.ok else 'FAILED'} — "
+                         f"{len(r.installed)} packages installed, {sum(c['ok'] for c in r.checks)}/{len(r.checks)} "
+                         "checks passed")
+            for name, why in sorted(r.left_out.items()):
+                lines.append(f"    {name}: not installed — {why}")
+            failing = [c for c in r.checks if not c["ok"]]
+            if r.error and not failing:
+                lines.append(f"    {r.error}")
+            for c in failing:
+                lines.append(f"    {c['package']}: {c['check']} failed")
+                output = [ln for ln in str(c.get("output") or "").splitlines() if ln.strip()]
+                shown = output[-TAIL_LINES:]
+                if len(output) > len(shown):
+                    lines.append(f"      [... {len(output) - len(shown)} earlier line(s); all of it in --format json]")
+                lines += [f"      | {ln}" for ln in shown]
+        lines += [f"drift: {d['kind']}: {d['artifact']} ({d['detail']})" for d in self.drift]
+        lines.append("ok" if self.ok else "FAILED")
+        return lines
 
 
 def _admitting(files: list[ChannelFile], pytorch: str, release: str) -> list[str]:
@@ -219,6 +257,15 @@ def _check_keep(keep: Path | None) -> None:
     if ":" in str(keep.absolute()):
         raise UsageError(f"--keep {keep}: the path contains ':', which environments cannot live under",
                          field="--keep", hint="choose a folder whose absolute path has no ':' in it")
+
+
+def verify(options: VerifyOptions) -> VerifyReport:
+    """`conda-distro verify-channel`: the distribution at ``options.root``; its unreadable recipes are
+    reported as notices (an unreadable recipe only loses its import probe)."""
+    dist = load_distribution(options.root, strict=False)
+    report = verify_channel(dist, options)
+    report.notices, report.unreadable = dist.notices(), len(dist.errors)
+    return report
 
 
 def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions()) -> VerifyReport:

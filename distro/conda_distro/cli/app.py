@@ -6,10 +6,12 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional, Protocol
 
 import typer
 import typer.core
+
+from conda_distro.errors import DistroError
 
 # `conda-distro --help` lists the commands in the order of the flow: set up, propose and check a recipe,
 # the PR gate, build and promote, check what users get, release day, reports. Others come last.
@@ -82,10 +84,24 @@ DEFAULT_LOCK_TIMEOUT = 600.0
 stderr = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
-class TextJson(str, enum.Enum):
+class Format(str, enum.Enum):
+    """Every output format of the tool; each command accepts its own subset (the ``Literal`` aliases below).
+    ``--format json`` prints ``result.to_dict()``, ``markdown`` the document ``result.markdown()``, any other
+    format the lines ``result.<name>_lines()`` (``text_lines``, ``github_lines``, ``dot_lines``, …)."""
+
     text = "text"
     json = "json"
+    markdown = "markdown"
+    github = "github"
+    dot = "dot"
+    github_matrix = "github-matrix"
+    github_runners = "github-runners"
 
+
+TextJson = Literal[Format.text, Format.json]
+TextJsonMarkdown = Literal[Format.text, Format.json, Format.markdown]
+LintFormat = Literal[Format.text, Format.json, Format.github]
+GraphFormat = Literal[Format.text, Format.json, Format.dot, Format.github_matrix, Format.github_runners]
 
 FormatOpt = Annotated[TextJson, typer.Option("--format", help="Output format.")]
 
@@ -98,23 +114,41 @@ def out(text: str = "") -> None:
     sys.stdout.write(text + "\n")
 
 
-def emit(result: Any, format: TextJson) -> None:
-    """Print a result object: its ``to_dict()`` as JSON, or its ``text_lines()``."""
-    if format is TextJson.json:
+class Result(Protocol):
+    """What every library function a command calls returns (a typed result of its own); results with more
+    formats add ``markdown()`` or ``<format>_lines()``, and ``notices`` (stderr lines) where they have any."""
+
+    @property
+    def exit_code(self) -> int: ...
+
+    def to_dict(self) -> dict: ...
+
+    def text_lines(self) -> list[str]: ...
+
+
+def emit(result: Result, format: Format) -> int:
+    """The one way a command prints: the result's notices (recipes left out, and why) on stderr, then the
+    result in ``format`` on stdout; returns the result's exit code.
+
+    A result that carries an ``error`` (check-pr's bad input) prints its markdown comment when asked for
+    markdown, then raises the error for the one error handler (``conda_distro.cli.main``)."""
+    for line in getattr(result, "notices", ()):
+        sys.stderr.write(line + "\n")
+    error = getattr(result, "error", None)
+    if not isinstance(error, DistroError):
+        error = None
+    if error is not None and format is not Format.markdown:
+        raise error
+    if format is Format.json:
         print_json(result.to_dict())
+    elif format is Format.markdown:
+        sys.stdout.write(result.markdown())
     else:
-        for line in result.text_lines():
+        for line in getattr(result, f"{format.name}_lines")():
             out(line)
-
-
-def report_unreadable(dist: Any) -> int:
-    """Print every recipe that cannot be read or rendered to stderr (file:line, rattler-build's message)
-    and the recipes blocked by them; returns how many were unreadable."""
-    for e in dist.errors:
-        sys.stderr.write(f"error: {e}\n")
-    for name, by in sorted(dist.blocked_by_broken().items()):
-        sys.stderr.write(f"blocked: {name} depends on unreadable recipe {by}\n")
-    return len(dist.errors)
+    if error is not None:
+        raise error
+    return int(result.exit_code)
 
 
 def warn_no_sandbox(no_sandbox: bool) -> None:

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import enum
 from typing import Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import RootOpt, app, out, print_json, warn_no_sandbox
-
-
-class PrFormat(str, enum.Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
+from conda_distro.cli.app import Format, RootOpt, TextJsonMarkdown, app, emit, warn_no_sandbox
 
 
 @app.command("check-pr")
@@ -27,29 +20,15 @@ def check_pr_cmd(
         help="Where the logs can be read (the CI run's artifact URL); '{path}' in it is replaced by the log's "
              "path. Without it the comment shows the log paths.")] = None,
     root: RootOpt = None,
-    format: Annotated[PrFormat, typer.Option("--format", help="text, json or markdown (a PR comment).")] = PrFormat.text,
+    format: Annotated[TextJsonMarkdown, typer.Option("--format", help="text, json or markdown (a PR comment).")] = Format.text,
 ) -> int:
     """The PR gate: lint + proposal checks + solve + build/test of the affected set.
 
     Exit 0 ready to merge, 1 changes needed, 2 bad input. With --format markdown, bad input (exit 2)
     still prints a comment saying what cannot be read and what to do."""
-    from conda_distro.checkpr import CheckPrOptions, check_pr
-    from conda_distro.errors import DistroError
-    from conda_distro.prcomment import error_report, to_markdown, to_text
-    from conda_distro.progress import make_reporter
+    from conda_distro.checkpr import CheckPrOptions
+    from conda_distro.prcomment import run_check_pr
 
     warn_no_sandbox(no_sandbox)
-    try:
-        res = check_pr(root, CheckPrOptions(base=base, build=not no_build, jobs=jobs, sandbox=not no_sandbox),
-                       make_reporter())
-    except DistroError as exc:
-        if format is PrFormat.markdown:  # the PR still gets a comment; the error goes to stderr as usual
-            out(error_report(exc, base, root).markdown().rstrip("\n"))
-        raise
-    if format is PrFormat.json:
-        print_json(res.to_dict())
-    elif format is PrFormat.markdown:
-        out(to_markdown(res, log_url).rstrip("\n"))
-    else:
-        out(to_text(res, log_url).rstrip("\n"))
-    return int(res.exit_code)
+    return emit(run_check_pr(CheckPrOptions(base=base, build=not no_build, jobs=jobs, sandbox=not no_sandbox, root=root,
+                                            log_url=log_url)), format)

@@ -1,14 +1,13 @@
-"""`conda-distro promote` and `conda-distro retire`."""
+"""`conda-distro promote`, `conda-distro excuses` and `conda-distro retire`."""
 
 from __future__ import annotations
 
-import enum
 import sys
 from typing import Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, emit, out
+from conda_distro.cli.app import Format, FormatOpt, RootOpt, TextJsonMarkdown, app, emit
 
 # conda_distro.promote.DEFAULT_LOCK_TIMEOUT, repeated so that the CLI starts without importing the library
 # (tests/test_cli_start.py checks that the two agree).
@@ -26,42 +25,28 @@ def _log(line: str) -> None:
 def promote(
     root: RootOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False,
-    format: FormatOpt = TextJson.text,
+    format: FormatOpt = Format.text,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> int:
     """Copy every staging artifact whose tests all passed (and whose distribution dependencies are in
     main or promoted with it) to the main channel, and record it in channel_state/."""
     from conda_distro.promote import PromoteOptions, promote as run_promote
 
-    result = run_promote(PromoteOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout, progress=_log))
-    emit(result, format)
-    return int(result.exit_code)
-
-
-class ExcusesFormat(str, enum.Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
+    return emit(run_promote(PromoteOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout, progress=_log)), format)
 
 
 @app.command()
 def excuses(
     root: RootOpt = None,
-    format: Annotated[ExcusesFormat, typer.Option("--format", help="text, json or markdown.")] = ExcusesFormat.text,
+    format: Annotated[TextJsonMarkdown, typer.Option("--format", help="text, json or markdown.")] = Format.text,
 ) -> int:
     """Why each candidate in staging is not in main: verdict (promote, waiting, held-temporarily,
     held-permanently), reasons, what blocks it, what it must go with, days waiting, maintainers; grouped
     by what blocks them. Writes nothing (`promote` also writes them to build/excuses.json)."""
-    from conda_distro.excuses import excuses_of
-    from conda_distro.promote import plan_promotion
+    from conda_distro.excuses import ExcusesOptions
+    from conda_distro.promote import explain_promotion
 
-    plan, inputs = plan_promotion(root)
-    result = excuses_of(plan, inputs)
-    if format is ExcusesFormat.markdown:
-        out(result.markdown().rstrip("\n"))
-    else:
-        emit(result, TextJson(format.value))
-    return result.exit_code
+    return emit(explain_promotion(ExcusesOptions(root=root)), format)
 
 
 @app.command()
@@ -72,7 +57,7 @@ def retire(
     by: Annotated[Optional[str], typer.Option("--by", help="Who retires it (default: git user.name, else the login).",
                                               show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Retire it even though distribution packages depend on it.")] = False,
-    format: FormatOpt = TextJson.text,
+    format: FormatOpt = Format.text,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> int:
     """Remove a package from the main channel (local: files out + re-index; anaconda.org: `broken` label),
@@ -80,7 +65,5 @@ def retire(
     packages depend on it, unless --force."""
     from conda_distro.retire import RetireOptions, retire as run_retire
 
-    result = run_retire(RetireOptions(name=name, reason=reason, root=root, by=by, lock_timeout=lock_timeout,
-                                      progress=_log, force=force))
-    emit(result, format)
-    return int(result.exit_code)
+    return emit(run_retire(RetireOptions(name=name, reason=reason, root=root, by=by, lock_timeout=lock_timeout,
+                                         progress=_log, force=force)), format)

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json
+from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, emit
 
 
 @app.command()
@@ -23,21 +23,11 @@ def propose(
     license: Annotated[str, typer.Option("--license", help="SPDX identifier of the upstream license.")] = "",
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing proposal or recipe.")] = False,
     root: RootOpt = None,
-    format: FormatOpt = TextJson.text,
+    format: FormatOpt = Format.text,
 ) -> int:
     """Write proposals/NAME.yaml (the RFC-0006 intake questions) and a recipe skeleton recipes/NAME/recipe.yaml."""
-    from conda_distro.distribution import open_distro
     from conda_distro.proposal import ProposeOptions, propose as write_proposal
 
-    distro = open_distro(root)
-    result = write_proposal(distro, ProposeOptions(
+    return emit(write_proposal(ProposeOptions(
         name=name, maintainers=tuple(maintainer or ()), version=version, summary=summary, homepage=homepage,
-        repository=repository, license=license, force=force))
-    if format is TextJson.json:
-        print_json(result.to_dict())
-    else:
-        for path in result.relpaths():
-            out(f"wrote {path}")
-        out(f"next: answer the questions in proposals/{name}.yaml, complete the TODOs in the recipe, "
-            f"run `conda-distro lint {name}`, and open a pull request; each maintainer then sets `consent: true`.")
-    return 0
+        repository=repository, license=license, force=force, root=root)), format)

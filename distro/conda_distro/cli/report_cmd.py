@@ -2,45 +2,29 @@
 
 from __future__ import annotations
 
-import enum
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import AsOfOpt, FormatOpt, RootOpt, TextJson, app, emit, out, print_json
+from conda_distro.cli.app import AsOfOpt, Format, FormatOpt, RootOpt, TextJsonMarkdown, app, emit
 
 report_app = typer.Typer(name="report", help="Reports over channel_state/ and the repository.", no_args_is_help=True,
                          add_completion=False, rich_markup_mode=None)
 app.add_typer(report_app, name="report")
 
 
-class ReportFormat(str, enum.Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
-
-
 @report_app.command("unmaintained")
 def unmaintained(
     as_of: AsOfOpt = None,
     root: RootOpt = None,
-    format: Annotated[ReportFormat, typer.Option("--format", help="Output format (markdown: a GitHub issue body).")] = ReportFormat.text,
+    format: Annotated[TextJsonMarkdown, typer.Option("--format", help="Output format (markdown: a GitHub issue body).")] = Format.text,
 ) -> int:
     """Packages that lag behind the supported PyTorch releases past the grace period, or whose newest
     artifact fails; with maintainers to ping and the suggested action (ping | retire). Exit 1 when any."""
     from conda_distro.reports.unmaintained import UnmaintainedOptions, report_unmaintained
 
-    report = report_unmaintained(UnmaintainedOptions(root=root, as_of=as_of))
-    if format is ReportFormat.json:
-        print_json(report.to_dict())
-    elif format is ReportFormat.markdown:
-        sys.stdout.write(report.markdown())
-    else:
-        for line in report.text_lines():
-            out(line)
-    return int(report.exit_code)
+    return emit(report_unmaintained(UnmaintainedOptions(root=root, as_of=as_of)), format)
 
 
 @app.command()
@@ -53,7 +37,7 @@ def status(
         help="Web address of the repository, for links to recipe files (default: the origin remote when it "
              "is on GitHub; links point at the checked-out commit).")] = None,
     root: RootOpt = None,
-    format: FormatOpt = TextJson.text,
+    format: FormatOpt = Format.text,
 ) -> int:
     """Write a static HTML status page: package × release × variant for main (channel_state/) and for the
     newest builds in staging (build/results/), failures with reason and log, per-release progress,
@@ -61,6 +45,4 @@ def status(
     channel."""
     from conda_distro.reports.status import StatusOptions, write_status
 
-    result = write_status(StatusOptions(out=out_dir, root=root, as_of=as_of, repo_url=repo_url))
-    emit(result, format)
-    return 0
+    return emit(write_status(StatusOptions(out=out_dir, root=root, as_of=as_of, repo_url=repo_url)), format)

@@ -11,7 +11,7 @@ import typer
 
 from typer.core import TyperGroup
 
-from conda_distro.cli.app import FormatOpt, TextJson, app, out, print_json, stderr
+from conda_distro.cli.app import Format, FormatOpt, app, emit, stderr
 
 
 class _DefaultCreate(TyperGroup):
@@ -47,70 +47,25 @@ def sandbox(
     real: Annotated[bool, typer.Option("--real", help="The real world: this repository's recipes/ and distro.yaml "
                                        "against real PyTorch, with an upstream channel converted from PyPI wheels "
                                        "(first run downloads several GB; see README 'Against real PyTorch').")] = False,
-    format: FormatOpt = TextJson.text,
+    format: FormatOpt = Format.text,
 ) -> int:
     """Create a self-contained, offline distribution world in DIR: an upstream channel with the host
     python and stand-in pytorch releases (cpu and cuda builds), and a set of sandbox recipes."""
-    from conda_distro.sandbox import SandboxOptions, create_sandbox
+    from conda_distro.sandbox import SandboxOptions, create_world
 
     interactive = stderr.is_terminal and not os.environ.get("CI") and sys.stderr.isatty()
-    if real:
-        return _real(dir, force, no_cache, format, _progress(interactive))
-    result = create_sandbox(SandboxOptions(path=dir, force=force, use_cache=not no_cache,
-                                           progress=_progress(interactive)))
-    if format is TextJson.json:
-        print_json(result.to_dict())
-        return 0
-    out(f"sandbox world created in {result.path} ({result.seconds:.1f}s"
-        f"{', upstream from cache' if result.cache_hit else ''})")
-    out(f"  upstream channel: {result.upstream}")
-    out(f"    {result.python.name}")
-    for (release, variant), p in sorted(result.pytorch.items()):
-        out(f"    {p.name}  (stand-in {release}, {variant})")
-    out(f"  recipes: {', '.join(result.recipes)}")
-    out(f"next: cd {result.path} && conda-distro lint && conda-distro graph")
-    return 0
+    return emit(create_world(SandboxOptions(path=dir, force=force, use_cache=not no_cache, real=real,
+                                            progress=_progress(interactive))), format)
 
 
 @sandbox_app.command("publish-release")
 def publish_release_cmd(
     dir: Annotated[Path, typer.Argument(help="A sandbox world (made by `conda-distro sandbox DIR`).", metavar="DIR", show_default=False)],
     version: Annotated[str, typer.Argument(help="The release to publish, e.g. 2.7.0.", metavar="VERSION", show_default=False)],
-    format: FormatOpt = TextJson.text,
+    format: FormatOpt = Format.text,
 ) -> int:
     """Publish a stand-in PyTorch release (cpu and cuda builds) into a sandbox world's upstream channel:
     the sandbox's "PyTorch VERSION is out", ready for `conda-distro sweep --pytorch VERSION`."""
     from conda_distro.sandbox import PublishOptions, publish_release
 
-    result = publish_release(PublishOptions(world=dir, version=version))
-    if format is TextJson.json:
-        print_json(result.to_dict())
-        return 0
-    out(f"published stand-in pytorch {result.version} in {result.upstream}:")
-    for p in result.added:
-        out(f"  {p.relative_to(result.upstream).as_posix()}")
-    out(f"next: cd {result.world} && conda-distro sweep --pytorch {result.version} --dry-run")
-    return 0
-
-
-def _real(dir: Path, force: bool, no_cache: bool, format: TextJson, progress) -> int:
-    from conda_distro.config import find_root
-    from conda_distro.sandbox.real import RealOptions, create_real_world
-
-    result = create_real_world(RealOptions(path=dir, repo=find_root(Path.cwd()), force=force,
-                                           use_cache=not no_cache, progress=progress))
-    if format is TextJson.json:
-        print_json(result.to_dict())
-        return 0
-    out(f"real world created in {result.path} ({result.seconds:.1f}s"
-        f"{', upstream from cache' if result.cache_hit else ''})")
-    out(f"  upstream channel: {result.upstream} ({result.upstream_bytes / 2**30:.1f} GiB)")
-    for (release, variant), f in sorted(result.pytorch.items()):
-        out(f"    {f}  (PyTorch {release}, {variant})")
-    for u in result.unavailable:
-        out(f"    not on PyPI for PyTorch {u['release']} ({u['variant']}): {u['why']}")
-    for n in result.not_converted:
-        out(f"    not converted: {n['wheel']}: {n['why']}")
-    out(f"  recipes: {', '.join(result.recipes)}")
-    out(f"next: cd {result.path} && conda-distro build --all --jobs 2")
-    return 0
+    return emit(publish_release(PublishOptions(world=dir, version=version)), format)

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from conda_distro.cli.app import FormatOpt, RootOpt, TextJson, app, out, print_json, report_unreadable
+from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, emit
 
 
 @app.command()
@@ -15,22 +15,9 @@ def solve(
     source: Annotated[str, typer.Option("--from", help="recipes (before building), staging or main (built artifacts).")] = "recipes",
     solver: Annotated[str, typer.Option("--solver", help="rattler (default) or libmamba (when importable).")] = "rattler",
     root: RootOpt = None,
-    format: FormatOpt = TextJson.text,
+    format: FormatOpt = Format.text,
 ) -> int:
     """Co-installability of the whole distribution with each release × variant."""
-    from conda_distro.distribution import load_distribution
-    from conda_distro.solve import SolveOptions, solve_distribution
+    from conda_distro.solve import SolveOptions, solve as run_solve
 
-    dist = load_distribution(root, strict=False)
-    unreadable = report_unreadable(dist)  # reported; the others are solved
-    report = solve_distribution(dist, SolveOptions(pytorch=tuple(pytorch or ()), source=source, solver=solver))
-    if format is TextJson.json:
-        print_json(report.to_dict())
-    else:
-        for r in report.results:
-            n = len(r.requested) - 1
-            out(f"pytorch {r.pytorch} ({r.variant}): {'ok' if r.ok else 'CONFLICT'} — {n} distribution package(s)")
-            if r.conflict:
-                for line in r.conflict.splitlines():
-                    out(f"    {line}")
-    return 0 if report.ok and not unreadable else 1
+    return emit(run_solve(SolveOptions(pytorch=tuple(pytorch or ()), source=source, solver=solver, root=root)), format)

@@ -2,42 +2,11 @@
 
 from __future__ import annotations
 
-import enum
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, RootOpt, app, out, print_json, warn_no_sandbox
-
-if TYPE_CHECKING:
-    from conda_distro.sweep import SweepResult
-
-
-class SweepFormat(str, enum.Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
-
-
-def _text(res: SweepResult) -> None:
-    if res.message:
-        out(res.message)
-    for d in res.plan.decisions:
-        pin = f"{d.old_pin} -> {d.new_pin}" if d.old_pin != d.new_pin else (d.old_pin or "")
-        if d.old_pin != d.new_pin and not d.applied:
-            pin += " (reverted)"
-        out(f"  {d.status:18} {d.name:24} {pin}" + (f"  ({d.reason})" if d.reason else ""))
-    if res.branch:
-        out(f"branch {res.branch}: {len(res.commits)} commit(s)")
-        for name, pr in res.pr_bodies.items():
-            if pr.get("branch"):
-                out(f"  {pr['branch']}  ({name})")
-        if res.start:
-            out(f"back on {res.start} (the sweep's edits are on the branches)")
-    if res.summary:
-        out(("planned: " if res.plan.dry_run else "summary: ") + ", ".join(f"{n} {st}" for st, n in res.summary.items()))
-    for step in res.next_steps:
-        out(f"next: {step}")
+from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, RootOpt, TextJsonMarkdown, app, emit, warn_no_sandbox
 
 
 @app.command()
@@ -51,28 +20,15 @@ def sweep(
     author: Annotated[str, typer.Option("--author", help="Commit author 'Name <email>'.")] = "conda-distro bot <bot@conda-distro.invalid>",
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, help="Seconds to wait for another sweep of this repository (and for a build into the same staging channel).")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
-    format: Annotated[SweepFormat, typer.Option("--format", help="text, json or markdown (PR and tracking-issue bodies).")] = SweepFormat.text,
+    format: Annotated[TextJsonMarkdown, typer.Option("--format", help="text, json or markdown (PR and tracking-issue bodies).")] = Format.text,
 ) -> int:
     """Release-day sweep: admit a new PyTorch release, widening pins where tests allow.
 
     Exit 0 when the sweep ran, even when packages failed (their statuses say so; JSON `ok` is false);
     2 on bad input."""
-    from conda_distro.progress import make_reporter
-    from conda_distro.sweep import SweepOptions, run_sweep
+    from conda_distro.sweep import SweepOptions, sweep as run_sweep
 
     warn_no_sandbox(no_sandbox)
-    res = run_sweep(root, SweepOptions(release=pytorch, commit=commit, dry_run=dry_run, build=not no_build, jobs=jobs,
-                                       author=author, sandbox=not no_sandbox,
-                                       lock_timeout=lock_timeout), make_reporter() if not dry_run else None)
-    if format is SweepFormat.json:
-        print_json(res.to_dict())
-    elif format is SweepFormat.markdown:
-        if res.message and not res.tracking_issue:
-            out(res.message)
-        if res.tracking_issue:
-            out(res.tracking_issue.rstrip("\n"))
-        for name, pr in res.pr_bodies.items():
-            out(f"\n---\n## PR: {pr['title']}\n\n{pr['body']}")
-    else:
-        _text(res)
-    return 0  # spec §7: the sweep ran; failures are statuses in the report, not an error
+    return emit(run_sweep(SweepOptions(release=pytorch, commit=commit, dry_run=dry_run, build=not no_build, jobs=jobs,
+                                       author=author, sandbox=not no_sandbox, lock_timeout=lock_timeout, root=root)),
+                format)

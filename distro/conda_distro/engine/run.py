@@ -7,17 +7,19 @@ from pathlib import Path
 
 from conda_distro.channels import open_channel
 from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, channel_lock
-from conda_distro.distribution import Distribution
+from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import BuildReport, ExecContext, Executor, Reporter
 from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
 from conda_distro.engine.releases import Availability, build_release_views, upstream_availability
 from conda_distro.engine.sandbox import require_bwrap, runtime_paths
+from conda_distro.engine.summary import build_table, plan_lines, untested_lines
 from conda_distro.engine.unit import Isolation
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.gitutil import changed_recipes
 from conda_distro.graph import RecipeGraph
+from conda_distro.progress import make_reporter
 from conda_distro.provenance import build_provenance
 from conda_distro.results import ResultsStore
 
@@ -36,6 +38,7 @@ class BuildOptions:
     scope: str | None = None  # None: the shared staging and results; NAME: check-pr's own build/pr/NAME/
     retry_errors: bool = False  # add the packages whose latest test of a staging artifact is an `error`
     variants: tuple[str, ...] = ()  # `--variant`: test only these variants (CI runs each on its own runner)
+    root: Path | None = None  # the distribution's folder (None: found from the current one); for build()
 
 
 @dataclass
@@ -44,6 +47,7 @@ class BuildRun:
     report: BuildReport | None  # None for a dry run
     excluded: dict = field(default_factory=dict)  # unreadable recipes and their dependents (see Distribution.exclusions)
     gpu: GpuProbe | None = None  # whether cuda tests ran on a GPU (None: no cuda test was planned)
+    notices: list[str] = field(default_factory=list)  # stderr: the recipes left out, and why
 
     @property
     def exit_code(self) -> int:
@@ -55,6 +59,28 @@ class BuildRun:
         if self.report is None:
             return {"dry_run": True, "plan": self.plan.to_dict(), "builds": [], "tests": [], **extra}
         return {**self.report.to_dict(), "plan": {"order": [p.name for p in self.plan.packages]}, **extra}
+
+    def text_lines(self) -> list[str]:
+        if self.report is None:
+            return plan_lines(self.plan)
+        return build_table(self.report) + untested_lines(self.plan)
+
+
+@dataclass(frozen=True)
+class UploadOptions:
+    root: Path | None = None
+
+
+@dataclass
+class UploadResult:
+    uploaded: list[str]
+    exit_code: int = 0
+
+    def to_dict(self) -> dict:
+        return {"uploaded": self.uploaded}
+
+    def text_lines(self) -> list[str]:
+        return [f"on staging: {a}" for a in self.uploaded]
 
 
 @dataclass(frozen=True)
@@ -103,6 +129,11 @@ def upload_staging(dist: Distribution) -> list[str]:
         raise UsageError(f"no built packages in {paths.staging}", field="channels.staging",
                          hint="run `conda-distro build` first")
     return sorted(f.artifact for f in open_channel(dist.distro, paths.remote_staging).upload(files))
+
+
+def upload(options: UploadOptions) -> UploadResult:
+    """`conda-distro upload`: :func:`upload_staging` of the distribution at ``options.root``."""
+    return UploadResult(upload_staging(load_distribution(options.root)))
 
 
 def main_channel(dist: Distribution) -> Path | None:
@@ -190,6 +221,15 @@ def _staging_state(paths: Paths) -> tuple:
 
     subdirs = sorted(p for p in paths.staging.iterdir() if p.is_dir()) if paths.staging.is_dir() else []
     return (stat(paths.store), *((p.name, stat(p / "repodata.json"), stat(p)) for p in subdirs))
+
+
+def build(options: BuildOptions) -> BuildRun:
+    """`conda-distro build`: load the distribution at ``options.root`` (its unreadable recipes are left out
+    and reported as notices) and :func:`run_build` it, with progress unless it is a dry run."""
+    dist = load_distribution(options.root, strict=False)
+    run = run_build(dist, options, make_reporter() if not options.dry_run else None)
+    run.notices = dist.notices()
+    return run
 
 
 def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | None = None) -> BuildRun:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from conda_distro.distribution import Distribution
+from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import DistroError, ExitCode
 from conda_distro.fsutil import atomic_write_text, paused_gc
 from conda_distro.ledger import utcnow
@@ -17,9 +17,11 @@ from conda_distro.lint.base import CHECKS, Check, Finding, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.lint.proposals import lint_proposals
 from conda_distro.recipe import Recipe, parse_recipe
+from conda_distro.dates import parse_as_of
 from conda_distro.recipe_edit import TreeEditor
 
-__all__ = ["CHECKS", "Check", "Finding", "LintOptions", "LintResult", "Severity", "lint_distribution"]
+__all__ = ["CHECKS", "Check", "CheckList", "Finding", "LintOptions", "LintResult", "Severity", "lint", "lint_distribution",
+           "list_checks"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,9 @@ class LintOptions:
     strict_names: bool = True  # a named recipe that cannot be read is bad input (exit 2); check-pr: a finding
     hints: bool = True  # also lint hints.yaml (expired hints, unknown packages; malformed: exit 2)
     today: dt.date | None = None  # the day hints expire against (lint --as-of); None: today, UTC
+    root: Path | None = None  # the distribution's folder (None: found from the current one); for lint()
+    as_of: str | None = None  # `--as-of YYYY-MM-DD`: lint() sets ``today`` from it
+    list_checks: bool = False  # lint(): list the checks instead (no distribution is read)
 
 
 @dataclass
@@ -63,6 +68,62 @@ class LintResult:
             "warnings": self.warnings,
             "fixed": self.fixed,
         }
+
+    def text_lines(self) -> list[str]:
+        lines = []
+        for f in self.findings:
+            loc = f"{f.path}:{f.line}" if f.line else f.path
+            lines.append(f"{loc}: {f.severity}: [{f.check}] {f.message}")
+            if f.hint:
+                lines.append(f"    hint: {f.hint}")
+        lines += [f"fixed: {p}" for p in self.fixed]
+        lines.append(f"{self.errors} error(s), {self.warnings} warning(s)")
+        return lines
+
+    def github_lines(self) -> list[str]:
+        """GitHub Actions annotations, one per finding."""
+        lines = []
+        for f in self.findings:
+            level = "error" if f.severity == "error" else "warning"
+            msg = f"{f.message}" + (f" — {f.hint}" if f.hint else "")
+            msg = msg.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+            line = f",line={f.line}" if f.line else ""
+            lines.append(f"::{level} file={f.path}{line},title={f.check}::{msg}")
+        return lines
+
+
+@dataclass
+class CheckList:
+    """`lint --list-checks`: every check, its severity, whether it fixes, and what it enforces."""
+
+    checks: list[dict]
+    exit_code: int = 0
+
+    def to_dict(self) -> dict:
+        return {"checks": self.checks}
+
+    def text_lines(self) -> list[str]:
+        return [f"{r['id']} ({r['severity']}{', fixable' if r['fixable'] else ''})\n    {r['explanation']}"
+                for r in self.checks]
+
+    def github_lines(self) -> list[str]:
+        return self.text_lines()  # (annotations are for findings)
+
+
+def list_checks() -> CheckList:
+    return CheckList([{"id": c.id, "severity": c.severity.value, "fixable": c.fix is not Check.fix,
+                       "explanation": c.explanation()} for c in (CHECKS[k] for k in sorted(CHECKS))])
+
+
+def lint(options: LintOptions) -> LintResult | CheckList:
+    """`conda-distro lint`: the distribution at ``options.root``, hints expiring as of ``options.as_of``; the
+    named recipes must exist (readable or not)."""
+    if options.list_checks:
+        return list_checks()
+    today = parse_as_of(options.as_of)  # hints.yaml: which hints have expired
+    dist = load_distribution(options.root, strict=False)
+    dist.check_names(options.names)
+    return lint_distribution(dist, replace(options, today=today))
 
 
 def _error_finding(exc: DistroError, ctx: LintContext, recipe: str) -> Finding:

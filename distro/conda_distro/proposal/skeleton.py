@@ -11,6 +11,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from conda_distro.config import Distro
+from conda_distro.distribution import open_distro
 from conda_distro.errors import UsageError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.proposal.load import parse_proposal
@@ -41,18 +42,26 @@ class ProposeOptions:
     repository: str = ""
     license: str = ""
     force: bool = False
+    root: Path | None = None  # the distribution's folder (None: found from the current one)
 
 
 @dataclass
 class ProposeResult:
     root: Path
+    name: str
     written: list[Path] = field(default_factory=list)
+    exit_code: int = 0
 
     def relpaths(self) -> list[str]:
         return [p.relative_to(self.root).as_posix() for p in self.written]
 
     def to_dict(self) -> dict:
         return {"ok": True, "written": self.relpaths()}
+
+    def text_lines(self) -> list[str]:
+        return [*(f"wrote {path}" for path in self.relpaths()),
+                f"next: answer the questions in proposals/{self.name}.yaml, complete the TODOs in the recipe, "
+                f"run `conda-distro lint {self.name}`, and open a pull request; each maintainer then sets `consent: true`."]
 
 
 def pytorch_pin(releases: list[str]) -> str:
@@ -209,12 +218,14 @@ def render_recipe_skeleton(distro: Distro, opts: ProposeOptions) -> str:
     return text
 
 
-def propose(distro: Distro, opts: ProposeOptions) -> ProposeResult:
-    """Write proposals/<name>.yaml and recipes/<name>/recipe.yaml (both or neither).
+def propose(opts: ProposeOptions) -> ProposeResult:
+    """Write proposals/<name>.yaml and recipes/<name>/recipe.yaml (both or neither) in the distribution at
+    ``opts.root``.
 
     Refuses (:class:`UsageError`, nothing written) on a bad name, version, URL or handle, and when
     either file exists unless ``force``.
     """
+    distro = open_distro(opts.root)
     proposal_path = distro.proposals_dir / f"{opts.name}.yaml"
     recipe_path = distro.recipes_dir / opts.name / RECIPE_FILE
     proposal_text = render_proposal(distro, opts)
@@ -224,7 +235,7 @@ def propose(distro: Distro, opts: ProposeOptions) -> ProposeResult:
             if path.exists():
                 raise UsageError("the file already exists (nothing was written)", path=path,
                                  hint="edit it, or pass --force to overwrite it with a fresh skeleton")
-    result = ProposeResult(distro.root)
+    result = ProposeResult(distro.root, opts.name)
     created_proposal = not proposal_path.exists()
     atomic_write_text(proposal_path, proposal_text)
     result.written.append(proposal_path)

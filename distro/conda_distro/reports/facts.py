@@ -40,21 +40,6 @@ from conda_distro.yamlio import load_fast
 OPEN_SWEEP_STATUSES = ("failed", "needs-new-version", "awaiting-parents", "not-solvable")
 
 
-def parse_as_of(text: str | None, today: dt.date | None = None) -> dt.date:
-    """``--as-of YYYY-MM-DD``; today (UTC) when not given."""
-    if text is None:
-        return today or dt.datetime.now(dt.timezone.utc).date()
-    try:
-        day = dt.date.fromisoformat(text.strip())
-    except ValueError:
-        raise UsageError(f"'{text}' is not a date", field="--as-of",
-                         hint="write the date as YYYY-MM-DD, e.g. --as-of 2025-06-01") from None
-    if day >= dt.date.max:  # the report looks at everything before the end of that day
-        raise UsageError(f"'{text}' is past the last date this tool can report on", field="--as-of",
-                         hint=f"give a date before {dt.date.max.isoformat()}")
-    return day
-
-
 def cutoff_of(as_of: dt.date) -> dt.datetime:
     """The first instant after the as-of day (UTC): facts at or after it are in the future."""
     return dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.timezone.utc)

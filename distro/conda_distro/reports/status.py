@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote_plus
 
+from conda_distro.dates import parse_as_of
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import UsageError
 from conda_distro.gitutil import find_repo, origin_url
 from conda_distro.gpu import variant_label
 from conda_distro.ledger import ArtifactEntry
 from conda_distro.excuses import Excuses, read_excuses
-from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact, parse_as_of
+from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact
 from conda_distro.reports.render import render, static
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
 from conda_distro.fsutil import atomic_write_text
@@ -62,6 +63,7 @@ class StatusOptions:
 @dataclass
 class StatusResult:
     written: list[Path]
+    exit_code: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": True, "written": [str(p) for p in self.written]}

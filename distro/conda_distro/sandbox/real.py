@@ -97,6 +97,21 @@ class RealResult:
             "seconds": round(self.seconds, 1),
         }
 
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    def text_lines(self) -> list[str]:
+        lines = [f"real world created in {self.path} ({self.seconds:.1f}s"
+                 f"{', upstream from cache' if self.cache_hit else ''})",
+                 f"  upstream channel: {self.upstream} ({self.upstream_bytes / 2**30:.1f} GiB)"]
+        lines += [f"    {f}  (PyTorch {release}, {variant})" for (release, variant), f in sorted(self.pytorch.items())]
+        lines += [f"    not on PyPI for PyTorch {u['release']} ({u['variant']}): {u['why']}" for u in self.unavailable]
+        lines += [f"    not converted: {n['wheel']}: {n['why']}" for n in self.not_converted]
+        lines.append(f"  recipes: {', '.join(self.recipes)}")
+        lines.append(f"next: cd {self.path} && conda-distro build --all --jobs 2")
+        return lines
+
 
 # ------------------------------------------------------------------------------------ what to bridge
 

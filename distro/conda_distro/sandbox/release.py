@@ -31,6 +31,15 @@ class PublishResult:
         return {"ok": True, "world": str(self.world), "upstream": str(self.upstream), "version": self.version,
                 "added": [p.relative_to(self.upstream).as_posix() for p in self.added]}
 
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    def text_lines(self) -> list[str]:
+        return [f"published stand-in pytorch {self.version} in {self.upstream}:",
+                *(f"  {p.relative_to(self.upstream).as_posix()}" for p in self.added),
+                f"next: cd {self.world} && conda-distro sweep --pytorch {self.version} --dry-run"]
+
 
 def sandbox_upstream(world: Path) -> Path:
     """The upstream channel of a sandbox world; exit 2 when ``world`` is not one."""

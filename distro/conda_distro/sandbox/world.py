@@ -68,6 +68,7 @@ class SandboxOptions:
     git: bool = True  # git init + one commit
     git_date: datetime | None = None  # author/commit date of that commit (default: now)
     progress: Callable[[str], None] | None = field(default=None, compare=False)  # one-line progress messages
+    real: bool = False  # create_world(): the real world instead (sandbox.real; the repository found from the cwd)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,20 @@ class SandboxResult:
             "commit": self.commit,
             "seconds": round(self.seconds, 2),
         }
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    def text_lines(self) -> list[str]:
+        lines = [f"sandbox world created in {self.path} ({self.seconds:.1f}s"
+                 f"{', upstream from cache' if self.cache_hit else ''})",
+                 f"  upstream channel: {self.upstream}",
+                 f"    {self.python.name}"]
+        lines += [f"    {p.name}  (stand-in {release}, {variant})" for (release, variant), p in sorted(self.pytorch.items())]
+        lines.append(f"  recipes: {', '.join(self.recipes)}")
+        lines.append(f"next: cd {self.path} && conda-distro lint && conda-distro graph")
+        return lines
 
 
 def target_folder(options: SandboxOptions) -> Path:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,6 +30,7 @@ class SweepOptions:
     author: str = "conda-distro bot <bot@conda-distro.invalid>"
     sandbox: bool = True  # False: --no-sandbox
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another sweep of the same repository
+    root: Path | None = None  # the distribution's folder (None: found from the current one); for sweep()
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,10 @@ class SweepResult:
     @property
     def ok(self) -> bool:
         return not any(d.status in FAILURES for d in self.plan.decisions)
+
+    @property
+    def exit_code(self) -> int:
+        return 0  # spec §7: the sweep ran; failures are statuses in the report, not an error
 
     @property
     def summary(self) -> dict[str, int]:

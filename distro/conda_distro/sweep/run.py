@@ -18,7 +18,8 @@ from conda_distro.distribution import Distribution, load_distribution, open_dist
 from conda_distro.errors import DistroError, GitError, UsageError
 from conda_distro.gitutil import clear_stale_index_lock
 from conda_distro.graph import RecipeGraph
-from conda_distro.recipe import Recipe, parse_recipe
+from conda_distro.progress import make_reporter
+from conda_distro.recipe import RECIPE_FILE, Recipe, parse_recipe
 from conda_distro.recipe_edit import EditError
 from conda_distro.render import prerender
 from conda_distro.sweep.edit import add_release_text, edited_text
@@ -29,8 +30,14 @@ from conda_distro.sweep.plan import RELEASE_RE, is_new_minor, mark_awaiting, pla
 from conda_distro.sweep.render import pr_body, tracking_issue
 from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
 from conda_distro.variants import recipe_settings, render_settings
-from conda_distro.fsutil import atomic_write_text
+from conda_distro.fsutil import atomic_write_text, clear_stale_temps
 from conda_distro.yamlio import load_fast
+
+
+def sweep(options: SweepOptions) -> SweepResult:
+    """`conda-distro sweep`: :func:`run_sweep` of the repository at ``options.root``, with progress unless
+    it is a dry run."""
+    return run_sweep(options.root, options, make_reporter() if not options.dry_run else None)
 
 
 def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepResult:
@@ -68,7 +75,18 @@ def _noop_message(release: str) -> str:
     return f"pytorch {release} is already a supported release: nothing to do"
 
 
+def _clear_own_temps(distro: Distro) -> None:
+    """A sweep killed inside a write leaves ``.recipe.yaml.*.tmp`` (or ``.distro.yaml.*.tmp``) behind: not
+    the sweep's edits (the journal rolls those back), but untracked files that ``--commit`` would take for
+    uncommitted changes. Under the repository's lock no other sweep is writing them."""
+    clear_stale_temps(distro.path)
+    if distro.recipes_dir.is_dir():
+        for folder in sorted(p for p in distro.recipes_dir.iterdir() if p.is_dir()):
+            clear_stale_temps(folder / RECIPE_FILE)
+
+
 def _sweep_locked(distro: Distro, options: SweepOptions, reporter) -> SweepResult:
+    _clear_own_temps(distro)
     build_dir = distro.build_dir
     journal = find_journal(build_dir)
     note = None

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
 
 from conda_distro.gitutil import current_commit
 from conda_distro.ledger import Ledger
@@ -25,7 +26,6 @@ STAGING = Path("build/channels/staging")
 # 2.6.0) and quantserve (never built: fastquant failed)
 EXPECTED_IN_MAIN = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics",
                     "evalsuite", "visionkit"}
-from helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
 
 
 def packages(channel: Path) -> dict[str, str]:

@@ -24,11 +24,10 @@ import time
 from pathlib import Path
 
 import pytest
+from ghrunner import JobRun, Runner, declared_shell, git, has_pipefail, load_workflow, shell_template, step_name, write_shim
 
 from conda_distro.cli import main
 from conda_distro.proposal import ProposalData
-from ghrunner import (JobRun, Runner, declared_shell, git, has_pipefail, load_workflow, shell_template,
-                      step_name, write_shim)
 
 REPO = Path(__file__).resolve().parents[1]
 GITHUB = REPO / ".github"
@@ -202,9 +201,12 @@ def test_secrets_only_in_jobs_behind_an_environment(workflow):
 def test_no_expressions_in_run_scripts(workflow):
     """Template injection: event data reaches scripts only through env vars."""
     name, doc, _ = workflow
+    runs = 0
     for job_id, job in doc["jobs"].items():
         for step in job.get("steps", []):
+            runs += "run" in step
             assert "${{" not in str(step.get("run", "")), f"{name}: job {job_id} step {step.get('name')} inlines ${{{{ }}}}"
+    assert runs, f"{name}: no run step was read"
 
 
 def test_actions_are_pinned_to_commit_shas(workflow):
@@ -226,11 +228,14 @@ def test_jobs_have_timeouts_and_workflows_concurrency(workflow):
 
 
 def test_checkouts_do_not_persist_credentials(workflow):
-    name, doc, _ = workflow
+    name, doc, text = workflow
+    checkouts = 0
     for job_id, job in doc["jobs"].items():
         for step in job.get("steps", []):
             if str(step.get("uses", "")).startswith("actions/checkout@"):
+                checkouts += 1
                 assert str(step.get("with", {}).get("persist-credentials")) == "false", f"{name}: {job_id}"
+    assert checkouts == text.count("actions/checkout@"), f"{name}: a checkout step was not read"
 
 
 def _steps_text(job: dict) -> str:
@@ -440,8 +445,8 @@ def workflow_violations(name: str, doc: dict) -> list[str]:
         writes = sorted(k for k, v in _job_permissions(doc, job).items() if v in ("write", "write-all"))
         tokens = _job_tokens(doc, job)
         if recipe_steps and (writes or tokens or job.get("environment")):
-            found.append(f"{name}: job {job_id} runs recipe code ({', '.join(recipe_steps)}) and holds "
-                         f"{', '.join([*(f'{w}: write' for w in writes), *tokens, *(['an environment'] if job.get('environment') else [])])}")
+            held = [*(f"{w}: write" for w in writes), *tokens, *(["an environment"] if job.get("environment") else [])]
+            found.append(f"{name}: job {job_id} runs recipe code ({', '.join(recipe_steps)}) and holds {', '.join(held)}")
         if recipe_steps:
             for step in job.get("steps", []):
                 if str(step.get("uses", "")).startswith("actions/checkout@") and \
@@ -853,7 +858,8 @@ def _release_sweep(tmp_path: Path, tamper: str, automerge: str = "true",
         merger = _runner(tmp_path / "automerge-job", {**_EXPRESSIONS, "github.repository": "owner/repo",
                                                       "needs.publish.outputs.automerge-prs": prs})
         merger.github_env = {"FAKE_GH_STATE": str(gh_log)}
-        write_shim(merger.shims, "gh", f'exec {shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).parent / "fake_gh.py"))} "$@"\n')
+        fake_gh = shlex.quote(str(Path(__file__).parent / "fake_gh.py"))
+        write_shim(merger.shims, "gh", f'exec {shlex.quote(sys.executable)} {fake_gh} "$@"\n')
         write_shim(merger.shims, "conda-distro", "echo 'the automerge job must not run conda-distro'; exit 97\n")
         merged = merger.run_job(doc, "automerge")
         assert merged.ok, merged.steps
