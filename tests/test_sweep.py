@@ -1292,3 +1292,33 @@ def test_the_result_renders_what_the_command_prints(world27: Path, capsys):
     _, md, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--format", "markdown")
     assert code == 0 and res.plan.noop and text == "".join(line + "\n" for line in res.text_lines())
     assert md == res.markdown() == "pytorch 2.7.0 is already a supported release: nothing to do\n"
+
+
+def test_a_bump_that_upstream_lets_nobody_test_awaits_upstream():
+    """The real release day: PyPI had no torchvision for pytorch 2.15.0, so timm's 2.15.0 targets were not
+    tested at all, and the sweep called timm 'bumped' (pins widened, untested). A bump with no test of the
+    release and targets upstream cannot serve is `awaiting-upstream`: pins stay, dependents wait."""
+    from pathlib import Path
+
+    from conda_distro.engine.executor import BuildReport
+    from conda_distro.engine.plan import BuildPlan, PackagePlan
+    from conda_distro.engine.releases import Target
+    from conda_distro.results import TestRecord
+    from conda_distro.sweep.model import BLOCKING, Decision, SweepPlan
+    from conda_distro.sweep.run import _apply_results
+
+    why = "no cuda build of torchvision for pytorch 2.15.0 in the upstream channels"
+    pkg = PackagePlan(name="timm", recipe=Path("recipes/timm/recipe.yaml"), version="1.0", deps=(), closure=(),
+                      variants=(), targets=(), unavailable=((Target("2.15.0", "cuda"), why),))
+    other = PackagePlan(name="einops", recipe=Path("recipes/einops/recipe.yaml"), version="0.8", deps=(), closure=(),
+                        variants=(), targets=(Target("2.15.0", "cuda"),))
+    build_plan = BuildPlan(packages=(pkg, other), levels=(("timm", "einops"),), targets=(Target("2.15.0", "cuda"),),
+                           engine="rattler-build")
+    report = BuildReport(tests=[TestRecord(name="einops", artifact="noarch/einops-0.8-0.conda", pytorch="2.15.0",
+                                           variant="cuda", status="passed")])
+    plan = SweepPlan("2.15.0", [Decision("timm", "bumped", ["alice"]), Decision("einops", "bumped", ["bob"])])
+    _apply_results(plan, report, {"timm", "einops"}, "2.15.0", build_plan)
+    timm, einops = plan.get("timm"), plan.get("einops")
+    assert timm.status == "awaiting-upstream" and why in timm.reason and not timm.applied
+    assert "awaiting-upstream" in BLOCKING
+    assert einops.status == "bumped" and einops.tests == [{"pytorch": "2.15.0", "variant": "cuda", "status": "passed"}]

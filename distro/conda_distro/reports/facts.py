@@ -37,7 +37,7 @@ from conda_distro.results import ArtifactResults, ResultsStore, TestRecord
 from conda_distro.sweep.model import SweepDocument
 from conda_distro.yamlio import load_fast
 
-OPEN_SWEEP_STATUSES = ("failed", "needs-new-version", "awaiting-parents", "not-solvable")
+OPEN_SWEEP_STATUSES = ("failed", "needs-new-version", "awaiting-parents", "awaiting-upstream", "not-solvable")
 
 
 def cutoff_of(as_of: dt.date) -> dt.datetime:

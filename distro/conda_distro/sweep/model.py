@@ -15,9 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT
 from conda_distro.sweep import render
 
-STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "not-solvable", "unreadable")
+STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "awaiting-upstream", "not-solvable",
+            "unreadable")
 FAILURES = ("failed", "not-solvable", "unreadable")  # statuses that make the report's `ok` false
-BLOCKING = ("failed", "not-solvable", "needs-new-version", "awaiting-parents", "unreadable")  # their dependents wait
+#: their dependents wait (``awaiting-upstream``: no test of the release could run, upstream lacks a build it needs)
+BLOCKING = ("failed", "not-solvable", "needs-new-version", "awaiting-parents", "awaiting-upstream", "unreadable")
 
 
 @dataclass(frozen=True)

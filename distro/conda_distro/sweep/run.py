@@ -225,13 +225,17 @@ def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporte
         if names:
             run = run_build(dist, BuildOptions(names=tuple(names), pytorch=(options.release,), jobs=options.jobs,
                                                sandbox=options.sandbox, lock_timeout=options.lock_timeout), reporter)
-            _apply_results(plan, run.report, set(names), options.release)
+            _apply_results(plan, run.report, set(names), options.release, run.plan)
             mark_awaiting(plan, graph)
 
 
-def _apply_results(plan: SweepPlan, report, tested: set[str], release: str) -> None:
+def _apply_results(plan: SweepPlan, report, tested: set[str], release: str, build_plan=None) -> None:
     if report is None:
         return
+    # targets of the release the build could not test for a package (upstream lacks pytorch or a
+    # lockstep build of them): a bump with no test of the release at all would be admitted untested
+    untestable = {p.name: [why for t, why in p.unavailable if t.pytorch == release]
+                  for p in (build_plan.packages if build_plan is not None else ())}
     by_name: dict[str, list] = {}
     for t in report.tests:
         if t.pytorch == release:
@@ -259,6 +263,10 @@ def _apply_results(plan: SweepPlan, report, tested: set[str], release: str) -> N
         elif blocked_build is not None or blocked:
             dec.status = "awaiting-parents"
             dec.reason = (blocked_build.reason if blocked_build is not None else blocked[0].reason) or "a dependency failed"
+        elif dec.status == "bumped" and not tests and untestable.get(dec.name):
+            dec.status = "awaiting-upstream"
+            dec.reason = (f"not tested against pytorch {release}: {untestable[dec.name][0]}; its pins stay as they "
+                          "are until upstream has it (then sweep again)")
 
 
 _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
