@@ -25,7 +25,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class UpperBounds(str, enum.Enum):
+class UpperBounds(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)
     REQUIRED = "required"
     PYTORCH_ONLY = "pytorch-only"
     OFF = "off"

@@ -90,7 +90,7 @@ class Excuse(_Model):
     group: str = ""  # see group_of; a file without it: the file's `groups`, else group_of's default
 
     @model_validator(mode="after")
-    def _grouped(self) -> "Excuse":
+    def _grouped(self) -> Excuse:
         if not self.group:
             self.group = group_of(self.verdict, self.blocked_by, self.promote_with)
         return self
@@ -178,7 +178,7 @@ class Excuses(_Model):
         if not self.candidates:
             return "## Excuses\n\nNo candidates: everything in staging is in main.\n"
         out = ["## Excuses", ""]
-        for group, es in self.groups():
+        for _group, es in self.groups():
             title = es[0].title
             out += [f"### {title} ({len(es)})", "", "| package | main → staging | verdict | days | why |",
                     "|---|---|---|---|---|"]
@@ -201,14 +201,14 @@ def _md(text: str) -> str:
 
 def _first_seen(arts: list[str], inputs: Any) -> dt.datetime | None:
     dates = [t.date for a in arts if (res := inputs.results.get(a)) is not None for t in res.tests]
-    dates = [d if d.tzinfo else d.replace(tzinfo=dt.timezone.utc) for d in dates]
+    dates = [d if d.tzinfo else d.replace(tzinfo=dt.UTC) for d in dates]
     return min(dates) if dates else None
 
 
 def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuses:
     """The excuses of a promotion plan (:class:`conda_distro.promote.PromotionPlan`) made from
     ``inputs`` (:class:`conda_distro.promote.PlanInputs`)."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     held: dict[str, Held] = {h.artifact: h for h in plan.held}
     promoted = {f.artifact for f in plan.promote}
     untracked = set(plan.untracked)

@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 from conda_distro.channels.base import ChannelFile
 from conda_distro.errors import ChannelError

@@ -17,10 +17,11 @@ import dataclasses
 import datetime as dt
 import fnmatch
 from collections import defaultdict, deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from rattler import MatchSpec
 from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError, InvalidVersionSpecError
@@ -33,10 +34,10 @@ from conda_distro.engine.releases import Availability, Target, lockstep_of_files
 from conda_distro.errors import ChannelError, ExitCode
 from conda_distro.excuses import Excuses, ExcusesOptions, excuses_of, write_excuses
 from conda_distro.hints import load_hints
-from conda_distro.ledger import ArtifactEntry, Ledger, Retirement, TestEvidence, utcnow
-from conda_distro.provenance import CheckoutRecipes
 from conda_distro.holds import Held, HoldReason
 from conda_distro.installability import Installability, InstallabilityReport
+from conda_distro.ledger import ArtifactEntry, Ledger, Retirement, TestEvidence, utcnow
+from conda_distro.provenance import CheckoutRecipes
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.revdeps import Retest, RevdepInputs, Verdict, ident
 from conda_distro.revdeps import check as check_revdeps
@@ -106,7 +107,7 @@ class TestMatrix:
 
     @classmethod
     def from_config(cls, config: DistroConfig, available: Availability | None = None,
-                    lockstep_of: Callable[[ChannelFile], frozenset[str]] | None = None) -> "TestMatrix":
+                    lockstep_of: Callable[[ChannelFile], frozenset[str]] | None = None) -> TestMatrix:
         return cls(config.pytorch.name, tuple(config.pytorch.releases), tuple(config.pytorch.variants), available,
                    *((lockstep_of,) if lockstep_of else ()))
 
@@ -628,7 +629,7 @@ class PromotionContext:
     today: dt.date = field(default_factory=lambda: utcnow().date())  # for hints' expiry
 
     @classmethod
-    def open(cls, distro: Distro) -> "PromotionContext":
+    def open(cls, distro: Distro) -> PromotionContext:
         ch = distro.config.channels
         return cls(distro, open_channel(distro, ch.staging), open_channel(distro, ch.main),
                    ResultsStore(distro.build_dir / "results"), Ledger(distro.state_dir))
@@ -692,13 +693,13 @@ def _evidence(res: ArtifactResults | None, held: set[str] | None = None) -> list
     """Per release × variant, the newest outcome in an environment main holds: runs against packages
     in ``held`` (``name-version-build`` of main after this promotion) only; None: any run."""
     out = []
-    for (r, v) in sorted((res.latest() if res else {})):
+    for (r, v) in sorted(res.latest() if res else {}):
         runs = [t for t in res.runs(r, v) if t.status != "error"
                 and (held is None or all(i in held for i in (t.against or {}).values()))]
         if not runs:
             continue
         t = runs[-1]
-        date = t.date if t.date.tzinfo else t.date.replace(tzinfo=dt.timezone.utc)
+        date = t.date if t.date.tzinfo else t.date.replace(tzinfo=dt.UTC)
         out.append(TestEvidence(release=t.pytorch, variant=t.variant, status=t.status, date=date, gpu=t.gpu))
     return out
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from conda_distro.errors import RecipeError
 from conda_distro.render import RenderedRecipe, RenderError, RenderSettings, cache_file_of, render_text, store_json
@@ -147,7 +148,7 @@ class Recipe:
         }
 
     @classmethod
-    def from_json(cls, data: dict, path: Path, text: str, settings: RenderSettings | None) -> "Recipe":
+    def from_json(cls, data: dict, path: Path, text: str, settings: RenderSettings | None) -> Recipe:
         def dep(x: list) -> Dep:
             spec = None if x[3] is None else ParsedSpec(*x[3])
             return Dep(x[0], x[1], x[2], spec, x[4], tuple(tuple(k) for k in x[5]), x[6], x[7], x[8])

@@ -11,6 +11,7 @@ artifact and of its distribution dependencies in the checkout that ran it, and t
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from pathlib import Path
 from typing import Literal
@@ -37,7 +38,7 @@ Variant = Literal["cpu", "cuda"]
 
 
 def now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
 class _Model(BaseModel):
@@ -124,10 +125,8 @@ def read_results(path: Path, artifact: str) -> ArtifactResults:
     """One results file, validated strictly (no coercion of types); a bad file is an error naming the
     file, the field and the line."""
     text = None
-    try:
+    with contextlib.suppress(OSError, UnicodeDecodeError):  # load_json words the error
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        pass  # load_json words the error
     data = load_json(path, error=DistroError, hint=_HINT, text=text)
     if not isinstance(data, dict):
         raise DistroError("corrupt results file: must be a JSON object", path=path, line=1, hint=_HINT)

@@ -15,6 +15,7 @@ restores the ledger. Retired artifacts are never promoted again (promote holds t
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,10 +96,8 @@ def _unknown_package(name: str, main: Channel, in_main: dict[str, ChannelFile], 
     folder = next((f for f, r in dist.recipes.items() if r.name == name), None)
     if folder is not None:  # a recipe of the distribution that never reached main (`report`: remove-recipe)
         path = dist.recipes[folder].path.parent
-        try:
+        with contextlib.suppress(ValueError):
             path = path.relative_to(dist.root)
-        except ValueError:
-            pass
         return UsageError(f"{name} was never promoted to the main channel {main.describe()}: there is nothing to "
                           "retire", field="NAME",
                           hint=f"to drop it from the distribution, remove its recipe: git rm -r {path.as_posix()}/ "

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import enum
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
 
 from rattler import Version
 
@@ -33,7 +33,7 @@ from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.results import NO_TESTS, ArtifactResults, TestRecord
 
 
-class Verdict(str, enum.Enum):
+class Verdict(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)
     PASS = "pass"
     REGRESSION = "regression"
     ALWAYS_FAILED = "always-failed"
@@ -104,7 +104,7 @@ class Environments:
         self.by_name: dict[str, list[ChannelFile]] = defaultdict(list)
         for f in files:
             self.by_name[f.name].append(f)
-        for name, fs in self.by_name.items():
+        for fs in self.by_name.values():
             fs.sort(key=lambda f: (Version(f.version), f.build_number, f.build), reverse=True)
         self._cache: dict[tuple[str, str, str], ChannelFile | None] = {}
 
@@ -174,9 +174,8 @@ def check(inputs: RevdepInputs) -> RevdepReport:
             # what its environment holds after promotion at this release × variant: a dependent in main
             # must have been re-tested with the candidates among them; a candidate with all of them
             providers = {n: p for n in sorted(closure) if (p := env.provider(n, pair)) is not None}
-            if not any(p.artifact in cand for p in providers.values()):
-                if not is_candidate or not providers:
-                    continue
+            if not any(p.artifact in cand for p in providers.values()) and (not is_candidate or not providers):
+                continue
             report.retests.append(_classify(f, is_candidate, pair, providers, res, inputs, scope))
     return report
 

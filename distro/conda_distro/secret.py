@@ -21,7 +21,8 @@ import logging
 import sys
 import threading
 import traceback
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 from conda_distro.errors import ChannelError

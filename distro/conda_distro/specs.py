@@ -6,9 +6,9 @@ Everything here is pure and cached: thousands of recipes share the same few hund
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
 
 from rattler import MatchSpec, Version, VersionSpec
 from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError, InvalidVersionSpecError
@@ -329,7 +329,8 @@ def widen_spec(text: str, release: str, *, supported: tuple[str, ...] = ()) -> s
     if same(new) != same(old):
         raise SpecEditError(f"widening '{text}' gave '{new_text}', which changes more than the version")
     if not admits(new.version, release):
-        raise SpecEditError(f"widening '{text}' gave '{new_text}', which still does not admit {old.name.normalized if old.name else ''} {release}")
+        name = old.name.normalized if old.name else ""
+        raise SpecEditError(f"widening '{text}' gave '{new_text}', which still does not admit {name} {release}")
     lost = [v for v in (*supported, *_probe_releases(release))
             if admits(old.version, v) and not admits(new.version, v)]
     if lost:

@@ -90,7 +90,7 @@ class _DuplicateKey(Exception):
         self.key, self.first, self.second = key, first, second
 
 
-def _duplicate(key: str, first: int, second: int, path: str | Path | None) -> "YamlSyntaxError":
+def _duplicate(key: str, first: int, second: int, path: str | Path | None) -> YamlSyntaxError:
     return YamlSyntaxError(f"duplicate key '{key}' at lines {first} and {second}", path=path, line=second,
                            hint=_DUP_HINT)
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 from conda_distro.lint.base import CHECKS, Check, Problem, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.recipe import SECTIONS, Dep, Recipe
-from conda_distro.specs import admits, admitted_minors, granularity_name, has_upper_bound, upper_granularity
 from conda_distro.recipe_edit import TreeEditor
+from conda_distro.specs import admits, admitted_minors, granularity_name, has_upper_bound, upper_granularity
 from conda_distro.validation import HANDLE_RE
 
 SPDX_RE = re.compile(r"^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*$|^\(.*\)$")
@@ -44,7 +44,8 @@ class MaintainersMissing(Check):
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
         if not recipe.maintainers:
-            yield Problem("no recipe maintainers listed", recipe.line_of("extra.recipe-maintainers") if "extra.recipe-maintainers" in recipe.lines else recipe.line_of("extra"))
+            key = "extra.recipe-maintainers" if "extra.recipe-maintainers" in recipe.lines else "extra"
+            yield Problem("no recipe maintainers listed", recipe.line_of(key))
 
 
 class MaintainersMalformed(Check):

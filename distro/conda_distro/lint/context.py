@@ -151,7 +151,7 @@ class LintContext:
             views = idx.views[name] = self._run_pins(recipe, idx.named("host", name), idx.named("run", name), name)
         return views
 
-    def _run_pins(self, recipe: Recipe, host: "list[Dep] | tuple", run: "list[Dep] | tuple", name: str) -> list[PinView]:
+    def _run_pins(self, recipe: Recipe, host: list[Dep] | tuple, run: list[Dep] | tuple, name: str) -> list[PinView]:
         views: list[PinView] = []
         for d in run:
             if d.func in ("pin_compatible", "pin_subpackage"):
