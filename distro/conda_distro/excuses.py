@@ -32,22 +32,20 @@ _HINT = "rerun `conda-distro promote` (it writes build/excuses.json) or delete t
 PERMANENT = {HoldReason.RETIRED, HoldReason.SHA256_MISMATCH, HoldReason.NOT_FROM_THIS_CHECKOUT,
              HoldReason.BLOCKED_BY_HINT}
 WAITING = {HoldReason.WAITING, HoldReason.NOT_TESTED}
-VERDICTS = ("held-permanently", "held-temporarily", "waiting", "promote")  # worst first
+Verdict = Literal["held-permanently", "held-temporarily", "waiting", "promote"]
+VERDICTS: tuple[Verdict, ...] = ("held-permanently", "held-temporarily", "waiting", "promote")  # worst first
 
 _OWN = {HoldReason.TEST_FAILED: "its own tests", HoldReason.NOT_TESTED: "tests still to run",
         HoldReason.WAITING: "tests still to run", HoldReason.SHA256_MISMATCH: "a file of the same name in main",
         HoldReason.NOT_FROM_THIS_CHECKOUT: "a rebuild from this checkout", HoldReason.RETIRED: "retirement"}
 
 
-def verdict_of(reason: HoldReason | None) -> str:
+def verdict_of(reason: HoldReason | None) -> Verdict:
     if reason is None:
         return "promote"
     if reason in PERMANENT:
         return "held-permanently"
     return "waiting" if reason in WAITING else "held-temporarily"
-
-
-Verdict = Literal["held-permanently", "held-temporarily", "waiting", "promote"]
 
 
 class _Model(BaseModel):

@@ -60,6 +60,7 @@ def _utc(value: dt.datetime) -> dt.datetime:
 
 
 UtcDatetime = Annotated[dt.datetime, AfterValidator(_utc)]
+EvidenceStatus = Literal["passed", "failed", "blocked"]  # a test run's status as promotion evidence (no "error")
 
 
 class _Strict(BaseModel):
@@ -73,7 +74,7 @@ class TestEvidence(_Strict):
 
     release: str
     variant: Literal["cpu", "cuda"]
-    status: Literal["passed", "failed", "blocked"]
+    status: EvidenceStatus
     date: UtcDatetime
     # a cuda test: whether it ran on a machine with a working GPU (false: "cuda (no GPU)", an install +
     # import test under the __cuda override); absent (None): unknown (older evidence) or a cpu test

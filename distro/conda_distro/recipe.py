@@ -557,10 +557,10 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
         buckets = rex.items() if isinstance(rex, dict) else [("weak", rex)]
         for bucket, items in buckets:
             for item in items or []:
-                seen_key = (out_idx, "run_exports", bucket, repr(item))
-                if seen_key in seen:
+                rex_key = (out_idx, "run_exports", str(bucket), repr(item))
+                if rex_key in seen:
                     continue
-                seen.add(seen_key)
+                seen.add(rex_key)
                 finder = finders.get((out_idx, "run_exports"))
                 if finder is None:
                     finder = finders[(out_idx, "run_exports")] = _LineFinder(bodies, "run_exports", req_line)

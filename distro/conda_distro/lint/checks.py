@@ -130,15 +130,15 @@ class PytorchBoundGranularity(Check):
         views = ctx.run_pins(recipe, ctx.pytorch)
         if not views:
             return
-        bounded = [v for v in views if v.granularity is not None]
+        bounded = [(v, v.granularity) for v in views if v.granularity is not None]
         if not bounded:
             # no bound at all: run-dep-unbounded reports it when the policy asks for one; with
             # policy.upper_bounds: off (or pytorch in unbounded_allowed) a floor alone is accepted
             return
-        best = min(bounded, key=lambda v: abs(v.granularity - 2))
-        if best.granularity != 2:
+        best, granularity = min(bounded, key=lambda vg: abs(vg[1] - 2))
+        if granularity != 2:
             yield Problem(
-                f"'{best.dep.raw}' bounds pytorch at {granularity_name(best.granularity)} granularity, not minor",
+                f"'{best.dep.raw}' bounds pytorch at {granularity_name(granularity)} granularity, not minor",
                 best.dep.line)
 
 
@@ -478,9 +478,9 @@ class SourceUrlVersion(Check):
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
         # extra downloads beside the main source (a license file, test data) need not carry the version:
         # the check fires when no url source names it
-        urls = [s for s in recipe.sources if s.url]
-        if urls and not any(recipe.version in s.url for s in urls):
-            yield Problem(f"source url does not contain the version {recipe.version}", urls[0].line)
+        urls = [(s.url, s.line) for s in recipe.sources if s.url]
+        if urls and not any(recipe.version in url for url, _ in urls):
+            yield Problem(f"source url does not contain the version {recipe.version}", urls[0][1])
 
 
 class SkipLintsUnknown(Check):
