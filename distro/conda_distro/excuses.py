@@ -223,7 +223,7 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
     for (name, version), files in sorted(groups.items()):
         arts = sorted(f.artifact for f in files)
         hs = [held[a] for a in arts if a in held]
-        worst = min((verdict_of(h.reason) for h in hs), key=VERDICTS.index, default="promote")
+        worst: Verdict = min((verdict_of(h.reason) for h in hs), key=VERDICTS.index, default="promote")
         if any(a in untracked for a in arts) and worst == "promote":
             worst = "waiting"
         reasons = list(dict.fromkeys(f"{h.reason.value}: {h.detail}" for h in hs))
