@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.distribution import Distribution, load_distribution
+from conda_distro.engine.executor import Reporter
 from conda_distro.engine.run import SCOPES, BuildOptions, run_build
 from conda_distro.errors import ExitCode
 from conda_distro.gitutil import changed_files, recipe_names, scope_name
@@ -169,7 +170,7 @@ def unbumped_builds(dist: Distribution, changed: list[str]) -> list[Finding]:
     return out
 
 
-def check_pr(options: CheckPrOptions, reporter=None) -> CheckPrResult:
+def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> CheckPrResult:
     dist = load_distribution(options.root, strict=False)
     res = CheckPrResult(base=options.base, root=dist.root)
     res.changed_files = changed_files(dist.root, options.base, flag="--base")

@@ -21,11 +21,23 @@ ANACONDA_SCHEME = "anaconda://"
 _URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 
 
+Variant = Literal["cpu", "cuda"]
+PinExpr = Literal["x", "x.x", "x.x.x"]  # granularity of an upper bound, as rattler-build writes it
+
+
+def _all_variants() -> list[Variant]:
+    return ["cpu", "cuda"]
+
+
+def _pytorch_run_exports() -> dict[str, PinExpr]:
+    return {"pytorch": "x.x"}
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class UpperBounds(str, enum.Enum):
+class UpperBounds(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)
     REQUIRED = "required"
     PYTORCH_ONLY = "pytorch-only"
     OFF = "off"
@@ -55,7 +67,7 @@ class PyTorch(Strict):
                              "e.g. pytorch)")
         return v
     releases: list[str] = Field(min_length=1)
-    variants: list[Literal["cpu", "cuda"]] = Field(default_factory=lambda: ["cpu", "cuda"], min_length=1)
+    variants: list[Variant] = Field(default_factory=_all_variants, min_length=1)
     #: upstream packages released with each PyTorch build (torchvision, torchaudio): a package that needs
     #: one is not tested against a release × variant for which upstream has no build of it
     lockstep: list[str] = Field(default_factory=list)
@@ -100,7 +112,7 @@ class Policy(Strict):
     bot_authors: list[str] = Field(default_factory=lambda: ["*[bot]", "*[bot]@*", "conda-distro bot"])
     # Upper bounds that packages export to everything built against them (conda-forge run_exports),
     # used when the upstream channel's metadata is not available: name -> granularity of the bound.
-    run_exports: dict[str, Literal["x", "x.x", "x.x.x"]] = Field(default_factory=lambda: {"pytorch": "x.x"})
+    run_exports: dict[str, PinExpr] = Field(default_factory=_pytorch_run_exports)
 
 
 class Anaconda(Strict):

@@ -37,7 +37,8 @@ class Distribution:
         if self.errors:
             first = self.errors[0]
             if len(self.errors) > 1:
-                first.hint = (first.hint + "; " if first.hint else "") + f"{len(self.errors) - 1} more recipe error(s): run `conda-distro lint`"
+                more = f"{len(self.errors) - 1} more recipe error(s): run `conda-distro lint`"
+                first.hint = (first.hint + "; " if first.hint else "") + more
             raise first
 
     def get(self, name: str) -> Recipe:
@@ -87,7 +88,7 @@ class Distribution:
                     break
         return out
 
-    def readable(self) -> "Distribution":
+    def readable(self) -> Distribution:
         """The distribution without its unreadable recipes and the recipes that depend on them: what
         commands carry on with (they report the rest, see :meth:`unreadable` / :meth:`blocked_by_broken`)."""
         if not self.errors:

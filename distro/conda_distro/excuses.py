@@ -32,22 +32,20 @@ _HINT = "rerun `conda-distro promote` (it writes build/excuses.json) or delete t
 PERMANENT = {HoldReason.RETIRED, HoldReason.SHA256_MISMATCH, HoldReason.NOT_FROM_THIS_CHECKOUT,
              HoldReason.BLOCKED_BY_HINT}
 WAITING = {HoldReason.WAITING, HoldReason.NOT_TESTED}
-VERDICTS = ("held-permanently", "held-temporarily", "waiting", "promote")  # worst first
+Verdict = Literal["held-permanently", "held-temporarily", "waiting", "promote"]
+VERDICTS: tuple[Verdict, ...] = ("held-permanently", "held-temporarily", "waiting", "promote")  # worst first
 
 _OWN = {HoldReason.TEST_FAILED: "its own tests", HoldReason.NOT_TESTED: "tests still to run",
         HoldReason.WAITING: "tests still to run", HoldReason.SHA256_MISMATCH: "a file of the same name in main",
         HoldReason.NOT_FROM_THIS_CHECKOUT: "a rebuild from this checkout", HoldReason.RETIRED: "retirement"}
 
 
-def verdict_of(reason: HoldReason | None) -> str:
+def verdict_of(reason: HoldReason | None) -> Verdict:
     if reason is None:
         return "promote"
     if reason in PERMANENT:
         return "held-permanently"
     return "waiting" if reason in WAITING else "held-temporarily"
-
-
-Verdict = Literal["held-permanently", "held-temporarily", "waiting", "promote"]
 
 
 class _Model(BaseModel):
@@ -90,7 +88,7 @@ class Excuse(_Model):
     group: str = ""  # see group_of; a file without it: the file's `groups`, else group_of's default
 
     @model_validator(mode="after")
-    def _grouped(self) -> "Excuse":
+    def _grouped(self) -> Excuse:
         if not self.group:
             self.group = group_of(self.verdict, self.blocked_by, self.promote_with)
         return self
@@ -178,7 +176,7 @@ class Excuses(_Model):
         if not self.candidates:
             return "## Excuses\n\nNo candidates: everything in staging is in main.\n"
         out = ["## Excuses", ""]
-        for group, es in self.groups():
+        for _group, es in self.groups():
             title = es[0].title
             out += [f"### {title} ({len(es)})", "", "| package | main → staging | verdict | days | why |",
                     "|---|---|---|---|---|"]
@@ -201,14 +199,14 @@ def _md(text: str) -> str:
 
 def _first_seen(arts: list[str], inputs: Any) -> dt.datetime | None:
     dates = [t.date for a in arts if (res := inputs.results.get(a)) is not None for t in res.tests]
-    dates = [d if d.tzinfo else d.replace(tzinfo=dt.timezone.utc) for d in dates]
+    dates = [d if d.tzinfo else d.replace(tzinfo=dt.UTC) for d in dates]
     return min(dates) if dates else None
 
 
 def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuses:
     """The excuses of a promotion plan (:class:`conda_distro.promote.PromotionPlan`) made from
     ``inputs`` (:class:`conda_distro.promote.PlanInputs`)."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     held: dict[str, Held] = {h.artifact: h for h in plan.held}
     promoted = {f.artifact for f in plan.promote}
     untracked = set(plan.untracked)
@@ -225,7 +223,7 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
     for (name, version), files in sorted(groups.items()):
         arts = sorted(f.artifact for f in files)
         hs = [held[a] for a in arts if a in held]
-        worst = min((verdict_of(h.reason) for h in hs), key=VERDICTS.index, default="promote")
+        worst: Verdict = min((verdict_of(h.reason) for h in hs), key=VERDICTS.index, default="promote")
         if any(a in untracked for a in arts) and worst == "promote":
             worst = "waiting"
         reasons = list(dict.fromkeys(f"{h.reason.value}: {h.detail}" for h in hs))

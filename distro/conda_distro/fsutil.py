@@ -48,10 +48,10 @@ class paused_gc(contextlib.ContextDecorator):
 
     _was_enabled = False
 
-    def _recreate_cm(self) -> "paused_gc":
+    def _recreate_cm(self) -> paused_gc:
         return type(self)()  # a fresh one per decorated call: nesting and recursion restore correctly
 
-    def __enter__(self) -> "paused_gc":
+    def __enter__(self) -> paused_gc:
         self._was_enabled = gc.isenabled()
         gc.disable()
         return self

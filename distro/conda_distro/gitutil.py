@@ -14,9 +14,12 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conda_distro.errors import GitError
+
+if TYPE_CHECKING:
+    import git
 
 Repo = Any  # a git.Repo (gitpython is imported only when git is used)
 
@@ -224,11 +227,10 @@ def init_repository(root: Path, message: str, author_name: str, author_email: st
         cw.set_value("user", "email", author_email)
     repo.git.add("-A")
     actor = git.Actor(author_name, author_email)
-    kw = {}
+    stamp = None  # None: now
     if date is not None:
         stamp = date if date.tzinfo else date.astimezone()  # gitpython wants an aware datetime
-        kw = {"author_date": stamp, "commit_date": stamp}
-    commit = repo.index.commit(message, author=actor, committer=actor, **kw)
+    commit = repo.index.commit(message, author=actor, committer=actor, author_date=stamp, commit_date=stamp)
     repo.close()
     return commit.hexsha
 
@@ -272,7 +274,7 @@ def changed_recipes(root: Path, ref: str) -> list[str]:
 # a chain of commits made without touching the index, the work tree or any ref until the end
 
 
-def commit_chain(repo, base: str, commits: list[tuple[list[str], str]], author: str) -> list[str]:
+def commit_chain(repo: git.Repo, base: str, commits: list[tuple[list[str], str]], author: str) -> list[str]:
     """Commit objects for ``commits`` ((paths relative to the repository's top, message), in order) on
     top of ``base``, each taking its paths' content from the work tree. Only objects are written (in a
     private index): no ref, the index and the work tree are unchanged, so a process killed here leaves
@@ -292,7 +294,7 @@ def commit_chain(repo, base: str, commits: list[tuple[list[str], str]], author: 
     return shas
 
 
-def branch_sha(repo, branch: str) -> str | None:
+def branch_sha(repo: git.Repo, branch: str) -> str | None:
     """The commit ``refs/heads/<branch>`` points at, None when there is no such branch."""
     import git
 
@@ -302,7 +304,7 @@ def branch_sha(repo, branch: str) -> str | None:
         return None
 
 
-def create_branch(repo, branch: str, sha: str) -> None:
+def create_branch(repo: git.Repo, branch: str, sha: str) -> None:
     """Create ``branch`` at ``sha`` in one atomic ref update; nothing to do when it is there already;
     :class:`GitError` when it exists at another commit."""
     current = branch_sha(repo, branch)
@@ -313,7 +315,7 @@ def create_branch(repo, branch: str, sha: str) -> None:
                        field="--commit", hint=f"delete it (git branch -D {branch}) and rerun the sweep")
 
 
-def publish_branch(repo, branch: str, tip: str) -> None:
+def publish_branch(repo: git.Repo, branch: str, tip: str) -> None:
     """Create ``branch`` at ``tip`` (in one atomic ref update; an existing branch at another commit is
     an error), check it out without touching the work tree (which already holds ``tip``'s content for
     every path the branch changed), and make the index ``tip``'s tree. Safe to repeat after a kill."""

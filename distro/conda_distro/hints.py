@@ -232,7 +232,7 @@ def load_hints(root: Path) -> HintSet:
     items = doc.get("hints")
     lines = [items.line_of(i) if isinstance(items, LList) else doc.line_of("hints") for i in range(len(data.hints))]
     return HintSet(tuple(Hint(h.action, h.package, h.version, h.by, h.reason, h.expires, line)
-                         for h, line in zip(data.hints, lines)), path)
+                         for h, line in zip(data.hints, lines, strict=True)), path)
 
 
 __all__ = ["ACTIONS", "HINTS_FILE", "Hint", "HintSet", "load_hints"]

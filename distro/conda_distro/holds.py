@@ -10,7 +10,7 @@ from typing import Any
 from conda_distro.channels.base import ChannelFile
 
 
-class HoldReason(str, enum.Enum):
+class HoldReason(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)
     TEST_FAILED = "test-failed"
     NOT_TESTED = "not-tested"
     DEPENDENCY_NOT_IN_MAIN = "dependency-not-in-main"

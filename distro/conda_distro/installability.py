@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 from conda_distro.channels.base import ChannelFile
 from conda_distro.errors import ChannelError
@@ -130,13 +130,13 @@ class Installability:
         here, by leaving those names out of upstream."""
         import asyncio
 
-        from rattler import Gateway
+        from rattler import Gateway, Subdir
 
         ours = {f.name for f in files}
         names = {self.pytorch} | {d.split()[0] for f in files for d in f.depends} - ours
         names = {n for n in names if n and not n.startswith("__")}
         try:
-            groups = asyncio.run(Gateway().query(self.upstream, self.platforms, sorted(names), recursive=True))
+            groups = asyncio.run(Gateway().query(self.upstream, [Subdir(p) for p in self.platforms], sorted(names), recursive=True))
         except Exception as exc:  # rattler raises several fetch errors
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ChannelError(f"cannot read the upstream channels {', '.join(self.upstream)}: {first}",
@@ -155,7 +155,7 @@ class Installability:
         req = self.required(f)
         return req is None or pair in req
 
-    def _solve(self, solver, specs: list[str], cuda: bool) -> str | None:
+    def _solve(self, solver: RattlerSolver, specs: list[str], cuda: bool) -> str | None:
         from rattler.exceptions import SolverError
 
         self.solves += 1
@@ -166,7 +166,7 @@ class Installability:
             return text.splitlines()[0][:300] if text else "unsatisfiable"
         return None
 
-    def _failing(self, solver, names: list[str], release: str, cuda: bool) -> list[tuple[str, str]]:
+    def _failing(self, solver: RattlerSolver, names: list[str], release: str, cuda: bool) -> list[tuple[str, str]]:
         """The names that cannot be installed with the release: all at once, then halves on failure."""
         if not names:
             return []
@@ -178,7 +178,7 @@ class Installability:
         mid = len(names) // 2
         return self._failing(solver, names[:mid], release, cuda) + self._failing(solver, names[mid:], release, cuda)
 
-    def _installable(self, solver, name: str, release: str, cuda: bool) -> bool:
+    def _installable(self, solver: RattlerSolver, name: str, release: str, cuda: bool) -> bool:
         key = (name, release, "cuda" if cuda else "cpu")
         if key not in self._before:
             self._before[key] = self._solve(solver, [f"{self.pytorch} =={release}", name], cuda) is None

@@ -32,8 +32,9 @@ from __future__ import annotations
 import datetime as dt
 import getpass
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Iterable, Literal, Mapping, Protocol
+from typing import Annotated, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
@@ -49,16 +50,17 @@ _HINT = "fix the file by hand or restore it from git (`git checkout -- channel_s
 
 
 def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
 def _utc(value: dt.datetime) -> dt.datetime:
     if value.tzinfo is None:
         raise ValueError("date has no time zone; write it in UTC like 2025-01-01T12:00:00Z")
-    return value.astimezone(dt.timezone.utc)
+    return value.astimezone(dt.UTC)
 
 
 UtcDatetime = Annotated[dt.datetime, AfterValidator(_utc)]
+EvidenceStatus = Literal["passed", "failed", "blocked"]  # a test run's status as promotion evidence (no "error")
 
 
 class _Strict(BaseModel):
@@ -72,7 +74,7 @@ class TestEvidence(_Strict):
 
     release: str
     variant: Literal["cpu", "cuda"]
-    status: Literal["passed", "failed", "blocked"]
+    status: EvidenceStatus
     date: UtcDatetime
     # a cuda test: whether it ran on a machine with a working GPU (false: "cuda (no GPU)", an install +
     # import test under the __cuda override); absent (None): unknown (older evidence) or a cpu test
@@ -110,7 +112,7 @@ class ArtifactEntry(_Strict):
     def in_main(self) -> bool:
         return self.retired is None
 
-    def normalised(self) -> "ArtifactEntry":
+    def normalised(self) -> ArtifactEntry:
         from rattler import Version
 
         tests = sorted(self.tests, key=lambda t: (Version(t.release), t.variant))
@@ -125,7 +127,7 @@ class PackageState(_Strict):
     def get(self, artifact: str) -> ArtifactEntry | None:
         return next((a for a in self.artifacts if a.artifact == artifact), None)
 
-    def normalised(self) -> "PackageState":
+    def normalised(self) -> PackageState:
         arts = sorted((a.normalised() for a in self.artifacts), key=lambda a: a.artifact)
         return self.model_copy(update={"artifacts": arts})
 

@@ -9,7 +9,7 @@ that produces ``pytorch`` itself has none.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from conda_distro.graph import RecipeGraph
 from conda_distro.recipe import SECTIONS, Dep, Recipe, written_items

@@ -248,10 +248,10 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
             row.status, row.note = "blocked", f"waits for `{blocked_by[name]}` (unreadable)"
         elif "blocked" in bstat or (tests and len(blocked) == len(tests)):
             row.status = "blocked"
-            reason = next((b.get("reason") for b in builds.get(name, []) if b["status"] == "blocked"), None) \
+            why = next((b.get("reason") for b in builds.get(name, []) if b["status"] == "blocked"), None) \
                 or next((t.get("reason") for t in tests if t["status"] == "blocked"), None)
             row.failed_on = targets_text(blocked, _targets_of(res, name)) if blocked else ""
-            row.note = _waits_for(reason, res.affected) or _one_line(reason, 60)
+            row.note = _waits_for(why, res.affected) or _one_line(why, 60)
         elif not res.built:
             row.status, row.note = "n-a", "not built here (`--no-build`)"
         elif not tests:
@@ -351,17 +351,23 @@ class PrGate:
 
     @property
     def exit_code(self) -> int:
-        return int(self.error.exit_code if self.error is not None else self.result.exit_code)
+        return int(self.error.exit_code if self.error is not None else self._result().exit_code)
 
     def to_dict(self) -> dict:
-        return self.result.to_dict()
+        return self._result().to_dict()
 
     def text_lines(self) -> list[str]:
-        return to_text(self.result, self.log_url).rstrip("\n").split("\n")
+        return to_text(self._result(), self.log_url).rstrip("\n").split("\n")
 
     def markdown(self) -> str:
-        text = self.comment if self.error is not None else to_markdown(self.result, self.log_url)
+        text = self.comment if self.error is not None else to_markdown(self._result(), self.log_url)
         return text.rstrip("\n") + "\n"
+
+    def _result(self) -> CheckPrResult:
+        """The gate's result; a gate without one holds the error that stopped it."""
+        if self.result is None:
+            raise self.error or RuntimeError("a PrGate holds a result or an error")
+        return self.result
 
 
 def run_check_pr(options: CheckPrOptions) -> PrGate:

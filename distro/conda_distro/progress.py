@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from conda_distro.engine.unit import UnitOutcome
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 def interactive() -> bool:
@@ -64,7 +68,7 @@ class RichReporter(LogReporter):
         self.console = Console(stderr=True)
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), console=self.console, transient=True)
-        self.task = None
+        self.task: TaskID | None = None
         self.running: list[str] = []
 
     def started(self, total: int) -> None:
@@ -73,17 +77,22 @@ class RichReporter(LogReporter):
 
     def unit_started(self, name: str) -> None:
         self.running.append(name)
-        self.progress.update(self.task, description=f"building {', '.join(self.running)}")
+        self.progress.update(self._task_id(), description=f"building {', '.join(self.running)}")
 
     def unit_done(self, outcome: UnitOutcome) -> None:
         if outcome.name in self.running:
             self.running.remove(outcome.name)
         ok = all(t.status == "passed" for t in outcome.tests) and all(b.status in ("built", "skipped-existing") for b in outcome.builds)
         self.progress.console.print(("[green]✓[/] " if ok else "[red]✗[/] ") + _summary(outcome), highlight=False)
-        self.progress.update(self.task, advance=1, description=f"building {', '.join(self.running)}")
+        self.progress.update(self._task_id(), advance=1, description=f"building {', '.join(self.running)}")
 
     def finished(self) -> None:
         self.progress.stop()
+
+    def _task_id(self) -> TaskID:
+        if self.task is None:
+            raise RuntimeError("a unit was reported before started()")
+        return self.task
 
 
 def make_reporter() -> LogReporter:

@@ -17,10 +17,11 @@ import dataclasses
 import datetime as dt
 import fnmatch
 from collections import defaultdict, deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from rattler import MatchSpec
 from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError, InvalidVersionSpecError
@@ -33,11 +34,11 @@ from conda_distro.engine.releases import Availability, Target, lockstep_of_files
 from conda_distro.errors import ChannelError, ExitCode
 from conda_distro.excuses import Excuses, ExcusesOptions, excuses_of, write_excuses
 from conda_distro.hints import load_hints
-from conda_distro.ledger import ArtifactEntry, Ledger, Retirement, TestEvidence, utcnow
-from conda_distro.provenance import CheckoutRecipes
 from conda_distro.holds import Held, HoldReason
 from conda_distro.installability import Installability, InstallabilityReport
-from conda_distro.results import ArtifactResults, ResultsStore
+from conda_distro.ledger import ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence, utcnow
+from conda_distro.provenance import CheckoutRecipes
+from conda_distro.results import ArtifactResults, ResultsStore, TestRecord
 from conda_distro.revdeps import Retest, RevdepInputs, Verdict, ident
 from conda_distro.revdeps import check as check_revdeps
 from conda_distro.specs import admits
@@ -63,8 +64,6 @@ def parse_dep(text: str) -> Dep | None:
     try:
         m = MatchSpec(text)
     except (InvalidMatchSpecError, InvalidVersionSpecError, InvalidVersionError, ValueError):
-        return None
-    if m.name is None:
         return None
     return Dep(text, m.name.normalized, m.version, m.build)
 
@@ -106,7 +105,7 @@ class TestMatrix:
 
     @classmethod
     def from_config(cls, config: DistroConfig, available: Availability | None = None,
-                    lockstep_of: Callable[[ChannelFile], frozenset[str]] | None = None) -> "TestMatrix":
+                    lockstep_of: Callable[[ChannelFile], frozenset[str]] | None = None) -> TestMatrix:
         return cls(config.pytorch.name, tuple(config.pytorch.releases), tuple(config.pytorch.variants), available,
                    *((lockstep_of,) if lockstep_of else ()))
 
@@ -481,9 +480,8 @@ def make_plan(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
                 or _gate_provenance(f, res, inputs.recipes) or _gate_hint_block(f, inputs))
         if held is None:
             held = _gate_tests(f, res, inputs.matrix)
-            force = _hint(inputs, "force", f) if held is not None and held.reason in (
-                HoldReason.TEST_FAILED, HoldReason.WAITING, HoldReason.NOT_TESTED) else None
-            if force is not None:
+            if (held is not None and held.reason in (HoldReason.TEST_FAILED, HoldReason.WAITING, HoldReason.NOT_TESTED)
+                    and (force := _hint(inputs, "force", f)) is not None):
                 plan.forced[f.artifact] = force.by
                 plan.hints_used.append(f"{f.artifact}: promoted despite '{held.reason.value}' ({_hint_text(force)})")
                 held = None
@@ -628,7 +626,7 @@ class PromotionContext:
     today: dt.date = field(default_factory=lambda: utcnow().date())  # for hints' expiry
 
     @classmethod
-    def open(cls, distro: Distro) -> "PromotionContext":
+    def open(cls, distro: Distro) -> PromotionContext:
         ch = distro.config.channels
         return cls(distro, open_channel(distro, ch.staging), open_channel(distro, ch.main),
                    ResultsStore(distro.build_dir / "results"), Ledger(distro.state_dir))
@@ -665,7 +663,7 @@ class PromotionContext:
                  results: Mapping[str, ArtifactResults]) -> dict[str, str | None]:
         """This checkout's recipe input hash of every recipe named by the results of a candidate."""
         checkout = CheckoutRecipes(self.distro.root)
-        named = set()
+        named: set[str] = set()
         for art, res in results.items():
             if art in staging and art not in main:
                 named.update(r for r in (res.recipe,) if r)
@@ -691,15 +689,19 @@ class PromotionContext:
 def _evidence(res: ArtifactResults | None, held: set[str] | None = None) -> list[TestEvidence]:
     """Per release × variant, the newest outcome in an environment main holds: runs against packages
     in ``held`` (``name-version-build`` of main after this promotion) only; None: any run."""
-    out = []
-    for (r, v) in sorted((res.latest() if res else {})):
-        runs = [t for t in res.runs(r, v) if t.status != "error"
-                and (held is None or all(i in held for i in (t.against or {}).values()))]
-        if not runs:
+    out: list[TestEvidence] = []
+    if res is None:
+        return out
+    for (r, v) in sorted(res.latest()):
+        newest: tuple[TestRecord, EvidenceStatus] | None = None
+        for t in res.runs(r, v):
+            if t.status != "error" and (held is None or all(i in held for i in (t.against or {}).values())):
+                newest = (t, t.status)
+        if newest is None:
             continue
-        t = runs[-1]
-        date = t.date if t.date.tzinfo else t.date.replace(tzinfo=dt.timezone.utc)
-        out.append(TestEvidence(release=t.pytorch, variant=t.variant, status=t.status, date=date, gpu=t.gpu))
+        t, status = newest
+        date = t.date if t.date.tzinfo else t.date.replace(tzinfo=dt.UTC)
+        out.append(TestEvidence(release=t.pytorch, variant=t.variant, status=status, date=date, gpu=t.gpu))
     return out
 
 

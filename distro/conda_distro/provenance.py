@@ -14,9 +14,9 @@ other recipes (``not-from-this-checkout``). Only stdlib and git: promote imports
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from conda_distro.gitutil import find_repo, relpath, status_lines, top_dir
 
@@ -105,7 +105,7 @@ class Stamp:
     test_commit: str | None = None  # the commit holding all of those
 
     @classmethod
-    def of(cls, recipes: tuple[tuple[str, str], ...], prov: BuildProvenance) -> "Stamp":
+    def of(cls, recipes: tuple[tuple[str, str], ...], prov: BuildProvenance) -> Stamp:
         """From a package plan's ``recipes`` (its own first) and the run's :class:`BuildProvenance`."""
         if not recipes:
             return cls()

@@ -10,8 +10,8 @@ say more (``verify-channel``'s import probe); a ``libtorch``-like package is jud
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 
 def _dep_names(depends: Iterable[str]) -> set[str]:
@@ -29,7 +29,7 @@ class TorchBuild:
     python: bool  # depends on python: a Python package (import torch works in its environment)
 
     @classmethod
-    def of(cls, build: str, depends: Iterable[str]) -> "TorchBuild":
+    def of(cls, build: str, depends: Iterable[str]) -> TorchBuild:
         names = _dep_names(depends)
         needs_cuda, by_string = "__cuda" in names, build.startswith("cuda")
         return cls(build, "cuda" if needs_cuda or by_string else "cpu", needs_cuda, by_string, "python" in names)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, overload
 
 from conda_distro.errors import RecipeError
 from conda_distro.render import RenderedRecipe, RenderError, RenderSettings, cache_file_of, render_text, store_json
@@ -64,6 +65,11 @@ class Dep:
     @property
     def is_bare(self) -> bool:
         return self.spec is not None and self.spec.ok and not self.spec.version and not self.spec.build
+
+    @overload
+    def kw(self, key: str) -> str | None: ...
+    @overload
+    def kw(self, key: str, default: str) -> str: ...
 
     def kw(self, key: str, default: str | None = None) -> str | None:
         return dict(self.func_kw).get(key, default)
@@ -147,7 +153,7 @@ class Recipe:
         }
 
     @classmethod
-    def from_json(cls, data: dict, path: Path, text: str, settings: RenderSettings | None) -> "Recipe":
+    def from_json(cls, data: dict, path: Path, text: str, settings: RenderSettings | None) -> Recipe:
         def dep(x: list) -> Dep:
             spec = None if x[3] is None else ParsedSpec(*x[3])
             return Dep(x[0], x[1], x[2], spec, x[4], tuple(tuple(k) for k in x[5]), x[6], x[7], x[8])
@@ -249,15 +255,16 @@ class _LineFinder:
             req = body.get("requirements") if isinstance(body, dict) else None
             if isinstance(req, dict):
                 lst = req.get(section)
+                line = req.line_of(section) if isinstance(req, LDict) else fallback
                 if section == "run_exports" and isinstance(lst, dict):
                     for bucket in lst.values():
-                        _flatten(bucket, req.line_of(section), False, self.candidates)
+                        _flatten(bucket, line, False, self.candidates)
                 else:
-                    _flatten(lst, req.line_of(section) if isinstance(req, LDict) else fallback, False, self.candidates)
+                    _flatten(lst, line, False, self.candidates)
                 if isinstance(req, LDict) and section in req:
                     self.fallback = req.line_of(section)
 
-    def _take(self, *preds) -> _Candidate | None:
+    def _take(self, *preds: Callable[[_Candidate], bool]) -> _Candidate | None:
         """The first candidate a predicate accepts, in order of the predicates; candidates not yet
         matched to an entry first (a second identical entry is a second line)."""
         for want_unused in (True, False):
@@ -338,7 +345,8 @@ def _output_index(doc: LDict, rendered: RenderedRecipe) -> dict[str, int | None]
     templated ones in order)."""
     if not rendered.multi_output:
         return {o["name"]: None for o in rendered.outputs}
-    outputs = doc.get("outputs") if isinstance(doc.get("outputs"), list) else []
+    listed = doc.get("outputs")
+    outputs = listed if isinstance(listed, list) else []
     raw_names = []
     for o in outputs:
         pkg = o.get("package") if isinstance(o, dict) else None
@@ -388,6 +396,7 @@ _QUOTED_RE = re.compile(r"'([A-Za-z0-9_.\-]+)'")
 
 def _find_key(node: Any, key: str) -> int | None:
     """The line of the first ``key:`` anywhere under ``node`` (depth first)."""
+    children: Iterable[Any]
     if isinstance(node, LDict):
         if key in node:
             return node.line_of(key)
@@ -523,7 +532,7 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
 
     requirements: dict[str, list[Dep]] = {s: [] for s in SECTIONS}
     run_exports: list[Dep] = []
-    seen: set[tuple] = set()
+    seen: set[tuple[int | None, str, str, int | str]] = set()
     finders: dict[tuple[int | None, str], _LineFinder] = {}
     req_line = lines.get("requirements", lines.get("build", 1))
     for o in rendered.outputs:
@@ -534,10 +543,10 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
             for item in o["requirements"].get(section) or []:
                 r = repr(item)
                 occurrence[r] = occurrence.get(r, 0) + 1
-                key = (out_idx, section, r, occurrence[r])
-                if key in seen:
+                seen_key = (out_idx, section, r, occurrence[r])
+                if seen_key in seen:
                     continue
-                seen.add(key)
+                seen.add(seen_key)
                 finder = finders.get((out_idx, section))
                 if finder is None:
                     finder = finders[(out_idx, section)] = _LineFinder(bodies, section, req_line)
@@ -548,10 +557,10 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
         buckets = rex.items() if isinstance(rex, dict) else [("weak", rex)]
         for bucket, items in buckets:
             for item in items or []:
-                key = (out_idx, "run_exports", bucket, repr(item))
-                if key in seen:
+                rex_key = (out_idx, "run_exports", str(bucket), repr(item))
+                if rex_key in seen:
                     continue
-                seen.add(key)
+                seen.add(rex_key)
                 finder = finders.get((out_idx, "run_exports"))
                 if finder is None:
                     finder = finders[(out_idx, "run_exports")] = _LineFinder(bodies, "run_exports", req_line)
@@ -568,7 +577,8 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
                 seen_tests.add(k)
                 tests.append(t)
     if "tests" not in lines and tests:
-        out_list = doc.get("outputs") if isinstance(doc.get("outputs"), list) else []
+        listed = doc.get("outputs")
+        out_list = listed if isinstance(listed, list) else []
         for o in out_list:
             if isinstance(o, LDict) and "tests" in o:
                 lines["tests"] = o.line_of("tests")

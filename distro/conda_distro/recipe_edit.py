@@ -288,7 +288,7 @@ def delete_seq_item(seq: Any, index: int) -> None:
         value = entry[0].value
         tail = value[value.find("\n") + 1:] if "\n" in value else ""
     del seq[index]
-    if tail and index > 0:
+    if tail and index > 0 and ca is not None:  # (a tail comes from ca)
         prev = ca.items.get(index - 1)
         if prev and prev[0] is not None:
             prev[0].value += tail

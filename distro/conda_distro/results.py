@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.errors import DistroError
 from conda_distro.fsutil import atomic_write_text
-from conda_distro.validation import load_json, to_error
+from conda_distro.validation import load_json, read_text, to_error
 from conda_distro.yamlio import load_fast
 
 SCHEMA_VERSION = 2  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit)
@@ -37,7 +37,7 @@ Variant = Literal["cpu", "cuda"]
 
 
 def now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
 class _Model(BaseModel):
@@ -123,11 +123,7 @@ _HINT = "delete it; the next `conda-distro build` re-tests the artifact"
 def read_results(path: Path, artifact: str) -> ArtifactResults:
     """One results file, validated strictly (no coercion of types); a bad file is an error naming the
     file, the field and the line."""
-    text = None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        pass  # load_json words the error
+    text = read_text(path, error=DistroError, hint=_HINT)
     data = load_json(path, error=DistroError, hint=_HINT, text=text)
     if not isinstance(data, dict):
         raise DistroError("corrupt results file: must be a JSON object", path=path, line=1, hint=_HINT)

@@ -15,6 +15,7 @@ restores the ledger. Retired artifacts are never promoted again (promote holds t
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, no_progress, open_channel
 from conda_distro.dates import parse_as_of
 from conda_distro.distribution import Distribution, load_distribution, open_distro
-from conda_distro.errors import DistroError, ExitCode, UsageError
+from conda_distro.errors import DistroError, ExitCode, LedgerError, UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, Retirement, current_user, utcnow
 from conda_distro.promote import DEFAULT_LOCK_TIMEOUT, ledger_entry, parse_dep
@@ -91,14 +92,21 @@ def _check_options(options: RetireOptions) -> None:
         raise UsageError("the package name must not be empty", field="NAME")
 
 
+def _retirement(ledger: Ledger, name: str, artifact: str) -> Retirement:
+    """The retirement the ledger now records for ``artifact`` (just written by ``Ledger.retire``)."""
+    state = ledger.load(name)
+    entry = state.get(artifact) if state is not None else None
+    if entry is None or entry.retired is None:
+        raise LedgerError(f"{artifact} is not recorded as retired after retiring it", path=ledger.path_for(name))
+    return entry.retired
+
+
 def _unknown_package(name: str, main: Channel, in_main: dict[str, ChannelFile], dist: Distribution) -> UsageError:
     folder = next((f for f, r in dist.recipes.items() if r.name == name), None)
     if folder is not None:  # a recipe of the distribution that never reached main (`report`: remove-recipe)
         path = dist.recipes[folder].path.parent
-        try:
+        with contextlib.suppress(ValueError):
             path = path.relative_to(dist.root)
-        except ValueError:
-            pass
         return UsageError(f"{name} was never promoted to the main channel {main.describe()}: there is nothing to "
                           "retire", field="NAME",
                           hint=f"to drop it from the distribution, remove its recipe: git rm -r {path.as_posix()}/ "
@@ -210,7 +218,7 @@ def retire(options: RetireOptions) -> RetireResult:
         evidence = _evidence(dist, name, entries)
         written = ledger.retire(name, entries, Retirement(at=utcnow(), reason=result.reason, by=result.by))
         try:
-            effective = ledger.load(name).get(files[0].artifact).retired  # a rerun keeps the first retirement
+            effective = _retirement(ledger, name, files[0].artifact)  # a rerun keeps the first retirement
             result.record, new_record = _write_record(distro.root, records, RetirementRecord(
                 name=name, at=effective.at, by=effective.by, reason=effective.reason,
                 artifacts=[f.artifact for f in files], forced=bool(result.recipe_dependents),

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import enum
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
 
 from rattler import Version
 
@@ -33,7 +33,7 @@ from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.results import NO_TESTS, ArtifactResults, TestRecord
 
 
-class Verdict(str, enum.Enum):
+class Verdict(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)
     PASS = "pass"
     REGRESSION = "regression"
     ALWAYS_FAILED = "always-failed"
@@ -104,7 +104,7 @@ class Environments:
         self.by_name: dict[str, list[ChannelFile]] = defaultdict(list)
         for f in files:
             self.by_name[f.name].append(f)
-        for name, fs in self.by_name.items():
+        for fs in self.by_name.values():
             fs.sort(key=lambda f: (Version(f.version), f.build_number, f.build), reverse=True)
         self._cache: dict[tuple[str, str, str], ChannelFile | None] = {}
 
@@ -174,9 +174,8 @@ def check(inputs: RevdepInputs) -> RevdepReport:
             # what its environment holds after promotion at this release × variant: a dependent in main
             # must have been re-tested with the candidates among them; a candidate with all of them
             providers = {n: p for n in sorted(closure) if (p := env.provider(n, pair)) is not None}
-            if not any(p.artifact in cand for p in providers.values()):
-                if not is_candidate or not providers:
-                    continue
+            if not any(p.artifact in cand for p in providers.values()) and (not is_candidate or not providers):
+                continue
             report.retests.append(_classify(f, is_candidate, pair, providers, res, inputs, scope))
     return report
 
@@ -197,34 +196,38 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: tuple[str, str], provide
     want = {n: ident(c) for n, c in providers.items() if is_candidate or c.artifact in cand}
     runs = res.runs(*pair) if res is not None and res.sha256 == f.sha256 else []
     hit = _latest(runs, lambda t: t.against is not None and all(t.against.get(n) == i for n, i in want.items()))
-    base = dict(dependent=f, pytorch=pair[0], variant=pair[1], candidates=names, is_candidate=is_candidate)
+
+    def retest(verdict: Verdict, log: str | None = None, detail: str = "") -> Retest:
+        return Retest(dependent=f, pytorch=pair[0], variant=pair[1], verdict=verdict, candidates=names, log=log,
+                      detail=detail, is_candidate=is_candidate)
+
     together = ", ".join(sorted(want.values()))
     if hit is None and runs and runs[-1].status == "error":  # its last run could not say what it ran with
         last = runs[-1]
-        return Retest(**base, verdict=Verdict.ERROR, log=last.log,
+        return retest(verdict=Verdict.ERROR, log=last.log,
                       detail=f"{ident(f)} on pytorch {pair[0]} {pair[1]}: error" + (f" ({last.reason})" if last.reason else ""))
     if hit is None:
-        return Retest(**base, verdict=Verdict.MISSING,
+        return retest(verdict=Verdict.MISSING,
                       detail=f"{ident(f)} not yet tested with {together} on pytorch {pair[0]} {pair[1]}")
     if hit.status == "passed":
         verdict = Verdict.NEUTRAL if hit.reason == NO_TESTS else Verdict.PASS
-        return Retest(**base, verdict=verdict, log=hit.log)
+        return retest(verdict=verdict, log=hit.log)
     if hit.status in ("error", "blocked"):
-        return Retest(**base, verdict=Verdict.ERROR if hit.status == "error" else Verdict.MISSING, log=hit.log,
+        return retest(verdict=Verdict.ERROR if hit.status == "error" else Verdict.MISSING, log=hit.log,
                       detail=f"{ident(f)} with {together} on pytorch {pair[0]} {pair[1]}: {hit.status}"
                              + (f" ({hit.reason})" if hit.reason else ""))
     # failed with the candidates
     why = f"{ident(f)} fails with {together} on pytorch {pair[0]} {pair[1]}" + (f": {hit.reason}" if hit.reason else "")
     if is_candidate:
-        return Retest(**base, verdict=Verdict.FAILED, log=hit.log, detail=why)
+        return retest(verdict=Verdict.FAILED, log=hit.log, detail=why)
     if inputs.ignore_test(f):
-        return Retest(**base, verdict=Verdict.IGNORED, log=hit.log, detail="force-badtest hint")
+        return retest(verdict=Verdict.IGNORED, log=hit.log, detail="force-badtest hint")
     main_idents = scope.main_idents
     ref = _latest(runs, lambda t: t.against is not None
                   and all(t.against.get(n) in main_idents.get(n, ()) for n in want))
     before = ref.status if ref is not None else inputs.evidence.get(f.artifact, {}).get(pair)
     if before == "passed":
-        return Retest(**base, verdict=Verdict.REGRESSION, log=hit.log, detail=why)
-    return Retest(**base, verdict=Verdict.ALWAYS_FAILED, log=hit.log,
+        return retest(verdict=Verdict.REGRESSION, log=hit.log, detail=why)
+    return retest(verdict=Verdict.ALWAYS_FAILED, log=hit.log,
                   detail=why + (" (it failed against main's current packages too)" if before else
                                 " (never seen passing there)"))

@@ -21,7 +21,8 @@ import logging
 import sys
 import threading
 import traceback
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 from conda_distro.errors import ChannelError
@@ -112,7 +113,7 @@ def registered() -> tuple[Secret, ...]:
     return tuple(_registry)
 
 
-def mask(text: str, *secrets: Secret | str | None) -> str:
+def mask(text: object, *secrets: Secret | str | None) -> str:
     """``text`` with every form of ``secrets`` and of every registered secret replaced by ``***``."""
     if not isinstance(text, str):
         text = str(text)
@@ -203,7 +204,7 @@ class MaskingStream:
     def __init__(self, inner: Any) -> None:
         self._inner = inner
 
-    def write(self, text: str) -> int:
+    def write(self, text: str | bytes) -> int:
         if not isinstance(text, str):  # bytes: let the inner stream accept or refuse them (click probes so)
             return self._inner.write(text)
         self._inner.write(mask(text) if _registry else text)

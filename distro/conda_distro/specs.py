@@ -6,9 +6,9 @@ Everything here is pure and cached: thousands of recipes share the same few hund
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
 
 from rattler import MatchSpec, Version, VersionSpec
 from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError, InvalidVersionSpecError
@@ -43,8 +43,6 @@ def parse_spec(text: str) -> ParsedSpec:
         if msg == "Eof":
             msg = "the version part ends unexpectedly (a doubled ',' or a trailing operator?)"
         return ParsedSpec(text, guess, None, None, error=msg)
-    if m.name is None:
-        return ParsedSpec(text, guess, None, None, error="spec has no package name")
     return ParsedSpec(text, m.name.normalized, m.version, m.build)
 
 
@@ -108,9 +106,9 @@ def _term_granularity(term: str) -> int | None:
 def upper_granularity(version: str | None) -> int | None:
     """How many version segments the upper bound pins: 1 = major (<3), 2 = minor (<2.7 / 2.6.*),
     3+ = patch or exact. The coarsest over ``|`` branches; None when unbounded."""
-    if not has_upper_bound(version):
+    if version is None or not has_upper_bound(version):
         return None
-    worst: int | None = 0
+    worst = 0
     for branch in version.split("|"):
         terms = [t for t in branch.split(",") if t.strip()]
         fixed = [g for g in (_term_granularity(t) for t in terms) if g is not None]
@@ -144,8 +142,10 @@ def admitted_minors(version: str | None, majors: range = range(0, 6), minors: in
 
 
 def minor_of(release: str) -> tuple[int, int]:
-    major, minor = Version(release).as_major_minor()
-    return int(major), int(minor)
+    pair = Version(release).as_major_minor()
+    if pair is None:  # a version without a minor part
+        raise ValueError(f"{release!r} has no major.minor version")
+    return int(pair[0]), int(pair[1])
 
 
 def next_minor_bound(release: str) -> str:
@@ -329,7 +329,8 @@ def widen_spec(text: str, release: str, *, supported: tuple[str, ...] = ()) -> s
     if same(new) != same(old):
         raise SpecEditError(f"widening '{text}' gave '{new_text}', which changes more than the version")
     if not admits(new.version, release):
-        raise SpecEditError(f"widening '{text}' gave '{new_text}', which still does not admit {old.name.normalized if old.name else ''} {release}")
+        name = old.name.normalized if old.name else ""
+        raise SpecEditError(f"widening '{text}' gave '{new_text}', which still does not admit {name} {release}")
     lost = [v for v in (*supported, *_probe_releases(release))
             if admits(old.version, v) and not admits(new.version, v)]
     if lost:

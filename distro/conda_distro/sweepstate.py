@@ -108,7 +108,7 @@ class UncommittedEdits:
         uncommitted_path(build_dir, self.release).unlink(missing_ok=True)
 
     @classmethod
-    def load(cls, build_dir: Path, release: str) -> "UncommittedEdits | None":
+    def load(cls, build_dir: Path, release: str) -> UncommittedEdits | None:
         path = uncommitted_path(build_dir, release)
         if not path.is_file():
             return None

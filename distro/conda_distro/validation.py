@@ -11,7 +11,7 @@ import json
 import re
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -50,8 +50,10 @@ def model_at(root: type[BaseModel], loc: tuple) -> type[BaseModel]:
     return model
 
 
-def to_error(exc: ValidationError, doc: Any, path: Path, *, root: type[BaseModel],
-             error: type[DistroError], see: str) -> DistroError:
+E = TypeVar("E", bound=DistroError)
+
+
+def to_error(exc: ValidationError, doc: Any, path: Path, *, root: type[BaseModel], error: type[E], see: str) -> E:
     """The first problem of ``exc`` as ``error``. A misspelt key also makes the real key "missing":
     the unknown key is reported first, since its hint names the real one."""
     err = min(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
@@ -78,15 +80,21 @@ def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def read_text(path: Path, *, error: type[DistroError], hint: str) -> str:
+    """The UTF-8 text of ``path``; unreadable is ``error`` naming the file."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path, hint=hint) from None
+
+
 def load_json(path: Path, *, error: type[DistroError], hint: str, text: str | None = None) -> Any:
     """The JSON document in ``path`` (or ``text`` read from it), refusing duplicate keys (``json`` keeps the
     last one silently); unreadable or invalid text is ``error`` naming the file and line."""
+    if text is None:
+        text = read_text(path, error=error, hint=hint)
     try:
-        if text is None:
-            text = path.read_text(encoding="utf-8")
         return json.loads(text, object_pairs_hook=_refuse_duplicates)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path, hint=hint) from None
     except ValueError as exc:
         raise error(f"not valid JSON: {getattr(exc, 'msg', exc)}", path=path, line=getattr(exc, "lineno", None),
                     hint=hint) from None

@@ -19,6 +19,7 @@ in one mapping (YAML keeps the last one; rattler-build refuses the file), docume
 from __future__ import annotations
 
 import io
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ class _DuplicateKey(Exception):
         self.key, self.first, self.second = key, first, second
 
 
-def _duplicate(key: str, first: int, second: int, path: str | Path | None) -> "YamlSyntaxError":
+def _duplicate(key: str, first: int, second: int, path: str | Path | None) -> YamlSyntaxError:
     return YamlSyntaxError(f"duplicate key '{key}' at lines {first} and {second}", path=path, line=second,
                            hint=_DUP_HINT)
 
@@ -163,16 +164,17 @@ def _construct(node: yaml.Node, memo: dict[int, Any], active: set[int]) -> Any:
     if key_id in active:
         raise _ConstructError("an alias refers to the node that contains it (recursive alias)", node.start_mark.line + 1)
     active.add(key_id)
+    out: LList | LDict
     try:
         if isinstance(node, yaml.SequenceNode):
-            out = LList()
-            out.line = node.start_mark.line + 1
+            out = seq = LList()
+            seq.line = node.start_mark.line + 1
             for item in node.value:
-                out.append(_construct(item, memo, active))
-                out.item_lines.append(item.start_mark.line + 1)
+                seq.append(_construct(item, memo, active))
+                seq.item_lines.append(item.start_mark.line + 1)
         elif isinstance(node, yaml.MappingNode):
-            out = LDict()
-            out.line = node.start_mark.line + 1
+            out = mapping = LDict()
+            mapping.line = node.start_mark.line + 1
             for knode, vnode in node.value:
                 if knode.tag == "tag:yaml.org,2002:merge":
                     merged = _construct(vnode, memo, active)
@@ -181,11 +183,11 @@ def _construct(node: yaml.Node, memo: dict[int, Any], active: set[int]) -> Any:
                             raise _ConstructError("a '<<' merge key needs a mapping or a list of mappings",
                                                   knode.start_mark.line + 1)
                         for k, v in m.items():
-                            out.setdefault(k, v)
+                            mapping.setdefault(k, v)
                     continue
                 key = str(knode.value)
-                out[key] = _construct(vnode, memo, active)
-                out.key_lines[key] = knode.start_mark.line + 1
+                mapping[key] = _construct(vnode, memo, active)
+                mapping.key_lines[key] = knode.start_mark.line + 1
         else:  # pragma: no cover
             raise TypeError(f"unexpected YAML node {node!r}")
     finally:
@@ -370,7 +372,8 @@ class _BlockParser:
         """A block mapping at ``indent``. ``first`` = (line, content) of an entry that shares its line
         with a sequence dash (``- key: value``)."""
         out = _new_dict(LDict)  # (skipping the Python-level __init__: this runs for every mapping)
-        out.key_lines = key_lines = {}
+        key_lines: dict[str, int] = {}
+        out.key_lines = key_lines
         items, end = self.items, self.end
         while True:
             if first is not None:
@@ -440,7 +443,8 @@ class _BlockParser:
 
     def sequence(self, indent: int, first: tuple[int, str] | None = None) -> LList:
         out = _new_list(LList)
-        out.item_lines = item_lines = []
+        item_lines: list[int] = []
+        out.item_lines = item_lines
         items, end = self.items, self.end
         while True:
             if first is not None:
@@ -620,7 +624,7 @@ def load_roundtrip(text: str, *, path: str | Path | None = None) -> tuple[Any, Y
     _compose(text, path)  # the same refusals as load_fast (duplicate keys, alias bombs)
     kept, text = _keep_multiline_quoted(text)
     y = make_roundtrip_yaml(text)
-    y._conda_distro_kept = kept  # type: ignore[attr-defined]  (restored by dump_roundtrip)
+    _KEPT[y] = kept  # restored by dump_roundtrip
     try:
         return y.load(text), y
     except Exception as exc:  # ruamel raises many types
@@ -636,12 +640,14 @@ def dump_roundtrip(doc: Any, y: YAML) -> str:
     buf = io.StringIO()
     y.dump(doc, buf)
     out = buf.getvalue()
-    for token, original in getattr(y, "_conda_distro_kept", {}).items():
+    for token, original in _KEPT.get(y, {}).items():
         out = out.replace(token, original, 1)
     return out
 
 
 _KEEP = "__conda_distro_kept_{}__"
+#: YAML instance of load_roundtrip -> the multi-line quoted scalars it set aside (token -> original text)
+_KEPT: weakref.WeakKeyDictionary[YAML, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
 def _keep_multiline_quoted(text: str) -> tuple[dict[str, str], str]:

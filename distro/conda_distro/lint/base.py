@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar
 
 from conda_distro.recipe import Recipe
 from conda_distro.recipe_edit import TreeEditor
 
 
-class Severity(str, enum.Enum):
+class Severity(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)
     ERROR = "error"
     WARNING = "warning"
 
@@ -39,7 +40,7 @@ class Problem:
     hint: str | None = None
 
 
-CHECKS: dict[str, type["Check"]] = {}
+CHECKS: dict[str, type[Check]] = {}
 
 
 class Check:
@@ -65,15 +66,15 @@ class Check:
     def fixable(self) -> bool:
         return type(self).fix is not Check.fix
 
-    def run(self, recipe: Recipe, ctx: "LintContext") -> Iterable[Problem]:  # pragma: no cover - abstract
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def fix(self, recipe: Recipe, edit: TreeEditor, ctx: "LintContext") -> bool:
+    def fix(self, recipe: Recipe, edit: TreeEditor, ctx: LintContext) -> bool:
         """Edit the recipe through ``edit`` (the one recipe editor, :mod:`conda_distro.recipe_edit`);
         return True when something changed."""
         return False
 
-    def findings(self, recipe: Recipe, ctx: "LintContext") -> Iterable[Finding]:
+    def findings(self, recipe: Recipe, ctx: LintContext) -> Iterable[Finding]:
         problems = list(self.run(recipe, ctx))
         if not problems:
             return ()
@@ -90,10 +91,10 @@ class FileCheck(Check):
     """Base of checks on another file than a recipe (a proposal, hints.yaml): registered with the recipe
     checks (``--list-checks``, ``--check``), they yield nothing for recipes; their own runner calls them."""
 
-    def run(self, recipe: Recipe, ctx: "LintContext") -> Iterable[Problem]:
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
         return ()
 
-    def findings(self, recipe: Recipe, ctx: "LintContext") -> Iterable[Finding]:
+    def findings(self, recipe: Recipe, ctx: LintContext) -> Iterable[Finding]:
         return ()
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 from conda_distro.lint.base import CHECKS, Check, Problem, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.recipe import SECTIONS, Dep, Recipe
-from conda_distro.specs import admits, admitted_minors, granularity_name, has_upper_bound, upper_granularity
 from conda_distro.recipe_edit import TreeEditor
+from conda_distro.specs import admits, admitted_minors, granularity_name, has_upper_bound, upper_granularity
 from conda_distro.validation import HANDLE_RE
 
 SPDX_RE = re.compile(r"^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*$|^\(.*\)$")
@@ -44,7 +44,8 @@ class MaintainersMissing(Check):
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
         if not recipe.maintainers:
-            yield Problem("no recipe maintainers listed", recipe.line_of("extra.recipe-maintainers") if "extra.recipe-maintainers" in recipe.lines else recipe.line_of("extra"))
+            key = "extra.recipe-maintainers" if "extra.recipe-maintainers" in recipe.lines else "extra"
+            yield Problem("no recipe maintainers listed", recipe.line_of(key))
 
 
 class MaintainersMalformed(Check):
@@ -129,15 +130,15 @@ class PytorchBoundGranularity(Check):
         views = ctx.run_pins(recipe, ctx.pytorch)
         if not views:
             return
-        bounded = [v for v in views if v.granularity is not None]
+        bounded = [(v, v.granularity) for v in views if v.granularity is not None]
         if not bounded:
             # no bound at all: run-dep-unbounded reports it when the policy asks for one; with
             # policy.upper_bounds: off (or pytorch in unbounded_allowed) a floor alone is accepted
             return
-        best = min(bounded, key=lambda v: abs(v.granularity - 2))
-        if best.granularity != 2:
+        best, granularity = min(bounded, key=lambda vg: abs(vg[1] - 2))
+        if granularity != 2:
             yield Problem(
-                f"'{best.dep.raw}' bounds pytorch at {granularity_name(best.granularity)} granularity, not minor",
+                f"'{best.dep.raw}' bounds pytorch at {granularity_name(granularity)} granularity, not minor",
                 best.dep.line)
 
 
@@ -477,9 +478,9 @@ class SourceUrlVersion(Check):
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
         # extra downloads beside the main source (a license file, test data) need not carry the version:
         # the check fires when no url source names it
-        urls = [s for s in recipe.sources if s.url]
-        if urls and not any(recipe.version in s.url for s in urls):
-            yield Problem(f"source url does not contain the version {recipe.version}", urls[0].line)
+        urls = [(s.url, s.line) for s in recipe.sources if s.url]
+        if urls and not any(recipe.version in url for url, _ in urls):
+            yield Problem(f"source url does not contain the version {recipe.version}", urls[0][1])
 
 
 class SkipLintsUnknown(Check):

@@ -151,8 +151,9 @@ class LintContext:
             views = idx.views[name] = self._run_pins(recipe, idx.named("host", name), idx.named("run", name), name)
         return views
 
-    def _run_pins(self, recipe: Recipe, host: "list[Dep] | tuple", run: "list[Dep] | tuple", name: str) -> list[PinView]:
+    def _run_pins(self, recipe: Recipe, host: list[Dep] | tuple, run: list[Dep] | tuple, name: str) -> list[PinView]:
         views: list[PinView] = []
+        g: int | None
         for d in run:
             if d.func in ("pin_compatible", "pin_subpackage"):
                 if d.kw("exact", "False").lower() == "true":
@@ -165,10 +166,10 @@ class LintContext:
             elif d.spec is not None and d.spec.ok:
                 views.append(PinView(d, d.version, upper_granularity(d.version), "spec"))
         bare_host = next((h for h in host if h.spec is not None and h.spec.ok), None)
-        g = (self.run_exports_granularity(name, bool(recipe.noarch_of(bare_host.output)))
-             if bare_host is not None else None)
-        if g is not None:
-            views.append(PinView(bare_host, bare_host.version, g, "run_exports"))
+        if bare_host is not None:
+            g = self.run_exports_granularity(name, bool(recipe.noarch_of(bare_host.output)))
+            if g is not None:
+                views.append(PinView(bare_host, bare_host.version, g, "run_exports"))
         return views
 
     def is_bounded(self, recipe: Recipe, name: str) -> bool:

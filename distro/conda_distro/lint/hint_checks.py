@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from conda_distro.errors import ConfigError
 from conda_distro.hints import HINTS_FILE, Hint, HintSet, load_hints
@@ -29,7 +30,7 @@ class HintContext:
     """What hint checks need: the lint context, the day, and the names the distribution knows."""
 
     lint: LintContext
-    dist: "Distribution"
+    dist: Distribution
     today: dt.date
 
     @cached_property
@@ -99,7 +100,7 @@ class HintUnknownPackage(HintCheck):
                           hint=f"did you mean '{close[0]}'?" if close else "fix the package name, or remove the hint")
 
 
-def lint_hints(dist: "Distribution", ctx: LintContext, *, today: dt.date, names: Iterable[str] = (),
+def lint_hints(dist: Distribution, ctx: LintContext, *, today: dt.date, names: Iterable[str] = (),
                checks: Iterable[object] = ()) -> list[Finding]:
     """Run the selected ``hint-*`` checks over hints.yaml (``names``: only hints about those packages).
     A malformed file is one ``hint-invalid`` finding (fatal: lint exits 2) naming its line and field."""

@@ -7,10 +7,10 @@ recipes and is run by :func:`conda_distro.lint.proposals.lint_proposals`. Findin
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from conda_distro.channels.upstream_index import UpstreamIndex
 from conda_distro.distribution import Distribution
