@@ -8,7 +8,7 @@ Main holds M artifacts: M/4 names × 4 versions, each name depending on pytorch 
 python and on two names of the layer below (four layers). Each of the first N names has a new version in staging, tested
 (passed) in the environment it would be promoted into; main's newest version of every dependent was
 re-tested with the candidates (passed). The upstream is a generated local channel with python and a cpu
-and a cuda pytorch per release. Timed: one `make_plan` (everything promotes). Prints the time, the
+and a cuda pytorch per release. Timed: one `plan_gate` (everything promotes). Prints the time, the
 number of re-test verdicts and solves; exits 1 when the plan misses the target or holds anything.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from conda_distro.channels import ChannelFile
 from conda_distro.installability import Installability, write_channel
-from conda_distro.promote import PlanInputs, TestMatrix, _closure_of, make_plan
+from conda_distro.promote import PlanInputs, TestMatrix, _closure_of, plan_gate
 from conda_distro.results import ArtifactResults, TestRecord
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
@@ -105,7 +105,7 @@ def main_(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         checker = Installability([up], ["linux-64", "noarch"], "pytorch", matrix.required,
                                  _closure_of([*staging.values(), *main.values()]))
-        plan = make_plan(PlanInputs(staging, main, res, {}, matrix, installability=checker))
+        plan = plan_gate(PlanInputs(staging, main, res, {}, matrix, installability=checker))
         took = time.perf_counter() - t0
     print(f"gate plan: {len(staging)} candidates vs {len(main)} in main: {took:.2f} s "
           f"({len(plan.retests)} re-test verdicts, {plan.installability_solves} installability solves); "

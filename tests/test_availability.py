@@ -21,7 +21,7 @@ from conda_distro.channels import ChannelFile
 from conda_distro.config import Distro, load_config
 from conda_distro.engine.releases import Target, lockstep_of_files, upstream_availability
 from conda_distro.installability import write_channel
-from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, make_plan
+from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
 from conda_distro.results import ArtifactResults
 from conda_distro.results import TestRecord as Run
 from conda_distro.upstream.pypi import _lockstep_pin, wheel_is_cuda
@@ -97,11 +97,11 @@ def test_promote_requires_only_what_upstream_can_serve(tmp_path):
         *_runs(plain, [("2.5.1", "cpu")], "blocked", "no cpu build of pytorch 2.5.1 in the upstream channels")]),
         zoo.artifact: ArtifactResults(artifact=zoo.artifact, name=zoo.name, version=zoo.version, sha256=zoo.sha256,
                                       depends=list(zoo.depends), tests=_runs(zoo, [("2.4.1", "cuda")]))}
-    plan = make_plan(PlanInputs({plain.artifact: plain, zoo.artifact: zoo}, {}, res, {}, matrix, evidence={},
+    plan = plan_gate(PlanInputs({plain.artifact: plain, zoo.artifact: zoo}, {}, res, {}, matrix, evidence={},
                                 hints=None, today=dt.date(2026, 11, 20), maintainers={}))
     assert sorted(f.name for f in plan.promote) == ["modelzoo", "plainkit"], [h.to_dict() for h in plan.held]
     # without availability (upstream unknown) every admitted pair is required: zoo waits for the rest
-    plan = make_plan(PlanInputs({zoo.artifact: zoo}, {}, res, {}, TestMatrix("pytorch", RELEASES, VARIANTS),
+    plan = plan_gate(PlanInputs({zoo.artifact: zoo}, {}, res, {}, TestMatrix("pytorch", RELEASES, VARIANTS),
                                 evidence={}, hints=None, today=dt.date(2026, 11, 20), maintainers={}))
     assert plan.held and plan.held[0].reason is HoldReason.NOT_TESTED
 

@@ -26,7 +26,7 @@ from conda_distro.channels import ChannelFile, LocalChannel
 from conda_distro.hints import load_hints
 from conda_distro.installability import Installability
 from conda_distro.ledger import Ledger
-from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, _closure_of, make_plan
+from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, _closure_of, plan_gate
 from conda_distro.results import ArtifactResults
 from conda_distro.results import TestRecord as Run
 
@@ -63,7 +63,7 @@ AK09 = cf("audiokit", "0.9", ["tensorkit >=1.2,<2", "pytorch >=2.4,<2.7"], sha="
 
 
 def gate(staging, main, res, *, evidence=None, hints=None, today=dt.date(2026, 11, 20), maintainers=None):
-    return make_plan(PlanInputs({f.artifact: f for f in staging}, {f.artifact: f for f in main},
+    return plan_gate(PlanInputs({f.artifact: f for f in staging}, {f.artifact: f for f in main},
                                 {r.artifact: r for r in res}, {}, TestMatrix("pytorch", RELEASES, VARIANTS),
                                 evidence=evidence or {}, hints=hints, today=today, maintainers=maintainers or {}))
 
@@ -199,7 +199,7 @@ def test_excuses_say_why_grouped_by_what_blocks(tmp_path):
                                                          runs(AK09, "failed", against={"tensorkit": TK13}, at=T0 + dt.timedelta(1)))]
     inputs = PlanInputs({TK13.artifact: TK13}, {f.artifact: f for f in (TK12, AK09)}, {r.artifact: r for r in broken},
                         {}, TestMatrix("pytorch", RELEASES, VARIANTS), maintainers={"audiokit": ("bob",)})
-    ex = excuses_of(make_plan(inputs), inputs, now=T0 + dt.timedelta(days=5))
+    ex = excuses_of(plan_gate(inputs), inputs, now=T0 + dt.timedelta(days=5))
     [c] = ex.to_dict()["candidates"]
     assert (c["name"], c["old_version"], c["new_version"], c["verdict"]) == ("tensorkit", "1.2", "1.3", "held-temporarily")
     assert c["blocked_by"] == ["audiokit"] and c["days_waiting"] == 5 and c["maintainers"] == ["bob"]
@@ -224,7 +224,7 @@ def test_a_candidate_that_makes_a_package_in_main_uninstallable_is_held(sandbox_
     res = {shadow.artifact: results(shadow, runs(shadow, pairs=[("2.6.0", "cpu")]))}
     files = [*staging, *main]
     checker = Installability([upstream], ["linux-64", "noarch"], "pytorch", matrix.required, _closure_of(files))
-    plan = make_plan(PlanInputs({f.artifact: f for f in staging}, {f.artifact: f for f in main}, res, {}, matrix,
+    plan = plan_gate(PlanInputs({f.artifact: f for f in staging}, {f.artifact: f for f in main}, res, {}, matrix,
                                 installability=checker))
     h = held(plan)["pytorch"]
     assert h.reason is HoldReason.UNINSTALLABLE and h.blocked_by == ("tensorkit",)
@@ -234,7 +234,7 @@ def test_a_candidate_that_makes_a_package_in_main_uninstallable_is_held(sandbox_
     other = cf("audiokit", "0.9", ["python >=3.10", "tensorkit >=1.2,<2"], sha="6")
     res = {other.artifact: results(other, runs(other, against={"tensorkit": lib}))}
     checker = Installability([upstream], ["linux-64", "noarch"], "pytorch", matrix.required, _closure_of([other, lib]))
-    plan = make_plan(PlanInputs({other.artifact: other}, {lib.artifact: lib}, res, {}, matrix, installability=checker))
+    plan = plan_gate(PlanInputs({other.artifact: other}, {lib.artifact: lib}, res, {}, matrix, installability=checker))
     assert [f.name for f in plan.promote] == ["audiokit"]
 
 

@@ -25,7 +25,7 @@ from test_channels import TOKEN, api_doc, by_name, copy_channel, staging_files, 
 from conda_distro.channels import ChannelFile, LocalChannel, sha256_of
 from conda_distro.cli import main as cli_main
 from conda_distro.ledger import Ledger, Retirement
-from conda_distro.promote import HoldReason, PlanInputs, PromoteOptions, TestMatrix, make_plan, promote
+from conda_distro.promote import HoldReason, PlanInputs, PromoteOptions, TestMatrix, plan_gate, promote
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.results import TestRecord as Run
 
@@ -139,7 +139,7 @@ def plan_of(staging, main=(), results=None, retired=None):
     st = {f.artifact: f for f in staging}
     res = results if results is not None else {f.artifact: recorded_env(record(f, admitted(f)), staging)
                                                for f in staging}
-    return make_plan(PlanInputs(st, {f.artifact: f for f in main}, res, retired or {},
+    return plan_gate(PlanInputs(st, {f.artifact: f for f in main}, res, retired or {},
                                 TestMatrix("pytorch", RELEASES, VARIANTS)))
 
 

@@ -18,7 +18,7 @@ from helpers import run_cli_at, run_json_at, sha256
 
 from conda_distro.channels import ChannelFile
 from conda_distro.ledger import Ledger
-from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, make_plan
+from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
 from conda_distro.provenance import BuildProvenance, CheckoutRecipes, Stamp, build_provenance, recipe_digest
 from conda_distro.results import ArtifactResults, ResultsStore
 from conda_distro.results import TestRecord as Run
@@ -202,7 +202,7 @@ def test_the_gate_takes_only_this_checkouts_recipes():
     inputs = PlanInputs(staging={f.artifact: f for f in files.values()}, main={},
                         results={files[n].artifact: r for n, r in res.items()}, retired={},
                         matrix=TestMatrix("pytorch", ("2.5.1",), ("cpu", "cuda")), recipes=here)
-    plan = make_plan(inputs)
+    plan = plan_gate(inputs)
     assert [f.name for f in plan.promote] == ["ok"]
     held = {h.file.name: h for h in plan.held}
     assert {h.reason for h in held.values()} == {HoldReason.NOT_FROM_THIS_CHECKOUT}
@@ -216,7 +216,7 @@ def test_the_gate_takes_only_this_checkouts_recipes():
     assert "(unrecorded)" in held["unrecorded-test"].detail
     assert plan.exit_code == 1
     # without a checkout (recipes=None) provenance is not judged: the plan stays a pure function of its inputs
-    plain = make_plan(PlanInputs(**{**inputs.__dict__, "recipes": None}))
+    plain = plan_gate(PlanInputs(**{**inputs.__dict__, "recipes": None}))
     assert {f.name for f in plain.promote} == set(files)
 
 

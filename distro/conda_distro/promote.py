@@ -2,7 +2,7 @@
 
 Two stages with a named type each:
 
-* :func:`make_plan` — pure: :class:`PlanInputs` (what staging and main hold, the test results, the
+* :func:`plan_gate` — pure: :class:`PlanInputs` (what staging and main hold, the test results, the
   ledger's retirements, the release × variant matrix) in, :class:`PromotionPlan` out. Every artifact
   is either promoted or held with a named reason (:class:`HoldReason`). ``--dry-run`` prints this.
 * :func:`execute_plan` — side effects, under the main channel's lock: recover what an interrupted run
@@ -51,7 +51,7 @@ DEFAULT_LOCK_TIMEOUT = 600.0
 
 
 @dataclass(frozen=True)
-class Dep:
+class ChannelDep:
     text: str
     name: str
     version: str | None
@@ -59,13 +59,13 @@ class Dep:
 
 
 @lru_cache(maxsize=65536)
-def parse_dep(text: str) -> Dep | None:
+def parse_dep(text: str) -> ChannelDep | None:
     """A ``depends`` entry of repodata as name/version/build; None if rattler cannot parse it."""
     try:
         m = MatchSpec(text)
     except (InvalidMatchSpecError, InvalidVersionSpecError, InvalidVersionError, ValueError):
         return None
-    return Dep(text, m.name.normalized, m.version, m.build)
+    return ChannelDep(text, m.name.normalized, m.version, m.build)
 
 
 @lru_cache(maxsize=65536)
@@ -73,7 +73,7 @@ def _version_matches(spec: str, version: str) -> bool:
     return admits(spec, version)
 
 
-def satisfies(dep: Dep, f: ChannelFile) -> bool:
+def satisfies(dep: ChannelDep, f: ChannelFile) -> bool:
     if f.name != dep.name:
         return False
     if dep.version and not _version_matches(dep.version, f.version):
@@ -328,10 +328,10 @@ class _DepState:
     """Bookkeeping of the dependency pass for one candidate."""
 
     file: ChannelFile
-    unmet: dict[int, Dep]  # index in depends -> dep not yet satisfied
+    unmet: dict[int, ChannelDep]  # index in depends -> dep not yet satisfied
 
 
-def _distribution_deps(f: ChannelFile, names: set[str]) -> dict[int, Dep]:
+def _distribution_deps(f: ChannelFile, names: set[str]) -> dict[int, ChannelDep]:
     deps = {i: parse_dep(t) for i, t in enumerate(f.depends)}
     return {i: d for i, d in deps.items() if d is not None and d.name in names and d.name != f.name}
 
@@ -456,7 +456,7 @@ def _sets(promote: Sequence[ChannelFile], retests: Sequence[Retest], needs: Mapp
     return sorted(sorted(g) for g in groups.values() if len(g) > 1)
 
 
-def make_plan(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str = "main") -> PromotionPlan:
+def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str = "main") -> PromotionPlan:
     """Pure (the installability solver is handed in): decide, for every staging artifact that has test
     results, whether it goes to main.
 
@@ -683,10 +683,10 @@ class PromotionContext:
         return out
 
     def plan(self, inputs: PlanInputs) -> PromotionPlan:
-        return make_plan(inputs, staging_ref=self.staging.ref, main_ref=self.main.ref)
+        return plan_gate(inputs, staging_ref=self.staging.ref, main_ref=self.main.ref)
 
 
-def _evidence(res: ArtifactResults | None, held: set[str] | None = None) -> list[TestEvidence]:
+def _ledger_evidence(res: ArtifactResults | None, held: set[str] | None = None) -> list[TestEvidence]:
     """Per release × variant, the newest outcome in an environment main holds: runs against packages
     in ``held`` (``name-version-build`` of main after this promotion) only; None: any run."""
     out: list[TestEvidence] = []
@@ -710,7 +710,7 @@ def ledger_entry(f: ChannelFile, res: ArtifactResults | None, *, channel: str,
                  forced_by: str | None = None) -> ArtifactEntry:
     return ArtifactEntry(artifact=f.artifact, sha256=f.sha256, version=f.version, build=f.build,
                          build_number=f.build_number, depends=list(f.depends), channel=channel,
-                         promoted_at=promoted_at, commit=commit, tests=_evidence(res, held), forced_by=forced_by)
+                         promoted_at=promoted_at, commit=commit, tests=_ledger_evidence(res, held), forced_by=forced_by)
 
 
 def record_in_ledger(plan: PromotionPlan, ctx: PromotionContext, results: Mapping[str, ArtifactResults],

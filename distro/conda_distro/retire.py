@@ -142,7 +142,7 @@ def _refuse(name: str, dependents: list[str]) -> UsageError:
                            f"{name} anyway (their builds and tests will fail without it)")
 
 
-def _evidence(dist: Distribution, name: str, entries: list[ArtifactEntry]) -> RecordEvidence:
+def _retirement_evidence(dist: Distribution, name: str, entries: list[ArtifactEntry]) -> RecordEvidence:
     """The package's `report unmaintained` entry as of today (None when it does not lag) and the newest
     artifact's last test results. The report is evidence, not a gate: when it cannot be made, it is left out."""
     entry = None
@@ -215,7 +215,7 @@ def retire(options: RetireOptions) -> RetireResult:
         known = {a.artifact: a for a in (before.artifacts if before else ())}
         entries = [known.get(f.artifact) or ledger_entry(f, None, channel=main.ref, promoted_at=None, commit=None)
                    for f in files]
-        evidence = _evidence(dist, name, entries)
+        evidence = _retirement_evidence(dist, name, entries)
         written = ledger.retire(name, entries, Retirement(at=utcnow(), reason=result.reason, by=result.by))
         try:
             effective = _retirement(ledger, name, files[0].artifact)  # a rerun keeps the first retirement
