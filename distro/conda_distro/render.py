@@ -45,12 +45,12 @@ class RenderSettings:
 
     @classmethod
     def make(cls, variants: dict[str, list[Any]] | None = None, zip_keys: list[list[str]] | None = None,
-             target_platform: str = "linux-64", cache_dir: Path | None = None) -> "RenderSettings":
+             target_platform: str = "linux-64", cache_dir: Path | None = None) -> RenderSettings:
         items = tuple(sorted((str(k), tuple(v)) for k, v in (variants or {}).items()))
         zips = tuple(tuple(z) for z in (zip_keys or []))
         return cls(items, zips, target_platform, cache_dir)
 
-    def with_variants(self, extra: dict[str, list[Any]]) -> "RenderSettings":
+    def with_variants(self, extra: dict[str, list[Any]]) -> RenderSettings:
         merged = dict(self.variants)
         merged.update({k: tuple(v) for k, v in extra.items()})
         return RenderSettings(tuple(sorted(merged.items())), self.zip_keys, self.target_platform, self.cache_dir)
@@ -85,7 +85,7 @@ class RenderedRecipe:
         return {"multi_output": self.multi_output, "outputs": list(self.outputs), "context": self.context}
 
     @classmethod
-    def from_json(cls, data: dict) -> "RenderedRecipe":
+    def from_json(cls, data: dict) -> RenderedRecipe:
         return cls(bool(data["multi_output"]), tuple(data["outputs"]), dict(data.get("context") or {}))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from conda_distro.channels.anaconda import API_URL_ENV, TOKEN_ENV, AnacondaChannel, parse_anaconda_ref
 from conda_distro.channels.base import Channel

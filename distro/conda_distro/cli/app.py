@@ -6,7 +6,7 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 import typer
 import typer.core
@@ -53,12 +53,12 @@ def _main(
 
 
 RootOpt = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--root", help="The distribution repository (default: nearest folder at or above the current one holding distro.yaml).",
                  file_okay=False, show_default=False),
 ]
 
-AsOfOpt = Annotated[Optional[str], typer.Option(
+AsOfOpt = Annotated[str | None, typer.Option(
     "--as-of", metavar="YYYY-MM-DD", help="As of this day (default: today, UTC).", show_default=False)]
 
 

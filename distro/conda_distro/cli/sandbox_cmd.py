@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
 from typer.core import TyperGroup
 
 from conda_distro.cli.app import Format, FormatOpt, app, emit, stderr

@@ -26,7 +26,8 @@ def sweep(
 
     Exit 0 when the sweep ran, even when packages failed (their statuses say so; JSON `ok` is false);
     2 on bad input."""
-    from conda_distro.sweep import SweepOptions, sweep as run_sweep
+    from conda_distro.sweep import SweepOptions
+    from conda_distro.sweep import sweep as run_sweep
 
     warn_no_sandbox(no_sandbox)
     return emit(run_sweep(SweepOptions(release=pytorch, commit=commit, dry_run=dry_run, build=not no_build, jobs=jobs,

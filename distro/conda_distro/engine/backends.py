@@ -19,6 +19,7 @@ from conda_distro.rattler_env import rattler_env, scratch_dir
 from conda_distro.render import RenderSettings, live_variants
 from conda_distro.results import NO_TESTS
 
+
 @dataclass(frozen=True)
 class VariantSpec:
     """One rendered variant of a recipe, known before building."""

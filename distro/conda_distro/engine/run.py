@@ -16,8 +16,8 @@ from conda_distro.engine.sandbox import require_bwrap, runtime_paths
 from conda_distro.engine.summary import build_table, plan_lines, untested_lines
 from conda_distro.engine.unit import Isolation
 from conda_distro.errors import ChannelError, UsageError
-from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.gitutil import changed_recipes
+from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.graph import RecipeGraph
 from conda_distro.progress import make_reporter
 from conda_distro.provenance import build_provenance

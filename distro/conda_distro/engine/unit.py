@@ -23,15 +23,14 @@ from pydantic import ValidationError
 
 from conda_distro.channels.local import sha256_of
 from conda_distro.engine import intake
-from conda_distro.fsutil import link_or_copy
-from conda_distro.provenance import Stamp
-from conda_distro.render import RenderSettings
 from conda_distro.engine.backends import VariantSpec
 from conda_distro.engine.releases import Target
 from conda_distro.engine.sandbox import SandboxSpec, worker_env, wrap
-from conda_distro.engine.worker import (TargetIn, VariantIn, VariantOut, WorkerJob, WorkerReport, admitted_targets,
-                                        target_id, test_key)
+from conda_distro.engine.worker import TargetIn, VariantIn, VariantOut, WorkerJob, WorkerReport, admitted_targets, target_id, test_key
+from conda_distro.fsutil import link_or_copy
+from conda_distro.provenance import Stamp
 from conda_distro.rattler_env import SCRATCH_VAR, index_channel, scratch_dir
+from conda_distro.render import RenderSettings
 from conda_distro.results import SCHEMA_VERSION, ArtifactResults, BuildRecord, ResultsStore, TestRecord, now
 
 LOG_LIMIT = 64 << 20  # a worker's log file larger than this is cut (a log is evidence, not storage)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conda_distro.render import RenderSettings
 from conda_distro.engine.backends import BuildJob, TestJob, VariantSpec, make_builder
+from conda_distro.render import RenderSettings
 from conda_distro.specs import admits, parse_spec
 
 

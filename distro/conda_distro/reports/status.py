@@ -32,14 +32,14 @@ from urllib.parse import quote_plus
 from conda_distro.dates import parse_as_of
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import UsageError
+from conda_distro.excuses import Excuses, read_excuses
+from conda_distro.fsutil import atomic_write_text
 from conda_distro.gitutil import find_repo, origin_url
 from conda_distro.gpu import variant_label
 from conda_distro.ledger import ArtifactEntry
-from conda_distro.excuses import Excuses, read_excuses
 from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact
 from conda_distro.reports.render import render, static
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
-from conda_distro.fsutil import atomic_write_text
 
 CellStatus = Literal["passed", "failed", "blocked", "not-applicable", "not-tested"]
 CELL_STATUSES: tuple[CellStatus, ...] = ("passed", "failed", "blocked", "not-applicable", "not-tested")

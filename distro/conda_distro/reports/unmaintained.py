@@ -33,12 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conda_distro.dates import parse_as_of
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import ExitCode
-from conda_distro.dates import parse_as_of
 from conda_distro.ledger import ArtifactEntry, TestEvidence
-from conda_distro.reports.facts import (Facts, PackageFacts, ReleaseDate, StagedBuild, days_between, gather,
-                                        latest_tests)
+from conda_distro.reports.facts import Facts, PackageFacts, ReleaseDate, StagedBuild, days_between, gather, latest_tests
 from conda_distro.reports.render import render
 
 

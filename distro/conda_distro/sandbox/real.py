@@ -28,10 +28,10 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version as dist_version
 from pathlib import Path
-from typing import Callable
 
 from conda_distro.cachedir import default_cache_dir
 from conda_distro.distribution import load_distribution

@@ -20,9 +20,9 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from conda_distro.errors import BridgeError
 from conda_distro.upstream.resolve import PipOptions, run_pip

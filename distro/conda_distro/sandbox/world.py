@@ -21,10 +21,10 @@ import logging
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 
 from conda_distro.errors import UsageError
 from conda_distro.fsutil import clear_folder
@@ -35,8 +35,8 @@ from conda_distro.sandbox.upstream import (
     DEFAULT_RELEASES,
     HostPython,
     SandboxError,
-    check_releases,
     build_upstream_channel,
+    check_releases,
     data_dir,
     iter_data_files,
     pytorch_packages,

@@ -14,7 +14,7 @@ from conda_distro.config import Distro
 from conda_distro.errors import DistroError
 from conda_distro.pins import own_names, pytorch_pins
 from conda_distro.recipe import Recipe, parse_recipe
-from conda_distro.recipe_edit import (CONTEXT_VAR, EditError, LineEditor, TreeEditor, comment_start, split_eol)
+from conda_distro.recipe_edit import CONTEXT_VAR, EditError, LineEditor, TreeEditor, comment_start, split_eol
 from conda_distro.specs import SpecEditError, admits, build_outside_brackets, next_minor_bound, split_spec, widen_version
 from conda_distro.sweep.model import Decision, PinEdit
 from conda_distro.yamlio import LDict, LList, load_fast

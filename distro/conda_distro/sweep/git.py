@@ -10,9 +10,21 @@ from pathlib import Path
 from conda_distro.channels.hooks import crash_point
 from conda_distro.config import DISTRO_FILE, Distro
 from conda_distro.errors import DistroError, GitError
-from conda_distro.gitutil import (branch_sha, branches_named, changed_paths, checkout, commit_chain, create_branch,
-                                  current_ref, find_repo, has_staged_changes, head_sha, publish_branch, show_file,
-                                  top_dir)
+from conda_distro.gitutil import (
+    branch_sha,
+    branches_named,
+    changed_paths,
+    checkout,
+    commit_chain,
+    create_branch,
+    current_ref,
+    find_repo,
+    has_staged_changes,
+    head_sha,
+    publish_branch,
+    show_file,
+    top_dir,
+)
 from conda_distro.specs import minor_of
 from conda_distro.sweep.model import SweepOptions, SweepPlan, SweepResult
 from conda_distro.sweepstate import SweepJournal

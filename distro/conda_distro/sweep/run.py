@@ -16,6 +16,7 @@ from conda_distro.channels.locking import REPOSITORY_LOCK, channel_lock
 from conda_distro.config import Distro, DistroConfig
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.errors import DistroError, GitError, UsageError
+from conda_distro.fsutil import atomic_write_text, clear_stale_temps
 from conda_distro.gitutil import clear_stale_index_lock
 from conda_distro.graph import RecipeGraph
 from conda_distro.progress import make_reporter
@@ -23,14 +24,20 @@ from conda_distro.recipe import RECIPE_FILE, Recipe, parse_recipe
 from conda_distro.recipe_edit import EditError
 from conda_distro.render import prerender
 from conda_distro.sweep.edit import add_release_text, edited_text
-from conda_distro.sweep.git import (branch_is_at, commit_sweep, committed_releases, find_sweep_repo, open_for_commit,
-                                    publish, refuse_half_made)
+from conda_distro.sweep.git import (
+    branch_is_at,
+    commit_sweep,
+    committed_releases,
+    find_sweep_repo,
+    open_for_commit,
+    publish,
+    refuse_half_made,
+)
 from conda_distro.sweep.model import SweepDocument, SweepOptions, SweepPlan, SweepResult
 from conda_distro.sweep.plan import RELEASE_RE, is_new_minor, mark_awaiting, plan_sweep, to_test
 from conda_distro.sweep.render import pr_body, tracking_issue
 from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
 from conda_distro.variants import recipe_settings, render_settings
-from conda_distro.fsutil import atomic_write_text, clear_stale_temps
 from conda_distro.yamlio import load_fast
 
 

@@ -27,9 +27,9 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from conda_distro.errors import BridgeError
 from conda_distro.upstream.names import conda_name, normalize

@@ -22,16 +22,16 @@ import logging
 import re
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from conda_distro.errors import BridgeError
 from conda_distro.rattler_env import assert_no_colon, index_channel
 from conda_distro.upstream.convert import (
     DEFAULT_COMPRESSION_LEVEL,
-    ConvertOptions,
     Converted,
+    ConvertOptions,
     TargetPython,
     convert,
     metadata_package,
