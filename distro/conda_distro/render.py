@@ -11,6 +11,7 @@ the caller (a recipe must not render one name on CI and another on a laptop).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -201,10 +202,7 @@ def _skip_probe(text: str) -> str | None:
 
 
 def _consistent(variant: dict, probe_variants: list[dict]) -> bool:
-    for p in probe_variants:
-        if all(str(variant[k]) == str(v) for k, v in p.items() if k in variant and k != "target_platform"):
-            return True
-    return False
+    return any(all(str(variant[k]) == str(v) for k, v in p.items() if k in variant and k != "target_platform") for p in probe_variants)
 
 
 def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool) -> tuple[bool, list]:
@@ -287,10 +285,8 @@ def cache_file_of(text: str, settings: RenderSettings) -> Path | None:
 
 def _prerender_one(args: tuple[str, str, RenderSettings]) -> None:
     text, path, settings = args
-    try:
+    with contextlib.suppress(RecipeError):  # cached as an error; the caller reports it when it reads the recipe
         render_text(text, Path(path), settings)
-    except RecipeError:
-        pass  # cached as an error; the caller reports it when it reads the recipe
 
 
 PARALLEL_MIN = 400  # below this many uncached recipes, starting worker processes costs more than it saves

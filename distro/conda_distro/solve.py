@@ -248,5 +248,6 @@ def _solve_target(solver: RattlerSolver, pytorch: str, target: Target, names: li
     torch = next((r for r in records if r.name.normalized == pytorch), None)
     if torch is not None and is_cuda_record(list(torch.depends)) != cuda:
         res.ok = False
-        res.conflict = f"the solver chose the {'cuda' if not cuda else 'cpu'} build {torch.build} of {pytorch} for the {target.variant} variant"
+        res.conflict = (f"the solver chose the {'cuda' if not cuda else 'cpu'} build {torch.build} of {pytorch}"
+                        f" for the {target.variant} variant")
     return res

@@ -54,7 +54,7 @@ def newest_by_name(files: Iterable[ChannelFile]) -> dict[str, list[ChannelFile]]
     for name, fs in by_name.items():
         versions = [Version(f.version) for f in fs]
         top = max(versions)
-        out[name] = [f for f, v in zip(fs, versions) if v == top]
+        out[name] = [f for f, v in zip(fs, versions, strict=True) if v == top]
     return out
 
 

@@ -84,7 +84,7 @@ DEFAULT_LOCK_TIMEOUT = 600.0
 stderr = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     """Every output format of the tool; each command accepts its own subset (the ``Literal`` aliases below).
     ``--format json`` prints ``result.to_dict()``, ``markdown`` the document ``result.markdown()``, any other
     format the lines ``result.<name>_lines()`` (``text_lines``, ``github_lines``, ``dot_lines``, …)."""

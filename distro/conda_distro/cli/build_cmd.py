@@ -11,17 +11,26 @@ from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, FormatOpt, RootOp
 
 @app.command()
 def build(
-    names: Annotated[list[str] | None, typer.Argument(help="Packages that changed (their reverse dependencies are built too).", show_default=False)] = None,
+    names: Annotated[list[str] | None, typer.Argument(
+            help="Packages that changed (their reverse dependencies are built too).", show_default=False)] = None,
     all_: Annotated[bool, typer.Option("--all", help="Build and test every package.")] = False,
-    changed_since: Annotated[str | None, typer.Option("--changed-since", help="Git ref: build recipes changed since it, and their dependents.")] = None,
+    changed_since: Annotated[str | None, typer.Option("--changed-since",
+            help="Git ref: build recipes changed since it, and their dependents.")] = None,
     pytorch: Annotated[list[str] | None, typer.Option("--pytorch", help="Test only against this release (repeatable).")] = None,
-    variant: Annotated[list[str] | None, typer.Option("--variant", help="Test only this variant, cpu or cuda (repeatable; default: every variant of distro.yaml). CI runs each on the runner distro.yaml's ci.runners names.")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="How many packages to build and test at once (one worker process each).")] = 1,
+    variant: Annotated[list[str] | None, typer.Option("--variant",
+            help="Test only this variant, cpu or cuda (repeatable; default: every variant of distro.yaml). CI runs "
+                 "each on the runner distro.yaml's ci.runners names.")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1,
+            help="How many packages to build and test at once (one worker process each).")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
-    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Run again the tests that ended in an infrastructure error (worker killed, channel unreadable), and nothing else that is up to date.")] = False,
-    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
-    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, help="Seconds to wait for another build or sweep into the same staging channel.")] = DEFAULT_LOCK_TIMEOUT,
+    retry_errors: Annotated[bool, typer.Option("--retry-errors",
+            help="Run again the tests that ended in an infrastructure error (worker killed, channel unreadable), and "
+                 "nothing else that is up to date.")] = False,
+    no_sandbox: Annotated[bool, typer.Option("--no-sandbox",
+            help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0,
+            help="Seconds to wait for another build or sweep into the same staging channel.")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
     format: FormatOpt = Format.text,
 ) -> int:

@@ -13,9 +13,12 @@ from conda_distro.cli.app import Format, GraphFormat, RootOpt, app, emit
 def graph(
     root: RootOpt = None,
     affected_by: Annotated[list[str] | None, typer.Option("--affected-by", help="Package name(s) that changed (repeatable).")] = None,
-    changed_since: Annotated[str | None, typer.Option("--changed-since", help="Git ref: recipes changed since it are the changed set.")] = None,
+    changed_since: Annotated[str | None, typer.Option("--changed-since",
+            help="Git ref: recipes changed since it are the changed set.")] = None,
     shards: Annotated[int, typer.Option("--shards", min=1, help="With --format github-matrix: number of runners.")] = 1,
-    format: Annotated[GraphFormat, typer.Option("--format", help="text, json, dot (Graphviz), github-matrix, or github-runners (the CI runner of each variant, from distro.yaml's ci: section).")] = Format.text,
+    format: Annotated[GraphFormat, typer.Option("--format",
+            help="text, json, dot (Graphviz), github-matrix, or github-runners (the CI runner of each variant, from "
+                 "distro.yaml's ci: section).")] = Format.text,
 ) -> int:
     """Dependency order among distribution packages; the affected set of a change."""
     from conda_distro.graph import GraphOptions, graph_report

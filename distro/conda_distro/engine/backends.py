@@ -269,7 +269,7 @@ class CondaBuildBackend:
         args = ["--no-test", "--output-folder", str(job.output_dir), "--override-channels"]
         for c in job.channels:
             args += ["-c", c]
-        for key, values in job.variant_config.variant_dict.items():
+        for key, _values in job.variant_config.variant_dict.items():
             if key in job.variant.variant:
                 args += ["--variants", f"{{{key}: ['{job.variant.variant[key]}']}}"]
         proc = self._run([*args, str(job.recipe.parent)], job.log)

@@ -200,7 +200,8 @@ def build_release_views(distro: Distro, folder: Path) -> dict[Target, ReleaseVie
         rec = _target_record(records, target)
         if rec is None:
             views[target] = ReleaseView(target, None, None, None,
-                                        reason=f"no {target.variant} build of {distro.config.pytorch.name} {target.pytorch} in the upstream channels")
+                                        reason=f"no {target.variant} build of {distro.config.pytorch.name} {target.pytorch}"
+                                               " in the upstream channels")
             continue
         view_dir = folder / f"{target.pytorch}-{target.variant}"
         stamp = view_dir / ".source.json"

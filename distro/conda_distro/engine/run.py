@@ -252,7 +252,8 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
                 return BuildRun(plan, BuildReport(), excluded, gpu)
         views = build_release_views(dist.distro, paths.views)
         fallback = tuple(f for f in paths.fallback if (f / "noarch" / "repodata.json").is_file())
-        ctx = ExecContext(staging=paths.staging, main=main_channel(dist), upstream=(*(f.as_uri() for f in fallback), *dist.distro.upstream_urls),
+        ctx = ExecContext(staging=paths.staging, main=main_channel(dist),
+                          upstream=(*(f.as_uri() for f in fallback), *dist.distro.upstream_urls),
                           views=views, store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name,
                           isolation=iso, jobs=options.jobs, fallback=fallback,
                           provenance=build_provenance(dist.root, dist.distro.recipes_dir),

@@ -67,7 +67,7 @@ def build_table(report: BuildReport) -> list[str]:
         rows.append([name, version.get(name, ""), _build_word([b.status for b in report.builds if b.name == name]),
                      *cells])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     problems: list[str] = []
     for b in report.builds:
         if b.status == "failed":

@@ -526,7 +526,7 @@ def write_status(options: StatusOptions) -> StatusResult:
     logs = _log_copies(page, dist.root)
     html, css = render_page(page, logs), static("style.css")
     written = []
-    for name, text in zip(PAGE_FILES, (html, css)):
+    for name, text in zip(PAGE_FILES, (html, css), strict=True):
         _write(out / name, text)
         written.append(out / name)
     for src, rel in sorted(logs.items(), key=lambda kv: kv[1]):

@@ -41,7 +41,7 @@ from conda_distro.reports.facts import Facts, PackageFacts, ReleaseDate, StagedB
 from conda_distro.reports.render import render
 
 
-class Action(str, enum.Enum):
+class Action(enum.StrEnum):
     PING = "ping"
     RETIRE = "retire"
     REMOVE_RECIPE = "remove-recipe"  # would be retire, but nothing of it was ever promoted
@@ -51,7 +51,7 @@ class Action(str, enum.Enum):
 ACTION_ORDER = {Action.RETIRE: 0, Action.REMOVE_RECIPE: 0, Action.PING: 1, Action.PENDING: 2}
 
 
-class ReasonKind(str, enum.Enum):
+class ReasonKind(enum.StrEnum):
     MISSED_RELEASE = "missed-release"
     NEWEST_FAILS = "newest-fails"
 
@@ -292,7 +292,7 @@ def _main_fails(pkg: PackageFacts, facts: Facts, supported: set[str]) -> list[Re
 
 def _staging_fails(staged: StagedBuild, facts: Facts, supported: set[str], skip: set[str]) -> list[Reason]:
     failing: dict[str, list] = {}
-    for (release, variant), t in sorted(staged.tests.items(), key=lambda kv: _rkey(kv[0])):
+    for (release, _variant), t in sorted(staged.tests.items(), key=lambda kv: _rkey(kv[0])):
         if release in supported and release not in skip and t.status == "failed":
             failing.setdefault(release, []).append(t)
     out = []

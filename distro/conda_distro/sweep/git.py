@@ -132,7 +132,7 @@ def commit_sweep(repo, distro: Distro, recipe_paths: dict[str, Path], plan: Swee
     assert base is not None  # open_for_commit refused a repository without commits
     shas = commit_chain(repo, base, [(paths, message) for paths, message, _ in planned], options.author)
     result.commits = [{"package": package, "sha": sha, "message": message.splitlines()[0]}
-                      for (_, message, package), sha in zip(planned, shas)]
+                      for (_, message, package), sha in zip(planned, shas, strict=True)]
     # one branch per bumped package (one pull request each, as autotick opens them): the release commit
     # and that package's commit
     for (paths, message, package) in planned[1:]:

@@ -294,7 +294,7 @@ def bridge(options: BridgeOptions) -> BridgeResult:
     work.sort(key=lambda jw: -jw[1].wheel_file.stat().st_size)  # the big ones first: the pool ends together
     say(f"converting {len(work)} wheels ({options.jobs} at a time)")
     results = _convert_all([o for _, o in work], options.jobs)
-    for (job, _), pkg in zip(work, results):
+    for (job, _), pkg in zip(work, results, strict=True):
         if isinstance(pkg, str):
             say(f"not converted: {job.wheel.filename}: {pkg}")
             not_converted.append((job.wheel.filename, pkg))
