@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.fsutil import link_or_copy
 from conda_distro.rattler_env import index_channel
+from conda_distro.results import Variant
 
 if TYPE_CHECKING:  # annotations only: the build worker imports this module and stays small
     from conda_distro.config import Distro
@@ -29,7 +30,7 @@ class Target:
     """One (release, variant) combination a package is tested against."""
 
     pytorch: str
-    variant: str
+    variant: Variant
 
     def __str__(self) -> str:
         return f"{self.pytorch}/{self.variant}"

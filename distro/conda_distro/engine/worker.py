@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from conda_distro.engine.backends import BuildJob, TestJob, VariantSpec, make_builder
 from conda_distro.render import RenderSettings
+from conda_distro.results import Variant
 from conda_distro.specs import admits, parse_spec
 
 
@@ -29,7 +30,7 @@ class _Model(BaseModel):
 
 class TargetIn(_Model):
     pytorch: str
-    variant: str
+    variant: Variant
     url: str | None
     sha256: str | None
     cuda: str
