@@ -19,11 +19,14 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conda_distro.errors import RecipeError
 from conda_distro.rattler_env import fixed_environment
 from conda_distro.yamlio import load_fast
+
+if TYPE_CHECKING:
+    from rattler_build import RenderedVariant
 
 RENDER_SCHEMA = "2"  # bump to invalidate every cached render
 MAX_RENDERED_BYTES = 4 * 1024 * 1024  # a recipe that renders past this is refused
@@ -252,7 +255,7 @@ def _render_uncached(text: str, path: Path, settings: RenderSettings) -> Rendere
     return RenderedRecipe(multi, tuple(outputs), context)
 
 
-def live_variants(path: Path, settings: RenderSettings) -> list:
+def live_variants(path: Path, settings: RenderSettings) -> list[RenderedVariant]:
     """rattler-build's own ``RenderedVariant`` objects of the recipe at ``path`` (what ``run_build``
     needs), rendered in the fixed environment, with the variants its ``build.skip`` skips left out."""
     text = path.read_text(encoding="utf-8")

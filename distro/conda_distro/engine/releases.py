@@ -7,19 +7,21 @@ import datetime as dt
 import json
 import shutil
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.fsutil import link_or_copy
 from conda_distro.rattler_env import index_channel
-from conda_distro.results import Variant
 
 if TYPE_CHECKING:  # annotations only: the build worker imports this module and stays small
+    from rattler import RepoDataRecord
+
     from conda_distro.config import Distro
     from conda_distro.distribution import Distribution
+    from conda_distro.results import Variant
 
 CUDA_VERSION = "12.4"  # the __cuda version announced in the cuda variant (CONDA_OVERRIDE_CUDA)
 SOLVE_TIMEOUT = dt.timedelta(seconds=60)  # one rattler solve (`solve`, and a failed test's explanation)
@@ -83,23 +85,23 @@ def is_cuda_record(depends: list[str]) -> bool:
     return any(d.split()[0] == "__cuda" for d in depends)
 
 
-async def _query(distro: Distro, names: list[str]):
-    from rattler import Gateway
+async def _query(distro: Distro, names: list[str]) -> list[RepoDataRecord]:
+    from rattler import Gateway, Subdir
 
     gw = Gateway()
     try:
-        groups = await gw.query(distro.upstream_urls, distro.subdirs, names, recursive=False)
+        groups = await gw.query(distro.upstream_urls, [Subdir(s) for s in distro.subdirs], names, recursive=False)
     except Exception as exc:  # rattler raises several fetch errors
         raise ChannelError(f"cannot read the upstream channels: {exc}", field="channels.upstream",
                            hint="check channels.upstream in distro.yaml (local paths must exist)") from None
     return [r for group in groups for r in group if r.name.normalized in names]
 
 
-async def _query_pytorch(distro: Distro):
+async def _query_pytorch(distro: Distro) -> list[RepoDataRecord]:
     return await _query(distro, [distro.config.pytorch.name])
 
 
-def _target_record(records: list, target: Target):
+def _target_record(records: list[RepoDataRecord], target: Target) -> RepoDataRecord | None:
     """The upstream pytorch build a test of ``target`` installs (the newest matching one), or None."""
     want_cuda = target.variant == "cuda"
     matching = [r for r in records if str(r.version) == target.pytorch and is_cuda_record(list(r.depends)) == want_cuda]
@@ -127,7 +129,17 @@ class Availability:
         return None
 
 
-def lockstep_of_files(files: Iterable, lockstep: Iterable[str]) -> Callable[[object], frozenset[str]]:
+class Depending(Protocol):
+    """A channel file as :func:`lockstep_of_files` reads it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def depends(self) -> Sequence[str]: ...
+
+
+def lockstep_of_files(files: Iterable[Depending], lockstep: Iterable[str]) -> Callable[[Depending], frozenset[str]]:
     """For channel files (anything with ``name`` and ``depends``): file -> the lockstep packages it depends
     on, itself or through the other files' names it depends on (transitively, over every file of a name)."""
     lockstep = frozenset(lockstep)
@@ -149,7 +161,7 @@ def lockstep_of_files(files: Iterable, lockstep: Iterable[str]) -> Callable[[obj
             memo[name] = frozenset(out)
         return memo[name]
 
-    def lockstep_of(f) -> frozenset[str]:
+    def lockstep_of(f: Depending) -> frozenset[str]:
         own = {d.split()[0] for d in f.depends if d.split()}
         return frozenset((own & lockstep).union(*(of_name(n) for n in own & names - {f.name})))
     return lockstep_of

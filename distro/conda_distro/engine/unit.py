@@ -34,6 +34,7 @@ from conda_distro.rattler_env import SCRATCH_VAR, index_channel, scratch_dir
 from conda_distro.render import RenderSettings
 from conda_distro.results import SCHEMA_VERSION, ArtifactResults, BuildRecord, ResultsStore, TestRecord, TestStatus, Variant, now
 
+
 class _TestBase(TypedDict):
     """What every test record of one (artifact, target) shares."""
 

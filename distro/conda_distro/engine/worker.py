@@ -145,9 +145,9 @@ def work(job: WorkerJob) -> WorkerReport:
                 continue  # the orchestrator records these itself
             log = f"{spec.build_string}.{t.pytorch}-{t.variant}.test.log"
             channels = (t.url, *([job.dep_view] if job.dep_view else []), *job.channels)
-            res = builder.test(TestJob(path, channels, t.cuda, logs / log))
-            rep.tests.append(TestOut(pytorch=t.pytorch, variant=t.variant, ok=res.ok, message=res.message, log=log,
-                                     error=res.error, env=res.env))
+            tres = builder.test(TestJob(path, channels, t.cuda, logs / log))
+            rep.tests.append(TestOut(pytorch=t.pytorch, variant=t.variant, ok=tres.ok, message=tres.message, log=log,
+                                     error=tres.error, env=tres.env))
     return report
 
 

@@ -5,13 +5,12 @@ report's lines. (The JSON document is :class:`~conda_distro.sweep.model.SweepDoc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from conda_distro.reports.render import render
 
-# The model calls these (SweepResult.text_lines / markdown), so this module does not import the model:
-# Decision, SweepPlan and SweepResult (conda_distro.sweep.model) are named in the docstrings only.
-Decision = SweepPlan = SweepResult = Any
+if TYPE_CHECKING:  # the model calls these (SweepResult.text_lines / markdown): no import at run time
+    from conda_distro.sweep.model import Decision, SweepPlan, SweepResult
 
 
 def pr_body(dec: Decision, release: str, dry_run: bool = False) -> dict:
