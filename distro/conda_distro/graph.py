@@ -28,7 +28,7 @@ class RecipeGraph:
     @classmethod
     @paused_gc()
     def from_recipes(cls, recipes: Mapping[str, Recipe], check_cycles: bool = True) -> RecipeGraph:
-        g = nx.DiGraph()
+        g: nx.DiGraph[str] = nx.DiGraph()
         # every output a recipe produces maps to the recipe (a dependency on libtorch is an edge from
         # the recipe that makes libtorch)
         by_pkg: dict[str, str] = {}

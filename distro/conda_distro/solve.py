@@ -15,6 +15,7 @@ import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conda_distro.channels.local import LocalChannel
 from conda_distro.distribution import Distribution, load_distribution
@@ -24,6 +25,9 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases, uses_pytorch_variant
 from conda_distro.recipe import Recipe
 from conda_distro.specs import minor_of, next_minor_bound
+
+if TYPE_CHECKING:
+    from rattler import RepoDataRecord
 
 
 @dataclass(frozen=True)
@@ -136,13 +140,13 @@ class RattlerSolver:
     name = "rattler"
 
     def __init__(self, channels: list[str], platforms: list[str]) -> None:
-        from rattler import Gateway
+        from rattler import Gateway, Subdir
 
         self.channels = channels
-        self.platforms = platforms
+        self.platforms = [Subdir(p) for p in platforms]
         self.gateway = Gateway()
 
-    def solve(self, specs: list[str], cuda: bool):
+    def solve(self, specs: list[str], cuda: bool) -> list[RepoDataRecord]:
         """Records of a solution; raises SolverError when there is none, ChannelError when a channel
         cannot be read (offline, missing folder)."""
         from rattler import solve

@@ -289,7 +289,7 @@ class AnacondaChannel:
         self._require_token()
         from binstar_client.inspect_package.conda import inspect_conda_package
 
-        metas = []
+        metas: list[tuple[Path, str, dict[str, Any], dict[str, Any], dict[str, Any]]] = []
         for path in files:
             path = Path(path)
             if not path.is_file() or not path.name.endswith((".conda", ".tar.bz2")):

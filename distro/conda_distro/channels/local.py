@@ -208,7 +208,7 @@ class LocalChannel:
         If any file fails, every part is removed and the first error is raised."""
         with ThreadPoolExecutor(max_workers=max(1, min(_COPY_THREADS, len(files)))) as pool:
             futures = [(f, pool.submit(self._stage_one, source, f)) for f in files]
-        errors = [fut.exception() for _, fut in futures if fut.exception() is not None]
+        errors = [exc for _, fut in futures if (exc := fut.exception()) is not None]
         staged = [(f, part) for f, fut in futures if fut.exception() is None and (part := fut.result()) is not None]
         if errors:
             for _, part in staged:

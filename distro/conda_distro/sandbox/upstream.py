@@ -193,9 +193,10 @@ def _build_failed(what: str, exc: Exception) -> SandboxError:
 
 def build_python_package(work_dir: Path, host: HostPython) -> list[Path]:
     from rattler_build import RattlerBuildError, RenderConfig, Stage0Recipe, VariantConfig
+    from rattler_build.render import ContextValue
 
     recipe = Stage0Recipe.from_file(str(upstream_recipe("python")))
-    ctx = {"src": str(host.prefix), "py_full": host.version, "py_short": host.short}
+    ctx: dict[str, ContextValue] = {"src": str(host.prefix), "py_full": host.version, "py_short": host.short}
     out: list[Path] = []
     for variant in recipe.render(VariantConfig(), RenderConfig(extra_context=ctx)):
         t0 = time.monotonic()

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
 from conda_distro.errors import UsageError
 from conda_distro.fsutil import clear_folder
@@ -116,7 +117,17 @@ class SandboxResult:
         return lines
 
 
-def target_folder(options: SandboxOptions) -> Path:
+class FolderRequest(Protocol):
+    """Where a world is made (:class:`SandboxOptions`, the real world's options)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def force(self) -> bool: ...
+
+
+def target_folder(options: FolderRequest) -> Path:
     path = Path(options.path).expanduser().absolute()
     assert_no_colon(path, what="sandbox")
     if path.exists() and not path.is_dir():
