@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.locking import REPOSITORY_LOCK, channel_lock
@@ -40,6 +41,9 @@ from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal
 from conda_distro.variants import recipe_settings, render_settings
 from conda_distro.yamlio import load_fast
 
+if TYPE_CHECKING:
+    from conda_distro.engine.executor import BuildReport, Reporter
+
 
 def sweep(options: SweepOptions) -> SweepResult:
     """`conda-distro sweep`: :func:`run_sweep` of the repository at ``options.root``, with progress unless
@@ -47,7 +51,7 @@ def sweep(options: SweepOptions) -> SweepResult:
     return run_sweep(options.root, options, make_reporter() if not options.dry_run else None)
 
 
-def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepResult:
+def run_sweep(root: Path | None, options: SweepOptions, reporter: Reporter | None = None) -> SweepResult:
     """The sweep. Everything but ``--dry-run`` runs under the repository's lock (a second sweep of the
     same checkout waits at most ``options.lock_timeout`` seconds, then exits 2), and is journaled: a
     rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or finishes its commits."""
@@ -92,7 +96,7 @@ def _clear_own_temps(distro: Distro) -> None:
             clear_stale_temps(folder / RECIPE_FILE)
 
 
-def _sweep_locked(distro: Distro, options: SweepOptions, reporter) -> SweepResult:
+def _sweep_locked(distro: Distro, options: SweepOptions, reporter: Reporter | None) -> SweepResult:
     _clear_own_temps(distro)
     build_dir = distro.build_dir
     journal = find_journal(build_dir)
@@ -116,7 +120,7 @@ def _sweep_locked(distro: Distro, options: SweepOptions, reporter) -> SweepResul
     return result
 
 
-def _sweep(dist: Distribution, options: SweepOptions, reporter) -> SweepResult:
+def _sweep(dist: Distribution, options: SweepOptions, reporter: Reporter | None) -> SweepResult:
     plan = plan_sweep(dist, options.release)
     if plan.noop:
         if options.commit:
@@ -211,7 +215,7 @@ def _edited_distribution(dist: Distribution, distro_text: str, new_texts: dict[s
     return Distribution(distro, recipes, errors, settings).readable()
 
 
-def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporter, new_minor: bool) -> None:
+def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporter: Reporter | None, new_minor: bool) -> None:
     """Solve and build/test the edited distribution; sets not-solvable / failed / awaiting-parents."""
     from conda_distro.engine.run import BuildOptions, run_build
     from conda_distro.solve import SolveOptions, solve_distribution
@@ -236,7 +240,7 @@ def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporte
             mark_awaiting(plan, graph)
 
 
-def _apply_results(plan: SweepPlan, report, tested: set[str], release: str) -> None:
+def _apply_results(plan: SweepPlan, report: BuildReport | None, tested: set[str], release: str) -> None:
     if report is None:
         return
     by_name: dict[str, list] = {}
@@ -374,6 +378,7 @@ def _finish_commits(distro: Distro, journal: SweepJournal) -> SweepResult:
                                            f"keep a copy of your change, git checkout -- {rel}, and rerun the sweep")
     result = SweepDocument.model_validate(journal.result).result()
     result.branch, result.start = journal.branch, journal.start
+    assert journal.tip is not None  # a committing journal records its tip (sweepstate refuses one without)
     publish(repo, result, journal.tip)
     result.message = (f"finished the commits of the interrupted sweep of pytorch {journal.release}: "
                       f"branch {journal.branch}, {len(result.commits)} commit(s)"
