@@ -75,7 +75,7 @@ class CommitInfo:
     summary: str
 
     def to_dict(self, as_of: dt.date | None = None) -> dict[str, Any]:
-        out = {"sha": self.sha, "author": self.author, "email": self.email, "date": _iso(self.date),
+        out: dict[str, Any] = {"sha": self.sha, "author": self.author, "email": self.email, "date": _iso(self.date),
                "summary": self.summary}
         if as_of is not None:
             out["days_ago"] = days_between(self.date, as_of)
