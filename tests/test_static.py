@@ -1,9 +1,8 @@
 """Static checks of the package and the test suite: declared imports, py.typed, ruff, mypy.
 
-Settings live in pyproject.toml (``[tool.ruff]``, ``[tool.mypy]``). tests/ is kept ruff-clean now; the
-package's ruff and mypy findings are cleaned in issue 15's final pass: until then those two tests are
-``xfail(strict=True, raises=StaticFindings)``, so they prove findings exist and fail the run the day the
-package is clean (remove the marks then), while a tool that crashes or is missing still fails them.
+Settings live in pyproject.toml (``[tool.ruff]``, ``[tool.mypy]``). The package and tests/ are kept clean:
+any finding fails the run (raised as StaticFindings with the count per rule), and so does a tool that
+crashes or is missing.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pytest
 from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,7 +24,6 @@ SANDBOX_DATA = PACKAGE / "sandbox" / "data"  # recipe sources built into sandbox
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 # imported only when a user asks for them, and a clear exit 2 when missing
 OPTIONAL_IMPORTS = {"libmambapy": "solve --solver libmamba (tests/test_solve.py: missing is exit 2)"}
-ISSUE = "issue 15: cleaned in the final pass"
 
 
 class StaticFindings(Exception):
@@ -105,12 +102,10 @@ def test_ruff_finds_nothing_in_the_tests():
     ruff("tests")
 
 
-@pytest.mark.xfail(strict=True, raises=StaticFindings, reason=ISSUE)
 def test_ruff_finds_nothing_in_the_package():
     ruff("distro/conda_distro")
 
 
-@pytest.mark.xfail(strict=True, raises=StaticFindings, reason=ISSUE)
 def test_mypy_finds_nothing():
     proc = run_tool("mypy")  # files and strictness from [tool.mypy]
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""

@@ -513,3 +513,16 @@ def test_a_package_blocked_by_a_failing_dependency_is_blocked_not_untested(tmp_p
     assert page.statuses()["onbroken"] == row(NT, NT, NT, NT, NT, NT)  # main: nothing there
     assert "not built: waits for broken" in res.stdout and "not built: waits for onbroken" in res.stdout
     assert "blocked: not built: broken fails or is blocked here" in page.staged[("onbroken", "2.4.1", "cpu")]["title"]
+
+
+def test_a_staged_infrastructure_error_reads_not_tested(tmp_path):
+    """A staged test that ended in an infrastructure error (status ``error``: worker killed, channel
+    unreadable) is no verdict on the package: its staging cell reads not-tested (it was a KeyError)."""
+    from conda_distro.reports.status import StatusOptions, write_status
+
+    root = make_scenario(tmp_path / "distro")
+    stage(root, "fine", "1.1", {**everywhere("passed"), ("2.6.0", "cpu"): "error"}, day(-1))
+    written = write_status(StatusOptions(out=tmp_path / "site", root=root, as_of=AS_OF.isoformat())).written
+    page = Page(written[0].read_text())
+    assert page.staged[("fine", "2.6.0", "cpu")]["data-status"] == NT
+    assert page.staged[("fine", "2.6.0", "cuda")]["data-status"] == P

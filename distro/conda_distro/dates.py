@@ -10,7 +10,7 @@ from conda_distro.errors import UsageError
 def parse_as_of(text: str | None, today: dt.date | None = None) -> dt.date:
     """``--as-of YYYY-MM-DD``; today (UTC) when not given."""
     if text is None:
-        return today or dt.datetime.now(dt.timezone.utc).date()
+        return today or dt.datetime.now(dt.UTC).date()
     try:
         day = dt.date.fromisoformat(text.strip())
     except ValueError:

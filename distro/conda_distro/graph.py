@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import networkx as nx
 
 from conda_distro.ci import RunnerPlan, github_matrix, runner_plan
 from conda_distro.distribution import load_distribution, open_distro
+from conda_distro.errors import GraphError
 from conda_distro.fsutil import paused_gc
 from conda_distro.gitutil import changed_recipes
-from conda_distro.errors import GraphError
 from conda_distro.recipe import Recipe
 
 GRAPH_SECTIONS = ("host", "run")
@@ -27,8 +27,8 @@ class RecipeGraph:
 
     @classmethod
     @paused_gc()
-    def from_recipes(cls, recipes: Mapping[str, Recipe], check_cycles: bool = True) -> "RecipeGraph":
-        g = nx.DiGraph()
+    def from_recipes(cls, recipes: Mapping[str, Recipe], check_cycles: bool = True) -> RecipeGraph:
+        g: nx.DiGraph[str] = nx.DiGraph()
         # every output a recipe produces maps to the recipe (a dependency on libtorch is an edge from
         # the recipe that makes libtorch)
         by_pkg: dict[str, str] = {}

@@ -26,7 +26,7 @@ from conda_distro.channels.base import ChannelFile
 from conda_distro.errors import ChannelError
 from conda_distro.solve import RattlerSolver
 
-Required = Callable[[ChannelFile], "list[tuple[str, str]] | None"]
+Required = Callable[[ChannelFile], "Sequence[tuple[str, str]] | None"]
 
 
 @dataclass(frozen=True)

@@ -274,7 +274,8 @@ class Drift(_Strict):
 
 
 class _HasSha(Protocol):
-    sha256: str
+    @property
+    def sha256(self) -> str: ...
 
 
 def compare_with_channel(states: Mapping[str, PackageState], files: Mapping[str, _HasSha]) -> list[Drift]:

@@ -38,7 +38,7 @@ from conda_distro.holds import Held, HoldReason
 from conda_distro.installability import Installability, InstallabilityReport
 from conda_distro.ledger import ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence, utcnow
 from conda_distro.provenance import CheckoutRecipes
-from conda_distro.results import ArtifactResults, ResultsStore, TestRecord
+from conda_distro.results import ArtifactResults, ResultsStore, TestRecord, Variant
 from conda_distro.revdeps import Retest, RevdepInputs, Verdict, ident
 from conda_distro.revdeps import check as check_revdeps
 from conda_distro.specs import admits
@@ -97,7 +97,7 @@ class TestMatrix:
 
     pytorch: str
     releases: tuple[str, ...]
-    variants: tuple[str, ...]
+    variants: tuple[Variant, ...]
     #: what upstream can serve (None: unknown): a pair with no pytorch build, or none of a lockstep package
     #: the artifact needs, is not required (nobody can install the artifact with it)
     available: Availability | None = None
@@ -109,7 +109,7 @@ class TestMatrix:
         return cls(config.pytorch.name, tuple(config.pytorch.releases), tuple(config.pytorch.variants), available,
                    *((lockstep_of,) if lockstep_of else ()))
 
-    def required(self, f: ChannelFile) -> list[tuple[str, str]] | None:
+    def required(self, f: ChannelFile) -> list[tuple[str, Variant]] | None:
         """(release, variant) pairs the artifact's own pytorch pin admits and upstream can serve; None when
         it has no pytorch dependency. A cuda-only artifact (depends on ``__cuda``) needs only the cuda variant."""
         pairs = self.admitted(f)
@@ -118,7 +118,7 @@ class TestMatrix:
         needs = self.lockstep_of(f)
         return [(r, v) for r, v in pairs if self.available.why_not(Target(r, v), needs) is None]
 
-    def admitted(self, f: ChannelFile) -> list[tuple[str, str]] | None:
+    def admitted(self, f: ChannelFile) -> list[tuple[str, Variant]] | None:
         deps = [d for d in (parse_dep(t) for t in f.depends) if d is not None]
         pins = [d for d in deps if d.name == self.pytorch]
         if not pins:
@@ -532,7 +532,7 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     return plan
 
 
-def _installability_holds(plan: PromotionPlan, inputs: PlanInputs, pairs: list[tuple[str, str]]) -> list[Held]:
+def _installability_holds(plan: PromotionPlan, inputs: PlanInputs, pairs: Sequence[tuple[str, str]]) -> list[Held]:
     assert inputs.installability is not None
     report = inputs.installability.check(inputs.main, plan.promote, pairs)
     plan.installability_solves += report.solves

@@ -34,9 +34,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conda_distro.errors import ChannelError
+
+if TYPE_CHECKING:
+    from rattler_build import BuildResult, ToolConfiguration
 
 SAFE_PATH = "/usr/bin:/bin"
 SCRATCH_VAR = "CONDA_DISTRO_TEST_TMPDIR"
@@ -155,7 +158,7 @@ def channel_url(path: str | os.PathLike[str]) -> str:
     return assert_no_colon(path, what="channel").as_uri()
 
 
-def native_tool_config(**kwargs: Any):
+def native_tool_config(**kwargs: Any) -> ToolConfiguration:
     """``ToolConfiguration`` with tests run natively (the default strategy ``skip`` never runs them)."""
     from rattler_build import ToolConfiguration
 
@@ -163,7 +166,7 @@ def native_tool_config(**kwargs: Any):
     return ToolConfiguration(**kwargs)
 
 
-def _check_channels(channels: Sequence[str]) -> list[str]:
+def _check_channels(channels: Sequence[str | os.PathLike[str]]) -> list[str]:
     if not channels:
         raise ChannelError("no channels given to rattler-build",
                            hint="pass the channels explicitly; the default (conda-forge) is unreachable offline")
@@ -198,9 +201,9 @@ def stderr_to(log: str | os.PathLike[str]) -> Iterator[None]:
             os.close(saved)
 
 
-def run_build(variant: Any, *, output_dir: str | os.PathLike[str], channels: Sequence[str],
+def run_build(variant: Any, *, output_dir: str | os.PathLike[str], channels: Sequence[str | os.PathLike[str]],
               tool_config: Any = None, cuda: str | None = None, rattler_cache: str | os.PathLike[str] | None = None,
-              log: str | os.PathLike[str] | None = None, **kwargs: Any):
+              log: str | os.PathLike[str] | None = None, **kwargs: Any) -> BuildResult:
     """``RenderedVariant.run_build`` inside :func:`rattler_env`, with tests on and explicit channels.
 
     ``channels`` are URLs or local folders (turned into ``file://`` URLs). ``cuda`` and

@@ -11,6 +11,7 @@ the caller (a recipe must not render one name on CI and another on a laptop).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -18,11 +19,14 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conda_distro.errors import RecipeError
 from conda_distro.rattler_env import fixed_environment
 from conda_distro.yamlio import load_fast
+
+if TYPE_CHECKING:
+    from rattler_build import RenderedVariant
 
 RENDER_SCHEMA = "2"  # bump to invalidate every cached render
 MAX_RENDERED_BYTES = 4 * 1024 * 1024  # a recipe that renders past this is refused
@@ -45,12 +49,12 @@ class RenderSettings:
 
     @classmethod
     def make(cls, variants: dict[str, list[Any]] | None = None, zip_keys: list[list[str]] | None = None,
-             target_platform: str = "linux-64", cache_dir: Path | None = None) -> "RenderSettings":
+             target_platform: str = "linux-64", cache_dir: Path | None = None) -> RenderSettings:
         items = tuple(sorted((str(k), tuple(v)) for k, v in (variants or {}).items()))
         zips = tuple(tuple(z) for z in (zip_keys or []))
         return cls(items, zips, target_platform, cache_dir)
 
-    def with_variants(self, extra: dict[str, list[Any]]) -> "RenderSettings":
+    def with_variants(self, extra: dict[str, list[Any]]) -> RenderSettings:
         merged = dict(self.variants)
         merged.update({k: tuple(v) for k, v in extra.items()})
         return RenderSettings(tuple(sorted(merged.items())), self.zip_keys, self.target_platform, self.cache_dir)
@@ -85,7 +89,7 @@ class RenderedRecipe:
         return {"multi_output": self.multi_output, "outputs": list(self.outputs), "context": self.context}
 
     @classmethod
-    def from_json(cls, data: dict) -> "RenderedRecipe":
+    def from_json(cls, data: dict) -> RenderedRecipe:
         return cls(bool(data["multi_output"]), tuple(data["outputs"]), dict(data.get("context") or {}))
 
 
@@ -201,10 +205,7 @@ def _skip_probe(text: str) -> str | None:
 
 
 def _consistent(variant: dict, probe_variants: list[dict]) -> bool:
-    for p in probe_variants:
-        if all(str(variant[k]) == str(v) for k, v in p.items() if k in variant and k != "target_platform"):
-            return True
-    return False
+    return any(all(str(variant[k]) == str(v) for k, v in p.items() if k in variant and k != "target_platform") for p in probe_variants)
 
 
 def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool) -> tuple[bool, list]:
@@ -254,7 +255,7 @@ def _render_uncached(text: str, path: Path, settings: RenderSettings) -> Rendere
     return RenderedRecipe(multi, tuple(outputs), context)
 
 
-def live_variants(path: Path, settings: RenderSettings) -> list:
+def live_variants(path: Path, settings: RenderSettings) -> list[RenderedVariant]:
     """rattler-build's own ``RenderedVariant`` objects of the recipe at ``path`` (what ``run_build``
     needs), rendered in the fixed environment, with the variants its ``build.skip`` skips left out."""
     text = path.read_text(encoding="utf-8")
@@ -287,10 +288,8 @@ def cache_file_of(text: str, settings: RenderSettings) -> Path | None:
 
 def _prerender_one(args: tuple[str, str, RenderSettings]) -> None:
     text, path, settings = args
-    try:
+    with contextlib.suppress(RecipeError):  # cached as an error; the caller reports it when it reads the recipe
         render_text(text, Path(path), settings)
-    except RecipeError:
-        pass  # cached as an error; the caller reports it when it reads the recipe
 
 
 PARALLEL_MIN = 400  # below this many uncached recipes, starting worker processes costs more than it saves

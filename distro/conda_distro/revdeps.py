@@ -90,7 +90,7 @@ class RevdepReport:
 
 
 #: (release, variant) pairs a file's own pytorch pin admits; None: it has no pytorch dependency
-Required = Callable[[ChannelFile], "list[tuple[str, str]] | None"]
+Required = Callable[[ChannelFile], "Sequence[tuple[str, str]] | None"]
 #: (dependency text of a file) -> (name, admits(file) predicate); built by the caller with rattler
 Satisfies = Callable[[str, ChannelFile], bool]
 
@@ -141,7 +141,7 @@ def newest_in_main(main: Mapping[str, ChannelFile]) -> list[ChannelFile]:
     return [f for fs in newest_by_name(main.values()).values() for f in fs]
 
 
-def _pairs_of(f: ChannelFile, required: Required, res: ArtifactResults | None) -> list[tuple[str, str]]:
+def _pairs_of(f: ChannelFile, required: Required, res: ArtifactResults | None) -> Sequence[tuple[str, str]]:
     req = required(f)
     if req is not None:
         return req

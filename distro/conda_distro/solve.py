@@ -15,6 +15,7 @@ import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conda_distro.channels.local import LocalChannel
 from conda_distro.distribution import Distribution, load_distribution
@@ -24,6 +25,9 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases, uses_pytorch_variant
 from conda_distro.recipe import Recipe
 from conda_distro.specs import minor_of, next_minor_bound
+
+if TYPE_CHECKING:
+    from rattler import RepoDataRecord
 
 
 @dataclass(frozen=True)
@@ -136,13 +140,13 @@ class RattlerSolver:
     name = "rattler"
 
     def __init__(self, channels: list[str], platforms: list[str]) -> None:
-        from rattler import Gateway
+        from rattler import Gateway, Subdir
 
         self.channels = channels
-        self.platforms = platforms
+        self.platforms = [Subdir(p) for p in platforms]
         self.gateway = Gateway()
 
-    def solve(self, specs: list[str], cuda: bool):
+    def solve(self, specs: list[str], cuda: bool) -> list[RepoDataRecord]:
         """Records of a solution; raises SolverError when there is none, ChannelError when a channel
         cannot be read (offline, missing folder)."""
         from rattler import solve
@@ -248,5 +252,6 @@ def _solve_target(solver: RattlerSolver, pytorch: str, target: Target, names: li
     torch = next((r for r in records if r.name.normalized == pytorch), None)
     if torch is not None and is_cuda_record(list(torch.depends)) != cuda:
         res.ok = False
-        res.conflict = f"the solver chose the {'cuda' if not cuda else 'cpu'} build {torch.build} of {pytorch} for the {target.variant} variant"
+        res.conflict = (f"the solver chose the {'cuda' if not cuda else 'cpu'} build {torch.build} of {pytorch}"
+                        f" for the {target.variant} variant")
     return res

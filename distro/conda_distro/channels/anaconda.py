@@ -18,13 +18,13 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
-from conda_distro.channels.base import (Channel, ChannelAudit, ChannelFile, FileProblem, Progress, no_progress,
-                                        split_artifact)
+from conda_distro.channels.base import Channel, ChannelAudit, ChannelFile, FileProblem, Progress, no_progress, split_artifact
 from conda_distro.channels.local import sha256_of
 from conda_distro.channels.locking import channel_lock
 from conda_distro.config import ANACONDA_SCHEME
@@ -289,7 +289,7 @@ class AnacondaChannel:
         self._require_token()
         from binstar_client.inspect_package.conda import inspect_conda_package
 
-        metas = []
+        metas: list[tuple[Path, str, dict[str, Any], dict[str, Any], dict[str, Any]]] = []
         for path in files:
             path = Path(path)
             if not path.is_file() or not path.name.endswith((".conda", ".tar.bz2")):

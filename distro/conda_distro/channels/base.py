@@ -7,11 +7,12 @@ folder backend and the anaconda.org backend are interchangeable (composition, no
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Callable, Iterable, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 #: A progress sink: receives one short human-readable line per step (the CLI sends them to stderr).
 Progress = Callable[[str], None]
@@ -53,7 +54,7 @@ def newest_by_name(files: Iterable[ChannelFile]) -> dict[str, list[ChannelFile]]
     for name, fs in by_name.items():
         versions = [Version(f.version) for f in fs]
         top = max(versions)
-        out[name] = [f for f, v in zip(fs, versions) if v == top]
+        out[name] = [f for f, v in zip(fs, versions, strict=True) if v == top]
     return out
 
 
@@ -105,13 +106,13 @@ class Channel(Protocol):
     def lock(self, timeout: float) -> AbstractContextManager[None]:
         """Serialise writers of this channel; raises LockTimeoutError after ``timeout`` seconds."""
 
-    def check_source(self, source: "Channel") -> None:
+    def check_source(self, source: Channel) -> None:
         """Raise ChannelError (before anything is written) if files cannot be copied from ``source``."""
 
-    def recover(self, source: "Channel", keep: set[str], progress: Progress = no_progress) -> None:
+    def recover(self, source: Channel, keep: set[str], progress: Progress = no_progress) -> None:
         """Clean up what an interrupted write left behind (partial files, unindexed copies)."""
 
-    def receive(self, source: "Channel", files: Sequence[ChannelFile], progress: Progress = no_progress) -> None:
+    def receive(self, source: Channel, files: Sequence[ChannelFile], progress: Progress = no_progress) -> None:
         """Copy ``files`` from ``source`` in, each verified against its sha256. Never overwrites a file."""
 
     def publish(self, progress: Progress = no_progress) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from conda_distro.channels.anaconda import API_URL_ENV, TOKEN_ENV, AnacondaChannel, parse_anaconda_ref
 from conda_distro.channels.base import Channel
@@ -17,13 +17,18 @@ def anaconda_api_url(distro: Distro, env: Mapping[str, str]) -> str:
     return env.get(API_URL_ENV) or distro.config.anaconda.api_url
 
 
+def open_anaconda_channel(distro: Distro, ref: str, *, env: Mapping[str, str] | None = None) -> AnacondaChannel:
+    """The anaconda.org backend of the ``anaconda://OWNER[/LABEL]`` reference ``ref`` (as :func:`open_channel`)."""
+    env = os.environ if env is None else env
+    parsed = parse_anaconda_ref(ref)
+    return AnacondaChannel(parsed.owner, parsed.label, api_url=anaconda_api_url(distro, env),
+                           token=read_secret(env, TOKEN_ENV), lock_dir=distro.build_dir / "locks", ref=ref)
+
+
 def open_channel(distro: Distro, ref: str, *, env: Mapping[str, str] | None = None) -> Channel:
     """The backend for a staging/main reference of ``distro``. ``env`` defaults to ``os.environ``
     (read here, at call time). The token is stripped of surrounding whitespace, checked (a non-ASCII one
     is a ChannelError, exit 2) and registered for masking."""
-    env = os.environ if env is None else env
     if distro.is_anaconda(ref):
-        parsed = parse_anaconda_ref(ref)
-        return AnacondaChannel(parsed.owner, parsed.label, api_url=anaconda_api_url(distro, env),
-                               token=read_secret(env, TOKEN_ENV), lock_dir=distro.build_dir / "locks", ref=ref)
+        return open_anaconda_channel(distro, ref, env=env)
     return LocalChannel(distro.resolve_local(ref), ref=ref, subdirs=distro.subdirs)

@@ -21,10 +21,11 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from conda_distro.channels.base import Channel, ChannelAudit, ChannelFile, FileProblem, Progress, no_progress
 from conda_distro.channels.hooks import crash_point
@@ -202,12 +203,12 @@ class LocalChannel:
         progress(f"copied {len(staged)} file(s) into {self.describe()}"
                  + (f" ({len(files) - len(staged)} already there)" if len(files) != len(staged) else ""))
 
-    def _stage_all(self, source: "LocalChannel", files: Sequence[ChannelFile]) -> list[tuple[ChannelFile, Path]]:
+    def _stage_all(self, source: LocalChannel, files: Sequence[ChannelFile]) -> list[tuple[ChannelFile, Path]]:
         """Phase 1 over a few threads (copy, hash and fsync release the GIL; the fsyncs overlap).
         If any file fails, every part is removed and the first error is raised."""
         with ThreadPoolExecutor(max_workers=max(1, min(_COPY_THREADS, len(files)))) as pool:
             futures = [(f, pool.submit(self._stage_one, source, f)) for f in files]
-        errors = [fut.exception() for _, fut in futures if fut.exception() is not None]
+        errors = [exc for _, fut in futures if (exc := fut.exception()) is not None]
         staged = [(f, part) for f, fut in futures if fut.exception() is None and (part := fut.result()) is not None]
         if errors:
             for _, part in staged:
@@ -215,7 +216,7 @@ class LocalChannel:
             raise errors[0]
         return staged
 
-    def _stage_one(self, source: "LocalChannel", f: ChannelFile) -> Path | None:
+    def _stage_one(self, source: LocalChannel, f: ChannelFile) -> Path | None:
         dest = self.file_path(f)
         if dest.exists():
             actual = sha256_of(dest)

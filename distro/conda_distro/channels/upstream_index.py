@@ -30,7 +30,7 @@ class UpstreamIndex:
         return name in self.versions
 
     @classmethod
-    def load(cls, distro: Distro) -> "UpstreamIndex":
+    def load(cls, distro: Distro) -> UpstreamIndex:
         index = cls()
         for ref in distro.config.channels.upstream:
             if not distro.is_local_ref(ref):

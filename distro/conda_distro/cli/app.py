@@ -6,12 +6,15 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, runtime_checkable
 
 import typer
 import typer.core
 
 from conda_distro.errors import DistroError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # `conda-distro --help` lists the commands in the order of the flow: set up, propose and check a recipe,
 # the PR gate, build and promote, check what users get, release day, reports. Others come last.
@@ -53,12 +56,12 @@ def _main(
 
 
 RootOpt = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--root", help="The distribution repository (default: nearest folder at or above the current one holding distro.yaml).",
                  file_okay=False, show_default=False),
 ]
 
-AsOfOpt = Annotated[Optional[str], typer.Option(
+AsOfOpt = Annotated[str | None, typer.Option(
     "--as-of", metavar="YYYY-MM-DD", help="As of this day (default: today, UTC).", show_default=False)]
 
 
@@ -67,7 +70,7 @@ class _LazyConsole:
 
     def __init__(self, **kwargs: Any) -> None:
         self._kwargs = kwargs
-        self._console = None
+        self._console: Console | None = None
 
     def __getattr__(self, name: str) -> Any:
         if self._console is None:
@@ -84,7 +87,7 @@ DEFAULT_LOCK_TIMEOUT = 600.0
 stderr = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     """Every output format of the tool; each command accepts its own subset (the ``Literal`` aliases below).
     ``--format json`` prints ``result.to_dict()``, ``markdown`` the document ``result.markdown()``, any other
     format the lines ``result.<name>_lines()`` (``text_lines``, ``github_lines``, ``dot_lines``, …)."""
@@ -126,6 +129,13 @@ class Result(Protocol):
     def text_lines(self) -> list[str]: ...
 
 
+@runtime_checkable
+class MarkdownResult(Protocol):
+    """A result with a markdown form (the commands that accept ``--format markdown``)."""
+
+    def markdown(self) -> str: ...
+
+
 def emit(result: Result, format: Format) -> int:
     """The one way a command prints: the result's notices (recipes left out, and why) on stderr, then the
     result in ``format`` on stdout; returns the result's exit code.
@@ -142,6 +152,8 @@ def emit(result: Result, format: Format) -> int:
     if format is Format.json:
         print_json(result.to_dict())
     elif format is Format.markdown:
+        if not isinstance(result, MarkdownResult):
+            raise TypeError(f"{type(result).__name__} has no markdown form")
         sys.stdout.write(result.markdown())
     else:
         for line in getattr(result, f"{format.name}_lines")():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -11,24 +11,34 @@ from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, FormatOpt, RootOp
 
 @app.command()
 def build(
-    names: Annotated[Optional[list[str]], typer.Argument(help="Packages that changed (their reverse dependencies are built too).", show_default=False)] = None,
+    names: Annotated[list[str] | None, typer.Argument(
+            help="Packages that changed (their reverse dependencies are built too).", show_default=False)] = None,
     all_: Annotated[bool, typer.Option("--all", help="Build and test every package.")] = False,
-    changed_since: Annotated[Optional[str], typer.Option("--changed-since", help="Git ref: build recipes changed since it, and their dependents.")] = None,
-    pytorch: Annotated[Optional[list[str]], typer.Option("--pytorch", help="Test only against this release (repeatable).")] = None,
-    variant: Annotated[Optional[list[str]], typer.Option("--variant", help="Test only this variant, cpu or cuda (repeatable; default: every variant of distro.yaml). CI runs each on the runner distro.yaml's ci.runners names.")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="How many packages to build and test at once (one worker process each).")] = 1,
+    changed_since: Annotated[str | None, typer.Option("--changed-since",
+            help="Git ref: build recipes changed since it, and their dependents.")] = None,
+    pytorch: Annotated[list[str] | None, typer.Option("--pytorch", help="Test only against this release (repeatable).")] = None,
+    variant: Annotated[list[str] | None, typer.Option("--variant",
+            help="Test only this variant, cpu or cuda (repeatable; default: every variant of distro.yaml). CI runs "
+                 "each on the runner distro.yaml's ci.runners names.")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1,
+            help="How many packages to build and test at once (one worker process each).")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
-    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Run again the tests that ended in an infrastructure error (worker killed, channel unreadable), and nothing else that is up to date.")] = False,
-    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
-    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, help="Seconds to wait for another build or sweep into the same staging channel.")] = DEFAULT_LOCK_TIMEOUT,
+    retry_errors: Annotated[bool, typer.Option("--retry-errors",
+            help="Run again the tests that ended in an infrastructure error (worker killed, channel unreadable), and "
+                 "nothing else that is up to date.")] = False,
+    no_sandbox: Annotated[bool, typer.Option("--no-sandbox",
+            help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0,
+            help="Seconds to wait for another build or sweep into the same staging channel.")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
     format: FormatOpt = Format.text,
 ) -> int:
     """Build affected packages into staging in dependency order, then test each artifact against every
     supported release × variant its pins admit."""
     warn_no_sandbox(no_sandbox)
-    from conda_distro.engine.run import BuildOptions, build as run_build
+    from conda_distro.engine.run import BuildOptions
+    from conda_distro.engine.run import build as run_build
 
     return emit(run_build(BuildOptions(
         names=tuple(names or ()), all=all_, changed_since=changed_since, pytorch=tuple(pytorch or ()), jobs=jobs,
@@ -40,6 +50,7 @@ def build(
 def upload(root: RootOpt = None, format: FormatOpt = Format.text) -> int:
     """Upload the local builds to the anaconda.org staging label (channels.staging: anaconda://OWNER[/LABEL]),
     with the token from ANACONDA_API_TOKEN. Files already there with the same sha256 are skipped."""
-    from conda_distro.engine.run import UploadOptions, upload as run_upload
+    from conda_distro.engine.run import UploadOptions
+    from conda_distro.engine.run import upload as run_upload
 
     return emit(run_upload(UploadOptions(root=root)), format)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,10 +12,13 @@ from conda_distro.cli.app import Format, GraphFormat, RootOpt, app, emit
 @app.command()
 def graph(
     root: RootOpt = None,
-    affected_by: Annotated[Optional[list[str]], typer.Option("--affected-by", help="Package name(s) that changed (repeatable).")] = None,
-    changed_since: Annotated[Optional[str], typer.Option("--changed-since", help="Git ref: recipes changed since it are the changed set.")] = None,
+    affected_by: Annotated[list[str] | None, typer.Option("--affected-by", help="Package name(s) that changed (repeatable).")] = None,
+    changed_since: Annotated[str | None, typer.Option("--changed-since",
+            help="Git ref: recipes changed since it are the changed set.")] = None,
     shards: Annotated[int, typer.Option("--shards", min=1, help="With --format github-matrix: number of runners.")] = 1,
-    format: Annotated[GraphFormat, typer.Option("--format", help="text, json, dot (Graphviz), github-matrix, or github-runners (the CI runner of each variant, from distro.yaml's ci: section).")] = Format.text,
+    format: Annotated[GraphFormat, typer.Option("--format",
+            help="text, json, dot (Graphviz), github-matrix, or github-runners (the CI runner of each variant, from "
+                 "distro.yaml's ci: section).")] = Format.text,
 ) -> int:
     """Dependency order among distribution packages; the affected set of a change."""
     from conda_distro.graph import GraphOptions, graph_report

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -30,7 +30,8 @@ def promote(
 ) -> int:
     """Copy every staging artifact whose tests all passed (and whose distribution dependencies are in
     main or promoted with it) to the main channel, and record it in channel_state/."""
-    from conda_distro.promote import PromoteOptions, promote as run_promote
+    from conda_distro.promote import PromoteOptions
+    from conda_distro.promote import promote as run_promote
 
     return emit(run_promote(PromoteOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout, progress=_log)), format)
 
@@ -54,7 +55,7 @@ def retire(
     name: Annotated[str, typer.Argument(help="The package to take out of the main channel.", show_default=False)],
     reason: Annotated[str, typer.Option("--reason", help="Why (recorded in channel_state/).", show_default=False)],
     root: RootOpt = None,
-    by: Annotated[Optional[str], typer.Option("--by", help="Who retires it (default: git user.name, else the login).",
+    by: Annotated[str | None, typer.Option("--by", help="Who retires it (default: git user.name, else the login).",
                                               show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Retire it even though distribution packages depend on it.")] = False,
     format: FormatOpt = Format.text,
@@ -63,7 +64,8 @@ def retire(
     """Remove a package from the main channel (local: files out + re-index; anaconda.org: `broken` label),
     and write a request record to channel_state/retirements/. Refused (exit 2) when other distribution
     packages depend on it, unless --force."""
-    from conda_distro.retire import RetireOptions, retire as run_retire
+    from conda_distro.retire import RetireOptions
+    from conda_distro.retire import retire as run_retire
 
     return emit(run_retire(RetireOptions(name=name, reason=reason, root=root, by=by, lock_timeout=lock_timeout,
                                          progress=_log, force=force)), format)

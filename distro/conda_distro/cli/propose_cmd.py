@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,9 +12,9 @@ from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, emit
 @app.command()
 def propose(
     name: Annotated[str, typer.Argument(help="The conda package name to propose (lowercase).", show_default=False)],
-    maintainer: Annotated[Optional[list[str]], typer.Option(
+    maintainer: Annotated[list[str] | None, typer.Option(
         "--maintainer", help="GitHub handle of a maintainer (repeatable; at least one).", show_default=False)] = None,
-    version: Annotated[Optional[str], typer.Option(
+    version: Annotated[str | None, typer.Option(
         "--version", help="The upstream version to package (default: a 0.0.0 placeholder that lint flags).",
         show_default=False)] = None,
     summary: Annotated[str, typer.Option("--summary", help="One line: what the package does.")] = "",
@@ -26,7 +26,8 @@ def propose(
     format: FormatOpt = Format.text,
 ) -> int:
     """Write proposals/NAME.yaml (the RFC-0006 intake questions) and a recipe skeleton recipes/NAME/recipe.yaml."""
-    from conda_distro.proposal import ProposeOptions, propose as write_proposal
+    from conda_distro.proposal import ProposeOptions
+    from conda_distro.proposal import propose as write_proposal
 
     return emit(write_proposal(ProposeOptions(
         name=name, maintainers=tuple(maintainer or ()), version=version, summary=summary, homepage=homepage,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -32,7 +32,7 @@ def status(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write index.html and style.css into.",
                                           file_okay=False, show_default=False)],
     as_of: AsOfOpt = None,
-    repo_url: Annotated[Optional[str], typer.Option(
+    repo_url: Annotated[str | None, typer.Option(
         "--repo-url", metavar="URL", show_default=False,
         help="Web address of the repository, for links to recipe files (default: the origin remote when it "
              "is on GitHub; links point at the checked-out commit).")] = None,

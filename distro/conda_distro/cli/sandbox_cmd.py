@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
-
 from typer.core import TyperGroup
 
 from conda_distro.cli.app import Format, FormatOpt, app, emit, stderr
@@ -31,7 +31,7 @@ sandbox_app = typer.Typer(name="sandbox", cls=_DefaultCreate, no_args_is_help=Tr
 app.add_typer(sandbox_app, name="sandbox")
 
 
-def _progress(interactive: bool):
+def _progress(interactive: bool) -> Callable[[str], None] | None:
     """Progress lines on a terminal; under CI or a pipe they go to the log only (spec section 2)."""
     if not interactive:
         return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,8 +12,8 @@ from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, emit
 
 @app.command("verify-channel")
 def verify_channel_cmd(
-    pytorch: Annotated[Optional[list[str]], typer.Option("--pytorch", help="Only this release (repeatable).")] = None,
-    keep: Annotated[Optional[Path], typer.Option("--keep", help="Keep the test environments in this folder.")] = None,
+    pytorch: Annotated[list[str] | None, typer.Option("--pytorch", help="Only this release (repeatable).")] = None,
+    keep: Annotated[Path | None, typer.Option("--keep", help="Keep the test environments in this folder.")] = None,
     root: RootOpt = None,
     format: FormatOpt = Format.text,
 ) -> int:

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from conda_distro.engine.releases import SOLVE_TIMEOUT, virtual_packages
 from conda_distro.errors import EngineUnavailableError
 from conda_distro.rattler_env import rattler_env, scratch_dir
 from conda_distro.render import RenderSettings, live_variants
 from conda_distro.results import NO_TESTS
+
+if TYPE_CHECKING:
+    from rattler_build import RenderedVariant
+
 
 @dataclass(frozen=True)
 class VariantSpec:
@@ -141,7 +146,7 @@ def _explain_unsolvable(spec: str, job: TestJob) -> str | None:
     from rattler.exceptions import SolverError
 
     try:
-        asyncio.run(solve(list(job.channels), [spec], platforms=[str(Subdir.current()), "noarch"],
+        asyncio.run(solve(list(job.channels), [spec], platforms=[Subdir.current(), Subdir("noarch")],
                           virtual_packages=virtual_packages(bool(job.cuda)), timeout=SOLVE_TIMEOUT))
     except SolverError as exc:
         return str(exc).strip()
@@ -162,11 +167,11 @@ class RattlerBuildBackend:
 
     name = "rattler-build"
 
-    def _variants(self, recipe: Path, variant_config: RenderSettings):
+    def _variants(self, recipe: Path, variant_config: RenderSettings) -> list[RenderedVariant]:
         return live_variants(recipe, variant_config)
 
     def render(self, recipe: Path, variant_config: RenderSettings) -> list[VariantSpec]:
-        out = []
+        out: list[VariantSpec] = []
         for v in self._variants(recipe, variant_config):
             r = v.recipe
             noarch = r.build.noarch
@@ -241,7 +246,7 @@ class RattlerBuildBackend:
         if not results:
             lines.append(f"({NO_TESTS})")
         killed = failed is not None and KILLED in failed
-        if killed:  # the kernel's OOM killer or someone outside: the test did not finish (debci's tmpfail)
+        if failed is not None and killed:  # the OOM killer or someone outside: the test did not finish (debci's tmpfail)
             failed += f" ({KILLED_WHY})"
             lines.append(f"=== {KILLED_WHY}: recorded as an infrastructure error; `build --retry-errors` runs it again")
         _write_log(job.log, lines)
@@ -256,10 +261,11 @@ class CondaBuildBackend:
     name = "conda-build"
 
     def __init__(self) -> None:
-        self.exe = shutil.which("conda-build")
-        if not self.exe:
+        exe = shutil.which("conda-build")
+        if not exe:
             raise EngineUnavailableError("conda-build is not on PATH", field="--engine",
                                          hint="install conda-build (conda install conda-build) or use the default --engine rattler-build")
+        self.exe = exe
 
     def render(self, recipe: Path, variant_config: RenderSettings) -> list[VariantSpec]:
         return RattlerBuildBackend().render(recipe, variant_config)
@@ -276,7 +282,7 @@ class CondaBuildBackend:
         args = ["--no-test", "--output-folder", str(job.output_dir), "--override-channels"]
         for c in job.channels:
             args += ["-c", c]
-        for key, values in job.variant_config.variant_dict.items():
+        for key, _values in job.variant_config.variant_dict.items():
             if key in job.variant.variant:
                 args += ["--variants", f"{{{key}: ['{job.variant.variant[key]}']}}"]
         proc = self._run([*args, str(job.recipe.parent)], job.log)
@@ -293,7 +299,7 @@ class CondaBuildBackend:
         return TestOutcome(proc.returncode == 0, None if proc.returncode == 0 else f"conda-build --test exited with {proc.returncode}")
 
 
-ENGINES = {"rattler-build": RattlerBuildBackend, "conda-build": CondaBuildBackend}
+ENGINES: dict[str, Callable[[], Builder]] = {"rattler-build": RattlerBuildBackend, "conda-build": CondaBuildBackend}
 
 
 def make_builder(name: str) -> Builder:

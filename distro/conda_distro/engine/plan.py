@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.channels.base import newest_by_name
+from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.channels.local import LocalChannel
 from conda_distro.distribution import Distribution
 from conda_distro.engine.backends import Builder, VariantSpec
@@ -17,7 +17,7 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases
 from conda_distro.provenance import recipe_digest
 from conda_distro.render import RenderSettings
-from conda_distro.results import ArtifactResults, ResultsStore
+from conda_distro.results import ArtifactResults, ResultsStore, Variant
 from conda_distro.specs import minor_of
 
 PLAN_VERSION = "1"  # bump to invalidate every input hash
@@ -93,7 +93,7 @@ class PlanOptions:
     available: Availability | None = None  # what upstream can serve (None: unknown, every target is tried)
 
 
-def select_variants(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
+def select_variants(dist: Distribution, wanted: tuple[str, ...]) -> list[Variant]:
     """The variants to test (distro.yaml order): ``wanted`` (``--variant``, repeatable), or all of them.
     A value that is not a variant of the distribution is bad input (exit 2)."""
     variants = list(dist.config.pytorch.variants)
@@ -191,7 +191,7 @@ def _newest_by_name(main: Path | None) -> dict[str, list]:
     return newest_by_name(LocalChannel(main).list_files().values())
 
 
-def _main_newest(main_files: dict[str, list], outputs, planned: set[str]) -> list[VariantPlan]:
+def _main_newest(main_files: dict[str, list[ChannelFile]], outputs: list[str], planned: set[str]) -> list[VariantPlan]:
     """A dependent whose recipe has moved past what main serves: main's newest artifacts are re-tested
     as they are (``from-main``), since they are what users get with the changed parent."""
     extra = []

@@ -7,10 +7,10 @@ import datetime as dt
 import json
 import shutil
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.fsutil import link_or_copy
@@ -18,8 +18,11 @@ from conda_distro.pytorch_record import TorchBuild
 from conda_distro.rattler_env import index_channel
 
 if TYPE_CHECKING:  # annotations only: the build worker imports this module and stays small
+    from rattler import RepoDataRecord
+
     from conda_distro.config import Distro
     from conda_distro.distribution import Distribution
+    from conda_distro.results import Variant
 
 CUDA_VERSION = "12.4"  # the __cuda version announced in the cuda variant (CONDA_OVERRIDE_CUDA)
 SOLVE_TIMEOUT = dt.timedelta(seconds=60)  # one rattler solve (`solve`, and a failed test's explanation)
@@ -30,7 +33,7 @@ class Target:
     """One (release, variant) combination a package is tested against."""
 
     pytorch: str
-    variant: str
+    variant: Variant
 
     def __str__(self) -> str:
         return f"{self.pytorch}/{self.variant}"
@@ -83,29 +86,29 @@ def is_cuda_record(depends: list[str]) -> bool:
     return any(d.split()[0] == "__cuda" for d in depends)
 
 
-async def _query(distro: Distro, names: list[str]):
-    from rattler import Gateway
+async def _query(distro: Distro, names: list[str]) -> list[RepoDataRecord]:
+    from rattler import Gateway, Subdir
 
     gw = Gateway()
     try:
-        groups = await gw.query(distro.upstream_urls, distro.subdirs, names, recursive=False)
+        groups = await gw.query(distro.upstream_urls, [Subdir(s) for s in distro.subdirs], names, recursive=False)
     except Exception as exc:  # rattler raises several fetch errors
         raise ChannelError(f"cannot read the upstream channels: {exc}", field="channels.upstream",
                            hint="check channels.upstream in distro.yaml (local paths must exist)") from None
     return [r for group in groups for r in group if r.name.normalized in names]
 
 
-async def _query_pytorch(distro: Distro):
+async def _query_pytorch(distro: Distro) -> list[RepoDataRecord]:
     return await _query(distro, [distro.config.pytorch.name])
 
 
-def _target_record(records: list, target: Target, *, by_build_string: bool = False):
+def _target_record(records: list[RepoDataRecord], target: Target, *, by_build_string: bool = False) -> RepoDataRecord | None:
     """The upstream pytorch build a test of ``target`` installs (the newest matching one), or None. A
     record is cuda when it depends on ``__cuda`` (and, ``by_build_string``, also when its build string
     starts with ``cuda``, as verify-channel decides: :class:`~conda_distro.pytorch_record.TorchBuild`)."""
     want_cuda = target.variant == "cuda"
 
-    def cuda(r) -> bool:
+    def cuda(r: RepoDataRecord) -> bool:
         return TorchBuild.of(str(r.build), list(r.depends)).variant == "cuda" if by_build_string \
             else is_cuda_record(list(r.depends))
 
@@ -134,7 +137,17 @@ class Availability:
         return None
 
 
-def lockstep_of_files(files: Iterable, lockstep: Iterable[str]) -> Callable[[object], frozenset[str]]:
+class Depending(Protocol):
+    """A channel file as :func:`lockstep_of_files` reads it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def depends(self) -> Sequence[str]: ...
+
+
+def lockstep_of_files(files: Iterable[Depending], lockstep: Iterable[str]) -> Callable[[Depending], frozenset[str]]:
     """For channel files (anything with ``name`` and ``depends``): file -> the lockstep packages it depends
     on, itself or through the other files' names it depends on (transitively, over every file of a name)."""
     lockstep = frozenset(lockstep)
@@ -156,7 +169,7 @@ def lockstep_of_files(files: Iterable, lockstep: Iterable[str]) -> Callable[[obj
             memo[name] = frozenset(out)
         return memo[name]
 
-    def lockstep_of(f) -> frozenset[str]:
+    def lockstep_of(f: Depending) -> frozenset[str]:
         own = {d.split()[0] for d in f.depends if d.split()}
         return frozenset((own & lockstep).union(*(of_name(n) for n in own & names - {f.name})))
     return lockstep_of
@@ -208,7 +221,8 @@ def build_release_views(distro: Distro, folder: Path) -> dict[Target, ReleaseVie
         rec = _target_record(records, target)
         if rec is None:
             views[target] = ReleaseView(target, None, None, None,
-                                        reason=f"no {target.variant} build of {distro.config.pytorch.name} {target.pytorch} in the upstream channels")
+                                        reason=f"no {target.variant} build of {distro.config.pytorch.name} {target.pytorch}"
+                                               " in the upstream channels")
             continue
         view_dir = folder / f"{target.pytorch}-{target.variant}"
         stamp = view_dir / ".source.json"

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.channels import open_channel
+from conda_distro.channels import open_anaconda_channel
 from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, channel_lock
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.backends import make_builder
@@ -16,8 +17,8 @@ from conda_distro.engine.sandbox import require_bwrap, runtime_paths
 from conda_distro.engine.summary import build_table, plan_lines, untested_lines
 from conda_distro.engine.unit import Isolation
 from conda_distro.errors import ChannelError, UsageError
-from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.gitutil import changed_recipes
+from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.graph import RecipeGraph
 from conda_distro.progress import make_reporter
 from conda_distro.provenance import build_provenance
@@ -128,7 +129,7 @@ def upload_staging(dist: Distribution) -> list[str]:
     if not files:
         raise UsageError(f"no built packages in {paths.staging}", field="channels.staging",
                          hint="run `conda-distro build` first")
-    return sorted(f.artifact for f in open_channel(dist.distro, paths.remote_staging).upload(files))
+    return sorted(f.artifact for f in open_anaconda_channel(dist.distro, paths.remote_staging).upload(files))
 
 
 def upload(options: UploadOptions) -> UploadResult:
@@ -202,7 +203,7 @@ def isolation(dist: Distribution, paths: Paths, sandbox: bool, gpu: bool = False
                      read_only=(*upstream, *paths.fallback, *runtime_paths()), devices=devices)
 
 
-def staging_lock(paths: Paths, timeout: float):
+def staging_lock(paths: Paths, timeout: float) -> AbstractContextManager[None]:
     """The lock a build holds on the staging folder it writes (the same kind promote holds on main):
     two builds into one staging never interleave their writes of packages, repodata and results."""
     staging = paths.staging
@@ -252,7 +253,8 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
                 return BuildRun(plan, BuildReport(), excluded, gpu)
         views = build_release_views(dist.distro, paths.views)
         fallback = tuple(f for f in paths.fallback if (f / "noarch" / "repodata.json").is_file())
-        ctx = ExecContext(staging=paths.staging, main=main_channel(dist), upstream=(*(f.as_uri() for f in fallback), *dist.distro.upstream_urls),
+        ctx = ExecContext(staging=paths.staging, main=main_channel(dist),
+                          upstream=(*(f.as_uri() for f in fallback), *dist.distro.upstream_urls),
                           views=views, store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name,
                           isolation=iso, jobs=options.jobs, fallback=fallback,
                           provenance=build_provenance(dist.root, dist.distro.recipes_dir),

@@ -10,6 +10,7 @@ from conda_distro.gpu import variant_label
 if TYPE_CHECKING:
     from conda_distro.engine.executor import BuildReport
     from conda_distro.engine.plan import BuildPlan
+    from conda_distro.results import BuildRecord, TestRecord
 
 
 CELL = {"passed": "pass", "failed": "FAIL", "blocked": "blocked"}
@@ -54,7 +55,8 @@ def build_table(report: BuildReport) -> list[str]:
     """The final output of `build`: one row per package (build status, then each release × variant), then
     each failure once per package and reason with the releases it hit and one log, then the verdict."""
     names: list[str] = []
-    for rec in [*report.builds, *report.tests]:
+    records: list[BuildRecord | TestRecord] = [*report.builds, *report.tests]
+    for rec in records:
         if rec.name not in names:
             names.append(rec.name)
     targets = sorted({(t.pytorch, t.variant) for t in report.tests}, key=lambda rv: (_rkey(rv[0]), rv[1]))
@@ -67,7 +69,7 @@ def build_table(report: BuildReport) -> list[str]:
         rows.append([name, version.get(name, ""), _build_word([b.status for b in report.builds if b.name == name]),
                      *cells])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     problems: list[str] = []
     for b in report.builds:
         if b.status == "failed":
@@ -89,7 +91,7 @@ def build_table(report: BuildReport) -> list[str]:
     if problems:
         lines += ["", "failures:", *problems]
     bad = [n for n in names if any(r.name == n and r.status in ("failed", "blocked")
-                                   for r in [*report.builds, *report.tests])]
+                                   for r in records)]
     counts = {s: sum(t.status == s for t in report.tests) for s in ("passed", "failed", "blocked")}
     cached = sum(t.cached for t in report.tests)
     tail = f"{counts['passed']} tests passed" + (f"; {cached} results reused, their inputs unchanged" if cached else "")

@@ -18,21 +18,38 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from pydantic import ValidationError
 
 from conda_distro.channels.local import sha256_of
 from conda_distro.engine import intake
-from conda_distro.fsutil import link_or_copy
-from conda_distro.provenance import Stamp
-from conda_distro.render import RenderSettings
 from conda_distro.engine.backends import VariantSpec
 from conda_distro.engine.releases import Target
 from conda_distro.engine.sandbox import SandboxSpec, worker_env, wrap
-from conda_distro.engine.worker import (TargetIn, VariantIn, VariantOut, WorkerJob, WorkerReport, admitted_targets,
-                                        target_id, test_key)
+from conda_distro.engine.worker import TargetIn, VariantIn, VariantOut, WorkerJob, WorkerReport, admitted_targets, target_id, test_key
+from conda_distro.fsutil import link_or_copy
+from conda_distro.provenance import Stamp
 from conda_distro.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
-from conda_distro.results import SCHEMA_VERSION, ArtifactResults, BuildRecord, ResultsStore, TestRecord, now
+from conda_distro.render import RenderSettings
+from conda_distro.results import SCHEMA_VERSION, ArtifactResults, BuildRecord, ResultsStore, TestRecord, TestStatus, Variant, now
+
+
+class _TestBase(TypedDict):
+    """What every test record of one (artifact, target) shares."""
+
+    name: str
+    artifact: str
+    pytorch: str
+    variant: Variant
+
+
+class _Provenance(TypedDict):
+    """The test-side provenance of a test record (the checkout that ran it)."""
+
+    recipes: dict[str, str]
+    commit: str | None
+
 
 LOG_LIMIT = 64 << 20  # a worker's log file larger than this is cut (a log is evidence, not storage)
 STDERR_TAIL = 20
@@ -166,7 +183,7 @@ def _known_keys(store: ResultsStore, spec: VariantSpec) -> dict[str, list[str]]:
         return {}
     out: dict[str, list[str]] = {}
     for t in prev.tests:
-        if _reusable(t):  # the worker skips exactly what the orchestrator reuses
+        if t.key and _reusable(t):  # the worker skips exactly what the orchestrator reuses
             out.setdefault(target_id(t.pytorch, t.variant), []).append(t.key)
     return out
 
@@ -345,12 +362,12 @@ def _record_tests(unit: Unit, spec: VariantSpec, input_hash: str, path: Path, sh
         results.recipe, results.recipe_hash = stamp.recipe, stamp.recipe_hash
         results.commit = stamp.commit
         results.schema_version = SCHEMA_VERSION
-    provenance = dict(recipes=dict(stamp.test_recipes), commit=stamp.test_commit)
+    provenance = _Provenance(recipes=dict(stamp.test_recipes), commit=stamp.test_commit)
     ran = {target_id(t.pytorch, t.variant): t for t in (rep.tests if rep else [])}
     logs = unit.logs / unit.name
     for t in admitted_targets(depends, unit.pytorch, [tv.to_in() for tv in unit.targets]):
         target = Target(t.pytorch, t.variant)
-        base = dict(name=unit.name, artifact=spec.artifact, pytorch=t.pytorch, variant=t.variant)
+        base = _TestBase(name=unit.name, artifact=spec.artifact, pytorch=t.pytorch, variant=t.variant)
         if target in unit.blocked:
             out.tests.append(TestRecord(**base, status="blocked", reason=unit.blocked[target]))
             continue
@@ -372,7 +389,7 @@ def _record_tests(unit: Unit, spec: VariantSpec, input_hash: str, path: Path, sh
                              reason=error or "the build worker reported no outcome for this test")
         else:
             against = {n: ident for n, ident in got.env.items() if n in unit.closure}
-            status = "passed" if got.ok else "error" if got.error else "failed"
+            status: TestStatus = "passed" if got.ok else "error" if got.error else "failed"
             rec = TestRecord(**base, status=status, log=_keep_log(work, got.log, logs),
                              reason=got.message, key=key, against=against, gpu=gpu, **provenance)
         results.record(rec)

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conda_distro.render import RenderSettings
 from conda_distro.engine.backends import BuildJob, TestJob, VariantSpec, make_builder
+from conda_distro.render import RenderSettings
+from conda_distro.results import Variant
 from conda_distro.specs import admits, parse_spec
 
 
@@ -29,7 +30,7 @@ class _Model(BaseModel):
 
 class TargetIn(_Model):
     pytorch: str
-    variant: str
+    variant: Variant
     url: str | None
     sha256: str | None
     cuda: str
@@ -144,9 +145,9 @@ def work(job: WorkerJob) -> WorkerReport:
                 continue  # the orchestrator records these itself
             log = f"{spec.build_string}.{t.pytorch}-{t.variant}.test.log"
             channels = (t.url, *([job.dep_view] if job.dep_view else []), *job.channels)
-            res = builder.test(TestJob(path, channels, t.cuda, logs / log))
-            rep.tests.append(TestOut(pytorch=t.pytorch, variant=t.variant, ok=res.ok, message=res.message, log=log,
-                                     error=res.error, env=res.env))
+            tres = builder.test(TestJob(path, channels, t.cuda, logs / log))
+            rep.tests.append(TestOut(pytorch=t.pytorch, variant=t.variant, ok=tres.ok, message=tres.message, log=log,
+                                     error=tres.error, env=tres.env))
     return report
 
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -42,11 +43,11 @@ OPEN_SWEEP_STATUSES = ("failed", "needs-new-version", "awaiting-parents", "await
 
 def cutoff_of(as_of: dt.date) -> dt.datetime:
     """The first instant after the as-of day (UTC): facts at or after it are in the future."""
-    return dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.timezone.utc)
+    return dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
 
 
 def days_between(earlier: dt.datetime | dt.date, as_of: dt.date) -> int:
-    day = earlier.astimezone(dt.timezone.utc).date() if isinstance(earlier, dt.datetime) else earlier
+    day = earlier.astimezone(dt.UTC).date() if isinstance(earlier, dt.datetime) else earlier
     return (as_of - day).days
 
 
@@ -74,7 +75,7 @@ class CommitInfo:
     summary: str
 
     def to_dict(self, as_of: dt.date | None = None) -> dict[str, Any]:
-        out = {"sha": self.sha, "author": self.author, "email": self.email, "date": _iso(self.date),
+        out: dict[str, Any] = {"sha": self.sha, "author": self.author, "email": self.email, "date": _iso(self.date),
                "summary": self.summary}
         if as_of is not None:
             out["days_ago"] = days_between(self.date, as_of)
@@ -168,7 +169,7 @@ def newest_artifact(entries: Iterable[ArtifactEntry]) -> ArtifactEntry | None:
     entries = list(entries)
     if not entries:
         return None
-    epoch = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    epoch = dt.datetime.min.replace(tzinfo=dt.UTC)
     return max(entries, key=lambda a: (Version(a.version), a.build_number, a.promoted_at or epoch, a.artifact))
 
 
@@ -181,7 +182,7 @@ def latest_tests(entry: ArtifactEntry) -> dict[tuple[str, str], TestEvidence]:
 
 
 def _iso(value: dt.datetime | None) -> str | None:
-    return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
+    return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
 
 
 # ---------------------------------------------------------------------------------------------

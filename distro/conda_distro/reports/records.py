@@ -76,7 +76,8 @@ class RetirementRecords:
             return RetirementRecord.model_validate(data)
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise LedgerError(err["msg"].removeprefix("Value error, "), path=path, field=".".join(map(str, err["loc"])) or None, hint=_HINT) from None
+            raise LedgerError(err["msg"].removeprefix("Value error, "), path=path,
+                              field=".".join(map(str, err["loc"])) or None, hint=_HINT) from None
 
     def for_package(self, name: str) -> list[tuple[Path, RetirementRecord]]:
         """Every record of ``name``, oldest first."""

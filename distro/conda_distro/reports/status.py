@@ -32,14 +32,15 @@ from urllib.parse import quote_plus
 from conda_distro.dates import parse_as_of
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import UsageError
+from conda_distro.excuses import Excuses, read_excuses
+from conda_distro.fsutil import atomic_write_text
 from conda_distro.gitutil import find_repo, origin_url
 from conda_distro.gpu import variant_label
 from conda_distro.ledger import ArtifactEntry
-from conda_distro.excuses import Excuses, read_excuses
 from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact
 from conda_distro.reports.render import render, static
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
-from conda_distro.fsutil import atomic_write_text
+from conda_distro.results import TestStatus
 
 CellStatus = Literal["passed", "failed", "blocked", "not-applicable", "not-tested"]
 CELL_STATUSES: tuple[CellStatus, ...] = ("passed", "failed", "blocked", "not-applicable", "not-tested")
@@ -229,7 +230,7 @@ class StatusPage:
 
     def counts(self) -> dict[str, int]:
         """Cells by status, main and staging rows together."""
-        out = {s: 0 for s in CELL_STATUSES}
+        out: dict[str, int] = {s: 0 for s in CELL_STATUSES}
         for row in self.rows:
             for c in row.cells + (row.staged.cells if row.staged else []):
                 out[c.status] += 1
@@ -253,16 +254,22 @@ def make_cell(pkg: PackageFacts, release: str, variant: str, facts: Facts) -> Ce
     tested = [a for a in pkg.in_main if (release, variant) in latest_tests(a)]
     if tested:
         a = newest_artifact(tested)
+        assert a is not None  # tested is not empty
         t = latest_tests(a)[(release, variant)]
         run = facts.results[a.artifact].latest().get((release, variant)) if a.artifact in facts.results else None
-        same = run is not None and run.status == t.status  # the ledger keeps no reason or log: the build's results do
+        same = run if run is not None and run.status == t.status else None  # the ledger keeps no reason or log: the build's results do
         return Cell(pkg.name, release, variant, t.status, a.artifact, t.date,
-                    reason=run.reason if same else None, log=run.log if same else None, gpu=t.gpu)
+                    reason=same.reason if same else None, log=same.log if same else None, gpu=t.gpu)
     gpu_only = variant == "cpu" and pkg.name in facts.cuda_only
     not_admitted = pkg.admitted is not None and release not in pkg.admitted
     if gpu_only or not_admitted or not pkg.tracks_pytorch:
         return Cell(pkg.name, release, variant, "not-applicable")
     return Cell(pkg.name, release, variant, "not-tested")
+
+
+def _staged_status(status: TestStatus) -> CellStatus:
+    """A staged test's cell: an infrastructure error is no verdict on the package, so it reads not-tested."""
+    return "not-tested" if status == "error" else status
 
 
 def staged_row(pkg: PackageFacts, main: list[Cell]) -> StagedRow | None:
@@ -274,7 +281,7 @@ def staged_row(pkg: PackageFacts, main: list[Cell]) -> StagedRow | None:
     cells = []
     for m in main:
         t = b.tests.get((m.release, m.variant))
-        cells.append(Cell(pkg.name, m.release, m.variant, t.status, b.artifact, t.date, "staging", t.reason, t.log,
+        cells.append(Cell(pkg.name, m.release, m.variant, _staged_status(t.status), b.artifact, t.date, "staging", t.reason, t.log,
                           gpu=t.gpu)
                      if t else Cell(pkg.name, m.release, m.variant,
                                     "not-applicable" if m.status == "not-applicable" else "not-tested",
@@ -405,7 +412,7 @@ def profile_url(handle: str) -> str:
 def ordered_levels(facts: Facts) -> list[list[str]]:
     """RecipeGraph levels, each sorted by the mean position of its dependencies (fewer crossing edges)."""
     pos: dict[str, int] = {}
-    out = []
+    out: list[list[str]] = []
     for level in facts.graph.levels():
         def key(name: str) -> tuple[float, str]:
             parents = [pos[p] for p in facts.graph.dependencies(name) if p in pos]
@@ -526,7 +533,7 @@ def write_status(options: StatusOptions) -> StatusResult:
     logs = _log_copies(page, dist.root)
     html, css = render_page(page, logs), static("style.css")
     written = []
-    for name, text in zip(PAGE_FILES, (html, css)):
+    for name, text in zip(PAGE_FILES, (html, css), strict=True):
         _write(out / name, text)
         written.append(out / name)
     for src, rel in sorted(logs.items(), key=lambda kv: kv[1]):

@@ -33,16 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conda_distro.dates import parse_as_of
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import ExitCode
-from conda_distro.dates import parse_as_of
 from conda_distro.ledger import ArtifactEntry, TestEvidence
-from conda_distro.reports.facts import (Facts, PackageFacts, ReleaseDate, StagedBuild, days_between, gather,
-                                        latest_tests)
+from conda_distro.reports.facts import Facts, PackageFacts, ReleaseDate, StagedBuild, days_between, gather, latest_tests
 from conda_distro.reports.render import render
 
 
-class Action(str, enum.Enum):
+class Action(enum.StrEnum):
     PING = "ping"
     RETIRE = "retire"
     REMOVE_RECIPE = "remove-recipe"  # would be retire, but nothing of it was ever promoted
@@ -52,7 +51,7 @@ class Action(str, enum.Enum):
 ACTION_ORDER = {Action.RETIRE: 0, Action.REMOVE_RECIPE: 0, Action.PING: 1, Action.PENDING: 2}
 
 
-class ReasonKind(str, enum.Enum):
+class ReasonKind(enum.StrEnum):
     MISSED_RELEASE = "missed-release"
     NEWEST_FAILS = "newest-fails"
 
@@ -238,7 +237,7 @@ def missed_releases(pkg: PackageFacts, facts: Facts) -> list[Reason]:
         if rd.date is None or (newest is not None and i <= newest):
             continue
         late_recipe = added is not None and added > rd.date
-        since = added if late_recipe else rd.date
+        since = added if added is not None and late_recipe else rd.date
         days = days_between(since, facts.as_of)
         if days > facts.grace_days:
             after = "the recipe was added" if late_recipe else "it was added to distro.yaml"
@@ -283,7 +282,7 @@ def _main_fails(pkg: PackageFacts, facts: Facts, supported: set[str]) -> list[Re
             pending = staged.artifact
         message = (f"newest artifact {newest.version} fails against pytorch {release} ({_variants(variants)}) "
                    f"since {since:%Y-%m-%d} ({days} days)")
-        if pending:
+        if pending and staged is not None:
             message += f"; awaiting promotion: its build {staged.version} in staging passes it"
         out.append(Reason(ReasonKind.NEWEST_FAILS, release, since, days, message,
                           variant=variants[0] if len(variants) == 1 else None, variants=tuple(variants),
@@ -293,7 +292,7 @@ def _main_fails(pkg: PackageFacts, facts: Facts, supported: set[str]) -> list[Re
 
 def _staging_fails(staged: StagedBuild, facts: Facts, supported: set[str], skip: set[str]) -> list[Reason]:
     failing: dict[str, list] = {}
-    for (release, variant), t in sorted(staged.tests.items(), key=lambda kv: _rkey(kv[0])):
+    for (release, _variant), t in sorted(staged.tests.items(), key=lambda kv: _rkey(kv[0])):
         if release in supported and release not in skip and t.status == "failed":
             failing.setdefault(release, []).append(t)
     out = []
@@ -343,11 +342,16 @@ def decide(reasons: list[Reason], pkg: PackageFacts, facts: Facts) -> Action:
     return Action.PING
 
 
+def _day(date: dt.datetime | None) -> str | None:
+    """A release date as YYYY-MM-DD (a missed release always has one)."""
+    return date.strftime("%Y-%m-%d") if date is not None else None
+
+
 def _evidence(pkg: PackageFacts, reasons: list[Reason], facts: Facts) -> dict[str, Any]:
     dates = {r.release: r for r in facts.releases}
     newest = pkg.newest
     return {
-        "missed_releases": [{"release": r.release, "released": dates[r.release].date.strftime("%Y-%m-%d"),
+        "missed_releases": [{"release": r.release, "released": _day(dates[r.release].date),
                              "release_source": dates[r.release].source, "since": r.since.date().isoformat(),
                              "days_since": r.days, "overdue_days": r.days - facts.grace_days}
                             for r in reasons if r.kind is ReasonKind.MISSED_RELEASE],
@@ -384,8 +388,8 @@ def evaluate_package(pkg: PackageFacts, facts: Facts) -> Entry | None:
 def retired_entry(pkg: PackageFacts) -> RetiredEntry | None:
     if pkg.in_main or not pkg.retired:
         return None
-    last = max(pkg.retired, key=lambda a: a.retired.at)
-    return RetiredEntry(pkg.name, last.retired.at, last.retired.by, last.retired.reason,
+    last = max((a.retired for a in pkg.retired if a.retired is not None), key=lambda r: r.at)
+    return RetiredEntry(pkg.name, last.at, last.by, last.reason,
                         sorted(a.artifact for a in pkg.retired), pkg.record)
 
 

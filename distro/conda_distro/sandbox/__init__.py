@@ -23,6 +23,7 @@ from conda_distro.sandbox.cache import (
     default_cache_dir,
     ensure_upstream_cached,
 )
+from conda_distro.sandbox.release import PublishOptions, PublishResult, publish_release
 from conda_distro.sandbox.upstream import (
     DEFAULT_RELEASES,
     HostPython,
@@ -35,7 +36,6 @@ from conda_distro.sandbox.upstream import (
     reindex,
     write_run_exports,
 )
-from conda_distro.sandbox.release import PublishOptions, PublishResult, publish_release
 from conda_distro.sandbox.world import SandboxOptions, SandboxResult, create_sandbox
 
 if TYPE_CHECKING:

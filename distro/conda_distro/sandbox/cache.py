@@ -21,9 +21,9 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from conda_distro.cachedir import CACHE_ENV, default_cache_dir  # noqa: F401  (re-exported)
 from conda_distro.errors import LockTimeoutError

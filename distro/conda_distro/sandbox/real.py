@@ -28,20 +28,20 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version as dist_version
 from pathlib import Path
-from typing import Callable
 
 from conda_distro.cachedir import default_cache_dir
-from conda_distro.distribution import load_distribution
+from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import BridgeError, LockTimeoutError
 from conda_distro.fsutil import clear_folder
 from conda_distro.sandbox.cache import copy_channel, rattler_build_version_string
 from conda_distro.sandbox.sources import SourceRequest, fetch_sources, point_recipe_at
 from conda_distro.sandbox.upstream import HostPython, build_python_package, publish_packages, write_run_exports
 from conda_distro.sandbox.world import commit_world, target_folder
-from conda_distro.upstream import BridgeOptions, TargetPython, TorchBuild, bridge, pypi_name
+from conda_distro.upstream import BridgeOptions, BridgeResult, TargetPython, TorchBuild, bridge, pypi_name
 from conda_distro.upstream.names import normalize
 
 log = logging.getLogger(__name__)
@@ -126,8 +126,8 @@ def _pip_spec(name: str, version: str | None) -> str:
         piece = piece.strip()
         if not piece or piece == "*":
             continue
-        if re.match(r"^(>=|<=|>|<|==|!=|~=)", piece):
-            op = re.match(r"^(>=|<=|>|<|==|!=|~=)", piece).group(1)
+        if m := re.match(r"^(>=|<=|>|<|==|!=|~=)", piece):
+            op = m.group(1)
             v = piece[len(op):]
             if op == "<" and v.endswith("a0"):
                 v = v[:-2].rstrip(".")
@@ -146,7 +146,7 @@ class Needs:
     sources: tuple[SourceRequest, ...]
 
 
-def distribution_needs(repo: Path) -> tuple[object, Needs]:
+def distribution_needs(repo: Path) -> tuple[Distribution, Needs]:
     """The distribution in ``repo`` and what its recipes need from PyPI (read as rattler-build renders them)."""
     dist = load_distribution(repo)
     dist.raise_errors()
@@ -215,7 +215,7 @@ def _inputs(needs: Needs, builds: tuple[TorchBuild, ...], host: HostPython) -> d
 
 
 def _build_upstream(tmp: Path, needs: Needs, builds: tuple[TorchBuild, ...], host: HostPython, cache_root: Path,
-                    say: Callable[[str], None]):
+                    say: Callable[[str], None]) -> BridgeResult:
     tmp.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix="conda-distro-python-") as td:
         say(f"repackaging the host python {host.version}")

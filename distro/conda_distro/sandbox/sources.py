@@ -20,9 +20,9 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from conda_distro.errors import BridgeError
 from conda_distro.upstream.resolve import PipOptions, run_pip
@@ -70,9 +70,10 @@ def cached(cache: Path, sha256: str) -> Path | None:
     return files[0] if len(files) == 1 else None
 
 
-def fetch_sources(requests: Sequence[SourceRequest], cache: Path, pip: PipOptions = PipOptions()) -> tuple[list[SourceFile], float]:
+def fetch_sources(requests: Sequence[SourceRequest], cache: Path, pip: PipOptions | None = None) -> tuple[list[SourceFile], float]:
     """Every requested source in the cache (one pip call for the missing ones). Raises
     :class:`BridgeError` naming the recipe when pip finds no sdist or its sha256 differs."""
+    pip = pip if pip is not None else PipOptions()
     t0 = time.monotonic()
     out: list[SourceFile] = []
     missing = [r for r in requests if cached(cache, r.sha256) is None]

@@ -25,10 +25,10 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from conda_distro.errors import ChannelError, DistroError
 from conda_distro.rattler_env import assert_no_colon, channel_url, index_channel, run_build
@@ -91,7 +91,7 @@ class HostPython:
     short: str  # 3.11
 
     @classmethod
-    def current(cls) -> "HostPython":
+    def current(cls) -> HostPython:
         """The running interpreter, checked for what the python recipe needs."""
         prefix = Path(sys.base_prefix).resolve()
         short = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -193,9 +193,10 @@ def _build_failed(what: str, exc: Exception) -> SandboxError:
 
 def build_python_package(work_dir: Path, host: HostPython) -> list[Path]:
     from rattler_build import RattlerBuildError, RenderConfig, Stage0Recipe, VariantConfig
+    from rattler_build.render import ContextValue
 
     recipe = Stage0Recipe.from_file(str(upstream_recipe("python")))
-    ctx = {"src": str(host.prefix), "py_full": host.version, "py_short": host.short}
+    ctx: dict[str, ContextValue] = {"src": str(host.prefix), "py_full": host.version, "py_short": host.short}
     out: list[Path] = []
     for variant in recipe.render(VariantConfig(), RenderConfig(extra_context=ctx)):
         t0 = time.monotonic()

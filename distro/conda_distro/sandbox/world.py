@@ -21,10 +21,11 @@ import logging
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
+from typing import Protocol
 
 from conda_distro.errors import UsageError
 from conda_distro.fsutil import clear_folder
@@ -35,8 +36,8 @@ from conda_distro.sandbox.upstream import (
     DEFAULT_RELEASES,
     HostPython,
     SandboxError,
-    check_releases,
     build_upstream_channel,
+    check_releases,
     data_dir,
     iter_data_files,
     pytorch_packages,
@@ -116,7 +117,17 @@ class SandboxResult:
         return lines
 
 
-def target_folder(options: SandboxOptions) -> Path:
+class FolderRequest(Protocol):
+    """Where a world is made (:class:`SandboxOptions`, the real world's options)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def force(self) -> bool: ...
+
+
+def target_folder(options: FolderRequest) -> Path:
     path = Path(options.path).expanduser().absolute()
     assert_no_colon(path, what="sandbox")
     if path.exists() and not path.is_dir():

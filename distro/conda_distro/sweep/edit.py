@@ -6,6 +6,8 @@ is checked by parsing it back (ours and rattler-build's parser)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rattler import MatchSpec, Version
 from rattler.exceptions import InvalidMatchSpecError
@@ -14,10 +16,13 @@ from conda_distro.config import Distro
 from conda_distro.errors import DistroError
 from conda_distro.pins import own_names, pytorch_pins
 from conda_distro.recipe import Recipe, parse_recipe
-from conda_distro.recipe_edit import (CONTEXT_VAR, EditError, LineEditor, TreeEditor, comment_start, split_eol)
+from conda_distro.recipe_edit import CONTEXT_VAR, EditError, LineEditor, TreeEditor, comment_start, split_eol
 from conda_distro.specs import SpecEditError, admits, build_outside_brackets, next_minor_bound, split_spec, widen_version
 from conda_distro.sweep.model import Decision, PinEdit
 from conda_distro.yamlio import LDict, LList, load_fast
+
+if TYPE_CHECKING:
+    from rattler_build import Stage0Recipe
 
 # a requirement line: indentation, '- ' and/or 'then:'/'else:', the (optionally quoted) value, a comment
 _ITEM_LINE = re.compile(r"^(?P<pre>\s*(?:-\s+)?(?:(?:then|else)\s*:\s+)?)(?P<q>[\"']?)(?P<val>.*?)(?P=q)"
@@ -56,7 +61,7 @@ def _widen_pin(editor: LineEditor, edit: PinEdit, release: str) -> None:
 
 def _pin_shape(pins: list) -> list[tuple]:
     """What must not change in a recipe's pytorch pins: everything but the version (sorted)."""
-    out = []
+    out: list[tuple] = []
     for d in pins:
         try:
             m = MatchSpec(d.raw, strict=True)
@@ -72,13 +77,13 @@ def _rattler_build_parses(text: str) -> str | None:
     parser is called directly: the public ``Stage0Recipe.from_yaml`` also writes the text into a new
     temporary folder that it never removes.)"""
     try:
-        from rattler_build._rattler_build import stage0 as _stage0
+        from rattler_build._rattler_build import stage0 as _stage0  # type: ignore[import-not-found]  # compiled binding, no stubs
 
         parse = _stage0.Stage0Recipe.from_yaml
     except (ImportError, AttributeError):  # another rattler-build layout: the public API
         from rattler_build import Stage0Recipe
 
-        parse = _parse_in_scratch(Stage0Recipe)
+        parse = _parse_in_scratch(Stage0Recipe.from_yaml)
     try:
         parse(text)
     except Exception as exc:  # noqa: BLE001 - any refusal of rattler-build's is the answer
@@ -86,12 +91,12 @@ def _rattler_build_parses(text: str) -> str | None:
     return None
 
 
-def _parse_in_scratch(stage0):
-    def parse(text: str):
+def _parse_in_scratch(from_yaml: Callable[..., Stage0Recipe]) -> Callable[[str], Stage0Recipe]:
+    def parse(text: str) -> Stage0Recipe:
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="conda-distro-recipe-") as tmp:
-            return stage0.from_yaml(text, recipe_dir=tmp)
+            return from_yaml(text, recipe_dir=tmp)
 
     return parse
 
@@ -203,7 +208,7 @@ def _add_release_lines(text: str, release: str) -> str:
     doc = load_fast(text)
     pt = doc.get("pytorch") if isinstance(doc, dict) else None
     rel = pt.get("releases") if isinstance(pt, LDict) else None
-    if not isinstance(rel, LList) or not rel:
+    if not isinstance(pt, LDict) or not isinstance(rel, LList) or not rel:
         raise EditError("no pytorch.releases list")
     pos = sum(Version(str(r)) < Version(release) for r in rel)
     editor = LineEditor(text, doc)

@@ -10,9 +10,22 @@ from pathlib import Path
 from conda_distro.channels.hooks import crash_point
 from conda_distro.config import DISTRO_FILE, Distro
 from conda_distro.errors import DistroError, GitError
-from conda_distro.gitutil import (branch_sha, branches_named, changed_paths, checkout, commit_chain, create_branch,
-                                  current_ref, find_repo, has_staged_changes, head_sha, publish_branch, show_file,
-                                  top_dir)
+from conda_distro.gitutil import (
+    Repo,
+    branch_sha,
+    branches_named,
+    changed_paths,
+    checkout,
+    commit_chain,
+    create_branch,
+    current_ref,
+    find_repo,
+    has_staged_changes,
+    head_sha,
+    publish_branch,
+    show_file,
+    top_dir,
+)
 from conda_distro.specs import minor_of
 from conda_distro.sweep.model import SweepOptions, SweepPlan, SweepResult
 from conda_distro.sweepstate import SweepJournal
@@ -27,7 +40,7 @@ def package_branch(release: str, package: str) -> str:
     return f"sweep/pytorch-{release}-{package}"
 
 
-def open_for_commit(root: Path, release: str, dirty_ok: bool = False):
+def open_for_commit(root: Path, release: str, dirty_ok: bool = False) -> Repo:
     """The git repository for ``--commit``, refusing (nothing written yet) when recipes/ or distro.yaml
     have uncommitted changes (unless ``dirty_ok``: they are the edits being committed), something is
     staged, or a sweep branch of the release exists."""
@@ -100,7 +113,7 @@ def refuse_half_made(distro: Distro, release: str) -> None:
                             f"delete the branch (git branch -D {branch}) and rerun the sweep")
 
 
-def commit_sweep(repo, distro: Distro, recipe_paths: dict[str, Path], plan: SweepPlan, options: SweepOptions,
+def commit_sweep(repo: Repo, distro: Distro, recipe_paths: dict[str, Path], plan: SweepPlan, options: SweepOptions,
                  result: SweepResult, journal: SweepJournal) -> None:
     """The branch sweep/pytorch-VER: one commit for distro.yaml, then one per bumped package. The commit
     objects are made first (nothing else changes), the journal records them, then the branch is
@@ -120,7 +133,7 @@ def commit_sweep(repo, distro: Distro, recipe_paths: dict[str, Path], plan: Swee
     assert base is not None  # open_for_commit refused a repository without commits
     shas = commit_chain(repo, base, [(paths, message) for paths, message, _ in planned], options.author)
     result.commits = [{"package": package, "sha": sha, "message": message.splitlines()[0]}
-                      for (_, message, package), sha in zip(planned, shas)]
+                      for (_, message, package), sha in zip(planned, shas, strict=True)]
     # one branch per bumped package (one pull request each, as autotick opens them): the release commit
     # and that package's commit
     for (paths, message, package) in planned[1:]:
@@ -137,7 +150,7 @@ def commit_sweep(repo, distro: Distro, recipe_paths: dict[str, Path], plan: Swee
     publish(repo, result, shas[-1])
 
 
-def publish(repo, result: SweepResult, tip: str) -> None:
+def publish(repo: Repo, result: SweepResult, tip: str) -> None:
     """Create the sweep branch (checked out) and the per-package branches, then check out the branch
     the sweep started from again: the sweep's edits are on the branches, the work tree is as it was."""
     assert result.branch is not None
@@ -154,7 +167,7 @@ def publish(repo, result: SweepResult, tip: str) -> None:
         checkout(repo, result.start)
 
 
-def find_sweep_repo(root: Path):
+def find_sweep_repo(root: Path) -> Repo:
     """The repository of a sweep that was interrupted while committing (it has one)."""
     repo = find_repo(root)
     if repo is None:

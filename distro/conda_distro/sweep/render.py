@@ -5,16 +5,59 @@ report's lines. (The JSON document is :class:`~conda_distro.sweep.model.SweepDoc
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from conda_distro.reports.render import render
 
 # The model calls these (SweepResult.text_lines / markdown), so this module does not import the model:
-# Decision, SweepPlan and SweepResult (conda_distro.sweep.model) are named in the docstrings only.
-Decision = SweepPlan = SweepResult = Any
+# what it reads of Decision, SweepPlan and SweepResult (conda_distro.sweep.model) is described here.
 
 
-def pr_body(dec: Decision, release: str, dry_run: bool = False) -> dict:
+class Decision(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def old_pin(self) -> str | None: ...
+    @property
+    def new_pin(self) -> str | None: ...
+    @property
+    def applied(self) -> bool: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def log(self) -> str | None: ...
+
+
+class SweepPlan(Protocol):
+    @property
+    def decisions(self) -> Sequence[Decision]: ...
+    @property
+    def dry_run(self) -> bool: ...
+
+
+class SweepResult(Protocol):
+    @property
+    def plan(self) -> SweepPlan: ...
+    @property
+    def message(self) -> str | None: ...
+    @property
+    def branch(self) -> str | None: ...
+    @property
+    def start(self) -> str | None: ...
+    @property
+    def commits(self) -> Sequence[Any]: ...
+    @property
+    def pr_bodies(self) -> Mapping[str, Mapping[str, Any]]: ...
+    @property
+    def summary(self) -> Mapping[str, int]: ...
+    @property
+    def next_steps(self) -> Sequence[str]: ...
+
+
+def pr_body(dec: Decision, release: str, dry_run: bool = False) -> dict[str, str]:
     return {"title": f"{dec.name}: admit pytorch {release}",
             "body": render("sweep_pr.md.j2", d=dec, release=release, dry_run=dry_run)}
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.locking import REPOSITORY_LOCK, channel_lock
 from conda_distro.config import Distro, DistroConfig
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.errors import DistroError, GitError, UsageError
+from conda_distro.fsutil import atomic_write_text, clear_stale_temps
 from conda_distro.gitutil import clear_stale_index_lock
 from conda_distro.graph import RecipeGraph
 from conda_distro.progress import make_reporter
@@ -23,15 +25,25 @@ from conda_distro.recipe import RECIPE_FILE, Recipe, parse_recipe
 from conda_distro.recipe_edit import EditError
 from conda_distro.render import prerender
 from conda_distro.sweep.edit import add_release_text, edited_text
-from conda_distro.sweep.git import (branch_is_at, commit_sweep, committed_releases, find_sweep_repo, open_for_commit,
-                                    publish, refuse_half_made)
+from conda_distro.sweep.git import (
+    branch_is_at,
+    commit_sweep,
+    committed_releases,
+    find_sweep_repo,
+    open_for_commit,
+    publish,
+    refuse_half_made,
+)
 from conda_distro.sweep.model import SweepDocument, SweepOptions, SweepPlan, SweepResult
 from conda_distro.sweep.plan import RELEASE_RE, is_new_minor, mark_awaiting, plan_sweep, to_test
 from conda_distro.sweep.render import pr_body, tracking_issue
 from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
 from conda_distro.variants import recipe_settings, render_settings
-from conda_distro.fsutil import atomic_write_text, clear_stale_temps
 from conda_distro.yamlio import load_fast
+
+if TYPE_CHECKING:
+    from conda_distro.engine.executor import BuildReport, Reporter
+    from conda_distro.engine.plan import BuildPlan
 
 
 def sweep(options: SweepOptions) -> SweepResult:
@@ -40,7 +52,7 @@ def sweep(options: SweepOptions) -> SweepResult:
     return run_sweep(options.root, options, make_reporter() if not options.dry_run else None)
 
 
-def run_sweep(root: Path | None, options: SweepOptions, reporter=None) -> SweepResult:
+def run_sweep(root: Path | None, options: SweepOptions, reporter: Reporter | None = None) -> SweepResult:
     """The sweep. Everything but ``--dry-run`` runs under the repository's lock (a second sweep of the
     same checkout waits at most ``options.lock_timeout`` seconds, then exits 2), and is journaled: a
     rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or finishes its commits."""
@@ -85,7 +97,7 @@ def _clear_own_temps(distro: Distro) -> None:
             clear_stale_temps(folder / RECIPE_FILE)
 
 
-def _sweep_locked(distro: Distro, options: SweepOptions, reporter) -> SweepResult:
+def _sweep_locked(distro: Distro, options: SweepOptions, reporter: Reporter | None) -> SweepResult:
     _clear_own_temps(distro)
     build_dir = distro.build_dir
     journal = find_journal(build_dir)
@@ -109,7 +121,7 @@ def _sweep_locked(distro: Distro, options: SweepOptions, reporter) -> SweepResul
     return result
 
 
-def _sweep(dist: Distribution, options: SweepOptions, reporter) -> SweepResult:
+def _sweep(dist: Distribution, options: SweepOptions, reporter: Reporter | None) -> SweepResult:
     plan = plan_sweep(dist, options.release)
     if plan.noop:
         if options.commit:
@@ -204,7 +216,7 @@ def _edited_distribution(dist: Distribution, distro_text: str, new_texts: dict[s
     return Distribution(distro, recipes, errors, settings).readable()
 
 
-def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporter, new_minor: bool) -> None:
+def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporter: Reporter | None, new_minor: bool) -> None:
     """Solve and build/test the edited distribution; sets not-solvable / failed / awaiting-parents."""
     from conda_distro.engine.run import BuildOptions, run_build
     from conda_distro.solve import SolveOptions, solve_distribution
@@ -229,7 +241,8 @@ def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporte
             mark_awaiting(plan, graph)
 
 
-def _apply_results(plan: SweepPlan, report, tested: set[str], release: str, build_plan=None) -> None:
+def _apply_results(plan: SweepPlan, report: BuildReport | None, tested: set[str], release: str,
+                   build_plan: BuildPlan | None = None) -> None:
     if report is None:
         return
     # targets of the release the build could not test for a package (upstream lacks pytorch or a
@@ -375,6 +388,7 @@ def _finish_commits(distro: Distro, journal: SweepJournal) -> SweepResult:
                                            f"keep a copy of your change, git checkout -- {rel}, and rerun the sweep")
     result = SweepDocument.model_validate(journal.result).result()
     result.branch, result.start = journal.branch, journal.start
+    assert journal.tip is not None  # a committing journal records its tip (sweepstate refuses one without)
     publish(repo, result, journal.tip)
     result.message = (f"finished the commits of the interrupted sweep of pytorch {journal.release}: "
                       f"branch {journal.branch}, {len(result.commits)} commit(s)"

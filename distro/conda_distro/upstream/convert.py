@@ -27,13 +27,17 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from conda_distro.errors import BridgeError
 from conda_distro.upstream.names import conda_name, normalize
 from conda_distro.upstream.resolve import Wheel
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 DEFAULT_COMPRESSION_LEVEL = 3  # zstd; conda-forge uses 19, which takes minutes for torch's libraries
 
@@ -90,7 +94,7 @@ class Converted:
     seconds: float
 
 
-def _requirement(text: str):
+def _requirement(text: str) -> Requirement:
     from packaging.requirements import InvalidRequirement, Requirement
 
     try:
@@ -99,7 +103,7 @@ def _requirement(text: str):
         raise BridgeError(f"unreadable Requires-Dist '{text}': {exc}", field="Requires-Dist") from None
 
 
-def _applies(req, python: TargetPython, extras: Sequence[str]) -> bool:
+def _applies(req: Requirement, python: TargetPython, extras: Sequence[str]) -> bool:
     if req.marker is None:
         return True
     envs = [python.marker_environment(e) for e in (extras or [""])]

@@ -22,16 +22,16 @@ import logging
 import re
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from conda_distro.errors import BridgeError
 from conda_distro.rattler_env import assert_no_colon, index_channel
 from conda_distro.upstream.convert import (
     DEFAULT_COMPRESSION_LEVEL,
-    ConvertOptions,
     Converted,
+    ConvertOptions,
     TargetPython,
     convert,
     metadata_package,
@@ -227,23 +227,24 @@ def bridge(options: BridgeOptions) -> BridgeResult:
     t0 = time.monotonic()
     per_build: dict[TorchBuild, Closure] = {}
     unavailable: list[tuple[str, str, str]] = []
-    for build in options.torch:
-        say(f"resolving {build.pip_requirement} ({build.variant}) with pip")
+    for torch_build in options.torch:
+        say(f"resolving {torch_build.pip_requirement} ({torch_build.variant}) with pip")
         try:
-            per_build[build] = resolve([build.pip_requirement], options.pip)
+            per_build[torch_build] = resolve([torch_build.pip_requirement], options.pip)
         except BridgeError as exc:
             if not options.skip_unavailable:
                 raise
-            unavailable.append((build.release, build.variant, f"{build.pip_requirement}: {_last_line(exc)}"))
+            unavailable.append((torch_build.release, torch_build.variant, f"{torch_build.pip_requirement}: {_last_line(exc)}"))
             continue
         for name in options.lockstep:
-            req = lockstep_requirement(name, build.release)
+            req = lockstep_requirement(name, torch_build.release)
             try:
-                per_build[build] = resolve([*per_build[build].request, req], options.pip)
+                per_build[torch_build] = resolve([*per_build[torch_build].request, req], options.pip)
             except BridgeError as exc:
                 if not options.skip_unavailable:
                     raise
-                unavailable.append((build.release, build.variant, f"{req} with {build.pip_requirement}: {_last_line(exc)}"))
+                unavailable.append((torch_build.release, torch_build.variant,
+                                    f"{req} with {torch_build.pip_requirement}: {_last_line(exc)}"))
     shared = None
     if options.requirements:
         anchor = [next(iter(per_build)).pip_requirement] if per_build else []
@@ -294,7 +295,7 @@ def bridge(options: BridgeOptions) -> BridgeResult:
     work.sort(key=lambda jw: -jw[1].wheel_file.stat().st_size)  # the big ones first: the pool ends together
     say(f"converting {len(work)} wheels ({options.jobs} at a time)")
     results = _convert_all([o for _, o in work], options.jobs)
-    for (job, _), pkg in zip(work, results):
+    for (job, _), pkg in zip(work, results, strict=True):
         if isinstance(pkg, str):
             say(f"not converted: {job.wheel.filename}: {pkg}")
             not_converted.append((job.wheel.filename, pkg))
