@@ -85,11 +85,11 @@ def test_a_format_a_command_does_not_accept_is_a_usage_error(make_distro, clean_
 
 
 def test_graph_report_computes_the_affected_set_and_shards(make_distro, clean_recipe):
-    from conda_distro.graph import GraphOptions, GraphReport, graph_report
+    from conda_distro.graph import GraphOptions, GraphResult, graph_report
 
     root = make_distro({"a": clean_recipe("a"), "b": clean_recipe("b", run=["a >=1,<2"]), "c": clean_recipe("c")})
     report = graph_report(GraphOptions(root=root, affected_by=("a",), shards=2))
-    assert isinstance(report, GraphReport)
+    assert isinstance(report, GraphResult)
     assert report.changed == ["a"] and report.affected == ["a", "b"] and report.exit_code == 0
     matrix = json.loads(report.github_matrix_lines()[0])
     assert [json.loads(m["levels"]) for m in matrix["include"]] == [[["a"], ["b"]]]

@@ -596,7 +596,7 @@ def test_plan_includes_packages_that_depend_on_pytorch_only_through_the_distribu
         "unrelated": clean_recipe("unrelated", pytorch=None),
     })
     plan = plan_sweep(load_distribution(root), "2.7.0")
-    assert [(d.name, d.status, d.direct) for d in plan.decisions] == [
+    assert [(d.name, d.status, d.depends_on_pytorch) for d in plan.decisions] == [
         ("base", "bumped", True), ("middle", "unchanged", False), ("top", "unchanged", False)]
 
 
@@ -1246,7 +1246,7 @@ def test_the_sweep_document_is_one_schema_written_and_read(tmp_path: Path):
         Decision("a", "failed", ["x"], "pytorch >=2.4,<2.7", "pytorch >=2.4,<2.8", old_build=0, new_build=1,
                  reason="test failed on pytorch 2.7.0 (cpu): boom", tests=[{"pytorch": "2.7.0", "variant": "cpu",
                                                                             "status": "failed", "reason": "boom"}]),
-        Decision("b", "bumped", ["y"], "pytorch", "pytorch", old_build=2, new_build=3, direct=False)])
+        Decision("b", "bumped", ["y"], "pytorch", "pytorch", old_build=2, new_build=3, depends_on_pytorch=False)])
     res = SweepResult(plan, branch="sweep/pytorch-2.7.0", commits=[{"package": None, "sha": "abc", "message": "m"}],
                       report_file="build/sweep/pytorch-2.7.0.json", start="main")
     text = res.document().to_json()
@@ -1300,7 +1300,7 @@ def test_a_bump_that_upstream_lets_nobody_test_awaits_upstream():
     release and targets upstream cannot serve is `awaiting-upstream`: pins stay, dependents wait."""
     from pathlib import Path
 
-    from conda_distro.engine.executor import BuildReport
+    from conda_distro.engine.executor import ExecutionResult
     from conda_distro.engine.plan import BuildPlan, PackagePlan
     from conda_distro.engine.releases import Target
     from conda_distro.results import TestRecord
@@ -1314,7 +1314,7 @@ def test_a_bump_that_upstream_lets_nobody_test_awaits_upstream():
                         variants=(), targets=(Target("2.15.0", "cuda"),))
     build_plan = BuildPlan(packages=(pkg, other), levels=(("timm", "einops"),), targets=(Target("2.15.0", "cuda"),),
                            engine="rattler-build")
-    report = BuildReport(tests=[TestRecord(name="einops", artifact="noarch/einops-0.8-0.conda", pytorch="2.15.0",
+    report = ExecutionResult(tests=[TestRecord(name="einops", artifact="noarch/einops-0.8-0.conda", pytorch="2.15.0",
                                            variant="cuda", status="passed")])
     plan = SweepPlan("2.15.0", [Decision("timm", "bumped", ["alice"]), Decision("einops", "bumped", ["bob"])])
     _apply_results(plan, report, {"timm", "einops"}, "2.15.0", build_plan)

@@ -137,7 +137,7 @@ class GraphOptions:
 
 
 @dataclass
-class GraphReport:
+class GraphResult:
     """`conda-distro graph`: the dependency order and the affected set of a change."""
 
     graph: RecipeGraph
@@ -170,7 +170,7 @@ class GraphReport:
         return [json.dumps(github_matrix(self.graph.shards(self.affected, self.shards)))]
 
 
-def graph_report(options: GraphOptions) -> GraphReport | RunnerPlan:
+def graph_report(options: GraphOptions) -> GraphResult | RunnerPlan:
     """The graph of the distribution at ``options.root`` without its unreadable recipes and their
     dependents (reported as notices), and the affected set of the named and changed packages."""
     if options.runners:
@@ -183,4 +183,4 @@ def graph_report(options: GraphOptions) -> GraphReport | RunnerPlan:
     if options.changed_since:
         changed = sorted(set(changed or []) | set(changed_recipes(dist.root, options.changed_since)))
     affected = g.affected(changed) if changed is not None else g.order()
-    return GraphReport(g, affected, changed, dist.exclusions(), options.shards, dist.notices())
+    return GraphResult(g, affected, changed, dist.exclusions(), options.shards, dist.notices())

@@ -39,7 +39,7 @@ class Decrease:
 
 
 @dataclass
-class InstallabilityReport:
+class InstallabilityResult:
     decreases: list[Decrease] = field(default_factory=list)
     solves: int = 0
     error: str | None = None  # could not be checked (a channel could not be read): the candidates wait
@@ -82,8 +82,8 @@ class Installability:
         self._before: dict[tuple[str, str, str], bool] = {}
 
     def check(self, main: Mapping[str, ChannelFile], candidates: Sequence[ChannelFile],
-              pairs: Sequence[tuple[str, str]]) -> InstallabilityReport:
-        report = InstallabilityReport()
+              pairs: Sequence[tuple[str, str]]) -> InstallabilityResult:
+        report = InstallabilityResult()
         try:
             self._check(main, candidates, pairs, report)
         except ChannelError as exc:
@@ -92,7 +92,7 @@ class Installability:
         return report
 
     def _check(self, main: Mapping[str, ChannelFile], candidates: Sequence[ChannelFile],
-               pairs: Sequence[tuple[str, str]], report: InstallabilityReport) -> None:
+               pairs: Sequence[tuple[str, str]], report: InstallabilityResult) -> None:
         if not candidates:
             return
         cand_names = {c.name for c in candidates}

@@ -35,7 +35,7 @@ from conda_distro.errors import ChannelError, ExitCode
 from conda_distro.excuses import Excuses, ExcusesOptions, excuses_of, write_excuses
 from conda_distro.hints import load_hints
 from conda_distro.holds import Held, HoldReason
-from conda_distro.installability import Installability, InstallabilityReport
+from conda_distro.installability import Installability, InstallabilityResult
 from conda_distro.ledger import ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence, utcnow
 from conda_distro.provenance import CheckoutRecipes
 from conda_distro.results import ArtifactResults, ResultsStore, TestRecord, Variant
@@ -143,7 +143,7 @@ class HintLookup(Protocol):
 
 class InstallabilityCheck(Protocol):
     def check(self, main: Mapping[str, ChannelFile], candidates: Sequence[ChannelFile],
-              pairs: Sequence[tuple[str, str]]) -> InstallabilityReport: ...
+              pairs: Sequence[tuple[str, str]]) -> InstallabilityResult: ...
 
 
 @dataclass(frozen=True)

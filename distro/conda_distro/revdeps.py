@@ -77,7 +77,7 @@ class Retest:
 
 
 @dataclass
-class RevdepReport:
+class RevdepResult:
     retests: list[Retest] = field(default_factory=list)
 
     def blocking(self) -> dict[str, list[Retest]]:
@@ -148,12 +148,12 @@ def _pairs_of(f: ChannelFile, required: Required, res: ArtifactResults | None) -
     return sorted({(t.pytorch, t.variant) for t in (res.tests if res else ())})
 
 
-def check(inputs: RevdepInputs) -> RevdepReport:
+def check(inputs: RevdepInputs) -> RevdepResult:
     """Every re-test the candidates need: dependents in main, and candidates depending on candidates."""
     cand = {c.artifact: c for c in inputs.candidates}
     cand_names = {c.name for c in inputs.candidates}
     env = Environments([*inputs.main.values(), *inputs.candidates], inputs.required)
-    report = RevdepReport()
+    report = RevdepResult()
     if not cand:
         return report
     replaced = cand_names  # a name with a candidate: main's older versions are not what users get

@@ -40,7 +40,7 @@ class SolveOptions:
 
 
 @dataclass
-class SolveResult:
+class TargetSolve:
     pytorch: str
     variant: str
     ok: bool
@@ -55,8 +55,8 @@ class SolveResult:
 
 
 @dataclass
-class SolveReport:
-    results: list[SolveResult]
+class SolveResult:
+    results: list[TargetSolve]
     notices: list[str] = field(default_factory=list)  # stderr: the recipes left out (unreadable), and why
     unreadable: int = 0  # how many recipes could not be read (they make the exit code 1)
 
@@ -195,7 +195,7 @@ def minimal_conflict(solver: RattlerSolver, fixed: list[str], candidates: list[s
     return core
 
 
-def solve(options: SolveOptions) -> SolveReport:
+def solve(options: SolveOptions) -> SolveResult:
     """`conda-distro solve`: the distribution at ``options.root``; its unreadable recipes are reported as
     notices and the others are solved."""
     dist = load_distribution(options.root, strict=False)
@@ -204,7 +204,7 @@ def solve(options: SolveOptions) -> SolveReport:
     return report
 
 
-def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions()) -> SolveReport:
+def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions()) -> SolveResult:
     dist = dist.readable()  # unreadable recipes (and their dependents) are reported by the caller
     releases = select_releases(dist, options.pytorch)
     graph = RecipeGraph.from_recipes(dist.recipes)
@@ -233,14 +233,14 @@ def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions(
             names = [by_name[f] for f in graph.order() if target.pytorch in admitted[f]
                      and (available is None or by_name[f] in available)]
             results.append(_solve_target(solver, pytorch, target, names, options.explain))
-    return SolveReport(results)
+    return SolveResult(results)
 
 
-def _solve_target(solver: RattlerSolver, pytorch: str, target: Target, names: list[str], explain: bool) -> SolveResult:
+def _solve_target(solver: RattlerSolver, pytorch: str, target: Target, names: list[str], explain: bool) -> TargetSolve:
     cuda = target.variant == "cuda"
     fixed = [f"{pytorch} =={target.pytorch}"]
     records, error = _try(solver, fixed + names, cuda)
-    res = SolveResult(target.pytorch, target.variant, records is not None, requested=fixed + names)
+    res = TargetSolve(target.pytorch, target.variant, records is not None, requested=fixed + names)
     if records is None:
         res.conflict = error
         if explain and _try(solver, fixed, cuda)[0] is not None:

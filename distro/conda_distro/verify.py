@@ -70,7 +70,7 @@ class VerifyOptions:
 
 
 @dataclass
-class VerifyResult:
+class TargetVerification:
     pytorch: str
     variant: str
     ok: bool
@@ -96,8 +96,8 @@ TAIL_LINES = 8  # of a failing check's output, in text mode (JSON has it all)
 
 
 @dataclass
-class VerifyReport:
-    results: list[VerifyResult]
+class VerifyResult:
+    results: list[TargetVerification]
     drift: list[dict]
     notices: list[str] = field(default_factory=list)  # stderr: the recipes left out (unreadable), and why
     unreadable: int = 0  # how many recipes could not be read (they make the exit code 1)
@@ -198,14 +198,14 @@ def cuda_probe(prefix: Path) -> dict:
 
 
 def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, names: list[str], workdir: Path,
-                   cache: Path, gpu: bool = False) -> VerifyResult:
+                   cache: Path, gpu: bool = False) -> TargetVerification:
     from rattler import install
     from rattler.exceptions import SolverError
 
     pytorch = dist.config.pytorch.name
     cuda = target.variant == "cuda"
     specs = [f"{pytorch} =={target.pytorch}", *names]
-    res = VerifyResult(target.pytorch, target.variant, False, requested=specs, gpu=gpu if cuda else None)
+    res = TargetVerification(target.pytorch, target.variant, False, requested=specs, gpu=gpu if cuda else None)
     try:
         records = solver.solve(specs, cuda)
     except SolverError as exc:
@@ -259,7 +259,7 @@ def _check_keep(keep: Path | None) -> None:
                          field="--keep", hint="choose a folder whose absolute path has no ':' in it")
 
 
-def verify(options: VerifyOptions) -> VerifyReport:
+def verify(options: VerifyOptions) -> VerifyResult:
     """`conda-distro verify-channel`: the distribution at ``options.root``; its unreadable recipes are
     reported as notices (an unreadable recipe only loses its import probe)."""
     dist = load_distribution(options.root, strict=False)
@@ -268,7 +268,7 @@ def verify(options: VerifyOptions) -> VerifyReport:
     return report
 
 
-def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions()) -> VerifyReport:
+def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions()) -> VerifyResult:
     dist = dist.readable()  # what main holds is verified; an unreadable recipe only loses its import probe
     _check_keep(options.keep)
     releases = select_releases(dist, options.pytorch)
@@ -298,7 +298,7 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
             needs[f.name] = needs.get(f.name, frozenset()) | lockstep_of(f)
         for target in (Target(r, v) for r in releases for v in dist.config.pytorch.variants):
             if target in available.missing:
-                results.append(VerifyResult(target.pytorch, target.variant, True, skipped=available.missing[target]))
+                results.append(TargetVerification(target.pytorch, target.variant, True, skipped=available.missing[target]))
                 continue
             names = _admitting(files, pytorch, target.pytorch)
             left_out = {n: why for n in names if (why := available.why_not(target, needs.get(n, ())))}
@@ -307,7 +307,7 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
             results.append(res)
     finally:
         _remove_tree(scratch)
-    return VerifyReport(results, drift)
+    return VerifyResult(results, drift)
 
 
 def _remove_tree(path: Path, attempts: int = 10) -> None:
@@ -321,4 +321,4 @@ def _remove_tree(path: Path, attempts: int = 10) -> None:
         time.sleep(0.1 * (i + 1))
 
 
-__all__ = ["VerifyOptions", "VerifyReport", "verify_channel"]
+__all__ = ["VerifyOptions", "VerifyResult", "verify_channel"]

@@ -61,7 +61,7 @@ class ExecContext:
 
 
 @dataclass
-class BuildReport:
+class ExecutionResult:
     builds: list[BuildRecord] = field(default_factory=list)
     tests: list[TestRecord] = field(default_factory=list)
     cached_tests: int = 0
@@ -187,9 +187,9 @@ class Executor:
         for junk in ("bld", "test", ".tmp", "src_cache"):  # rattler-build scratch from earlier runs
             shutil.rmtree(self.ctx.staging / junk, ignore_errors=True)
 
-    def run(self) -> BuildReport:
+    def run(self) -> ExecutionResult:
         self._prepare_staging()
-        report = BuildReport()
+        report = ExecutionResult()
         pending = {p.name: p for p in self.plan.packages}
         self.reporter.started(len(pending))
         if self.ctx.jobs <= 1:
@@ -205,7 +205,7 @@ class Executor:
         report.tests.sort(key=lambda t: (order[t.name], t.artifact, rank.get(Target(t.pytorch, t.variant), len(rank))))
         return report
 
-    def _collect(self, outcome: UnitOutcome, report: BuildReport) -> None:
+    def _collect(self, outcome: UnitOutcome, report: ExecutionResult) -> None:
         pkg = self.plan.get(outcome.name)
         outcome.builds += [BuildRecord(name=pkg.name, version=v.spec.version, artifact=v.spec.artifact, status="failed",
                                        reason=v.reason, variant=v.spec.variant)
@@ -217,7 +217,7 @@ class Executor:
         report.cached_tests += outcome.cached_tests
         self.reporter.unit_done(outcome)
 
-    def _run_parallel(self, pending: dict[str, PackagePlan], report: BuildReport) -> None:
+    def _run_parallel(self, pending: dict[str, PackagePlan], report: ExecutionResult) -> None:
         in_plan = set(pending)
         running: dict[Future, str] = {}
         pool = ThreadPoolExecutor(max_workers=self.ctx.jobs)  # threads only wait for worker processes

@@ -10,7 +10,7 @@ from conda_distro.channels import open_anaconda_channel
 from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, channel_lock
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.backends import make_builder
-from conda_distro.engine.executor import BuildReport, ExecContext, Executor, Reporter
+from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter
 from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
 from conda_distro.engine.releases import Availability, build_release_views, upstream_availability
 from conda_distro.engine.sandbox import require_bwrap, runtime_paths
@@ -45,7 +45,7 @@ class BuildOptions:
 @dataclass
 class BuildRun:
     plan: BuildPlan
-    report: BuildReport | None  # None for a dry run
+    report: ExecutionResult | None  # None for a dry run
     excluded: dict = field(default_factory=dict)  # unreadable recipes and their dependents (see Distribution.exclusions)
     gpu: GpuProbe | None = None  # whether cuda tests ran on a GPU (None: no cuda test was planned)
     notices: list[str] = field(default_factory=list)  # stderr: the recipes left out, and why
@@ -242,7 +242,7 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
     if options.dry_run:
         return BuildRun(plan, None, excluded)
     if not plan.packages:
-        return BuildRun(plan, BuildReport(), excluded)
+        return BuildRun(plan, ExecutionResult(), excluded)
     gpu = probe_for(plan)
     iso = isolation(dist, paths, options.sandbox, gpu is not None and gpu.available)  # before anything is written
     seen = _staging_state(paths)
@@ -250,7 +250,7 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
         if _staging_state(paths) != seen:
             plan, paths = plan_build(dist, options)
             if not plan.packages:
-                return BuildRun(plan, BuildReport(), excluded, gpu)
+                return BuildRun(plan, ExecutionResult(), excluded, gpu)
         views = build_release_views(dist.distro, paths.views)
         fallback = tuple(f for f in paths.fallback if (f / "noarch" / "repodata.json").is_file())
         ctx = ExecContext(staging=paths.staging, main=main_channel(dist),

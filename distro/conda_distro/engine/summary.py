@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from conda_distro.gpu import variant_label
 
 if TYPE_CHECKING:
-    from conda_distro.engine.executor import BuildReport
+    from conda_distro.engine.executor import ExecutionResult
     from conda_distro.engine.plan import BuildPlan
     from conda_distro.results import BuildRecord, TestRecord
 
@@ -45,13 +45,13 @@ def _where(pairs: list[tuple[str, str]]) -> str:
     return ", ".join(f"{r} ({', '.join(vs)})" for r, vs in by.items())
 
 
-def _variant_head(report: BuildReport, release: str, variant: str) -> str:
+def _variant_head(report: ExecutionResult, release: str, variant: str) -> str:
     """``cuda (no GPU)`` when this release's cuda tests ran on a machine without a working GPU."""
     seen = {t.gpu for t in report.tests if (t.pytorch, t.variant) == (release, variant) and t.gpu is not None}
     return variant_label(variant, False if seen == {False} else None)
 
 
-def build_table(report: BuildReport) -> list[str]:
+def build_table(report: ExecutionResult) -> list[str]:
     """The final output of `build`: one row per package (build status, then each release × variant), then
     each failure once per package and reason with the releases it hit and one log, then the verdict."""
     names: list[str] = []

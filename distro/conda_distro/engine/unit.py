@@ -27,7 +27,7 @@ from conda_distro.engine import intake
 from conda_distro.engine.backends import VariantSpec
 from conda_distro.engine.releases import Target
 from conda_distro.engine.sandbox import SandboxSpec, worker_env, wrap
-from conda_distro.engine.worker import TargetIn, VariantIn, VariantOut, WorkerJob, WorkerReport, admitted_targets, target_id, test_key
+from conda_distro.engine.worker import TargetIn, VariantIn, VariantOut, WorkerJob, WorkerResult, admitted_targets, target_id, test_key
 from conda_distro.fsutil import link_or_copy
 from conda_distro.provenance import Stamp
 from conda_distro.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
@@ -127,7 +127,7 @@ class Prepared:
 @dataclass
 class Launched:
     prepared: Prepared
-    report: WorkerReport | None
+    report: WorkerResult | None
     error: str | None = None  # why there is no report
 
 
@@ -254,7 +254,7 @@ def launch(p: Prepared) -> Launched:
                                  + (tail[-1][:300] if tail else "no output"))
     try:
         lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-        return Launched(p, WorkerReport.model_validate_json(lines[-1] if lines else ""))
+        return Launched(p, WorkerResult.model_validate_json(lines[-1] if lines else ""))
     except (ValidationError, ValueError) as exc:
         return Launched(p, None, f"the build worker's report is unreadable: {str(exc).splitlines()[0][:200]}")
 
@@ -302,10 +302,10 @@ def finish(done: Launched) -> UnitOutcome:
 
 def reuse(unit: Unit) -> UnitOutcome:
     """A unit whose every result is reused (:func:`is_cached`): recorded without a worker."""
-    return collect(unit, WorkerReport(), None, None)
+    return collect(unit, WorkerResult(), None, None)
 
 
-def collect(unit: Unit, report: WorkerReport | None, error: str | None, work: Path | None) -> UnitOutcome:
+def collect(unit: Unit, report: WorkerResult | None, error: str | None, work: Path | None) -> UnitOutcome:
     reports = {v.artifact: v for v in (report.variants if report else [])}
     logs = unit.logs / unit.name
     to_build = [spec for spec, _, action in unit.variants if action == "build"]

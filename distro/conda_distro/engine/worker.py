@@ -2,7 +2,7 @@
 
 It runs inside the build sandbox (:mod:`.sandbox`), one process per package, started by the
 orchestrator as ``python -I -B -m conda_distro.engine.worker JOB.json``. It reads a
-:class:`WorkerJob`, builds into its private output folder, tests, and prints one :class:`WorkerReport`
+:class:`WorkerJob`, builds into its private output folder, tests, and prints one :class:`WorkerResult`
 as JSON on its original stdout. It writes nothing else outside its own folder: it cannot (the
 repository, the results store and the ledger are not visible to it). The orchestrator checks what it
 built, moves accepted artifacts into staging, hashes them and writes the results itself
@@ -82,7 +82,7 @@ class VariantOut(_Model):
     tests: list[TestOut] = Field(default_factory=list)
 
 
-class WorkerReport(_Model):
+class WorkerResult(_Model):
     variants: list[VariantOut] = Field(default_factory=list)
 
 
@@ -110,12 +110,12 @@ def admitted_targets(depends: list[str], pytorch: str, targets: list[TargetIn]) 
     return [t for t in targets if all(admits(p.version, t.pytorch) for p in pins)]
 
 
-def work(job: WorkerJob) -> WorkerReport:
+def work(job: WorkerJob) -> WorkerResult:
     from rattler_build import Package
 
     builder = make_builder(job.engine)
     out_dir, logs = Path(job.out_dir), Path(job.log_dir)
-    report = WorkerReport()
+    report = WorkerResult()
     blocked = set(job.blocked)
     for v in job.variants:
         spec = v.spec

@@ -56,7 +56,7 @@ class Decision:
     reason: str | None = None
     log: str | None = None  # failing log excerpt
     tests: list[dict] = field(default_factory=list)
-    direct: bool = True  # depends on pytorch itself (False: only through distribution packages)
+    depends_on_pytorch: bool = True  # itself (False: only through distribution packages)
 
     @property
     def applied(self) -> bool:
@@ -103,13 +103,13 @@ class PackageEntry(_Doc):
     def of(cls, dec: Decision, dry_run: bool) -> PackageEntry:
         return cls(name=dec.name, status=dec.status, old_pin=dec.old_pin, new_pin=dec.new_pin,
                    maintainers=list(dec.maintainers), old_build=dec.old_build, new_build=dec.new_build,
-                   applied=dec.applied and not dry_run, pytorch_dependency="direct" if dec.direct else "indirect",
+                   applied=dec.applied and not dry_run, pytorch_dependency="direct" if dec.depends_on_pytorch else "indirect",
                    reason=dec.reason, log=dec.log, tests=list(dec.tests))
 
     def decision(self) -> Decision:
         return Decision(self.name, self.status, list(self.maintainers), old_pin=self.old_pin, new_pin=self.new_pin,
                         old_build=self.old_build, new_build=self.new_build, reason=self.reason, log=self.log,
-                        tests=list(self.tests), direct=self.pytorch_dependency == "direct")
+                        tests=list(self.tests), depends_on_pytorch=self.pytorch_dependency == "direct")
 
 
 class SweepDocument(_Doc):

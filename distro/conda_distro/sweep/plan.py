@@ -88,7 +88,7 @@ def plan_sweep(dist: Distribution, release: str) -> SweepPlan:
         if dec is None and any(p in seen for p in graph.dependencies(name)):
             recipe = dist.recipes[name]  # depends on pytorch only through distribution packages
             dec = Decision(name, "unchanged", list(recipe.maintainers), old_build=recipe.build_number,
-                           new_build=recipe.build_number, direct=False)
+                           new_build=recipe.build_number, depends_on_pytorch=False)
         if dec is not None:
             decisions.append(dec)
             seen.add(name)
@@ -116,6 +116,6 @@ def to_test(plan: SweepPlan, graph: RecipeGraph, new_minor: bool) -> list[str]:
     """The packages to build and test against the release: the bumped ones, on a new minor also the
     direct dependents that already admit it, and every live dependent of those."""
     seeds = [d.name for d in plan.decisions
-             if d.status == "bumped" or (new_minor and d.status == "unchanged" and d.direct)]
+             if d.status == "bumped" or (new_minor and d.status == "unchanged" and d.depends_on_pytorch)]
     live = {d.name for d in plan.decisions if d.status in ("bumped", "unchanged")}
     return [n for n in graph.affected(seeds) if n in live]

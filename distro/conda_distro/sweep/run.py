@@ -42,7 +42,7 @@ from conda_distro.variants import recipe_settings, render_settings
 from conda_distro.yamlio import load_fast
 
 if TYPE_CHECKING:
-    from conda_distro.engine.executor import BuildReport, Reporter
+    from conda_distro.engine.executor import ExecutionResult, Reporter
     from conda_distro.engine.plan import BuildPlan
 
 
@@ -241,7 +241,7 @@ def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporte
             mark_awaiting(plan, graph)
 
 
-def _apply_results(plan: SweepPlan, report: BuildReport | None, tested: set[str], release: str,
+def _apply_results(plan: SweepPlan, report: ExecutionResult | None, tested: set[str], release: str,
                    build_plan: BuildPlan | None = None) -> None:
     if report is None:
         return
