@@ -18,7 +18,7 @@ import pytest
 from helpers import run_cli_at
 
 from conda_distro.channels import ChannelFile
-from conda_distro.config import Distro, load_config
+from conda_distro.config import DistroRepo, load_config
 from conda_distro.engine.releases import Target, lockstep_of_files, upstream_availability
 from conda_distro.installability import write_channel
 from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
@@ -35,7 +35,7 @@ def rec(name, version, build, depends=()) -> ChannelFile:
     return ChannelFile("linux-64", f"{name}-{version}-{build}.conda", name, version, build, 0, "0" * 64, tuple(depends))
 
 
-def distro_at(tmp_path: Path, records: list[ChannelFile], lockstep=("visionlib",)) -> Distro:
+def distro_at(tmp_path: Path, records: list[ChannelFile], lockstep=("visionlib",)) -> DistroRepo:
     write_channel(records, tmp_path / "upstream")
     (tmp_path / "recipes").mkdir(exist_ok=True)
     (tmp_path / "distro.yaml").write_text(

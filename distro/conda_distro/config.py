@@ -169,8 +169,10 @@ class DistroConfig(Strict):
 
 
 
-class Distro:
-    """A loaded distribution: the config plus where it lives. Paths are resolved against ``root``."""
+class DistroRepo:
+    """distro.yaml as loaded in its repository: the config (:class:`DistroConfig`) plus where everything
+    lives (channels, build folder, ledger); paths are resolved against ``root``. A
+    :class:`~conda_distro.distribution.Distribution` is this plus every recipe."""
 
     def __init__(self, config: DistroConfig, root: Path) -> None:
         self.config = config
@@ -249,7 +251,7 @@ def find_root(start: Path) -> Path:
     )
 
 
-def load_config(root: Path) -> Distro:
+def load_config(root: Path) -> DistroRepo:
     path = root / DISTRO_FILE
     if not path.is_file():
         raise ConfigError(f"{DISTRO_FILE} not found", path=path, hint="pass --root pointing at a distribution repository")
@@ -260,7 +262,7 @@ def load_config(root: Path) -> Distro:
         config = DistroConfig.model_validate(doc)
     except ValidationError as exc:
         raise to_error(exc, doc, path, root=DistroConfig, error=ConfigError, see="see the README's distro.yaml section") from None
-    distro = Distro(config, root.resolve())
+    distro = DistroRepo(config, root.resolve())
     check_channel_layout(distro, doc)
     return distro
 
@@ -272,7 +274,7 @@ def _channel_fields(channels: Channels) -> list[tuple[tuple, str]]:
             (("channels", "staging"), channels.staging), (("channels", "main"), channels.main)]
 
 
-def check_channel_layout(distro: Distro, doc: Any = None) -> None:
+def check_channel_layout(distro: DistroRepo, doc: Any = None) -> None:
     """Staging, main and every upstream are different channels, no local one lies inside another (or is
     the repository itself), staging and main are local folders or ``anaconda://``, and a relative path
     stays inside the repository (an absolute path is taken as written). ConfigError naming the field."""
@@ -314,7 +316,7 @@ def check_channel_layout(distro: Distro, doc: Any = None) -> None:
         seen.append((field, ref, path, url))
 
 
-def _channel_key(distro: Distro, ref: str, path: Path | None) -> str:
+def _channel_key(distro: DistroRepo, ref: str, path: Path | None) -> str:
     """One spelling per channel: a local folder is its file:// URL; a channel name (conda-forge) and
     anaconda://OWNER[/LABEL] are conda.anaconda.org URLs."""
     if path is not None:

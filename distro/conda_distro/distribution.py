@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.config import Distro, find_root, load_config
+from conda_distro.config import DistroRepo, find_root, load_config
 from conda_distro.errors import DistroError, RecipeError
 from conda_distro.fsutil import paused_gc
 from conda_distro.recipe import Recipe, parse_recipe, read_recipe_text, recipe_paths
@@ -15,7 +15,7 @@ from conda_distro.variants import recipe_settings, render_settings
 
 @dataclass
 class Distribution:
-    distro: Distro
+    distro: DistroRepo
     recipes: dict[str, Recipe]  # by folder name
     errors: list[DistroError] = field(default_factory=list)  # recipes that could not be loaded
     settings: RenderSettings = field(default_factory=RenderSettings)  # what the recipes were rendered with
@@ -144,12 +144,12 @@ def folder_of(error: DistroError, recipes_dir: Path) -> str:
     return "?"
 
 
-def open_distro(root: Path | None) -> Distro:
+def open_distro(root: Path | None) -> DistroRepo:
     return load_config(root.resolve() if root else find_root(Path.cwd()))
 
 
 @paused_gc()
-def load_distribution(root: Path | None = None, *, strict: bool = True, distro: Distro | None = None) -> Distribution:
+def load_distribution(root: Path | None = None, *, strict: bool = True, distro: DistroRepo | None = None) -> Distribution:
     """Load distro.yaml and every recipe. ``strict`` raises the first recipe error; otherwise errors are
     collected so that lint can still report on the rest."""
     distro = distro or open_distro(root)

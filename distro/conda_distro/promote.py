@@ -28,7 +28,7 @@ from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError, Inval
 
 from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, no_progress, open_channel
 from conda_distro.channels.local import LocalChannel, sha256_of
-from conda_distro.config import Distro, DistroConfig
+from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import load_distribution, open_distro
 from conda_distro.engine.releases import Availability, Target, lockstep_of_files, upstream_availability
 from conda_distro.errors import ChannelError, ExitCode
@@ -618,7 +618,7 @@ class PromoteResult:
 class PromotionContext:
     """Everything promotion reads and writes, opened once from distro.yaml."""
 
-    distro: Distro
+    distro: DistroRepo
     staging: Channel
     main: Channel
     results: ResultsStore
@@ -626,7 +626,7 @@ class PromotionContext:
     today: dt.date = field(default_factory=lambda: utcnow().date())  # for hints' expiry
 
     @classmethod
-    def open(cls, distro: Distro) -> PromotionContext:
+    def open(cls, distro: DistroRepo) -> PromotionContext:
         ch = distro.config.channels
         return cls(distro, open_channel(distro, ch.staging), open_channel(distro, ch.main),
                    ResultsStore(distro.build_dir / "results"), Ledger(distro.state_dir))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conda_distro.cachedir import default_cache_dir
-from conda_distro.config import Distro
+from conda_distro.config import DistroRepo
 from conda_distro.errors import ConfigError
 from conda_distro.rattler_env import fixed_environment
 from conda_distro.render import RenderSettings
@@ -26,7 +26,7 @@ def pytorch_minors(releases: list[str]) -> list[str]:
     return [".".join(map(str, m)) for m in minors]
 
 
-def load_variant_files(distro: Distro) -> tuple[dict[str, list], list[list[str]]]:
+def load_variant_files(distro: DistroRepo) -> tuple[dict[str, list], list[list[str]]]:
     """The merged variant files of distro.yaml (later files override earlier keys) and their zip_keys."""
     for i, path in enumerate(distro.variant_files):
         if not path.is_file():
@@ -82,7 +82,7 @@ def recipe_settings(settings: RenderSettings, folder: Path, keep: tuple[str, ...
                           merged.cache_dir)
 
 
-def render_settings(distro: Distro, *, cache: bool = True, platform: str | None = None) -> RenderSettings:
+def render_settings(distro: DistroRepo, *, cache: bool = True, platform: str | None = None) -> RenderSettings:
     variants, zips = load_variant_files(distro)
     cfg = distro.config.pytorch
     variants[cfg.name] = pytorch_minors(cfg.releases)

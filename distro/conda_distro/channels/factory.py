@@ -8,16 +8,16 @@ from collections.abc import Mapping
 from conda_distro.channels.anaconda import API_URL_ENV, TOKEN_ENV, AnacondaChannel, parse_anaconda_ref
 from conda_distro.channels.base import Channel
 from conda_distro.channels.local import LocalChannel
-from conda_distro.config import Distro
+from conda_distro.config import DistroRepo
 from conda_distro.secret import read_secret
 
 
-def anaconda_api_url(distro: Distro, env: Mapping[str, str]) -> str:
+def anaconda_api_url(distro: DistroRepo, env: Mapping[str, str]) -> str:
     """``$ANACONDA_API_URL`` wins over distro.yaml's ``anaconda.api_url``."""
     return env.get(API_URL_ENV) or distro.config.anaconda.api_url
 
 
-def open_anaconda_channel(distro: Distro, ref: str, *, env: Mapping[str, str] | None = None) -> AnacondaChannel:
+def open_anaconda_channel(distro: DistroRepo, ref: str, *, env: Mapping[str, str] | None = None) -> AnacondaChannel:
     """The anaconda.org backend of the ``anaconda://OWNER[/LABEL]`` reference ``ref`` (as :func:`open_channel`)."""
     env = os.environ if env is None else env
     parsed = parse_anaconda_ref(ref)
@@ -25,7 +25,7 @@ def open_anaconda_channel(distro: Distro, ref: str, *, env: Mapping[str, str] | 
                            token=read_secret(env, TOKEN_ENV), lock_dir=distro.build_dir / "locks", ref=ref)
 
 
-def open_channel(distro: Distro, ref: str, *, env: Mapping[str, str] | None = None) -> Channel:
+def open_channel(distro: DistroRepo, ref: str, *, env: Mapping[str, str] | None = None) -> Channel:
     """The backend for a staging/main reference of ``distro``. ``env`` defaults to ``os.environ``
     (read here, at call time). The token is stripped of surrounding whitespace, checked (a non-ASCII one
     is a ChannelError, exit 2) and registered for masking."""

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.config import Distro
+from conda_distro.config import DistroRepo
 from conda_distro.errors import ChannelError
 
 
@@ -30,7 +30,7 @@ class UpstreamIndex:
         return name in self.versions
 
     @classmethod
-    def load(cls, distro: Distro) -> UpstreamIndex:
+    def load(cls, distro: DistroRepo) -> UpstreamIndex:
         index = cls()
         for ref in distro.config.channels.upstream:
             if not distro.is_local_ref(ref):

@@ -20,7 +20,7 @@ from conda_distro.rattler_env import index_channel
 if TYPE_CHECKING:  # annotations only: the build worker imports this module and stays small
     from rattler import RepoDataRecord
 
-    from conda_distro.config import Distro
+    from conda_distro.config import DistroRepo
     from conda_distro.distribution import Distribution
     from conda_distro.results import Variant
 
@@ -54,7 +54,7 @@ class ReleaseView:
         return CUDA_VERSION if self.target.variant == "cuda" else ""
 
 
-def all_targets(distro: Distro) -> list[Target]:
+def all_targets(distro: DistroRepo) -> list[Target]:
     cfg = distro.config.pytorch
     return [Target(r, v) for r in cfg.releases for v in cfg.variants]
 
@@ -86,7 +86,7 @@ def is_cuda_record(depends: list[str]) -> bool:
     return any(d.split()[0] == "__cuda" for d in depends)
 
 
-async def _query(distro: Distro, names: list[str]) -> list[RepoDataRecord]:
+async def _query(distro: DistroRepo, names: list[str]) -> list[RepoDataRecord]:
     from rattler import Gateway, Subdir
 
     gw = Gateway()
@@ -98,7 +98,7 @@ async def _query(distro: Distro, names: list[str]) -> list[RepoDataRecord]:
     return [r for group in groups for r in group if r.name.normalized in names]
 
 
-async def _query_pytorch(distro: Distro) -> list[RepoDataRecord]:
+async def _query_pytorch(distro: DistroRepo) -> list[RepoDataRecord]:
     return await _query(distro, [distro.config.pytorch.name])
 
 
@@ -175,7 +175,7 @@ def lockstep_of_files(files: Iterable[Depending], lockstep: Iterable[str]) -> Ca
     return lockstep_of
 
 
-def upstream_availability(distro: Distro) -> Availability:
+def upstream_availability(distro: DistroRepo) -> Availability:
     """Read the upstream channels once: which targets have a pytorch build, and which have a build of each
     lockstep package whose pytorch requirement that build satisfies (and of the same variant)."""
     from rattler import MatchSpec
@@ -213,7 +213,7 @@ def _fetch(url: str, dest: Path) -> None:
         shutil.copyfileobj(resp, fh)
 
 
-def build_release_views(distro: Distro, folder: Path) -> dict[Target, ReleaseView]:
+def build_release_views(distro: DistroRepo, folder: Path) -> dict[Target, ReleaseView]:
     """Create (or reuse) one pin channel per target under ``folder``."""
     records = asyncio.run(_query_pytorch(distro))
     views: dict[Target, ReleaseView] = {}

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from conda_distro.config import Distro, UpperBounds
+from conda_distro.config import DistroRepo, UpperBounds
 from conda_distro.recipe import Dep, Recipe
 from conda_distro.specs import parse_spec, pin_granularity, upper_granularity
 
@@ -50,7 +50,7 @@ class RecipeIndex:
 
 @dataclass
 class LintContext:
-    distro: Distro
+    distro: DistroRepo
     names: set[str] = field(default_factory=set)  # package names in the distribution
     _indexes: dict[int, RecipeIndex] = field(default_factory=dict, repr=False)  # by id(recipe)
     _needs_bound: dict[str, bool] = field(default_factory=dict, repr=False)

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from conda_distro.config import Distro
+from conda_distro.config import DistroRepo
 from conda_distro.errors import DistroError, ProposalError
 from conda_distro.gitutil import changed_files
 from conda_distro.proposal.schema import PROPOSALS_DIR, ProposalData
@@ -95,14 +95,14 @@ def _validate(doc: Any, path: Path) -> Proposal:
     return Proposal(path, data, doc)
 
 
-def proposal_paths(distro: Distro) -> list[Path]:
+def proposal_paths(distro: DistroRepo) -> list[Path]:
     folder = distro.proposals_dir
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml"))
 
 
-def load_proposals(distro: Distro, *, strict: bool = False, names: Iterable[str] = ()) -> ProposalSet:
+def load_proposals(distro: DistroRepo, *, strict: bool = False, names: Iterable[str] = ()) -> ProposalSet:
     """Every proposals/*.yaml (or the named ones). ``strict`` raises the first malformed one."""
     wanted = set(names)
     out = ProposalSet()

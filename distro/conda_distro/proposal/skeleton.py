@@ -10,7 +10,7 @@ from pathlib import Path
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from conda_distro.config import Distro
+from conda_distro.config import DistroRepo
 from conda_distro.distribution import open_distro
 from conda_distro.errors import UsageError
 from conda_distro.fsutil import atomic_write_text
@@ -97,7 +97,7 @@ class _Answers:
     license: str
 
 
-def _check_options(distro: Distro, opts: ProposeOptions) -> _Answers:
+def _check_options(distro: DistroRepo, opts: ProposeOptions) -> _Answers:
     problem = name_problem(opts.name)
     if problem:
         raise UsageError(problem, field="NAME", hint="e.g. `conda-distro propose torch-foo --maintainer octocat`")
@@ -125,7 +125,7 @@ def _check_options(distro: Distro, opts: ProposeOptions) -> _Answers:
                     repository, opts.license.strip())
 
 
-def render_proposal(distro: Distro, opts: ProposeOptions) -> str:
+def render_proposal(distro: DistroRepo, opts: ProposeOptions) -> str:
     """The text of proposals/<name>.yaml for these options (validated, nothing written)."""
     a = _check_options(distro, opts)
     d = CommentedMap()
@@ -170,7 +170,7 @@ def render_proposal(distro: Distro, opts: ProposeOptions) -> str:
     return text
 
 
-def render_recipe_skeleton(distro: Distro, opts: ProposeOptions) -> str:
+def render_recipe_skeleton(distro: DistroRepo, opts: ProposeOptions) -> str:
     """The text of recipes/<name>/recipe.yaml: everything that can be known, TODOs for the rest."""
     a = _check_options(distro, opts)
     name = a.name

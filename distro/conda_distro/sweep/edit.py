@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rattler import MatchSpec, Version
 from rattler.exceptions import InvalidMatchSpecError
 
-from conda_distro.config import Distro
+from conda_distro.config import DistroRepo
 from conda_distro.errors import DistroError
 from conda_distro.pins import own_names, pytorch_pins
 from conda_distro.recipe import Recipe, parse_recipe
@@ -187,7 +187,7 @@ def edited_text(recipe: Recipe, dec: Decision, pytorch: str, release: str) -> st
     return edited_recipe(recipe, dec, pytorch, release).text
 
 
-def add_release_text(distro: Distro, release: str, text: str | None = None) -> str:
+def add_release_text(distro: DistroRepo, release: str, text: str | None = None) -> str:
     """distro.yaml (``text``, read from disk when not given) with ``release`` inserted in
     ``pytorch.releases`` (version order), only that line (flow list) or one new line (block list)
     changing; a ruamel round trip otherwise."""

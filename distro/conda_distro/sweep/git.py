@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conda_distro.channels.hooks import crash_point
-from conda_distro.config import DISTRO_FILE, Distro
+from conda_distro.config import DISTRO_FILE, DistroRepo
 from conda_distro.errors import DistroError, GitError
 from conda_distro.gitutil import (
     Repo,
@@ -64,7 +64,7 @@ def open_for_commit(root: Path, release: str, dirty_ok: bool = False) -> Repo:
     return repo
 
 
-def committed_releases(distro: Distro) -> list[str] | None:
+def committed_releases(distro: DistroRepo) -> list[str] | None:
     """The releases distro.yaml lists in the checked-out commit; None when that cannot be read (no
     repository, no commit, no such file, not a distro.yaml)."""
     repo = find_repo(distro.root)
@@ -88,7 +88,7 @@ def branch_is_at(root: Path, branch: str | None, tip: str | None) -> bool:
     return bool(repo is not None and branch and tip and branch_sha(repo, branch) == tip)
 
 
-def refuse_half_made(distro: Distro, release: str) -> None:
+def refuse_half_made(distro: DistroRepo, release: str) -> None:
     """``--commit`` on a release distro.yaml already lists, with no journal: exit 2 (with what to do)
     rather than "nothing to do" when the release is not committed, or the sweep branch is checked
     out with uncommitted recipe edits (what an interrupted older sweep left)."""
@@ -113,7 +113,7 @@ def refuse_half_made(distro: Distro, release: str) -> None:
                             f"delete the branch (git branch -D {branch}) and rerun the sweep")
 
 
-def commit_sweep(repo: Repo, distro: Distro, recipe_paths: dict[str, Path], plan: SweepPlan, options: SweepOptions,
+def commit_sweep(repo: Repo, distro: DistroRepo, recipe_paths: dict[str, Path], plan: SweepPlan, options: SweepOptions,
                  result: SweepResult, journal: SweepJournal) -> None:
     """The branch sweep/pytorch-VER: one commit for distro.yaml, then one per bumped package. The commit
     objects are made first (nothing else changes), the journal records them, then the branch is

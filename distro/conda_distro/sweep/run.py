@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.locking import REPOSITORY_LOCK, channel_lock
-from conda_distro.config import Distro, DistroConfig
+from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.errors import DistroError, GitError, UsageError
 from conda_distro.fsutil import atomic_write_text, clear_stale_temps
@@ -87,7 +87,7 @@ def _noop_message(release: str) -> str:
     return f"pytorch {release} is already a supported release: nothing to do"
 
 
-def _clear_own_temps(distro: Distro) -> None:
+def _clear_own_temps(distro: DistroRepo) -> None:
     """A sweep killed inside a write leaves ``.recipe.yaml.*.tmp`` (or ``.distro.yaml.*.tmp``) behind: not
     the sweep's edits (the journal rolls those back), but untracked files that ``--commit`` would take for
     uncommitted changes. Under the repository's lock no other sweep is writing them."""
@@ -97,7 +97,7 @@ def _clear_own_temps(distro: Distro) -> None:
             clear_stale_temps(folder / RECIPE_FILE)
 
 
-def _sweep_locked(distro: Distro, options: SweepOptions, reporter: Reporter | None) -> SweepResult:
+def _sweep_locked(distro: DistroRepo, options: SweepOptions, reporter: Reporter | None) -> SweepResult:
     _clear_own_temps(distro)
     build_dir = distro.build_dir
     journal = find_journal(build_dir)
@@ -201,7 +201,7 @@ def _sweep(dist: Distribution, options: SweepOptions, reporter: Reporter | None)
 def _edited_distribution(dist: Distribution, distro_text: str, new_texts: dict[str, str]) -> Distribution:
     """The distribution as the sweep wrote it (distro.yaml listing the release, the edited recipes),
     made from the texts it wrote rather than read back from disk; the readable part of it."""
-    distro = Distro(DistroConfig.model_validate(load_fast(distro_text, path=dist.distro.path)), dist.root)
+    distro = DistroRepo(DistroConfig.model_validate(load_fast(distro_text, path=dist.distro.path)), dist.root)
     settings = render_settings(distro)
     texts = [(new_texts.get(folder, recipe.text), recipe.path) for folder, recipe in dist.recipes.items()]
     prerender(texts, settings)
@@ -316,11 +316,11 @@ def _check_published(dist: Distribution, release: str) -> None:
 # reruns: a finished sweep, the edits of a sweep without --commit, a sweep killed while committing
 
 
-def _report_path(distro: Distro, release: str) -> Path:
+def _report_path(distro: DistroRepo, release: str) -> Path:
     return distro.build_dir / "sweep" / f"pytorch-{release}.json"
 
 
-def _already_swept(distro: Distro, release: str) -> SweepResult | None:
+def _already_swept(distro: DistroRepo, release: str) -> SweepResult | None:
     """A ``--commit`` sweep of ``release`` finished before (its branch is where its report says): the
     report again, saying so, rather than a refusal because the branch exists."""
     try:
@@ -335,7 +335,7 @@ def _already_swept(distro: Distro, release: str) -> SweepResult | None:
     return result
 
 
-def _left_edits(distro: Distro, release: str) -> UncommittedEdits | None:
+def _left_edits(distro: DistroRepo, release: str) -> UncommittedEdits | None:
     """The edits an earlier sweep of ``release`` without --commit left, when they are still to be
     committed (the checked-out commit does not list the release yet); a stale record is removed."""
     left = UncommittedEdits.load(distro.build_dir, release)
@@ -374,7 +374,7 @@ def _commit_left_edits(dist: Distribution, options: SweepOptions, left: Uncommit
     return result
 
 
-def _finish_commits(distro: Distro, journal: SweepJournal) -> SweepResult:
+def _finish_commits(distro: DistroRepo, journal: SweepJournal) -> SweepResult:
     """A rerun after a kill while the sweep made its branch: the commits exist (as objects); create
     the branch at them, check it out, and report what the interrupted sweep found."""
     root = distro.root
