@@ -332,7 +332,7 @@ def inactive(pkg: PackageFacts, facts: Facts) -> bool:
     return last is not None and days_between(last.date, facts.as_of) > facts.grace_days
 
 
-def decide(reasons: list[Reason], pkg: PackageFacts, facts: Facts) -> Action:
+def action_for(reasons: list[Reason], pkg: PackageFacts, facts: Facts) -> Action:
     open_reasons = [r for r in reasons if not r.pending]
     if not open_reasons:
         return Action.PENDING
@@ -347,7 +347,7 @@ def _day(date: dt.datetime | None) -> str | None:
     return date.strftime("%Y-%m-%d") if date is not None else None
 
 
-def _evidence(pkg: PackageFacts, reasons: list[Reason], facts: Facts) -> dict[str, Any]:
+def _report_evidence(pkg: PackageFacts, reasons: list[Reason], facts: Facts) -> dict[str, Any]:
     dates = {r.release: r for r in facts.releases}
     newest = pkg.newest
     return {
@@ -382,7 +382,7 @@ def evaluate_package(pkg: PackageFacts, facts: Facts) -> Entry | None:
     reasons = missed_releases(pkg, facts) + newest_fails(pkg, facts)
     if not reasons:
         return None
-    return Entry(pkg.name, list(pkg.maintainers), reasons, decide(reasons, pkg, facts), _evidence(pkg, reasons, facts))
+    return Entry(pkg.name, list(pkg.maintainers), reasons, action_for(reasons, pkg, facts), _report_evidence(pkg, reasons, facts))
 
 
 def retired_entry(pkg: PackageFacts) -> RetiredEntry | None:
