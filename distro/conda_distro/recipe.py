@@ -185,6 +185,11 @@ class Recipe:
     def dep_names(self, *sections: str) -> set[str]:
         return {d.name for d in self.deps(*sections) if d.name}
 
+    def test_requirements(self) -> list[str]:
+        """The run requirements of the recipe's tests as rendered (``"numpy >=1.24"``), in order."""
+        return [str(dep) for t in self.tests if isinstance(t, dict)
+                for dep in ((t.get("requirements") or {}).get("run") or [])]
+
     def line_of(self, key: str) -> int:
         return self.lines.get(key, 1)
 

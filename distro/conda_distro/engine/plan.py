@@ -178,9 +178,7 @@ def lockstep_needs(dist: Distribution, graph: RecipeGraph, name: str) -> frozens
         recipe = dist.recipes[n]
         found |= recipe.dep_names("run") & lockstep
         if n == name:
-            for t in recipe.tests:
-                for dep in ((t.get("requirements") or {}).get("run") or []) if isinstance(t, dict) else []:
-                    found |= {str(dep).split()[0]} & lockstep
+            found |= {dep.split()[0] for dep in recipe.test_requirements()} & lockstep
     return frozenset(found)
 
 

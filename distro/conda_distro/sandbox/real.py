@@ -166,14 +166,11 @@ def distribution_needs(repo: Path) -> tuple[Distribution, Needs]:
             for d in r.requirements.get(section, []):
                 if d.spec and d.spec.ok:
                     want(d.spec.name, d.spec.version)
-        for t in r.tests:
-            if not isinstance(t, dict):
-                continue
-            if "python" in t:
-                want("pip", None)  # pip_check
-            for dep in ((t.get("requirements") or {}).get("run") or []):
-                parts = str(dep).split(None, 1)
-                want(parts[0], parts[1] if len(parts) > 1 else None)
+        if any(isinstance(t, dict) and "python" in t for t in r.tests):
+            want("pip", None)  # pip_check
+        for dep in r.test_requirements():
+            parts = dep.split(None, 1)
+            want(parts[0], parts[1] if len(parts) > 1 else None)
         for s in r.sources:
             if s.url and s.sha256:
                 sources.append(SourceRequest(r.path, s.line, s.url, s.sha256, r.version))
