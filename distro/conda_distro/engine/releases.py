@@ -102,17 +102,13 @@ async def _query_pytorch(distro: DistroRepo) -> list[RepoDataRecord]:
     return await _query(distro, [distro.config.pytorch.name])
 
 
-def _target_record(records: list[RepoDataRecord], target: Target, *, by_build_string: bool = False) -> RepoDataRecord | None:
-    """The upstream pytorch build a test of ``target`` installs (the newest matching one), or None. A
-    record is cuda when it depends on ``__cuda`` (and, ``by_build_string``, also when its build string
-    starts with ``cuda``, as verify-channel decides: :class:`~conda_distro.pytorch_record.TorchBuild`)."""
-    want_cuda = target.variant == "cuda"
-
-    def cuda(r: RepoDataRecord) -> bool:
-        return TorchBuild.of(str(r.build), list(r.depends)).variant == "cuda" if by_build_string \
-            else is_cuda_record(list(r.depends))
-
-    matching = [r for r in records if str(r.version) == target.pytorch and cuda(r) == want_cuda]
+def _target_record(records: list[RepoDataRecord], target: Target) -> RepoDataRecord | None:
+    """The upstream pytorch build a test of ``target`` installs (the newest matching one), or None. Its
+    variant is decided as verify-channel decides it (:class:`~conda_distro.pytorch_record.TorchBuild`: a
+    ``__cuda`` dependency or a ``cuda`` build string), so a release view, the test matrix and
+    verify-channel never disagree on what a record is."""
+    matching = [r for r in records if str(r.version) == target.pytorch
+                and TorchBuild.of(str(r.build), list(r.depends)).variant == target.variant]
     return max(matching, key=lambda r: (r.build_number, r.build)) if matching else None
 
 
@@ -186,7 +182,7 @@ def upstream_availability(distro: DistroRepo) -> Availability:
     missing: dict[Target, str] = {}
     lockstep_missing: dict[str, dict[Target, str]] = {name: {} for name in cfg.lockstep}
     for target in all_targets(distro):
-        rec = _target_record(torch, target, by_build_string=True)
+        rec = _target_record(torch, target)
         if rec is None:
             missing[target] = f"no {target.variant} build of {cfg.name} {target.pytorch} in the upstream channels"
             continue
