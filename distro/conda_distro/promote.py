@@ -107,7 +107,7 @@ class TestMatrix:
     def from_config(cls, config: DistroConfig, available: Availability | None = None,
                     lockstep_of: Callable[[ChannelFile], frozenset[str]] | None = None) -> TestMatrix:
         return cls(config.pytorch.name, tuple(config.pytorch.releases), tuple(config.pytorch.variants), available,
-                   *((lockstep_of,) if lockstep_of else ()))
+                   lockstep_of or (lambda f: frozenset()))
 
     def required(self, f: ChannelFile) -> list[tuple[str, Variant]] | None:
         """(release, variant) pairs the artifact's own pytorch pin admits and upstream can serve; None when

@@ -245,9 +245,9 @@ class RattlerBuildBackend:
                     # rattler's own solve finds one: their channel priorities differ)
         if not results:
             lines.append(f"({NO_TESTS})")
-        killed = failed is not None and KILLED in failed
-        if failed is not None and killed:  # the OOM killer or someone outside: the test did not finish (debci's tmpfail)
-            failed += f" ({KILLED_WHY})"
+        killed = False
+        if failed is not None and KILLED in failed:  # the OOM killer or someone outside: not finished (debci's tmpfail)
+            killed, failed = True, f"{failed} ({KILLED_WHY})"
             lines.append(f"=== {KILLED_WHY}: recorded as an infrastructure error; `build --retry-errors` runs it again")
         _write_log(job.log, lines)
         env.pop(pkg.name, None)
