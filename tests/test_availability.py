@@ -172,3 +172,12 @@ def test_a_target_upstream_lacks_is_not_tested_required_or_verified(sandbox_worl
     assert res[("2.6.0", "cpu")]["ok"] and res[("2.6.0", "cuda")]["ok"] and not res[("2.6.0", "cuda")].get("skipped")
     assert code == 0, out
     shutil.rmtree(sandbox_world / "build" / "work", ignore_errors=True)
+
+
+def test_a_lockstep_entry_that_is_no_package_name_is_bad_input(tmp_path):
+    from conda_distro.errors import DistroError, ExitCode
+
+    with pytest.raises(DistroError) as err:
+        distro_at(tmp_path, UPSTREAM, lockstep=("Torch Vision",))
+    assert err.value.exit_code == ExitCode.BAD_INPUT
+    assert "lockstep" in str(err.value) and "'Torch Vision' is not a conda package name" in str(err.value)
