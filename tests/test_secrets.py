@@ -205,6 +205,28 @@ def test_registered_secrets_are_masked_in_logs_tracebacks_and_child_envs(capsys,
     assert scrubbed_env(env) == {"PATH": "/usr/bin"}
 
 
+def test_a_traceback_escaping_the_console_script_is_masked():
+    """The console script's traceback hook stays ours while a command runs (typer's ``Typer.__call__``
+    swaps ``sys.excepthook`` for its own, which prints through the hook it found at import: unmasked)."""
+    token = "tok-ESCAPED-5566778899"
+    script = (
+        "import sys\n"
+        "from conda_distro.cli import entrypoint\n"
+        "from conda_distro.cli.app import app\n"
+        "from conda_distro.secret import read_secret\n"
+        f"read_secret({{'ANACONDA_API_TOKEN': {token!r}}}, 'ANACONDA_API_TOKEN')\n"
+        "@app.command('boom')\n"
+        "def boom() -> None:\n"
+        f"    raise RuntimeError('upload refused for ' + {token!r})\n"
+        "sys.argv = ['conda-distro', 'boom']\n"
+        "entrypoint()\n"
+    )
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1, res
+    assert "Traceback" in res.stderr and "RuntimeError: upload refused for ***" in res.stderr, res.stderr
+    assert token not in res.stdout + res.stderr
+
+
 def test_channel_object_never_shows_the_token(tmp_path):
     token = "tok-REPR-1122334455"
     ch = AnacondaChannel("o", api_url="http://127.0.0.1:9", token=f"{token}\n")

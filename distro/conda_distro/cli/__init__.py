@@ -7,8 +7,10 @@ Command modules import the library inside their command functions, never at modu
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
+from typing import Any
 
 from conda_distro.cli.app import app, stderr
 from conda_distro.errors import DistroError, ExitCode
@@ -65,9 +67,23 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = saved
 
 
+@functools.cache
+def command() -> Any:
+    """The click command typer builds from ``app``, built once per process.
+
+    Not ``app(...)``: ``Typer.__call__`` rebuilds the whole command tree from the functions' signatures on
+    every call (about 50 ms, most of an in-process run of a command that stops at bad input) and replaces
+    ``sys.excepthook`` with its own, which prints through the hook it found at import, unmasked.
+    Commands registered after the first call are not seen; every module registers its commands on import.
+    """
+    from typer.main import get_command
+
+    return get_command(app)
+
+
 def _main(argv: list[str] | None) -> int:
     try:
-        rv = app(args=argv, prog_name="conda-distro", standalone_mode=False)
+        rv = command().main(args=argv, prog_name="conda-distro", standalone_mode=False)
     except DistroError as exc:
         print_error(exc)
         return int(exc.exit_code)
