@@ -338,8 +338,14 @@ def busy_site(tmp_path_factory) -> Path:
     return out
 
 
-def test_failures_in_staging_are_shown_in_red_with_reason_and_log(busy_site, chromium, tmp_path):
-    res = run_chromium(chromium, tmp_path, "--dump-dom", (busy_site / "index.html").as_uri())
+@pytest.fixture(scope="module")
+def busy_dom(busy_site, chromium, tmp_path_factory) -> subprocess.CompletedProcess:
+    """The busy page's DOM as headless Chromium renders it (one Chromium run for the module's readers)."""
+    return run_chromium(chromium, tmp_path_factory.mktemp("busy-dom"), "--dump-dom", (busy_site / "index.html").as_uri())
+
+
+def test_failures_in_staging_are_shown_in_red_with_reason_and_log(busy_site, busy_dom):
+    res = busy_dom
     assert res.returncode == 0, res.stderr[-2000:]
     page = Page(res.stdout)
     # main rows are as before; a package never promoted is untested in main ...
@@ -370,8 +376,9 @@ def test_failures_in_staging_are_shown_in_red_with_reason_and_log(busy_site, chr
     assert ("#fail-staging-hooky-2.6.0-cpu", "fail") in page.links
 
 
-def test_per_release_progress(busy_site, chromium, tmp_path):
-    res = run_chromium(chromium, tmp_path, "--dump-dom", (busy_site / "index.html").as_uri())
+def test_per_release_progress(busy_dom):
+    res = busy_dom
+    assert res.returncode == 0, res.stderr[-2000:]
     page = Page(res.stdout)
     got = {r: (a["data-pass"], a["data-total"], a["data-in-main"]) for r, a in page.progress.items()}
     assert got == {"2.4.1": ("5", "8", "4"), "2.5.1": ("5", "7", "4"), "2.6.0": ("3", "5", "3")}
@@ -379,8 +386,9 @@ def test_per_release_progress(busy_site, chromium, tmp_path):
         assert text in res.stdout
 
 
-def test_excuses_grouped_by_what_blocks_them(busy_site, chromium, tmp_path):
-    res = run_chromium(chromium, tmp_path, "--dump-dom", (busy_site / "index.html").as_uri())
+def test_excuses_grouped_by_what_blocks_them(busy_dom):
+    res = busy_dom
+    assert res.returncode == 0, res.stderr[-2000:]
     page = Page(res.stdout)
     assert {n: (a["data-verdict"], a["group"]) for n, a in page.excuses.items()} == {
         "addon": ("held-temporarily", "failing"), "hooky": ("held-permanently", ""), "fine": ("promote", "")}
@@ -396,12 +404,12 @@ def test_recipe_and_profile_links(busy_site):
     assert ("https://github.com/bo", "@bo") in page.links
 
 
-def test_pull_request_and_tracking_issue_links(busy_site, chromium, tmp_path):
+def test_pull_request_and_tracking_issue_links(busy_dom):
     """Per package: a search of the repository's open pull requests naming it; per release a sweep added
     (2.5.1, 2.6.0: not in the first distro.yaml): a search for its tracking issue. Both from --repo-url."""
     from urllib.parse import parse_qs, urlsplit
 
-    res = run_chromium(chromium, tmp_path, "--dump-dom", (busy_site / "index.html").as_uri())
+    res = busy_dom
     assert res.returncode == 0, res.stderr[-2000:]
     page = Page(res.stdout)
     pulls = {parse_qs(urlsplit(h).query)["q"][0]: h for h, text in page.links if text == "PRs"}
