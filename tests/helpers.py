@@ -65,7 +65,7 @@ def recorded_env(res, files):
     dependency, direct or not (a name among ``files``, ChannelFiles), as the newest file of that name."""
     from rattler import Version
 
-    from conda_distro.promote import parse_dep
+    from conda_distro.channels.depends import parse_dep
     from conda_distro.revdeps import ident
 
     newest = {}

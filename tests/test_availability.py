@@ -18,8 +18,9 @@ import pytest
 from helpers import run_cli_at
 
 from conda_distro.channels import ChannelFile
+from conda_distro.channels.depends import distribution_closure, lockstep_of_files
 from conda_distro.config import DistroRepo, load_config
-from conda_distro.engine.releases import Target, lockstep_of_files, upstream_availability
+from conda_distro.engine.releases import Target, upstream_availability
 from conda_distro.installability import write_channel
 from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
 from conda_distro.results import ArtifactResults
@@ -75,6 +76,24 @@ def test_lockstep_needs_follow_distribution_dependencies():
     of = lockstep_of_files([seg, zoo, plain], ["visionlib"])
     assert of(seg) == of(zoo) == {"visionlib"} and of(plain) == frozenset()
     assert lockstep_of_files([seg], [])(seg) == frozenset()
+
+
+def test_closures_read_specs_as_rattler_does_and_survive_cycles():
+    """Repros: an entry written without a space (``visionlib>=0.19``) was not read as visionlib; and a
+    dependency circle cut a closure short, depending on which name was asked first (the memo of a name
+    still being walked was read as complete)."""
+    zoo = rec("modelzoo", "2.0", "pyh_0", ["visionlib>=0.19", "pytorch >=2.4"])
+    assert lockstep_of_files([zoo], ["visionlib"])(zoo) == {"visionlib"}
+    a = rec("appkit", "1.0", "pyh_0", ["basekit >=1"])
+    b = rec("basekit", "1.0", "pyh_0", ["corekit >=1"])
+    c = rec("corekit", "1.0", "pyh_0", ["basekit >=1", "leafkit", "visionlib"])
+    d = rec("leafkit", "1.0", "pyh_0", ["pytorch >=2.4"])
+    for order in (["corekit", "appkit"], ["appkit", "corekit"], ["basekit", "appkit"]):
+        closure = distribution_closure([a, b, c, d])
+        got = {name: closure(name) for name in order}
+        assert got["appkit"] == {"basekit", "corekit", "leafkit"}, order
+    of = lockstep_of_files([a, b, c, d], ["visionlib"])
+    assert of(c) == of(b) == of(a) == {"visionlib"} and of(d) == frozenset()
 
 
 def _runs(f: ChannelFile, pairs, status="passed", reason=None) -> list[Run]:

@@ -23,10 +23,11 @@ import pytest
 from helpers import run_json_at
 
 from conda_distro.channels import ChannelFile, LocalChannel
+from conda_distro.channels.depends import distribution_closure
 from conda_distro.hints import load_hints
 from conda_distro.installability import Installability
 from conda_distro.ledger import Ledger
-from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, _closure_of, plan_gate
+from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
 from conda_distro.results import ArtifactResults
 from conda_distro.results import TestRecord as Run
 
@@ -223,7 +224,7 @@ def test_a_candidate_that_makes_a_package_in_main_uninstallable_is_held(sandbox_
     matrix = TestMatrix("pytorch", RELEASES, VARIANTS)
     res = {shadow.artifact: results(shadow, runs(shadow, pairs=[("2.6.0", "cpu")]))}
     files = [*staging, *main]
-    checker = Installability([upstream], ["linux-64", "noarch"], "pytorch", matrix.required, _closure_of(files))
+    checker = Installability([upstream], ["linux-64", "noarch"], "pytorch", matrix.required, distribution_closure(files))
     plan = plan_gate(PlanInputs({f.artifact: f for f in staging}, {f.artifact: f for f in main}, res, {}, matrix,
                                 installability=checker))
     h = held(plan)["pytorch"]
@@ -233,7 +234,7 @@ def test_a_candidate_that_makes_a_package_in_main_uninstallable_is_held(sandbox_
     # a harmless candidate passes the same check
     other = cf("audiokit", "0.9", ["python >=3.10", "tensorkit >=1.2,<2"], sha="6")
     res = {other.artifact: results(other, runs(other, against={"tensorkit": lib}))}
-    checker = Installability([upstream], ["linux-64", "noarch"], "pytorch", matrix.required, _closure_of([other, lib]))
+    checker = Installability([upstream], ["linux-64", "noarch"], "pytorch", matrix.required, distribution_closure([other, lib]))
     plan = plan_gate(PlanInputs({other.artifact: other}, {lib.artifact: lib}, res, {}, matrix, installability=checker))
     assert [f.name for f in plan.promote] == ["audiokit"]
 

@@ -15,22 +15,26 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import fnmatch
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
-from rattler import MatchSpec
-from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError, InvalidVersionSpecError
-
 from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, no_progress, open_channel
+from conda_distro.channels.depends import (
+    ChannelDep,
+    distribution_closure,
+    lockstep_of_files,
+    parse_dep,
+    satisfies,
+    subdir_compatible,
+)
 from conda_distro.channels.local import LocalChannel, sha256_of
 from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import load_distribution, open_distro
-from conda_distro.engine.releases import Availability, Target, lockstep_of_files, upstream_availability
+from conda_distro.engine.releases import Availability, Target, upstream_availability
 from conda_distro.errors import ChannelError, ExitCode
 from conda_distro.excuses import Excuses, ExcusesOptions, excuses_of, write_excuses
 from conda_distro.hints import load_hints
@@ -44,45 +48,6 @@ from conda_distro.revdeps import check as check_revdeps
 from conda_distro.specs import admits
 
 DEFAULT_LOCK_TIMEOUT = 600.0
-
-
-# ---------------------------------------------------------------------------------------------
-# dependency specs
-
-
-@dataclass(frozen=True)
-class ChannelDep:
-    text: str
-    name: str
-    version: str | None
-    build: str | None
-
-
-@lru_cache(maxsize=65536)
-def parse_dep(text: str) -> ChannelDep | None:
-    """A ``depends`` entry of repodata as name/version/build; None if rattler cannot parse it."""
-    try:
-        m = MatchSpec(text)
-    except (InvalidMatchSpecError, InvalidVersionSpecError, InvalidVersionError, ValueError):
-        return None
-    return ChannelDep(text, m.name.normalized, m.version, m.build)
-
-
-@lru_cache(maxsize=65536)
-def _version_matches(spec: str, version: str) -> bool:
-    return admits(spec, version)
-
-
-def satisfies(dep: ChannelDep, f: ChannelFile) -> bool:
-    if f.name != dep.name:
-        return False
-    if dep.version and not _version_matches(dep.version, f.version):
-        return False
-    return not dep.build or fnmatch.fnmatchcase(f.build, dep.build)
-
-
-def subdir_compatible(dependent: ChannelFile, provider: ChannelFile) -> bool:
-    return "noarch" in (dependent.subdir, provider.subdir) or dependent.subdir == provider.subdir
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,29 +344,6 @@ def _dependency_held(state: _DepState, held_by_name: Mapping[str, list[Held]]) -
     return Held(state.file, HoldReason.DEPENDENCY_NOT_IN_MAIN, detail + (f" ({'; '.join(why)})" if why else ""))
 
 
-def _closure_of(files: Sequence[ChannelFile]) -> Callable[[str], frozenset[str]]:
-    """name -> the distribution names it depends on, transitively (over every file of each name)."""
-    names = {f.name for f in files}
-    direct: dict[str, set[str]] = defaultdict(set)
-    for f in files:
-        direct[f.name].update(d.name for d in (parse_dep(t) for t in f.depends)
-                              if d is not None and d.name in names and d.name != f.name)
-    memo: dict[str, frozenset[str]] = {}
-
-    def closure(name: str) -> frozenset[str]:
-        if name in memo:
-            return memo[name]
-        memo[name] = frozenset()  # (a cycle ends here)
-        out: set[str] = set()
-        for d in direct.get(name, ()):
-            out.add(d)
-            out |= closure(d)
-        memo[name] = frozenset(out)
-        return memo[name]
-
-    return closure
-
-
 _VERDICT_ORDER = (Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR, Verdict.MISSING)
 
 
@@ -490,7 +432,7 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
         else:
             candidates.append(f)
     names = {f.name for f in (*inputs.staging.values(), *inputs.main.values())}  # distribution packages
-    closure = _closure_of([*inputs.staging.values(), *inputs.main.values()])
+    closure = distribution_closure([*inputs.staging.values(), *inputs.main.values()])
     pairs = [(r, v) for r in inputs.matrix.releases for v in inputs.matrix.variants]
 
     def ignore_test(f: ChannelFile) -> bool:
@@ -650,7 +592,7 @@ class PromotionContext:
                       for st in states.values() for a in st.artifacts},
             hints=load_hints(self.distro.root), today=self.today,
             maintainers=self.maintainers, installability=Installability(
-                self.distro.upstream_urls, self.distro.subdirs, matrix.pytorch, matrix.required, _closure_of(files)))
+                self.distro.upstream_urls, self.distro.subdirs, matrix.pytorch, matrix.required, distribution_closure(files)))
 
     @cached_property
     def maintainers(self) -> dict[str, tuple[str, ...]]:

@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, no_progress, open_channel
+from conda_distro.channels.depends import parse_dep
 from conda_distro.dates import parse_as_of
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.errors import DistroError, ExitCode, LedgerError, UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, Retirement, current_user, utcnow
-from conda_distro.promote import DEFAULT_LOCK_TIMEOUT, ledger_entry, parse_dep
+from conda_distro.promote import DEFAULT_LOCK_TIMEOUT, ledger_entry
 from conda_distro.reports.facts import gather, newest_artifact
 from conda_distro.reports.records import RecordEvidence, RetirementRecord, RetirementRecords
 from conda_distro.reports.unmaintained import evaluate_package, last_tests

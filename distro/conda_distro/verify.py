@@ -34,8 +34,9 @@ from pathlib import Path
 
 from conda_distro.channels import open_channel
 from conda_distro.channels.base import ChannelFile
+from conda_distro.channels.depends import lockstep_of_files
 from conda_distro.distribution import Distribution, load_distribution
-from conda_distro.engine.releases import Target, lockstep_of_files, select_releases, upstream_availability
+from conda_distro.engine.releases import Target, select_releases, upstream_availability
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.gpu import probe_gpu, variant_label
 from conda_distro.ledger import Ledger, compare_with_channel

@@ -7,10 +7,10 @@ import datetime as dt
 import json
 import shutil
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.fsutil import link_or_copy
@@ -131,44 +131,6 @@ class Availability:
             if why:
                 return why
         return None
-
-
-class Depending(Protocol):
-    """A channel file as :func:`lockstep_of_files` reads it."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def depends(self) -> Sequence[str]: ...
-
-
-def lockstep_of_files(files: Iterable[Depending], lockstep: Iterable[str]) -> Callable[[Depending], frozenset[str]]:
-    """For channel files (anything with ``name`` and ``depends``): file -> the lockstep packages it depends
-    on, itself or through the other files' names it depends on (transitively, over every file of a name)."""
-    lockstep = frozenset(lockstep)
-    files = list(files)
-    if not lockstep:
-        return lambda f: frozenset()
-    names = {f.name for f in files}
-    deps: dict[str, set[str]] = {}
-    for f in files:
-        deps.setdefault(f.name, set()).update(d.split()[0] for d in f.depends if d.split())
-    memo: dict[str, frozenset[str]] = {}
-
-    def of_name(name: str) -> frozenset[str]:
-        if name not in memo:
-            memo[name] = frozenset()  # (a cycle ends here)
-            out = deps.get(name, set()) & lockstep
-            for d in deps.get(name, set()) & names - {name}:
-                out |= of_name(d)
-            memo[name] = frozenset(out)
-        return memo[name]
-
-    def lockstep_of(f: Depending) -> frozenset[str]:
-        own = {d.split()[0] for d in f.depends if d.split()}
-        return frozenset((own & lockstep).union(*(of_name(n) for n in own & names - {f.name})))
-    return lockstep_of
 
 
 def upstream_availability(distro: DistroRepo) -> Availability:
