@@ -69,3 +69,30 @@ def test_tree_editor_deletes_one_item_and_keeps_comments():
     assert out.replace('"1.3.0"', '"1.2.0"') == RECIPE.replace("    - Alice\n", "")
     with pytest.raises(EditError, match="no item 'scipy'"):
         edit.delete("requirements.run[scipy]")
+
+
+def test_a_new_document_is_built_and_annotated_through_the_same_paths():
+    """propose's skeletons are written with the editor: inserts at the end, comments addressed by path."""
+    ed = TreeEditor.new()
+    ed.insert("", "package", {"name": "kit", "version": "1.0"}, position=None)
+    ed.insert("", "requirements", {"run": ["python >=3.10", "pytorch >=2.4,<2.7"]}, position=None)
+    ed.insert("", "context", {"version": "1.0"})  # position 0: first
+    ed.comment("", before="A skeleton.")
+    ed.comment("requirements", before="\n")
+    ed.comment("requirements.run[pytorch]", eol="every release")
+    ed.comment("requirements.run", before="the run deps")
+    assert ed.text() == (
+        "# A skeleton.\n"
+        "context:\n  version: '1.0'\n"
+        "package:\n  name: kit\n  version: '1.0'\n"
+        "\n"
+        "requirements:\n"
+        "  # the run deps\n"
+        "  run:\n    - python >=3.10\n    - pytorch >=2.4,<2.7  # every release\n"
+    )
+    with pytest.raises(EditError, match="takes no comment before it"):
+        ed.comment("requirements.run[0]", before="x")
+    with pytest.raises(EditError, match="only a comment before it"):
+        ed.comment("", eol="x")
+    with pytest.raises(EditError, match="no key 'about'"):
+        ed.comment("about.license", eol="x")

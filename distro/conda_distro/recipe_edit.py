@@ -1,4 +1,5 @@
-"""The one recipe editor: the sweep's pin and build-number edits and `lint --fix`'s fixes go through it.
+"""The one recipe editor: the sweep's pin and build-number edits, `lint --fix`'s fixes and `propose`'s
+skeletons (recipe and proposal, written from nothing) go through it.
 
 One way to address a node, as in conda-recipe-manager: a dotted path with ``[...]`` for sequence
 items, ``build.number``, ``context.version``, ``extra.recipe-maintainers[2]`` (an index) or
@@ -20,7 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conda_distro.yamlio import LDict, LList, dump_roundtrip, load_fast, load_roundtrip
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+from conda_distro.yamlio import LDict, LList, dump_roundtrip, load_fast, load_roundtrip, make_plain_yaml
 
 
 class EditError(Exception):
@@ -216,10 +220,20 @@ class LineEditor:
 
 
 class TreeEditor:
-    """A ruamel round trip of the text: edit :attr:`doc` (or through the path methods), then :meth:`text`."""
+    """A ruamel round trip of the text: edit :attr:`doc` (or through the path methods), then :meth:`text`.
+
+    :meth:`new` starts a document from nothing (``propose``'s skeletons): built with :meth:`insert`,
+    annotated with :meth:`comment`, written in :func:`~conda_distro.yamlio.make_plain_yaml`'s style."""
 
     def __init__(self, text: str, path: str | Path | None = None) -> None:
         self.doc, self._yaml = load_roundtrip(text, path=path)
+
+    @classmethod
+    def new(cls) -> TreeEditor:
+        """An editor on an empty mapping, for a file written from scratch."""
+        editor = cls.__new__(cls)
+        editor.doc, editor._yaml = CommentedMap(), make_plain_yaml()
+        return editor
 
     def text(self) -> str:
         return dump_roundtrip(self.doc, self._yaml)
@@ -233,12 +247,31 @@ class TreeEditor:
         old = parent[key]
         parent[key] = type(old)(value) if isinstance(old, str) and type(old) is not str and isinstance(value, str) else value
 
-    def insert(self, path: str, key: str, value: Any, position: int = 0) -> None:
-        """Insert ``key: value`` at ``position`` into the mapping at ``path`` (``""``: the document)."""
+    def insert(self, path: str, key: str, value: Any, position: int | None = 0) -> None:
+        """Insert ``key: value`` at ``position`` (None: at the end) into the mapping at ``path`` (``""``:
+        the document). Plain mappings and lists in ``value`` become nodes that can carry comments."""
         mapping = self.doc if not path else self.get(path)
         if not hasattr(mapping, "insert"):
             raise EditError(f"{path or 'the document'} is not a mapping")
-        mapping.insert(position, key, value)
+        mapping.insert(len(mapping) if position is None else position, key, _node(value))
+
+    def comment(self, path: str, *, eol: str | None = None, before: str | None = None) -> None:
+        """Annotate the node at ``path``: ``eol`` at the end of its line, ``before`` on the lines above
+        its key (a mapping entry; ``"\n"`` is a blank line). ``path`` ``""`` with ``before``: the
+        document's first lines."""
+        if not path:
+            if eol is not None or before is None:
+                raise EditError("the document takes only a comment before it")
+            self.doc.yaml_set_start_comment(before)
+            return
+        parent, key = locate(self.doc, path)
+        if eol is not None:
+            parent.yaml_add_eol_comment(eol, key)
+        if before is not None:
+            if not isinstance(parent, CommentedMap):
+                raise EditError(f"{path} is no mapping entry: it takes no comment before it")
+            depth = sum(1 for step in parse_path(path) if isinstance(step, str)) - 1
+            parent.yaml_set_comment_before_after_key(key, before=before, indent=2 * depth)
 
     def delete(self, path: str) -> None:
         """Delete the node at ``path``; a sequence item takes exactly its own line with it."""
@@ -252,6 +285,20 @@ class TreeEditor:
         """Replace every item equal to ``old`` in the sequences under ``path`` (if/then/else branches
         included) by ``new``; returns how many were replaced."""
         return _replace_strings(self.get(path), old, new)
+
+
+def _node(value: Any) -> Any:
+    """``value`` with its mappings and lists as ruamel's commented nodes (which carry comments)."""
+    if isinstance(value, dict) and not isinstance(value, CommentedMap):
+        return CommentedMap((k, _node(v)) for k, v in value.items())
+    if isinstance(value, list) and not isinstance(value, CommentedSeq):
+        return CommentedSeq(_node(v) for v in value)
+    return value
+
+
+def double_quoted(text: str) -> str:
+    """``text``, written in double quotes (a version that must stay a string: ``"1.10"``)."""
+    return DoubleQuotedScalarString(text)
 
 
 def _replace_strings(node: Any, old: str, new: str) -> int:

@@ -673,11 +673,17 @@ def _keep_multiline_quoted(text: str) -> tuple[dict[str, str], str]:
     return kept, text
 
 
-def dump_plain(data: Any) -> str:
-    """Block-style YAML for new files we generate (proposals, skeletons), keys in given order."""
+def make_plain_yaml() -> YAML:
+    """The YAML instance for new files we generate (proposals, skeletons): block style, keys in given
+    order, two-space indents, no line folding."""
     y = YAML(typ="rt")
     y.indent(mapping=2, sequence=4, offset=2)
     y.width = 4096
+    return y
+
+
+def dump_plain(data: Any) -> str:
+    """Block-style YAML for new files we generate, keys in given order."""
     buf = io.StringIO()
-    y.dump(data, buf)
+    make_plain_yaml().dump(data, buf)
     return buf.getvalue()

@@ -7,9 +7,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.scalarstring import DoubleQuotedScalarString
-
 from conda_distro.config import DistroRepo
 from conda_distro.distribution import open_distro
 from conda_distro.errors import UsageError
@@ -24,9 +21,9 @@ from conda_distro.proposal.schema import (
     version_problem,
 )
 from conda_distro.recipe import RECIPE_FILE, parse_recipe
+from conda_distro.recipe_edit import TreeEditor, double_quoted
 from conda_distro.specs import minor_of, next_minor_bound
 from conda_distro.variants import render_settings
-from conda_distro.yamlio import dump_plain
 
 # the skeleton's sha256 (well-formed, so rattler-build renders the recipe; lint's source-missing-sha256 flags it)
 PLACEHOLDER_SHA256 = "0" * 64
@@ -80,10 +77,6 @@ def _import_name(name: str) -> str:
     return re.sub(r"[-.]+", "_", name)
 
 
-def _comment_before(mapping: CommentedMap, key: str, text: str, indent: int = 0) -> None:
-    mapping.yaml_set_comment_before_after_key(key, before=text, indent=indent)
-
-
 @dataclass(frozen=True)
 class _Answers:
     """ProposeOptions after validation, with defaults filled in."""
@@ -128,44 +121,37 @@ def _check_options(distro: DistroRepo, opts: ProposeOptions) -> _Answers:
 def render_proposal(distro: DistroRepo, opts: ProposeOptions) -> str:
     """The text of proposals/<name>.yaml for these options (validated, nothing written)."""
     a = _check_options(distro, opts)
-    d = CommentedMap()
-    d["schema_version"] = SCHEMA_VERSION
-    d["name"] = a.name
-    d["version"] = DoubleQuotedScalarString(a.version)
-    d["summary"] = a.summary
-    d["homepage"] = a.homepage
-    d["repository"] = a.repository
-    d["license"] = a.license
-    d["issue"] = ""
-    d["maintainers"] = CommentedSeq(CommentedMap(handle=h, consent=False) for h in a.handles)
-    d["pytorch_dependency"] = ""
-    d["focus_area"] = ""
-    d["downstream_users"] = ""
-    d["test_plan"] = ""
-    d.yaml_set_start_comment(
+    ed = TreeEditor.new()
+    for key, value in (("schema_version", SCHEMA_VERSION), ("name", a.name), ("version", double_quoted(a.version)),
+                       ("summary", a.summary), ("homepage", a.homepage), ("repository", a.repository),
+                       ("license", a.license), ("issue", ""),
+                       ("maintainers", [{"handle": h, "consent": False} for h in a.handles]),
+                       ("pytorch_dependency", ""), ("focus_area", ""), ("downstream_users", ""), ("test_plan", "")):
+        ed.insert("", key, value, position=None)
+    ed.comment("", before=(
         f"Package proposal for the {distro.config.name} distribution (PyTorch RFC-0006, \"Proposing a new\n"
         "package for inclusion\"). Answer every empty question, then open a pull request adding this file\n"
         f"together with recipes/{a.name}/recipe.yaml; `conda-distro lint {a.name}` checks both.\n"
-        "Multi-line answers: use a block scalar ('key: |' and indented lines).")
-    d.yaml_add_eol_comment("TODO: the upstream version to package (also in the recipe)"
-                           if a.version == PLACEHOLDER_VERSION else
-                           "the version first proposed; the recipe may move ahead of it later", "version")
-    d.yaml_add_eol_comment("one line: what the package does", "summary")
-    d.yaml_add_eol_comment("the upstream source repository, e.g. https://github.com/OWNER/REPO", "repository")
-    d.yaml_add_eol_comment("SPDX identifier of the upstream license, e.g. BSD-3-Clause", "license")
-    d.yaml_add_eol_comment("optional: link to the approved package-proposal issue", "issue")
-    _comment_before(d, "maintainers",
-                    "\nMaintainers commit to keep the package working with each new PyTorch release and are pinged\n"
-                    "when it breaks (an unmaintained package is retired). Each maintainer sets `consent: true` on\n"
-                    "their own entry in the pull request (a commit or an accepted suggestion): the check fails\n"
-                    "until every listed maintainer has.")
-    _comment_before(d, "pytorch_dependency",
-                    "\nWhy PyTorch is a key dependency (RFC-0006 criterion 1): which torch APIs the package builds on.")
-    _comment_before(d, "focus_area", "The area it serves: deep learning, machine learning, scientific computing, ...")
-    _comment_before(d, "downstream_users", "Who would install it from this channel (projects, users).")
-    _comment_before(d, "test_plan",
-                    "What the recipe's tests exercise besides the import (torch functionality, CPU and GPU).")
-    text = dump_plain(d)
+        "Multi-line answers: use a block scalar ('key: |' and indented lines)."))
+    ed.comment("version", eol="TODO: the upstream version to package (also in the recipe)"
+               if a.version == PLACEHOLDER_VERSION else
+               "the version first proposed; the recipe may move ahead of it later")
+    ed.comment("summary", eol="one line: what the package does")
+    ed.comment("repository", eol="the upstream source repository, e.g. https://github.com/OWNER/REPO")
+    ed.comment("license", eol="SPDX identifier of the upstream license, e.g. BSD-3-Clause")
+    ed.comment("issue", eol="optional: link to the approved package-proposal issue")
+    ed.comment("maintainers", before=(
+        "\nMaintainers commit to keep the package working with each new PyTorch release and are pinged\n"
+        "when it breaks (an unmaintained package is retired). Each maintainer sets `consent: true` on\n"
+        "their own entry in the pull request (a commit or an accepted suggestion): the check fails\n"
+        "until every listed maintainer has."))
+    ed.comment("pytorch_dependency",
+               before="\nWhy PyTorch is a key dependency (RFC-0006 criterion 1): which torch APIs the package builds on.")
+    ed.comment("focus_area", before="The area it serves: deep learning, machine learning, scientific computing, ...")
+    ed.comment("downstream_users", before="Who would install it from this channel (projects, users).")
+    ed.comment("test_plan",
+               before="What the recipe's tests exercise besides the import (torch functionality, CPU and GPU).")
+    text = ed.text()
     parse_proposal(text, distro.proposals_dir / f"{a.name}.yaml")  # self-check: it must load back
     return text
 
@@ -175,45 +161,42 @@ def render_recipe_skeleton(distro: DistroRepo, opts: ProposeOptions) -> str:
     a = _check_options(distro, opts)
     name = a.name
     pytorch = distro.config.pytorch.name
-    d = CommentedMap()
-    d["context"] = CommentedMap(version=DoubleQuotedScalarString(a.version))
-    d["package"] = CommentedMap(name=name, version="${{ version }}")
-    d["source"] = CommentedMap(url=_sdist_url(name), sha256=PLACEHOLDER_SHA256)
-    d["build"] = CommentedMap(number=0, noarch="python",
-                              script="${{ PYTHON }} -m pip install . -vv --no-deps --no-build-isolation")
-    host = CommentedSeq(["python >=3.10", "pip"])
-    run = CommentedSeq(["python >=3.10", f"{pytorch} {pytorch_pin(distro.config.pytorch.releases)}"])
-    d["requirements"] = CommentedMap(host=host, run=run)
-    imports = CommentedSeq([_import_name(name)])
-    d["tests"] = CommentedSeq([CommentedMap(python=CommentedMap(imports=imports))])
-    about = CommentedMap()  # unknown answers are left out (rattler-build rejects empty URLs/licenses)
-    for key, value in (("homepage", a.homepage), ("repository", a.repository), ("summary", a.summary),
-                       ("license", a.license)):
-        if value:
-            about[key] = value
-    about["license_file"] = "LICENSE"
+    ed = TreeEditor.new()
+    about = {key: value for key, value in (("homepage", a.homepage), ("repository", a.repository),
+                                           ("summary", a.summary), ("license", a.license)) if value}
+    # (unknown answers are left out: rattler-build rejects empty URLs and licenses)
+    for key, value in (
+        ("context", {"version": double_quoted(a.version)}),
+        ("package", {"name": name, "version": "${{ version }}"}),
+        ("source", {"url": _sdist_url(name), "sha256": PLACEHOLDER_SHA256}),
+        ("build", {"number": 0, "noarch": "python",
+                   "script": "${{ PYTHON }} -m pip install . -vv --no-deps --no-build-isolation"}),
+        ("requirements", {"host": ["python >=3.10", "pip"],
+                          "run": ["python >=3.10", f"{pytorch} {pytorch_pin(distro.config.pytorch.releases)}"]}),
+        ("tests", [{"python": {"imports": [_import_name(name)]}}]),
+        ("about", {**about, "license_file": "LICENSE"}),
+        ("extra", {"recipe-maintainers": list(a.handles)}),
+    ):
+        ed.insert("", key, value, position=None)
     missing = [k for k in ("homepage", "summary", "license") if k not in about]
     if missing:
-        _comment_before(about, "license_file", "TODO: add " + ", ".join(f"{k}:" for k in missing)
-                        + (" (an SPDX identifier)" if "license" in missing else ""), indent=2)
-    d["about"] = about
-    d["extra"] = CommentedMap({"recipe-maintainers": CommentedSeq(a.handles)})
-
-    d.yaml_set_start_comment(
+        ed.comment("about.license_file", before="TODO: add " + ", ".join(f"{k}:" for k in missing)
+                   + (" (an SPDX identifier)" if "license" in missing else ""))
+    ed.comment("", before=(
         f"Recipe skeleton written by `conda-distro propose {name}` (v1 recipe format, rattler-build).\n"
-        f"Complete every TODO, then run `conda-distro lint {name}`.")
+        f"Complete every TODO, then run `conda-distro lint {name}`."))
     if a.version == PLACEHOLDER_VERSION:
-        d["context"].yaml_add_eol_comment("TODO: the upstream version", "version")
+        ed.comment("context.version", eol="TODO: the upstream version")
     for key in ("package", "source", "build", "requirements", "tests", "about", "extra"):
-        _comment_before(d, key, "\n")
-    d["source"].yaml_add_eol_comment("TODO: check the sdist file name on PyPI", "url")
-    d["source"].yaml_add_eol_comment(
-        f"TODO: sha256 of the sdist (pip download --no-deps --no-binary :all: {name}==VERSION; sha256sum)", "sha256")
-    host.yaml_add_eol_comment("TODO: add the build backend (setuptools, hatchling, flit-core, ...)", 1)
-    run.yaml_add_eol_comment(
-        "every supported PyTorch release, at minor granularity. TODO: other run deps, with upper bounds", 1)
-    imports.yaml_add_eol_comment("TODO: the import name(s); add a script test exercising the torch API", 0)
-    text = dump_plain(d)
+        ed.comment(key, before="\n")
+    ed.comment("source.url", eol="TODO: check the sdist file name on PyPI")
+    ed.comment("source.sha256",
+               eol=f"TODO: sha256 of the sdist (pip download --no-deps --no-binary :all: {name}==VERSION; sha256sum)")
+    ed.comment("requirements.host[1]", eol="TODO: add the build backend (setuptools, hatchling, flit-core, ...)")
+    ed.comment("requirements.run[1]",
+               eol="every supported PyTorch release, at minor granularity. TODO: other run deps, with upper bounds")
+    ed.comment("tests[0].python.imports[0]", eol="TODO: the import name(s); add a script test exercising the torch API")
+    text = ed.text()
     parse_recipe(text, distro.recipes_dir / name / RECIPE_FILE, render_settings(distro))  # self-check
     return text
 
