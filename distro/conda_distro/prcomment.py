@@ -12,7 +12,7 @@ A :class:`~conda_distro.checkpr.CheckPrResult` becomes a :class:`PrReport`:
 
 Log links: ``LogLinks.base`` is the CI run's artifact URL (``--log-url`` / ``CONDA_DISTRO_LOG_URL``;
 ``{path}`` in it is replaced by the log's path relative to the repository); without it the log's path
-is shown. Rendering: ``reports/templates/checkpr.md.j2`` and ``checkpr.txt.j2``.
+is shown. Rendering: ``templates/checkpr.md.j2`` and ``checkpr.txt.j2``.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.checkpr import CheckPrOptions, CheckPrResult, check_pr
+from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError
 from conda_distro.lint.base import CHECKS
-from conda_distro.progress import make_reporter
-from conda_distro.reports.render import render
+from conda_distro.templating import render
 
 STATUSES = ("pass", "fail", "needs-pin-update", "blocked", "n-a")
 ICONS = {"pass": "✅", "fail": "❌", "needs-pin-update": "📌", "blocked": "⛔", "n-a": "➖"}

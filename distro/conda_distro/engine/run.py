@@ -12,6 +12,7 @@ from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter
 from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
+from conda_distro.engine.progress import make_reporter
 from conda_distro.engine.releases import Availability, build_release_views, upstream_availability
 from conda_distro.engine.sandbox import require_bwrap, runtime_paths
 from conda_distro.engine.summary import build_table, plan_lines, untested_lines
@@ -20,7 +21,6 @@ from conda_distro.errors import ChannelError, UsageError
 from conda_distro.gitutil import changed_recipes
 from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.graph import RecipeGraph
-from conda_distro.progress import make_reporter
 from conda_distro.provenance import build_provenance
 from conda_distro.results import ResultsStore
 

@@ -6,7 +6,6 @@
   and the suggested action (``ping`` / ``retire``).
 * :mod:`~conda_distro.reports.status` — `status`: the static HTML status page.
 * :mod:`~conda_distro.reports.records` — retirement request records (``channel_state/retirements/``).
-* :mod:`~conda_distro.reports.render` — the one jinja2 environment (templates in ``templates/``).
 
 Nothing here reads a channel: CI can publish the status page from a plain checkout.
 """

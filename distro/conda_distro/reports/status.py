@@ -38,9 +38,9 @@ from conda_distro.gitutil import find_repo, origin_url
 from conda_distro.gpu import variant_label
 from conda_distro.ledger import ArtifactEntry
 from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact
-from conda_distro.reports.render import render, static
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
 from conda_distro.results import TestStatus
+from conda_distro.templating import render, static
 
 CellStatus = Literal["passed", "failed", "blocked", "not-applicable", "not-tested"]
 CELL_STATUSES: tuple[CellStatus, ...] = ("passed", "failed", "blocked", "not-applicable", "not-tested")

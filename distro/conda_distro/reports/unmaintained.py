@@ -38,7 +38,7 @@ from conda_distro.distribution import load_distribution
 from conda_distro.errors import ExitCode
 from conda_distro.ledger import ArtifactEntry, TestEvidence
 from conda_distro.reports.facts import Facts, PackageFacts, ReleaseDate, StagedBuild, days_between, gather, latest_tests
-from conda_distro.reports.render import render
+from conda_distro.templating import render
 
 
 class Action(enum.StrEnum):

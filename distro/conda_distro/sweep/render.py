@@ -1,6 +1,6 @@
 """The sweep's documents for people: the pull-request bodies (one per bumped package), the
 tracking issue's body and the whole markdown report, from the templates
-``reports/templates/sweep_pr.md.j2``, ``sweep_issue.md.j2`` and ``sweep.md.j2``; and the text
+``templates/sweep_pr.md.j2``, ``sweep_issue.md.j2`` and ``sweep.md.j2``; and the text
 report's lines. (The JSON document is :class:`~conda_distro.sweep.model.SweepDocument`.)"""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from conda_distro.reports.render import render
+from conda_distro.templating import render
 
 # The model calls these (SweepResult.text_lines / markdown), so this module does not import the model:
 # what it reads of Decision, SweepPlan and SweepResult (conda_distro.sweep.model) is described here.

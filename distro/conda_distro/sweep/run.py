@@ -16,11 +16,11 @@ from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.locking import REPOSITORY_LOCK, channel_lock
 from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import Distribution, load_distribution, open_distro
+from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError, GitError, UsageError
 from conda_distro.fsutil import atomic_write_text, clear_stale_temps
 from conda_distro.gitutil import clear_stale_index_lock
 from conda_distro.graph import RecipeGraph
-from conda_distro.progress import make_reporter
 from conda_distro.recipe import RECIPE_FILE, Recipe, parse_recipe
 from conda_distro.recipe_edit import EditError
 from conda_distro.render import prerender

@@ -1,4 +1,5 @@
-"""The one jinja2 environment of the reports (templates in ``conda_distro/reports/templates/``).
+"""The one jinja2 environment: the status page, the reports, the PR comment and the sweep's pull requests
+and tracking issue are rendered from templates in ``conda_distro/templates/``.
 
 HTML templates are autoescaped; markdown ones are not (they get the ``md`` filter for table cells).
 """
@@ -23,7 +24,7 @@ def mentions(handles: list[str]) -> str:
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("conda_distro.reports", "templates"),
+        loader=jinja2.PackageLoader("conda_distro", "templates"),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default_for_string=False),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
