@@ -15,8 +15,9 @@ import pytest
 from helpers import run_cli
 from ruamel.yaml import YAML
 
-from conda_distro.checkpr import CheckPrResult, suggest_pin
+from conda_distro.checkpr import CheckPrResult, RecipeLocation, suggest_pin
 from conda_distro.prcomment import to_markdown
+from conda_distro.results import BuildRecord, TestRecord
 
 TARGETS = [(r, v) for r in ("2.4.1", "2.5.1", "2.6.0") for v in ("cpu", "cuda")]
 HEADER = "| package | status | failed on | note |"
@@ -328,16 +329,17 @@ def test_suggest_pin_admits_the_new_version(spec, new, expected):
 
 def _failing_hookprofiler(**kw) -> CheckPrResult:
     """hookprofiler changed, fails on 2.6.0 (cpu and cuda) with the same reason; hookviz, downstream, fails too."""
-    tests = [{"name": n, "pytorch": p, "variant": v, "status": "failed" if p == "2.6.0" else "passed",
-              "reason": "AttributeError: legacy_autograd_hook" if p == "2.6.0" else None,
-              "log": f"/w/build/pr/main/logs/{n}/h_0.{p}-{v}.test.log"}
+    tests = [TestRecord(name=n, artifact=f"noarch/{n}-1.0-h_0.conda", pytorch=p, variant=v,
+                        status="failed" if p == "2.6.0" else "passed",
+                        reason="AttributeError: legacy_autograd_hook" if p == "2.6.0" else None,
+                        log=f"/w/build/pr/main/logs/{n}/h_0.{p}-{v}.test.log")
              for n in ("hookprofiler", "hookviz") for p in ("2.4.1", "2.5.1", "2.6.0") for v in ("cpu", "cuda")]
     return CheckPrResult(base="origin/main", changed=["hookprofiler"], affected=["hookprofiler", "hookviz"],
                          maintainers={"hookprofiler": ["ivan-petrov"], "hookviz": ["viz-owner", "ivan-petrov"]},
-                         built=True, root=Path("/w"), builds=[{"name": "hookprofiler", "status": "built"},
-                                                             {"name": "hookviz", "status": "built"}],
-                         locations={"hookprofiler": {"path": "recipes/hookprofiler/recipe.yaml", "build": 12, "tests": 30},
-                                    "hookviz": {"path": "recipes/hookviz/recipe.yaml", "build": 10, "tests": 25}},
+                         built=True, root=Path("/w"), builds=[BuildRecord(name="hookprofiler", version="1.0", status="built"),
+                                                             BuildRecord(name="hookviz", version="1.0", status="built")],
+                         locations={"hookprofiler": RecipeLocation("recipes/hookprofiler/recipe.yaml", 12, 30),
+                                    "hookviz": RecipeLocation("recipes/hookviz/recipe.yaml", 10, 25)},
                          tests=tests, **kw)
 
 
@@ -382,11 +384,11 @@ def test_statuses_cover_pass_fail_pin_blocked_and_na():
     from conda_distro.checkpr import PinUpdate
     from conda_distro.prcomment import build_report
 
-    tests = [{"name": n, "pytorch": "2.6.0", "variant": "cpu", "status": st}
+    tests = [TestRecord(name=n, artifact=f"noarch/{n}-1.0-h_0.conda", pytorch="2.6.0", variant="cpu", status=st)
              for n, st in (("a", "passed"), ("b", "failed"), ("c", "failed"), ("d", "blocked"))]
     res = CheckPrResult(base="main", changed=["a"], affected=["a", "b", "c", "d", "e"], built=True, tests=tests,
-                        builds=[{"name": n, "status": "built"} for n in "abce"]
-                        + [{"name": "d", "status": "blocked", "reason": "dependency b passed no test"}],
+                        builds=[BuildRecord(name=n, version="1.0", status="built") for n in "abce"]
+                        + [BuildRecord(name="d", version="1.0", status="blocked", reason="dependency b passed no test")],
                         needs_pin_update=[PinUpdate("c", "a", "2.0", "a >=1,<2", "a >=1,<3", ["cee"], "recipes/c/recipe.yaml", 9)],
                         maintainers={"b": ["bee"], "c": ["cee"], "d": ["dee"]})
     rep = build_report(res)

@@ -32,6 +32,7 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.recipe import parse_recipe
 from conda_distro.sweep import (
     EditError,
+    ReleaseTest,
     add_release_text,
     decide,
     edited_text,
@@ -1321,4 +1322,19 @@ def test_a_bump_that_upstream_lets_nobody_test_awaits_upstream():
     timm, einops = plan.get("timm"), plan.get("einops")
     assert timm.status == "awaiting-upstream" and why in timm.reason and not timm.applied
     assert "awaiting-upstream" in BLOCKING
-    assert einops.status == "bumped" and einops.tests == [{"pytorch": "2.15.0", "variant": "cuda", "status": "passed"}]
+    assert einops.status == "bumped" and einops.tests == [ReleaseTest(pytorch="2.15.0", variant="cuda", status="passed")]
+
+
+def test_the_sweep_document_keeps_its_tests_typed_and_its_json_as_before():
+    """A package's tests of the release are typed (ReleaseTest), and the document on disk stays as it was
+    written before they were: no ``"reason": null`` where a test has no reason."""
+    from conda_distro.sweep.model import SweepDocument
+
+    text = ('{"release": "2.7.0", "packages": [{"name": "kit", "status": "failed", "tests": ['
+            '{"pytorch": "2.7.0", "variant": "cpu", "status": "passed"}, '
+            '{"pytorch": "2.7.0", "variant": "cuda", "status": "failed", "reason": "ImportError"}]}]}')
+    doc = SweepDocument.model_validate_json(text)
+    dec = doc.packages[0].decision()
+    assert dec.tests == [ReleaseTest(pytorch="2.7.0", variant="cpu", status="passed"),
+                         ReleaseTest(pytorch="2.7.0", variant="cuda", status="failed", reason="ImportError")]
+    assert json.loads(doc.to_json())["packages"][0]["tests"] == json.loads(text)["packages"][0]["tests"]

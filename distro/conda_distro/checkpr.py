@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.distribution import Distribution, load_distribution
+from conda_distro.distribution import Distribution, Exclusions, load_distribution
 from conda_distro.engine.executor import Reporter
 from conda_distro.engine.run import SCOPES, BuildOptions, run_build
 from conda_distro.errors import ExitCode
@@ -27,7 +27,8 @@ from conda_distro.ledger import Ledger
 from conda_distro.lint import Finding, LintOptions, lint_distribution
 from conda_distro.lint.proposals import has_fatal, lint_proposals
 from conda_distro.proposal import proposal_names
-from conda_distro.solve import solve_distribution
+from conda_distro.results import BuildRecord, TestRecord
+from conda_distro.solve import TargetSolve, solve_distribution
 from conda_distro.specs import admits, upper_granularity
 
 BUILDABLE_PREFIXES = ("recipes/", "proposals/")
@@ -59,6 +60,15 @@ class PinUpdate:
         return self.__dict__.copy()
 
 
+@dataclass(frozen=True)
+class RecipeLocation:
+    """Where a package's build or test failure points: its recipe file and the lines of its sections."""
+
+    path: str  # relative to the distribution's folder
+    build: int | None = None  # the line of ``build:``
+    tests: int | None = None  # the line of ``tests:``
+
+
 @dataclass
 class CheckPrResult:
     base: str
@@ -68,26 +78,25 @@ class CheckPrResult:
     lint: list[Finding] = field(default_factory=list)
     proposals: list[Finding] = field(default_factory=list)
     affected: list[str] = field(default_factory=list)
-    solve: list[dict] = field(default_factory=list)
-    builds: list[dict] = field(default_factory=list)
-    tests: list[dict] = field(default_factory=list)
+    solve: list[TargetSolve] = field(default_factory=list)
+    builds: list[BuildRecord] = field(default_factory=list)
+    tests: list[TestRecord] = field(default_factory=list)
     needs_pin_update: list[PinUpdate] = field(default_factory=list)
     maintainers: dict[str, list[str]] = field(default_factory=dict)
     malformed: bool = False
     scope: str | None = None  # build/pr/<ref>/: where the build and its results, logs and staging went
-    excluded: dict = field(default_factory=dict)  # unreadable recipes and their dependents
+    excluded: Exclusions = field(default_factory=Exclusions)  # unreadable recipes and their dependents
     nothing_buildable: bool = False
     built: bool = False
-    # name -> {"path": recipe file, "build": line, "tests": line}: where a build or test failure points
-    locations: dict[str, dict] = field(default_factory=dict)
+    locations: dict[str, RecipeLocation] = field(default_factory=dict)  # where a build or test failure points
     root: Path | None = None  # the distribution's folder (logs are shown relative to it)
 
     @property
     def ok(self) -> bool:
         return not self.malformed and not any(f.severity == "error" for f in self.lint + self.proposals) \
-            and all(s["ok"] for s in self.solve) \
-            and all(b["status"] in ("built", "skipped-existing") for b in self.builds) \
-            and all(t["status"] == "passed" for t in self.tests) and not self.needs_pin_update
+            and all(s.ok for s in self.solve) \
+            and all(b.status in ("built", "skipped-existing") for b in self.builds) \
+            and all(t.status == "passed" for t in self.tests) and not self.needs_pin_update
 
     @property
     def exit_code(self) -> ExitCode:
@@ -101,9 +110,10 @@ class CheckPrResult:
             "nothing_buildable": self.nothing_buildable, "malformed": self.malformed, "built": self.built,
             "scope": self.scope,
             "lint": [f.to_dict() for f in self.lint], "proposals": [f.to_dict() for f in self.proposals],
-            "affected": self.affected, "solve": self.solve, "builds": self.builds, "tests": self.tests,
+            "affected": self.affected, "solve": [s.to_dict() for s in self.solve],
+            "builds": [b.to_dict() for b in self.builds], "tests": [t.to_dict() for t in self.tests],
             "needs_pin_update": [p.to_dict() for p in self.needs_pin_update], "maintainers": self.maintainers,
-            **self.excluded,
+            **(self.excluded.to_dict() if self.excluded else {}),
         }
 
 
@@ -190,23 +200,24 @@ def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> Check
         return res
     # recipes that cannot be read (reported by lint when the PR changes them) and their dependents
     # are left out of the rest of the gate; the lint errors already fail it
-    res.excluded = dist.exclusions() if dist.errors else {}
+    res.excluded = dist.exclusions()
     dist = dist.readable()
     present = [n for n in present if n in dist.recipes]
     graph = RecipeGraph.from_recipes(dist.recipes)
     res.affected = graph.order() if config_changed else graph.affected(present)
     res.maintainers = {n: list(dist.recipes[n].maintainers) for n in res.affected}
-    res.locations = {n: {"path": dist.recipes[n].path.relative_to(dist.root).as_posix(),
-                         "build": dist.recipes[n].lines.get("build"), "tests": dist.recipes[n].lines.get("tests")}
+    res.locations = {n: RecipeLocation(dist.recipes[n].path.relative_to(dist.root).as_posix(),
+                                       dist.recipes[n].lines.get("build"), dist.recipes[n].lines.get("tests"))
                      for n in res.affected}
     res.needs_pin_update = pin_updates(dist, graph, present)
-    res.solve = [r.to_dict() for r in solve_distribution(dist).results]
+    res.solve = solve_distribution(dist).results
     if options.build and res.affected:
         scope = scope_name(dist.root)
         res.scope = (dist.distro.build_dir / SCOPES / scope).relative_to(dist.root).as_posix() \
             if dist.distro.build_dir.is_relative_to(dist.root) else str(dist.distro.build_dir / SCOPES / scope)
         run = run_build(dist, BuildOptions(names=tuple(res.affected), jobs=options.jobs, sandbox=options.sandbox,
                                            scope=scope), reporter)
-        rep = run.report.to_dict() if run.report else {"builds": [], "tests": []}
-        res.builds, res.tests, res.built = rep["builds"], rep["tests"], True
+        if run.report is not None:
+            res.builds, res.tests = run.report.builds, run.report.tests
+        res.built = True
     return res

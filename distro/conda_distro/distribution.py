@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from conda_distro.config import DistroRepo, find_root, load_config
 from conda_distro.errors import DistroError, RecipeError
@@ -11,6 +12,50 @@ from conda_distro.fsutil import paused_gc
 from conda_distro.recipe import Recipe, parse_recipe, read_recipe_text, recipe_paths
 from conda_distro.render import RenderSettings, prerender
 from conda_distro.variants import recipe_settings, render_settings
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A recipe that cannot be read or rendered (its folder name is all that is known of its package)."""
+
+    recipe: str  # the folder
+    path: str | None
+    line: int | None
+    message: str
+    hint: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"recipe": self.recipe, "path": self.path, "line": self.line, "message": self.message, "hint": self.hint}
+
+
+@dataclass(frozen=True)
+class BlockedRecipe:
+    """A readable recipe left out because it depends (maybe through others) on an unreadable one."""
+
+    name: str
+    by: str  # the unreadable recipe's folder
+
+    @property
+    def reason(self) -> str:
+        return f"depends on unreadable recipe {self.by}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "by": self.by, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Exclusions:
+    """What commands leave out of a distribution with unreadable recipes (:meth:`Distribution.readable`)."""
+
+    unreadable: tuple[Unreadable, ...] = ()
+    blocked: tuple[BlockedRecipe, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.unreadable or self.blocked)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{unreadable: [...], blocked: [...]}`` as the JSON outputs carry them."""
+        return {"unreadable": [u.to_dict() for u in self.unreadable], "blocked": [b.to_dict() for b in self.blocked]}
 
 
 @dataclass
@@ -97,18 +142,11 @@ class Distribution:
         keep = {n: r for n, r in self.recipes.items() if n not in blocked}
         return Distribution(self.distro, keep, [], self.settings)
 
-    def exclusions(self) -> dict:
-        """What :meth:`readable` left out, for JSON reports."""
-        return {"unreadable": self.unreadable(),
-                "blocked": [{"name": n, "by": b, "reason": f"depends on unreadable recipe {b}"}
-                            for n, b in sorted(self.blocked_by_broken().items())]}
-
-    def unreadable(self) -> list[dict]:
-        """The recipes that cannot be read or rendered, for reports: ``[{recipe, path, line, message, hint}]``."""
-        out = []
-        for folder, e in sorted(self.broken.items()):
-            out.append({"recipe": folder, "path": e.path, "line": e.line, "message": e.message, "hint": e.hint})
-        return out
+    def exclusions(self) -> Exclusions:
+        """What :meth:`readable` left out: the recipes that cannot be read or rendered, and their dependents."""
+        return Exclusions(
+            unreadable=tuple(Unreadable(folder, e.path, e.line, e.message, e.hint) for folder, e in sorted(self.broken.items())),
+            blocked=tuple(BlockedRecipe(n, b) for n, b in sorted(self.blocked_by_broken().items())))
 
     def notices(self) -> list[str]:
         """What commands print on stderr about the recipes they leave out: every recipe that cannot be

@@ -10,7 +10,7 @@ from pathlib import Path
 import networkx as nx
 
 from conda_distro.ci import RunnerPlan, github_matrix, runner_plan
-from conda_distro.distribution import load_distribution, open_distro
+from conda_distro.distribution import Exclusions, load_distribution, open_distro
 from conda_distro.errors import GraphError
 from conda_distro.fsutil import paused_gc
 from conda_distro.gitutil import changed_recipes
@@ -143,17 +143,18 @@ class GraphResult:
     graph: RecipeGraph
     affected: list[str]
     changed: list[str] | None  # None: no change given (affected is then every package)
-    excluded: dict  # {unreadable, blocked}, see Distribution.exclusions
+    excluded: Exclusions
     shards: int = 1
     notices: list[str] = field(default_factory=list)  # stderr: the recipes left out, and why
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.excluded["unreadable"] else 0
+        return 1 if self.excluded.unreadable else 0
 
     def to_dict(self) -> dict:
-        return {"ok": not self.excluded["unreadable"], "order": self.graph.order(), "levels": self.graph.levels(),
-                "edges": self.graph.edges(), "affected": self.affected, "changed": self.changed, **self.excluded}
+        return {"ok": not self.excluded.unreadable, "order": self.graph.order(), "levels": self.graph.levels(),
+                "edges": self.graph.edges(), "affected": self.affected, "changed": self.changed,
+                **self.excluded.to_dict()}
 
     def text_lines(self) -> list[str]:
         lines = ["order (dependencies first):"]

@@ -17,6 +17,7 @@ is shown. Rendering: ``templates/checkpr.md.j2`` and ``checkpr.txt.j2``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from conda_distro.checkpr import CheckPrOptions, CheckPrResult, check_pr
 from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError
 from conda_distro.lint.base import CHECKS
+from conda_distro.results import BuildRecord, TestRecord
 from conda_distro.templating import render
 
 STATUSES = ("pass", "fail", "needs-pin-update", "blocked", "n-a")
@@ -125,7 +127,7 @@ def _version_key(release: str) -> tuple:
     return tuple(int(x) if x.isdigit() else 0 for x in release.split("."))
 
 
-def targets_text(failed: list[tuple[str, str]], every: list[tuple[str, str]]) -> str:
+def targets_text(failed: Sequence[tuple[str, str]], every: Sequence[tuple[str, str]]) -> str:
     """``all 6`` when every target failed, else per release: ``2.5.1 cuda, 2.6.0 cpu/cuda``."""
     got = sorted(set(failed), key=lambda t: (_version_key(t[0]), t[1]))
     if not got:
@@ -166,72 +168,71 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
                         f"`{res.base}`); no build or test is needed.", res.base)
     if res.malformed:
         return _malformed(res)
-    every = sorted({(t["pytorch"], t["variant"]) for t in res.tests} | {(s["pytorch"], s["variant"]) for s in res.solve},
+    every = sorted({(t.pytorch, t.variant) for t in res.tests} | {(s.pytorch, s.variant) for s in res.solve},
                    key=lambda t: (_version_key(t[0]), t[1]))
     rep = PrReport("ready to merge" if res.ok else "changes needed", "✅" if res.ok else "❌", "", res.base,
                    targets=len(every), not_built=not res.built and bool(res.affected), scope=res.scope if res.built else None)
     loc = res.locations
     pins = {p.name: p for p in res.needs_pin_update}
-    unreadable = {u["recipe"]: u for u in res.excluded.get("unreadable", [])}
-    blocked_by = {b["name"]: b["by"] for b in res.excluded.get("blocked", [])}
+    unreadable = {u.recipe: u for u in res.excluded.unreadable}
+    blocked_by = {b.name: b.by for b in res.excluded.blocked}
     lint_errors = {f.recipe for f in res.lint if f.severity == "error"}
     conflicts: dict[str, list[tuple[str, str]]] = {}
     for s in res.solve:
-        for name in s.get("conflicting") or []:
-            conflicts.setdefault(name, []).append((s["pytorch"], s["variant"]))
+        for name in s.conflicting:
+            conflicts.setdefault(name, []).append((s.pytorch, s.variant))
 
     # --- findings: lint and proposals, builds, tests (grouped), pins, solves
     for f in res.lint + res.proposals:
         rep.items.append(Item(f.severity, f"[{f.check}] {_one_line(f.message)}", f.recipe, _loc(f.path, f.line),
                               f.hint))
-    failed_tests: dict[tuple[str, str], list[dict]] = {}
+    failed_tests: dict[tuple[str, str], list[TestRecord]] = {}
     for t in res.tests:
-        if t["status"] == "failed":
-            failed_tests.setdefault((t["name"], _one_line(t.get("reason") or "failed")), []).append(t)
+        if t.status == "failed":
+            failed_tests.setdefault((t.name, _one_line(t.reason or "failed")), []).append(t)
     for b in res.builds:
-        if b["status"] == "failed":
-            where = loc.get(b["name"], {})
-            rep.items.append(Item("error", f"`{b['name']}` build failed: {_one_line(b.get('reason') or 'failed')}", b["name"],
-                                  _loc(where.get("path"), where.get("build")),
-                                  f"reproduce with `conda-distro build {b['name']}`", links.path(b.get("log")),
-                                  links.url(b.get("log"))))
+        if b.status == "failed":
+            where = loc.get(b.name)
+            rep.items.append(Item("error", f"`{b.name}` build failed: {_one_line(b.reason or 'failed')}", b.name,
+                                  _loc(where.path, where.build) if where else None,
+                                  f"reproduce with `conda-distro build {b.name}`", links.path(b.log), links.url(b.log)))
     for (name, reason), tests in failed_tests.items():
-        where = loc.get(name, {})
-        targets = [(t["pytorch"], t["variant"]) for t in tests]
-        first = sorted(tests, key=lambda t: (_version_key(t["pytorch"]), t["variant"]))[0]
+        where = loc.get(name)
+        targets = [(t.pytorch, t.variant) for t in tests]
+        first = sorted(tests, key=lambda t: (_version_key(t.pytorch), t.variant))[0]
         rep.items.append(Item("error", f"`{name}` test failed on {targets_text(targets, _targets_of(res, name))}: {reason}",
-                              name, _loc(where.get("path"), where.get("tests")),
-                              f"reproduce with `conda-distro build {name} --pytorch {first['pytorch']}`",
-                              links.path(first.get("log")), links.url(first.get("log")), len(tests) - 1))
+                              name, _loc(where.path, where.tests) if where else None,
+                              f"reproduce with `conda-distro build {name} --pytorch {first.pytorch}`",
+                              links.path(first.log), links.url(first.log), len(tests) - 1))
     for p in res.needs_pin_update:
         rep.items.append(Item("error", f"`{p.name}`: `{p.pin}` does not admit {p.dependency} {p.new_version}", p.name,
                               f"{p.path}:{p.line}", f"change it to `{p.suggested}`"))
-    bad_solves = [s for s in res.solve if not s["ok"]]
+    bad_solves = [s for s in res.solve if not s.ok]
     culprits_seen: set[tuple[str, ...]] = set()
     for s in bad_solves:
-        key = tuple(s.get("conflicting") or ())
+        key = tuple(s.conflicting)
         if key in culprits_seen:
             continue
         culprits_seen.add(key)
-        on = [(x["pytorch"], x["variant"]) for x in bad_solves if tuple(x.get("conflicting") or ()) == key]
+        on = [(x.pytorch, x.variant) for x in bad_solves if tuple(x.conflicting) == key]
         who = ", ".join(f"`{c}`" for c in key) or "the distribution"
         rep.items.append(Item("error", f"not co-installable on {targets_text(on, every)}: {who}",
                               hint="`conda-distro solve` explains the conflict (below)"))
     if bad_solves:
-        rep.solver = (bad_solves[0].get("conflict") or "").strip() or None
+        rep.solver = (bad_solves[0].conflict or "").strip() or None
 
     # --- one row per package
     names = list(res.affected) + [n for n in (*unreadable, *blocked_by) if n not in res.affected
                                   and (n in res.changed or n in blocked_by)]
-    builds: dict[str, list[dict]] = {}
+    builds: dict[str, list[BuildRecord]] = {}
     for b in res.builds:
-        builds.setdefault(b["name"], []).append(b)
+        builds.setdefault(b.name, []).append(b)
     for name in names:
         row = Row(name, "pass", changed=name in res.changed)
-        tests = [t for t in res.tests if t["name"] == name]
-        failed = [(t["pytorch"], t["variant"]) for t in tests if t["status"] == "failed"]
-        blocked = [(t["pytorch"], t["variant"]) for t in tests if t["status"] == "blocked"]
-        bstat = {b["status"] for b in builds.get(name, [])}
+        tests = [t for t in res.tests if t.name == name]
+        failed = [(t.pytorch, t.variant) for t in tests if t.status == "failed"]
+        blocked = [(t.pytorch, t.variant) for t in tests if t.status == "blocked"]
+        bstat = {b.status for b in builds.get(name, [])}
         if name in pins:
             p = pins[name]
             row.status, row.note = "needs-pin-update", f"pin `{p.pin}` → `{p.suggested}`"
@@ -248,8 +249,8 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
             row.status, row.note = "blocked", f"waits for `{blocked_by[name]}` (unreadable)"
         elif "blocked" in bstat or (tests and len(blocked) == len(tests)):
             row.status = "blocked"
-            why = next((b.get("reason") for b in builds.get(name, []) if b["status"] == "blocked"), None) \
-                or next((t.get("reason") for t in tests if t["status"] == "blocked"), None)
+            why = next((b.reason for b in builds.get(name, []) if b.status == "blocked"), None) \
+                or next((t.reason for t in tests if t.status == "blocked"), None)
             row.failed_on = targets_text(blocked, _targets_of(res, name)) if blocked else ""
             row.note = _waits_for(why, res.affected) or _one_line(why, 60)
         elif not res.built:
@@ -284,7 +285,7 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
 
 
 def _targets_of(res: CheckPrResult, name: str) -> list[tuple[str, str]]:
-    return [(t["pytorch"], t["variant"]) for t in res.tests if t["name"] == name]
+    return [(t.pytorch, t.variant) for t in res.tests if t.name == name]
 
 
 def _waits_for(reason: str | None, names: list[str]) -> str | None:
@@ -306,9 +307,9 @@ def _next_steps(res: CheckPrResult, rep: PrReport) -> list[str]:
     steps = []
     if any(f.severity == "error" for f in res.lint + res.proposals):
         steps.append("fix the lint errors (`conda-distro lint --fix` fixes the simple ones)")
-    if any(t["status"] == "failed" for t in res.tests) or any(b["status"] == "failed" for b in res.builds):
+    if any(t.status == "failed" for t in res.tests) or any(b.status == "failed" for b in res.builds):
         steps.append("fix the failing builds/tests (each finding links its log)")
-    if any(not s["ok"] for s in res.solve):
+    if any(not s.ok for s in res.solve):
         steps.append("make the pins co-installable (`conda-distro solve` explains the conflict)")
     if res.needs_pin_update:
         steps.append("update the dependents' pins listed above")

@@ -54,6 +54,10 @@ class BuildRecord(_Model):
     reason: str | None = None  # why failed / blocked
     variant: dict[str, str] = Field(default_factory=dict)  # variant keys used (e.g. {"pytorch": "2.5"})
 
+    def to_dict(self) -> dict:
+        """As commands print it (JSON): the fields that are set."""
+        return self.model_dump(mode="json", exclude_none=True)
+
 
 class TestRecord(_Model):
     name: str
@@ -78,6 +82,10 @@ class TestRecord(_Model):
     # cuda tests: whether the machine that ran it had a working GPU (`nvidia-smi`); False = "cuda (no GPU)",
     # an install + import test under the __cuda override. None: a cpu test, not run, or not recorded
     gpu: bool | None = None
+
+    def to_dict(self) -> dict:
+        """As commands print it (JSON): the fields that are set, without the reuse key."""
+        return self.model_dump(mode="json", exclude={"key"}, exclude_none=True)
 
 
 class ArtifactResults(_Model):

@@ -75,13 +75,7 @@ class ExecutionResult:
         return ExitCode.OK if self.ok else ExitCode.FAILURES
 
     def to_dict(self) -> dict:
-        def build(b: BuildRecord) -> dict:
-            return b.model_dump(mode="json", exclude_none=True)
-
-        def test(t: TestRecord) -> dict:
-            return t.model_dump(mode="json", exclude={"key"}, exclude_none=True)
-
-        return {"ok": self.ok, "builds": [build(b) for b in self.builds], "tests": [test(t) for t in self.tests]}
+        return {"ok": self.ok, "builds": [b.to_dict() for b in self.builds], "tests": [t.to_dict() for t in self.tests]}
 
 
 @dataclass

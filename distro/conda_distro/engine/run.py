@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conda_distro.channels import open_anaconda_channel
 from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, channel_lock
-from conda_distro.distribution import Distribution, load_distribution
+from conda_distro.distribution import Distribution, Exclusions, load_distribution
 from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter
 from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
@@ -46,17 +46,18 @@ class BuildOptions:
 class BuildRun:
     plan: BuildPlan
     report: ExecutionResult | None  # None for a dry run
-    excluded: dict = field(default_factory=dict)  # unreadable recipes and their dependents (see Distribution.exclusions)
+    excluded: Exclusions = field(default_factory=Exclusions)  # unreadable recipes and their dependents
     gpu: GpuProbe | None = None  # whether cuda tests ran on a GPU (None: no cuda test was planned)
     notices: list[str] = field(default_factory=list)  # stderr: the recipes left out, and why
 
     @property
     def exit_code(self) -> int:
         own = 0 if self.report is None else int(self.report.exit_code)
-        return max(own, 1 if self.excluded.get("unreadable") else 0)
+        return max(own, 1 if self.excluded.unreadable else 0)
 
     def to_dict(self) -> dict:
-        extra = {"ok": self.exit_code == 0, **self.excluded, **({"gpu": self.gpu.to_dict()} if self.gpu else {})}
+        extra = {"ok": self.exit_code == 0, **(self.excluded.to_dict() if self.excluded else {}),
+                 **({"gpu": self.gpu.to_dict()} if self.gpu else {})}
         if self.report is None:
             return {"dry_run": True, "plan": self.plan.to_dict(), "builds": [], "tests": [], **extra}
         return {**self.report.to_dict(), "plan": {"order": [p.name for p in self.plan.packages]}, **extra}
@@ -238,7 +239,7 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
     exits 2 having written nothing (not even the lock file); when another build wrote staging or the
     results while this one waited for the lock, it is made again under the lock."""
     plan, paths = plan_build(dist, options)
-    excluded = dist.exclusions() if dist.errors else {}
+    excluded = dist.exclusions()
     if options.dry_run:
         return BuildRun(plan, None, excluded)
     if not plan.packages:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT
 from conda_distro.sweep import render
@@ -55,7 +55,7 @@ class Decision:
     new_build: int | None = None
     reason: str | None = None
     log: str | None = None  # failing log excerpt
-    tests: list[dict] = field(default_factory=list)
+    tests: list[ReleaseTest] = field(default_factory=list)  # its tests of the new release
     depends_on_pytorch: bool = True  # itself (False: only through distribution packages)
 
     @property
@@ -83,6 +83,15 @@ class _Doc(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class ReleaseTest(_Doc):
+    """One test of a package against the swept release (one variant)."""
+
+    pytorch: str
+    variant: str
+    status: str
+    reason: str | None = None
+
+
 class PackageEntry(_Doc):
     """One package of the sweep document (a :class:`Decision`)."""
 
@@ -97,7 +106,11 @@ class PackageEntry(_Doc):
     pytorch_dependency: str = "direct"  # or "indirect": only through distribution packages
     reason: str | None = None
     log: str | None = None
-    tests: list[dict[str, Any]] = Field(default_factory=list)
+    tests: list[ReleaseTest] = Field(default_factory=list)
+
+    @field_serializer("tests")
+    def _tests(self, tests: list[ReleaseTest]) -> list[dict[str, Any]]:
+        return [t.model_dump(mode="json", exclude_none=True) for t in tests]  # (no "reason": null)
 
     @classmethod
     def of(cls, dec: Decision, dry_run: bool) -> PackageEntry:

@@ -34,7 +34,7 @@ from conda_distro.sweep.git import (
     publish,
     refuse_half_made,
 )
-from conda_distro.sweep.model import SweepDocument, SweepOptions, SweepPlan, SweepResult
+from conda_distro.sweep.model import ReleaseTest, SweepDocument, SweepOptions, SweepPlan, SweepResult
 from conda_distro.sweep.plan import RELEASE_RE, is_new_minor, mark_awaiting, plan_sweep, to_test
 from conda_distro.sweep.render import pr_body, tracking_issue
 from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
@@ -260,8 +260,8 @@ def _apply_results(plan: SweepPlan, report: ExecutionResult | None, tested: set[
         if dec.name not in tested or dec.status not in ("bumped", "unchanged"):
             continue
         tests = by_name.get(dec.name, [])
-        dec.tests = [{"pytorch": t.pytorch, "variant": t.variant, "status": t.status,
-                      **({"reason": t.reason} if t.reason else {})} for t in tests]
+        dec.tests = [ReleaseTest(pytorch=t.pytorch, variant=t.variant, status=t.status, reason=t.reason or None)
+                     for t in tests]
         failed_build = next((b for b in builds.get(dec.name, []) if b.status == "failed"), None)
         blocked_build = next((b for b in builds.get(dec.name, []) if b.status == "blocked"), None)
         bad = [t for t in tests if t.status == "failed"]
