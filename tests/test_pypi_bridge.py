@@ -211,6 +211,40 @@ def test_an_unknown_project_is_a_bridge_error(tmp_path, wheel_cache):
 # ------------------------------------------------------------------------------------- sandbox --real
 
 
+def test_the_real_upstream_cache_entry_has_one_schema(tmp_path, monkeypatch):
+    """`sandbox --real`'s cache entry is written and read back as one typed document (the bridge's
+    summary); a later run reads it instead of bridging again, and an unreadable entry is a clear error."""
+    import conda_distro.sandbox.real as real
+    from conda_distro.sandbox.upstream import HostPython
+    from conda_distro.upstream import BridgeResult
+
+    made = []
+
+    def fake_build(tmp, needs, builds, host, cache_root, say):
+        made.append(tmp)
+        (tmp / "noarch").mkdir(parents=True)
+        return BridgeResult(tmp, (), {}, ("kornia",), (("2.13.0", "cpu", "no matching distribution"),),
+                            (("odd-1.0-py3-none-any.whl", "no METADATA"),), 3, 1234, 1.0, 2.0, 3.0, 0.5)
+
+    monkeypatch.setattr(real, "_build_upstream", fake_build)
+    needs = real.Needs(("einops>=0.8",), frozenset({"kornia"}), ())
+    builds = (TorchBuild("2.13.0", "cpu"),)
+    host = HostPython.current()
+    entry, first, built = real.ensure_real_upstream(needs, builds, cache_root=tmp_path, host=host, say=lambda m: None)
+    assert built and len(made) == 1
+    assert [(u.release, u.variant, u.why) for u in first.unavailable] == [("2.13.0", "cpu", "no matching distribution")]
+    assert [(n.wheel, n.why) for n in first.not_converted] == [("odd-1.0-py3-none-any.whl", "no METADATA")]
+    doc = json.loads((entry / real.ENTRY_FILE).read_text())
+    assert doc["requirements"] == ["einops>=0.8"] and doc["bridge"]["seconds"] == {
+        "resolve": 1.0, "download": 2.0, "convert": 3.0, "index": 0.5}
+    again, second, built = real.ensure_real_upstream(needs, builds, cache_root=tmp_path, host=host, say=lambda m: None)
+    assert (again, second, built) == (entry, first, False) and len(made) == 1
+    (entry / real.ENTRY_FILE).write_text(json.dumps({**doc, "bridge": {"packages": []}}))  # no channel
+    with pytest.raises(BridgeError, match="cache entry cannot be read") as exc:
+        real.ensure_real_upstream(needs, builds, cache_root=tmp_path, host=host, say=lambda m: None)
+    assert str(entry) in exc.value.hint
+
+
 def test_world_distro_yaml_points_at_local_channels():
     from conda_distro.sandbox.real import _distro_yaml
 

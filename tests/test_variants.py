@@ -194,5 +194,5 @@ def test_cuda_probe_runs_a_cuda_op_on_the_gpu(tmp_path):
     (prefix / "bin").mkdir(parents=True)
     (prefix / "bin" / "python").symlink_to(sys.executable)
     check = cuda_probe(prefix)
-    assert check["ok"], check["output"]
-    assert "(ran: true)" in check["output"]
+    assert check.ok, check.output
+    assert "(ran: true)" in check.output

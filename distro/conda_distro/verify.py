@@ -31,15 +31,16 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from conda_distro.channels import open_channel
-from conda_distro.channels.base import ChannelFile
+from conda_distro.channels.base import ChannelFile, FileProblem
 from conda_distro.channels.depends import lockstep_of_files
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.releases import Target, select_releases, upstream_availability
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.gpu import probe_gpu, variant_label
-from conda_distro.ledger import Ledger, compare_with_channel
+from conda_distro.ledger import Drift, Ledger, compare_with_channel
 from conda_distro.pytorch_record import TorchBuild
 from conda_distro.recipe import Recipe
 from conda_distro.solve import RattlerSolver
@@ -70,6 +71,30 @@ class VerifyOptions:
     root: Path | None = None  # the distribution's folder (None: found from the current one); for verify()
 
 
+@dataclass(frozen=True)
+class Check:
+    """One check of an installed environment: what was checked of which package, how, and what it printed."""
+
+    package: str
+    check: str  # "variant" | "import torch" | "cuda op on the GPU" | "import MODULE"
+    evidence: str  # record | import-probe | gpu-probe | import
+    ok: bool
+    output: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"package": self.package, "check": self.check, "evidence": self.evidence, "ok": self.ok,
+                "output": self.output}
+
+
+#: a difference between main and what it should hold: the channel against its own index, or the ledger
+#: against the channel (both say artifact, kind, detail)
+DriftItem = FileProblem | Drift
+
+
+def _drift_dict(d: DriftItem) -> dict[str, str]:
+    return {"artifact": d.artifact, "kind": d.kind, "detail": d.detail}
+
+
 @dataclass
 class TargetVerification:
     pytorch: str
@@ -77,7 +102,7 @@ class TargetVerification:
     ok: bool
     installed: list[str] = field(default_factory=list)
     requested: list[str] = field(default_factory=list)
-    checks: list[dict] = field(default_factory=list)  # {package, check, evidence, ok, output}
+    checks: list[Check] = field(default_factory=list)
     error: str | None = None
     gpu: bool | None = None  # cuda: whether this machine had a working GPU (False: "cuda (no GPU)")
     #: why nothing was installed: upstream has no pytorch build of this release × variant (nobody can
@@ -87,7 +112,7 @@ class TargetVerification:
 
     def to_dict(self) -> dict:
         return {"pytorch": self.pytorch, "variant": self.variant, "ok": self.ok, "installed": self.installed,
-                "requested": self.requested, "checks": self.checks, "error": self.error,
+                "requested": self.requested, "checks": [c.to_dict() for c in self.checks], "error": self.error,
                 **({"gpu": self.gpu} if self.gpu is not None else {}),
                 **({"skipped": self.skipped} if self.skipped else {}),
                 **({"left_out": self.left_out} if self.left_out else {})}
@@ -99,7 +124,7 @@ TAIL_LINES = 8  # of a failing check's output, in text mode (JSON has it all)
 @dataclass
 class VerifyResult:
     results: list[TargetVerification]
-    drift: list[dict]
+    drift: list[DriftItem]
     notices: list[str] = field(default_factory=list)  # stderr: the recipes left out (unreadable), and why
     unreadable: int = 0  # how many recipes could not be read (they make the exit code 1)
 
@@ -112,7 +137,7 @@ class VerifyResult:
         return 0 if self.ok and not self.unreadable else 1
 
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "results": [r.to_dict() for r in self.results], "drift": self.drift}
+        return {"ok": self.ok, "results": [r.to_dict() for r in self.results], "drift": [_drift_dict(d) for d in self.drift]}
 
     def text_lines(self) -> list[str]:
         """Per release × variant: the verdict (or why it was skipped), the packages left out and why, and for
@@ -124,21 +149,21 @@ class VerifyResult:
                 lines.append(f"pytorch {r.pytorch} ({variant_label(r.variant, r.gpu)}): skipped — {r.skipped}")
                 continue
             lines.append(f"pytorch {r.pytorch} ({variant_label(r.variant, r.gpu)}): {'ok' if r.ok else 'FAILED'} — "
-                         f"{len(r.installed)} packages installed, {sum(c['ok'] for c in r.checks)}/{len(r.checks)} "
+                         f"{len(r.installed)} packages installed, {sum(c.ok for c in r.checks)}/{len(r.checks)} "
                          "checks passed")
             for name, why in sorted(r.left_out.items()):
                 lines.append(f"    {name}: not installed — {why}")
-            failing = [c for c in r.checks if not c["ok"]]
+            failing = [c for c in r.checks if not c.ok]
             if r.error and not failing:
                 lines.append(f"    {r.error}")
             for c in failing:
-                lines.append(f"    {c['package']}: {c['check']} failed")
-                output = [ln for ln in str(c.get("output") or "").splitlines() if ln.strip()]
+                lines.append(f"    {c.package}: {c.check} failed")
+                output = [ln for ln in c.output.splitlines() if ln.strip()]
                 shown = output[-TAIL_LINES:]
                 if len(output) > len(shown):
                     lines.append(f"      [... {len(output) - len(shown)} earlier line(s); all of it in --format json]")
                 lines += [f"      | {ln}" for ln in shown]
-        lines += [f"drift: {d['kind']}: {d['artifact']} ({d['detail']})" for d in self.drift]
+        lines += [f"drift: {d.kind}: {d.artifact} ({d.detail})" for d in self.drift]
         lines.append("ok" if self.ok else "FAILED")
         return lines
 
@@ -191,11 +216,11 @@ def _python(prefix: Path, code: str) -> tuple[bool, str]:
     return proc.returncode == 0, (proc.stdout + proc.stderr).strip()[-2000:]
 
 
-def cuda_probe(prefix: Path) -> dict:
+def cuda_probe(prefix: Path, package: str = "pytorch") -> Check:
     """The GPU check of a cuda environment (run only where nvidia-smi works): ``torch.cuda.is_available()``
     and a tiny op on the device."""
     ok, output = _python(prefix, CUDA_PROBE)
-    return {"package": "pytorch", "check": "cuda op on the GPU", "evidence": "gpu-probe", "ok": ok, "output": output}
+    return Check(package, "cuda op on the GPU", "gpu-probe", ok, output)
 
 
 def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, names: list[str], workdir: Path,
@@ -218,8 +243,8 @@ def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, na
         res.error = f"the {target.variant} variant installed no {pytorch}"
         return res
     kind = TorchBuild.of(str(torch.build), list(torch.depends))
-    res.checks.append({"package": pytorch, "check": "variant", "evidence": "record", "ok": kind.variant == target.variant,
-                       "output": f"{pytorch} {torch.version} {torch.build}: {kind.evidence}"})
+    res.checks.append(Check(pytorch, "variant", "record", kind.variant == target.variant,
+                            f"{pytorch} {torch.version} {torch.build}: {kind.evidence}"))
     if kind.variant != target.variant:
         res.error = f"the {target.variant} variant installed {pytorch} build {torch.build}, a {kind.evidence} build"
         return res
@@ -232,20 +257,18 @@ def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, na
     if kind.python or any(prefix.glob("lib/python*/site-packages/torch")):
         ok, output = _python(prefix, VARIANT_PROBE)
         seen = output.split()[0] if ok and output else "?"
-        res.checks.append({"package": pytorch, "check": "import torch", "evidence": "import-probe",
-                           "ok": ok and seen == target.variant, "output": output})
+        res.checks.append(Check(pytorch, "import torch", "import-probe", ok and seen == target.variant, output))
         if cuda and gpu:
-            res.checks.append({**cuda_probe(prefix), "package": pytorch})
+            res.checks.append(cuda_probe(prefix, pytorch))
     by_pkg = {r.name: r for r in dist.recipes.values()}
     for name in names:
         for module in _import_names(by_pkg.get(name)):
             ok, output = _python(prefix, f"import {module}")
-            res.checks.append({"package": name, "check": f"import {module}", "evidence": "import", "ok": ok,
-                               "output": output})
-    failed = [c for c in res.checks if not c["ok"]]
+            res.checks.append(Check(name, f"import {module}", "import", ok, output))
+    failed = [c for c in res.checks if not c.ok]
     res.ok = not failed
     if failed:
-        res.error = "; ".join(f"{c['package']}: {c['check']} failed" for c in failed)
+        res.error = "; ".join(f"{c.package}: {c.check} failed" for c in failed)
     return res
 
 
@@ -279,14 +302,13 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
     if not files:
         raise ChannelError(f"the main channel {main.describe()} holds no packages", field="channels.main",
                            hint="promote something first: conda-distro build --all && conda-distro promote")
-    ledger_drift = [d.model_dump(mode="json")
-                    for d in compare_with_channel(Ledger(dist.distro.state_dir).load_all(), listed)]
+    ledger_drift = compare_with_channel(Ledger(dist.distro.state_dir).load_all(), listed)
     pytorch = dist.config.pytorch.name
     results = []
     scratch = Path(tempfile.mkdtemp(prefix="conda-distro-verify-"))
     try:
         audit = main.audit(scratch / "channel")
-        drift = sorted([p.to_dict() for p in audit.problems] + ledger_drift, key=lambda d: (d["artifact"], d["kind"]))
+        drift: list[DriftItem] = sorted([*audit.problems, *ledger_drift], key=lambda d: (d.artifact, d.kind))
         solver = RattlerSolver([audit.url, *dist.distro.upstream_urls], dist.distro.subdirs)
         workdir = options.keep or scratch / "envs"
         workdir.mkdir(parents=True, exist_ok=True)

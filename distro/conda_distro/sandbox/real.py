@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from importlib.metadata import version as dist_version
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from conda_distro.cachedir import default_cache_dir
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import BridgeError, LockTimeoutError
@@ -43,6 +45,7 @@ from conda_distro.sandbox.upstream import HostPython, build_python_package, publ
 from conda_distro.sandbox.world import commit_world, target_folder
 from conda_distro.upstream import BridgeOptions, BridgeResult, TargetPython, TorchBuild, bridge, pypi_name
 from conda_distro.upstream.names import normalize
+from conda_distro.upstream.pypi import BridgeSummary, NotConverted, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +81,8 @@ class RealResult:
     recipes: list[str]
     releases: tuple[str, ...]
     pytorch: dict[tuple[str, str], str]  # (release, variant) -> filename
-    unavailable: list[dict]
-    not_converted: list[dict]
+    unavailable: list[Unavailable]
+    not_converted: list[NotConverted]
     cache_hit: bool
     timings: dict[str, float]
     bytes_downloaded: int
@@ -91,7 +94,8 @@ class RealResult:
             "path": str(self.path), "upstream": str(self.upstream), "recipes": self.recipes,
             "releases": list(self.releases),
             "pytorch": [{"release": r, "variant": v, "file": f} for (r, v), f in sorted(self.pytorch.items())],
-            "unavailable": self.unavailable, "not_converted": self.not_converted, "cache_hit": self.cache_hit,
+            "unavailable": [u.model_dump(mode="json") for u in self.unavailable],
+            "not_converted": [n.model_dump(mode="json") for n in self.not_converted], "cache_hit": self.cache_hit,
             "timings": {k: round(v, 1) for k, v in self.timings.items()},
             "bytes_downloaded": self.bytes_downloaded, "upstream_bytes": self.upstream_bytes,
             "seconds": round(self.seconds, 1),
@@ -106,8 +110,8 @@ class RealResult:
                  f"{', upstream from cache' if self.cache_hit else ''})",
                  f"  upstream channel: {self.upstream} ({self.upstream_bytes / 2**30:.1f} GiB)"]
         lines += [f"    {f}  (PyTorch {release}, {variant})" for (release, variant), f in sorted(self.pytorch.items())]
-        lines += [f"    not on PyPI for PyTorch {u['release']} ({u['variant']}): {u['why']}" for u in self.unavailable]
-        lines += [f"    not converted: {n['wheel']}: {n['why']}" for n in self.not_converted]
+        lines += [f"    not on PyPI for PyTorch {u.release} ({u.variant}): {u.why}" for u in self.unavailable]
+        lines += [f"    not converted: {n.wheel}: {n.why}" for n in self.not_converted]
         lines.append(f"  recipes: {', '.join(self.recipes)}")
         lines.append(f"next: cd {self.path} && conda-distro build --all --jobs 2")
         return lines
@@ -225,9 +229,27 @@ def _build_upstream(tmp: Path, needs: Needs, builds: tuple[TorchBuild, ...], hos
     return result
 
 
+class CacheEntry(BaseModel):
+    """``cache-entry.json`` of a bridged upstream channel: the inputs it was made from (their hash is its
+    key; kept as extra fields), when it was made, and what the bridge made."""
+
+    model_config = ConfigDict(extra="allow")
+    key: str
+    created: str
+    bridge: BridgeSummary
+
+
+def _read_entry(path: Path) -> CacheEntry:
+    try:
+        return CacheEntry.model_validate_json(path.read_text())
+    except ValidationError as exc:
+        raise BridgeError(f"the cache entry cannot be read: {exc.errors()[0]['msg']}", path=path,
+                          hint=f"remove {path.parent} (it is made again on the next run)") from None
+
+
 def ensure_real_upstream(needs: Needs, builds: tuple[TorchBuild, ...], *, cache_root: Path, host: HostPython,
-                         say: Callable[[str], None]) -> tuple[Path, dict, bool]:
-    """The cache entry of the bridged channel: (path, its entry document, built now?)."""
+                         say: Callable[[str], None]) -> tuple[Path, BridgeSummary, bool]:
+    """The cache entry of the bridged channel: (path, what the bridge made, built now?)."""
     from filelock import FileLock, Timeout
 
     inputs = _inputs(needs, builds, host)
@@ -235,7 +257,7 @@ def ensure_real_upstream(needs: Needs, builds: tuple[TorchBuild, ...], *, cache_
     root = cache_root / "real-upstream"
     entry = root / key
     if (entry / ENTRY_FILE).is_file():
-        return entry, json.loads((entry / ENTRY_FILE).read_text()), False
+        return entry, _read_entry(entry / ENTRY_FILE).bridge, False
     root.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(root / f"{key}.lock"))
     try:
@@ -245,22 +267,22 @@ def ensure_real_upstream(needs: Needs, builds: tuple[TorchBuild, ...], *, cache_
                                path=root / f"{key}.lock", hint="wait for it, or remove the lock if none runs") from None
     try:
         if (entry / ENTRY_FILE).is_file():
-            return entry, json.loads((entry / ENTRY_FILE).read_text()), False
+            return entry, _read_entry(entry / ENTRY_FILE).bridge, False
         for stale in root.glob(f"{key}.tmp-*"):
             shutil.rmtree(stale, ignore_errors=True)
         tmp = root / f"{key}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
             res = _build_upstream(tmp, needs, builds, host, cache_root, say)
-            doc = {**inputs, "key": key, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "bridge": res.to_dict()}
-            (tmp / ENTRY_FILE).write_text(json.dumps(doc, indent=2) + "\n")
+            doc = CacheEntry(**inputs, key=key, created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                             bridge=res.summary())
+            (tmp / ENTRY_FILE).write_text(doc.model_dump_json(indent=2) + "\n")
             if entry.exists():
                 shutil.rmtree(entry)
             os.rename(tmp, entry)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        return entry, doc, True
+        return entry, doc.bridge, True
     finally:
         lock.release()
 
@@ -314,11 +336,11 @@ def create_real_world(options: RealOptions) -> RealResult:
 
     t = time.monotonic()
     if options.use_cache:
-        entry, doc, built = ensure_real_upstream(needs, builds, cache_root=cache_root, host=host, say=say)
+        entry, summary, built = ensure_real_upstream(needs, builds, cache_root=cache_root, host=host, say=say)
     else:
         entry = Path(tempfile.mkdtemp(prefix="conda-distro-real-")) / "upstream"
         res = _build_upstream(entry, needs, builds, host, cache_root, say)
-        doc, built = {"bridge": res.to_dict()}, True
+        summary, built = res.summary(), True
     timings["upstream"] = time.monotonic() - t
     t = time.monotonic()
     say(f"fetching {len(needs.sources)} recipe sources (pip download --no-binary :all:) into {cache_root / 'sources'}")
@@ -353,13 +375,12 @@ def create_real_world(options: RealOptions) -> RealResult:
     del commit
     timings["world"] = time.monotonic() - t
 
-    b = doc.get("bridge") or {}
-    pytorch = {(p["release"], p["variant"]): p["file"] for p in b.get("pytorch", [])}
+    pytorch = {(p.release, p.variant): p.file for p in summary.pytorch}
     return RealResult(
         path=path, upstream=upstream, recipes=sorted(dist.recipes), releases=releases, pytorch=pytorch,
-        unavailable=list(b.get("unavailable", [])), not_converted=list(b.get("not_converted", [])), cache_hit=not built,
-        timings={**timings, **({f"bridge_{k}": v for k, v in (b.get("seconds") or {}).items()} if built else {})},
-        bytes_downloaded=int(b.get("bytes_downloaded", 0)) if built else 0,
+        unavailable=list(summary.unavailable), not_converted=list(summary.not_converted), cache_hit=not built,
+        timings={**timings, **({f"bridge_{k}": v for k, v in summary.seconds.items()} if built else {})},
+        bytes_downloaded=summary.bytes_downloaded if built else 0,
         upstream_bytes=_dir_bytes(upstream), seconds=time.monotonic() - t0)
 
 

@@ -17,11 +17,20 @@ One job per module:
 
 from conda_distro.recipe_edit import EditError
 from conda_distro.sweep.edit import add_release_text, edited_recipe, edited_text
-from conda_distro.sweep.model import Decision, PinEdit, ReleaseTest, SweepDocument, SweepOptions, SweepPlan, SweepResult
+from conda_distro.sweep.model import (
+    Decision,
+    PinEdit,
+    ReleaseTest,
+    SweepCommit,
+    SweepDocument,
+    SweepOptions,
+    SweepPlan,
+    SweepResult,
+)
 from conda_distro.sweep.plan import decide, plan_sweep, to_test, widen
 from conda_distro.sweep.render import pr_body, tracking_issue
 from conda_distro.sweep.run import run_sweep, sweep
 
-__all__ = ["Decision", "EditError", "PinEdit", "ReleaseTest", "SweepDocument", "SweepOptions", "SweepPlan", "SweepResult",
+__all__ = ["Decision", "EditError", "PinEdit", "ReleaseTest", "SweepCommit", "SweepDocument", "SweepOptions", "SweepPlan", "SweepResult",
            "add_release_text", "decide", "edited_recipe", "edited_text", "plan_sweep", "pr_body", "run_sweep",
            "sweep", "to_test", "tracking_issue", "widen"]

@@ -27,7 +27,7 @@ from conda_distro.gitutil import (
     top_dir,
 )
 from conda_distro.specs import minor_of
-from conda_distro.sweep.model import SweepOptions, SweepPlan, SweepResult
+from conda_distro.sweep.model import SweepCommit, SweepOptions, SweepPlan, SweepResult
 from conda_distro.sweepstate import SweepJournal
 from conda_distro.yamlio import load_fast
 
@@ -132,7 +132,7 @@ def commit_sweep(repo: Repo, distro: DistroRepo, recipe_paths: dict[str, Path], 
     base = head_sha(repo)
     assert base is not None  # open_for_commit refused a repository without commits
     shas = commit_chain(repo, base, [(paths, message) for paths, message, _ in planned], options.author)
-    result.commits = [{"package": package, "sha": sha, "message": message.splitlines()[0]}
+    result.commits = [SweepCommit(package=package, sha=sha, message=message.splitlines()[0])
                       for (_, message, package), sha in zip(planned, shas, strict=True)]
     # one branch per bumped package (one pull request each, as autotick opens them): the release commit
     # and that package's commit

@@ -92,6 +92,15 @@ class ReleaseTest(_Doc):
     reason: str | None = None
 
 
+class SweepCommit(_Doc):
+    """One commit of ``sweep --commit``: the package it bumps (None: the distro.yaml commit), and the first
+    line of its message."""
+
+    package: str | None
+    sha: str
+    message: str
+
+
 class PackageEntry(_Doc):
     """One package of the sweep document (a :class:`Decision`)."""
 
@@ -138,7 +147,7 @@ class SweepDocument(_Doc):
     next_steps: list[str] = Field(default_factory=list)
     branch: str | None = None
     start: str | None = None
-    commits: list[dict[str, Any]] = Field(default_factory=list)
+    commits: list[SweepCommit] = Field(default_factory=list)
     pull_requests: dict[str, dict[str, Any]] = Field(default_factory=dict)
     tracking_issue: str | None = None
     message: str | None = None
@@ -158,7 +167,7 @@ class SweepDocument(_Doc):
 class SweepResult:
     plan: SweepPlan
     branch: str | None = None
-    commits: list[dict] = field(default_factory=list)
+    commits: list[SweepCommit] = field(default_factory=list)
     pr_bodies: dict[str, dict] = field(default_factory=dict)
     tracking_issue: str | None = None
     message: str | None = None

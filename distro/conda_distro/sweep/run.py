@@ -327,7 +327,7 @@ def _already_swept(distro: DistroRepo, release: str) -> SweepResult | None:
         doc = SweepDocument.model_validate_json(_report_path(distro, release).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not branch_is_at(distro.root, doc.branch, doc.commits[-1].get("sha") if doc.commits else None):
+    if not branch_is_at(distro.root, doc.branch, doc.commits[-1].sha if doc.commits else None):
         return None
     result = doc.result()
     result.message = (f"pytorch {release} was swept already: branch {doc.branch} holds its {len(result.commits)} commit(s); "

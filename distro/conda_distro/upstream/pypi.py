@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from conda_distro.errors import BridgeError
 from conda_distro.rattler_env import assert_no_colon, index_channel
 from conda_distro.upstream.convert import (
@@ -102,19 +104,59 @@ class BridgeResult:
     convert_seconds: float
     index_seconds: float
 
+    def summary(self) -> BridgeSummary:
+        return BridgeSummary(
+            channel=str(self.channel),
+            packages=[p.path.name for p in self.packages],
+            pytorch=[PytorchFile(release=r, variant=v, file=p.name) for (r, v), p in sorted(self.pytorch.items())],
+            excluded=list(self.excluded),
+            unavailable=[Unavailable(release=r, variant=v, why=w) for r, v, w in self.unavailable],
+            not_converted=[NotConverted(wheel=f, why=w) for f, w in self.not_converted],
+            wheels=self.wheels,
+            bytes_downloaded=self.bytes_downloaded,
+            seconds={"resolve": round(self.resolve_seconds, 1), "download": round(self.download_seconds, 1),
+                     "convert": round(self.convert_seconds, 1), "index": round(self.index_seconds, 1)})
+
     def to_dict(self) -> dict:
-        return {
-            "channel": str(self.channel),
-            "packages": [p.path.name for p in self.packages],
-            "pytorch": [{"release": r, "variant": v, "file": p.name} for (r, v), p in sorted(self.pytorch.items())],
-            "excluded": list(self.excluded),
-            "unavailable": [{"release": r, "variant": v, "why": w} for r, v, w in self.unavailable],
-            "not_converted": [{"wheel": f, "why": w} for f, w in self.not_converted],
-            "wheels": self.wheels,
-            "bytes_downloaded": self.bytes_downloaded,
-            "seconds": {"resolve": round(self.resolve_seconds, 1), "download": round(self.download_seconds, 1),
-                        "convert": round(self.convert_seconds, 1), "index": round(self.index_seconds, 1)},
-        }
+        return self.summary().model_dump(mode="json")
+
+
+class _Summary(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class PytorchFile(_Summary):
+    release: str
+    variant: str
+    file: str  # the package's file name in the channel
+
+
+class Unavailable(_Summary):
+    """A pytorch build left out: pip could not resolve it for this release and variant."""
+
+    release: str
+    variant: str
+    why: str
+
+
+class NotConverted(_Summary):
+    wheel: str  # the wheel's file name
+    why: str
+
+
+class BridgeSummary(_Summary):
+    """What a bridge made, as JSON: the ``bridge`` section of `sandbox --real`'s cache entry (written when the
+    channel is made, read back on every later run)."""
+
+    channel: str
+    packages: list[str] = []
+    pytorch: list[PytorchFile] = []
+    excluded: list[str] = []
+    unavailable: list[Unavailable] = []
+    not_converted: list[NotConverted] = []
+    wheels: int = 0
+    bytes_downloaded: int = 0
+    seconds: dict[str, float] = {}
 
 
 def cuda_tag(wheel_file: Path) -> str | None:
@@ -318,4 +360,5 @@ def bridge(options: BridgeOptions) -> BridgeResult:
                         resolve_s, download_s, convert_s, index_s)
 
 
-__all__ = ["BridgeOptions", "BridgeResult", "TorchBuild", "bridge", "cuda_tag"]
+__all__ = ["BridgeOptions", "BridgeResult", "BridgeSummary", "NotConverted", "PytorchFile", "TorchBuild", "Unavailable",
+           "bridge", "cuda_tag"]
