@@ -17,7 +17,8 @@ from ruamel.yaml import YAML
 
 from conda_distro.checkpr import CheckPrResult, RecipeLocation, suggest_pin
 from conda_distro.prcomment import to_markdown
-from conda_distro.results import BuildRecord, TestRecord
+from conda_distro.results import BuildRecord
+from conda_distro.results import TestRecord as Run  # (renamed: pytest would try to collect a Test* class)
 
 TARGETS = [(r, v) for r in ("2.4.1", "2.5.1", "2.6.0") for v in ("cpu", "cuda")]
 HEADER = "| package | status | failed on | note |"
@@ -329,7 +330,7 @@ def test_suggest_pin_admits_the_new_version(spec, new, expected):
 
 def _failing_hookprofiler(**kw) -> CheckPrResult:
     """hookprofiler changed, fails on 2.6.0 (cpu and cuda) with the same reason; hookviz, downstream, fails too."""
-    tests = [TestRecord(name=n, artifact=f"noarch/{n}-1.0-h_0.conda", pytorch=p, variant=v,
+    tests = [Run(name=n, artifact=f"noarch/{n}-1.0-h_0.conda", pytorch=p, variant=v,
                         status="failed" if p == "2.6.0" else "passed",
                         reason="AttributeError: legacy_autograd_hook" if p == "2.6.0" else None,
                         log=f"/w/build/pr/main/logs/{n}/h_0.{p}-{v}.test.log")
@@ -384,7 +385,7 @@ def test_statuses_cover_pass_fail_pin_blocked_and_na():
     from conda_distro.checkpr import PinUpdate
     from conda_distro.prcomment import build_report
 
-    tests = [TestRecord(name=n, artifact=f"noarch/{n}-1.0-h_0.conda", pytorch="2.6.0", variant="cpu", status=st)
+    tests = [Run(name=n, artifact=f"noarch/{n}-1.0-h_0.conda", pytorch="2.6.0", variant="cpu", status=st)
              for n, st in (("a", "passed"), ("b", "failed"), ("c", "failed"), ("d", "blocked"))]
     res = CheckPrResult(base="main", changed=["a"], affected=["a", "b", "c", "d", "e"], built=True, tests=tests,
                         builds=[BuildRecord(name=n, version="1.0", status="built") for n in "abce"]

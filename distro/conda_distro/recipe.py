@@ -491,6 +491,7 @@ def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) 
 
 
 def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
+    """rattler-build's rendering of ``text``, with the lines of the text: the steps below, in order."""
     doc = _tree(text, path)
     try:
         rendered = render_text(text, path, settings)
@@ -498,6 +499,35 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
         if exc.line is None:  # rattler-build's parse errors name a field but often no place
             exc.line, exc.field = _locate(doc, text, exc.message)
         raise
+    lines, head = _section_lines(doc)
+    index = _output_index(doc, rendered)
+    outputs = _outputs(doc, rendered, index, lines)
+    main = next((o for o in outputs if o.name == path.parent.name), outputs[0] if outputs else None)
+    name, version, noarch, number = _identity(head, main, outputs, rendered.multi_output, path.parent.name)
+    build_number = number if _declared_build_number(doc, lines) else None
+    requirements, run_exports = _requirements(doc, rendered, index, lines.get("requirements", lines.get("build", 1)))
+    tests = _tests(doc, rendered, lines)
+    first = next((o for o in rendered.outputs if main is not None and o["name"] == main.name), None)
+    about = dict(first["about"]) if first else {}
+    about_raw = _mapping(doc.get("about"))
+    for k in about_raw:
+        lines[f"about.{k}"] = about_raw.line_of(k)
+    maintainers, lockstep, skip_lints = _extra(doc, first["extra"] if first else {}, lines)
+    sources = _sources(doc, first["sources"] if first else [], lines)
+    if "build" not in lines:
+        lines["build"] = 1
+    return Recipe(
+        path=path, text=text, data=doc, name=name, version=version, build_number=build_number,
+        noarch=noarch, skip=not outputs, requirements=requirements, tests=tests, about=about,
+        maintainers=maintainers, lockstep=lockstep, skip_lints=skip_lints, sources=sources,
+        platform=settings.target_platform, run_exports=run_exports, lines=lines, outputs=outputs,
+        multi_output=rendered.multi_output, settings=settings,
+    )
+
+
+def _section_lines(doc: LDict) -> tuple[dict[str, int], LDict]:
+    """The lines of the top-level sections and of the package's name and version; and the ``package:``
+    (or ``recipe:``) mapping."""
     lines: dict[str, int] = {}
     for key in ("package", "recipe", "build", "requirements", "tests", "about", "extra", "source", "outputs", "context"):
         if key in doc:
@@ -507,7 +537,11 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
         lines["package"] = lines.get("package", lines.get("recipe", 1))
         lines["package.name"] = head.line_of("name") if "name" in head else lines["package"]
         lines["package.version"] = head.line_of("version") if "version" in head else lines["package"]
-    index = _output_index(doc, rendered)
+    return lines, head
+
+
+def _outputs(doc: LDict, rendered: RenderedRecipe, index: dict[str, int | None], lines: dict[str, int]) -> list[Output]:
+    """One :class:`Output` per rendered package name (with how many variants it renders to)."""
     outputs: list[Output] = []
     counts: dict[str, int] = {}
     for o in rendered.outputs:
@@ -521,25 +555,39 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
         first_out = doc["outputs"][0] if isinstance(doc["outputs"], list) and doc["outputs"] else None
         if isinstance(first_out, LDict) and "package.name" not in lines:
             lines["package.name"] = first_out.line
-    folder = path.parent.name
-    main = next((o for o in outputs if o.name == folder), outputs[0] if outputs else None)
-    skip = not outputs
+    return outputs
+
+
+def _identity(head: LDict, main: Output | None, outputs: list[Output], multi_output: bool,
+              folder: str) -> tuple[str, str, str | None, int]:
+    """The recipe's name, version, noarch and build number: its main output's (the one named like the
+    folder, else the first); when nothing renders for this platform, what the text says."""
     if main is None:  # nothing renders for this platform (skipped everywhere)
         name = str(head.get("name") or folder) if _EXPR not in str(head.get("name") or "") else folder
         version = str(head.get("version") or "0") if _EXPR not in str(head.get("version") or "") else "0"
+        return name, version, None, 0
+    noarch = main.noarch
+    if multi_output and len({o.noarch for o in outputs}) > 1:
         noarch = None
-        number = 0
-    else:
-        name, version, noarch, number = main.name, main.version, main.noarch, main.build_number
-        if rendered.multi_output and len({o.noarch for o in outputs}) > 1:
-            noarch = None
-    build_number = number if _declared_build_number(doc, lines) else None
+    return main.name, main.version, noarch, main.build_number
 
+
+def _requirements(doc: LDict, rendered: RenderedRecipe, index: dict[str, int | None],
+                  req_line: int) -> tuple[dict[str, list[Dep]], list[Dep]]:
+    """Every requirement of every rendered variant, once each, with its line; and the run exports."""
     requirements: dict[str, list[Dep]] = {s: [] for s in SECTIONS}
     run_exports: list[Dep] = []
     seen: set[tuple[int | None, str, str, int | str]] = set()
     finders: dict[tuple[int | None, str], _LineFinder] = {}
-    req_line = lines.get("requirements", lines.get("build", 1))
+
+    def add(out: list[Dep], section: str, item: Any, out_idx: int | None, bodies: Any) -> None:
+        finder = finders.get((out_idx, section))
+        if finder is None:
+            finder = finders[(out_idx, section)] = _LineFinder(bodies, section, req_line)
+        dep = _make_dep(section, item, finder, out_idx)
+        if dep is not None:
+            out.append(dep)
+
     for o in rendered.outputs:
         out_idx = index.get(o["name"])
         bodies = _body(doc, out_idx)
@@ -549,30 +597,23 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
                 r = repr(item)
                 occurrence[r] = occurrence.get(r, 0) + 1
                 seen_key = (out_idx, section, r, occurrence[r])
-                if seen_key in seen:
-                    continue
-                seen.add(seen_key)
-                finder = finders.get((out_idx, section))
-                if finder is None:
-                    finder = finders[(out_idx, section)] = _LineFinder(bodies, section, req_line)
-                dep = _make_dep(section, item, finder, out_idx)
-                if dep is not None:
-                    requirements[section].append(dep)
+                if seen_key not in seen:
+                    seen.add(seen_key)
+                    add(requirements[section], section, item, out_idx, bodies)
         rex = o.get("run_exports") or {}
         buckets = rex.items() if isinstance(rex, dict) else [("weak", rex)]
         for bucket, items in buckets:
             for item in items or []:
                 rex_key = (out_idx, "run_exports", str(bucket), repr(item))
-                if rex_key in seen:
-                    continue
-                seen.add(rex_key)
-                finder = finders.get((out_idx, "run_exports"))
-                if finder is None:
-                    finder = finders[(out_idx, "run_exports")] = _LineFinder(bodies, "run_exports", req_line)
-                dep = _make_dep("run_exports", item, finder, out_idx)
-                if dep is not None:
-                    run_exports.append(dep)
+                if rex_key not in seen:
+                    seen.add(rex_key)
+                    add(run_exports, "run_exports", item, out_idx, bodies)
+    return requirements, run_exports
 
+
+def _tests(doc: LDict, rendered: RenderedRecipe, lines: dict[str, int]) -> list[Any]:
+    """The rendered tests of every output, once each (and the line of the first ``tests:`` when only
+    outputs have them)."""
     tests: list[Any] = []
     seen_tests: set[str] = set()
     for o in rendered.outputs:
@@ -588,13 +629,12 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
             if isinstance(o, LDict) and "tests" in o:
                 lines["tests"] = o.line_of("tests")
                 break
+    return tests
 
-    first = next((o for o in rendered.outputs if main is not None and o["name"] == main.name), None)
-    about = dict(first["about"]) if first else {}
-    about_raw = _mapping(doc.get("about"))
-    for k in about_raw:
-        lines[f"about.{k}"] = about_raw.line_of(k)
-    extra_src = first["extra"] if first else {}
+
+def _extra(doc: LDict, extra_src: dict, lines: dict[str, int]) -> tuple[list[str], bool, list[str]]:
+    """From ``extra:`` (rendered; the text's when nothing renders): the maintainers, ``pytorch-lockstep``
+    and ``skip-lints``."""
     extra_tree = _mapping(doc.get("extra"))
     if not extra_src and extra_tree:
         extra_src = {k: v for k, v in extra_tree.items()}
@@ -607,17 +647,7 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
     lockstep = as_bool(extra_src.get("pytorch-lockstep", False))
     skip_lints_raw = extra_src.get("skip-lints") or []
     skip_lints = [str(s) for s in (skip_lints_raw if isinstance(skip_lints_raw, list) else [skip_lints_raw])]
-
-    sources = _sources(doc, first["sources"] if first else [], lines)
-    if "build" not in lines:
-        lines["build"] = 1
-    return Recipe(
-        path=path, text=text, data=doc, name=name, version=version, build_number=build_number,
-        noarch=noarch, skip=skip, requirements=requirements, tests=tests, about=about,
-        maintainers=maintainers, lockstep=lockstep, skip_lints=skip_lints, sources=sources,
-        platform=settings.target_platform, run_exports=run_exports, lines=lines, outputs=outputs,
-        multi_output=rendered.multi_output, settings=settings,
-    )
+    return maintainers, lockstep, skip_lints
 
 
 def _sources(doc: LDict, rendered: list, lines: dict[str, int]) -> list[Source]:
