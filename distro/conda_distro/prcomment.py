@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.checkpr import CheckPrOptions, CheckPrResult, check_pr
+from conda_distro.checkpr import CheckPrOptions, CheckPrResult, PinUpdate, check_pr
+from conda_distro.distribution import Unreadable
 from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError
 from conda_distro.lint.base import CHECKS
@@ -168,24 +169,58 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
                         f"`{res.base}`); no build or test is needed.", res.base)
     if res.malformed:
         return _malformed(res)
-    every = sorted({(t.pytorch, t.variant) for t in res.tests} | {(s.pytorch, s.variant) for s in res.solve},
-                   key=lambda t: (_version_key(t[0]), t[1]))
+    facts = _Facts.of(res)
     rep = PrReport("ready to merge" if res.ok else "changes needed", "✅" if res.ok else "❌", "", res.base,
-                   targets=len(every), not_built=not res.built and bool(res.affected), scope=res.scope if res.built else None)
-    loc = res.locations
-    pins = {p.name: p for p in res.needs_pin_update}
-    unreadable = {u.recipe: u for u in res.excluded.unreadable}
-    blocked_by = {b.name: b.by for b in res.excluded.blocked}
-    lint_errors = {f.recipe for f in res.lint if f.severity == "error"}
-    conflicts: dict[str, list[tuple[str, str]]] = {}
-    for s in res.solve:
-        for name in s.conflicting:
-            conflicts.setdefault(name, []).append((s.pytorch, s.variant))
+                   targets=len(facts.every), not_built=not res.built and bool(res.affected),
+                   scope=res.scope if res.built else None)
+    rep.items, rep.solver = _findings(res, facts, links)
+    rep.rows = _rows(res, facts)
+    counts = {s: sum(r.status == s for r in rep.rows) for s in STATUSES}
+    parts = [f"{n} {s}" for s, n in counts.items() if n]
+    rep.summary = ((f"{len(rep.rows)} package(s): {', '.join(parts)}; " if rep.rows else "no recipe to build or test; ")
+                   + f"changed: {', '.join(f'`{n}`' for n in res.changed) or '(no recipe)'}"
+                   + (f"; proposals: {', '.join(f'`{n}`' for n in res.changed_proposals)}" if res.changed_proposals else "")
+                   + f"; base `{res.base}`")
+    rep.asks = _asks(res, rep.rows, facts.pins)
+    rep.next_steps = _next_steps(res, rep)
+    return rep
 
-    # --- findings: lint and proposals, builds, tests (grouped), pins, solves
+
+@dataclass
+class _Facts:
+    """What the parts of the report look up in a check-pr result, gathered once."""
+
+    every: list[tuple[str, str]]  # every release × variant solved or tested, in release order
+    pins: dict[str, PinUpdate]  # dependent -> its pin that must change
+    unreadable: dict[str, Unreadable]
+    blocked_by: dict[str, str]  # recipe -> the unreadable recipe it waits for
+    lint_errors: set[str]
+    conflicts: dict[str, list[tuple[str, str]]]  # package -> the targets where it is not co-installable
+    builds: dict[str, list[BuildRecord]]
+
+    @classmethod
+    def of(cls, res: CheckPrResult) -> _Facts:
+        every = sorted({(t.pytorch, t.variant) for t in res.tests} | {(s.pytorch, s.variant) for s in res.solve},
+                       key=lambda t: (_version_key(t[0]), t[1]))
+        conflicts: dict[str, list[tuple[str, str]]] = {}
+        for s in res.solve:
+            for name in s.conflicting:
+                conflicts.setdefault(name, []).append((s.pytorch, s.variant))
+        builds: dict[str, list[BuildRecord]] = {}
+        for b in res.builds:
+            builds.setdefault(b.name, []).append(b)
+        return cls(every, {p.name: p for p in res.needs_pin_update}, {u.recipe: u for u in res.excluded.unreadable},
+                   {b.name: b.by for b in res.excluded.blocked}, {f.recipe for f in res.lint if f.severity == "error"},
+                   conflicts, builds)
+
+
+def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[Item], str | None]:
+    """Lint and proposal findings, failed builds, failed tests (one per package and reason), pins, solves;
+    and the solver's explanation of the first conflict."""
+    items: list[Item] = []
+    loc = res.locations
     for f in res.lint + res.proposals:
-        rep.items.append(Item(f.severity, f"[{f.check}] {_one_line(f.message)}", f.recipe, _loc(f.path, f.line),
-                              f.hint))
+        items.append(Item(f.severity, f"[{f.check}] {_one_line(f.message)}", f.recipe, _loc(f.path, f.line), f.hint))
     failed_tests: dict[tuple[str, str], list[TestRecord]] = {}
     for t in res.tests:
         if t.status == "failed":
@@ -193,20 +228,20 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
     for b in res.builds:
         if b.status == "failed":
             where = loc.get(b.name)
-            rep.items.append(Item("error", f"`{b.name}` build failed: {_one_line(b.reason or 'failed')}", b.name,
-                                  _loc(where.path, where.build) if where else None,
-                                  f"reproduce with `conda-distro build {b.name}`", links.path(b.log), links.url(b.log)))
+            items.append(Item("error", f"`{b.name}` build failed: {_one_line(b.reason or 'failed')}", b.name,
+                              _loc(where.path, where.build) if where else None,
+                              f"reproduce with `conda-distro build {b.name}`", links.path(b.log), links.url(b.log)))
     for (name, reason), tests in failed_tests.items():
         where = loc.get(name)
         targets = [(t.pytorch, t.variant) for t in tests]
         first = sorted(tests, key=lambda t: (_version_key(t.pytorch), t.variant))[0]
-        rep.items.append(Item("error", f"`{name}` test failed on {targets_text(targets, _targets_of(res, name))}: {reason}",
-                              name, _loc(where.path, where.tests) if where else None,
-                              f"reproduce with `conda-distro build {name} --pytorch {first.pytorch}`",
-                              links.path(first.log), links.url(first.log), len(tests) - 1))
+        items.append(Item("error", f"`{name}` test failed on {targets_text(targets, _targets_of(res, name))}: {reason}",
+                          name, _loc(where.path, where.tests) if where else None,
+                          f"reproduce with `conda-distro build {name} --pytorch {first.pytorch}`",
+                          links.path(first.log), links.url(first.log), len(tests) - 1))
     for p in res.needs_pin_update:
-        rep.items.append(Item("error", f"`{p.name}`: `{p.pin}` does not admit {p.dependency} {p.new_version}", p.name,
-                              f"{p.path}:{p.line}", f"change it to `{p.suggested}`"))
+        items.append(Item("error", f"`{p.name}`: `{p.pin}` does not admit {p.dependency} {p.new_version}", p.name,
+                          f"{p.path}:{p.line}", f"change it to `{p.suggested}`"))
     bad_solves = [s for s in res.solve if not s.ok]
     culprits_seen: set[tuple[str, ...]] = set()
     for s in bad_solves:
@@ -216,40 +251,40 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
         culprits_seen.add(key)
         on = [(x.pytorch, x.variant) for x in bad_solves if tuple(x.conflicting) == key]
         who = ", ".join(f"`{c}`" for c in key) or "the distribution"
-        rep.items.append(Item("error", f"not co-installable on {targets_text(on, every)}: {who}",
-                              hint="`conda-distro solve` explains the conflict (below)"))
-    if bad_solves:
-        rep.solver = (bad_solves[0].conflict or "").strip() or None
+        items.append(Item("error", f"not co-installable on {targets_text(on, facts.every)}: {who}",
+                          hint="`conda-distro solve` explains the conflict (below)"))
+    solver = ((bad_solves[0].conflict or "").strip() or None) if bad_solves else None
+    return items, solver
 
-    # --- one row per package
-    names = list(res.affected) + [n for n in (*unreadable, *blocked_by) if n not in res.affected
-                                  and (n in res.changed or n in blocked_by)]
-    builds: dict[str, list[BuildRecord]] = {}
-    for b in res.builds:
-        builds.setdefault(b.name, []).append(b)
+
+def _rows(res: CheckPrResult, facts: _Facts) -> list[Row]:
+    """One row per package: affected ones, and changed or blocked ones that could not be read."""
+    names = list(res.affected) + [n for n in (*facts.unreadable, *facts.blocked_by) if n not in res.affected
+                                  and (n in res.changed or n in facts.blocked_by)]
+    rows = []
     for name in names:
         row = Row(name, "pass", changed=name in res.changed)
         tests = [t for t in res.tests if t.name == name]
         failed = [(t.pytorch, t.variant) for t in tests if t.status == "failed"]
         blocked = [(t.pytorch, t.variant) for t in tests if t.status == "blocked"]
-        bstat = {b.status for b in builds.get(name, [])}
-        if name in pins:
-            p = pins[name]
+        bstat = {b.status for b in facts.builds.get(name, [])}
+        if name in facts.pins:
+            p = facts.pins[name]
             row.status, row.note = "needs-pin-update", f"pin `{p.pin}` → `{p.suggested}`"
-            row.failed_on = targets_text(failed or conflicts.get(name, []), _targets_of(res, name) or every)
-        elif name in unreadable:
+            row.failed_on = targets_text(failed or facts.conflicts.get(name, []), _targets_of(res, name) or facts.every)
+        elif name in facts.unreadable:
             row.status, row.note = "fail", "recipe cannot be read"
         elif "failed" in bstat:
             row.status, row.failed_on, row.note = "fail", "build", "build failed"
-        elif failed or name in lint_errors or name in conflicts:
+        elif failed or name in facts.lint_errors or name in facts.conflicts:
             row.status = "fail"
-            row.failed_on = targets_text(failed or conflicts.get(name, []), _targets_of(res, name) or every)
-            row.note = "tests failed" if failed else ("lint errors" if name in lint_errors else "not co-installable")
-        elif name in blocked_by:
-            row.status, row.note = "blocked", f"waits for `{blocked_by[name]}` (unreadable)"
+            row.failed_on = targets_text(failed or facts.conflicts.get(name, []), _targets_of(res, name) or facts.every)
+            row.note = "tests failed" if failed else ("lint errors" if name in facts.lint_errors else "not co-installable")
+        elif name in facts.blocked_by:
+            row.status, row.note = "blocked", f"waits for `{facts.blocked_by[name]}` (unreadable)"
         elif "blocked" in bstat or (tests and len(blocked) == len(tests)):
             row.status = "blocked"
-            why = next((b.reason for b in builds.get(name, []) if b.status == "blocked"), None) \
+            why = next((b.reason for b in facts.builds.get(name, []) if b.status == "blocked"), None) \
                 or next((t.reason for t in tests if t.status == "blocked"), None)
             row.failed_on = targets_text(blocked, _targets_of(res, name)) if blocked else ""
             row.note = _waits_for(why, res.affected) or _one_line(why, 60)
@@ -257,18 +292,14 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
             row.status, row.note = "n-a", "not built here (`--no-build`)"
         elif not tests:
             row.status, row.note = "n-a", "no supported release admitted"
-        rep.rows.append(row)
+        rows.append(row)
+    return rows
 
-    counts = {s: sum(r.status == s for r in rep.rows) for s in STATUSES}
-    parts = [f"{n} {s}" for s, n in counts.items() if n]
-    rep.summary = ((f"{len(rep.rows)} package(s): {', '.join(parts)}; " if rep.rows else "no recipe to build or test; ")
-                   + f"changed: {', '.join(f'`{n}`' for n in res.changed) or '(no recipe)'}"
-                   + (f"; proposals: {', '.join(f'`{n}`' for n in res.changed_proposals)}" if res.changed_proposals else "")
-                   + f"; base `{res.base}`")
 
-    # --- downstream maintainers: each mentioned once, with what they must do
+def _asks(res: CheckPrResult, rows: list[Row], pins: dict[str, PinUpdate]) -> list[Ask]:
+    """Downstream maintainers: each mentioned once, with what they must do."""
     by_handle: dict[str, Ask] = {}
-    for row in rep.rows:
+    for row in rows:
         if row.changed or row.status not in ("fail", "needs-pin-update"):
             continue
         if row.status == "needs-pin-update":
@@ -279,9 +310,7 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
                    f"`{row.name}` or this PR must change")
         for handle in res.maintainers.get(row.name, []):
             by_handle.setdefault(handle, Ask(handle)).asks.append(ask)
-    rep.asks = list(by_handle.values())
-    rep.next_steps = _next_steps(res, rep)
-    return rep
+    return list(by_handle.values())
 
 
 def _targets_of(res: CheckPrResult, name: str) -> list[tuple[str, str]]:

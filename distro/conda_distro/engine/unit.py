@@ -317,8 +317,8 @@ def collect(unit: Unit, report: WorkerResult | None, error: str | None, work: Pa
         if taken.accepted:
             index_channel(unit.staging, subdirs=sorted({a.split("/")[0] for a in taken.accepted} - {"noarch"}),
                           force=False)
-    store = ResultsStore(unit.store)
     out = UnitOutcome(unit.name)
+    tests = _TestRecorder(unit, ResultsStore(unit.store), work, error, out)
     for spec, input_hash, action in unit.variants:
         rep = reports.get(spec.artifact)
         build_log = _keep_log(work, rep.log if rep else None, logs)
@@ -341,58 +341,82 @@ def collect(unit: Unit, report: WorkerResult | None, error: str | None, work: Pa
         out.builds.append(BuildRecord(name=unit.name, version=spec.version, artifact=spec.artifact, sha256=sha,
                                       status="built" if action == "build" else "skipped-existing",
                                       log=build_log, variant=spec.variant))
-        _record_tests(unit, spec, input_hash, path, sha, rep, store, work, error, out, built=action == "build")
+        tests.record(_Staged(spec, input_hash, path, sha, rep, built=action == "build"))
     return out
 
 
-def _record_tests(unit: Unit, spec: VariantSpec, input_hash: str, path: Path, sha: str, rep: VariantOut | None,
-                  store: ResultsStore, work: Path | None, error: str | None, out: UnitOutcome, *,
-                  built: bool) -> None:
-    from rattler_build import Package
+@dataclass(frozen=True)
+class _Staged:
+    """One variant's package in staging as this run leaves it."""
 
-    depends = list(Package.from_file(str(path)).depends)
-    prev = store.get(spec.artifact)
-    before = prev.model_dump_json() if prev is not None else None
-    results = prev if prev is not None and prev.sha256 == sha else ArtifactResults(
-        artifact=spec.artifact, name=spec.name, version=spec.version, sha256=sha, depends=depends)
-    results.input_hash = input_hash
-    stamp = unit.stamp
-    if stamp.recipe_hash and (built or results.recipe_hash is None):
-        # built now, or kept (skip-existing: its input hash is this checkout's) with no provenance yet
-        results.recipe, results.recipe_hash = stamp.recipe, stamp.recipe_hash
-        results.commit = stamp.commit
-        results.schema_version = SCHEMA_VERSION
-    provenance = _Provenance(recipes=dict(stamp.test_recipes), commit=stamp.test_commit)
-    ran = {target_id(t.pytorch, t.variant): t for t in (rep.tests if rep else [])}
-    logs = unit.logs / unit.name
-    for t in admitted_targets(depends, unit.pytorch, [tv.to_in() for tv in unit.targets]):
-        target = Target(t.pytorch, t.variant)
-        base = _TestBase(name=unit.name, artifact=spec.artifact, pytorch=t.pytorch, variant=t.variant)
-        if target in unit.blocked:
-            out.tests.append(TestRecord(**base, status="blocked", reason=unit.blocked[target]))
-            continue
-        if t.url is None:
-            out.tests.append(TestRecord(**base, status="blocked", reason=t.missing_reason))
-            continue
-        key = test_key(sha, t, unit.deps_digest)
-        gpu = t.gpu if t.variant == "cuda" else None  # cuda: said, never hidden, whether a GPU was there
-        old = _stored_run(results, t, unit.deps_digest)
-        if old is not None:
-            if old is not results.latest().get((t.pytorch, t.variant)):  # back to an environment seen before
-                results.record(old.model_copy(update={"date": max(now(), old.date)}))
-            out.tests.append(old.model_copy(update={"cached": True}))
-            out.cached_tests += 1
-            continue
-        got = ran.get(target_id(t.pytorch, t.variant))
-        if got is None:  # the worker crashed, was killed or timed out: infrastructure, not the package
-            rec = TestRecord(**base, status="error", key=key, gpu=gpu, **provenance,
-                             reason=error or "the build worker reported no outcome for this test")
-        else:
-            against = {n: ident for n, ident in got.env.items() if n in unit.closure}
-            status: TestStatus = "passed" if got.ok else "error" if got.error else "failed"
-            rec = TestRecord(**base, status=status, log=_keep_log(work, got.log, logs),
-                             reason=got.message, key=key, against=against, gpu=gpu, **provenance)
-        results.record(rec)
-        out.tests.append(rec)
-    if results.model_dump_json() != before:  # a no-change rerun leaves the results store untouched
-        store.put(results)
+    spec: VariantSpec
+    input_hash: str
+    path: Path
+    sha256: str
+    report: VariantOut | None  # what the worker said of it (None: no report)
+    built: bool  # built by this run (False: kept from an earlier one)
+
+
+@dataclass
+class _TestRecorder:
+    """Records a unit's test outcomes, per staged package, in the results store and the unit's outcome."""
+
+    unit: Unit
+    store: ResultsStore
+    work: Path | None  # the worker's folder (its logs are kept from there)
+    error: str | None  # why the worker gave no report, if it did not
+    out: UnitOutcome
+
+    def record(self, staged: _Staged) -> None:
+        """The tests of ``staged``: blocked, reused from the store, or what the worker reported (an
+        ``error`` where it reported nothing); the store is written only when something changed."""
+        from rattler_build import Package
+
+        unit, out, work = self.unit, self.out, self.work
+        spec, sha, rep = staged.spec, staged.sha256, staged.report
+        depends = list(Package.from_file(str(staged.path)).depends)
+        prev = self.store.get(spec.artifact)
+        before = prev.model_dump_json() if prev is not None else None
+        results = prev if prev is not None and prev.sha256 == sha else ArtifactResults(
+            artifact=spec.artifact, name=spec.name, version=spec.version, sha256=sha, depends=depends)
+        results.input_hash = staged.input_hash
+        stamp = unit.stamp
+        if stamp.recipe_hash and (staged.built or results.recipe_hash is None):
+            # built now, or kept (skip-existing: its input hash is this checkout's) with no provenance yet
+            results.recipe, results.recipe_hash = stamp.recipe, stamp.recipe_hash
+            results.commit = stamp.commit
+            results.schema_version = SCHEMA_VERSION
+        provenance = _Provenance(recipes=dict(stamp.test_recipes), commit=stamp.test_commit)
+        ran = {target_id(t.pytorch, t.variant): t for t in (rep.tests if rep else [])}
+        logs = unit.logs / unit.name
+        for t in admitted_targets(depends, unit.pytorch, [tv.to_in() for tv in unit.targets]):
+            target = Target(t.pytorch, t.variant)
+            base = _TestBase(name=unit.name, artifact=spec.artifact, pytorch=t.pytorch, variant=t.variant)
+            if target in unit.blocked:
+                out.tests.append(TestRecord(**base, status="blocked", reason=unit.blocked[target]))
+                continue
+            if t.url is None:
+                out.tests.append(TestRecord(**base, status="blocked", reason=t.missing_reason))
+                continue
+            key = test_key(sha, t, unit.deps_digest)
+            gpu = t.gpu if t.variant == "cuda" else None  # cuda: said, never hidden, whether a GPU was there
+            old = _stored_run(results, t, unit.deps_digest)
+            if old is not None:
+                if old is not results.latest().get((t.pytorch, t.variant)):  # back to an environment seen before
+                    results.record(old.model_copy(update={"date": max(now(), old.date)}))
+                out.tests.append(old.model_copy(update={"cached": True}))
+                out.cached_tests += 1
+                continue
+            got = ran.get(target_id(t.pytorch, t.variant))
+            if got is None:  # the worker crashed, was killed or timed out: infrastructure, not the package
+                rec = TestRecord(**base, status="error", key=key, gpu=gpu, **provenance,
+                                 reason=self.error or "the build worker reported no outcome for this test")
+            else:
+                against = {n: ident for n, ident in got.env.items() if n in unit.closure}
+                status: TestStatus = "passed" if got.ok else "error" if got.error else "failed"
+                rec = TestRecord(**base, status=status, log=_keep_log(work, got.log, logs),
+                                 reason=got.message, key=key, against=against, gpu=gpu, **provenance)
+            results.record(rec)
+            out.tests.append(rec)
+        if results.model_dump_json() != before:  # a no-change rerun leaves the results store untouched
+            self.store.put(results)
