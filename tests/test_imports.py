@@ -150,14 +150,21 @@ def test_no_module_imports_another_modules_private_names(graph):
     assert graph.private == []
 
 
+def make_package(root: Path, files: dict[str, str]) -> Path:
+    """A ``conda_distro`` package under ``root`` with these files (relative path -> text)."""
+    pkg = root / "conda_distro"
+    for rel, text in {"__init__.py": "", **files}.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
+    return pkg
+
+
 def test_the_checks_fail_on_a_circle_and_on_a_private_import(tmp_path):
-    pkg = tmp_path / "conda_distro"
-    (pkg / "sub").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from conda_distro.b import thing\n")
-    (pkg / "b.py").write_text("def f():\n    from conda_distro.sub.c import _helper\n")  # lazy: still a circle
-    (pkg / "sub" / "__init__.py").write_text("")
-    (pkg / "sub" / "c.py").write_text("import conda_distro.a as a_mod\n\nx = a_mod._hidden\n")
+    pkg = make_package(tmp_path, {
+        "a.py": "from conda_distro.b import thing\n",
+        "b.py": "def f():\n    from conda_distro.sub.c import _helper\n",  # lazy: still a circle
+        "sub/__init__.py": "",
+        "sub/c.py": "import conda_distro.a as a_mod\n\nx = a_mod._hidden\n"})
     graph = build_graph(pkg)
     assert set(graph.cycle() or []) == {"conda_distro.a", "conda_distro.b", "conda_distro.sub.c"}
     assert graph.private == ["conda_distro.b:2 imports _helper from conda_distro.sub.c",
@@ -168,13 +175,8 @@ def test_the_checks_fail_on_a_circle_and_on_a_private_import(tmp_path):
 
 def test_a_circle_between_folders_counts(tmp_path):
     # low/a imports top, top imports low/b: no module circle, but the folder low/ and top import each other
-    pkg = tmp_path / "conda_distro"
-    (pkg / "low").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "top.py").write_text("from conda_distro.low.b import B\n")
-    (pkg / "low" / "__init__.py").write_text("")
-    (pkg / "low" / "a.py").write_text("from conda_distro.top import B\n")
-    (pkg / "low" / "b.py").write_text("B = 1\n")
+    pkg = make_package(tmp_path, {"top.py": "from conda_distro.low.b import B\n", "low/__init__.py": "",
+                                  "low/a.py": "from conda_distro.top import B\n", "low/b.py": "B = 1\n"})
     graph = build_graph(pkg)
     assert graph.cycle() is None
     assert set(graph.folded().cycle() or []) == {"conda_distro.top", "conda_distro.low"}
@@ -184,12 +186,8 @@ def test_a_circle_between_folders_counts(tmp_path):
 
 def test_a_circle_through_a_package_init_counts(tmp_path):
     # x imports sub.d, which runs sub/__init__.py first, which imports x
-    pkg = tmp_path / "conda_distro"
-    (pkg / "sub").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "x.py").write_text("from conda_distro.sub.d import D\n")
-    (pkg / "sub" / "__init__.py").write_text("from conda_distro import x\n")
-    (pkg / "sub" / "d.py").write_text("D = 1\n")
+    pkg = make_package(tmp_path, {"x.py": "from conda_distro.sub.d import D\n",
+                                  "sub/__init__.py": "from conda_distro import x\n", "sub/d.py": "D = 1\n"})
     assert set(build_graph(pkg).cycle() or []) == {"conda_distro.x", "conda_distro.sub"}
     (pkg / "sub" / "__init__.py").write_text("")
     assert build_graph(pkg).cycle() is None
