@@ -28,7 +28,6 @@ from conda_distro.sandbox.world import SandboxOptions, create_sandbox
 from conda_distro.solve import solve_distribution
 from conda_distro.specs import admits
 
-
 RATTLER_TIME = [0.0]  # seconds spent inside rattler-build's run_build / run_tests since the last reset
 
 
@@ -65,8 +64,8 @@ def direct_loop(root: Path, names: list[str], staging: Path) -> int:
     """What a person would write with py-rattler-build alone: build each recipe, then test each artifact
     against every release view its pins admit."""
     from rattler import MatchSpec
-    from rattler_build import Package, Stage0Recipe, ToolConfiguration, VariantConfig
     from rattler.index import index_fs
+    from rattler_build import Package, Stage0Recipe, ToolConfiguration, VariantConfig
 
     dist = load_distribution(root)
     views = build_release_views(dist.distro, root / "build" / "direct-views")
@@ -112,11 +111,11 @@ def main() -> int:
             for kind, r in order:
                 RATTLER_TIME[0] = 0.0
                 if kind == "ours":
-                    t, run = timed(lambda: run_build(load_distribution(r), BuildOptions(names=tuple(names[:1]), jobs=1)))
+                    t, run = timed(lambda r=r: run_build(load_distribution(r), BuildOptions(names=tuple(names[:1]), jobs=1)))
                     built = [p.name for p in run.plan.packages]
                     n_ours = len(run.report.tests)
                 else:
-                    t, n_tests = timed(lambda: direct_loop(r, ["tensorutils", "layerkit", "trainloop"], r / "build" / "direct-staging"))
+                    t, n_tests = timed(lambda r=r: direct_loop(r, ["tensorutils", "layerkit", "trainloop"], r / "build" / "direct-staging"))
                 res[kind] = (t, RATTLER_TIME[0])
             rounds.append(res)
         assert built == ["tensorutils", "layerkit", "trainloop"] and n_ours == n_tests

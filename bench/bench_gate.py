@@ -22,13 +22,14 @@ import time
 from pathlib import Path
 
 from conda_distro.channels import ChannelFile
+from conda_distro.channels.depends import distribution_closure
 from conda_distro.installability import Installability, write_channel
-from conda_distro.promote import PlanInputs, TestMatrix, _closure_of, plan_gate
+from conda_distro.promote import PlanInputs, TestMatrix, plan_gate
 from conda_distro.results import ArtifactResults, TestRecord
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
 VARIANTS = ("cpu", "cuda")
-T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 
 
 def cf(name: str, version: str, depends: list[str], sha: str) -> ChannelFile:
@@ -104,7 +105,7 @@ def main_(argv: list[str] | None = None) -> int:
         up = upstream_channel(Path(tmp) / "upstream").as_uri()
         t0 = time.perf_counter()
         checker = Installability([up], ["linux-64", "noarch"], "pytorch", matrix.required,
-                                 _closure_of([*staging.values(), *main.values()]))
+                                 distribution_closure([*staging.values(), *main.values()]))
         plan = plan_gate(PlanInputs(staging, main, res, {}, matrix, installability=checker))
         took = time.perf_counter() - t0
     print(f"gate plan: {len(staging)} candidates vs {len(main)} in main: {took:.2f} s "

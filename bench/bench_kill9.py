@@ -40,9 +40,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 SWEEP_RELEASE = "2.7.0"
 SWEEP_BRANCH = f"sweep/pytorch-{SWEEP_RELEASE}"
@@ -214,7 +214,7 @@ class Scenario:
     argv: tuple[str, ...]
     ok_codes: tuple[int, ...]  # exit codes of a complete run
     after_kill: Callable[[Path], list[str]]  # must hold right after the kill
-    after_rerun: Callable[[Path, "Reference"], list[str]]  # must hold after the rerun
+    after_rerun: Callable[[Path, Reference], list[str]]  # must hold after the rerun
 
 
 @dataclass

@@ -91,7 +91,7 @@ def make_world(root: Path, n: int) -> None:
         write_conda(staging / "noarch", f"bench-{idx:03d}", f"1.0.{v}", deps)
     asyncio.run(index_fs(staging, force=True, write_zst=False, write_shards=False))
     store = ResultsStore(root / "build" / "results")
-    date = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
+    date = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
     repodata = json.loads((staging / "noarch" / "repodata.json").read_text())
     digests = {}  # provenance: each artifact's recipe folder and its recipe input hash (promote re-hashes them)
     for idx in range(names):

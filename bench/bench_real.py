@@ -42,7 +42,7 @@ class DiskPeak:
         st = os.statvfs(path)
         return (st.f_blocks - st.f_bfree) * st.f_frsize
 
-    def __enter__(self) -> "DiskPeak":
+    def __enter__(self) -> DiskPeak:
         def loop() -> None:
             while not self._stop.wait(1.0):
                 self.peak = max(self.peak, self._used(self.path) - self.base)
@@ -94,7 +94,7 @@ def test_env_times(world: Path) -> list[str]:
             for rnd in ("cold", "warm"):
                 prefix = Path(tempfile.mkdtemp(prefix="bench-real-env-"))
 
-                async def go():
+                async def go(version=version, build=build, prefix=prefix):
                     recs = await solve([Channel(upstream.as_uri())], [f"pytorch =={version} {build}", "python 3.11.*"],
                                        platforms=[Subdir("linux-64"), Subdir("noarch")], virtual_packages=vps)
                     await install(recs, target_prefix=str(prefix), show_progress=False)

@@ -43,7 +43,7 @@ def main() -> int:
             for sandbox in order:
                 root = create_sandbox(SandboxOptions(path=tmp / f"w{rnd}-{sandbox}")).path
                 opts = BuildOptions(names=("tensorutils",), pytorch=("2.6.0",), sandbox=sandbox)
-                t, run = timed(lambda: run_build(load_distribution(root), opts))
+                t, run = timed(lambda root=root, opts=opts: run_build(load_distribution(root), opts))
                 assert run.report is not None and run.report.ok, run.report
                 res[sandbox] = t
             rounds.append(res)

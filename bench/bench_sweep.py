@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.distribution import load_distribution
-from conda_distro.sweep import add_release_text, edited_text, plan_sweep
 from conda_distro.fsutil import atomic_write_text
+from conda_distro.sweep import add_release_text, edited_text, plan_sweep
 
 TARGET_SECONDS = 3.0
 RELEASE = "2.7.0"
@@ -95,14 +95,15 @@ def recipe(i: int, name: str, deps: list[str], rng: random.Random) -> Generated:
     add("")
     add("source:")
     add("  url: https://pypi.org/packages/source/${{ name[0] }}/${{ name }}/${{ name }}-${{ version }}.tar.gz")
-    add(f"  sha256: {'%064x' % rng.getrandbits(256)}")
+    add(f"  sha256: {rng.getrandbits(256):064x}")
     add("")
     add("build:")
     bumped = kind not in ("admits", "lockstep")
     if ctx_number:
         add("  number: ${{ build_number }}")
     else:
-        add(f"  number: {number}  # reset to 0 on a new version", f"  number: {number + 1}  # reset to 0 on a new version" if bumped else None)
+        add(f"  number: {number}  # reset to 0 on a new version",
+            f"  number: {number + 1}  # reset to 0 on a new version" if bumped else None)
     add("  noarch: python")
     add("  script: ${{ PYTHON }} -m pip install . -vv --no-deps --no-build-isolation")
     add("")
@@ -214,11 +215,11 @@ def main(argv: list[str]) -> int:
             if len(a) != len(b):
                 violations.append(f"{name}: {len(a)} lines became {len(b)}")
                 continue
-            diff = {i + 1: y for i, (x, y) in enumerate(zip(a, b)) if x != y}
+            diff = {i + 1: y for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y}
             if diff != g.expected:
                 violations.append(f"{name} ({g.kind}): changed lines {diff}, expected {g.expected}")
         d_before, d_after = DISTRO_YAML.split("\n"), (root / "distro.yaml").read_text().split("\n")
-        d_diff = [(x, y) for x, y in zip(d_before, d_after) if x != y]
+        d_diff = [(x, y) for x, y in zip(d_before, d_after, strict=False) if x != y]
         if len(d_before) != len(d_after) or d_diff != [('  releases: ["2.4.1", "2.5.1", "2.6.0"]   # oldest first',
                                                         '  releases: ["2.4.1", "2.5.1", "2.6.0", "2.7.0"]   # oldest first')]:
             violations.append(f"distro.yaml: unexpected change {d_diff}")

@@ -106,6 +106,20 @@ def test_ruff_finds_nothing_in_the_package():
     ruff("distro/conda_distro")
 
 
+def test_ruff_finds_nothing_in_the_benchmarks():
+    ruff("bench")
+
+
+def test_every_benchmark_imports():
+    """bench/ runs by hand and in the nightly workflow, not in this suite: each script must at least import
+    against today's package (a function renamed in the package once broke bench_gate.py unseen)."""
+    bench = REPO / "bench"
+    names = sorted(p.stem for p in bench.glob("*.py"))
+    code = "import importlib, sys; sys.path.insert(0, sys.argv[1]); [importlib.import_module(m) for m in sys.argv[2:]]"
+    res = subprocess.run([sys.executable, "-c", code, str(bench), *names], capture_output=True, text=True, timeout=120)
+    assert len(names) >= 10 and res.returncode == 0, res.stderr[-3000:]
+
+
 def test_mypy_finds_nothing():
     proc = run_tool("mypy")  # files and strictness from [tool.mypy]
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
