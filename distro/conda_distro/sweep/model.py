@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT
-from conda_distro.sweep import render
+from conda_distro.templating import render
 
 STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "awaiting-upstream", "not-solvable",
             "unreadable")
@@ -229,8 +229,24 @@ class SweepResult:
         return self.document().model_dump(mode="json")
 
     def text_lines(self) -> list[str]:
-        return render.text_lines(self)
+        """What ``sweep`` prints: the message, one line per package, the branches, the summary, the next steps."""
+        lines = [self.message] if self.message else []
+        for d in self.plan.decisions:
+            pin = f"{d.old_pin} -> {d.new_pin}" if d.old_pin != d.new_pin else (d.old_pin or "")
+            if d.old_pin != d.new_pin and not d.applied:
+                pin += " (reverted)"
+            lines.append(f"  {d.status:18} {d.name:24} {pin}" + (f"  ({d.reason})" if d.reason else ""))
+        if self.branch:
+            lines.append(f"branch {self.branch}: {len(self.commits)} commit(s)")
+            lines += [f"  {pr['branch']}  ({name})" for name, pr in self.pr_bodies.items() if pr.get("branch")]
+            if self.start:
+                lines.append(f"back on {self.start} (the sweep's edits are on the branches)")
+        if self.summary:
+            lines.append(("planned: " if self.plan.dry_run else "summary: ")
+                         + ", ".join(f"{n} {st}" for st, n in self.summary.items()))
+        lines += [f"next: {step}" for step in self.next_steps]
+        return lines
 
     def markdown(self) -> str:
         """The tracking issue (or the message), then each pull request's body: ``--format markdown``."""
-        return render.markdown(self)
+        return render("sweep.md.j2", result=self)

@@ -1,60 +1,12 @@
-"""The sweep's documents for people: the pull-request bodies (one per bumped package), the
-tracking issue's body and the whole markdown report, from the templates
-``templates/sweep_pr.md.j2``, ``sweep_issue.md.j2`` and ``sweep.md.j2``; and the text
-report's lines. (The JSON document is :class:`~conda_distro.sweep.model.SweepDocument`.)"""
+"""The sweep's documents for people: the pull-request bodies (one per bumped package) and the tracking
+issue's body, from the templates ``templates/sweep_pr.md.j2`` and ``sweep_issue.md.j2``. (The result prints
+itself: :meth:`~conda_distro.sweep.model.SweepResult.text_lines` and ``markdown``, from ``sweep.md.j2``;
+the JSON document is :class:`~conda_distro.sweep.model.SweepDocument`.)"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
-
+from conda_distro.sweep.model import Decision, SweepPlan, SweepResult
 from conda_distro.templating import render
-
-# The model calls these (SweepResult.text_lines / markdown), so this module does not import the model:
-# what it reads of Decision, SweepPlan and SweepResult (conda_distro.sweep.model) is described here.
-
-
-class Decision(Protocol):
-    @property
-    def name(self) -> str: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def old_pin(self) -> str | None: ...
-    @property
-    def new_pin(self) -> str | None: ...
-    @property
-    def applied(self) -> bool: ...
-    @property
-    def reason(self) -> str | None: ...
-    @property
-    def log(self) -> str | None: ...
-
-
-class SweepPlan(Protocol):
-    @property
-    def decisions(self) -> Sequence[Decision]: ...
-    @property
-    def dry_run(self) -> bool: ...
-
-
-class SweepResult(Protocol):
-    @property
-    def plan(self) -> SweepPlan: ...
-    @property
-    def message(self) -> str | None: ...
-    @property
-    def branch(self) -> str | None: ...
-    @property
-    def start(self) -> str | None: ...
-    @property
-    def commits(self) -> Sequence[Any]: ...
-    @property
-    def pr_bodies(self) -> Mapping[str, Mapping[str, Any]]: ...
-    @property
-    def summary(self) -> Mapping[str, int]: ...
-    @property
-    def next_steps(self) -> Sequence[str]: ...
 
 
 def pr_body(dec: Decision, release: str, dry_run: bool = False) -> dict[str, str]:
@@ -91,28 +43,3 @@ def tracking_issue(plan: SweepPlan, result: SweepResult | None = None) -> str:
                   counts=", ".join(f"{n} {st}" for st, n in (result.summary if result else {}).items()),
                   prs=checklist, pings=pings, rows=[(d, _pin_cell(d), _note_cell(d)) for d in plan.decisions],
                   logs=[d for d in plan.decisions if d.status == "failed" and d.log])
-
-
-def markdown(result: SweepResult) -> str:
-    """What ``sweep --format markdown`` prints: the tracking issue (or the message), then each PR body."""
-    return render("sweep.md.j2", result=result)
-
-
-def text_lines(result: SweepResult) -> list[str]:
-    """What ``sweep`` prints: the message, one line per package, the branches, the summary, the next steps."""
-    lines = [result.message] if result.message else []
-    for d in result.plan.decisions:
-        pin = f"{d.old_pin} -> {d.new_pin}" if d.old_pin != d.new_pin else (d.old_pin or "")
-        if d.old_pin != d.new_pin and not d.applied:
-            pin += " (reverted)"
-        lines.append(f"  {d.status:18} {d.name:24} {pin}" + (f"  ({d.reason})" if d.reason else ""))
-    if result.branch:
-        lines.append(f"branch {result.branch}: {len(result.commits)} commit(s)")
-        lines += [f"  {pr['branch']}  ({name})" for name, pr in result.pr_bodies.items() if pr.get("branch")]
-        if result.start:
-            lines.append(f"back on {result.start} (the sweep's edits are on the branches)")
-    if result.summary:
-        lines.append(("planned: " if result.plan.dry_run else "summary: ")
-                     + ", ".join(f"{n} {st}" for st, n in result.summary.items()))
-    lines += [f"next: {step}" for step in result.next_steps]
-    return lines
