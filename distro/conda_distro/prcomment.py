@@ -381,7 +381,8 @@ class PrGate:
 
     @property
     def exit_code(self) -> int:
-        return int(self.error.exit_code if self.error is not None else self._result().exit_code)
+        """The gate's exit code; a gate stopped by bad input raises its error (after its PR comment)."""
+        return int(self._result().exit_code)
 
     def to_dict(self) -> dict:
         return self._result().to_dict()

@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, runtime_che
 import typer
 import typer.core
 
-from conda_distro.errors import DistroError
-
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -140,15 +138,11 @@ def emit(result: Result, format: Format) -> int:
     """The one way a command prints: the result's notices (recipes left out, and why) on stderr, then the
     result in ``format`` on stdout; returns the result's exit code.
 
-    A result that carries an ``error`` (check-pr's bad input) prints its markdown comment when asked for
-    markdown, then raises the error for the one error handler (``conda_distro.cli.main``)."""
+    A result whose input could not be read raises its error (for the one error handler,
+    ``conda_distro.cli.main``) from whatever form it cannot give: check-pr's gate still prints its markdown
+    comment, then raises from ``exit_code``."""
     for line in getattr(result, "notices", ()):
         sys.stderr.write(line + "\n")
-    error = getattr(result, "error", None)
-    if not isinstance(error, DistroError):
-        error = None
-    if error is not None and format is not Format.markdown:
-        raise error
     if format is Format.json:
         print_json(result.to_dict())
     elif format is Format.markdown:
@@ -158,8 +152,6 @@ def emit(result: Result, format: Format) -> int:
     else:
         for line in getattr(result, f"{format.name}_lines")():
             out(line)
-    if error is not None:
-        raise error
     return int(result.exit_code)
 
 
