@@ -56,16 +56,19 @@ class Channels(Strict):
         return v
 
 
+def _conda_name(v: str, example: str) -> str:
+    if not re.fullmatch(r"[a-z0-9_][a-z0-9_.+-]*", v):
+        raise ValueError(f"'{v}' is not a conda package name (lowercase letters, digits and _ . + -, e.g. {example})")
+    return v
+
+
 class PyTorch(Strict):
     name: str = "pytorch"
 
     @field_validator("name")
     @classmethod
     def _package_name(cls, v: str) -> str:
-        if not re.fullmatch(r"[a-z0-9_][a-z0-9_.+-]*", v):
-            raise ValueError(f"'{v}' is not a conda package name (lowercase letters, digits and _ . + -, "
-                             "e.g. pytorch)")
-        return v
+        return _conda_name(v, "pytorch")
     releases: list[str] = Field(min_length=1)
     variants: list[Variant] = Field(default_factory=_all_variants, min_length=1)
     #: upstream packages released with each PyTorch build (torchvision, torchaudio): a package that needs
@@ -76,9 +79,7 @@ class PyTorch(Strict):
     @classmethod
     def _lockstep_names(cls, v: list[str]) -> list[str]:
         for name in v:
-            if not re.fullmatch(r"[a-z0-9_][a-z0-9_.+-]*", name):
-                raise ValueError(f"'{name}' is not a conda package name (lowercase letters, digits and _ . + -, "
-                                 "e.g. torchvision)")
+            _conda_name(name, "torchvision")
         return v
 
     @field_validator("releases", mode="before")

@@ -152,8 +152,7 @@ class Distribution:
         """What commands print on stderr about the recipes they leave out: every recipe that cannot be
         read or rendered (file:line, rattler-build's message), then the recipes blocked by them."""
         return [*(f"error: {e}" for e in self.errors),
-                *(f"blocked: {name} depends on unreadable recipe {by}"
-                  for name, by in sorted(self.blocked_by_broken().items()))]
+                *(f"blocked: {b.name} {b.reason}" for b in self.exclusions().blocked)]
 
     def check_names(self, names: list[str] | tuple[str, ...]) -> None:
         """Each name is a recipe of the distribution, readable or not (a misspelt name raises

@@ -69,10 +69,10 @@ class TestMatrix:
     lockstep_of: Callable[[ChannelFile], frozenset[str]] = field(default=lambda f: frozenset(), compare=False)
 
     @classmethod
-    def from_config(cls, config: DistroConfig, available: Availability | None = None,
-                    lockstep_of: Callable[[ChannelFile], frozenset[str]] | None = None) -> TestMatrix:
+    def from_config(cls, config: DistroConfig, available: Availability | None,
+                    lockstep_of: Callable[[ChannelFile], frozenset[str]]) -> TestMatrix:
         return cls(config.pytorch.name, tuple(config.pytorch.releases), tuple(config.pytorch.variants), available,
-                   lockstep_of or (lambda f: frozenset()))
+                   lockstep_of)
 
     def required(self, f: ChannelFile) -> list[tuple[str, Variant]] | None:
         """(release, variant) pairs the artifact's own pytorch pin admits and upstream can serve; None when

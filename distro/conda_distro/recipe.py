@@ -20,7 +20,7 @@ from typing import Any, overload
 from conda_distro.errors import RecipeError
 from conda_distro.render import RenderedRecipe, RenderError, RenderSettings, cache_file_of, render_text, store_json
 from conda_distro.specs import ParsedSpec, parse_spec
-from conda_distro.yamlio import LDict, LList, load_fast, load_roundtrip
+from conda_distro.yamlio import LDict, LList, load_fast
 
 RECIPE_FILE = "recipe.yaml"
 V0_FILE = "meta.yaml"
@@ -192,10 +192,6 @@ class Recipe:
 
     def line_of(self, key: str) -> int:
         return self.lines.get(key, 1)
-
-    def roundtrip(self) -> tuple[Any, Any]:
-        """The ruamel round-trip document and the YAML object to dump it with."""
-        return load_roundtrip(self.text, path=self.path)
 
 
 # ---------------------------------------------------------------------------------------------

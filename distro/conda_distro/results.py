@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from conda_distro.config import Variant
 from conda_distro.errors import DistroError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.validation import load_json, read_text, to_error
@@ -33,7 +34,6 @@ TestStatus = Literal["passed", "failed", "blocked", "error"]
 HISTORY = 6
 #: the reason a passed test records when the package has no tests (rattler-build ran nothing): `neutral`
 NO_TESTS = "the package has no tests"
-Variant = Literal["cpu", "cuda"]
 
 
 def now() -> dt.datetime:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, no_progress, open_channel
-from conda_distro.channels.depends import parse_dep
+from conda_distro.channels.depends import depends_names
 from conda_distro.dates import parse_as_of
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.errors import DistroError, ExitCode, LedgerError, UsageError
@@ -120,7 +120,7 @@ def _unknown_package(name: str, main: Channel, in_main: dict[str, ChannelFile], 
 
 def _dependents(name: str, remaining: dict[str, ChannelFile]) -> list[str]:
     return sorted(f.artifact for f in remaining.values()
-                  if f.name != name and any((d := parse_dep(t)) and d.name == name for t in f.depends))
+                  if f.name != name and name in depends_names(f))
 
 
 def recipe_dependents(dist: Distribution, name: str, ledger: Ledger) -> list[str]:

@@ -66,9 +66,6 @@ class FileProblem:
     kind: str  # file-missing | file-sha256-differs | not-indexed
     detail: str
 
-    def to_dict(self) -> dict[str, str]:
-        return {"artifact": self.artifact, "kind": self.kind, "detail": self.detail}
-
 
 @dataclass(frozen=True)
 class ChannelAudit:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from conda_distro.errors import BridgeError
 from conda_distro.rattler_env import assert_no_colon, index_channel
@@ -117,21 +117,14 @@ class BridgeResult:
             seconds={"resolve": round(self.resolve_seconds, 1), "download": round(self.download_seconds, 1),
                      "convert": round(self.convert_seconds, 1), "index": round(self.index_seconds, 1)})
 
-    def to_dict(self) -> dict:
-        return self.summary().model_dump(mode="json")
 
-
-class _Summary(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class PytorchFile(_Summary):
+class PytorchFile(BaseModel):
     release: str
     variant: str
     file: str  # the package's file name in the channel
 
 
-class Unavailable(_Summary):
+class Unavailable(BaseModel):
     """A pytorch build left out: pip could not resolve it for this release and variant."""
 
     release: str
@@ -139,12 +132,12 @@ class Unavailable(_Summary):
     why: str
 
 
-class NotConverted(_Summary):
+class NotConverted(BaseModel):
     wheel: str  # the wheel's file name
     why: str
 
 
-class BridgeSummary(_Summary):
+class BridgeSummary(BaseModel):
     """What a bridge made, as JSON: the ``bridge`` section of `sandbox --real`'s cache entry (written when the
     channel is made, read back on every later run)."""
 
