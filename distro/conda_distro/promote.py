@@ -34,8 +34,8 @@ from conda_distro.channels.depends import (
 from conda_distro.channels.local import LocalChannel, sha256_of
 from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import load_distribution, open_distro
-from conda_distro.engine.releases import Availability, Target, upstream_availability
-from conda_distro.errors import ChannelError, ExitCode
+from conda_distro.engine.releases import Availability, Target, availability_if_readable
+from conda_distro.errors import ExitCode
 from conda_distro.excuses import Excuses, ExcusesOptions, excuses_of, write_excuses
 from conda_distro.hints import load_hints
 from conda_distro.holds import Held, HoldReason
@@ -578,11 +578,7 @@ class PromotionContext:
         results = {r.artifact: r for r in self.results.all()}
         states = self.ledger.load_all()
         files = [*staging.values(), *main.values()]
-        try:
-            available = upstream_availability(self.distro)
-        except ChannelError:
-            available = None  # installability then finds upstream unreadable: candidates wait
-        matrix = TestMatrix.from_config(self.distro.config, available,
+        matrix = TestMatrix.from_config(self.distro.config, self.available,
                                         lockstep_of_files(files, self.distro.config.pytorch.lockstep))
         return PlanInputs(
             staging=staging, main=main, results=results,
@@ -593,6 +589,12 @@ class PromotionContext:
             hints=load_hints(self.distro.root), today=self.today,
             maintainers=self.maintainers, installability=Installability(
                 self.distro.upstream_urls, self.distro.subdirs, matrix.pytorch, matrix.required, distribution_closure(files)))
+
+    @cached_property
+    def available(self) -> Availability | None:
+        """What upstream can serve; read once, though promote gathers its inputs twice (upstream is not
+        what the lock guards)."""
+        return availability_if_readable(self.distro)
 
     @cached_property
     def maintainers(self) -> dict[str, tuple[str, ...]]:

@@ -98,10 +98,6 @@ async def _query(distro: DistroRepo, names: list[str]) -> list[RepoDataRecord]:
     return [r for group in groups for r in group if r.name.normalized in names]
 
 
-async def _query_pytorch(distro: DistroRepo) -> list[RepoDataRecord]:
-    return await _query(distro, [distro.config.pytorch.name])
-
-
 def _target_record(records: list[RepoDataRecord], target: Target) -> RepoDataRecord | None:
     """The upstream pytorch build a test of ``target`` installs (the newest matching one), or None. Its
     variant is decided as verify-channel decides it (:class:`~conda_distro.pytorch_record.TorchBuild`: a
@@ -121,6 +117,8 @@ class Availability:
 
     missing: Mapping[Target, str] = field(default_factory=dict)  # no pytorch build of the target
     lockstep_missing: Mapping[str, Mapping[Target, str]] = field(default_factory=dict)  # name -> target -> why
+    #: the upstream pytorch build a test of each servable target installs (what its release view pins)
+    pytorch: Mapping[Target, RepoDataRecord] = field(default_factory=dict)
 
     def why_not(self, target: Target, needs: Iterable[str] = ()) -> str | None:
         """Why ``target`` cannot be tested for a package needing the lockstep names ``needs``; None if it can."""
@@ -130,6 +128,16 @@ class Availability:
             why = self.lockstep_missing.get(name, {}).get(target)
             if why:
                 return why
+        return None
+
+
+def availability_if_readable(distro: DistroRepo) -> Availability | None:
+    """:func:`upstream_availability`, or None when the upstream channels cannot be read now (build then tries
+    every target and records one without a pytorch build as blocked; promote's installability check finds
+    upstream unreadable and candidates wait)."""
+    try:
+        return upstream_availability(distro)
+    except ChannelError:
         return None
 
 
@@ -143,11 +151,13 @@ def upstream_availability(distro: DistroRepo) -> Availability:
     torch = [r for r in records if r.name.normalized == cfg.name]
     missing: dict[Target, str] = {}
     lockstep_missing: dict[str, dict[Target, str]] = {name: {} for name in cfg.lockstep}
+    chosen: dict[Target, RepoDataRecord] = {}
     for target in all_targets(distro):
         rec = _target_record(torch, target)
         if rec is None:
             missing[target] = f"no {target.variant} build of {cfg.name} {target.pytorch} in the upstream channels"
             continue
+        chosen[target] = rec
         for name in cfg.lockstep:
             ok = False
             for r in (x for x in records if x.name.normalized == name):
@@ -160,7 +170,7 @@ def upstream_availability(distro: DistroRepo) -> Availability:
             if not ok:
                 lockstep_missing[name][target] = (f"no {target.variant} build of {name} for {cfg.name} {target.pytorch} "
                                                   "in the upstream channels")
-    return Availability(missing, lockstep_missing)
+    return Availability(missing, lockstep_missing, chosen)
 
 
 def _fetch(url: str, dest: Path) -> None:
@@ -171,16 +181,16 @@ def _fetch(url: str, dest: Path) -> None:
         shutil.copyfileobj(resp, fh)
 
 
-def build_release_views(distro: DistroRepo, folder: Path) -> dict[Target, ReleaseView]:
-    """Create (or reuse) one pin channel per target under ``folder``."""
-    records = asyncio.run(_query_pytorch(distro))
+def build_release_views(distro: DistroRepo, folder: Path, available: Availability | None = None) -> dict[Target, ReleaseView]:
+    """Create (or reuse) one pin channel per target under ``folder``, for the pytorch builds ``available``
+    chose (None: read upstream now)."""
+    if available is None:
+        available = upstream_availability(distro)
     views: dict[Target, ReleaseView] = {}
     for target in all_targets(distro):
-        rec = _target_record(records, target)
+        rec = available.pytorch.get(target)
         if rec is None:
-            views[target] = ReleaseView(target, None, None, None,
-                                        reason=f"no {target.variant} build of {distro.config.pytorch.name} {target.pytorch}"
-                                               " in the upstream channels")
+            views[target] = ReleaseView(target, None, None, None, reason=available.missing[target])
             continue
         view_dir = folder / f"{target.pytorch}-{target.variant}"
         stamp = view_dir / ".source.json"

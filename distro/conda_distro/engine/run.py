@@ -13,11 +13,11 @@ from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter
 from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
 from conda_distro.engine.progress import make_reporter
-from conda_distro.engine.releases import Availability, build_release_views, upstream_availability
+from conda_distro.engine.releases import Availability, availability_if_readable, build_release_views
 from conda_distro.engine.sandbox import require_bwrap, runtime_paths
 from conda_distro.engine.summary import build_table, plan_lines, untested_lines
 from conda_distro.engine.unit import Isolation
-from conda_distro.errors import ChannelError, UsageError
+from conda_distro.errors import UsageError
 from conda_distro.gitutil import changed_recipes
 from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.graph import RecipeGraph
@@ -151,9 +151,10 @@ def errored_recipes(store: ResultsStore) -> list[str]:
                    if any(t.status == "error" for t in r.latest().values())})
 
 
-def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Paths]:
+def plan_build(dist: Distribution, options: BuildOptions, available: Availability | None) -> tuple[BuildPlan, Paths]:
     """Plan on the readable recipes (unreadable ones and their dependents are left out and reported by
-    the caller); a named recipe that cannot be read is an error."""
+    the caller); a named recipe that cannot be read is an error. ``available``: what upstream can serve
+    (None: unknown, every target is tried)."""
     names = list(options.names)
     dist.require(names)
     if options.changed_since:
@@ -171,17 +172,8 @@ def plan_build(dist: Distribution, options: BuildOptions) -> tuple[BuildPlan, Pa
     main = main_channel(dist)
     plan = make_plan(dist, graph, builder, ResultsStore(paths.store), paths.staging,
                      PlanOptions(names=tuple(names), all=options.all, pytorch=options.pytorch, engine=options.engine,
-                                 main=main, variants=options.variants, available=availability(dist)))
+                                 main=main, variants=options.variants, available=available))
     return plan, paths
-
-
-def availability(dist: Distribution) -> Availability | None:
-    """What upstream can serve (:class:`Availability`); None when the upstream channels cannot be read now
-    (every target is then tried, and one without a pytorch build is recorded as blocked, as before)."""
-    try:
-        return upstream_availability(dist.distro)
-    except ChannelError:
-        return None
 
 
 def probe_for(plan: BuildPlan) -> GpuProbe | None:
@@ -238,7 +230,8 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
     """Plan, then build under the staging channel's lock. The plan is made first, so that bad input
     exits 2 having written nothing (not even the lock file); when another build wrote staging or the
     results while this one waited for the lock, it is made again under the lock."""
-    plan, paths = plan_build(dist, options)
+    available = availability_if_readable(dist.distro)  # upstream read once: for the plan and the release views
+    plan, paths = plan_build(dist, options, available)
     excluded = dist.exclusions()
     if options.dry_run:
         return BuildRun(plan, None, excluded)
@@ -249,10 +242,10 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
     seen = _staging_state(paths)
     with staging_lock(paths, options.lock_timeout):
         if _staging_state(paths) != seen:
-            plan, paths = plan_build(dist, options)
+            plan, paths = plan_build(dist, options, available)
             if not plan.packages:
                 return BuildRun(plan, ExecutionResult(), excluded, gpu)
-        views = build_release_views(dist.distro, paths.views)
+        views = build_release_views(dist.distro, paths.views, available)
         fallback = tuple(f for f in paths.fallback if (f / "noarch" / "repodata.json").is_file())
         ctx = ExecContext(staging=paths.staging, main=main_channel(dist),
                           upstream=(*(f.as_uri() for f in fallback), *dist.distro.upstream_urls),
