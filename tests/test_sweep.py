@@ -436,6 +436,18 @@ def test_dry_run_prints_the_plan_and_writes_nothing(world27: Path, capsys):
 
 
 @pytest.mark.slow
+def test_commit_outside_a_git_checkout_is_bad_input(world27: Path, capsys):
+    """`sweep --commit` where the distribution is no git checkout: exit 2 naming --commit, nothing written."""
+    shutil.rmtree(world27 / ".git")
+    before = tracked_state(world27)
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit")
+    assert code == 2 and "Traceback" not in err
+    assert "not inside a git repository" in err and "--commit" in err and "run the sweep in a git checkout" in err
+    assert tracked_state(world27) == before
+    assert not (world27 / "build" / "sweep" / "pytorch-2.7.0.json").exists()
+
+
+@pytest.mark.slow
 def test_commit_refuses_dirty_recipes(world27: Path, capsys):
     path = world27 / "recipes" / "layerkit" / "recipe.yaml"
     path.write_text(path.read_text() + "# local change\n")

@@ -22,6 +22,7 @@ from conda_distro.gitutil import (
     find_repo,
     has_staged_changes,
     head_sha,
+    open_repo,
     publish_branch,
     show_file,
     top_dir,
@@ -44,9 +45,7 @@ def open_for_commit(root: Path, release: str, dirty_ok: bool = False) -> Repo:
     """The git repository for ``--commit``, refusing (nothing written yet) when recipes/ or distro.yaml
     have uncommitted changes (unless ``dirty_ok``: they are the edits being committed), something is
     staged, or a sweep branch of the release exists."""
-    repo = find_repo(root)
-    if repo is None:
-        raise GitError(f"{root} is not a git repository", field="--commit", hint="run the sweep in a git checkout")
+    repo = open_repo(root, field="--commit", hint="run the sweep in a git checkout")
     if head_sha(repo) is None:
         raise GitError("the repository has no commit yet", field="--commit", hint="commit the distribution first")
     rel = root.resolve().relative_to(top_dir(repo))
@@ -157,19 +156,11 @@ def publish(repo: Repo, result: SweepResult, tip: str) -> None:
     publish_branch(repo, result.branch, tip)
     for pr in result.pr_bodies.values():
         if pr.get("branch") and pr.get("sha"):
-            current = branch_sha(repo, pr["branch"])
-            if current is None:
-                create_branch(repo, pr["branch"], pr["sha"])
-            elif current != pr["sha"]:
-                raise GitError(f"branch {pr['branch']} exists at {current[:12]}, not at the sweep's commit",
-                               field="--commit", hint=f"delete it (git branch -D {pr['branch']}) and rerun the sweep")
+            create_branch(repo, pr["branch"], pr["sha"])
     if result.start and result.start != result.branch:
         checkout(repo, result.start)
 
 
 def find_sweep_repo(root: Path) -> Repo:
     """The repository of a sweep that was interrupted while committing (it has one)."""
-    repo = find_repo(root)
-    if repo is None:
-        raise GitError(f"{root} is not a git repository", hint="run the sweep in the checkout it was started in")
-    return repo
+    return open_repo(root, hint="run the sweep in the checkout it was started in")

@@ -35,7 +35,7 @@ from conda_distro.sweep.git import (
     refuse_half_made,
 )
 from conda_distro.sweep.model import ReleaseTest, SweepDocument, SweepOptions, SweepPlan, SweepResult
-from conda_distro.sweep.plan import RELEASE_RE, is_new_minor, mark_awaiting, plan_sweep, to_test
+from conda_distro.sweep.plan import check_release, is_new_minor, mark_awaiting, plan_sweep, to_test
 from conda_distro.sweep.render import pr_body, tracking_issue
 from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
 from conda_distro.variants import recipe_settings, render_settings
@@ -56,11 +56,10 @@ def run_sweep(root: Path | None, options: SweepOptions, reporter: Reporter | Non
     """The sweep. Everything but ``--dry-run`` runs under the repository's lock (a second sweep of the
     same checkout waits at most ``options.lock_timeout`` seconds, then exits 2), and is journaled: a
     rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or finishes its commits."""
-    if not RELEASE_RE.match(options.release):
-        plan_sweep(load_distribution(root, strict=False), options.release)  # raises the usage error
+    distro = open_distro(root)  # (a folder without distro.yaml is refused before a malformed --pytorch)
+    check_release(options.release)
     if options.dry_run:
         return _dry_run(root, options)
-    distro = open_distro(root)
     with channel_lock(distro.build_dir / REPOSITORY_LOCK, options.lock_timeout, f"the repository {distro.root}",
                       others="sweep"):
         return _sweep_locked(distro, options, reporter)
