@@ -185,13 +185,10 @@ def open_distro(root: Path | None) -> DistroRepo:
     return load_config(root.resolve() if root else find_root(Path.cwd()))
 
 
-@paused_gc()
 def load_distribution(root: Path | None = None, *, strict: bool = True, distro: DistroRepo | None = None) -> Distribution:
     """Load distro.yaml and every recipe. ``strict`` raises the first recipe error; otherwise errors are
     collected so that lint can still report on the rest."""
     distro = distro or open_distro(root)
-    settings = render_settings(distro)
-    recipes: dict[str, Recipe] = {}
     errors: list[DistroError] = []
     texts: list[tuple[str, Path]] = []
     for path in recipe_paths(distro.recipes_dir):
@@ -199,13 +196,25 @@ def load_distribution(root: Path | None = None, *, strict: bool = True, distro: 
             texts.append((read_recipe_text(path), path))
         except DistroError as exc:
             errors.append(exc)
-    prerender(texts, settings)  # a cold cache and many recipes: render them in parallel first
-    for text, path in texts:
-        try:
-            recipes[path.parent.name] = parse_recipe(text, path, recipe_settings(settings, path.parent, keep=(distro.config.pytorch.name,)))
-        except DistroError as exc:
-            errors.append(exc)
-    dist = Distribution(distro, recipes, errors, settings)
+    dist = distribution_of_texts(distro, texts, errors)
     if strict:
         dist.raise_errors()
     return dist
+
+
+@paused_gc()
+def distribution_of_texts(distro: DistroRepo, texts: list[tuple[str, Path]],
+                          errors: list[DistroError] | None = None) -> Distribution:
+    """The distribution ``distro`` with these recipe texts ((text, path) each), rendered as rattler-build
+    renders them; the recipes that cannot be rendered join ``errors``."""
+    settings = render_settings(distro)
+    errors = list(errors or ())
+    prerender(texts, settings)  # a cold cache and many recipes: render them in parallel first
+    recipes: dict[str, Recipe] = {}
+    keep = (distro.config.pytorch.name,)
+    for text, path in texts:
+        try:
+            recipes[path.parent.name] = parse_recipe(text, path, recipe_settings(settings, path.parent, keep=keep))
+        except DistroError as exc:
+            errors.append(exc)
+    return Distribution(distro, recipes, errors, settings)

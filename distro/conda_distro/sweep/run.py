@@ -15,15 +15,14 @@ from typing import TYPE_CHECKING
 from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.locking import REPOSITORY_LOCK, channel_lock
 from conda_distro.config import DistroConfig, DistroRepo
-from conda_distro.distribution import Distribution, load_distribution, open_distro
+from conda_distro.distribution import Distribution, distribution_of_texts, load_distribution, open_distro
 from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError, GitError, UsageError
 from conda_distro.fsutil import atomic_write_text, clear_stale_temps
 from conda_distro.gitutil import clear_stale_index_lock
 from conda_distro.graph import RecipeGraph
-from conda_distro.recipe import RECIPE_FILE, Recipe, parse_recipe
+from conda_distro.recipe import RECIPE_FILE
 from conda_distro.recipe_edit import EditError
-from conda_distro.render import prerender
 from conda_distro.sweep.edit import add_release_text, edited_text
 from conda_distro.sweep.git import (
     branch_is_at,
@@ -38,7 +37,6 @@ from conda_distro.sweep.model import ReleaseTest, SweepDocument, SweepOptions, S
 from conda_distro.sweep.plan import check_release, is_new_minor, mark_awaiting, plan_sweep, to_test
 from conda_distro.sweep.render import pr_body, tracking_issue
 from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
-from conda_distro.variants import recipe_settings, render_settings
 from conda_distro.yamlio import load_fast
 
 if TYPE_CHECKING:
@@ -201,18 +199,8 @@ def _edited_distribution(dist: Distribution, distro_text: str, new_texts: dict[s
     """The distribution as the sweep wrote it (distro.yaml listing the release, the edited recipes),
     made from the texts it wrote rather than read back from disk; the readable part of it."""
     distro = DistroRepo(DistroConfig.model_validate(load_fast(distro_text, path=dist.distro.path)), dist.root)
-    settings = render_settings(distro)
     texts = [(new_texts.get(folder, recipe.text), recipe.path) for folder, recipe in dist.recipes.items()]
-    prerender(texts, settings)
-    keep = (distro.config.pytorch.name,)
-    recipes: dict[str, Recipe] = {}
-    errors: list[DistroError] = list(dist.errors)
-    for text, path in texts:
-        try:
-            recipes[path.parent.name] = parse_recipe(text, path, recipe_settings(settings, path.parent, keep=keep))
-        except DistroError as exc:
-            errors.append(exc)
-    return Distribution(distro, recipes, errors, settings).readable()
+    return distribution_of_texts(distro, texts, list(dist.errors)).readable()
 
 
 def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporter: Reporter | None, new_minor: bool) -> None:
