@@ -1051,12 +1051,12 @@ def test_sweep_killed_after_branch_creation_is_finished(world27: Path, monkeypat
     import conda_distro.sweep.git as sweep_git
     monkeypatch.setattr(sweep_git, "publish_branch", die_after_ref)
     with pytest.raises(SystemExit):
-        sweep_mod.run_sweep(world27, sweep_mod.SweepOptions(release="2.7.0", commit=True, build=False))
+        sweep_mod.run_sweep(sweep_mod.SweepOptions(release="2.7.0", commit=True, build=False, root=world27))
     monkeypatch.setattr(sweep_git, "publish_branch", gitutil.publish_branch)
     assert repo.active_branch.name == "main" and "sweep/pytorch-2.7.0" in [h.name for h in repo.heads]
     assert "sweep/pytorch-2.7.0-layerkit" not in [h.name for h in repo.heads]
 
-    res = sweep_mod.run_sweep(world27, sweep_mod.SweepOptions(release="2.7.0", commit=True, build=False))
+    res = sweep_mod.run_sweep(sweep_mod.SweepOptions(release="2.7.0", commit=True, build=False, root=world27))
 
     assert res.message.startswith("finished the commits")
     assert_complete_sweep_branch(world27, base, before)
@@ -1294,13 +1294,13 @@ def test_the_result_renders_what_the_command_prints(world27: Path, capsys):
     dry run and for a release already supported (the message only)."""
     from conda_distro.sweep import SweepOptions, run_sweep
 
-    res = run_sweep(world27, SweepOptions(release="2.7.0", dry_run=True))
+    res = run_sweep(SweepOptions(release="2.7.0", dry_run=True, root=world27))
     _, text, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--dry-run")
     _, md, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--dry-run", "--format", "markdown")
     assert text == "".join(line + "\n" for line in res.text_lines()) and "next: run `conda-distro sweep" in text
     assert md == res.markdown() and md.count("\n---\n## PR: ") == 10
     code, _, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")  # edits distro.yaml: 2.7.0 is listed
-    res = run_sweep(world27, SweepOptions(release="2.7.0", build=False))
+    res = run_sweep(SweepOptions(release="2.7.0", build=False, root=world27))
     _, text, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")
     _, md, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--format", "markdown")
     assert code == 0 and res.plan.noop and text == "".join(line + "\n" for line in res.text_lines())

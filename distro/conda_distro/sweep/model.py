@@ -32,7 +32,7 @@ class SweepOptions:
     author: str = "conda-distro bot <bot@conda-distro.invalid>"
     sandbox: bool = True  # False: --no-sandbox
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another sweep of the same repository
-    root: Path | None = None  # the distribution's folder (None: found from the current one); for sweep()
+    root: Path | None = None  # the distribution's folder (None: found from the current one)
 
 
 @dataclass(frozen=True)

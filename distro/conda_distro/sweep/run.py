@@ -47,24 +47,24 @@ if TYPE_CHECKING:
 def sweep(options: SweepOptions) -> SweepResult:
     """`conda-distro sweep`: :func:`run_sweep` of the repository at ``options.root``, with progress unless
     it is a dry run."""
-    return run_sweep(options.root, options, make_reporter() if not options.dry_run else None)
+    return run_sweep(options, make_reporter() if not options.dry_run else None)
 
 
-def run_sweep(root: Path | None, options: SweepOptions, reporter: Reporter | None = None) -> SweepResult:
+def run_sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepResult:
     """The sweep. Everything but ``--dry-run`` runs under the repository's lock (a second sweep of the
     same checkout waits at most ``options.lock_timeout`` seconds, then exits 2), and is journaled: a
     rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or finishes its commits."""
-    distro = open_distro(root)  # (a folder without distro.yaml is refused before a malformed --pytorch)
+    distro = open_distro(options.root)  # (a folder without distro.yaml is refused before a malformed --pytorch)
     check_release(options.release)
     if options.dry_run:
-        return _dry_run(root, options)
+        return _dry_run(distro, options)
     with channel_lock(distro.build_dir / REPOSITORY_LOCK, options.lock_timeout, f"the repository {distro.root}",
                       others="sweep"):
         return _sweep_locked(distro, options, reporter)
 
 
-def _dry_run(root: Path | None, options: SweepOptions) -> SweepResult:
-    dist = load_distribution(root, strict=False)
+def _dry_run(distro: DistroRepo, options: SweepOptions) -> SweepResult:
+    dist = load_distribution(strict=False, distro=distro)
     plan = plan_sweep(dist, options.release)
     unfinished = find_journal(dist.distro.build_dir)
     if unfinished is not None:
