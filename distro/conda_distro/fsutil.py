@@ -1,5 +1,5 @@
-"""Small file and process helpers shared by the whole package: atomic writes, hard links, emptying a
-folder, a paused garbage collector."""
+"""Small file and process helpers shared by the whole package: bounded reads of input files, atomic
+writes, hard links, emptying a folder, a paused garbage collector."""
 
 from __future__ import annotations
 
@@ -8,8 +8,81 @@ import gc
 import glob
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
+
+from conda_distro.errors import DistroError
+
+#: what :func:`read_bounded` calls a file that is not a regular one (by its ``stat`` type)
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+_KERNEL_FILE_SYSTEMS = ("/proc/", "/sys/")
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / (1024 * 1024):g} MB" if n >= 1024 * 1024 else f"{n // 1024} KB"
+
+
+def read_bounded(path: Path, limit: int, *, error: type[DistroError] = DistroError, hint: str | None = None) -> bytes:
+    """The bytes of the input file ``path``: a regular file (after symbolic links) of at most ``limit`` bytes.
+
+    The one way the tool reads a file it did not just write itself. A FIFO, a device (or a symbolic link
+    to one, such as ``/dev/zero``), a socket or a folder is refused without reading (a FIFO is opened
+    non-blocking, so it cannot hang the command); a file larger than ``limit`` is refused after reading
+    at most ``limit + 1`` bytes. Every refusal, and every ``OSError``, is ``error`` naming the file.
+    ``FileNotFoundError`` passes through unchanged for callers to whom a missing file means something.
+    Files of the kernel's own file systems (``/proc``, ``/sys``) are refused too: they are regular files
+    whose size says nothing (``/proc/self/mem``, ``/proc/self/environ``)."""
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError) as exc:
+        raise error(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path, hint=hint) from None
+    if real.startswith(_KERNEL_FILE_SYSTEMS):
+        raise error(f"is a file of the kernel ({real}), not a regular file: refused", path=path,
+                    hint=hint or "replace it with the regular file it should be")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:  # ValueError: an embedded NUL in the path
+        raise error(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path, hint=hint) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+            raise error(f"is {what}, not a regular file: refused", path=path,
+                        hint=hint or "replace it with the regular file it should be")
+        if st.st_size > limit:
+            raise error(f"the file is {_megabytes(st.st_size)}; at most {_megabytes(limit)} is read from a file "
+                        "of this kind", path=path, hint=hint or "this is not the file it should be; check what wrote it")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(limit + 1 - size, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:  # it grew while being read
+            raise error(f"the file is larger than {_megabytes(limit)}, the most read from a file of this kind",
+                        path=path, hint=hint or "this is not the file it should be; check what wrote it")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror or exc}", path=path, hint=hint) from None
+    finally:
+        os.close(fd)
+
+
+def read_bounded_text(path: Path, limit: int, *, error: type[DistroError] = DistroError,
+                      hint: str | None = None) -> str:
+    """:func:`read_bounded`, decoded as UTF-8 (text that is not UTF-8 is ``error`` naming the file)."""
+    data = read_bounded(path, limit, error=error, hint=hint)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"the file is not UTF-8 text (byte {exc.start})", path=path, hint=hint) from None
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -41,7 +41,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from conda_distro.errors import LedgerError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.gitutil import configured_user
-from conda_distro.validation import load_json, to_error
+from conda_distro.jsonio import parse_json, read_json_text
+from conda_distro.validation import to_error
 from conda_distro.yamlio import load_fast
 
 LEDGER_SCHEMA_VERSION = 1
@@ -148,7 +149,7 @@ def _validation_error(exc: ValidationError, text: str, path: Path) -> LedgerErro
 
 
 def parse_state(text: str, path: Path) -> PackageState:
-    data = load_json(path, error=LedgerError, hint=_HINT, text=text)
+    data = parse_json(text, path, error=LedgerError, hint=_HINT)
     if not isinstance(data, dict):
         raise LedgerError("must be a JSON object", path=path, line=1, hint=_HINT)
     version = data.get("schema_version")
@@ -194,11 +195,9 @@ class Ledger:
     def load(self, name: str) -> PackageState | None:
         path = self.path_for(name)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_json_text(path, "ledger", error=LedgerError, hint=_HINT)
         except FileNotFoundError:
             return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LedgerError(f"cannot read: {exc}", path=path, hint=_HINT) from None
         return parse_state(text, path)
 
     def load_all(self) -> dict[str, PackageState]:
@@ -210,8 +209,11 @@ class Ledger:
         """Write ``state`` atomically; returns the path, or None when the file already said exactly this."""
         path = self.path_for(state.name)
         text = state.to_json()
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
-            return None
+        try:
+            if read_json_text(path, "ledger", error=LedgerError, hint=_HINT) == text:
+                return None
+        except FileNotFoundError:
+            pass
         atomic_write_text(path, text)
         return path
 

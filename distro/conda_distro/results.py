@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from conda_distro.config import Variant
 from conda_distro.errors import DistroError
 from conda_distro.fsutil import atomic_write_text
-from conda_distro.validation import load_json, read_text, to_error
+from conda_distro.jsonio import parse_json, read_json_text
+from conda_distro.validation import to_error
 from conda_distro.yamlio import load_fast
 
 SCHEMA_VERSION = 2  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit)
@@ -91,7 +92,7 @@ class TestRecord(_Model):
 class ArtifactResults(_Model):
     """Everything known about one staging artifact (one file in build/results/)."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = Field(default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION)
     artifact: str = Field(pattern=r"^(noarch|[a-z]+-[a-z0-9]+)/[^/\\]+\.(conda|tar\.bz2)$")
     name: str
     version: str
@@ -130,11 +131,16 @@ _HINT = "delete it; the next `conda-distro build` re-tests the artifact"
 
 def read_results(path: Path, artifact: str) -> ArtifactResults:
     """One results file, validated strictly (no coercion of types); a bad file is an error naming the
-    file, the field and the line."""
-    text = read_text(path, error=DistroError, hint=_HINT)
-    data = load_json(path, error=DistroError, hint=_HINT, text=text)
+    file, the field and the line. ``FileNotFoundError`` passes through."""
+    text = read_json_text(path, "results", error=DistroError, hint=_HINT)
+    data = parse_json(text, path, error=DistroError, hint=_HINT)
     if not isinstance(data, dict):
         raise DistroError("corrupt results file: must be a JSON object", path=path, line=1, hint=_HINT)
+    version = data.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        raise DistroError(f"made by a newer conda-distro (results schema {version}; this one reads up to "
+                          f"{SCHEMA_VERSION})", path=path, field="schema_version",
+                          hint="upgrade conda-distro, or delete the file: the next `conda-distro build` re-tests the artifact")
     try:
         res = ArtifactResults.model_validate_json(text, strict=True)
     except ValidationError as exc:
@@ -161,10 +167,10 @@ class ResultsStore:
         return self.folder / (artifact.replace("/", "__") + ".json")
 
     def get(self, artifact: str) -> ArtifactResults | None:
-        p = self._path(artifact)
-        if not p.is_file():
+        try:
+            return read_results(self._path(artifact), artifact)
+        except FileNotFoundError:
             return None
-        return read_results(p, artifact)
 
     def put(self, results: ArtifactResults) -> None:
         atomic_write_text(self._path(results.artifact), results.model_dump_json(indent=2) + "\n")

@@ -135,6 +135,9 @@ def availability_if_readable(distro: DistroRepo) -> Availability | None:
     """:func:`upstream_availability`, or None when the upstream channels cannot be read now (build then tries
     every target and records one without a pytorch build as blocked; promote's installability check finds
     upstream unreadable and candidates wait)."""
+    from conda_distro.channels.upstream_index import UpstreamIndex  # (here: the build worker imports this module)
+
+    UpstreamIndex.load(distro)  # a local upstream index that is there but corrupt is bad input (exit 2)
     try:
         return upstream_availability(distro)
     except ChannelError:
