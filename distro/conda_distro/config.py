@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from conda_distro.errors import ConfigError
+from conda_distro.layout import clash
 from conda_distro.validation import line_at, to_error
 from conda_distro.yamlio import load_fast_file
 
@@ -302,6 +303,10 @@ def check_channel_layout(distro: DistroRepo, doc: Any = None) -> None:
                      "keep relative channel paths inside the repository, or write an absolute path on purpose")
             if path == root:
                 fail(loc, f"'{ref}' is the repository itself", "give the channel a folder of its own, "
+                     "such as build/channels/" + ("main" if loc[1] == "main" else loc[1]))
+            why = None if upstream else clash(path, root)  # (staging and main are written)
+            if why:
+                fail(loc, f"'{ref}' cannot be a channel: {why}", "give the channel a folder of its own, "
                      "such as build/channels/" + ("main" if loc[1] == "main" else loc[1]))
         url = _channel_key(distro, ref, path)
         for other_field, other_ref, other_path, other_url in seen:
