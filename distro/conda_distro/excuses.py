@@ -31,14 +31,15 @@ EXCUSES_FILE = "excuses.json"
 _HINT = "rerun `conda-distro promote` (it writes build/excuses.json) or delete the file"
 
 PERMANENT = {HoldReason.RETIRED, HoldReason.SHA256_MISMATCH, HoldReason.NOT_FROM_THIS_CHECKOUT,
-             HoldReason.BLOCKED_BY_HINT}
+             HoldReason.BLOCKED_BY_HINT, HoldReason.NOT_OWNER}
 WAITING = {HoldReason.WAITING, HoldReason.NOT_TESTED}
 Verdict = Literal["held-permanently", "held-temporarily", "waiting", "promote"]
 VERDICTS: tuple[Verdict, ...] = ("held-permanently", "held-temporarily", "waiting", "promote")  # worst first
 
 _OWN = {HoldReason.TEST_FAILED: "its own tests", HoldReason.NOT_TESTED: "tests still to run",
         HoldReason.WAITING: "tests still to run", HoldReason.SHA256_MISMATCH: "a file of the same name in main",
-        HoldReason.NOT_FROM_THIS_CHECKOUT: "a rebuild from this checkout", HoldReason.RETIRED: "retirement"}
+        HoldReason.NOT_FROM_THIS_CHECKOUT: "a rebuild from this checkout", HoldReason.RETIRED: "retirement",
+        HoldReason.NOT_OWNER: "the owner of its name"}
 
 
 def verdict_of(reason: HoldReason | None) -> Verdict:

@@ -18,7 +18,9 @@ One JSON file per package, ``channel_state/<name>.json``::
                     {"release": "2.5.1", "variant": "cuda", "status": "passed", "date": "…Z",
                      "gpu": false}],                # cuda only: false = run without a GPU ("cuda (no GPU)")
           "retired": null,                          # or {"at": "…Z", "reason": "…", "by": "…"}
-          "forced_by": null                         # or who forced it past the gate (a hints.yaml `force`)
+          "forced_by": null,                        # or who forced it past the gate (a hints.yaml `force`)
+          "recipe": "recipes/torchplug"             # the recipe folder it was built from: who owns the name
+                                                    # (conda_distro.owners); absent in older entries
         }
       ]
     }
@@ -47,6 +49,8 @@ from conda_distro.yamlio import load_fast
 
 LEDGER_SCHEMA_VERSION = 1
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: how results and the ledger name the recipe an artifact was built from
+RECIPE_RE = re.compile(r"^recipes/[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _HINT = "fix the file by hand or restore it from git (`git checkout -- channel_state/`)"
 
 
@@ -108,6 +112,16 @@ class ArtifactEntry(_Strict):
     tests: list[TestEvidence] = Field(default_factory=list)
     retired: Retirement | None = None
     forced_by: str | None = None  # promoted by a `force` hint of hints.yaml, given by this person
+    # the recipe folder the artifact was built from (``recipes/<folder>``, from its results): who owns its
+    # name (conda_distro.owners). None: promoted before the ledger recorded it
+    recipe: str | None = Field(default=None, pattern=RECIPE_RE.pattern)
+
+    @model_serializer(mode="wrap")
+    def _drop_unknown_recipe(self, handler):  # older files stay byte-identical: no `"recipe": null` everywhere
+        data = handler(self)
+        if data.get("recipe") is None:
+            data.pop("recipe", None)
+        return data
 
     @property
     def in_main(self) -> bool:

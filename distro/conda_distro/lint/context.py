@@ -11,6 +11,7 @@ from conda_distro.config import DistroRepo, UpperBounds
 from conda_distro.errors import ChannelError
 from conda_distro.fsutil import read_bounded_text
 from conda_distro.jsonio import MAX_BYTES
+from conda_distro.owners import OwnerRegistry
 from conda_distro.recipe import Dep, Recipe
 from conda_distro.specs import parse_spec, pin_granularity, upper_granularity
 
@@ -55,6 +56,7 @@ class RecipeIndex:
 class LintContext:
     distro: DistroRepo
     names: set[str] = field(default_factory=set)  # package names in the distribution
+    owners: OwnerRegistry | None = None  # who owns which package name (None: not known, not checked)
     _indexes: dict[int, RecipeIndex] = field(default_factory=dict, repr=False)  # by id(recipe)
     _needs_bound: dict[str, bool] = field(default_factory=dict, repr=False)
 
