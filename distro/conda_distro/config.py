@@ -22,6 +22,10 @@ ANACONDA_SCHEME = "anaconda://"
 _URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 
 
+#: a PyTorch release: MAJOR.MINOR.PATCH, each a number of at most 6 digits without leading zeros (a
+#: 5,000-digit component is no version any tool can compare)
+RELEASE_RE = re.compile(r"^(0|[1-9]\d{0,5})\.(0|[1-9]\d{0,5})\.(0|[1-9]\d{0,5})$")
+
 Variant = Literal["cpu", "cuda"]
 PinExpr = Literal["x", "x.x", "x.x.x"]  # granularity of an upper bound, as rattler-build writes it
 
@@ -95,8 +99,9 @@ class PyTorch(Strict):
 
         parsed = []
         for s in v:
-            if not re.fullmatch(r"\d+\.\d+(\.\d+)?([a-z]+\d*)?", s):
-                raise ValueError(f"'{s}' is not a release version like 2.5.1")
+            if not RELEASE_RE.match(s):
+                shown = s if len(s) <= 40 else f"{s[:20]}…({len(s)} characters)"
+                raise ValueError(f"'{shown}' is not a release version MAJOR.MINOR.PATCH like 2.5.1")
             parsed.append(Version(s))
         if len(set(v)) != len(v):
             raise ValueError("releases contain a duplicate")

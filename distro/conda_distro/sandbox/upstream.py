@@ -243,12 +243,12 @@ def _build_standins(work_dir: Path, channels: Sequence[str | Path], wanted: Sequ
 
 def check_releases(releases: Sequence[str]) -> list[str]:
     """Validate X.Y.Z release strings; duplicates dropped, order kept."""
-    import re
+    from conda_distro.config import RELEASE_RE
 
     out = []
     for r in releases:
         r = str(r)
-        if not re.fullmatch(r"\d+\.\d+\.\d+", r):
+        if not RELEASE_RE.match(r):
             raise SandboxError(f"'{r}' is not a release version like 2.5.1", field="releases",
                                hint="stand-ins are built for full X.Y.Z releases")
         if r not in out:
