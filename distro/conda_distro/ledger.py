@@ -38,8 +38,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Literal, Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_serializer
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer
 
+from conda_distro.config import RELEASE_RE
 from conda_distro.errors import LedgerError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.gitutil import configured_user
@@ -77,7 +78,7 @@ class TestEvidence(_Strict):
 
     __test__ = False  # not a pytest class
 
-    release: str
+    release: str = Field(pattern=RELEASE_RE.pattern)
     variant: Literal["cpu", "cuda"]
     status: EvidenceStatus
     date: UtcDatetime
@@ -102,8 +103,8 @@ class Retirement(_Strict):
 class ArtifactEntry(_Strict):
     artifact: str = Field(pattern=r"^[\w-]+/[^/]+$")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    version: str
-    build: str
+    version: str = Field(min_length=1, pattern=r"^\S+$")
+    build: str = Field(min_length=1, pattern=r"^\S+$")
     build_number: int = Field(ge=0)
     depends: list[str] = Field(default_factory=list)
     channel: str
@@ -138,6 +139,16 @@ class PackageState(_Strict):
     schema_version: int
     name: str = Field(pattern=_NAME_RE.pattern)
     artifacts: list[ArtifactEntry] = Field(default_factory=list)
+
+    @field_validator("artifacts")
+    @classmethod
+    def _distinct(cls, v: list[ArtifactEntry]) -> list[ArtifactEntry]:
+        seen: set[str] = set()
+        for a in v:
+            if a.artifact in seen:
+                raise ValueError(f"{a.artifact} is recorded twice")
+            seen.add(a.artifact)
+        return v
 
     def get(self, artifact: str) -> ArtifactEntry | None:
         return next((a for a in self.artifacts if a.artifact == artifact), None)

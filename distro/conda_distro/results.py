@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from conda_distro.config import Variant
+from conda_distro.config import RELEASE_RE, Variant
 from conda_distro.errors import DistroError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.jsonio import parse_json, read_json_text
+from conda_distro.ledger import RECIPE_RE
 from conda_distro.validation import to_error
 from conda_distro.yamlio import load_fast
 
@@ -35,6 +36,11 @@ TestStatus = Literal["passed", "failed", "blocked", "error"]
 HISTORY = 6
 #: the reason a passed test records when the package has no tests (rattler-build ran nothing): `neutral`
 NO_TESTS = "the package has no tests"
+
+
+_NAME = r"^[a-z0-9_][a-z0-9_.+-]*$"  # a conda package name
+_SHA256 = r"^[0-9a-f]{64}$"
+_COMMIT = r"^[0-9a-f]{7,64}$"  # a git commit id
 
 
 def now() -> dt.datetime:
@@ -61,9 +67,9 @@ class BuildRecord(_Model):
 
 
 class TestRecord(_Model):
-    name: str
+    name: str = Field(pattern=_NAME)
     artifact: str
-    pytorch: str
+    pytorch: str = Field(pattern=RELEASE_RE.pattern)
     variant: Variant
     status: TestStatus
     log: str | None = None
@@ -74,8 +80,9 @@ class TestRecord(_Model):
     # provenance: recipe folder -> recipe input hash, for the artifact's recipe and its distribution
     # dependencies' recipes, in the checkout that ran the test; and that checkout's commit (None: the
     # recipes had uncommitted changes, or no git)
-    recipes: dict[str, str] = Field(default_factory=dict)
-    commit: str | None = None
+    recipes: dict[Annotated[str, Field(pattern=RECIPE_RE.pattern)], Annotated[str, Field(pattern=_SHA256)]] = \
+        Field(default_factory=dict)
+    commit: str | None = Field(default=None, pattern=_COMMIT)
     # the distribution packages (other than the artifact) the test environment held, as rattler-build
     # solved it: name -> "name-version-build" (the file name without extension); None: not recorded
     # (a result older than this field, or a test that did not run)
@@ -94,16 +101,16 @@ class ArtifactResults(_Model):
 
     schema_version: int = Field(default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION)
     artifact: str = Field(pattern=r"^(noarch|[a-z]+-[a-z0-9]+)/[^/\\]+\.(conda|tar\.bz2)$")
-    name: str
-    version: str
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    name: str = Field(pattern=_NAME)
+    version: str = Field(min_length=1, pattern=r"^\S+$")
+    sha256: str = Field(pattern=_SHA256)
     depends: list[str] = Field(default_factory=list)
     input_hash: str | None = None
     # provenance: the recipe folder (``recipes/<name>``) the artifact was built from, its recipe input
     # hash then, and the commit holding that recipe (None: uncommitted changes, or no git)
-    recipe: str | None = None
-    recipe_hash: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-    commit: str | None = None
+    recipe: str | None = Field(default=None, pattern=RECIPE_RE.pattern)
+    recipe_hash: str | None = Field(default=None, pattern=_SHA256)
+    commit: str | None = Field(default=None, pattern=_COMMIT)
     tests: list[TestRecord] = Field(default_factory=list)
 
     def latest(self) -> dict[tuple[str, str], TestRecord]:

@@ -50,6 +50,9 @@ class UpstreamIndex:
                              hint="re-index the channel (rattler-index) or fix channels.upstream in distro.yaml")
         except FileNotFoundError:
             return
+        except ChannelError as exc:
+            exc.message = f"cannot read repodata: {exc.message}"
+            raise
         if not isinstance(data, dict):
             raise ChannelError("repodata.json is not a JSON object", path=path)
         for key in ("packages", "packages.conda"):
