@@ -20,7 +20,7 @@ from pathlib import Path
 from conda_distro.distribution import Distribution, Exclusions, load_distribution
 from conda_distro.engine.executor import Reporter
 from conda_distro.engine.run import SCOPES, BuildOptions, run_build
-from conda_distro.errors import ExitCode
+from conda_distro.errors import ExitCode, UsageError
 from conda_distro.gitutil import changed_files, recipe_names, scope_name
 from conda_distro.graph import RecipeGraph
 from conda_distro.ledger import Ledger
@@ -197,6 +197,9 @@ def owner_conflicts(dist: Distribution, linted: list[str]) -> list[Finding]:
 
 
 def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> CheckPrResult:
+    if options.log_url is not None and not re.match(r"^https?://[^\s]+$", options.log_url):
+        raise UsageError(f"'{options.log_url[:80]}' is not an http(s) URL", field="--log-url",
+                         hint="pass the CI run's URL, e.g. https://github.com/OWNER/REPO/actions/runs/ID")
     dist = load_distribution(options.root, strict=False)
     res = CheckPrResult(base=options.base, root=dist.root)
     res.changed_files = changed_files(dist.root, options.base, flag="--base")

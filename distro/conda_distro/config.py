@@ -338,7 +338,7 @@ def find_root(start: Path) -> Path:
 
 def load_config(root: Path) -> DistroRepo:
     path = root / DISTRO_FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # (anything else there: the reader says what is wrong)
         raise ConfigError(f"{DISTRO_FILE} not found", path=path, hint="pass --root pointing at a distribution repository")
     doc = load_fast_file(path)
     if not isinstance(doc, dict):

@@ -214,7 +214,7 @@ def load_hints(root: Path) -> HintSet:
     """The hints of the repository at ``root``. A missing hints.yaml (or an empty one) means no hints;
     a malformed one raises :class:`ConfigError` naming the file, line and field (exit 2)."""
     path = root / HINTS_FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # (a FIFO or a device is refused by the reader)
         return HintSet((), None)
     try:
         doc = load_fast_file(path)

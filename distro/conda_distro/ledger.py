@@ -227,6 +227,8 @@ class Ledger:
 
     def load_all(self) -> dict[str, PackageState]:
         if not self.folder.is_dir():
+            if self.folder.exists() or self.folder.is_symlink():
+                raise LedgerError("must be a folder of <package>.json files", path=self.folder, hint=_HINT)
             return {}
         return {p.stem: s for p in sorted(self.folder.glob("*.json")) if (s := self.load(p.stem))}
 

@@ -31,12 +31,14 @@ from conda_distro.channels.depends import (
     satisfies,
     subdir_compatible,
 )
-from conda_distro.channels.local import LocalChannel, sha256_of
+from conda_distro.channels.local import REPODATA, LocalChannel, sha256_of
+from conda_distro.channels.locking import LOCK_NAME
 from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.engine.releases import Availability, Target, availability_if_readable
-from conda_distro.errors import ExitCode
-from conda_distro.excuses import Excuses, ExcusesOptions, excuses_of, write_excuses
+from conda_distro.errors import ChannelError, ExitCode, LedgerError, UsageError
+from conda_distro.excuses import EXCUSES_FILE, Excuses, ExcusesOptions, excuses_of, write_excuses
+from conda_distro.fsutil import check_writable
 from conda_distro.hints import load_hints
 from conda_distro.holds import Held, HoldReason
 from conda_distro.installability import Installability, InstallabilityResult
@@ -723,6 +725,37 @@ def execute_plan(plan: PromotionPlan, ctx: PromotionContext, inputs: PlanInputs,
     return record_in_ledger(plan, ctx, inputs.results, inputs.main)
 
 
+_WRITE_HINT = "fix the file or folder (a folder where a file belongs, or the other way round, or no permission)"
+
+
+def check_channel_writable(channel: Channel) -> None:
+    """Everything promote or retire writes in ``channel``, when it is a local folder, can be written: the
+    folder, its subdir folders, their indexes, the lock file and the folder retired files move to
+    (``ChannelError`` naming the path otherwise). anaconda.org is written through its API."""
+    if not isinstance(channel, LocalChannel):
+        return
+    folders = [channel.path, *(channel.path / s for s in channel.subdirs), channel.retired_dir]
+    files = [channel.path / LOCK_NAME, *(channel.path / s / REPODATA for s in channel.subdirs)]
+    for p in folders:
+        check_writable(p, folder=True, error=ChannelError, hint=_WRITE_HINT)
+    for p in files:
+        check_writable(p, folder=False, error=ChannelError, hint=_WRITE_HINT)
+
+
+def check_ledger_writable(ledger: Ledger) -> None:
+    """channel_state/ is a folder (or can be made one) that this process can write to."""
+    check_writable(ledger.folder, folder=True, error=LedgerError, hint=_WRITE_HINT)
+
+
+def check_promote_writes(ctx: PromotionContext, dry_run: bool) -> None:
+    """Every place promote writes, checked before it writes anything: the excuses file; unless ``dry_run``,
+    also the main channel and channel_state/ (each ledger file is read and validated by the gather)."""
+    check_writable(ctx.distro.build_dir / EXCUSES_FILE, folder=False, error=UsageError, hint=_WRITE_HINT)
+    if not dry_run:
+        check_channel_writable(ctx.main)
+        check_ledger_writable(ctx.ledger)
+
+
 def _write_excuses(ctx: PromotionContext, plan: PromotionPlan, inputs: PlanInputs) -> str:
     path = write_excuses(ctx.distro.build_dir / "excuses.json", excuses_of(plan, inputs))
     try:
@@ -748,6 +781,7 @@ def promote(options: PromoteOptions) -> PromoteResult:
     """Plan, and unless ``dry_run``, execute under the main channel's lock (planned again inside it).
     The plan's excuses are written to build/excuses.json (a dry run too)."""
     ctx = PromotionContext.open(open_distro(options.root))
+    check_promote_writes(ctx, options.dry_run)
     if options.dry_run:
         inputs = ctx.gather()
         plan = ctx.plan(inputs)

@@ -704,7 +704,8 @@ def recipe_paths(recipes_dir: Path, names: list[str] | None = None) -> list[Path
     found = []
     with os.scandir(recipes_dir) as entries:  # (os.scandir: pathlib costs ~30 us a folder)
         for entry in entries:
-            if entry.is_dir() and (os.path.isfile(os.path.join(entry.path, RECIPE_FILE))
+            # (lexists: a recipe.yaml that is a FIFO or a link to a device is a recipe whose reading is refused)
+            if entry.is_dir() and (os.path.lexists(os.path.join(entry.path, RECIPE_FILE))
                                    or os.path.isfile(os.path.join(entry.path, V0_FILE))):
                 found.append(entry.name)
     return [recipes_dir.joinpath(name, RECIPE_FILE) for name in sorted(found)]

@@ -20,6 +20,7 @@ from pathlib import Path
 from conda_distro.errors import DistroError, GitError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.jsonio import read_json
+from conda_distro.yamlio import read_yaml_text
 
 PHASES = ("edited", "committing")
 
@@ -98,7 +99,7 @@ def roll_back(journal: SweepJournal, root: Path) -> list[str]:
     todo = []
     for rel, original in journal.originals.items():
         path = root / rel
-        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        current = read_yaml_text(path) if path.exists() else None
         if current == original:
             continue
         if current != journal.written.get(rel):
@@ -152,6 +153,6 @@ class UncommittedEdits:
         out = []
         for rel, text in self.written.items():
             path = root / rel
-            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            if not path.exists() or read_yaml_text(path) != text:
                 out.append(rel)
         return out

@@ -32,7 +32,7 @@ from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.locking import channel_lock
 from conda_distro.channels.repodata import parse_repodata
 from conda_distro.errors import ChannelError
-from conda_distro.fsutil import atomic_write_text
+from conda_distro.fsutil import atomic_write_text, naming
 from conda_distro.jsonio import read_json
 
 LOCK_NAME = ".conda-distro.lock"
@@ -64,7 +64,7 @@ def _fsync_dir(path: Path) -> None:
 def _copy_hashed(src: Path, dst: Path) -> str:
     """Copy ``src`` to a new file ``dst`` (fsynced, mode 0644) and return the sha256 of what was written."""
     h = hashlib.sha256()
-    with open(src, "rb") as fin, open(dst, "xb") as fout:
+    with naming(dst), open(src, "rb") as fin, open(dst, "xb") as fout:
         while chunk := fin.read(_CHUNK):
             h.update(chunk)
             fout.write(chunk)
