@@ -576,6 +576,8 @@ for fid, muts, argv, expect in [
     ("hint-version-5000", write("hints.yaml", "hints:\n  - action: block\n    package: alpha\n    version: '1." + "9" * 5000
                                 + "'\n    by: octocat\n    reason: r\n    expires: 2026-12-30\n"), ("promote",),
      ("hints.yaml:", "version")),
+    ("hint-twice", write("hints.yaml", "hints:\n" + "  - action: block\n    package: alpha\n    by: octocat\n"
+                                       "    reason: r\n    expires: 2026-12-30\n" * 2), ("promote",), ("hints.yaml", "hints")),
     # results
     ("results-newer-schema", jset(ALPHA_RESULTS, ("schema_version",), 99), ("promote",),
      (ALPHA_RESULTS.rsplit("/", 1)[1], "schema_version", "newer conda-distro")),

@@ -6,7 +6,6 @@ import datetime as dt
 
 from conda_distro.errors import UsageError
 
-
 #: the earliest ``--as-of`` (dates before it are typos: PyTorch, git's dates and the ledger are all later)
 EARLIEST = dt.date(2000, 1, 1)
 

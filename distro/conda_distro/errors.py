@@ -123,7 +123,8 @@ class FileSystemError(DistroError):
     def of(cls, exc: OSError) -> FileSystemError:
         code = exc.errno
         name = errno.errorcode.get(code, str(code)) if code is not None else type(exc).__name__
-        err = cls(f"{exc.strerror or exc} ({name})", path=exc.filename,
+        what = exc.strerror or str(exc)
+        err = cls(f"{what} ({name})" if exc.filename else f"a write failed: {what} ({name})", path=exc.filename,
                   hint=cls._HINTS.get(code or 0, "check the file and rerun"))
         if code in cls.RUN_FAILURES:
             err.exit_code = ExitCode.FAILURES

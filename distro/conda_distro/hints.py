@@ -134,6 +134,18 @@ class _HintsFile(BaseModel):
     def _none_is_empty(cls, v: Any) -> Any:
         return [] if v is None else v
 
+    @field_validator("hints")
+    @classmethod
+    def _distinct(cls, v: list[_HintData]) -> list[_HintData]:
+        seen: set[tuple] = set()
+        for h in v:
+            key = (h.action, h.package, h.version)
+            if key in seen:
+                raise ValueError(f"two '{h.action}' hints for {h.package}{' ' + h.version if h.version else ''}: "
+                                 "keep one (which reason and expiry were meant?)")
+            seen.add(key)
+        return v
+
 
 @dataclass(frozen=True)
 class Hint:

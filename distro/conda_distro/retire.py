@@ -34,7 +34,6 @@ from conda_distro.reports.facts import gather, newest_artifact
 from conda_distro.reports.records import RecordEvidence, RetirementRecord, RetirementRecords
 from conda_distro.reports.unmaintained import evaluate_package, last_tests
 
-
 MAX_REASON = 1000  # characters of a retirement's reason (recorded in the ledger and the request record)
 
 

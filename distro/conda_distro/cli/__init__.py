@@ -130,16 +130,17 @@ def _main(argv: list[str] | None) -> int:
         _discard_stdout()
         return int(ExitCode.FAILURES)
     except OSError as exc:  # a file the machine refused (EFBIG, ENOSPC, EACCES, ...): say which one
-        if exc.filename is None:
-            raise  # no file named: a bug to fix where it happens, not to hide here
+        if exc.filename is None and exc.errno not in FileSystemError.RUN_FAILURES:
+            raise  # no file named, no full disk or size limit: a bug to fix where it happens, not to hide here
         err = FileSystemError.of(exc)
         print_error(err)
         return int(err.exit_code)
-    except ImportError as exc:  # gitpython refuses to load without a git binary
-        if "git executable" not in str(exc):
+    except ImportError as exc:  # gitpython refuses to load without a git binary (or with a bad GIT_PYTHON_*)
+        if "git executable" not in str(exc) and "GIT_PYTHON" not in str(exc):
             raise
         print_error(GitError("git is not installed (or not on PATH); this command needs it",
-                             hint="install git (e.g. apt-get install git) or put it on PATH"))
+                             hint="install git (e.g. apt-get install git) or put it on PATH; "
+                                  + str(exc).strip().splitlines()[0][:200]))
         return int(ExitCode.BAD_INPUT)
     except CLICK_ERRORS as exc:  # usage errors, including a bare `conda-distro` (help shown)
         exc.show()
