@@ -330,3 +330,23 @@ def test_promote_holds_the_stolen_name_and_the_ledger_keeps_each_name_with_its_r
         (world / "recipes" / "tensorutils" / "recipe.yaml").read_text().replace("name: tensorutils", "name: thief"))
     code, out, err = run_cli_at(capsys, world, "build", "thief2", "--dry-run")
     assert code == 2 and "channel_state/thief.json" in err
+
+
+@pytest.mark.slow
+def test_check_pr_checks_a_changed_owner_file(sandbox_world: Path, capsys):
+    """A PR changing only package_owners.yaml is checked: moving a name away from the recipe that declares
+    it fails the gate naming that recipe; a malformed file is bad input with a comment."""
+    repo = git.Repo(sandbox_world)
+    owners = sandbox_world / "package_owners.yaml"
+    owners.write_text("owners:\n  fastquant:\n    recipe: quanttools\n    by: octocat\n    reason: moves (#1)\n")
+    repo.git.add("-A")
+    repo.index.commit("give fastquant to quanttools")
+    code, doc = run_json_at(capsys, sandbox_world, "check-pr", "--base", "HEAD~1")
+    assert code == 1 and not doc["ok"] and doc["builds"] == []
+    (f,) = [f for f in doc["lint"] if f["check"] == "package-owner"]
+    assert f["recipe"] == "fastquant" and "recipes/quanttools (package_owners.yaml:2" in f["message"]
+    owners.write_text("owners:\n  fastquant:\n    recipe: quanttools\n")
+    repo.git.add("-A")
+    repo.index.commit("break it")
+    code, out, err = run_cli_at(capsys, sandbox_world, "check-pr", "--base", "HEAD~1", "--format", "markdown")
+    assert code == 2 and "package_owners.yaml" in out and "Traceback" not in out + err
