@@ -407,6 +407,208 @@ family("sweep", {
 }, {"report": ("report", "unmaintained"), "report-json": ("report", "unmaintained", "--format", "json")},
     ("pytorch-2.6.0.json", "release"))
 
+# special files: a FIFO, a device (a symbolic link to /dev/zero), a kernel file, a file past its size cap,
+# JSON nested 100,000 deep. Each is refused by the one bounded reader (fsutil.read_bounded, jsonio) without
+# reading it (a FIFO opened non-blocking: no hang), naming the file.
+
+
+def _replace(rel: str, make: Callable[[Path], None]) -> Mutation:
+    def apply(root: Path) -> None:
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+        make(p)
+    return apply
+
+
+def fifo(rel: str) -> Mutation:
+    return _replace(rel, lambda p: os.mkfifo(p))
+
+
+def link(rel: str, target: str) -> Mutation:
+    return _replace(rel, lambda p: p.symlink_to(target))
+
+
+def oversize(rel: str, size: int) -> Mutation:
+    """A sparse file of ``size`` bytes (nothing is written to disk; the reader refuses it by its size)."""
+    def make(p: Path) -> None:
+        with open(p, "wb") as fh:
+            fh.truncate(size)
+    return _replace(rel, make)
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def special_files(rel: str, cap: int, *, json_file: bool) -> dict[str, tuple[Mutation, ...] | Mutation]:
+    out: dict[str, tuple[Mutation, ...] | Mutation] = {
+        "fifo": fifo(rel), "dev-zero": link(rel, "/dev/zero"), "proc-mem": link(rel, "/proc/self/mem"),
+        "over-cap": oversize(rel, cap + 1), "a-folder": (_replace(rel, lambda p: p.mkdir()),),
+    }
+    if json_file:
+        out["nested-100000"] = write(rel, DEEP)
+        out["nested-in-a-string-and-deep"] = write(rel, '{"a": "]]]]", "b": ' + "[" * 5000 + "]" * 5000 + "}")
+    return out
+
+
+from conda_distro.jsonio import MAX_BYTES  # noqa: E402
+
+EXCUSES = "build/excuses.json"
+JOURNAL = "build/sweep/pytorch-2.6.0.journal.json"
+OWNERS = "package_owners.yaml"
+SPECIAL = [
+    ("ledger", LEDGER, MAX_BYTES["ledger"], True, {"promote": ("promote",), "status": ("status", "--out", "site"),
+                                                   "report": ("report", "unmaintained"),
+                                                   "retire": ("retire", "alpha", "--reason", "broken", "--force")}),
+    ("results", ALPHA_RESULTS, MAX_BYTES["results"], True, {"promote": ("promote",), "dry-run": ("promote", "--dry-run"),
+                                                            "status": ("status", "--out", "site")}),
+    ("staging", STAGING_INDEX, MAX_BYTES["repodata"], True, {"promote": ("promote",), "dry-run": ("promote", "--dry-run")}),
+    ("main", MAIN_INDEX, MAX_BYTES["repodata"], True, {"promote": ("promote",),
+                                                       "retire": ("retire", "alpha", "--reason", "x", "--force")}),
+    ("excuses", EXCUSES, MAX_BYTES["excuses"], True, {"status": ("status", "--out", "site")}),
+    ("sweep-report", SWEEP, MAX_BYTES["sweep"], True, {"report": ("report", "unmaintained")}),
+    ("sweep-journal", JOURNAL, MAX_BYTES["sweep"], True, {"sweep": ("sweep", "--pytorch", "2.6.0", "--dry-run")}),
+    ("distro", D, MAX_DOCUMENT_BYTES, False, {"graph": ("graph",), "promote": ("promote",)}),
+    ("recipe", R, MAX_DOCUMENT_BYTES, False, {"lint": ("lint", "alpha"), "build-dry-run": ("build", "alpha", "--dry-run")}),
+    ("proposal", P, MAX_DOCUMENT_BYTES, False, {"lint": ("lint", "alpha")}),
+    ("hints", "hints.yaml", MAX_DOCUMENT_BYTES, False, {"lint": ("lint",), "promote": ("promote",)}),
+    ("record", RECORD, MAX_DOCUMENT_BYTES, False, {"retire": ("retire", "alpha", "--reason", "broken", "--force")}),
+    ("owners", OWNERS, MAX_DOCUMENT_BYTES, False, {"lint": ("lint",), "build-dry-run": ("build", "alpha", "--dry-run"),
+                                                   "promote": ("promote",)}),
+]
+for kind, rel, cap, is_json, commands in SPECIAL:
+    family(f"special-{kind}", special_files(rel, cap, json_file=is_json), commands, (rel.rsplit("/", 1)[-1],))
+
+# a local upstream channel whose index is corrupt: build --dry-run and promote used to go on without it
+UPSTREAM = "upstream/noarch/repodata.json"
+family("upstream", {
+    "invalid-json": (edit(D, "upstream: [conda-forge]", "upstream: [./upstream]"), write(UPSTREAM, "{\"packages\": ")),
+    "fifo": (edit(D, "upstream: [conda-forge]", "upstream: [./upstream]"), fifo(UPSTREAM)),
+    "dev-zero": (edit(D, "upstream: [conda-forge]", "upstream: [./upstream]"), link(UPSTREAM, "/dev/zero")),
+    "nested-100000": (edit(D, "upstream: [conda-forge]", "upstream: [./upstream]"), write(UPSTREAM, DEEP)),
+}, {"build-dry-run": ("build", "alpha", "--dry-run"), "promote": ("promote",), "dry-run": ("promote", "--dry-run")},
+    (UPSTREAM,))
+
+# the sweep journal names files outside the sweep's own: a rollback must never write them
+family("journal-path", {
+    f"{name}": write(JOURNAL, json.dumps({"release": "2.6.0", "phase": "edited", "originals": {path: "x"},
+                                          "written": {path: "y"}}))
+    for name, path in (("parent", "../../victim.txt"), ("absolute", "/tmp/victim.txt"), ("hooks", ".git/hooks/pre-commit"),
+                       ("ledger", "channel_state/alpha.json"), ("recipe-escape", "recipes/../../victim.txt"))
+}, {"sweep": ("sweep", "--pytorch", "2.6.0", "--dry-run")}, ("pytorch-2.6.0.journal.json", "originals"))
+
+# package_owners.yaml -------------------------------------------------------------------------
+
+family("owners", {
+    "not-a-mapping": write(OWNERS, "- alpha\n"),
+    "syntax-error": write(OWNERS, "owners: [unclosed\n"),
+    "unknown-key": write(OWNERS, "ownrs:\n  alpha: {recipe: alpha, by: octocat, reason: r}\n"),
+    "missing-by": write(OWNERS, "owners:\n  alpha:\n    recipe: alpha\n    reason: r\n"),
+    "empty-reason": write(OWNERS, "owners:\n  alpha:\n    recipe: alpha\n    by: octocat\n    reason: ''\n"),
+    "recipe-escape": write(OWNERS, "owners:\n  alpha:\n    recipe: ../../etc\n    by: octocat\n    reason: r\n"),
+    "not-a-conda-name": write(OWNERS, "owners:\n  Alpha Pkg:\n    recipe: alpha\n    by: octocat\n    reason: r\n"),
+    "bad-handle": write(OWNERS, "owners:\n  alpha:\n    recipe: alpha\n    by: '@octo cat'\n    reason: r\n"),
+    "duplicate-key": write(OWNERS, "owners:\n  alpha: {recipe: alpha, by: octocat, reason: r}\n"
+                                   "  alpha: {recipe: beta, by: octocat, reason: r}\n"),
+    "alias-bomb": write(OWNERS, bomb()),
+}, {"lint": ("lint",), "lint-named": ("lint", "alpha"), "build-dry-run": ("build", "alpha", "--dry-run"),
+    "promote": ("promote",), "dry-run": ("promote", "--dry-run")}, (OWNERS,))
+
+# bad values, field by field (each: the file, the field, the line) -----------------------------
+
+for fid, muts, argv, expect in [
+    # distro.yaml
+    ("releases-not-xyz", edit(D, '"2.6.0"]', '"2.6"]'), ("graph",), ("distro.yaml:", "pytorch.releases", "MAJOR.MINOR.PATCH")),
+    ("release-5000-digits", edit(D, '"2.6.0"]', '"2.6.' + "9" * 5000 + '"]'), ("graph",), ("distro.yaml:", "pytorch.releases")),
+    ("release-leading-zero", edit(D, '"2.6.0"]', '"2.06.0"]'), ("graph",), ("distro.yaml:", "pytorch.releases")),
+    ("variants-duplicate", edit(D, "[cpu, cuda]", "[cpu, cpu]"), ("graph",), ("distro.yaml:", "pytorch.variants", "twice")),
+    ("platforms-duplicate", edit(D, "platforms: [linux-64]", "platforms: [linux-64, linux-64]"), ("graph",),
+     ("distro.yaml:", "platforms", "twice")),
+    ("upstream-duplicate", edit(D, "upstream: [conda-forge]", "upstream: [conda-forge, conda-forge]"), ("graph",),
+     ("distro.yaml:", "channels.upstream", "twice")),
+    ("upstream-empty", edit(D, "upstream: [conda-forge]", "upstream: [conda-forge, '  ']"), ("graph",),
+     ("distro.yaml:", "channels.upstream", "empty")),
+    ("unbounded-duplicate", edit(D, "unbounded_allowed: [python]", "unbounded_allowed: [python, python]"), ("graph",),
+     ("distro.yaml:", "policy.unbounded_allowed", "twice")),
+    ("unbounded-not-a-name", edit(D, "unbounded_allowed: [python]", "unbounded_allowed: ['Not A Name']"), ("graph",),
+     ("distro.yaml:", "policy.unbounded_allowed", "conda package name")),
+    ("grace-negative", edit(D, "unmaintained_grace_days: 60", "unmaintained_grace_days: -1"), ("graph",),
+     ("distro.yaml:", "policy.unmaintained_grace_days")),
+    ("grace-huge", edit(D, "unmaintained_grace_days: 60", "unmaintained_grace_days: 99999999999999999999"),
+     ("report", "unmaintained"), ("distro.yaml:", "policy.unmaintained_grace_days")),
+    ("name-blank", edit(D, "name: test-distro", "name: '   '"), ("graph",), ("distro.yaml:", "'name'", "empty")),
+    ("name-control-char", edit(D, "name: test-distro", 'name: "test\\u0000distro"'), ("graph",), ("distro.yaml:", "'name'")),
+    ("api-url-not-a-url", append(D, "anaconda:\n  api_url: 'not a url'\n"), ("graph",),
+     ("distro.yaml:", "anaconda.api_url", "http(s) URL")),
+    ("api-url-ftp", append(D, "anaconda:\n  api_url: ftp://api.anaconda.org\n"), ("graph",), ("distro.yaml:", "anaconda.api_url")),
+    ("lockstep-duplicate", edit(D, "  name: pytorch\n", "  name: pytorch\n  lockstep: [torchvision, torchvision]\n"),
+     ("graph",), ("distro.yaml:", "pytorch.lockstep", "twice")),
+    ("lockstep-is-pytorch", edit(D, "  name: pytorch\n", "  name: pytorch\n  lockstep: [pytorch]\n"), ("graph",),
+     ("distro.yaml:", "pytorch.lockstep", "pytorch package itself")),
+    ("bot-authors-empty", edit(D, "  unbounded_allowed: [python]\n", "  unbounded_allowed: [python]\n  bot_authors: ['']\n"),
+     ("graph",), ("distro.yaml:", "policy.bot_authors", "empty")),
+    ("run-exports-not-a-name", edit(D, "  unbounded_allowed: [python]\n",
+                                    "  unbounded_allowed: [python]\n  run_exports: {'Py Torch': x.x}\n"),
+     ("graph",), ("distro.yaml:", "policy.run_exports")),
+    ("run-exports-granularity", edit(D, "  unbounded_allowed: [python]\n",
+                                     "  unbounded_allowed: [python]\n  run_exports: {pytorch: x.x.x.x}\n"),
+     ("graph",), ("distro.yaml:", "policy.run_exports.pytorch")),
+    ("variant-config-duplicate", append(D, "variant_config: [v.yaml, v.yaml]\n"), ("graph",),
+     ("distro.yaml:", "variant_config", "twice")),
+    ("variant-config-escape", append(D, "variant_config: [../../v.yaml]\n"), ("graph",),
+     ("distro.yaml:", "variant_config.0", "outside the repository")),
+    ("variant-config-fifo", (append(D, "variant_config: [v.yaml]\n"), fifo("v.yaml")), ("graph",), ("v.yaml", "FIFO")),
+    ("runner-label", append(D, "ci:\n  runners: {cpu: 'ubuntu latest'}\n"), ("graph",), ("distro.yaml:", "ci.runners.cpu")),
+    ("main-is-git", edit(D, "main: build/channels/main", "main: .git"), ("promote",), ("distro.yaml:", "channels.main", "git")),
+    ("main-is-ledger", edit(D, "main: build/channels/main", "main: channel_state/x"), ("promote",),
+     ("distro.yaml:", "channels.main", "ledger")),
+    ("main-is-recipes", edit(D, "main: build/channels/main", "main: recipes"), ("promote",),
+     ("distro.yaml:", "channels.main", "recipes")),
+    ("main-is-results", edit(D, "main: build/channels/main", "main: build/results"), ("promote",),
+     ("distro.yaml:", "channels.main", "build/results")),
+    ("main-holds-build", edit(D, "main: build/channels/main", "main: build"), ("promote",), ("distro.yaml:", "channels.main")),
+    ("staging-is-proposals", edit(D, "staging: build/channels/staging", "staging: proposals"), ("promote",),
+     ("distro.yaml:", "channels.staging", "proposals")),
+    # hints.yaml
+    ("hint-bad-date", write("hints.yaml", "hints:\n  - action: block\n    package: alpha\n    by: octocat\n"
+                                          "    reason: r\n    expires: 2026-02-30\n"), ("promote",), ("hints.yaml:", "expires")),
+    ("hint-version-5000", write("hints.yaml", "hints:\n  - action: block\n    package: alpha\n    version: '1." + "9" * 5000
+                                + "'\n    by: octocat\n    reason: r\n    expires: 2026-12-30\n"), ("promote",),
+     ("hints.yaml:", "version")),
+    ("hint-twice", write("hints.yaml", "hints:\n" + "  - action: block\n    package: alpha\n    by: octocat\n"
+                                       "    reason: r\n    expires: 2026-12-30\n" * 2), ("promote",), ("hints.yaml", "hints")),
+    # results
+    ("results-newer-schema", jset(ALPHA_RESULTS, ("schema_version",), 99), ("promote",),
+     (ALPHA_RESULTS.rsplit("/", 1)[1], "schema_version", "newer conda-distro")),
+    ("results-schema-zero", jset(ALPHA_RESULTS, ("schema_version",), 0), ("promote",),
+     (ALPHA_RESULTS.rsplit("/", 1)[1], "schema_version")),
+    ("results-release-not-xyz", jset(ALPHA_RESULTS, ("tests", 0, "pytorch"), "2.4"), ("promote",),
+     (ALPHA_RESULTS.rsplit("/", 1)[1], "tests.0.pytorch")),
+    ("results-name-not-conda", jset(ALPHA_RESULTS, ("name",), "Alpha Pkg"), ("promote",), (ALPHA_RESULTS.rsplit("/", 1)[1], "name")),
+    ("results-version-empty", jset(ALPHA_RESULTS, ("version",), ""), ("promote",), (ALPHA_RESULTS.rsplit("/", 1)[1], "version")),
+    ("results-recipe-escape", jset(ALPHA_RESULTS, ("recipe",), "../../etc"), ("promote",), (ALPHA_RESULTS.rsplit("/", 1)[1], "recipe")),
+    ("results-commit-not-hex", jset(ALPHA_RESULTS, ("commit",), "HEAD; rm -rf /"), ("promote",),
+     (ALPHA_RESULTS.rsplit("/", 1)[1], "commit")),
+    ("results-test-recipes-escape", jset(ALPHA_RESULTS, ("tests", 0, "recipes"), {"/etc": "0" * 64}), ("promote",),
+     (ALPHA_RESULTS.rsplit("/", 1)[1], "tests.0.recipes")),
+    # the ledger
+    ("ledger-release-not-xyz", jset(LEDGER, ("artifacts", 0, "tests", 0, "release"), "2.4"), ("promote",),
+     ("channel_state/alpha.json", "artifacts.0.tests.0.release")),
+    ("ledger-version-empty", jset(LEDGER, ("artifacts", 0, "version"), ""), ("promote",),
+     ("channel_state/alpha.json", "artifacts.0.version")),
+    ("ledger-negative-build-number", jset(LEDGER, ("artifacts", 0, "build_number"), -1), ("promote",),
+     ("channel_state/alpha.json", "artifacts.0.build_number")),
+    ("ledger-recipe-escape", jset(LEDGER, ("artifacts", 0, "recipe"), "recipes/../../etc"), ("promote",),
+     ("channel_state/alpha.json", "artifacts.0.recipe")),
+    ("ledger-artifact-twice", lambda root: (root / LEDGER).write_text(json.dumps(
+        {**(d := json.loads((root / LEDGER).read_text())), "artifacts": d["artifacts"] * 2})), ("promote",),
+     ("channel_state/alpha.json", "artifacts", "twice")),
+    ("ledger-is-a-file-folder", (lambda root: shutil.rmtree(root / "channel_state"), write("channel_state", "x")),
+     ("promote",), ("channel_state",)),
+]:
+    CASES.append(Case(f"value-{fid}", muts if isinstance(muts, tuple) else (muts,), argv, expect))
+
 # command-line arguments -----------------------------------------------------------------------
 
 for cid, muts, argv, expect in [
@@ -437,6 +639,30 @@ for cid, muts, argv, expect in [
     ("sweep-missing-pytorch", (), ("sweep", "--dry-run"), ("--pytorch",)),
     ("sweep-pytorch-not-a-version", (), ("sweep", "--pytorch", "abc", "--dry-run"), ("abc",)),
     ("unknown-command", (), ("frobnicate",), ("frobnicate",)),
+    ("lock-timeout-inf", (), ("promote", "--lock-timeout", "inf"), ("--lock-timeout",)),
+    ("lock-timeout-nan", (), ("promote", "--lock-timeout", "nan"), ("--lock-timeout",)),
+    ("build-jobs-huge", (), ("build", "alpha", "--dry-run", "--jobs", "100000"), ("--jobs",)),
+    ("graph-shards-huge", (), ("graph", "--format", "github-matrix", "--shards", "100000"), ("--shards",)),
+    ("nul-in-out", (), ("status", "--out", "si\0te"), ("--out", "NUL")),
+    ("nul-in-keep", (), ("verify-channel", "--keep", "k\0eep"), ("--keep", "NUL")),
+    ("nul-in-name", (), ("lint", "al\0pha"), ("NUL",)),
+    ("nul-in-base", (), ("check-pr", "--base", "HEAD\0"), ("--base", "NUL")),
+    ("keep-in-proc", (), ("verify-channel", "--keep", "/proc/x"), ("--keep", "/proc/x")),
+    ("keep-under-a-file", (), ("verify-channel", "--keep", "distro.yaml/envs"), ("--keep", "not a folder")),
+    ("status-out-root", (), ("status", "--out", "."), ("--out", "repository itself")),
+    ("status-out-ledger", (), ("status", "--out", "channel_state"), ("--out", "ledger")),
+    ("status-out-main", (), ("status", "--out", "build/channels/main"), ("--out", "channels.main")),
+    ("status-out-recipes", (), ("status", "--out", "recipes/alpha"), ("--out", "recipes")),
+    ("status-out-git", (), ("status", "--out", ".git/site"), ("--out", "git")),
+    ("status-out-proc", (), ("status", "--out", "/proc/x"), ("--out", "/proc/x")),
+    ("sweep-release-5000-digits", (), ("sweep", "--pytorch", "2." + "9" * 5000 + ".0", "--dry-run"), ("--pytorch",)),
+    ("sweep-release-not-xyz", (), ("sweep", "--pytorch", "2.7", "--dry-run"), ("--pytorch",)),
+    ("report-as-of-year-1", (), ("report", "unmaintained", "--as-of", "0001-01-01"), ("--as-of",)),
+    ("retire-by-empty", (), ("retire", "alpha", "--reason", "x", "--by", " ", "--force"), ("--by",)),
+    ("retire-by-control-char", (), ("retire", "alpha", "--reason", "x", "--by", "a\x1b[31mb", "--force"), ("--by",)),
+    ("retire-reason-huge", (), ("retire", "alpha", "--reason", "x" * 5000, "--force"), ("--reason",)),
+    ("check-pr-log-url-not-url", (), ("check-pr", "--base", "HEAD", "--log-url", "javascript:alert(1)"), ("--log-url",)),
+    ("status-repo-url-not-url", (), ("status", "--out", "site", "--repo-url", "javascript:alert(1)"), ("--repo-url",)),
 ]:
     CASES.append(Case(f"cli-{cid}", muts, argv, expect))
 
@@ -457,7 +683,7 @@ def run(root: Path, argv: tuple[str, ...], capsys) -> tuple[int, str, str]:
 
 
 def test_case_count():
-    assert len(CASES) >= 140, len(CASES)
+    assert len(CASES) >= 400, len(CASES)
     assert len({c.id for c in CASES}) == len(CASES)
 
 

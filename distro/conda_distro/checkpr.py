@@ -20,12 +20,14 @@ from pathlib import Path
 from conda_distro.distribution import Distribution, Exclusions, load_distribution
 from conda_distro.engine.executor import Reporter
 from conda_distro.engine.run import SCOPES, BuildOptions, run_build
-from conda_distro.errors import ExitCode
+from conda_distro.errors import ExitCode, UsageError
 from conda_distro.gitutil import changed_files, recipe_names, scope_name
 from conda_distro.graph import RecipeGraph
 from conda_distro.ledger import Ledger
 from conda_distro.lint import Finding, LintOptions, lint_distribution
+from conda_distro.lint.owner_checks import PackageOwner
 from conda_distro.lint.proposals import has_fatal, lint_proposals
+from conda_distro.owners import OWNERS_FILE, registry_of
 from conda_distro.proposal import proposal_names
 from conda_distro.results import BuildRecord, TestRecord
 from conda_distro.solve import TargetSolve, solve_distribution
@@ -180,11 +182,28 @@ def unbumped_builds(dist: Distribution, changed: list[str]) -> list[Finding]:
     return out
 
 
+def owner_conflicts(dist: Distribution, linted: list[str]) -> list[Finding]:
+    """The ownership conflicts of recipes lint did not look at (a recipe the PR does not change can be in
+    conflict with one it adds, or with a changed package_owners.yaml): ``package-owner`` findings naming
+    the owner. A malformed package_owners.yaml is bad input (exit 2)."""
+    out = []
+    for c in registry_of(dist).conflicts:
+        if c.recipe in linted or c.recipe not in dist.recipes:
+            continue
+        recipe = dist.recipes[c.recipe]
+        out.append(Finding(c.recipe, PackageOwner.id, "error", c.message, recipe.path.relative_to(dist.root).as_posix(),
+                           recipe.line_of("package.name"), c.hint))
+    return out
+
+
 def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> CheckPrResult:
+    if options.log_url is not None and not re.match(r"^https?://[^\s]+$", options.log_url):
+        raise UsageError(f"'{options.log_url[:80]}' is not an http(s) URL", field="--log-url",
+                         hint="pass the CI run's URL, e.g. https://github.com/OWNER/REPO/actions/runs/ID")
     dist = load_distribution(options.root, strict=False)
     res = CheckPrResult(base=options.base, root=dist.root)
     res.changed_files = changed_files(dist.root, options.base, flag="--base")
-    buildable = [f for f in res.changed_files if f.startswith(BUILDABLE_PREFIXES) or f in BUILDABLE_FILES]
+    buildable = [f for f in res.changed_files if f.startswith(BUILDABLE_PREFIXES) or f in (*BUILDABLE_FILES, OWNERS_FILE)]
     if not buildable:
         res.nothing_buildable = True
         return res
@@ -193,10 +212,13 @@ def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> Check
     res.changed_proposals = proposal_names(dist.root, buildable)
     present = [n for n in res.changed if (dist.distro.recipes_dir / n).is_dir()]
     lint = lint_distribution(dist, LintOptions(names=tuple(present), proposals=False, strict_names=False)) if present else None
-    res.lint = (lint.findings if lint else []) + unbumped_builds(dist, present)
+    res.lint = (lint.findings if lint else []) + unbumped_builds(dist, present) + owner_conflicts(dist, present)
     res.proposals = lint_proposals(dist, names=res.changed_proposals) if res.changed_proposals else []
     res.malformed = bool(lint and lint.malformed) or has_fatal(res.proposals)
     if res.malformed:
+        return res
+    if any(f.check == PackageOwner.id for f in res.lint):  # build would refuse to start: nothing is built
+        res.excluded = dist.exclusions()
         return res
     # recipes that cannot be read (reported by lint when the PR changes them) and their dependents
     # are left out of the rest of the gate; the lint errors already fail it

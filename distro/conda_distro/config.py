@@ -7,9 +7,10 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from conda_distro.errors import ConfigError
+from conda_distro.layout import clash
 from conda_distro.validation import line_at, to_error
 from conda_distro.yamlio import load_fast_file
 
@@ -20,6 +21,10 @@ KNOWN_SUBDIRS = {
 ANACONDA_SCHEME = "anaconda://"
 _URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 
+
+#: a PyTorch release: MAJOR.MINOR.PATCH, each a number of at most 6 digits without leading zeros (a
+#: 5,000-digit component is no version any tool can compare)
+RELEASE_RE = re.compile(r"^(0|[1-9]\d{0,5})\.(0|[1-9]\d{0,5})\.(0|[1-9]\d{0,5})$")
 
 Variant = Literal["cpu", "cuda"]
 PinExpr = Literal["x", "x.x", "x.x.x"]  # granularity of an upper bound, as rattler-build writes it
@@ -43,14 +48,41 @@ class UpperBounds(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/
     OFF = "off"
 
 
+def _unique(v: list, what: str) -> list:
+    """A list of distinct items (a value given twice is a mistake: which one was meant?)."""
+    seen: set = set()
+    for item in v:
+        if item in seen:
+            raise ValueError(f"{what} '{item}' is listed twice")
+        seen.add(item)
+    return v
+
+
+def _filled(v: str, what: str) -> str:
+    """A non-empty value without control characters (a NUL cannot be a path or a name)."""
+    if not v.strip():
+        raise ValueError(f"{what} is empty")
+    if any(ord(c) < 32 for c in v):
+        raise ValueError(f"{what} holds a control character")
+    return v
+
+
 class Channels(Strict):
     upstream: list[str] = Field(default_factory=lambda: ["conda-forge"], min_length=1)
     staging: str = "build/channels/staging"
     main: str = "build/channels/pytorch"
 
+    @field_validator("upstream")
+    @classmethod
+    def _upstream(cls, v: list[str]) -> list[str]:
+        for ref in v:
+            _filled(ref, "an upstream channel")
+        return _unique(v, "upstream channel")
+
     @field_validator("staging", "main")
     @classmethod
     def _anaconda(cls, v: str) -> str:
+        _filled(v, "the channel")
         if v.startswith(ANACONDA_SCHEME) and not re.fullmatch(r"anaconda://[\w.-]+(/[\w.-]+)?", v):
             raise ValueError(f"'{v}' is not anaconda://OWNER[/LABEL]")
         return v
@@ -77,10 +109,17 @@ class PyTorch(Strict):
 
     @field_validator("lockstep")
     @classmethod
-    def _lockstep_names(cls, v: list[str]) -> list[str]:
+    def _lockstep_names(cls, v: list[str], info: ValidationInfo) -> list[str]:
         for name in v:
             _conda_name(name, "torchvision")
-        return v
+            if name == info.data.get("name"):
+                raise ValueError(f"'{name}' is the pytorch package itself, not a package released with it")
+        return _unique(v, "lockstep package")
+
+    @field_validator("variants")
+    @classmethod
+    def _variants(cls, v: list[Variant]) -> list[Variant]:
+        return _unique(v, "variant")
 
     @field_validator("releases", mode="before")
     @classmethod
@@ -94,8 +133,9 @@ class PyTorch(Strict):
 
         parsed = []
         for s in v:
-            if not re.fullmatch(r"\d+\.\d+(\.\d+)?([a-z]+\d*)?", s):
-                raise ValueError(f"'{s}' is not a release version like 2.5.1")
+            if not RELEASE_RE.match(s):
+                shown = s if len(s) <= 40 else f"{s[:20]}…({len(s)} characters)"
+                raise ValueError(f"'{shown}' is not a release version MAJOR.MINOR.PATCH like 2.5.1")
             parsed.append(Version(s))
         if len(set(v)) != len(v):
             raise ValueError("releases contain a duplicate")
@@ -107,7 +147,7 @@ class PyTorch(Strict):
 class Policy(Strict):
     upper_bounds: UpperBounds = UpperBounds.REQUIRED
     unbounded_allowed: list[str] = Field(default_factory=lambda: ["python"])
-    unmaintained_grace_days: int = Field(default=60, ge=0)
+    unmaintained_grace_days: int = Field(default=60, ge=0, le=3650)  # at most ten years
     # Commit authors that are not maintainer activity for `report unmaintained`: patterns matched against a
     # commit's author name and e-mail address (case-insensitive; only `*` is a wildcard).
     bot_authors: list[str] = Field(default_factory=lambda: ["*[bot]", "*[bot]@*", "conda-distro bot"])
@@ -115,9 +155,41 @@ class Policy(Strict):
     # used when the upstream channel's metadata is not available: name -> granularity of the bound.
     run_exports: dict[str, PinExpr] = Field(default_factory=_pytorch_run_exports)
 
+    @field_validator("unbounded_allowed")
+    @classmethod
+    def _exempt(cls, v: list[str]) -> list[str]:
+        for name in v:
+            _conda_name(name, "python")
+        return _unique(v, "package")
+
+    @field_validator("bot_authors")
+    @classmethod
+    def _bots(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            _filled(pattern, "a bot author pattern")
+        return _unique(v, "bot author pattern")
+
+    @field_validator("run_exports")
+    @classmethod
+    def _exporters(cls, v: dict[str, PinExpr]) -> dict[str, PinExpr]:
+        for name in v:
+            _conda_name(name, "pytorch")
+        return v
+
+
+#: an http(s) URL with a host (the anaconda.org API)
+_HTTP_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[^\s]*)?$")
+
 
 class Anaconda(Strict):
     api_url: str = "https://api.anaconda.org"
+
+    @field_validator("api_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not _HTTP_URL.match(v):
+            raise ValueError(f"'{v}' is not an http(s) URL such as https://api.anaconda.org")
+        return v
 
 
 #: A GitHub Actions runner label (``ubuntu-latest``, ``linux-gpu-t4``, ``self-hosted``): letters, digits and
@@ -148,7 +220,7 @@ class Ci(Strict):
 
 
 class DistroConfig(Strict):
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=100)
     channels: Channels = Field(default_factory=Channels)
     pytorch: PyTorch
     platforms: list[str] = Field(default_factory=lambda: ["linux-64"], min_length=1)
@@ -158,6 +230,11 @@ class DistroConfig(Strict):
     # conda-forge-style variant config files (conda_build_config.yaml format) recipes render with
     variant_config: list[str] = Field(default_factory=list)
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _filled(v, "the distribution's name")
+
     @field_validator("platforms")
     @classmethod
     def _platforms(cls, v: list[str]) -> list[str]:
@@ -166,7 +243,14 @@ class DistroConfig(Strict):
                 raise ValueError("noarch is always included; list only real platforms like linux-64")
             if p not in KNOWN_SUBDIRS:
                 raise ValueError(f"unknown platform '{p}' (known: {', '.join(sorted(KNOWN_SUBDIRS))})")
-        return v
+        return _unique(v, "platform")
+
+    @field_validator("variant_config")
+    @classmethod
+    def _variant_files(cls, v: list[str]) -> list[str]:
+        for f in v:
+            _filled(f, "a variant config file")
+        return _unique(v, "variant config file")
 
 
 
@@ -254,7 +338,7 @@ def find_root(start: Path) -> Path:
 
 def load_config(root: Path) -> DistroRepo:
     path = root / DISTRO_FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # (anything else there: the reader says what is wrong)
         raise ConfigError(f"{DISTRO_FILE} not found", path=path, hint="pass --root pointing at a distribution repository")
     doc = load_fast_file(path)
     if not isinstance(doc, dict):
@@ -265,7 +349,18 @@ def load_config(root: Path) -> DistroRepo:
         raise to_error(exc, doc, path, root=DistroConfig, error=ConfigError, see="see the README's distro.yaml section") from None
     distro = DistroRepo(config, root.resolve())
     check_channel_layout(distro, doc)
+    _check_variant_files(distro, doc)
     return distro
+
+
+def _check_variant_files(distro: DistroRepo, doc: Any) -> None:
+    """A relative ``variant_config`` path stays inside the repository (an absolute one is taken as written)."""
+    root = distro.root.resolve()
+    for i, ref in enumerate(distro.config.variant_config):
+        if not Path(ref).is_absolute() and not (root / ref).resolve().is_relative_to(root):
+            raise ConfigError(f"'{ref}' leads outside the repository", path=distro.path, field=f"variant_config.{i}",
+                              line=line_at(doc, ("variant_config", i)),
+                              hint="keep relative paths inside the repository, or write an absolute path on purpose")
 
 
 def _channel_fields(channels: Channels) -> list[tuple[tuple, str]]:
@@ -302,6 +397,10 @@ def check_channel_layout(distro: DistroRepo, doc: Any = None) -> None:
                      "keep relative channel paths inside the repository, or write an absolute path on purpose")
             if path == root:
                 fail(loc, f"'{ref}' is the repository itself", "give the channel a folder of its own, "
+                     "such as build/channels/" + ("main" if loc[1] == "main" else loc[1]))
+            why = None if upstream else clash(path, root)  # (staging and main are written)
+            if why:
+                fail(loc, f"'{ref}' cannot be a channel: {why}", "give the channel a folder of its own, "
                      "such as build/channels/" + ("main" if loc[1] == "main" else loc[1]))
         url = _channel_key(distro, ref, path)
         for other_field, other_ref, other_path, other_url in seen:

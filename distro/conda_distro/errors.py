@@ -8,6 +8,7 @@ in one place (``conda_distro.cli``); helpers never call ``sys.exit``.
 from __future__ import annotations
 
 import enum
+import errno
 from pathlib import Path
 
 
@@ -103,6 +104,31 @@ class ProposalError(DistroError):
 
 class LockTimeoutError(DistroError):
     """Another process holds the lock for too long."""
+
+
+class FileSystemError(DistroError):
+    """The machine refused an operation on a named file (the CLI turns any ``OSError`` naming a file into
+    this). A write stopped by a file size limit (``ulimit -f``), a full disk or quota, or an I/O error is a
+    failure of the run (exit 1: fix the machine and rerun; promote, retire and build converge); anything
+    else (no such file, permission denied, not a folder, ...) is bad input (exit 2)."""
+
+    RUN_FAILURES = frozenset({errno.EFBIG, errno.ENOSPC, errno.EDQUOT, errno.EIO})
+    _HINTS = {errno.EFBIG: "a file size limit stopped the write (`ulimit -f`); raise it and rerun",
+              errno.ENOSPC: "the disk is full; free space and rerun",
+              errno.EDQUOT: "the disk quota is used up; free space and rerun",
+              errno.EACCES: "this user may not do that here; check the permissions",
+              errno.EROFS: "the file system is read-only"}
+
+    @classmethod
+    def of(cls, exc: OSError) -> FileSystemError:
+        code = exc.errno
+        name = errno.errorcode.get(code, str(code)) if code is not None else type(exc).__name__
+        what = exc.strerror or str(exc)
+        err = cls(f"{what} ({name})" if exc.filename else f"a write failed: {what} ({name})", path=exc.filename,
+                  hint=cls._HINTS.get(code or 0, "check the file and rerun"))
+        if code in cls.RUN_FAILURES:
+            err.exit_code = ExitCode.FAILURES
+        return err
 
 
 class BridgeError(DistroError):

@@ -24,20 +24,22 @@ from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.errors import UsageError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.holds import Held, HoldReason
-from conda_distro.validation import load_json, to_error
+from conda_distro.jsonio import read_json
+from conda_distro.validation import to_error
 
 EXCUSES_FILE = "excuses.json"
 _HINT = "rerun `conda-distro promote` (it writes build/excuses.json) or delete the file"
 
 PERMANENT = {HoldReason.RETIRED, HoldReason.SHA256_MISMATCH, HoldReason.NOT_FROM_THIS_CHECKOUT,
-             HoldReason.BLOCKED_BY_HINT}
+             HoldReason.BLOCKED_BY_HINT, HoldReason.NOT_OWNER}
 WAITING = {HoldReason.WAITING, HoldReason.NOT_TESTED}
 Verdict = Literal["held-permanently", "held-temporarily", "waiting", "promote"]
 VERDICTS: tuple[Verdict, ...] = ("held-permanently", "held-temporarily", "waiting", "promote")  # worst first
 
 _OWN = {HoldReason.TEST_FAILED: "its own tests", HoldReason.NOT_TESTED: "tests still to run",
         HoldReason.WAITING: "tests still to run", HoldReason.SHA256_MISMATCH: "a file of the same name in main",
-        HoldReason.NOT_FROM_THIS_CHECKOUT: "a rebuild from this checkout", HoldReason.RETIRED: "retirement"}
+        HoldReason.NOT_FROM_THIS_CHECKOUT: "a rebuild from this checkout", HoldReason.RETIRED: "retirement",
+        HoldReason.NOT_OWNER: "the owner of its name"}
 
 
 def verdict_of(reason: HoldReason | None) -> Verdict:
@@ -252,9 +254,10 @@ def read_excuses(build_dir: Path) -> Excuses | None:
     """``build/excuses.json`` as :class:`Excuses`, or None when there is none. A file that is there but
     unreadable or of another shape is bad input (exit 2): an error naming the file, the field and the line."""
     path = build_dir / EXCUSES_FILE
-    if not path.exists():
+    try:
+        data = read_json(path, "excuses", error=UsageError, hint=_HINT)
+    except FileNotFoundError:
         return None
-    data = load_json(path, error=UsageError, hint=_HINT)
     if not isinstance(data, dict):
         raise UsageError("the promotion gate's excuses must be a JSON object", path=path, line=1, hint=_HINT)
     try:

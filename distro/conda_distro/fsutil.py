@@ -1,5 +1,5 @@
-"""Small file and process helpers shared by the whole package: atomic writes, hard links, emptying a
-folder, a paused garbage collector."""
+"""Small file and process helpers shared by the whole package: bounded reads of input files, atomic
+writes, hard links, emptying a folder, a paused garbage collector."""
 
 from __future__ import annotations
 
@@ -8,23 +8,161 @@ import gc
 import glob
 import os
 import shutil
+import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from conda_distro.errors import DistroError
+
+#: what :func:`read_bounded` calls a file that is not a regular one (by its ``stat`` type)
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+_KERNEL_FILE_SYSTEMS = ("/proc/", "/sys/")
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / (1024 * 1024):g} MB" if n >= 1024 * 1024 else f"{n // 1024} KB"
+
+
+def read_bounded(path: Path, limit: int, *, error: type[DistroError] = DistroError, hint: str | None = None) -> bytes:
+    """The bytes of the input file ``path``: a regular file (after symbolic links) of at most ``limit`` bytes.
+
+    The one way the tool reads a file it did not just write itself. A FIFO, a device (or a symbolic link
+    to one, such as ``/dev/zero``), a socket or a folder is refused without reading (a FIFO is opened
+    non-blocking, so it cannot hang the command); a file larger than ``limit`` is refused after reading
+    at most ``limit + 1`` bytes. Every refusal, and every ``OSError``, is ``error`` naming the file.
+    ``FileNotFoundError`` passes through unchanged for callers to whom a missing file means something.
+    Files of the kernel's own file systems (``/proc``, ``/sys``) are refused too: they are regular files
+    whose size says nothing (``/proc/self/mem``, ``/proc/self/environ``)."""
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError) as exc:
+        raise error(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path, hint=hint) from None
+    if real.startswith(_KERNEL_FILE_SYSTEMS):
+        raise error(f"is a file of the kernel ({real}), not a regular file: refused", path=path,
+                    hint=hint or "replace it with the regular file it should be")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:  # ValueError: an embedded NUL in the path
+        raise error(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path, hint=hint) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+            raise error(f"is {what}, not a regular file: refused", path=path,
+                        hint=hint or "replace it with the regular file it should be")
+        if st.st_size > limit:
+            raise error(f"the file is {_megabytes(st.st_size)}; at most {_megabytes(limit)} is read from a file "
+                        "of this kind", path=path, hint=hint or "this is not the file it should be; check what wrote it")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(limit + 1 - size, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:  # it grew while being read
+            raise error(f"the file is larger than {_megabytes(limit)}, the most read from a file of this kind",
+                        path=path, hint=hint or "this is not the file it should be; check what wrote it")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror or exc}", path=path, hint=hint) from None
+    finally:
+        os.close(fd)
+
+
+def read_bounded_text(path: Path, limit: int, *, error: type[DistroError] = DistroError,
+                      hint: str | None = None) -> str:
+    """:func:`read_bounded`, decoded as UTF-8 (text that is not UTF-8 is ``error`` naming the file)."""
+    data = read_bounded(path, limit, error=error, hint=hint)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"the file is not UTF-8 text (byte {exc.start})", path=path, hint=hint) from None
+
+
+def hash_file(path: Path, h: Any, *, error: type[DistroError] = DistroError, hint: str | None = None) -> None:
+    """Feed the bytes of the regular file ``path`` to the hash ``h``, in chunks (no size cap: package
+    sources can be large). A FIFO, device, socket or file of ``/proc`` or ``/sys`` (also behind a symbolic
+    link) is ``error`` naming it, without reading it; so is any ``OSError``."""
+    if os.path.realpath(path).startswith(_KERNEL_FILE_SYSTEMS):
+        raise error("is a file of the kernel, not a regular file: refused", path=path, hint=hint)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise error("is not a regular file: refused", path=path, hint=hint)
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    except (OSError, ValueError) as exc:
+        raise error(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path, hint=hint) from None
+
+
+@contextlib.contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """An ``OSError`` raised inside that names no file (a write stopped by a file size limit, ``EFBIG``,
+    or a full disk) is given ``path``'s name, so that the CLI can say which file it was."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
+
+
+def check_writable(path: Path, *, folder: bool, error: type[DistroError] = DistroError,
+                   field: str | None = None, hint: str | None = None) -> None:
+    """Will writing ``path`` work: a folder to create files in (``folder``), or a file replaced atomically?
+    For a command that must refuse before it writes anything. ``path`` (if it exists) must be a folder, or a
+    regular file; the nearest folder that exists at or above where it is created must be a folder this
+    process can write to; nothing of ``/proc`` or ``/sys``. Otherwise ``error`` naming it and ``field``."""
+    def fail(why: str) -> None:
+        raise error(f"cannot be written: {why}", path=path, field=field, hint=hint)
+
+    try:
+        if os.path.realpath(path).startswith(_KERNEL_FILE_SYSTEMS) or os.path.realpath(path) in ("/proc", "/sys"):
+            fail("it is on a file system of the kernel")
+        if path.exists():
+            if folder and not path.is_dir():
+                fail("it is not a folder")
+            if not folder and not path.is_file():
+                fail("it exists and is not a regular file")
+        elif path.is_symlink():
+            fail("it is a symbolic link to nothing")
+        parent = path if folder and path.exists() else path.parent
+        while not parent.exists() and parent != parent.parent:
+            if parent.is_symlink():
+                fail(f"{parent} is a symbolic link to nothing")
+            parent = parent.parent
+        if not parent.is_dir():
+            fail(f"{parent} is not a folder")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            fail(f"{parent} is not writable by this user")
+    except (OSError, ValueError) as exc:  # (ValueError: an embedded NUL)
+        fail(str(getattr(exc, "strerror", None) or exc))
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder + ``os.replace``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``text`` to ``path`` atomically (temp file in the same folder + ``os.replace``). An ``OSError``
+    names ``path`` (:func:`naming`)."""
+    with naming(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def clear_stale_temps(path: Path) -> list[Path]:

@@ -28,12 +28,19 @@ class RecipeGraph:
     @classmethod
     @paused_gc()
     def from_recipes(cls, recipes: Mapping[str, Recipe], check_cycles: bool = True) -> RecipeGraph:
+        """The graph of ``recipes``; ``check_cycles``: refuse a graph that is not well-formed (a cycle, or
+        one package name produced by two recipes) with :class:`GraphError`."""
         g: nx.DiGraph[str] = nx.DiGraph()
         # every output a recipe produces maps to the recipe (a dependency on libtorch is an edge from
         # the recipe that makes libtorch)
         by_pkg: dict[str, str] = {}
         for folder, r in sorted(recipes.items()):
             for out in r.output_names:
+                if check_cycles and by_pkg.setdefault(out, folder) != folder:
+                    raise GraphError(f"package '{out}' is produced by two recipes: recipes/{by_pkg[out]} and "
+                                     f"recipes/{folder}", field="package.name",
+                                     hint="a package name belongs to one recipe: `conda-distro lint` says which "
+                                          "(package_owners.yaml decides a change of owner)")
                 by_pkg.setdefault(out, folder)
         g.add_nodes_from(sorted(recipes))
         for folder, recipe in recipes.items():

@@ -134,6 +134,18 @@ class _HintsFile(BaseModel):
     def _none_is_empty(cls, v: Any) -> Any:
         return [] if v is None else v
 
+    @field_validator("hints")
+    @classmethod
+    def _distinct(cls, v: list[_HintData]) -> list[_HintData]:
+        seen: set[tuple] = set()
+        for h in v:
+            key = (h.action, h.package, h.version)
+            if key in seen:
+                raise ValueError(f"two '{h.action}' hints for {h.package}{' ' + h.version if h.version else ''}: "
+                                 "keep one (which reason and expiry were meant?)")
+            seen.add(key)
+        return v
+
 
 @dataclass(frozen=True)
 class Hint:
@@ -214,7 +226,7 @@ def load_hints(root: Path) -> HintSet:
     """The hints of the repository at ``root``. A missing hints.yaml (or an empty one) means no hints;
     a malformed one raises :class:`ConfigError` naming the file, line and field (exit 2)."""
     path = root / HINTS_FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # (a FIFO or a device is refused by the reader)
         return HintSet((), None)
     try:
         doc = load_fast_file(path)

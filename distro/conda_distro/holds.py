@@ -22,6 +22,7 @@ class HoldReason(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/f
     UNINSTALLABLE = "uninstallable"  # a package in main could no longer be installed
     WAITING = "waiting"  # infrastructure errors, or re-tests still to run
     BLOCKED_BY_HINT = "blocked-by-hint"
+    NOT_OWNER = "not-owner"  # its name belongs to another recipe than the one it was built from
 
     @property
     def is_failure(self) -> bool:

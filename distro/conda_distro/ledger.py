@@ -18,7 +18,9 @@ One JSON file per package, ``channel_state/<name>.json``::
                     {"release": "2.5.1", "variant": "cuda", "status": "passed", "date": "…Z",
                      "gpu": false}],                # cuda only: false = run without a GPU ("cuda (no GPU)")
           "retired": null,                          # or {"at": "…Z", "reason": "…", "by": "…"}
-          "forced_by": null                         # or who forced it past the gate (a hints.yaml `force`)
+          "forced_by": null,                        # or who forced it past the gate (a hints.yaml `force`)
+          "recipe": "recipes/torchplug"             # the recipe folder it was built from: who owns the name
+                                                    # (conda_distro.owners); absent in older entries
         }
       ]
     }
@@ -36,16 +38,20 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Literal, Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_serializer
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer
 
+from conda_distro.config import RELEASE_RE
 from conda_distro.errors import LedgerError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.gitutil import configured_user
-from conda_distro.validation import load_json, to_error
+from conda_distro.jsonio import parse_json, read_json_text
+from conda_distro.validation import to_error
 from conda_distro.yamlio import load_fast
 
 LEDGER_SCHEMA_VERSION = 1
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: how results and the ledger name the recipe an artifact was built from
+RECIPE_RE = re.compile(r"^recipes/[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _HINT = "fix the file by hand or restore it from git (`git checkout -- channel_state/`)"
 
 
@@ -72,7 +78,7 @@ class TestEvidence(_Strict):
 
     __test__ = False  # not a pytest class
 
-    release: str
+    release: str = Field(pattern=RELEASE_RE.pattern)
     variant: Literal["cpu", "cuda"]
     status: EvidenceStatus
     date: UtcDatetime
@@ -97,8 +103,8 @@ class Retirement(_Strict):
 class ArtifactEntry(_Strict):
     artifact: str = Field(pattern=r"^[\w-]+/[^/]+$")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    version: str
-    build: str
+    version: str = Field(min_length=1, pattern=r"^\S+$")
+    build: str = Field(min_length=1, pattern=r"^\S+$")
     build_number: int = Field(ge=0)
     depends: list[str] = Field(default_factory=list)
     channel: str
@@ -107,6 +113,16 @@ class ArtifactEntry(_Strict):
     tests: list[TestEvidence] = Field(default_factory=list)
     retired: Retirement | None = None
     forced_by: str | None = None  # promoted by a `force` hint of hints.yaml, given by this person
+    # the recipe folder the artifact was built from (``recipes/<folder>``, from its results): who owns its
+    # name (conda_distro.owners). None: promoted before the ledger recorded it
+    recipe: str | None = Field(default=None, pattern=RECIPE_RE.pattern)
+
+    @model_serializer(mode="wrap")
+    def _drop_unknown_recipe(self, handler):  # older files stay byte-identical: no `"recipe": null` everywhere
+        data = handler(self)
+        if data.get("recipe") is None:
+            data.pop("recipe", None)
+        return data
 
     @property
     def in_main(self) -> bool:
@@ -123,6 +139,16 @@ class PackageState(_Strict):
     schema_version: int
     name: str = Field(pattern=_NAME_RE.pattern)
     artifacts: list[ArtifactEntry] = Field(default_factory=list)
+
+    @field_validator("artifacts")
+    @classmethod
+    def _distinct(cls, v: list[ArtifactEntry]) -> list[ArtifactEntry]:
+        seen: set[str] = set()
+        for a in v:
+            if a.artifact in seen:
+                raise ValueError(f"{a.artifact} is recorded twice")
+            seen.add(a.artifact)
+        return v
 
     def get(self, artifact: str) -> ArtifactEntry | None:
         return next((a for a in self.artifacts if a.artifact == artifact), None)
@@ -148,7 +174,7 @@ def _validation_error(exc: ValidationError, text: str, path: Path) -> LedgerErro
 
 
 def parse_state(text: str, path: Path) -> PackageState:
-    data = load_json(path, error=LedgerError, hint=_HINT, text=text)
+    data = parse_json(text, path, error=LedgerError, hint=_HINT)
     if not isinstance(data, dict):
         raise LedgerError("must be a JSON object", path=path, line=1, hint=_HINT)
     version = data.get("schema_version")
@@ -194,15 +220,15 @@ class Ledger:
     def load(self, name: str) -> PackageState | None:
         path = self.path_for(name)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_json_text(path, "ledger", error=LedgerError, hint=_HINT)
         except FileNotFoundError:
             return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LedgerError(f"cannot read: {exc}", path=path, hint=_HINT) from None
         return parse_state(text, path)
 
     def load_all(self) -> dict[str, PackageState]:
         if not self.folder.is_dir():
+            if self.folder.exists() or self.folder.is_symlink():
+                raise LedgerError("must be a folder of <package>.json files", path=self.folder, hint=_HINT)
             return {}
         return {p.stem: s for p in sorted(self.folder.glob("*.json")) if (s := self.load(p.stem))}
 
@@ -210,8 +236,11 @@ class Ledger:
         """Write ``state`` atomically; returns the path, or None when the file already said exactly this."""
         path = self.path_for(state.name)
         text = state.to_json()
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
-            return None
+        try:
+            if read_json_text(path, "ledger", error=LedgerError, hint=_HINT) == text:
+                return None
+        except FileNotFoundError:
+            pass
         atomic_write_text(path, text)
         return path
 

@@ -31,16 +31,19 @@ from conda_distro.channels.depends import (
     satisfies,
     subdir_compatible,
 )
-from conda_distro.channels.local import LocalChannel, sha256_of
+from conda_distro.channels.local import REPODATA, LocalChannel, sha256_of
+from conda_distro.channels.locking import LOCK_NAME
 from conda_distro.config import DistroConfig, DistroRepo
-from conda_distro.distribution import load_distribution, open_distro
+from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.engine.releases import Availability, Target, availability_if_readable
-from conda_distro.errors import ExitCode
-from conda_distro.excuses import Excuses, ExcusesOptions, excuses_of, write_excuses
+from conda_distro.errors import ChannelError, ExitCode, LedgerError, UsageError
+from conda_distro.excuses import EXCUSES_FILE, Excuses, ExcusesOptions, excuses_of, write_excuses
+from conda_distro.fsutil import check_writable
 from conda_distro.hints import load_hints
 from conda_distro.holds import Held, HoldReason
 from conda_distro.installability import Installability, InstallabilityResult
-from conda_distro.ledger import ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence, utcnow
+from conda_distro.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence, utcnow
+from conda_distro.owners import Owner, registry_of
 from conda_distro.provenance import CheckoutRecipes
 from conda_distro.results import ArtifactResults, ResultsStore, TestRecord, Variant
 from conda_distro.revdeps import Retest, RevdepInputs, Verdict, ident
@@ -131,6 +134,9 @@ class PlanInputs:
     maintainers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: main ∪ candidates may not install less than main (None: not checked)
     installability: InstallabilityCheck | None = None
+    #: package name -> the recipe that owns it (conda_distro.owners), None for a name several recipes
+    #: declare and none owns; None: ownership is not checked (a plan made without a checkout)
+    owners: Mapping[str, Owner | None] | None = None
 
 
 @dataclass
@@ -243,6 +249,23 @@ def _gate_provenance(f: ChannelFile, res: ArtifactResults, recipes: Mapping[str,
         what = "; ".join(f"{r} against {_pairs(p)}" for r, p in sorted(other.items()))
         return Held(f, HoldReason.NOT_FROM_THIS_CHECKOUT,
                     f"tested with other recipes than this checkout's: {what}" + rebuild.replace("build and test", "re-test"))
+    return None
+
+
+def _gate_owner(f: ChannelFile, res: ArtifactResults, owners: Mapping[str, Owner | None] | None) -> Held | None:
+    """A name goes to main only from the recipe that owns it (conda_distro.owners): the recipe the
+    results say the artifact was built from must be its owner."""
+    if owners is None or f.name not in owners:
+        return None  # no recipe of this checkout declares the name and nobody owns it: provenance decides
+    owner = owners[f.name]
+    built = res.recipe or "a recipe its results do not name"
+    fix = "; the owner registry is package_owners.yaml and channel_state/ (README \"Owned package names\")"
+    if owner is None:
+        return Held(f, HoldReason.NOT_OWNER, f"several recipes declare '{f.name}' and none owns it (this file was "
+                                             f"built from {built})" + fix)
+    if res.recipe != owner.path:
+        return Held(f, HoldReason.NOT_OWNER, f"'{f.name}' belongs to {owner.describe()}; this file was built from "
+                                             f"{built}" + fix, blocked_by=(owner.path,))
     return None
 
 
@@ -419,7 +442,8 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             continue
         held = (_gate_main(f, inputs.main) or _gate_retired(f, inputs.retired)
                 or _gate_sealed(f, res, (inputs.on_disk or {}).get(art))
-                or _gate_provenance(f, res, inputs.recipes) or _gate_hint_block(f, inputs))
+                or _gate_provenance(f, res, inputs.recipes) or _gate_owner(f, res, inputs.owners)
+                or _gate_hint_block(f, inputs))
         if held is None:
             held = _gate_tests(f, res, inputs.matrix)
             if (held is not None and held.reason in (HoldReason.TEST_FAILED, HoldReason.WAITING, HoldReason.NOT_TESTED)
@@ -586,7 +610,7 @@ class PromotionContext:
             on_disk=self._on_disk(staging, main, results), recipes=self._recipes(staging, main, results),
             evidence={a.artifact: {(t.release, t.variant): t.status for t in a.tests}
                       for st in states.values() for a in st.artifacts},
-            hints=load_hints(self.distro.root), today=self.today,
+            hints=load_hints(self.distro.root), today=self.today, owners=registry_of(self.dist, states).verdicts(),
             maintainers=self.maintainers, installability=Installability(
                 self.distro.upstream_urls, self.distro.subdirs, matrix.pytorch, matrix.required, distribution_closure(files)))
 
@@ -597,11 +621,15 @@ class PromotionContext:
         return availability_if_readable(self.distro)
 
     @cached_property
+    def dist(self) -> Distribution:
+        """The checkout's recipes (unreadable ones left out); read once, though promote gathers its inputs
+        twice (before and under the lock)."""
+        return load_distribution(self.distro.root, strict=False, distro=self.distro)
+
+    @cached_property
     def maintainers(self) -> dict[str, tuple[str, ...]]:
-        """package name -> its recipe's maintainers (every output of a recipe has its maintainers); read
-        once, though promote gathers its inputs twice (before and under the lock)."""
-        dist = load_distribution(self.distro.root, strict=False, distro=self.distro)
-        return {out: tuple(r.maintainers) for r in dist.recipes.values() for out in (r.name, *r.output_names)}
+        """package name -> its recipe's maintainers (every output of a recipe has its maintainers)."""
+        return {out: tuple(r.maintainers) for r in self.dist.recipes.values() for out in (r.name, *r.output_names)}
 
     def _recipes(self, staging: Mapping[str, ChannelFile], main: Mapping[str, ChannelFile],
                  results: Mapping[str, ArtifactResults]) -> dict[str, str | None]:
@@ -652,9 +680,11 @@ def _ledger_evidence(res: ArtifactResults | None, held: set[str] | None = None) 
 def ledger_entry(f: ChannelFile, res: ArtifactResults | None, *, channel: str,
                  promoted_at: dt.datetime | None, commit: str | None, held: set[str] | None = None,
                  forced_by: str | None = None) -> ArtifactEntry:
+    recipe = res.recipe if res is not None and res.recipe and RECIPE_RE.match(res.recipe) else None
     return ArtifactEntry(artifact=f.artifact, sha256=f.sha256, version=f.version, build=f.build,
                          build_number=f.build_number, depends=list(f.depends), channel=channel,
-                         promoted_at=promoted_at, commit=commit, tests=_ledger_evidence(res, held), forced_by=forced_by)
+                         promoted_at=promoted_at, commit=commit, tests=_ledger_evidence(res, held), forced_by=forced_by,
+                         recipe=recipe)
 
 
 def record_in_ledger(plan: PromotionPlan, ctx: PromotionContext, results: Mapping[str, ArtifactResults],
@@ -695,6 +725,37 @@ def execute_plan(plan: PromotionPlan, ctx: PromotionContext, inputs: PlanInputs,
     return record_in_ledger(plan, ctx, inputs.results, inputs.main)
 
 
+_WRITE_HINT = "fix the file or folder (a folder where a file belongs, or the other way round, or no permission)"
+
+
+def check_channel_writable(channel: Channel) -> None:
+    """Everything promote or retire writes in ``channel``, when it is a local folder, can be written: the
+    folder, its subdir folders, their indexes, the lock file and the folder retired files move to
+    (``ChannelError`` naming the path otherwise). anaconda.org is written through its API."""
+    if not isinstance(channel, LocalChannel):
+        return
+    folders = [channel.path, *(channel.path / s for s in channel.subdirs), channel.retired_dir]
+    files = [channel.path / LOCK_NAME, *(channel.path / s / REPODATA for s in channel.subdirs)]
+    for p in folders:
+        check_writable(p, folder=True, error=ChannelError, hint=_WRITE_HINT)
+    for p in files:
+        check_writable(p, folder=False, error=ChannelError, hint=_WRITE_HINT)
+
+
+def check_ledger_writable(ledger: Ledger) -> None:
+    """channel_state/ is a folder (or can be made one) that this process can write to."""
+    check_writable(ledger.folder, folder=True, error=LedgerError, hint=_WRITE_HINT)
+
+
+def check_promote_writes(ctx: PromotionContext, dry_run: bool) -> None:
+    """Every place promote writes, checked before it writes anything: the excuses file; unless ``dry_run``,
+    also the main channel and channel_state/ (each ledger file is read and validated by the gather)."""
+    check_writable(ctx.distro.build_dir / EXCUSES_FILE, folder=False, error=UsageError, hint=_WRITE_HINT)
+    if not dry_run:
+        check_channel_writable(ctx.main)
+        check_ledger_writable(ctx.ledger)
+
+
 def _write_excuses(ctx: PromotionContext, plan: PromotionPlan, inputs: PlanInputs) -> str:
     path = write_excuses(ctx.distro.build_dir / "excuses.json", excuses_of(plan, inputs))
     try:
@@ -720,6 +781,7 @@ def promote(options: PromoteOptions) -> PromoteResult:
     """Plan, and unless ``dry_run``, execute under the main channel's lock (planned again inside it).
     The plan's excuses are written to build/excuses.json (a dry run too)."""
     ctx = PromotionContext.open(open_distro(options.root))
+    check_promote_writes(ctx, options.dry_run)
     if options.dry_run:
         inputs = ctx.gather()
         plan = ctx.plan(inputs)

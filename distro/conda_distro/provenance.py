@@ -18,16 +18,22 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conda_distro.errors import RecipeError
+from conda_distro.fsutil import hash_file
 from conda_distro.gitutil import find_repo, relpath, status_lines, top_dir
 
 
 def recipe_digest(folder: Path) -> str:
-    """The recipe input hash: sha256 over the folder's files (relative path and content), sorted."""
+    """The recipe input hash: sha256 over the folder's files (relative path and content), sorted. A file
+    that is no regular file to read (a symbolic link to ``/proc/self/mem`` or to nothing, a FIFO) is a
+    :class:`RecipeError` naming it (exit 2)."""
     h = hashlib.sha256()
     for p in sorted(folder.rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts:
+        if "__pycache__" not in p.parts and not p.is_dir():
             h.update(p.relative_to(folder).as_posix().encode() + b"\0")
-            h.update(hashlib.sha256(p.read_bytes()).digest())
+            content = hashlib.sha256()
+            hash_file(p, content, error=RecipeError, hint="a recipe folder holds regular files only")
+            h.update(content.digest())
     return h.hexdigest()
 
 

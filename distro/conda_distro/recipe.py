@@ -9,7 +9,6 @@ document is loaded on demand (:meth:`Recipe.roundtrip`) by the flows that edit r
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -17,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
-from conda_distro.errors import RecipeError
+from conda_distro.errors import DistroError, RecipeError
+from conda_distro.jsonio import read_json
 from conda_distro.render import RenderedRecipe, RenderError, RenderSettings, cache_file_of, render_text, store_json
 from conda_distro.specs import ParsedSpec, parse_spec
-from conda_distro.yamlio import LDict, LList, load_fast
+from conda_distro.yamlio import LDict, LList, load_fast, read_yaml_text
 
 RECIPE_FILE = "recipe.yaml"
 V0_FILE = "meta.yaml"
@@ -477,8 +477,8 @@ def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) 
     if model_file is not None:
         model_file = model_file.with_name(model_file.stem + f".model{MODEL_SCHEMA}.json")
         try:
-            return Recipe.from_json(json.loads(model_file.read_text(encoding="utf-8")), path, text, settings)
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return Recipe.from_json(read_json(model_file, "cache"), path, text, settings)
+        except (OSError, DistroError, ValueError, KeyError, TypeError, IndexError):
             pass
     recipe = _parse(text, path, settings)
     if model_file is not None:
@@ -683,12 +683,7 @@ def read_recipe_text(path: Path) -> str:
     v0 = path.parent / V0_FILE
     if v0.is_file() and not path.is_file():
         raise RecipeError("a v0 meta.yaml is not supported: only v1 recipe.yaml is", path=v0, hint=_V0_HINT)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RecipeError(f"cannot read recipe: {exc.strerror}", path=path) from None
-    except UnicodeDecodeError:
-        raise RecipeError("recipe is not UTF-8 text", path=path) from None
+    text = read_yaml_text(path, error=RecipeError)
     if v0.is_file():
         raise RecipeError(f"a v0 {V0_FILE} stands beside recipe.yaml; rattler-build reads only recipe.yaml",
                           path=v0, hint=f"delete {V0_FILE} (or the recipe.yaml, if the v0 recipe is the real one)")
@@ -709,7 +704,8 @@ def recipe_paths(recipes_dir: Path, names: list[str] | None = None) -> list[Path
     found = []
     with os.scandir(recipes_dir) as entries:  # (os.scandir: pathlib costs ~30 us a folder)
         for entry in entries:
-            if entry.is_dir() and (os.path.isfile(os.path.join(entry.path, RECIPE_FILE))
+            # (lexists: a recipe.yaml that is a FIFO or a link to a device is a recipe whose reading is refused)
+            if entry.is_dir() and (os.path.lexists(os.path.join(entry.path, RECIPE_FILE))
                                    or os.path.isfile(os.path.join(entry.path, V0_FILE))):
                 found.append(entry.name)
     return [recipes_dir.joinpath(name, RECIPE_FILE) for name in sorted(found)]

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from conda_distro.errors import RecipeError
+from conda_distro.errors import DistroError, RecipeError
+from conda_distro.jsonio import read_json
 from conda_distro.rattler_env import fixed_environment
-from conda_distro.yamlio import load_fast
+from conda_distro.yamlio import load_fast, read_yaml_text
 
 if TYPE_CHECKING:
     from rattler_build import RenderedVariant
@@ -258,7 +259,7 @@ def _render_uncached(text: str, path: Path, settings: RenderSettings) -> Rendere
 def live_variants(path: Path, settings: RenderSettings) -> list[RenderedVariant]:
     """rattler-build's own ``RenderedVariant`` objects of the recipe at ``path`` (what ``run_build``
     needs), rendered in the fixed environment, with the variants its ``build.skip`` skips left out."""
-    text = path.read_text(encoding="utf-8")
+    text = read_yaml_text(path, error=RecipeError)
     _check_text(text, path)
     with fixed_environment():
         return _variants(text, path, settings, from_file=True)[1]
@@ -319,8 +320,8 @@ def render_text(text: str, path: Path, settings: RenderSettings) -> RenderedReci
     cache_file = cache_file_of(text, settings)
     if cache_file is not None:
         try:
-            data = json.loads(cache_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_json(cache_file, "cache")
+        except (OSError, DistroError):  # unreadable or refused: a cache miss (the entry is written again)
             data = None
         if isinstance(data, dict):
             if "error" in data:

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from conda_distro.config import Variant
+from conda_distro.config import RELEASE_RE, Variant
 from conda_distro.errors import DistroError
 from conda_distro.fsutil import atomic_write_text
-from conda_distro.validation import load_json, read_text, to_error
+from conda_distro.jsonio import parse_json, read_json_text
+from conda_distro.ledger import RECIPE_RE
+from conda_distro.validation import to_error
 from conda_distro.yamlio import load_fast
 
 SCHEMA_VERSION = 2  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit)
@@ -34,6 +36,11 @@ TestStatus = Literal["passed", "failed", "blocked", "error"]
 HISTORY = 6
 #: the reason a passed test records when the package has no tests (rattler-build ran nothing): `neutral`
 NO_TESTS = "the package has no tests"
+
+
+_NAME = r"^[a-z0-9_][a-z0-9_.+-]*$"  # a conda package name
+_SHA256 = r"^[0-9a-f]{64}$"
+_COMMIT = r"^[0-9a-f]{7,64}$"  # a git commit id
 
 
 def now() -> dt.datetime:
@@ -60,9 +67,9 @@ class BuildRecord(_Model):
 
 
 class TestRecord(_Model):
-    name: str
+    name: str = Field(pattern=_NAME)
     artifact: str
-    pytorch: str
+    pytorch: str = Field(pattern=RELEASE_RE.pattern)
     variant: Variant
     status: TestStatus
     log: str | None = None
@@ -73,8 +80,9 @@ class TestRecord(_Model):
     # provenance: recipe folder -> recipe input hash, for the artifact's recipe and its distribution
     # dependencies' recipes, in the checkout that ran the test; and that checkout's commit (None: the
     # recipes had uncommitted changes, or no git)
-    recipes: dict[str, str] = Field(default_factory=dict)
-    commit: str | None = None
+    recipes: dict[Annotated[str, Field(pattern=RECIPE_RE.pattern)], Annotated[str, Field(pattern=_SHA256)]] = \
+        Field(default_factory=dict)
+    commit: str | None = Field(default=None, pattern=_COMMIT)
     # the distribution packages (other than the artifact) the test environment held, as rattler-build
     # solved it: name -> "name-version-build" (the file name without extension); None: not recorded
     # (a result older than this field, or a test that did not run)
@@ -91,18 +99,18 @@ class TestRecord(_Model):
 class ArtifactResults(_Model):
     """Everything known about one staging artifact (one file in build/results/)."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = Field(default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION)
     artifact: str = Field(pattern=r"^(noarch|[a-z]+-[a-z0-9]+)/[^/\\]+\.(conda|tar\.bz2)$")
-    name: str
-    version: str
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    name: str = Field(pattern=_NAME)
+    version: str = Field(min_length=1, pattern=r"^\S+$")
+    sha256: str = Field(pattern=_SHA256)
     depends: list[str] = Field(default_factory=list)
     input_hash: str | None = None
     # provenance: the recipe folder (``recipes/<name>``) the artifact was built from, its recipe input
     # hash then, and the commit holding that recipe (None: uncommitted changes, or no git)
-    recipe: str | None = None
-    recipe_hash: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-    commit: str | None = None
+    recipe: str | None = Field(default=None, pattern=RECIPE_RE.pattern)
+    recipe_hash: str | None = Field(default=None, pattern=_SHA256)
+    commit: str | None = Field(default=None, pattern=_COMMIT)
     tests: list[TestRecord] = Field(default_factory=list)
 
     def latest(self) -> dict[tuple[str, str], TestRecord]:
@@ -130,11 +138,16 @@ _HINT = "delete it; the next `conda-distro build` re-tests the artifact"
 
 def read_results(path: Path, artifact: str) -> ArtifactResults:
     """One results file, validated strictly (no coercion of types); a bad file is an error naming the
-    file, the field and the line."""
-    text = read_text(path, error=DistroError, hint=_HINT)
-    data = load_json(path, error=DistroError, hint=_HINT, text=text)
+    file, the field and the line. ``FileNotFoundError`` passes through."""
+    text = read_json_text(path, "results", error=DistroError, hint=_HINT)
+    data = parse_json(text, path, error=DistroError, hint=_HINT)
     if not isinstance(data, dict):
         raise DistroError("corrupt results file: must be a JSON object", path=path, line=1, hint=_HINT)
+    version = data.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        raise DistroError(f"made by a newer conda-distro (results schema {version}; this one reads up to "
+                          f"{SCHEMA_VERSION})", path=path, field="schema_version",
+                          hint="upgrade conda-distro, or delete the file: the next `conda-distro build` re-tests the artifact")
     try:
         res = ArtifactResults.model_validate_json(text, strict=True)
     except ValidationError as exc:
@@ -161,10 +174,10 @@ class ResultsStore:
         return self.folder / (artifact.replace("/", "__") + ".json")
 
     def get(self, artifact: str) -> ArtifactResults | None:
-        p = self._path(artifact)
-        if not p.is_file():
+        try:
+            return read_results(self._path(artifact), artifact)
+        except FileNotFoundError:
             return None
-        return read_results(p, artifact)
 
     def put(self, results: ArtifactResults) -> None:
         atomic_write_text(self._path(results.artifact), results.model_dump_json(indent=2) + "\n")

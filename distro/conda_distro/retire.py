@@ -26,12 +26,15 @@ from conda_distro.channels.depends import depends_names
 from conda_distro.dates import parse_as_of
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.errors import DistroError, ExitCode, LedgerError, UsageError
+from conda_distro.fsutil import check_writable
 from conda_distro.graph import RecipeGraph
 from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, Retirement, current_user, utcnow
-from conda_distro.promote import DEFAULT_LOCK_TIMEOUT, ledger_entry
+from conda_distro.promote import DEFAULT_LOCK_TIMEOUT, check_channel_writable, check_ledger_writable, ledger_entry
 from conda_distro.reports.facts import gather, newest_artifact
 from conda_distro.reports.records import RecordEvidence, RetirementRecord, RetirementRecords
 from conda_distro.reports.unmaintained import evaluate_package, last_tests
+
+MAX_REASON = 1000  # characters of a retirement's reason (recorded in the ledger and the request record)
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,13 @@ def _check_options(options: RetireOptions) -> None:
                          hint="say why, e.g. --reason 'unmaintained: fails against pytorch 2.6'")
     if not options.name.strip():
         raise UsageError("the package name must not be empty", field="NAME")
+    if len(options.reason) > MAX_REASON or any(ord(c) < 32 and c not in "\n\t" for c in options.reason):
+        raise UsageError(f"the reason must be at most {MAX_REASON} characters of text (no control characters)",
+                         field="--reason", hint="say why in a sentence; link an issue for the details")
+    if options.by is not None and (not options.by.strip() or len(options.by) > 200
+                                   or any(ord(c) < 32 for c in options.by)):
+        raise UsageError("who retires it must be a name of at most 200 characters (no control characters)",
+                         field="--by", hint="e.g. --by octocat or --by 'Mona Lisa <mona@example.org>'")
 
 
 def _retirement(ledger: Ledger, name: str, artifact: str) -> Retirement:
@@ -179,6 +189,10 @@ def _preflight(options: RetireOptions, name: str, dist: Distribution, main: Chan
     in_main = main.list_files()
     before = ledger.load(name)
     records.for_package(name)
+    check_channel_writable(main)  # everything retire writes can be written
+    check_ledger_writable(ledger)
+    check_writable(records.folder, folder=True, error=LedgerError,
+                   hint="channel_state/retirements/ must be a folder this user can write to")
     if not any(f.name == name for f in in_main.values()):
         if before and any(a.retired for a in before.artifacts):
             return

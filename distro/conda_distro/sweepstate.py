@@ -13,13 +13,36 @@ removed when it is done. A rerun that finds it:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conda_distro.errors import DistroError, GitError
 from conda_distro.fsutil import atomic_write_text
+from conda_distro.jsonio import read_json
+from conda_distro.yamlio import read_yaml_text
 
 PHASES = ("edited", "committing")
+
+
+#: the only files a sweep edits, so the only paths its journal and its record of uncommitted edits may name
+_SWEPT_FILE = re.compile(r"^(distro\.yaml|recipes/[A-Za-z0-9_][A-Za-z0-9_.-]*/recipe\.yaml)$")
+
+
+def check_swept_paths(paths: list[str], source: Path, root: Path | None = None) -> None:
+    """Every path ``source`` (a journal or a record of uncommitted edits) names must be one of the files a
+    sweep edits (``distro.yaml``, ``recipes/NAME/recipe.yaml``, relative to the repository); with ``root``,
+    it must also lie inside the repository once symbolic links are followed. A rollback or commit never
+    writes anywhere else."""
+    for rel in paths:
+        inside = _SWEPT_FILE.match(rel) is not None and ".." not in rel.split("/")
+        if inside and root is not None:
+            inside = (root / rel).resolve().is_relative_to(root.resolve())
+        if not inside:
+            raise DistroError(f"names {rel!r}, which is not a file a sweep edits (distro.yaml or "
+                              "recipes/NAME/recipe.yaml inside the repository): refused", path=source,
+                              field="originals", hint="delete this file; restore recipes/ and distro.yaml from "
+                              "git (git checkout -- recipes distro.yaml) if a sweep left them edited")
 
 
 def journal_path(build_dir: Path, release: str) -> Path:
@@ -55,12 +78,13 @@ def find_journal(build_dir: Path) -> SweepJournal | None:
         return None
     path = found[0]
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = read_json(path, "sweep", error=DistroError)
         journal = SweepJournal(**doc)
         if journal.phase not in PHASES or not isinstance(journal.originals, dict) or not isinstance(journal.written, dict):
             raise ValueError(f"unknown phase {journal.phase!r}")
         if journal.phase == "committing" and not (journal.branch and journal.tip and isinstance(journal.result, dict)):
             raise ValueError("the committing phase lacks branch, tip or result")
+        check_swept_paths([*journal.originals, *journal.written], path)
     except (OSError, ValueError, TypeError) as exc:
         raise DistroError(f"the journal of an interrupted sweep cannot be read: {exc}", path=path,
                           hint="restore recipes/ and distro.yaml from git (git checkout -- recipes distro.yaml), "
@@ -71,10 +95,11 @@ def find_journal(build_dir: Path) -> SweepJournal | None:
 def roll_back(journal: SweepJournal, root: Path) -> list[str]:
     """Put every file the interrupted sweep wrote back as it was before it. Refuses (nothing written)
     when a file holds neither the sweep's text nor the original: someone changed it since."""
+    check_swept_paths([*journal.originals, *journal.written], journal_path(root / "build", journal.release), root)
     todo = []
     for rel, original in journal.originals.items():
         path = root / rel
-        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        current = read_yaml_text(path) if path.exists() else None
         if current == original:
             continue
         if current != journal.written.get(rel):
@@ -110,13 +135,14 @@ class UncommittedEdits:
     @classmethod
     def load(cls, build_dir: Path, release: str) -> UncommittedEdits | None:
         path = uncommitted_path(build_dir, release)
-        if not path.is_file():
-            return None
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = read_json(path, "sweep", error=DistroError)
             edits = cls(**doc)
             if not isinstance(edits.written, dict) or not isinstance(edits.originals, dict):
                 raise ValueError("bad shape")
+            check_swept_paths([*edits.originals, *edits.written], path)
+        except FileNotFoundError:
+            return None
         except (OSError, ValueError, TypeError) as exc:
             raise DistroError(f"the record of an uncommitted sweep cannot be read: {exc}", path=path,
                               hint="delete it and commit the sweep's edits yourself (or discard them and sweep again)") from None
@@ -127,6 +153,6 @@ class UncommittedEdits:
         out = []
         for rel, text in self.written.items():
             path = root / rel
-            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            if not path.exists() or read_yaml_text(path) != text:
                 out.append(rel)
         return out

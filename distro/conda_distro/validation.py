@@ -7,7 +7,6 @@ One place for distro.yaml, proposals and the channel_state ledger.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 import typing
 from pathlib import Path
@@ -69,32 +68,3 @@ def to_error(exc: ValidationError, doc: Any, path: Path, *, root: type[BaseModel
     if err["type"] == "missing":
         return error("required key is missing", path=path, field=field, line=line, hint=f"add '{loc[-1]}:' ({see})")
     return error(err["msg"].removeprefix("Value error, "), path=path, field=field, line=line, hint=see)
-
-
-def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
-
-
-def read_text(path: Path, *, error: type[DistroError], hint: str) -> str:
-    """The UTF-8 text of ``path``; unreadable is ``error`` naming the file."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path, hint=hint) from None
-
-
-def load_json(path: Path, *, error: type[DistroError], hint: str, text: str | None = None) -> Any:
-    """The JSON document in ``path`` (or ``text`` read from it), refusing duplicate keys (``json`` keeps the
-    last one silently); unreadable or invalid text is ``error`` naming the file and line."""
-    if text is None:
-        text = read_text(path, error=error, hint=hint)
-    try:
-        return json.loads(text, object_pairs_hook=_refuse_duplicates)
-    except ValueError as exc:
-        raise error(f"not valid JSON: {getattr(exc, 'msg', exc)}", path=path, line=getattr(exc, "lineno", None),
-                    hint=hint) from None

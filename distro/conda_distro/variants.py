@@ -8,6 +8,7 @@ so a bare ``pytorch`` in host gives one variant per supported minor, as conda-fo
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from conda_distro.cachedir import default_cache_dir
@@ -29,7 +30,7 @@ def pytorch_minors(releases: list[str]) -> list[str]:
 def load_variant_files(distro: DistroRepo) -> tuple[dict[str, list], list[list[str]]]:
     """The merged variant files of distro.yaml (later files override earlier keys) and their zip_keys."""
     for i, path in enumerate(distro.variant_files):
-        if not path.is_file():
+        if not path.exists() and not path.is_symlink():  # (anything else there: the reader says what is wrong)
             raise ConfigError(f"variant config file {path} does not exist", path=distro.path, field=f"variant_config[{i}]",
                               hint="create it (see the README's variants.yaml section) or drop it from distro.yaml")
     return read_variant_files(distro.variant_files)
@@ -68,7 +69,7 @@ def recipe_settings(settings: RenderSettings, folder: Path, keep: tuple[str, ...
     recipe (a feedstock's ``recipe/conda_build_config.yaml`` or ``variants.yaml``, copied with it), whose
     keys override the distribution's, except ``keep`` (the PyTorch key: the distribution decides which
     releases are built). rattler-build's CLI reads such a file too; its Python API does not."""
-    local = [folder / n for n in RECIPE_VARIANT_FILES if (folder / n).is_file()]
+    local = [folder / n for n in RECIPE_VARIANT_FILES if os.path.lexists(folder / n)]  # (the reader refuses a FIFO)
     if not local:
         return settings
     variants, zips = read_variant_files(local, settings.target_platform)

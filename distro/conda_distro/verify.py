@@ -39,6 +39,7 @@ from conda_distro.channels.depends import lockstep_of_files
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.releases import Target, select_releases, upstream_availability
 from conda_distro.errors import ChannelError, UsageError
+from conda_distro.fsutil import check_writable
 from conda_distro.gpu import probe_gpu, variant_label
 from conda_distro.ledger import Drift, Ledger, compare_with_channel
 from conda_distro.pytorch_record import TorchBuild
@@ -278,6 +279,8 @@ def _check_keep(keep: Path | None) -> None:
     if keep.exists() and not keep.is_dir():
         raise UsageError(f"--keep {keep} exists and is not a folder", field="--keep",
                          hint="pass a folder (it is created if missing) to keep the test environments in")
+    check_writable(keep, folder=True, error=UsageError, field="--keep",
+                   hint="pass a folder (it is created if missing) to keep the test environments in")
     if ":" in str(keep.absolute()):
         raise UsageError(f"--keep {keep}: the path contains ':', which environments cannot live under",
                          field="--keep", hint="choose a folder whose absolute path has no ':' in it")

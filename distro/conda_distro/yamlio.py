@@ -28,6 +28,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from conda_distro.errors import DistroError
+from conda_distro.fsutil import read_bounded_text
 
 try:  # pragma: no branch
     from yaml import CSafeLoader as _Loader
@@ -585,14 +586,18 @@ class _BlockParser:
         return value
 
 
-def load_fast_file(path: Path) -> Any:
+def read_yaml_text(path: Path, *, error: type[DistroError] = DistroError, hint: str | None = None) -> str:
+    """The text of the YAML file ``path``: a regular file of at most :data:`MAX_DOCUMENT_BYTES`, UTF-8
+    (:func:`conda_distro.fsutil.read_bounded`); anything else is ``error`` naming the file, a missing
+    file included."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DistroError(f"cannot read file: {exc.strerror}", path=path) from None
-    except UnicodeDecodeError:
-        raise DistroError("file is not UTF-8 text", path=path) from None
-    return load_fast(text, path=path)
+        return read_bounded_text(path, MAX_DOCUMENT_BYTES, error=error, hint=hint)
+    except FileNotFoundError:
+        raise error("cannot read file: no such file", path=path, hint=hint) from None
+
+
+def load_fast_file(path: Path) -> Any:
+    return load_fast(read_yaml_text(path), path=path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -32,8 +32,8 @@ from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.locking import channel_lock
 from conda_distro.channels.repodata import parse_repodata
 from conda_distro.errors import ChannelError
-from conda_distro.fsutil import atomic_write_text
-from conda_distro.validation import load_json
+from conda_distro.fsutil import atomic_write_text, naming
+from conda_distro.jsonio import read_json
 
 LOCK_NAME = ".conda-distro.lock"
 PART_SUFFIX = ".part"
@@ -64,7 +64,7 @@ def _fsync_dir(path: Path) -> None:
 def _copy_hashed(src: Path, dst: Path) -> str:
     """Copy ``src`` to a new file ``dst`` (fsynced, mode 0644) and return the sha256 of what was written."""
     h = hashlib.sha256()
-    with open(src, "rb") as fin, open(dst, "xb") as fout:
+    with naming(dst), open(src, "rb") as fin, open(dst, "xb") as fout:
         while chunk := fin.read(_CHUNK):
             h.update(chunk)
             fout.write(chunk)
@@ -84,8 +84,11 @@ def _is_package(name: str) -> bool:
 
 
 def read_repodata(path: Path) -> dict[str, Any]:
-    data = load_json(path, error=ChannelError,
-                     hint="re-index the channel (delete the file; the next promote rebuilds it)")
+    hint = "re-index the channel (delete the file; the next promote rebuilds it)"
+    try:
+        data = read_json(path, "repodata", error=ChannelError, hint=hint)
+    except FileNotFoundError:
+        raise ChannelError("cannot read: no such file", path=path, hint=hint) from None
     if not isinstance(data, dict):
         raise ChannelError("channel index is not a JSON object", path=path)
     return data

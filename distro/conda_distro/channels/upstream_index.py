@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.config import DistroRepo
 from conda_distro.errors import ChannelError
+from conda_distro.jsonio import read_json
 
 
 @dataclass
@@ -45,13 +45,14 @@ class UpstreamIndex:
         return index
 
     def _read(self, path: Path, label: str) -> None:
-        if not path.is_file():
-            return
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise ChannelError(f"cannot read repodata: {exc}", path=path,
-                               hint="re-index the channel (rattler-index) or fix channels.upstream in distro.yaml") from None
+            data = read_json(path, "repodata", error=ChannelError,
+                             hint="re-index the channel (rattler-index) or fix channels.upstream in distro.yaml")
+        except FileNotFoundError:
+            return
+        except ChannelError as exc:
+            exc.message = f"cannot read repodata: {exc.message}"
+            raise
         if not isinstance(data, dict):
             raise ChannelError("repodata.json is not a JSON object", path=path)
         for key in ("packages", "packages.conda"):

@@ -20,7 +20,7 @@ def build(
     variant: Annotated[list[str] | None, typer.Option("--variant",
             help="Test only this variant, cpu or cuda (repeatable; default: every variant of distro.yaml). CI runs "
                  "each on the runner distro.yaml's ci.runners names.")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256,
             help="How many packages to build and test at once (one worker process each).")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
@@ -29,7 +29,7 @@ def build(
                  "nothing else that is up to date.")] = False,
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox",
             help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
-    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, max=86400,
             help="Seconds to wait for another build or sweep into the same staging channel.")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
     format: FormatOpt = Format.text,

@@ -13,7 +13,7 @@ from conda_distro.cli.app import Format, RootOpt, TextJsonMarkdown, app, emit, w
 def check_pr_cmd(
     base: Annotated[str, typer.Option("--base", help="The PR's base ref, e.g. origin/main.")] = "origin/main",
     no_build: Annotated[bool, typer.Option("--no-build", help="Skip build and test (when sharded jobs do them).")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256,
             help="How many packages to build and test at once (one worker process each).")] = 1,
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox",
             help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,

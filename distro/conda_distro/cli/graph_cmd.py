@@ -15,7 +15,8 @@ def graph(
     affected_by: Annotated[list[str] | None, typer.Option("--affected-by", help="Package name(s) that changed (repeatable).")] = None,
     changed_since: Annotated[str | None, typer.Option("--changed-since",
             help="Git ref: recipes changed since it are the changed set.")] = None,
-    shards: Annotated[int, typer.Option("--shards", min=1, help="With --format github-matrix: number of runners.")] = 1,
+    shards: Annotated[int, typer.Option("--shards", min=1, max=256,
+            help="With --format github-matrix: number of runners (at most 256, GitHub's matrix limit).")] = 1,
     format: Annotated[GraphFormat, typer.Option("--format",
             help="text, json, dot (Graphviz), github-matrix, or github-runners (the CI runner of each variant, from "
                  "distro.yaml's ci: section).")] = Format.text,

@@ -14,7 +14,7 @@ from conda_distro.cli.app import Format, FormatOpt, RootOpt, TextJsonMarkdown, a
 DEFAULT_LOCK_TIMEOUT = 600.0
 
 LockTimeoutOpt = Annotated[float, typer.Option(
-    "--lock-timeout", min=0, help="Seconds to wait for another promote/retire on the same main channel.")]
+    "--lock-timeout", min=0, max=86400, help="Seconds to wait for another promote/retire on the same main channel.")]
 
 
 def _log(line: str) -> None:

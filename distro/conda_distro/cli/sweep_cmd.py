@@ -20,12 +20,12 @@ def sweep(
             help="Print the plan (as a real run would, marked dry); edit, build and commit nothing. The release must "
                  "be published upstream.")] = False,
     no_build: Annotated[bool, typer.Option("--no-build", help="Edit only; skip building and testing.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256,
             help="How many packages to build and test at once (one worker process each).")] = 1,
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox",
             help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
     author: Annotated[str, typer.Option("--author", help="Commit author 'Name <email>'.")] = "conda-distro bot <bot@conda-distro.invalid>",
-    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, max=86400,
             help="Seconds to wait for another sweep of this repository (and for a build into the same staging "
                  "channel).")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.fsutil import link_or_copy
+from conda_distro.jsonio import read_json
 from conda_distro.pytorch_record import TorchBuild
 from conda_distro.rattler_env import index_channel
 
@@ -135,6 +136,9 @@ def availability_if_readable(distro: DistroRepo) -> Availability | None:
     """:func:`upstream_availability`, or None when the upstream channels cannot be read now (build then tries
     every target and records one without a pytorch build as blocked; promote's installability check finds
     upstream unreadable and candidates wait)."""
+    from conda_distro.channels.upstream_index import UpstreamIndex  # (here: the build worker imports this module)
+
+    UpstreamIndex.load(distro)  # a local upstream index that is there but corrupt is bad input (exit 2)
     try:
         return upstream_availability(distro)
     except ChannelError:
@@ -196,7 +200,7 @@ def build_release_views(distro: DistroRepo, folder: Path, available: Availabilit
         stamp = view_dir / ".source.json"
         sha = rec.sha256.hex() if rec.sha256 else None
         want = {"url": rec.url, "sha256": sha}
-        if not (stamp.is_file() and json.loads(stamp.read_text()) == want):
+        if not (stamp.is_file() and read_json(stamp, "cache", error=ChannelError) == want):
             shutil.rmtree(view_dir, ignore_errors=True)
             (view_dir / rec.subdir).mkdir(parents=True, exist_ok=True)
             _fetch(rec.url, view_dir / rec.subdir / rec.file_name)

@@ -21,6 +21,7 @@ from conda_distro.errors import UsageError
 from conda_distro.gitutil import changed_recipes
 from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.graph import RecipeGraph
+from conda_distro.owners import require_owned
 from conda_distro.provenance import build_provenance
 from conda_distro.results import ResultsStore
 
@@ -160,6 +161,7 @@ def plan_build(dist: Distribution, options: BuildOptions, available: Availabilit
     if options.changed_since:
         names += changed_recipes(dist.root, options.changed_since)
     dist = dist.readable()
+    require_owned(dist)  # a recipe declaring a name another recipe owns: exit 2 before anything runs
     paths = build_paths(dist, options.scope)
     if options.retry_errors:
         names += errored_recipes(ResultsStore(paths.store))

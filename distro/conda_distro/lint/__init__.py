@@ -16,6 +16,7 @@ from conda_distro.lint import proposal_checks as _proposal_checks  # noqa: F401 
 from conda_distro.lint.base import CHECKS, Check, Finding, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.lint.hint_checks import lint_hints  # (registers the hint-* checks)
+from conda_distro.lint.owner_checks import owner_registry  # (registers package-owner, source-path-outside, owners-*)
 from conda_distro.lint.proposals import lint_proposals
 from conda_distro.recipe import Recipe, parse_recipe
 from conda_distro.recipe_edit import TreeEditor
@@ -147,7 +148,7 @@ def lint_recipe(recipe: Recipe, ctx: LintContext, checks: list[Check]) -> list[F
     out: list[Finding] = []
     skip = set(recipe.skip_lints)
     for check in checks:
-        if check.id not in skip:
+        if check.id not in skip or not check.skippable:
             out.extend(check.findings(recipe, ctx))
     return out
 
@@ -168,9 +169,13 @@ def _fixed_text(recipe: Recipe, findings: list[Finding], ctx: LintContext) -> st
 
 @paused_gc()
 def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) -> LintResult:
-    ctx = LintContext(dist.distro, names={r.name for r in dist.recipes.values()})
     checks = selected_checks(options.only)
+    ctx = LintContext(dist.distro, names={r.name for r in dist.recipes.values()})
+    ctx.owners, owner_findings = owner_registry(dist, ctx, checks)
     result = LintResult()
+    # package_owners.yaml: malformed is fatal whatever is linted; its other findings when everything is
+    result.findings.extend(f for f in owner_findings if not options.names or CHECKS[f.check].fatal)
+    result.malformed |= any(CHECKS[f.check].fatal for f in owner_findings)
     names = list(options.names) or sorted(set(dist.recipes) | {_folder(e) for e in dist.errors})
     named = set(options.names) if options.strict_names else set()
     errors_by_folder = {_folder(e): e for e in dist.errors}

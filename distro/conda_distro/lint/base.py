@@ -50,6 +50,7 @@ class Check:
     severity: ClassVar[Severity] = Severity.ERROR
     hint: ClassVar[str] = ""
     fatal: ClassVar[bool] = False  # findings mean the input is malformed (exit 2), not merely non-compliant
+    skippable: ClassVar[bool] = True  # False: ``extra.skip-lints`` cannot turn it off (the trust checks)
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)

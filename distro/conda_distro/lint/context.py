@@ -8,6 +8,10 @@ from functools import cached_property
 from pathlib import Path
 
 from conda_distro.config import DistroRepo, UpperBounds
+from conda_distro.errors import ChannelError
+from conda_distro.fsutil import read_bounded_text
+from conda_distro.jsonio import MAX_BYTES
+from conda_distro.owners import OwnerRegistry
 from conda_distro.recipe import Dep, Recipe
 from conda_distro.specs import parse_spec, pin_granularity, upper_granularity
 
@@ -52,6 +56,7 @@ class RecipeIndex:
 class LintContext:
     distro: DistroRepo
     names: set[str] = field(default_factory=set)  # package names in the distribution
+    owners: OwnerRegistry | None = None  # who owns which package name (None: not known, not checked)
     _indexes: dict[int, RecipeIndex] = field(default_factory=dict, repr=False)  # by id(recipe)
     _needs_bound: dict[str, bool] = field(default_factory=dict, repr=False)
 
@@ -103,11 +108,10 @@ class LintContext:
             base = self.distro.resolve_local(ref)
             for subdir in self.distro.subdirs:
                 f = base / subdir / "run_exports.json"
-                if not f.is_file():
-                    continue
-                try:
-                    data = json.loads(f.read_text())
-                except (OSError, ValueError):
+                try:  # not a regular file, or too large: an error (exit 2); not valid JSON: not readable
+                    text = read_bounded_text(f, MAX_BYTES["repodata"], error=ChannelError)
+                    data = json.loads(text)
+                except (FileNotFoundError, ValueError, RecursionError):
                     continue
                 if not isinstance(data, dict):
                     continue

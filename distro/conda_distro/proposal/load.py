@@ -99,7 +99,7 @@ def proposal_paths(distro: DistroRepo) -> list[Path]:
     folder = distro.proposals_dir
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml"))
+    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml"))  # (the reader refuses a FIFO, a folder)
 
 
 def load_proposals(distro: DistroRepo, *, strict: bool = False, names: Iterable[str] = ()) -> ProposalSet:

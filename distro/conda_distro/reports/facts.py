@@ -18,7 +18,6 @@ Outside git (or before the first commit) the git facts are simply unknown.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from conda_distro.distribution import Distribution
 from conda_distro.errors import UsageError
 from conda_distro.gitutil import file_versions, folder_log
 from conda_distro.graph import RecipeGraph
+from conda_distro.jsonio import read_json_text
 from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, TestEvidence
 from conda_distro.pins import admitted_releases
 from conda_distro.reports.records import RetirementRecords
@@ -276,9 +276,13 @@ def sweep_statuses(build_dir: Path, root: Path) -> dict[str, SweepStatus]:
     folder = build_dir / "sweep"
     docs: list[tuple[Version, Path, SweepDocument]] = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:  # a file that is no regular file, too large or too deep is an error (exit 2), not ignored
+            text = read_json_text(path, "sweep", error=UsageError)
+        except FileNotFoundError:
+            continue
         try:
-            doc = SweepDocument.model_validate(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, ValidationError):
+            doc = SweepDocument.model_validate_json(text)
+        except (ValueError, ValidationError):
             continue
         try:
             release = Version(doc.release)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from conda_distro.errors import DistroError, LedgerError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.ledger import UtcDatetime
-from conda_distro.yamlio import dump_plain, load_typed
+from conda_distro.yamlio import dump_plain, load_typed, read_yaml_text
 
 RECORD_SCHEMA_VERSION = 1
 RECORDS_DIR = "retirements"
@@ -61,11 +61,7 @@ class RetirementRecords:
         return sorted(p for p in self.folder.glob(f"{name}-*.yaml") if _stem_name(p) == name)
 
     def read(self, path: Path) -> RetirementRecord:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LedgerError(f"cannot read retirement record: {getattr(exc, 'strerror', None) or exc}", path=path,
-                              hint=_HINT) from None
+        text = read_yaml_text(path, error=LedgerError, hint=_HINT)
         try:
             data = load_typed(text, path=path)
         except DistroError as exc:

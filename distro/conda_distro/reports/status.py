@@ -23,12 +23,15 @@ pages (GitHub profiles, files and searches): its stylesheet and logs are files b
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote_plus
 
+from conda_distro.config import DistroRepo
 from conda_distro.dates import parse_as_of
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import UsageError
@@ -36,6 +39,7 @@ from conda_distro.excuses import Excuses, read_excuses
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.gitutil import find_repo, origin_url
 from conda_distro.gpu import variant_label
+from conda_distro.layout import clash
 from conda_distro.ledger import ArtifactEntry
 from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
@@ -469,7 +473,19 @@ PAGE_FILES = ("index.html", "style.css")
 LOGS_DIR = "logs"
 
 
-def _check_out(out: Path) -> Path:
+def _check_out(out: Path, distro: DistroRepo) -> Path:
+    """``--out`` must be a folder (or not exist yet) of its own: not the repository, nor one of its reserved
+    places (:mod:`conda_distro.layout`), nor a local channel."""
+    why = clash(out, distro.root)
+    channels = [(f"channels.{k}", r) for k in ("staging", "main") if not distro.is_anaconda(r := getattr(distro.config.channels, k))]
+    channels += [(f"channels.upstream ('{u}')", u) for u in distro.config.channels.upstream if distro.is_local_ref(u)]
+    for name, ref in channels if why is None else ():
+        ch, where = distro.resolve_local(ref).resolve(), out.resolve()
+        if where == ch or where.is_relative_to(ch) or ch.is_relative_to(where):
+            why = f"it is, lies inside or holds the channel of {name}"
+    if why:
+        raise UsageError(f"the page cannot be written to {out}: {why}", field="--out",
+                         hint="pass a folder of its own, such as site/")
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} exists and is not a folder", field="--out", hint="pass a folder to write the page into")
     for name in PAGE_FILES:
@@ -480,16 +496,33 @@ def _check_out(out: Path) -> Path:
     return out
 
 
-def _log_copies(page: StatusPage, root: Path) -> dict[str, str]:
+def _log_source(log: str, root: Path, build_dir: Path) -> Path | None:
+    """The file a recorded log path names, when it is a regular file of the build's log folder
+    (``build/logs/``, check-pr's ``build/pr/<ref>/logs/``; a relative path is relative to the repository)
+    reached without a symbolic link; None otherwise. A results or excuses file can name any path: only
+    logs are copied next to the page, never ``/etc/passwd`` or a link out of the log folder."""
+    try:
+        src = Path(log) if Path(log).is_absolute() else root / log
+        if src.is_symlink() or not src.is_file():
+            return None
+        real, build = src.resolve(), build_dir.resolve()
+    except (OSError, ValueError):  # (ValueError: an embedded NUL)
+        return None
+    parts = real.relative_to(build).parts if real.is_relative_to(build) else ()
+    in_logs = (len(parts) >= 2 and parts[0] == "logs") or (len(parts) >= 4 and parts[0] == "pr" and parts[2] == "logs")
+    return real if in_logs else None
+
+
+def _log_copies(page: StatusPage, root: Path, build_dir: Path) -> dict[str, str]:
     """recorded log path -> page-relative copy (``logs/<package>/<file>``), for every log the page links to
-    that exists on this machine (a relative path is relative to the repository)."""
+    that exists on this machine in the build's log folder (:func:`_log_source`)."""
     paths = [(c.package, c.log) for c in page.logs() if c.log]
     if page.excuses:
         paths += [(r.package, r.log) for c in page.excuses.candidates for r in c.regressions if r.log]
     out: dict[str, str] = {}
     for package, log in paths:
-        src = Path(log) if Path(log).is_absolute() else root / log
-        if log in out or not src.is_file() or src.is_symlink():
+        src = _log_source(log, root, build_dir)
+        if log in out or src is None:
             continue
         rel, n = f"{LOGS_DIR}/{_safe(package)}/{_safe(src.name)}", 2
         while rel in out.values():  # two logs of one package with the same file name
@@ -517,28 +550,35 @@ def _write(path: Path, data: str | bytes) -> None:
 
 
 def _tail(path: Path) -> bytes:
-    with open(path, "rb") as fh:
+    """The end of the log ``path``: a regular file, opened without following a symbolic link."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
         size = fh.seek(0, 2)
         fh.seek(max(0, size - LOG_TAIL))
-        data = fh.read()
+        data = fh.read(LOG_TAIL)
     return (b"[... the beginning of the log is cut ...]\n" + data) if size > LOG_TAIL else data
 
 
 def write_status(options: StatusOptions) -> StatusResult:
     as_of = parse_as_of(options.as_of)
-    out = _check_out(options.out)
     dist = load_distribution(options.root)
+    out = _check_out(options.out, dist.distro)
     excuses = read_excuses(dist.distro.build_dir)
     page = build_page(gather(dist, as_of, sweeps=False), excuses, repo_links(dist.root, options.repo_url))
-    logs = _log_copies(page, dist.root)
+    logs = _log_copies(page, dist.root, dist.distro.build_dir)
     html, css = render_page(page, logs), static("style.css")
     written = []
     for name, text in zip(PAGE_FILES, (html, css), strict=True):
         _write(out / name, text)
         written.append(out / name)
     for src, rel in sorted(logs.items(), key=lambda kv: kv[1]):
+        path = _log_source(src, dist.root, dist.distro.build_dir)  # (again: just before it is read)
         try:
-            data = _tail(Path(src) if Path(src).is_absolute() else dist.root / src)
+            if path is None:
+                continue
+            data = _tail(path)
         except OSError:
             continue
         _write(out / rel, data)

@@ -39,6 +39,7 @@ from conda_distro.cachedir import default_cache_dir
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import BridgeError, LockTimeoutError
 from conda_distro.fsutil import clear_folder
+from conda_distro.jsonio import read_json_text
 from conda_distro.sandbox.cache import copy_channel, rattler_build_version_string
 from conda_distro.sandbox.sources import SourceRequest, fetch_sources, point_recipe_at
 from conda_distro.sandbox.upstream import HostPython, build_python_package, publish_packages, write_run_exports
@@ -241,7 +242,7 @@ class CacheEntry(BaseModel):
 
 def _read_entry(path: Path) -> CacheEntry:
     try:
-        return CacheEntry.model_validate_json(path.read_text())
+        return CacheEntry.model_validate_json(read_json_text(path, "cache", error=BridgeError, hint=f"remove {path.parent}"))
     except ValidationError as exc:
         raise BridgeError(f"the cache entry cannot be read: {exc.errors()[0]['msg']}", path=path,
                           hint=f"remove {path.parent} (it is made again on the next run)") from None

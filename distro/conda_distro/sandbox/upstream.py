@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 
 from conda_distro.errors import ChannelError, DistroError
+from conda_distro.jsonio import read_json
 from conda_distro.rattler_env import assert_no_colon, channel_url, index_channel, run_build
 
 log = logging.getLogger(__name__)
@@ -122,11 +123,9 @@ def _packages(channel_dir: Path, subdir: str) -> list[Path]:
 def read_repodata(channel_dir: Path, subdir: str) -> dict:
     f = channel_dir / subdir / "repodata.json"
     try:
-        return json.loads(f.read_text())
+        return read_json(f, "repodata", error=ChannelError, hint="re-index the channel")
     except FileNotFoundError:
         return {"info": {"subdir": subdir}, "packages": {}, "packages.conda": {}}
-    except (OSError, ValueError) as exc:
-        raise ChannelError(f"cannot read repodata: {exc}", path=f, hint="re-index the channel") from None
 
 
 def write_run_exports(channel_dir: str | os.PathLike[str], subdirs: Sequence[str] = SUBDIRS) -> None:
@@ -244,12 +243,12 @@ def _build_standins(work_dir: Path, channels: Sequence[str | Path], wanted: Sequ
 
 def check_releases(releases: Sequence[str]) -> list[str]:
     """Validate X.Y.Z release strings; duplicates dropped, order kept."""
-    import re
+    from conda_distro.config import RELEASE_RE
 
     out = []
     for r in releases:
         r = str(r)
-        if not re.fullmatch(r"\d+\.\d+\.\d+", r):
+        if not RELEASE_RE.match(r):
             raise SandboxError(f"'{r}' is not a release version like 2.5.1", field="releases",
                                hint="stand-ins are built for full X.Y.Z releases")
         if r not in out:

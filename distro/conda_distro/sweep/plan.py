@@ -8,8 +8,7 @@ minor needs no new downstream build (spec §1), so it builds nothing.
 
 from __future__ import annotations
 
-import re
-
+from conda_distro.config import RELEASE_RE  # (one definition of a release: MAJOR.MINOR.PATCH, bounded)
 from conda_distro.distribution import Distribution
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
@@ -18,13 +17,11 @@ from conda_distro.recipe import Recipe
 from conda_distro.specs import SpecEditError, admits, minor_of, next_minor_bound, widen_spec, widen_version
 from conda_distro.sweep.model import BLOCKING, Decision, PinEdit, SweepPlan
 
-RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")
-
 
 def check_release(release: str) -> None:
     """A sweep's release is a full MAJOR.MINOR.PATCH version (exit 2 otherwise)."""
     if not RELEASE_RE.match(release):
-        raise UsageError(f"'{release}' is not a release version like 2.7.0", field="--pytorch",
+        raise UsageError(f"'{release[:40]}' is not a release version like 2.7.0", field="--pytorch",
                          hint="pass the full MAJOR.MINOR.PATCH version that was published")
 
 

@@ -21,6 +21,7 @@ from conda_distro.errors import DistroError, GitError, UsageError
 from conda_distro.fsutil import atomic_write_text, clear_stale_temps
 from conda_distro.gitutil import clear_stale_index_lock
 from conda_distro.graph import RecipeGraph
+from conda_distro.jsonio import read_json_text
 from conda_distro.recipe import RECIPE_FILE
 from conda_distro.recipe_edit import EditError
 from conda_distro.sweep.edit import add_release_text, edited_text
@@ -311,7 +312,7 @@ def _already_swept(distro: DistroRepo, release: str) -> SweepResult | None:
     """A ``--commit`` sweep of ``release`` finished before (its branch is where its report says): the
     report again, saying so, rather than a refusal because the branch exists."""
     try:
-        doc = SweepDocument.model_validate_json(_report_path(distro, release).read_text(encoding="utf-8"))
+        doc = SweepDocument.model_validate_json(read_json_text(_report_path(distro, release), "sweep"))
     except (OSError, ValueError):
         return None
     if not branch_is_at(distro.root, doc.branch, doc.commits[-1].sha if doc.commits else None):
@@ -344,7 +345,7 @@ def _commit_left_edits(dist: Distribution, options: SweepOptions, left: Uncommit
                                               "(git checkout -- distro.yaml recipes) and sweep again with --commit")
     saved = _report_path(dist.distro, left.release)
     try:
-        result = SweepDocument.model_validate_json(saved.read_text(encoding="utf-8")).result()
+        result = SweepDocument.model_validate_json(read_json_text(saved, "sweep")).result()
     except (OSError, ValueError) as exc:
         raise DistroError(f"the report of the earlier sweep cannot be read: {exc}", path=saved,
                           hint="discard the edits (git checkout -- distro.yaml recipes) and sweep again with --commit") from None

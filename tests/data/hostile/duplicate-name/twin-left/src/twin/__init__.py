@@ -1,0 +1,2 @@
+"""twin, from twin-left: hostile test data."""
+SIDE = "left"

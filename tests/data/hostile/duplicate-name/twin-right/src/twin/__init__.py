@@ -1,0 +1,2 @@
+"""twin, from twin-right: hostile test data."""
+SIDE = "right"

@@ -1,0 +1,1 @@
+"""thief: hostile test data."""
