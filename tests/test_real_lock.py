@@ -365,3 +365,54 @@ def test_sandbox_real_rebuilds_from_its_lock_offline_and_refresh_prints_what_cha
     assert "re-resolved and rewritten" in out and "  2.13.0 cpu (changed):" in out and "      + mpmath " in out, out
     refreshed = read_lock(repo / LOCK_FILE)
     assert "mpmath" in refreshed.closure("2.13.0", "cpu").wheels  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------------------------- the nightly workflow
+
+
+def _summary_step(committed: dict, refreshed: dict, tmp_path: Path):
+    """Run nightly.yml's "what moved since the committed lock" step (bash with pipefail, as GitHub would) in a
+    checkout whose lock was re-resolved, with the sandbox's JSON made from the two locks."""
+    from ghrunner import Runner, git, load_workflow, step_name
+
+    work, temp = tmp_path / "work", tmp_path / "runner-temp"
+    for d in (work, temp, tmp_path / "shims"):
+        d.mkdir(parents=True)
+    git(work, "init", "-q", "-b", "main")
+    (work / LOCK_FILE).write_text(RealLock.model_validate(committed).text())
+    git(work, "add", "-A")
+    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "lock")
+    new = RealLock.model_validate(refreshed)
+    write_lock(work / LOCK_FILE, new)
+    changes = lock_changes(RealLock.model_validate(committed), new)
+    (work / "real-world.json").write_text(json.dumps({"ok": True, "lock": {"changes": changes.to_dict()}}))
+    doc = load_workflow(Path(__file__).resolve().parents[1] / ".github" / "workflows" / "nightly.yml")
+    job = doc["jobs"]["real-world"]
+    [step] = [s for s in job["steps"] if step_name(s) == "what moved since the committed lock"]
+    runner = Runner(workspace=work, shims=tmp_path / "shims", temp=temp, expressions={})
+    run = runner.run_step(doc, job, step)
+    summary = (temp / "step_summary.md").read_text() if (temp / "step_summary.md").exists() else ""
+    return run, summary, work
+
+
+def test_the_nightly_summary_shows_what_moved_in_the_lock(tmp_path):
+    committed = _doc()
+    refreshed = _doc()
+    refreshed["wheels"]["einops-0.8.2-py3-none-any.whl"] = {"name": "einops", "version": "0.8.2", "sha256": "f" * 64,
+                                                            "url": "https://files.pythonhosted.org/e/einops-0.8.2.whl"}
+    del refreshed["wheels"]["einops-0.8.1-py3-none-any.whl"]
+    refreshed["closures"][0]["wheels"]["einops"] = "einops-0.8.2-py3-none-any.whl"
+    refreshed["closures"].append({"release": "2.14.1", "variant": "cpu", "request": ["torch==2.14.1+cpu"],
+                                  "unavailable": ["torch==2.14.1+cpu: ERROR: no `torch` here"], "wheels": {}})
+    run, summary, work = _summary_step(committed, refreshed, tmp_path)
+    assert run.returncode == 0, run
+    text = summary.split("```text\n", 1)[1].split("```", 1)[0]
+    assert text.splitlines() == ["2.13.0 cpu (changed)", "  ~ einops 0.8.1 -> 0.8.2", "2.14.1 cpu (added)",
+                                 "  ! torch==2.14.1+cpu: ERROR: no 'torch' here"]
+    assert '-        "einops": "einops-0.8.1-py3-none-any.whl",\n+        "einops": "einops-0.8.2' in summary  # the git diff
+    assert (work / "real-world-lock.diff").read_text().count("\n") > 5
+
+
+def test_the_nightly_summary_says_when_nothing_moved(tmp_path):
+    run, summary, _ = _summary_step(_doc(), _doc(), tmp_path)
+    assert run.returncode == 0 and "```text\nnothing changed\n```" in summary
