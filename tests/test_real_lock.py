@@ -36,6 +36,7 @@ PY = TargetPython(".".join(str(x) for x in sys.version_info[:3]))
 SHORT = PY.short
 OLD, NEW = TorchBuild("1.0.0", "cpu", requirement="flake8==6.0.0"), TorchBuild("2.0.0", "cpu", requirement="flake8==7.0.0")
 HEX = "0123456789abcdef" * 4
+EINOPS_081 = "de5d960a7a761225532e0f1959e5315ebeafc0cd43394732f103ca44b9837e84"  # PyPI's einops-0.8.1.tar.gz
 
 
 def _doc(**over) -> dict:
@@ -355,6 +356,20 @@ def test_sandbox_real_rebuilds_from_its_lock_offline_and_refresh_prints_what_cha
     assert second["cache_hit"] and second["lock"]["action"] == "read" and second["lock"]["changes"] is None
     assert (repo / LOCK_FILE).read_text() == text and (tmp_path / "w2" / LOCK_FILE).read_text() == text
     assert second["pytorch"] == first["pytorch"]
+
+    # the recipe moves to another sdist: the lock's sources follow (no resolution), the channel is the same
+    recipe = repo / "recipes" / "einops" / "recipe.yaml"
+    recipe.write_text(recipe.read_text().replace('version: "0.8.2"', 'version: "0.8.1"').replace(
+        "609da665570e5e265e27283aab09e7f279ade90c4f01bcfca111f3d3e13f2827", EINOPS_081))
+    code, out, err = run_cli(capsys, "sandbox", str(tmp_path / "w4"), "--real", "--format", "json")
+    assert code == 0, err
+    moved = json.loads(out)
+    assert moved["cache_hit"] and moved["lock"]["action"] == "sources-updated"
+    assert moved["lock"]["changes"]["sources"] == ["+ einops: einops 0.8.1", "- einops: einops 0.8.2"]
+    updated = read_lock(repo / LOCK_FILE)
+    assert updated.closures == lock.closures and updated.wheels == lock.wheels
+    assert [(s.version, s.sha256, s.filename) for s in updated.sources] == [("0.8.1", EINOPS_081, "einops-0.8.1.tar.gz")]
+    text = (repo / LOCK_FILE).read_text()
 
     doc = json.loads(text)  # the lock as an older PyPI had it: no mpmath
     fn = doc["closures"][0]["wheels"].pop("mpmath")

@@ -113,6 +113,9 @@ def download_verified(url: str, sha256: str, dest: Path) -> int:
         if h.hexdigest() != sha256:
             raise BridgeError(f"{url} does not have the sha256 {sha256} (it has {h.hexdigest()})",
                               hint="the file or the record of it was altered: check the recipe and the lock")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as any downloaded file (mkstemp makes it 0600)
         os.replace(tmp, dest)
         return size
     except OSError as exc:

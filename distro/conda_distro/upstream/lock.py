@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -188,7 +189,11 @@ def read_lock(path: Path) -> RealLock:
 
 
 def write_lock(path: Path, lock: RealLock) -> None:
+    """Write the canonical text atomically, readable as any file of the repository (umask's mode)."""
     atomic_write_text(path, lock.text())
+    umask = os.umask(0)
+    os.umask(umask)
+    path.chmod(0o666 & ~umask)
 
 
 # ---------------------------------------------------------------------------------- is it still the one
