@@ -431,3 +431,15 @@ def test_the_nightly_summary_shows_what_moved_in_the_lock(tmp_path):
 def test_the_nightly_summary_says_when_nothing_moved(tmp_path):
     run, summary, _ = _summary_step(_doc(), _doc(), tmp_path)
     assert run.returncode == 0 and "```text\nnothing changed\n```" in summary
+
+
+def test_an_index_out_of_reach_is_an_error_never_an_unavailable_build(tmp_path):
+    """A build pip cannot resolve is recorded in the lock as something upstream cannot serve; pip failing to
+    reach its index is not that (the lock would keep it): it is an error, and nothing is recorded."""
+    from conda_distro.upstream.resolve import PipOptions
+
+    pip = PipOptions(env={"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+                          "PIP_FIND_LINKS": str(tmp_path / "none"), "PIP_RETRIES": "1", "PIP_TIMEOUT": "5"})
+    with pytest.raises(BridgeError, match="could not reach an index") as info:
+        resolve_lock(LockRequest(python=SHORT, torch=(OLD,), pip=pip))
+    assert "Connection refused" in info.value.message and "the lock was not changed" in (info.value.hint or "")

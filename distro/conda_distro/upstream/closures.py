@@ -93,7 +93,17 @@ class LockRequest:
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
 
+_NETWORK = re.compile(r"Max retries exceeded|NewConnectionError|ConnectionError|ProxyError|Read timed out|"
+                      r"Could not fetch URL|Temporary failure in name resolution|Network is unreachable|"
+                      r"Connection refused|SSLError", re.I)
+
+
 def _why(exc: PipFailed) -> str:
+    """The reason recorded for what upstream cannot serve; a network failure is never such a reason (the lock
+    would keep it): it is raised instead."""
+    if any(_NETWORK.search(ln) for ln in exc.problem):
+        raise BridgeError("pip could not reach an index while resolving:\n" + "\n".join(exc.problem[-10:]),
+                          hint="check the network (and pip's index settings) and run again; the lock was not changed")
     lines = [ln.strip() for ln in exc.problem if ln.strip()]
     return lines[-1] if lines else "pip cannot resolve it"
 
