@@ -232,8 +232,8 @@ def test_the_real_upstream_cache_is_keyed_by_the_lock(tmp_path, monkeypatch):
 
     made = []
 
-    def fake_build(tmp, lock, needs, builds, host, cache_root, say):
-        made.append(lock)
+    def fake_build(tmp, req, say):
+        made.append(req.lock)
         (tmp / "noarch").mkdir(parents=True)
         return BridgeResult(tmp, (), {}, ("kornia",), (("2.13.0", "cpu", "no matching distribution"),),
                             (("odd-1.0-py3-none-any.whl", "no METADATA"),), 3, 1234, 2, 1.0, 2.0, 3.0, 0.5).summary()
@@ -245,7 +245,7 @@ def test_the_real_upstream_cache_is_keyed_by_the_lock(tmp_path, monkeypatch):
     lock = _lock_of("a" * 64)
 
     def ensure(lk):
-        return real.ensure_real_upstream(lk, needs, builds, cache_root=tmp_path, host=host, say=lambda m: None)
+        return real.ensure_real_upstream(real.UpstreamRequest(lk, needs, builds, host, tmp_path), lambda m: None)
 
     entry, first, built = ensure(lock)
     assert built and len(made) == 1

@@ -275,7 +275,9 @@ def _locked_sources(files: list[SourceFile]) -> list[LockedSource]:
 
 
 @dataclass(frozen=True)
-class _LockInput:
+class LockInput:
+    """What :func:`obtain_lock` reads or resolves."""
+
     path: Path
     needs: Needs
     builds: tuple[TorchBuild, ...]  # every pytorch build of distro.yaml (the lock covers them all)
@@ -284,13 +286,13 @@ class _LockInput:
     refresh: bool
 
 
-def _resolve(inp: _LockInput, say: Callable[[str], None]) -> RealLock:
+def _resolve(inp: LockInput, say: Callable[[str], None]) -> RealLock:
     say(f"resolving the real world with pip (lock: {inp.path})")
     return resolve_lock(LockRequest(python=inp.host.short, torch=inp.builds, requirements=inp.needs.requirements,
                                     lockstep=LOCKSTEP, exclude=inp.needs.exclude, skip_unavailable=True, progress=say))
 
 
-def obtain_lock(inp: _LockInput, say: Callable[[str], None]) -> tuple[RealLock | None, RealLock, str]:
+def obtain_lock(inp: LockInput, say: Callable[[str], None]) -> tuple[RealLock | None, RealLock, str]:
     """(the lock as it was, the lock to build from without its sources, what happened): read and checked, or
     resolved (module docstring). Nothing is written here."""
     old = read_lock(inp.path) if inp.path.exists() or inp.path.is_symlink() else None
@@ -307,29 +309,39 @@ def obtain_lock(inp: _LockInput, say: Callable[[str], None]) -> tuple[RealLock |
 # ------------------------------------------------------------------------------------ the upstream cache
 
 
-def _inputs(lock: RealLock, needs: Needs, builds: tuple[TorchBuild, ...], host: HostPython) -> dict:
+@dataclass(frozen=True)
+class UpstreamRequest:
+    """The channel to make from a lock: its pytorch builds, for this host, with the caches in ``cache_root``."""
+
+    lock: RealLock
+    needs: Needs
+    builds: tuple[TorchBuild, ...]
+    host: HostPython
+    cache_root: Path
+
+
+def _inputs(req: UpstreamRequest) -> dict:
     code = hashlib.sha256()
     pkg = Path(__file__).resolve().parent.parent / "upstream"
     for name in CHANNEL_CODE:
         code.update((pkg / name).read_bytes())
-    closures = [c for b in builds if (c := lock.closure(b.release, b.variant)) is not None]
+    closures = [c for b in req.builds if (c := req.lock.closure(b.release, b.variant)) is not None]
     return {
-        "format": CACHE_FORMAT, "python_version": host.version, "python_prefix": str(host.prefix),
+        "format": CACHE_FORMAT, "python_version": req.host.version, "python_prefix": str(req.host.prefix),
         "rattler_build": rattler_build_version_string(), "whl2conda": dist_version("whl2conda"),
-        "lock": lock.channel_key(closures, needs.exclude),
-        "builds": [[b.release, b.variant] for b in builds], "bridge_code": code.hexdigest(),
+        "lock": req.lock.channel_key(closures, req.needs.exclude),
+        "builds": [[b.release, b.variant] for b in req.builds], "bridge_code": code.hexdigest(),
     }
 
 
-def _build_upstream(tmp: Path, lock: RealLock, needs: Needs, builds: tuple[TorchBuild, ...], host: HostPython,
-                    cache_root: Path, say: Callable[[str], None]) -> BridgeSummary:
+def _build_upstream(tmp: Path, req: UpstreamRequest, say: Callable[[str], None]) -> BridgeSummary:
     tmp.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="conda-distro-python-") as td:
-        say(f"repackaging the host python {host.version}")
-        publish_packages(build_python_package(Path(td), host), tmp)
+        say(f"repackaging the host python {req.host.version}")
+        publish_packages(build_python_package(Path(td), req.host), tmp)
     result = bridge_locked(BridgeOptions(
-        channel=tmp, wheel_cache=cache_root / "pypi" / "wheels", python=TargetPython(host.version), torch=builds,
-        lockstep=LOCKSTEP, exclude=needs.exclude, skip_unavailable=True, progress=say), lock)
+        channel=tmp, wheel_cache=req.cache_root / "pypi" / "wheels", python=TargetPython(req.host.version),
+        torch=req.builds, lockstep=LOCKSTEP, exclude=req.needs.exclude, skip_unavailable=True, progress=say), req.lock)
     write_run_exports(tmp)
     return result.summary()
 
@@ -352,18 +364,18 @@ def _read_entry(path: Path) -> CacheEntry:
                           hint=f"remove {path.parent} (it is made again on the next run)") from None
 
 
-def ensure_real_upstream(lock: RealLock, needs: Needs, builds: tuple[TorchBuild, ...], *, cache_root: Path,
-                         host: HostPython, say: Callable[[str], None]) -> tuple[Path, BridgeSummary, bool]:
-    """The cache entry of the bridged channel for ``lock``'s ``builds``: (path, what the bridge made, built now?).
-    Entries of other locks left unused for :data:`CACHE_IDLE_DAYS` are removed afterwards."""
+def ensure_real_upstream(req: UpstreamRequest, say: Callable[[str], None]) -> tuple[Path, BridgeSummary, bool]:
+    """The cache entry of the bridged channel for ``req``: (path, what the bridge made, built now?). Entries
+    of other locks left unused for :data:`CACHE_IDLE_DAYS` are removed afterwards."""
 
     def build(tmp: Path) -> dict[str, Any]:
-        return {"bridge": _build_upstream(tmp, lock, needs, builds, host, cache_root, say).model_dump(mode="json")}
+        return {"bridge": _build_upstream(tmp, req, say).model_dump(mode="json")}
 
-    entry = ensure_entry(EntrySpec(CACHE_KIND, _inputs(lock, needs, builds, host), build,
-                                   f"the real upstream channel from the lock ({len(builds)} pytorch builds)",
-                                   lock_timeout=LOCK_TIMEOUT_S), cache_dir=cache_root, progress=say)
-    prune_entries(CACHE_KIND, keep=[entry.key], max_idle_days=CACHE_IDLE_DAYS, cache_dir=cache_root)
+    built = sum(1 for b in req.builds if (c := req.lock.closure(b.release, b.variant)) is not None and c.wheels)
+    entry = ensure_entry(EntrySpec(CACHE_KIND, _inputs(req), build,
+                                   f"the real upstream channel from the lock ({built} pytorch builds)",
+                                   lock_timeout=LOCK_TIMEOUT_S), cache_dir=req.cache_root, progress=say)
+    prune_entries(CACHE_KIND, keep=[entry.key], max_idle_days=CACHE_IDLE_DAYS, cache_dir=req.cache_root)
     return entry.path, _read_entry(entry.path / ENTRY_FILE).bridge, entry.built
 
 
@@ -451,7 +463,7 @@ def create_real_world(options: RealOptions) -> RealResult:
     timings: dict[str, float] = {}
 
     t = time.monotonic()
-    inp = _LockInput(lock_path, needs, torch_builds(releases, variants, True), _wanted(needs, releases, variants, host),
+    inp = LockInput(lock_path, needs, torch_builds(releases, variants, True), _wanted(needs, releases, variants, host),
                      host, options.refresh)
     old, lock, action = obtain_lock(inp, say)
     timings["resolve"] = time.monotonic() - t
@@ -473,11 +485,12 @@ def create_real_world(options: RealOptions) -> RealResult:
         say(f"wrote {lock_path}")
 
     t = time.monotonic()
+    req = UpstreamRequest(lock, needs, builds, host, cache_root)
     if options.use_cache:
-        entry, summary, built = ensure_real_upstream(lock, needs, builds, cache_root=cache_root, host=host, say=say)
+        entry, summary, built = ensure_real_upstream(req, say)
     else:
         entry = Path(tempfile.mkdtemp(prefix="conda-distro-real-")) / "upstream"
-        summary, built = _build_upstream(entry, lock, needs, builds, host, cache_root, say), True
+        summary, built = _build_upstream(entry, req, say), True
     timings["upstream"] = time.monotonic() - t
 
     t = time.monotonic()
@@ -496,4 +509,5 @@ def create_real_world(options: RealOptions) -> RealResult:
         lock=LockReport(lock_path, action, changes, lock))
 
 
-__all__ = ["LockReport", "RealOptions", "RealResult", "create_real_world", "distribution_needs", "obtain_lock"]
+__all__ = ["LockInput", "LockReport", "RealOptions", "RealResult", "UpstreamRequest", "create_real_world",
+           "distribution_needs", "ensure_real_upstream", "obtain_lock"]
