@@ -127,7 +127,10 @@ class LockReport:
                 "refreshed": "re-resolved and rewritten", "sources-updated": "sdists updated from the recipes"}
         out = [f"  lock: {self.path} ({what[self.action]}; {len(self.lock.wheels)} wheels, "
                f"{len(self.lock.sources)} sdists)"]
-        if self.changes is not None:
+        if self.action == "resolved":  # everything is new: one line per release x variant
+            out += [f"    {c.label}: {len(c.wheels)} wheels" + (f" ({'; '.join(c.unavailable)})" if c.unavailable else "")
+                    for c in self.lock.closures]
+        elif self.changes is not None:
             out.append("  what changed in the lock:")
             out += ["  " + ln for ln in self.changes.lines()]
         return out
