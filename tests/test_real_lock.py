@@ -443,3 +443,14 @@ def test_an_index_out_of_reach_is_an_error_never_an_unavailable_build(tmp_path):
     with pytest.raises(BridgeError, match="could not reach an index") as info:
         resolve_lock(LockRequest(python=SHORT, torch=(OLD,), pip=pip))
     assert "Connection refused" in info.value.message and "the lock was not changed" in (info.value.hint or "")
+
+
+@pytest.mark.slow
+def test_a_locked_file_pip_cannot_find_says_where_it_came_from(tmp_path):
+    """torch 2.13.0+cpu comes from this machine's find-links: on a machine whose pip cannot find a locked file,
+    the error says how to make it reachable (or to re-resolve)."""
+    gone = Wheel("flake8", "99.0.0", "flake8-99.0.0-py2.py3-none-any.whl", "", HEX)
+    with pytest.raises(BridgeError, match="flake8===99.0.0") as info:
+        download([gone], tmp_path / "cache")
+    assert "PIP_FIND_LINKS" in (info.value.hint or "") and "--refresh" in (info.value.hint or "")
+    assert not list((tmp_path / "cache").iterdir())

@@ -251,7 +251,10 @@ def download(wheels: Sequence[Wheel], dest: Path, options: PipOptions = PipOptio
                                       f"sha256 asked for:\n" + "\n".join(exc.problem),
                                       hint="the lock (or the file on the index) was altered: restore the lock from "
                                            "git, or re-resolve with `sandbox --real --refresh`") from None
-                raise
+                raise BridgeError(exc.message, hint="pip looks for each pinned file on the indexes and find-links it "
+                                  "is configured with; the lock's `url` says where a file was found when it was "
+                                  "resolved: make that reachable to pip (e.g. PIP_FIND_LINKS), or re-resolve with "
+                                  "`sandbox --real --refresh`") from None
             for w in batch:
                 got = out / w.filename
                 if not got.is_file():
