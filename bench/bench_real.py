@@ -196,7 +196,8 @@ def main() -> int:
             t, doc, peak = sandbox_real(world)
             tm = doc["timings"]
             print(f"1. first sandbox --real: {t:.0f} s total ({'caches warm' if doc['cache_hit'] else 'cold'}); "
-                  f"downloaded {gib(doc['bytes_downloaded'])}; bridge: resolve {tm.get('bridge_resolve', 0):.0f} s, "
+                  f"lock {doc['lock']['action']} ({doc['lock']['wheels']} wheels; resolve {tm.get('resolve', 0):.0f} s); "
+                  f"downloaded {gib(doc['bytes_downloaded'])}; bridge: "
                   f"download {tm.get('bridge_download', 0):.0f} s, convert {tm.get('bridge_convert', 0):.0f} s, "
                   f"index {tm.get('bridge_index', 0):.0f} s; sources {tm.get('sources', 0):.0f} s; upstream channel "
                   f"{gib(doc['upstream_bytes'])}; peak disk growth {gib(peak)}")

@@ -211,38 +211,84 @@ def test_an_unknown_project_is_a_bridge_error(tmp_path, wheel_cache):
 # ------------------------------------------------------------------------------------- sandbox --real
 
 
-def test_the_real_upstream_cache_entry_has_one_schema(tmp_path, monkeypatch):
-    """`sandbox --real`'s cache entry is written and read back as one typed document (the bridge's
-    summary); a later run reads it instead of bridging again, and an unreadable entry is a clear error."""
+def _lock_of(sha: str, *, sources: list | None = None):
+    from conda_distro.upstream.lock import RealLock
+
+    fn = "einops-0.8.1-py3-none-any.whl"
+    return RealLock.model_validate({
+        "schema_version": 1, "python": "3.11", "platform": "linux-64",
+        "closures": [{"release": "2.13.0", "variant": "cpu", "request": ["torch==2.13.0+cpu"],
+                      "wheels": {"einops": fn}}],
+        "wheels": {fn: {"name": "einops", "version": "0.8.1", "sha256": sha}}, "sources": sources or []})
+
+
+def test_the_real_upstream_cache_is_keyed_by_the_lock(tmp_path, monkeypatch):
+    """`sandbox --real`'s cache entry is keyed by the lock's content for the builds made: the same lock is a
+    hit, a changed file in it builds a new entry, a changed sdist (not part of the channel) does not; the
+    entry's marker is one typed document (the bridge's summary), and an unreadable one is a clear error."""
     import conda_distro.sandbox.real as real
     from conda_distro.sandbox.upstream import HostPython
     from conda_distro.upstream import BridgeResult
 
     made = []
 
-    def fake_build(tmp, needs, builds, host, cache_root, say):
-        made.append(tmp)
+    def fake_build(tmp, req, say):
+        made.append(req.lock)
         (tmp / "noarch").mkdir(parents=True)
         return BridgeResult(tmp, (), {}, ("kornia",), (("2.13.0", "cpu", "no matching distribution"),),
-                            (("odd-1.0-py3-none-any.whl", "no METADATA"),), 3, 1234, 1.0, 2.0, 3.0, 0.5)
+                            (("odd-1.0-py3-none-any.whl", "no METADATA"),), 3, 1234, 2, 1.0, 2.0, 3.0, 0.5).summary()
 
     monkeypatch.setattr(real, "_build_upstream", fake_build)
     needs = real.Needs(("einops>=0.8",), frozenset({"kornia"}), ())
     builds = (TorchBuild("2.13.0", "cpu"),)
     host = HostPython.current()
-    entry, first, built = real.ensure_real_upstream(needs, builds, cache_root=tmp_path, host=host, say=lambda m: None)
+    lock = _lock_of("a" * 64)
+
+    def ensure(lk):
+        return real.ensure_real_upstream(real.UpstreamRequest(lk, needs, builds, host, tmp_path), lambda m: None)
+
+    entry, first, built = ensure(lock)
     assert built and len(made) == 1
     assert [(u.release, u.variant, u.why) for u in first.unavailable] == [("2.13.0", "cpu", "no matching distribution")]
     assert [(n.wheel, n.why) for n in first.not_converted] == [("odd-1.0-py3-none-any.whl", "no METADATA")]
     doc = json.loads((entry / real.ENTRY_FILE).read_text())
-    assert doc["requirements"] == ["einops>=0.8"] and doc["bridge"]["seconds"] == {
-        "resolve": 1.0, "download": 2.0, "convert": 3.0, "index": 0.5}
-    again, second, built = real.ensure_real_upstream(needs, builds, cache_root=tmp_path, host=host, say=lambda m: None)
+    assert doc["lock"] == lock.channel_key(lock.closures, needs.exclude) and doc["bridge"]["seconds"] == {
+        "resolve": 1.0, "download": 2.0, "convert": 3.0, "index": 0.5} and doc["bridge"]["download_passes"] == 2
+    again, second, built = ensure(lock)
     assert (again, second, built) == (entry, first, False) and len(made) == 1
+    src = [{"recipe": "einops", "name": "einops", "version": "0.8.2", "filename": "einops-0.8.2.tar.gz",
+            "sha256": "b" * 64, "url": "https://pypi.org/packages/source/e/einops/einops-0.8.2.tar.gz"}]
+    assert ensure(_lock_of("a" * 64, sources=src))[0] == entry and len(made) == 1
+    other, _, built = ensure(_lock_of("c" * 64))
+    assert built and other != entry and len(made) == 2
     (entry / real.ENTRY_FILE).write_text(json.dumps({**doc, "bridge": {"packages": []}}))  # no channel
     with pytest.raises(BridgeError, match="cache entry cannot be read") as exc:
-        real.ensure_real_upstream(needs, builds, cache_root=tmp_path, host=host, say=lambda m: None)
+        ensure(lock)
     assert str(entry) in exc.value.hint
+
+
+def test_real_upstream_entries_left_unused_are_removed(tmp_path):
+    """Each refreshed lock makes a new (6 GB) entry: entries unused for a while go, the one in use stays, and so
+    does one being built (its builder holds the lock)."""
+    import os
+    import time as _time
+
+    from filelock import FileLock
+
+    from conda_distro.sandbox.cache import ENTRY_FILE, prune_entries
+
+    root = tmp_path / "real-upstream"
+    for key in ("old", "busy", "current", "recent"):
+        (root / key).mkdir(parents=True)
+        (root / key / ENTRY_FILE).write_text("{}")
+    month_ago = _time.time() - 30 * 86400
+    for key in ("old", "busy", "current"):
+        os.utime(root / key / ENTRY_FILE, (month_ago, month_ago))
+    (root / "gone.tmp-999999999-abcd").mkdir()  # a builder killed mid-way (no such process)
+    with FileLock(str(root / "busy.lock")):
+        removed = prune_entries("real-upstream", keep=["current"], max_idle_days=14, cache_dir=tmp_path)
+    assert sorted(p.name for p in removed) == ["gone.tmp-999999999-abcd", "old"]
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == ["busy", "current", "recent"]
 
 
 def test_world_distro_yaml_points_at_local_channels():
@@ -284,14 +330,31 @@ def test_a_source_whose_sha256_differs_is_refused(tmp_path):
 
     recipe = tmp_path / "recipes" / "einops" / "recipe.yaml"
     req = SourceRequest(recipe, 9, "https://pypi.org/packages/source/e/einops/einops-0.8.2.tar.gz", "0" * 64, "0.8.2")
-    with pytest.raises(BridgeError, match="does not have the recipe's sha256") as info:
+    with pytest.raises(BridgeError, match="with the recipe's sha256") as info:
         fetch_sources([req], tmp_path / "cache")
     assert info.value.path == str(recipe) and info.value.field == "source.sha256"
+    assert "einops-0.8.2.tar.gz" in info.value.message  # what PyPI does have
     good = SourceRequest(recipe, 9, req.url, "609da665570e5e265e27283aab09e7f279ade90c4f01bcfca111f3d3e13f2827", "0.8.2")
     files, _ = fetch_sources([good], tmp_path / "cache")
     assert files[0].fetched and files[0].path.name == "einops-0.8.2.tar.gz"
-    again, _ = fetch_sources([good], tmp_path / "cache")
-    assert not again[0].fetched and again[0].path == files[0].path
+    assert files[0].url.startswith("https://files.pythonhosted.org/") and files[0].url.endswith("/einops-0.8.2.tar.gz")
+    again, _ = fetch_sources([good], tmp_path / "cache", known={good.sha256: files[0].url})
+    assert not again[0].fetched and again[0].path == files[0].path and again[0].url == files[0].url
+
+
+@pytest.mark.slow
+def test_a_source_url_whose_bytes_differ_is_refused_and_nothing_is_kept(tmp_path):
+    """A recorded URL (the lock's) whose file does not have the recipe's sha256: refused, the cache stays empty."""
+    from conda_distro.sandbox.sources import SourceRequest, fetch_sources, locate
+
+    recipe = tmp_path / "recipes" / "einops" / "recipe.yaml"
+    good = SourceRequest(recipe, 9, "https://pypi.org/packages/source/e/einops/einops-0.8.2.tar.gz",
+                         "609da665570e5e265e27283aab09e7f279ade90c4f01bcfca111f3d3e13f2827", "0.8.2")
+    url, _ = locate(good)
+    older = SourceRequest(recipe, 9, good.url, "f" * 64, "0.8.2")
+    with pytest.raises(BridgeError, match="does not have the sha256"):
+        fetch_sources([older], tmp_path / "cache", known={older.sha256: url})
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
 
 
 TINY_DISTRO = """name: tiny-real
@@ -328,8 +391,10 @@ def test_real_world_builds_einops_from_its_sdist_and_tests_it_on_real_torch(tmp_
     assert res.recipes == ["einops"]
     recipe = (res.path / "recipes" / "einops" / "recipe.yaml").read_text()
     assert "url: file://" in recipe and "sha256: 609da665570e5e265e27283aab09e7f279ade90c4f01bcfca111f3d3e13f2827" in recipe
+    assert res.lock.action == "resolved" and (repo / "real-world.lock.json").is_file()
+    assert (res.path / "real-world.lock.json").read_text() == (repo / "real-world.lock.json").read_text()
     again = create_real_world(RealOptions(path=tmp_path / "world2", repo=repo, cuda=False, git=False))
-    assert again.cache_hit and again.seconds < 30
+    assert again.cache_hit and again.seconds < 30 and again.lock.action == "read"
 
     code, report = run_json_at(capsys, res.path, "build", "--all")
     tests = report["tests"]

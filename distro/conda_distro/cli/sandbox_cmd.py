@@ -47,6 +47,9 @@ def sandbox(
     real: Annotated[bool, typer.Option("--real", help="The real world: this repository's recipes/ and distro.yaml "
                                        "against real PyTorch, with an upstream channel converted from PyPI wheels "
                                        "(first run downloads several GB; see README 'Against real PyTorch').")] = False,
+    refresh: Annotated[bool, typer.Option("--refresh", help="With --real: resolve again with pip, rewrite the lock "
+                                          "(real-world.lock.json) and print what changed; without it the world is "
+                                          "made of exactly the locked files.")] = False,
     format: FormatOpt = Format.text,
 ) -> int:
     """Create a self-contained, offline distribution world in DIR: an upstream channel with the host
@@ -55,7 +58,7 @@ def sandbox(
 
     interactive = stderr.is_terminal and not os.environ.get("CI") and sys.stderr.isatty()
     return emit(create_world(SandboxOptions(path=dir, force=force, use_cache=not no_cache, real=real,
-                                            progress=_progress(interactive))), format)
+                                            refresh=refresh, progress=_progress(interactive))), format)
 
 
 @sandbox_app.command("publish-release")

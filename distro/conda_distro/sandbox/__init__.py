@@ -70,8 +70,14 @@ def create_world(options: SandboxOptions) -> "SandboxResult | RealResult":
     """`conda-distro sandbox DIR [--real]`: the sandbox world, or with ``options.real`` the real one (this
     repository's recipes, found from the current folder, against real PyTorch bridged from PyPI)."""
     if not options.real:
+        if options.refresh:
+            from conda_distro.errors import UsageError
+
+            raise UsageError("--refresh re-resolves the real world's lock: it needs --real", field="--refresh",
+                             hint="run `conda-distro sandbox DIR --real --refresh`")
         return create_sandbox(options)
     from conda_distro.sandbox.real import RealOptions, create_real_world  # the PyPI bridge: only for --real
 
     return create_real_world(RealOptions(path=options.path, repo=find_root(Path.cwd()), force=options.force,
-                                         use_cache=options.use_cache, progress=options.progress))
+                                         use_cache=options.use_cache, refresh=options.refresh,
+                                         progress=options.progress))

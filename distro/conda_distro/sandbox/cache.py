@@ -1,19 +1,25 @@
-"""A machine-wide cache of built sandbox upstream channels.
+"""A machine-wide cache of built upstream channels (the sandbox's and the real world's).
 
-Building python and six pytorch stand-ins takes 15–30 s; copying a cached channel takes well under a
-second. An entry is keyed by everything its content depends on: the host python (version and
-prefix), the sandbox's upstream data files (recipes and the stand-in ``torch`` sources), the
-rattler-build version, the releases, and :data:`CACHE_FORMAT`. Entries are never modified after
-they are complete, so a sandbox may hardlink their package files.
+Building python and six pytorch stand-ins takes 15–30 s, bridging the real world's PyPI wheels 10–30
+min; copying a cached channel takes about a second. An entry is keyed by everything its content depends
+on (:func:`ensure_entry` hashes the inputs it is given): for the stand-in channel the host python
+(version and prefix), the sandbox's upstream data files (recipes and the stand-in ``torch`` sources), the
+rattler-build version, the releases and :data:`CACHE_FORMAT`; for the real world's, the content of its
+lock (``sandbox.real``). Entries are never modified after they are complete, so a world may hardlink
+their package files.
 
-Layout: ``$CONDA_DISTRO_CACHE/sandbox-upstream/<key>/`` (default cache root
+Layout: ``$CONDA_DISTRO_CACHE/<kind>/<key>/`` (``sandbox-upstream``, ``real-upstream``; default cache root
 ``$XDG_CACHE_HOME/conda-distro`` or ``~/.cache/conda-distro``), each with ``cache-entry.json``
 describing its inputs. Creation is serialised by a file lock (``<key>.lock``), so concurrent test
-workers build an entry once; the entry is built in ``<key>.tmp-*`` and renamed into place.
+workers build an entry once; the entry is built in ``<key>.tmp-*`` and renamed into place. Every use
+touches the marker; :func:`prune_entries` removes entries of a kind left unused for a while (a real
+world's entry is 6 GB, and each refreshed lock makes a new one) and temporary folders of builders that
+were killed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -24,6 +30,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from conda_distro.cachedir import CACHE_ENV, default_cache_dir  # noqa: F401  (re-exported)
 from conda_distro.errors import LockTimeoutError
@@ -105,33 +112,53 @@ def _entry_complete(entry: Path) -> bool:
     return True
 
 
-def ensure_upstream_cached(releases: Sequence[str], *, cache_dir: Path | None = None, host: HostPython | None = None,
-                           lock_timeout: float = LOCK_TIMEOUT_S,
-                           progress: Callable[[str], None] | None = None) -> CachedChannel:
-    """The cache entry for an upstream channel with these releases, building it if needed.
+def _marker_exists(entry: Path) -> bool:
+    return (entry / ENTRY_FILE).is_file()
+
+
+@dataclass(frozen=True)
+class EntrySpec:
+    """One cache entry to find or build (:func:`ensure_entry`)."""
+
+    kind: str  # the folder under the cache root: sandbox-upstream, real-upstream
+    inputs: dict[str, Any]  # everything the entry's content depends on: hashed into its key, kept in its marker
+    build: Callable[[Path], dict[str, Any]]  # fills a new folder; returns what else its marker records
+    what: str  # for messages: "the upstream channel (python + pytorch stand-ins 2.4.1, ...)"
+    complete: Callable[[Path], bool] = _marker_exists
+    lock_timeout: float = LOCK_TIMEOUT_S
+
+
+def _touch(entry: Path) -> None:
+    with contextlib.suppress(OSError):  # read-only cache: pruning only sees it as older
+        os.utime(entry / ENTRY_FILE)
+
+
+def ensure_entry(spec: EntrySpec, *, cache_dir: Path | None = None,
+                 progress: Callable[[str], None] | None = None) -> CachedChannel:
+    """The cache entry for ``spec``, building it if needed.
 
     Safe against concurrent callers (other processes, other test workers): a file lock serialises
     building, and the entry appears atomically (built in a temporary folder, then renamed).
     """
     from filelock import FileLock, Timeout
 
-    host = host or HostPython.current()
-    inputs = cache_inputs(releases, host)
-    key = cache_key(inputs)
-    root = (cache_dir or default_cache_dir()).expanduser().absolute() / "sandbox-upstream"
+    key = cache_key(spec.inputs)
+    root = (cache_dir or default_cache_dir()).expanduser().absolute() / spec.kind
     entry = root / key
-    if _entry_complete(entry):
+    if spec.complete(entry):
+        _touch(entry)
         return CachedChannel(entry, key, False, 0.0)
     root.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(root / f"{key}.lock"))
     try:
-        lock.acquire(timeout=lock_timeout)
+        lock.acquire(timeout=spec.lock_timeout)
     except Timeout:
-        raise LockTimeoutError(f"another process has been building the sandbox cache entry {key} for over "
-                               f"{lock_timeout:.0f} s", path=root / f"{key}.lock",
+        raise LockTimeoutError(f"another process has been building the cache entry {entry} for over "
+                               f"{spec.lock_timeout:.0f} s", path=root / f"{key}.lock",
                                hint="wait for it to finish, or remove the lock file if no conda-distro is running") from None
     try:
-        if _entry_complete(entry):  # built by another process while we waited
+        if spec.complete(entry):  # built by another process while we waited
+            _touch(entry)
             return CachedChannel(entry, key, False, 0.0)
         for stale in root.glob(f"{key}.tmp-*"):  # left by a crashed builder (we hold the lock)
             shutil.rmtree(stale, ignore_errors=True)
@@ -139,25 +166,78 @@ def ensure_upstream_cached(releases: Sequence[str], *, cache_dir: Path | None = 
             shutil.rmtree(entry)
         tmp = root / f"{key}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         if progress:
-            progress(f"building the upstream channel (python {host.version} + pytorch stand-ins "
-                     f"{', '.join(releases)}), cached for next time in {root}")
+            progress(f"building {spec.what}, cached for next time in {root}")
         t0 = time.monotonic()
         try:
-            built = build_upstream_channel(tmp, releases, host=host)
+            tmp.mkdir(parents=True)
+            extra = spec.build(tmp)
             (tmp / ENTRY_FILE).write_text(json.dumps({
-                **inputs, "key": key, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "python": built.python.name,
-                "pytorch": sorted(p.name for p in built.pytorch.values()),
+                **spec.inputs, "key": key, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra,
             }, indent=2) + "\n")
             os.rename(tmp, entry)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         seconds = time.monotonic() - t0
-        log.info("built sandbox upstream cache entry %s in %.1fs", entry, seconds)
+        log.info("built cache entry %s in %.1fs", entry, seconds)
         return CachedChannel(entry, key, True, seconds)
     finally:
         lock.release()
+
+
+def prune_entries(kind: str, *, keep: Sequence[str] = (), max_idle_days: float, cache_dir: Path | None = None) -> list[Path]:
+    """Remove the entries of ``kind`` whose marker was last touched more than ``max_idle_days`` ago (never
+    those in ``keep``, nor one being built: its builder holds its lock), and the temporary folders of
+    builders that are gone. Returns what was removed."""
+    from filelock import FileLock, Timeout
+
+    root = (cache_dir or default_cache_dir()).expanduser().absolute() / kind
+    if not root.is_dir():
+        return []
+    removed: list[Path] = []
+    horizon = time.time() - max_idle_days * 86400
+    for entry in sorted(root.iterdir()):
+        if not entry.is_dir() or entry.name in keep:
+            continue
+        key = entry.name.split(".tmp-", 1)[0]
+        if ".tmp-" in entry.name:
+            pid = entry.name.split(".tmp-", 1)[1].split("-", 1)[0]
+            if pid.isdigit() and Path(f"/proc/{pid}").exists():
+                continue
+        else:
+            marker = entry / ENTRY_FILE
+            if marker.is_file() and marker.stat().st_mtime > horizon:
+                continue
+        lock = FileLock(str(root / f"{key}.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            continue  # being built or rebuilt right now
+        try:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+        finally:
+            lock.release()
+    if removed:
+        log.info("removed %d unused cache entries of %s", len(removed), root)
+    return removed
+
+
+def ensure_upstream_cached(releases: Sequence[str], *, cache_dir: Path | None = None, host: HostPython | None = None,
+                           lock_timeout: float = LOCK_TIMEOUT_S,
+                           progress: Callable[[str], None] | None = None) -> CachedChannel:
+    """The cache entry for a stand-in upstream channel with these releases, building it if needed
+    (:func:`ensure_entry`)."""
+    host = host or HostPython.current()
+
+    def build(tmp: Path) -> dict[str, Any]:
+        built = build_upstream_channel(tmp, releases, host=host)
+        return {"python": built.python.name, "pytorch": sorted(p.name for p in built.pytorch.values())}
+
+    return ensure_entry(EntrySpec("sandbox-upstream", cache_inputs(releases, host), build,
+                                  f"the upstream channel (python {host.version} + pytorch stand-ins {', '.join(releases)})",
+                                  complete=_entry_complete, lock_timeout=lock_timeout),
+                        cache_dir=cache_dir, progress=progress)
 
 
 def copy_channel(src: Path, dest: Path) -> None:

@@ -6,52 +6,80 @@ The world::
       distro.yaml     the repository's, with channels pointing at ./upstream and local staging/main
       variants.yaml   the repository's
       recipes/        the repository's; each PyPI ``url:`` points at the cached sdist (sha256 unchanged)
+      real-world.lock.json   the lock it was made from (a copy of the repository's)
       upstream/       local channel: the host python + everything converted from PyPI wheels by the
                       bridge (conda_distro.upstream): pytorch cpu/cuda builds of every release in
                       distro.yaml, torchvision, and every host/run/test dependency of the recipes
       .gitignore, .git/
 
-Caches (``$CONDA_DISTRO_CACHE``, default ``~/.cache/conda-distro``):
-``pypi/wheels/`` (downloaded wheels), ``sources/<sha256>/`` (sdists), ``real-upstream/<key>/`` (the
-converted channel, keyed by everything it depends on). A second run with the same inputs copies
-(hard-links) the channel and the sources and takes seconds.
+**The lock** (``real-world.lock.json`` at the repository's root, :mod:`conda_distro.upstream.lock`) records
+what the world is made of: per release × variant every wheel (name, version, sha256, URL), and the
+recipes' sdists. With a lock, nothing is resolved: exactly the locked files are downloaded (pip,
+``--require-hashes``), whatever PyPI has published since. Without one, or with ``refresh``, pip resolves
+(:mod:`conda_distro.upstream.closures`), the lock is written and what changed is reported. A lock that no
+longer satisfies the repository (a release, lockstep package or recipe requirement it does not cover) is
+refused, naming what is missing; the sdists section follows the recipes, which pin them.
+
+Caches (``$CONDA_DISTRO_CACHE``, default ``~/.cache/conda-distro``): ``pypi/wheels/`` (downloaded wheels),
+``sources/<sha256>/`` (sdists), ``real-upstream/<key>/`` (the converted channel, keyed by the lock's
+content for the builds made, the host python and the bridge's tools and code: an unchanged lock is a hit
+that needs no network, a changed one builds a new entry; entries unused for
+:data:`CACHE_IDLE_DAYS` days are removed). A second run with the same lock copies (hard-links) the
+channel and the sources and takes seconds.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import os
 import re
 import shutil
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version as dist_version
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from conda_distro.cachedir import default_cache_dir
 from conda_distro.distribution import Distribution, load_distribution
-from conda_distro.errors import BridgeError, LockTimeoutError
+from conda_distro.errors import BridgeError
 from conda_distro.fsutil import clear_folder
 from conda_distro.jsonio import read_json_text
-from conda_distro.sandbox.cache import copy_channel, rattler_build_version_string
-from conda_distro.sandbox.sources import SourceRequest, fetch_sources, point_recipe_at
+from conda_distro.sandbox.cache import EntrySpec, copy_channel, ensure_entry, prune_entries, rattler_build_version_string
+from conda_distro.sandbox.sources import SourceFile, SourceRequest, fetch_sources, point_recipe_at
 from conda_distro.sandbox.upstream import HostPython, build_python_package, publish_packages, write_run_exports
 from conda_distro.sandbox.world import commit_world, target_folder
-from conda_distro.upstream import BridgeOptions, BridgeResult, TargetPython, TorchBuild, bridge, pypi_name
+from conda_distro.upstream import BridgeOptions, TargetPython, TorchBuild, bridge_locked, pypi_name
+from conda_distro.upstream.closures import LockRequest, resolve_lock
+from conda_distro.upstream.lock import (
+    LOCK_FILE,
+    REFRESH_HINT,
+    LockChanges,
+    LockedSource,
+    RealLock,
+    Wanted,
+    lock_changes,
+    read_lock,
+    source_changes,
+    stale_reasons,
+    write_lock,
+)
 from conda_distro.upstream.names import normalize
 from conda_distro.upstream.pypi import BridgeSummary, NotConverted, Unavailable
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: keyed by the lock
+CACHE_KIND = "real-upstream"
+CACHE_IDLE_DAYS = 14.0  # a real-upstream entry unused this long is removed (6 GB each)
 ENTRY_FILE = "cache-entry.json"
+#: the bridge's modules that decide what the channel's packages hold (resolving and downloading do not:
+#: the lock says which files, and their sha256 is checked)
+CHANNEL_CODE = ("convert.py", "names.py", "pypi.py")
 LOCK_TIMEOUT_S = 3 * 3600.0
 #: PyPI projects released in lockstep with torch: resolved with each pytorch build, same variant.
 LOCKSTEP = ("torchvision",)
@@ -68,11 +96,45 @@ class RealOptions:
     path: Path
     repo: Path  # the repository holding distro.yaml and recipes/
     force: bool = False
+    refresh: bool = False  # re-resolve and rewrite the lock (module docstring)
+    lock: Path | None = None  # default: <repo>/real-world.lock.json
     use_cache: bool = True
     cache_dir: Path | None = None
-    cuda: bool = True  # bridge cuda builds (about 3 GB of wheels per release)
+    cuda: bool = True  # bridge cuda builds (about 3 GB of wheels per release); the lock covers them either way
     git: bool = True
     progress: Callable[[str], None] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class LockReport:
+    """What happened to the lock in this run."""
+
+    path: Path
+    action: str  # "read" (used as it was) | "resolved" (there was none) | "refreshed" | "sources-updated"
+    changes: LockChanges | None  # vs the lock before (None when it was used as it was)
+    lock: RealLock
+
+    def to_dict(self) -> dict:
+        return {
+            "path": str(self.path), "action": self.action,
+            "changes": self.changes.to_dict() if self.changes is not None else None,
+            "closures": [{"release": c.release, "variant": c.variant, "wheels": len(c.wheels),
+                          "unavailable": list(c.unavailable)} for c in self.lock.closures],
+            "wheels": len(self.lock.wheels), "sources": len(self.lock.sources),
+        }
+
+    def lines(self) -> list[str]:
+        what = {"read": "used as it is", "resolved": "resolved and written (there was none)",
+                "refreshed": "re-resolved and rewritten", "sources-updated": "sdists updated from the recipes"}
+        out = [f"  lock: {self.path} ({what[self.action]}; {len(self.lock.wheels)} wheels, "
+               f"{len(self.lock.sources)} sdists)"]
+        if self.action == "resolved":  # everything is new: one line per release x variant
+            out += [f"    {c.label}: {len(c.wheels)} wheels" + (f" ({'; '.join(c.unavailable)})" if c.unavailable else "")
+                    for c in self.lock.closures]
+        elif self.changes is not None:
+            out.append("  what changed in the lock:")
+            out += ["  " + ln for ln in self.changes.lines()]
+        return out
 
 
 @dataclass(frozen=True)
@@ -89,6 +151,7 @@ class RealResult:
     bytes_downloaded: int
     upstream_bytes: int
     seconds: float
+    lock: LockReport
 
     def to_dict(self) -> dict:
         return {
@@ -99,7 +162,7 @@ class RealResult:
             "not_converted": [n.model_dump(mode="json") for n in self.not_converted], "cache_hit": self.cache_hit,
             "timings": {k: round(v, 1) for k, v in self.timings.items()},
             "bytes_downloaded": self.bytes_downloaded, "upstream_bytes": self.upstream_bytes,
-            "seconds": round(self.seconds, 1),
+            "seconds": round(self.seconds, 1), "lock": self.lock.to_dict(),
         }
 
     @property
@@ -108,8 +171,9 @@ class RealResult:
 
     def text_lines(self) -> list[str]:
         lines = [f"real world created in {self.path} ({self.seconds:.1f}s"
-                 f"{', upstream from cache' if self.cache_hit else ''})",
-                 f"  upstream channel: {self.upstream} ({self.upstream_bytes / 2**30:.1f} GiB)"]
+                 f"{', upstream from cache' if self.cache_hit else ''})"]
+        lines += self.lock.lines()
+        lines.append(f"  upstream channel: {self.upstream} ({self.upstream_bytes / 2**30:.1f} GiB)")
         lines += [f"    {f}  (PyTorch {release}, {variant})" for (release, variant), f in sorted(self.pytorch.items())]
         lines += [f"    not on PyPI for PyTorch {u.release} ({u.variant}): {u.why}" for u in self.unavailable]
         lines += [f"    not converted: {n.wheel}: {n.why}" for n in self.not_converted]
@@ -200,34 +264,90 @@ def torch_builds(releases: tuple[str, ...], variants: tuple[str, ...], cuda: boo
     return tuple(out)
 
 
+# ------------------------------------------------------------------------------------ the lock
+
+
+def _wanted(needs: Needs, releases: tuple[str, ...], variants: tuple[str, ...], host: HostPython) -> Wanted:
+    return Wanted(python=host.short, targets=tuple((r, v) for r in releases for v in variants), lockstep=LOCKSTEP,
+                  requirements=needs.requirements)
+
+
+def _locked_sources(files: list[SourceFile]) -> list[LockedSource]:
+    return [LockedSource(recipe=f.request.recipe.parent.name, name=normalize(f.request.project),
+                         version=f.request.version, filename=f.path.name, sha256=f.request.sha256, url=f.url)
+            for f in files]
+
+
+@dataclass(frozen=True)
+class LockInput:
+    """What :func:`obtain_lock` reads or resolves."""
+
+    path: Path
+    needs: Needs
+    builds: tuple[TorchBuild, ...]  # every pytorch build of distro.yaml (the lock covers them all)
+    wanted: Wanted
+    host: HostPython
+    refresh: bool
+
+
+def _resolve(inp: LockInput, say: Callable[[str], None]) -> RealLock:
+    say(f"resolving the real world with pip (lock: {inp.path})")
+    return resolve_lock(LockRequest(python=inp.host.short, torch=inp.builds, requirements=inp.needs.requirements,
+                                    lockstep=LOCKSTEP, exclude=inp.needs.exclude, skip_unavailable=True, progress=say))
+
+
+def obtain_lock(inp: LockInput, say: Callable[[str], None]) -> tuple[RealLock | None, RealLock, str]:
+    """(the lock as it was, the lock to build from without its sources, what happened): read and checked, or
+    resolved (module docstring). Nothing is written here."""
+    old = read_lock(inp.path) if inp.path.exists() or inp.path.is_symlink() else None
+    if old is not None and not inp.refresh:
+        reasons = stale_reasons(old, inp.wanted)
+        if reasons:
+            raise BridgeError("the lock no longer fits the repository:\n" + "\n".join(f"  {r}" for r in reasons[:20])
+                              + (f"\n  ... and {len(reasons) - 20} more" if len(reasons) > 20 else ""),
+                              path=inp.path, hint=REFRESH_HINT.format(lock=inp.path.name))
+        return old, old, "read"
+    return old, _resolve(inp, say), "refreshed" if old is not None else "resolved"
+
+
 # ------------------------------------------------------------------------------------ the upstream cache
 
 
-def _inputs(needs: Needs, builds: tuple[TorchBuild, ...], host: HostPython) -> dict:
+@dataclass(frozen=True)
+class UpstreamRequest:
+    """The channel to make from a lock: its pytorch builds, for this host, with the caches in ``cache_root``."""
+
+    lock: RealLock
+    needs: Needs
+    builds: tuple[TorchBuild, ...]
+    host: HostPython
+    cache_root: Path
+
+
+def _inputs(req: UpstreamRequest) -> dict:
     code = hashlib.sha256()
     pkg = Path(__file__).resolve().parent.parent / "upstream"
-    for f in sorted(pkg.glob("*.py")):
-        code.update(f.read_bytes())
+    for name in CHANNEL_CODE:
+        code.update((pkg / name).read_bytes())
+    closures = [c for b in req.builds if (c := req.lock.closure(b.release, b.variant)) is not None]
     return {
-        "format": CACHE_FORMAT, "python_version": host.version, "python_prefix": str(host.prefix),
+        "format": CACHE_FORMAT, "python_version": req.host.version, "python_prefix": str(req.host.prefix),
         "rattler_build": rattler_build_version_string(), "whl2conda": dist_version("whl2conda"),
-        "requirements": list(needs.requirements), "exclude": sorted(needs.exclude), "lockstep": list(LOCKSTEP),
-        "torch": [[b.release, b.variant, b.pip_requirement] for b in builds], "bridge_code": code.hexdigest(),
+        "lock": req.lock.channel_key(closures, req.needs.exclude),
+        "builds": [[b.release, b.variant] for b in req.builds], "bridge_code": code.hexdigest(),
     }
 
 
-def _build_upstream(tmp: Path, needs: Needs, builds: tuple[TorchBuild, ...], host: HostPython, cache_root: Path,
-                    say: Callable[[str], None]) -> BridgeResult:
-    tmp.mkdir(parents=True)
+def _build_upstream(tmp: Path, req: UpstreamRequest, say: Callable[[str], None]) -> BridgeSummary:
+    tmp.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="conda-distro-python-") as td:
-        say(f"repackaging the host python {host.version}")
-        publish_packages(build_python_package(Path(td), host), tmp)
-    result = bridge(BridgeOptions(
-        channel=tmp, wheel_cache=cache_root / "pypi" / "wheels", python=TargetPython(host.version), torch=builds,
-        requirements=needs.requirements, lockstep=LOCKSTEP, exclude=needs.exclude, skip_unavailable=True,
-        progress=say))
+        say(f"repackaging the host python {req.host.version}")
+        publish_packages(build_python_package(Path(td), req.host), tmp)
+    result = bridge_locked(BridgeOptions(
+        channel=tmp, wheel_cache=req.cache_root / "pypi" / "wheels", python=TargetPython(req.host.version),
+        torch=req.builds, lockstep=LOCKSTEP, exclude=req.needs.exclude, skip_unavailable=True, progress=say), req.lock)
     write_run_exports(tmp)
-    return result
+    return result.summary()
 
 
 class CacheEntry(BaseModel):
@@ -248,44 +368,19 @@ def _read_entry(path: Path) -> CacheEntry:
                           hint=f"remove {path.parent} (it is made again on the next run)") from None
 
 
-def ensure_real_upstream(needs: Needs, builds: tuple[TorchBuild, ...], *, cache_root: Path, host: HostPython,
-                         say: Callable[[str], None]) -> tuple[Path, BridgeSummary, bool]:
-    """The cache entry of the bridged channel: (path, what the bridge made, built now?)."""
-    from filelock import FileLock, Timeout
+def ensure_real_upstream(req: UpstreamRequest, say: Callable[[str], None]) -> tuple[Path, BridgeSummary, bool]:
+    """The cache entry of the bridged channel for ``req``: (path, what the bridge made, built now?). Entries
+    of other locks left unused for :data:`CACHE_IDLE_DAYS` are removed afterwards."""
 
-    inputs = _inputs(needs, builds, host)
-    key = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:24]
-    root = cache_root / "real-upstream"
-    entry = root / key
-    if (entry / ENTRY_FILE).is_file():
-        return entry, _read_entry(entry / ENTRY_FILE).bridge, False
-    root.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(root / f"{key}.lock"))
-    try:
-        lock.acquire(timeout=LOCK_TIMEOUT_S)
-    except Timeout:
-        raise LockTimeoutError(f"another process has been building {entry} for over {LOCK_TIMEOUT_S:.0f} s",
-                               path=root / f"{key}.lock", hint="wait for it, or remove the lock if none runs") from None
-    try:
-        if (entry / ENTRY_FILE).is_file():
-            return entry, _read_entry(entry / ENTRY_FILE).bridge, False
-        for stale in root.glob(f"{key}.tmp-*"):
-            shutil.rmtree(stale, ignore_errors=True)
-        tmp = root / f"{key}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        try:
-            res = _build_upstream(tmp, needs, builds, host, cache_root, say)
-            doc = CacheEntry(**inputs, key=key, created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                             bridge=res.summary())
-            (tmp / ENTRY_FILE).write_text(doc.model_dump_json(indent=2) + "\n")
-            if entry.exists():
-                shutil.rmtree(entry)
-            os.rename(tmp, entry)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        return entry, doc.bridge, True
-    finally:
-        lock.release()
+    def build(tmp: Path) -> dict[str, Any]:
+        return {"bridge": _build_upstream(tmp, req, say).model_dump(mode="json")}
+
+    built = sum(1 for b in req.builds if (c := req.lock.closure(b.release, b.variant)) is not None and c.wheels)
+    entry = ensure_entry(EntrySpec(CACHE_KIND, _inputs(req), build,
+                                   f"the real upstream channel from the lock ({built} pytorch builds)",
+                                   lock_timeout=LOCK_TIMEOUT_S), cache_dir=req.cache_root, progress=say)
+    prune_entries(CACHE_KIND, keep=[entry.key], max_idle_days=CACHE_IDLE_DAYS, cache_dir=req.cache_root)
+    return entry.path, _read_entry(entry.path / ENTRY_FILE).bridge, entry.built
 
 
 # ------------------------------------------------------------------------------------ the world
@@ -317,50 +412,24 @@ def _dir_bytes(path: Path) -> int:
     return total
 
 
-def create_real_world(options: RealOptions) -> RealResult:
-    """Create the real world (module docstring). Raises :class:`BridgeError` when pip or a conversion
-    fails, :class:`~conda_distro.errors.UsageError` for a bad target folder (nothing written)."""
-    t0 = time.monotonic()
-    say = options.progress or (lambda msg: log.info("%s", msg))
-    path = target_folder(options)
-    repo = Path(options.repo).resolve()
-    if not (repo / "distro.yaml").is_file():
-        raise BridgeError(f"{repo} holds no distro.yaml", path=repo, field="--repo",
-                          hint="run in (or name) the repository of the distribution")
-    host = HostPython.current()
-    cache_root = (options.cache_dir or default_cache_dir()).expanduser().absolute()
-    dist, needs = distribution_needs(repo)
-    cfg = dist.config.pytorch
-    releases = tuple(cfg.releases)
-    builds = torch_builds(releases, tuple(cfg.variants), options.cuda)
-    timings: dict[str, float] = {}
+def _sources(needs: Needs, lock: RealLock, cache_root: Path, say: Callable[[str], None]) -> list[SourceFile]:
+    say(f"fetching {len(needs.sources)} recipe sources (by URL, sha256-checked) into {cache_root / 'sources'}")
+    return fetch_sources(needs.sources, cache_root / "sources", known={s.sha256: s.url for s in lock.sources})[0]
 
-    t = time.monotonic()
-    if options.use_cache:
-        entry, summary, built = ensure_real_upstream(needs, builds, cache_root=cache_root, host=host, say=say)
-    else:
-        entry = Path(tempfile.mkdtemp(prefix="conda-distro-real-")) / "upstream"
-        res = _build_upstream(entry, needs, builds, host, cache_root, say)
-        summary, built = res.summary(), True
-    timings["upstream"] = time.monotonic() - t
-    t = time.monotonic()
-    say(f"fetching {len(needs.sources)} recipe sources (pip download --no-binary :all:) into {cache_root / 'sources'}")
-    sources, _ = fetch_sources(needs.sources, cache_root / "sources")
-    timings["sources"] = time.monotonic() - t
 
-    t = time.monotonic()
+def _write_world(path: Path, repo: Path, entry: Path, sources: list[SourceFile], lock_path: Path,
+                 releases: tuple[str, ...], git: bool) -> Path:
     if path.is_dir():
         clear_folder(path)
     path.mkdir(parents=True, exist_ok=True)
     upstream = path / "upstream"
     copy_channel(entry, upstream)
     (upstream / ENTRY_FILE).unlink(missing_ok=True)
-    if not options.use_cache:
-        shutil.rmtree(entry.parent, ignore_errors=True)
     shutil.copytree(repo / "recipes", path / "recipes", ignore=shutil.ignore_patterns("__pycache__", "build"))
     for extra in ("variants.yaml",):
         if (repo / extra).is_file():
             shutil.copyfile(repo / extra, path / extra)
+    shutil.copyfile(lock_path, path / LOCK_FILE)
     (path / "distro.yaml").write_text(_distro_yaml((repo / "distro.yaml").read_text()))
     by_recipe: dict[Path, list] = {}
     for s in sources:
@@ -372,8 +441,66 @@ def create_real_world(options: RealOptions) -> RealResult:
             text = point_recipe_at(text, s.request.line, s.path.as_uri())
         target.write_text(text)
     (path / ".gitignore").write_text(GITIGNORE)
-    commit = commit_world(path, releases, None) if options.git else None
-    del commit
+    if git:
+        commit_world(path, releases, None)
+    return upstream
+
+
+def create_real_world(options: RealOptions) -> RealResult:
+    """Create the real world (module docstring). Raises :class:`BridgeError` when the lock cannot be read or
+    no longer fits, pip cannot resolve or download, or a conversion fails; :class:`~conda_distro.errors.UsageError`
+    for a bad target folder (nothing written)."""
+    t0 = time.monotonic()
+    say = options.progress or (lambda msg: log.info("%s", msg))
+    path = target_folder(options)
+    repo = Path(options.repo).resolve()
+    if not (repo / "distro.yaml").is_file():
+        raise BridgeError(f"{repo} holds no distro.yaml", path=repo, field="--repo",
+                          hint="run in (or name) the repository of the distribution")
+    host = HostPython.current()
+    cache_root = (options.cache_dir or default_cache_dir()).expanduser().absolute()
+    dist, needs = distribution_needs(repo)
+    cfg = dist.config.pytorch
+    releases, variants = tuple(cfg.releases), tuple(cfg.variants)
+    builds = torch_builds(releases, variants, options.cuda)
+    lock_path = (options.lock or repo / LOCK_FILE).absolute()
+    timings: dict[str, float] = {}
+
+    t = time.monotonic()
+    inp = LockInput(lock_path, needs, torch_builds(releases, variants, True), _wanted(needs, releases, variants, host),
+                     host, options.refresh)
+    old, lock, action = obtain_lock(inp, say)
+    timings["resolve"] = time.monotonic() - t
+    t = time.monotonic()
+    sources = _sources(needs, old or lock, cache_root, say)
+    timings["sources"] = time.monotonic() - t
+    locked_sources = _locked_sources(sources)
+    lock = lock.model_copy(update={"sources": locked_sources})
+    if action == "read":
+        if old is not None and old.text() != lock.text():  # the recipes moved their sdists: the lock follows
+            action = "sources-updated"
+            changes: LockChanges | None = LockChanges(sources=source_changes(old.sources, locked_sources))
+        else:
+            changes = None
+    else:
+        changes = lock_changes(old, lock)
+    if old is None or old.text() != lock.text():
+        write_lock(lock_path, lock)
+        say(f"wrote {lock_path}")
+
+    t = time.monotonic()
+    req = UpstreamRequest(lock, needs, builds, host, cache_root)
+    if options.use_cache:
+        entry, summary, built = ensure_real_upstream(req, say)
+    else:
+        entry = Path(tempfile.mkdtemp(prefix="conda-distro-real-")) / "upstream"
+        summary, built = _build_upstream(entry, req, say), True
+    timings["upstream"] = time.monotonic() - t
+
+    t = time.monotonic()
+    upstream = _write_world(path, repo, entry, sources, lock_path, releases, options.git)
+    if not options.use_cache:
+        shutil.rmtree(entry.parent, ignore_errors=True)
     timings["world"] = time.monotonic() - t
 
     pytorch = {(p.release, p.variant): p.file for p in summary.pytorch}
@@ -382,7 +509,9 @@ def create_real_world(options: RealOptions) -> RealResult:
         unavailable=list(summary.unavailable), not_converted=list(summary.not_converted), cache_hit=not built,
         timings={**timings, **({f"bridge_{k}": v for k, v in summary.seconds.items()} if built else {})},
         bytes_downloaded=summary.bytes_downloaded if built else 0,
-        upstream_bytes=_dir_bytes(upstream), seconds=time.monotonic() - t0)
+        upstream_bytes=_dir_bytes(upstream), seconds=time.monotonic() - t0,
+        lock=LockReport(lock_path, action, changes, lock))
 
 
-__all__ = ["RealOptions", "RealResult", "create_real_world", "distribution_needs"]
+__all__ = ["LockInput", "LockReport", "RealOptions", "RealResult", "UpstreamRequest", "create_real_world",
+           "distribution_needs", "ensure_real_upstream", "obtain_lock"]

@@ -70,6 +70,7 @@ class SandboxOptions:
     git_date: datetime | None = None  # author/commit date of that commit (default: now)
     progress: Callable[[str], None] | None = field(default=None, compare=False)  # one-line progress messages
     real: bool = False  # create_world(): the real world instead (sandbox.real; the repository found from the cwd)
+    refresh: bool = False  # with real: re-resolve the real world's lock (sandbox.real)
 
 
 @dataclass(frozen=True)

@@ -1,23 +1,25 @@
 """The PyPI bridge: a local conda channel converted from PyPI wheels.
 
-:func:`bridge` (:class:`BridgeOptions` in, :class:`BridgeResult` out):
+:func:`bridge_locked` (:class:`BridgeOptions` and a :class:`~conda_distro.upstream.lock.RealLock` in,
+:class:`BridgeResult` out) makes the channel from a lock, resolving nothing:
 
-1. **resolve** with pip (:mod:`.resolve`): one closure for the distribution's dependencies, resolved
-   next to the first pytorch build (so that everything in it agrees with one torch), and one closure
-   per pytorch build (``torch==X`` plus its lockstep packages, e.g. torchvision);
-2. **download** every wheel once into the wheel cache (pip, hash-checked);
-3. **convert** each wheel (:mod:`.convert`): ``torch`` becomes ``pytorch`` with a ``cpu_`` or
+1. **download** exactly the locked wheels of the chosen closures (one per pytorch build) into the wheel
+   cache (:func:`~conda_distro.upstream.resolve.download`: pip, ``--require-hashes``, in passes that each
+   hold one version of a project); each wheel's metadata is then read from its file;
+2. **convert** each wheel (:mod:`.convert`): ``torch`` becomes ``pytorch`` with a ``cpu_`` or
    ``cuda<XY>_`` build string; the cuda build depends on ``__cuda`` (build number +200, as
    conda-forge does), and both carry pytorch's run_export ``pytorch >=X.Y.Z,<X.(Y+1).0a0`` (weak) as
    conda-forge's do; lockstep packages get the same variant treatment;
-4. add ``python_abi`` (metadata only) and **index** with rattler (``repodata.json`` only; a caller that
+3. add ``python_abi`` (metadata only) and **index** with rattler (``repodata.json`` only; a caller that
    wants conda-forge's ``run_exports.json`` writes it from there).
 
+:func:`bridge` resolves first (:func:`~conda_distro.upstream.closures.resolve_lock`), then does the same.
 Names the distribution builds itself (``exclude``) are never converted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
@@ -30,6 +32,14 @@ from pydantic import BaseModel
 
 from conda_distro.errors import BridgeError
 from conda_distro.rattler_env import assert_no_colon, index_channel
+from conda_distro.upstream.closures import (
+    LOCKSTEP_VERSIONS,
+    VARIANTS,
+    LockRequest,
+    TorchBuild,
+    lockstep_requirement,
+    resolve_lock,
+)
 from conda_distro.upstream.convert import (
     DEFAULT_COMPRESSION_LEVEL,
     Converted,
@@ -38,35 +48,13 @@ from conda_distro.upstream.convert import (
     convert,
     metadata_package,
 )
+from conda_distro.upstream.lock import LockedClosure, RealLock
 from conda_distro.upstream.names import normalize
-from conda_distro.upstream.resolve import Closure, PipOptions, Wheel, download, resolve
+from conda_distro.upstream.resolve import Closure, PipOptions, Wheel, download, wheel_from_file
 
 log = logging.getLogger(__name__)
 
-VARIANTS = ("cpu", "cuda")
 CUDA_BUILD_OFFSET = 200  # conda-forge's build number offset of cuda builds
-
-
-@dataclass(frozen=True)
-class TorchBuild:
-    """One pytorch package to bridge: a release and a variant, and the pip requirement that gives it."""
-
-    release: str  # 2.13.0
-    variant: str  # cpu | cuda
-    requirement: str = ""  # default: torch==RELEASE+cpu for cpu, torch===RELEASE (exactly, no local label) for cuda
-
-    def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise BridgeError(f"unknown pytorch variant '{self.variant}'", field="variant", hint="cpu or cuda")
-        if not re.fullmatch(r"\d+\.\d+\.\d+", self.release):
-            raise BridgeError(f"'{self.release}' is not a release like 2.13.0", field="release",
-                              hint="give full X.Y.Z releases")
-
-    @property
-    def pip_requirement(self) -> str:
-        if self.requirement:
-            return self.requirement
-        return f"torch=={self.release}+cpu" if self.variant == "cpu" else f"torch==={self.release}"
 
 
 @dataclass(frozen=True)
@@ -84,6 +72,7 @@ class BridgeOptions:
     compression_level: int = DEFAULT_COMPRESSION_LEVEL
     jobs: int = 2  # conversions in parallel (spawned processes; rattler-build/whl2conda hold the GIL)
     skip_unavailable: bool = False  # a pytorch build pip cannot resolve is left out (and reported), not an error
+    public_urls: bool = False  # bridge(): record PyPI's URL of wheels pip took from a local folder
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
 
@@ -99,6 +88,7 @@ class BridgeResult:
     not_converted: tuple[tuple[str, str], ...]  # (wheel filename, why) of wheels whl2conda could not convert
     wheels: int
     bytes_downloaded: int
+    download_passes: int
     resolve_seconds: float
     download_seconds: float
     convert_seconds: float
@@ -114,6 +104,7 @@ class BridgeResult:
             not_converted=[NotConverted(wheel=f, why=w) for f, w in self.not_converted],
             wheels=self.wheels,
             bytes_downloaded=self.bytes_downloaded,
+            download_passes=self.download_passes,
             seconds={"resolve": round(self.resolve_seconds, 1), "download": round(self.download_seconds, 1),
                      "convert": round(self.convert_seconds, 1), "index": round(self.index_seconds, 1)})
 
@@ -149,6 +140,7 @@ class BridgeSummary(BaseModel):
     not_converted: list[NotConverted] = []
     wheels: int = 0
     bytes_downloaded: int = 0
+    download_passes: int = 0
     seconds: dict[str, float] = {}
 
 
@@ -177,22 +169,6 @@ def wheel_is_cuda(wheel_file: Path, name: str) -> bool:
     except (zipfile.BadZipFile, OSError):
         return False
     return bool(re.search(r"__version__\s*=\s*['\"][^'\"]*\+cu\d+", text)) or any("libcudart" in n for n in names)
-
-
-#: Packages released in lockstep with torch, and the version that goes with torch X.Y (PyTorch's
-#: compatibility table: torchvision 0.(Y+15) goes with torch 2.Y). Asking pip for the matching
-#: version fails at once when there is none; a bare ``torchvision`` makes pip backtrack through every
-#: older release (each pins another torch) for many minutes.
-LOCKSTEP_VERSIONS: dict[str, Callable[[int, int], str]] = {
-    "torchvision": lambda major, minor: f"==0.{minor + 15}.*",
-    "torchaudio": lambda major, minor: f"=={major}.{minor}.*",
-}
-
-
-def lockstep_requirement(name: str, release: str) -> str:
-    major, minor = (int(x) for x in release.split(".")[:2])
-    rule = LOCKSTEP_VERSIONS.get(normalize(name))
-    return f"{name}{rule(major, minor)}" if rule else name
 
 
 def _minor_bound(release: str) -> str:
@@ -248,52 +224,65 @@ def _convert_all(work: list[ConvertOptions], jobs: int) -> list[Converted | str]
         return list(pool.map(_try_convert, work))
 
 
-def _last_line(exc: BridgeError) -> str:
-    lines = [ln.strip() for ln in exc.message.splitlines() if ln.strip() and not ln.strip().startswith("[notice]")]
-    return lines[-1] if lines else "pip cannot resolve it"
+def _chosen(options: BridgeOptions, lock: RealLock) -> tuple[LockedClosure | None, dict[TorchBuild, LockedClosure]]:
+    """The closures of ``lock`` that ``options`` asks for: one per pytorch build, or (no builds) the
+    requirements' own. A build the lock lacks is an error naming it."""
+    per_build: dict[TorchBuild, LockedClosure] = {}
+    for b in options.torch:
+        c = lock.closure(b.release, b.variant)
+        if c is None:
+            raise BridgeError(f"the lock has no closure for PyTorch {b.release} {b.variant}", field="closures",
+                              hint="re-resolve with `sandbox --real --refresh`")
+        per_build[b] = c
+    shared = None
+    if not options.torch:
+        shared = next((c for c in lock.closures if c.target is None), None)
+        if shared is None:
+            raise BridgeError("the lock has no closure for the requirements alone", field="closures",
+                              hint="re-resolve with `sandbox --real --refresh`")
+    return shared, per_build
 
 
 def bridge(options: BridgeOptions) -> BridgeResult:
-    """Resolve, download, convert and index (see the module docstring)."""
-    say = options.progress or (lambda msg: log.info("%s", msg))
-    channel = assert_no_colon(options.channel, what="channel")
+    """Resolve (:func:`resolve_lock`), then :func:`bridge_locked`."""
     if not options.torch and not options.requirements:
         raise BridgeError("nothing to bridge", hint="give pytorch builds and/or requirements")
     t0 = time.monotonic()
-    per_build: dict[TorchBuild, Closure] = {}
-    unavailable: list[tuple[str, str, str]] = []
-    for torch_build in options.torch:
-        say(f"resolving {torch_build.pip_requirement} ({torch_build.variant}) with pip")
-        try:
-            per_build[torch_build] = resolve([torch_build.pip_requirement], options.pip)
-        except BridgeError as exc:
-            if not options.skip_unavailable:
-                raise
-            unavailable.append((torch_build.release, torch_build.variant, f"{torch_build.pip_requirement}: {_last_line(exc)}"))
-            continue
-        for name in options.lockstep:
-            req = lockstep_requirement(name, torch_build.release)
-            try:
-                per_build[torch_build] = resolve([*per_build[torch_build].request, req], options.pip)
-            except BridgeError as exc:
-                if not options.skip_unavailable:
-                    raise
-                unavailable.append((torch_build.release, torch_build.variant,
-                                    f"{req} with {torch_build.pip_requirement}: {_last_line(exc)}"))
-    shared = None
-    if options.requirements:
-        anchor = [next(iter(per_build)).pip_requirement] if per_build else []
-        say(f"resolving {len(options.requirements)} requirements of the distribution with pip")
-        shared = resolve([*anchor, *options.requirements], options.pip)
+    lock = resolve_lock(LockRequest(
+        python=options.python.short, torch=options.torch, requirements=options.requirements,
+        lockstep=options.lockstep, exclude=options.exclude, pip=options.pip, skip_unavailable=options.skip_unavailable,
+        public_urls=options.public_urls, progress=options.progress))
     resolve_s = time.monotonic() - t0
+    return dataclasses.replace(bridge_locked(options, lock), resolve_seconds=resolve_s)
+
+
+def bridge_locked(options: BridgeOptions, lock: RealLock) -> BridgeResult:
+    """Download, convert and index exactly what ``lock`` names for ``options.torch`` (module docstring)."""
+    say = options.progress or (lambda msg: log.info("%s", msg))
+    channel = assert_no_colon(options.channel, what="channel")
+    shared_lock, build_locks = _chosen(options, lock)
+    chosen = [c for c in [shared_lock, *build_locks.values()] if c is not None]
+    unavailable: list[tuple[str, str, str]] = [(c.release or "", c.variant or "", why) for c in chosen
+                                               for why in c.unavailable]
+    files = {fn: w for fn, w in lock.files_of(chosen).items() if w.name not in options.exclude}
+    excluded = sorted(set(lock.excluded) | {w.name for w in lock.files_of(chosen).values() if w.name in options.exclude})
+
+    t1 = time.monotonic()
+    say(f"downloading {len(files)} locked wheels into {options.wheel_cache} (files already there are kept)")
+    dl = download([Wheel(w.name, w.version, fn, w.url or "", w.sha256) for fn, w in files.items()],
+                  options.wheel_cache, options.pip)
+    known = {fn: wheel_from_file(dl.files[fn], name=w.name, version=w.version, sha256=w.sha256, url=w.url)
+             for fn, w in files.items()}
+
+    def closure(c: LockedClosure) -> Closure:
+        return Closure(tuple(c.request), tuple(known[fn] for fn in sorted(c.wheels.values()) if fn in known), 0.0)
+
+    shared = closure(shared_lock) if shared_lock else None
+    per_build = {b: closure(c) for b, c in build_locks.items() if c.wheels}
+    download_s = time.monotonic() - t1
 
     jobs = _plan(options, shared, per_build)
-    excluded = sorted({w.name for c in [shared, *per_build.values()] if c for w in c.wheels if w.name in options.exclude})
-    t1 = time.monotonic()
-    unique = {j.wheel.filename: j.wheel for j in jobs}
-    say(f"downloading {len(unique)} wheels into {options.wheel_cache} (files already there are kept)")
-    dl = download(list(unique.values()), options.wheel_cache, options.pip)
-    download_s = time.monotonic() - t1
+    unique = {j.wheel.filename for j in jobs}
 
     t2 = time.monotonic()
     converted: list[Converted] = []
@@ -348,10 +337,8 @@ def bridge(options: BridgeOptions) -> BridgeResult:
     index_channel(channel, subdirs=["linux-64"])
     index_s = time.monotonic() - t3
     return BridgeResult(channel, tuple(converted), pytorch, tuple(excluded), tuple(unavailable), tuple(not_converted),
-                        len(unique),
-                        dl.bytes_fetched,
-                        resolve_s, download_s, convert_s, index_s)
+                        len(unique), dl.bytes_fetched, dl.passes, 0.0, download_s, convert_s, index_s)
 
 
-__all__ = ["BridgeOptions", "BridgeResult", "BridgeSummary", "NotConverted", "PytorchFile", "TorchBuild", "Unavailable",
-           "bridge", "cuda_tag"]
+__all__ = ["LOCKSTEP_VERSIONS", "VARIANTS", "BridgeOptions", "BridgeResult", "BridgeSummary", "NotConverted",
+           "PytorchFile", "TorchBuild", "Unavailable", "bridge", "bridge_locked", "cuda_tag", "lockstep_requirement"]
