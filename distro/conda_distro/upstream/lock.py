@@ -38,8 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from conda_distro.errors import BridgeError
 from conda_distro.fsutil import atomic_write_text
-from conda_distro.upstream.names import normalize
 from conda_distro.jsonio import read_json
+from conda_distro.upstream.names import normalize
 from conda_distro.validation import to_error
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -166,7 +166,7 @@ class RealLock(_Strict):
 
 
 def read_lock(path: Path) -> RealLock:
-    """The lock in ``path``. A file that is not a regular file within the size cap of its kind (:data:`conda_distro.jsonio.MAX_BYTES`), not JSON, or
+    """The lock in ``path``. A file that is not a regular file within its size cap (jsonio), not JSON, or
     breaks a rule of the schema is a :class:`BridgeError` (exit 2) naming the file and the field."""
     hint = f"{SEE}; restore it from git, or delete it and run again to resolve a new one"
     if path.is_symlink():
