@@ -130,6 +130,7 @@ def commit_sweep(repo: Repo, distro: DistroRepo, recipe_paths: dict[str, Path], 
                             f"({dec.old_pin} -> {dec.new_pin}, build {dec.new_build})", dec.name))
     base = head_sha(repo)
     assert base is not None  # open_for_commit refused a repository without commits
+    crash_point("sweep-before-commits")
     shas = commit_chain(repo, base, [(paths, message) for paths, message, _ in planned], options.author)
     result.commits = [SweepCommit(package=package, sha=sha, message=message.splitlines()[0])
                       for (_, message, package), sha in zip(planned, shas, strict=True)]
