@@ -442,7 +442,8 @@ def run_bench(templates: Templates, workdir: Path, *, runs: int, seed: int, only
             results.append(r)
             if sc.phase:
                 (world.parent / f"{world.name}.trace").unlink(missing_ok=True)
-            log(f"  {name} #{i}: kill after {delay:5.3f} s{' into the phase' if sc.phase else ''} ({'killed' if r.killed else 'had finished'}), rerun exit "
+            when = f"{delay:5.3f} s{' into the phase' if sc.phase else ''}"
+            log(f"  {name} #{i}: kill after {when} ({'killed' if r.killed else 'had finished'}), rerun exit "
                 f"{r.rerun_code}, {len(r.violations)} violation(s)" + "".join(f"\n      - {v}" for v in r.violations))
             shutil.rmtree(world, ignore_errors=True)
     return results
