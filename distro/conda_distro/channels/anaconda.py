@@ -56,7 +56,7 @@ def parse_anaconda_ref(ref: str) -> AnacondaRef:
     return AnacondaRef(m.group(1), m.group(2) or "main")
 
 
-def mask_secret(text: str, secret: Secret | str | None) -> str:
+def mask_secret(text: str, secret: Secret | None) -> str:
     """``text`` with every form of ``secret`` (and of every registered secret) replaced by ``***``."""
     return mask(text, secret)
 
