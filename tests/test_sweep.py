@@ -1206,7 +1206,7 @@ def test_second_sweep_times_out_with_exit_2_and_writes_nothing(world27: Path, ca
     finally:
         holder.kill()
         holder.wait()
-    assert code == 2 and "another conda-distro process is writing to the repository" in err and "--lock-timeout" in err
+    assert code == 2 and "another conda-distro process (a sweep, build, check-pr, promote or retire) is using the repository" in err and "--lock-timeout" in err
     assert tracked_state(world27) == before and [h.name for h in git.Repo(world27).heads] == ["main"]
 
 
@@ -1230,7 +1230,7 @@ def test_build_times_out_on_a_locked_staging_channel(sandbox_world: Path, capsys
         holder.kill()
         holder.wait()
     assert code == 2
-    assert "another conda-distro process is writing to the staging channel" in err and "build or sweep" in err
+    assert "another conda-distro process (a build, sweep or promote) is using the staging channel" in err
     assert [p.name for p in staging.iterdir()] == [".conda-distro.lock"]  # nothing built
     assert not (sandbox_world / "build" / "results").exists()
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT
+from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, Deadline
 from conda_distro.templating import render
 
 STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "awaiting-upstream", "not-solvable",
@@ -31,7 +31,7 @@ class SweepOptions:
     jobs: int = 1
     author: str = "conda-distro bot <bot@conda-distro.invalid>"
     sandbox: bool = True  # False: --no-sandbox
-    lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another sweep of the same repository
+    lock_timeout: float | Deadline = DEFAULT_LOCK_TIMEOUT  # seconds to wait for the repository's and staging's locks
     root: Path | None = None  # the distribution's folder (None: found from the current one)
 
 

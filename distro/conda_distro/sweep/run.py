@@ -8,18 +8,19 @@ rolls the interrupted sweep's edits back and sweeps again, or finishes its commi
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conda_distro.channels.hooks import crash_point
-from conda_distro.channels.locking import REPOSITORY_LOCK, channel_lock
 from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import Distribution, distribution_of_texts, load_distribution, open_distro
 from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError, GitError, UsageError
 from conda_distro.fsutil import atomic_write_text, clear_stale_temps
 from conda_distro.graph import RecipeGraph
+from conda_distro.locks import Deadline, repository_lock
 from conda_distro.recipe import RECIPE_FILE
 from conda_distro.recipe_edit import EditError
 from conda_distro.sweep.edit import add_release_text, edited_text
@@ -51,16 +52,18 @@ def sweep(options: SweepOptions) -> SweepResult:
 
 
 def run_sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepResult:
-    """The sweep. Everything but ``--dry-run`` runs under the repository's lock (a second sweep of the
-    same checkout waits at most ``options.lock_timeout`` seconds, then exits 2), and is journaled: a
-    rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or finishes its commits."""
+    """The sweep. Everything but ``--dry-run`` runs under the repository's lock, exclusive (another
+    sweep, a build, promote or retire of the same checkout is waited for, at most ``options.lock_timeout``
+    seconds in all with the staging lock its build takes, then exit 2; see :mod:`conda_distro.locks`), and
+    is journaled: a rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or
+    finishes its commits."""
     distro = open_distro(options.root)  # (a folder without distro.yaml is refused before a malformed --pytorch)
     check_release(options.release)
     if options.dry_run:
         return _dry_run(distro, options)
-    with channel_lock(distro.build_dir / REPOSITORY_LOCK, options.lock_timeout, f"the repository {distro.root}",
-                      others="sweep"):
-        return _sweep_locked(distro, options, reporter)
+    budget = Deadline(options.lock_timeout) if not isinstance(options.lock_timeout, Deadline) else options.lock_timeout
+    with repository_lock(distro.build_dir, distro.root, budget, shared=False):
+        return _sweep_locked(distro, dataclasses.replace(options, lock_timeout=budget), reporter)
 
 
 def _dry_run(distro: DistroRepo, options: SweepOptions) -> SweepResult:
@@ -223,7 +226,8 @@ def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporte
         names = to_test(plan, graph, new_minor)
         if names:
             run = run_build(dist, BuildOptions(names=tuple(names), pytorch=(options.release,), jobs=options.jobs,
-                                               sandbox=options.sandbox, lock_timeout=options.lock_timeout), reporter)
+                                               sandbox=options.sandbox, lock_timeout=options.lock_timeout,
+                                               holds_repository_lock=True), reporter)
             _apply_results(plan, run.report, set(names), options.release, run.plan)
             mark_awaiting(plan, graph)
 
