@@ -1206,7 +1206,8 @@ def test_second_sweep_times_out_with_exit_2_and_writes_nothing(world27: Path, ca
     finally:
         holder.kill()
         holder.wait()
-    assert code == 2 and "another conda-distro process (a sweep, build, check-pr, promote or retire) is using the repository" in err and "--lock-timeout" in err
+    assert code == 2 and "--lock-timeout" in err
+    assert "another conda-distro process (a sweep, build, check-pr, promote or retire) is using the repository" in err
     assert tracked_state(world27) == before and [h.name for h in git.Repo(world27).heads] == ["main"]
 
 

@@ -46,6 +46,7 @@ from conda_distro.provenance import CheckoutRecipes
 from conda_distro.results import ArtifactResults, ResultsStore, TestRecord, Variant
 from conda_distro.revdeps import Retest, RevdepInputs, Verdict, ident
 from conda_distro.revdeps import check as check_revdeps
+from conda_distro.safetext import shown
 from conda_distro.specs import admits
 
 # ---------------------------------------------------------------------------------------------
@@ -174,7 +175,8 @@ class PromotionPlan:
                   for f in self.promote]
         lines += [f"  together: {', '.join(s)}" for s in self.sets]
         for h in sorted(self.held, key=lambda h: (not h.reason.is_failure, h.artifact)):
-            lines.append(f"  {'held' if h.reason.is_failure else 'skip'}     {h.artifact}  {h.reason.value}: {h.detail}")
+            lines.append(f"  {'held' if h.reason.is_failure else 'skip'}     {h.artifact}  {h.reason.value}: "
+                         f"{shown(h.detail, 'text', width=600)}")
         lines += [f"  untested {a}  (no test results; run `conda-distro build`)" for a in self.untracked]
         failures = sum(h.reason.is_failure for h in self.held)
         lines.append(f"{len(self.promote)} {'promoted' if done else 'to promote'}, {failures} held, "
