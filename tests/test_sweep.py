@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -982,6 +983,7 @@ def test_sweep_commit_killed_at_each_step_then_rerun_converges(world27: Path, st
     repo = git.Repo(world27)
     base = repo.head.commit.hexsha
     before = tracked_state(world27)
+    modes = {rel: (world27 / rel).stat().st_mode for rel in before}
 
     crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build", crash_at=step)
     assert crashed.returncode == -9, crashed.stderr
@@ -1006,6 +1008,7 @@ def test_sweep_commit_killed_at_each_step_then_rerun_converges(world27: Path, st
     assert [c["sha"] for c in doc["commits"]] == [c.hexsha for c in reversed(list(repo.iter_commits(f"{base}..sweep/pytorch-2.7.0")))]
     assert_complete_sweep_branch(world27, base, before)
     assert not any(p.exists() for p in planted) and not list((world27 / ".git").rglob("*.lock"))
+    assert {rel: (world27 / rel).stat().st_mode for rel in before} == modes  # the files put back keep their mode
     again = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")  # now truly nothing to do
     assert again.returncode == 0 and "was swept already: branch sweep/pytorch-2.7.0" in json.loads(again.stdout)["message"]
     assert_complete_sweep_branch(world27, base, before)
@@ -1050,6 +1053,18 @@ def killed_write(path: Path) -> Path:
     assert done.returncode == -9, done.stderr
     (tmp,) = path.parent.glob(f".{path.name}.*.tmp")
     return tmp
+
+
+def test_atomic_write_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path):
+    from conda_distro.fsutil import NEW_FILE_MODE, atomic_write_text
+
+    kept = tmp_path / "recipe.yaml"
+    kept.write_text("a\n")
+    kept.chmod(0o664)
+    atomic_write_text(kept, "b\n")
+    atomic_write_text(tmp_path / "new.json", "{}\n")
+    assert kept.read_text() == "b\n" and stat.S_IMODE(kept.stat().st_mode) == 0o664
+    assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == NEW_FILE_MODE
 
 
 def test_clear_stale_temps_removes_only_what_a_killed_atomic_write_left(tmp_path: Path):

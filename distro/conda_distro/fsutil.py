@@ -8,15 +8,25 @@ import gc
 import glob
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
+NEW_FILE_MODE = 0o644  # the permissions atomic_write_text gives a file it creates
+
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder + ``os.replace``)."""
+    """Write ``text`` to ``path`` atomically (temp file in the same folder + ``os.replace``). The file keeps
+    its permissions (a recipe the sweep edits and puts back stays as git checked it out); a new one gets
+    :data:`NEW_FILE_MODE`."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = NEW_FILE_MODE
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
