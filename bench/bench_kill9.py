@@ -396,6 +396,7 @@ class RunResult:
     killed: bool
     rerun_code: int
     violations: list[str]
+    git_leftovers: list[str] = field(default_factory=list)  # git lock files (and the private index) the kill left
 
 
 def run_once(sc: Scenario, world: Path, delay: float, ref: Reference) -> RunResult:
@@ -410,6 +411,8 @@ def run_once(sc: Scenario, world: Path, delay: float, ref: Reference) -> RunResu
         proc.communicate()
         killed = True
     violations = [f"after the kill: {v}" for v in sc.after_kill(world)]
+    leftovers = sorted(p.relative_to(world).as_posix() for p in (world / ".git").rglob("*")
+                       if p.name.endswith(".lock") or p.name.startswith("conda-distro-sweep.index"))
     complete = not sc.after_rerun(world, ref) if sc.name.startswith("sweep") else True  # did the kill come too late?
     rerun = cli(world, *sc.argv)
     if "Traceback" in rerun.stderr:
@@ -419,7 +422,7 @@ def run_once(sc: Scenario, world: Path, delay: float, ref: Reference) -> RunResu
     elif not complete and "nothing to do" in (json.loads(rerun.stdout).get("message") or ""):
         violations.append("the rerun said 'nothing to do' over an unfinished sweep")
     violations += sc.after_rerun(world, ref)
-    return RunResult(sc.name, delay, killed, rerun.returncode, violations)
+    return RunResult(sc.name, delay, killed, rerun.returncode, violations, leftovers)
 
 
 def run_bench(templates: Templates, workdir: Path, *, runs: int, seed: int, only: tuple[str, ...],
@@ -443,7 +446,8 @@ def run_bench(templates: Templates, workdir: Path, *, runs: int, seed: int, only
             if sc.phase:
                 (world.parent / f"{world.name}.trace").unlink(missing_ok=True)
             when = f"{delay:5.3f} s{' into the phase' if sc.phase else ''}"
-            log(f"  {name} #{i}: kill after {when} ({'killed' if r.killed else 'had finished'}), rerun exit "
+            left = f", left {', '.join(r.git_leftovers)}" if r.git_leftovers else ""
+            log(f"  {name} #{i}: kill after {when} ({'killed' if r.killed else 'had finished'}{left}), rerun exit "
                 f"{r.rerun_code}, {len(r.violations)} violation(s)" + "".join(f"\n      - {v}" for v in r.violations))
             shutil.rmtree(world, ignore_errors=True)
     return results
@@ -472,8 +476,10 @@ def main() -> int:
     for r in results:
         by.setdefault(r.scenario, []).append(r)
     for name, rs in by.items():
-        print(f"{name:8} {len(rs)} runs, {sum(r.killed for r in rs)} killed mid-run, "
-              f"{sum(bool(r.violations) for r in rs)} with violations")
+        left = sum(bool(r.git_leftovers) for r in rs)
+        print(f"{name:8} {len(rs)} runs, {sum(r.killed for r in rs)} killed mid-run"
+              + (f", {left} leaving git lock files behind" if left else "")
+              + f", {sum(bool(r.violations) for r in rs)} with violations")
     print(f"total: {len(results)} runs, {len(bad)} with violations ({time.monotonic() - t0:.0f} s)")
     if args.workdir is None:
         shutil.rmtree(workdir, ignore_errors=True)
