@@ -1,7 +1,7 @@
 """Crash safety: kill -9 at random moments of promote, retire, build and sweep --commit; reruns converge.
 
-    python bench/bench_kill9.py [--runs N] [--seed S] [--only promote,retire,build,sweep] [--sweep-build]
-                                [--workdir DIR]
+    python bench/bench_kill9.py [--runs N] [--commit-runs N] [--seed S]
+                                [--only promote,retire,build,sweep,sweep-commit] [--sweep-build] [--workdir DIR]
 
 Setup (not counted): the offline sandbox world, built once (``build --all --jobs 2``), promoted once
 (for retire), and a copy whose upstream also holds a stand-in pytorch 2.7.0 (for the sweep). Each
@@ -11,6 +11,16 @@ process group, SIGKILL the whole group after a random delay in [0, d] (seeded; t
 rattler-build's workers run in die with it, as in a cancelled CI job or a power cut), then rerun the
 same command without interruption, and check:
 
+``sweep-commit`` is ``sweep --commit`` killed within its commit phase (commit objects, branches, the
+work tree put back as it was), which is short and which random kills over the whole run seldom hit:
+the sweep marks the phase's start (``sweep-before-commits``, through the test trace of
+``channels/hooks.py``), the bench waits for that mark and kills after a random delay within the
+phase's duration in the uninterrupted run (``--commit-runs`` of them, default ``--runs``). git holds its
+lock files (``index.lock``, ``refs/heads/….lock``) for well under a millisecond, so in those worlds git's
+windows are widened without changing what git does: a ``reference-transaction`` hook sleeps 20 ms in its
+``prepared`` state (the ref's lock file exists) and a smudge filter sleeps 20 ms per file a checkout
+writes (``index.lock`` held, the work tree half switched): most kills land inside a git command.
+
 * main's repodata names only files that exist with its sha256, right after the kill and after the
   rerun (promote, retire);
 * after the rerun: the ledger (``channel_state/``) agrees with main (no drift), main holds exactly what
@@ -19,8 +29,10 @@ same command without interruption, and check:
   in ``build/results`` is for the file that is there, the reference run's artifacts are all built and
   tested, and ``promote --dry-run`` holds nothing because results are "for another build of this file";
 * sweep --commit: the branch sweep/pytorch-2.7.0 is complete (distro.yaml commit, then one per bumped
-  package with the same file contents as the reference run), main checked out again, clean, no journal left, and
-  the rerun never said "nothing to do" unless the killed run had already finished the sweep.
+  package with the same file contents as the reference run), main checked out again, clean, no journal left,
+  no git lock file left in ``.git/``, and the rerun never said "nothing to do" unless the killed run had
+  already finished the sweep;
+* every rerun: no traceback on stderr.
 
 Prints one line per run and a summary; exit 1 when any invariant is violated (or a rerun fails).
 The sweep runs with ``--no-build`` unless ``--sweep-build`` (then it builds and tests 10 packages
@@ -215,12 +227,63 @@ class Scenario:
     ok_codes: tuple[int, ...]  # exit codes of a complete run
     after_kill: Callable[[Path], list[str]]  # must hold right after the kill
     after_rerun: Callable[[Path, Reference], list[str]]  # must hold after the rerun
+    phase: str | None = None  # kill within the phase that starts at this crash_point (else within the whole run)
 
 
 @dataclass
 class Reference:
-    seconds: float
+    seconds: float  # the whole run, or (a phased scenario) from the phase's start to the end
     outcome: dict = field(default_factory=dict)
+
+
+WIDEN_HOOK = """#!/bin/sh
+# bench_kill9: hold the ref lock files a little longer, so that a kill can land while git holds them
+[ "$1" = prepared ] && sleep 0.02
+cat >/dev/null
+exit 0
+"""
+
+
+def widen_git_windows(world: Path) -> None:
+    """Make git hold its lock files longer in ``world`` (see the module docstring); nothing else changes."""
+    hook = world / ".git" / "hooks" / "reference-transaction"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text(WIDEN_HOOK)
+    hook.chmod(0o755)
+    (world / ".git" / "info").mkdir(exist_ok=True)
+    (world / ".git" / "info" / "attributes").write_text("recipes/** filter=kill9slow\ndistro.yaml filter=kill9slow\n")
+    for key, value in (("smudge", "sleep 0.02; cat"), ("clean", "cat")):
+        subprocess.run(["git", "-C", str(world), "config", f"filter.kill9slow.{key}", value], check=True)
+
+
+def _start(sc: Scenario, world: Path) -> tuple[subprocess.Popen, Path | None]:
+    """Start the command in its own process group; a phased scenario traces its steps to a file."""
+    cmd = [sys.executable, "-m", "conda_distro", *sc.argv, "--root", str(world), "--format", "json"]
+    trace = world.parent / f"{world.name}.trace" if sc.phase else None
+    env = dict(os.environ)
+    if trace is not None:
+        widen_git_windows(world)
+        trace.unlink(missing_ok=True)
+        env["CONDA_DISTRO_TEST_TRACE"] = str(trace)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    return proc, trace
+
+
+def _phase_start(proc: subprocess.Popen, trace: Path, step: str) -> float | None:
+    """Wait (polling every millisecond) until the command passes ``step``; its time.monotonic() then, or
+    None when the command ended without passing it."""
+    while True:
+        try:
+            for line in trace.read_text().splitlines():
+                name, _, stamp = line.partition(" ")
+                if name == step:
+                    return float(stamp)
+        except (OSError, ValueError):
+            pass
+        if proc.poll() is not None:
+            return None
+        time.sleep(0.001)
 
 
 def _promote_final(world: Path, ref: Reference) -> list[str]:
@@ -276,6 +339,9 @@ def _sweep_branch(world: Path) -> dict[str, str]:
 
 def _sweep_final(world: Path, ref: Reference) -> list[str]:
     bad = []
+    locks = sorted(p.relative_to(world).as_posix() for p in (world / ".git").rglob("*.lock"))
+    if locks:
+        bad.append(f"git lock files left: {locks}")
     head = subprocess.run(["git", "-C", str(world), "symbolic-ref", "--short", "HEAD"], capture_output=True, text=True)
     if head.stdout.strip() != "main":  # the sweep returns to the branch it started from
         bad.append(f"HEAD is {head.stdout.strip() or head.stderr.strip()}, not main")
@@ -302,18 +368,24 @@ def scenarios(t: Templates, sweep_build: bool) -> dict[str, Scenario]:
                            _retire_final),
         "build": Scenario("build", t.sandbox, ("build", *BUILD_NAMES), (0,), none, _build_final),
         "sweep": Scenario("sweep", t.sweep, sweep_argv, (0,), none, _sweep_final),
+        "sweep-commit": Scenario("sweep-commit", t.sweep, sweep_argv, (0,), none, _sweep_final,
+                                 phase="sweep-before-commits"),
     }
 
 
 def reference(sc: Scenario, world: Path) -> Reference:
     t0 = time.monotonic()
-    res = cli(world, *sc.argv)
-    ref = Reference(time.monotonic() - t0)
-    if res.returncode not in sc.ok_codes:
-        raise SystemExit(f"reference run of {sc.name} exited {res.returncode}:\n{res.stderr[-3000:]}")
+    proc, trace = _start(sc, world)
+    started = _phase_start(proc, trace, sc.phase) if trace is not None and sc.phase else t0
+    _, err = proc.communicate()
+    if started is None:
+        raise SystemExit(f"reference run of {sc.name} never reached {sc.phase}:\n{err[-3000:]}")
+    ref = Reference(time.monotonic() - started)
+    if proc.returncode not in sc.ok_codes:
+        raise SystemExit(f"reference run of {sc.name} exited {proc.returncode}:\n{err[-3000:]}")
     ref.outcome = {"main": dict(indexed_files(main_dir(world))[0]),
                    "staging": dict(indexed_files(world / "build" / "channels" / "staging")[0]),
-                   "branch": _sweep_branch(world) if sc.name == "sweep" else {}}
+                   "branch": _sweep_branch(world) if sc.name.startswith("sweep") else {}}
     return ref
 
 
@@ -324,31 +396,38 @@ class RunResult:
     killed: bool
     rerun_code: int
     violations: list[str]
+    git_leftovers: list[str] = field(default_factory=list)  # git lock files (and the private index) the kill left
 
 
 def run_once(sc: Scenario, world: Path, delay: float, ref: Reference) -> RunResult:
-    cmd = [sys.executable, "-m", "conda_distro", *sc.argv, "--root", str(world), "--format", "json"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc, trace = _start(sc, world)
+    if trace is not None and sc.phase and _phase_start(proc, trace, sc.phase) is None:
+        delay = 0.0  # ended (or failed) before the phase: nothing to kill
     try:
-        proc.wait(timeout=delay)
+        proc.communicate(timeout=delay)
         killed = False
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)  # the command and every process it started
-        proc.wait()
+        proc.communicate()
         killed = True
     violations = [f"after the kill: {v}" for v in sc.after_kill(world)]
-    complete = not sc.after_rerun(world, ref) if sc.name == "sweep" else True  # did the kill come too late?
+    leftovers = sorted(p.relative_to(world).as_posix() for p in (world / ".git").rglob("*")
+                       if p.name.endswith(".lock") or p.name.startswith("conda-distro-sweep.index"))
+    complete = not sc.after_rerun(world, ref) if sc.name.startswith("sweep") else True  # did the kill come too late?
     rerun = cli(world, *sc.argv)
+    if "Traceback" in rerun.stderr:
+        violations.append(f"the rerun printed a traceback: {rerun.stderr.strip()[-800:]}")
     if rerun.returncode not in sc.ok_codes:
         violations.append(f"the rerun exited {rerun.returncode}: {rerun.stderr.strip()[-800:]}")
     elif not complete and "nothing to do" in (json.loads(rerun.stdout).get("message") or ""):
         violations.append("the rerun said 'nothing to do' over an unfinished sweep")
     violations += sc.after_rerun(world, ref)
-    return RunResult(sc.name, delay, killed, rerun.returncode, violations)
+    return RunResult(sc.name, delay, killed, rerun.returncode, violations, leftovers)
 
 
 def run_bench(templates: Templates, workdir: Path, *, runs: int, seed: int, only: tuple[str, ...],
-              sweep_build: bool = False, log: Callable[[str], None] = lambda line: print(line, flush=True)) -> list[RunResult]:
+              sweep_build: bool = False, commit_runs: int | None = None,
+              log: Callable[[str], None] = lambda line: print(line, flush=True)) -> list[RunResult]:
     rng = random.Random(seed)
     results: list[RunResult] = []
     for name, sc in scenarios(templates, sweep_build).items():
@@ -356,14 +435,19 @@ def run_bench(templates: Templates, workdir: Path, *, runs: int, seed: int, only
             continue
         shutil.rmtree(workdir / f"{name}-reference", ignore_errors=True)
         ref = reference(sc, copy_world(sc.template, workdir / f"{name}-reference"))
-        log(f"{name}: uninterrupted run {ref.seconds:.1f} s")
-        for i in range(runs):
+        (workdir / f"{name}-reference.trace").unlink(missing_ok=True)
+        log(f"{name}: uninterrupted run {ref.seconds:.2f} s" + (f" from {sc.phase}" if sc.phase else ""))
+        for i in range(commit_runs if sc.phase and commit_runs is not None else runs):
             shutil.rmtree(workdir / f"{name}-{i}", ignore_errors=True)
             world = copy_world(sc.template, workdir / f"{name}-{i}")
             delay = rng.uniform(0.0, ref.seconds)
             r = run_once(sc, world, delay, ref)
             results.append(r)
-            log(f"  {name} #{i}: kill after {delay:5.2f} s ({'killed' if r.killed else 'had finished'}), rerun exit "
+            if sc.phase:
+                (world.parent / f"{world.name}.trace").unlink(missing_ok=True)
+            when = f"{delay:5.3f} s{' into the phase' if sc.phase else ''}"
+            left = f", left {', '.join(r.git_leftovers)}" if r.git_leftovers else ""
+            log(f"  {name} #{i}: kill after {when} ({'killed' if r.killed else 'had finished'}{left}), rerun exit "
                 f"{r.rerun_code}, {len(r.violations)} violation(s)" + "".join(f"\n      - {v}" for v in r.violations))
             shutil.rmtree(world, ignore_errors=True)
     return results
@@ -373,7 +457,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5, help="killed runs per command")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--only", default="promote,retire,build,sweep")
+    ap.add_argument("--commit-runs", type=int, default=None,
+                    help="killed runs of sweep-commit (kills within the sweep's commit phase); default --runs")
+    ap.add_argument("--only", default="promote,retire,build,sweep,sweep-commit")
     ap.add_argument("--sweep-build", action="store_true", help="sweep with builds and tests (slow)")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the worlds here (default: a temp folder)")
     args = ap.parse_args()
@@ -384,14 +470,16 @@ def main() -> int:
     templates = make_templates(workdir)
     print(f"setup {time.monotonic() - t0:.0f} s", flush=True)
     results = run_bench(templates, workdir, runs=args.runs, seed=args.seed, only=tuple(args.only.split(",")),
-                        sweep_build=args.sweep_build)
+                        sweep_build=args.sweep_build, commit_runs=args.commit_runs)
     bad = [r for r in results if r.violations]
     by = {}
     for r in results:
         by.setdefault(r.scenario, []).append(r)
     for name, rs in by.items():
-        print(f"{name:8} {len(rs)} runs, {sum(r.killed for r in rs)} killed mid-run, "
-              f"{sum(bool(r.violations) for r in rs)} with violations")
+        left = sum(bool(r.git_leftovers) for r in rs)
+        print(f"{name:8} {len(rs)} runs, {sum(r.killed for r in rs)} killed mid-run"
+              + (f", {left} leaving git lock files behind" if left else "")
+              + f", {sum(bool(r.violations) for r in rs)} with violations")
     print(f"total: {len(results)} runs, {len(bad)} with violations ({time.monotonic() - t0:.0f} s)")
     if args.workdir is None:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -19,6 +19,7 @@ from channel_builds import PACKAGES
 from conda_distro.channels import AnacondaChannel, ChannelFile, LocalChannel, mask_secret, open_channel, parse_anaconda_ref, sha256_of
 from conda_distro.config import load_config
 from conda_distro.errors import ChannelError, LockTimeoutError
+from conda_distro.secret import Secret
 
 TOKEN = "tok-SECRET-0123456789"
 
@@ -194,7 +195,7 @@ def test_parse_anaconda_ref():
 
 
 def test_mask_secret():
-    assert mask_secret(f"bad token {TOKEN}!", TOKEN) == "bad token ***!"
+    assert mask_secret(f"bad token {TOKEN}!", Secret(TOKEN, name="ANACONDA_API_TOKEN")) == "bad token ***!"
     assert mask_secret("x", None) == "x"
 
 

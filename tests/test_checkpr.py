@@ -266,7 +266,8 @@ def test_lint_error_in_changed_recipe_is_reported_with_its_location(sandbox_worl
 
     code, md = check_pr_markdown(capsys, sandbox_world, "--no-build")
     assert code == 1
-    assert f"- ❌ `{rel}:{line}` [run-dep-unbounded] run requirement 'pytorch >=2.4' has no upper bound" in md
+    # the message quotes the recipe: escaped for markdown ('>' as a character reference, shown as '>')
+    assert f"- ❌ `{rel}:{line}` [run-dep-unbounded] run requirement 'pytorch &#62;=2.4' has no upper bound" in md
     assert "**Next:** fix the lint errors" in md
 
 

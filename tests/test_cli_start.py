@@ -44,8 +44,9 @@ def test_importing_the_cli_loads_no_library_module_of_ours():
              "print(sorted(m for m in sys.modules if m.startswith('conda_distro.') "
              "and not m.startswith('conda_distro.cli')))")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
-    # the error tree, and the secret masking every output of the CLI goes through (both stdlib-only)
-    assert proc.stdout.strip() == "['conda_distro.errors', 'conda_distro.secret']"
+    # the error tree, the secret masking every output of the CLI goes through and the locks' default
+    # timeout (all stdlib-only)
+    assert proc.stdout.strip() == "['conda_distro.errors', 'conda_distro.locks', 'conda_distro.secret']"
 
 
 @pytest.mark.parametrize("command", ["", *COMMANDS])
@@ -90,13 +91,20 @@ def test_top_level_help_lists_every_command_in_flow_order(capsys):
     assert listed == [c for c in COMMANDS if " " not in c]
 
 
-def test_lock_timeout_default_matches_the_library():
-    from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT as channel_default
-    from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT as cli_default
-    from conda_distro.cli.promote_cmd import DEFAULT_LOCK_TIMEOUT
-    from conda_distro.promote import DEFAULT_LOCK_TIMEOUT as library_default
+def test_one_lock_timeout_default_for_every_command():
+    """build, sweep, promote and retire take --lock-timeout's default from conda_distro.locks, the one place
+    it is defined."""
+    from conda_distro import locks
+    from conda_distro.engine.run import BuildOptions
+    from conda_distro.promote import PromoteOptions
+    from conda_distro.retire import RetireOptions
+    from conda_distro.sweep import SweepOptions
 
-    assert DEFAULT_LOCK_TIMEOUT == library_default == cli_default == channel_default
+    defaults = {_click_command([c]).params[[p.name for p in _click_command([c]).params].index("lock_timeout")].default
+                for c in ("build", "sweep", "promote", "retire")}
+    assert defaults == {locks.DEFAULT_LOCK_TIMEOUT}
+    assert {BuildOptions().lock_timeout, SweepOptions(release="1.0.0").lock_timeout, PromoteOptions().lock_timeout,
+            RetireOptions(name="x", reason="y").lock_timeout} == {locks.DEFAULT_LOCK_TIMEOUT}
 
 
 def test_commands_still_run_their_library_code(tmp_path, capsys):

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -84,7 +88,114 @@ def test_branches_are_created_once_and_checked_out(repo_dir):
     with pytest.raises(GitError) as err:
         gitutil.create_branch(repo, "sweep/pytorch-2.6.0", repo.head.commit.hexsha)
     assert "git branch -D sweep/pytorch-2.6.0" in err.value.hint
-    gitutil.checkout(repo, sha)
+    repo.git.checkout(sha)
     assert gitutil.current_branch(repo) is None and gitutil.current_ref(repo) == sha
-    gitutil.checkout(repo, "sweep/pytorch-2.6.0")
+    repo.git.checkout("sweep/pytorch-2.6.0")
     assert gitutil.current_ref(repo) == "sweep/pytorch-2.6.0"
+
+
+# ---------------------------------------------------------------------------------------------
+# crash safety: questions take no lock, commits go through a private index, stale locks are removed
+# only while no git process that could hold them runs
+
+
+def test_questions_take_no_index_lock_and_commit_chain_leaves_nothing(repo_dir):
+    repo = gitutil.open_repo(repo_dir)
+    assert repo.git.environment()["GIT_OPTIONAL_LOCKS"] == "0"
+    assert gitutil.find_repo(repo_dir).git.environment()["GIT_OPTIONAL_LOCKS"] == "0"
+    base = repo.head.commit.hexsha
+    index_before = (repo_dir / ".git" / "index").read_bytes()
+    (repo_dir / "distro.yaml").write_text("pytorch:\n  releases: [2.5.1, 2.6.0]\n")
+    private = gitutil.private_index(repo)
+    private.write_text("a stale private index")  # as a killed chain leaves it, with its lock
+    lock = Path(f"{private}.lock")
+    lock.write_text("")
+    [sha] = gitutil.commit_chain(repo, base, [(["distro.yaml"], "add 2.6.0")], "Bot <bot@example.org>")
+    assert repo.commit(sha).parents[0].hexsha == base and repo.head.commit.hexsha == base
+    assert (repo_dir / ".git" / "index").read_bytes() == index_before  # the index is not touched
+    assert not private.exists() and not lock.exists()
+    assert sorted(p.name for p in (repo_dir / ".git").glob("*.lock")) == []
+
+
+def test_git_subcommand_skips_global_options():
+    assert gitutil.git_subcommand(["git", "-C", "/x", "--no-pager", "-c", "a=b", "log", "-1"]) == "log"
+    assert gitutil.git_subcommand(["git", "--git-dir", "/x/.git", "update-ref", "refs/heads/a", "0"]) == "update-ref"
+    assert gitutil.git_subcommand(["git"]) is None
+
+
+def _git_holding_the_index_lock(repo_dir: Path) -> subprocess.Popen:
+    """A person's `git commit` waiting for its editor: a live git process holding .git/index.lock (started
+    from a shell, as a person's is: not a child of this process)."""
+    (repo_dir / "distro.yaml").write_text("edited\n")
+    subprocess.run(["git", "-C", str(repo_dir), "add", "distro.yaml"], check=True)
+    proc = subprocess.Popen(["sh", "-c", "git commit -a; true"], cwd=repo_dir, env={**os.environ, "GIT_EDITOR": "sleep 60; :"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not (repo_dir / ".git" / "index.lock").exists():
+        assert time.monotonic() < deadline and proc.poll() is None, "git commit did not take index.lock"
+        time.sleep(0.05)
+    return proc
+
+
+def test_a_lock_a_running_git_command_may_hold_is_left_alone(repo_dir):
+    repo = gitutil.open_repo(repo_dir)
+    stale_ref = repo_dir / ".git" / "refs" / "heads" / "sweep" / "pytorch-2.6.0.lock"
+    stale_ref.parent.mkdir(parents=True)
+    stale_ref.write_text("")
+    index_lock = repo_dir / ".git" / "index.lock"
+    person = _git_holding_the_index_lock(repo_dir)
+    try:
+        [(_, cmdline)] = gitutil.git_processes(repo)
+        assert cmdline == "git commit -a"
+        t0 = time.monotonic()
+        assert gitutil.clear_stale_locks(repo, [stale_ref, index_lock], wait=0.5) == []
+        assert time.monotonic() - t0 >= 0.5  # it waited for the command to end
+        assert index_lock.exists() and stale_ref.exists()  # nothing removed while it runs
+        with pytest.raises(GitError) as err:  # a git command that needs a held lock: exit 2, no traceback
+            gitutil.create_branch(repo, "sweep/pytorch-2.6.0", repo.head.commit.hexsha)
+        assert "git could not create branch sweep/pytorch-2.6.0" in err.value.message and "lock" in err.value.hint
+    finally:
+        os.killpg(person.pid, signal.SIGKILL)  # killed inside its command: index.lock stays, as after a crash
+        person.wait()
+    deadline = time.monotonic() + 10
+    while gitutil.git_processes(repo) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert index_lock.exists()
+    assert gitutil.clear_stale_locks(repo, [stale_ref, index_lock]) == [stale_ref, index_lock]
+    assert not index_lock.exists() and not stale_ref.exists()
+    assert gitutil.clear_stale_locks(repo, [stale_ref, index_lock]) == []  # nothing left: nothing to do
+
+
+def test_reading_git_commands_do_not_keep_a_stale_lock(repo_dir):
+    """`git log` in a pager or gitpython's `git cat-file --batch` hold no lock: they do not stop the cleanup."""
+    repo = gitutil.open_repo(repo_dir)
+    stale = repo_dir / ".git" / "refs" / "heads" / "sweep" / "pytorch-2.6.0-a.lock"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("")
+    reader = subprocess.Popen(["git", "cat-file", "--batch"], cwd=repo_dir, stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL)
+    try:
+        repo.head.commit.tree.traverse()  # gitpython's own readers (children of this process) run too
+        assert gitutil.git_processes(repo) == []
+        assert gitutil.clear_stale_locks(repo, [stale], wait=0) == [stale]
+    finally:
+        reader.kill()
+        reader.wait()
+
+
+def test_return_to_moves_head_and_the_index_back_only_when_moved(repo_dir):
+    repo = gitutil.open_repo(repo_dir)
+    base = repo.head.commit.hexsha
+    (repo_dir / "distro.yaml").write_text("swept\n")
+    [tip] = gitutil.commit_chain(repo, base, [(["distro.yaml"], "sweep")], "Bot <bot@example.org>")
+    gitutil.create_branch(repo, "sweep/x", tip)
+    (repo_dir / "distro.yaml").write_text("pytorch:\n  releases: [2.5.1]\n")
+    assert gitutil.return_to(repo, "main", ["distro.yaml"]) is False  # nothing moved: nothing written
+    repo.git.symbolic_ref("HEAD", "refs/heads/sweep/x")  # what an older sweep, killed while switching, left
+    repo.git.read_tree(tip)
+    assert gitutil.return_to(repo, "main", ["distro.yaml"]) is True
+    assert gitutil.current_ref(repo) == "main" and not repo.is_dirty()
+    repo.git.checkout(tip)  # detached
+    assert gitutil.return_to(repo, base, ["distro.yaml"]) is True
+    assert gitutil.current_ref(repo) == base and repo.git.diff("--cached", "--name-only") == ""
+    assert (repo_dir / "distro.yaml").read_text() == "swept\n"  # the work tree is the caller's to put back

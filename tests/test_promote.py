@@ -398,7 +398,7 @@ def test_second_promotion_times_out_with_exit_2(root):
         holder.kill()
         holder.wait()
     assert res.returncode == 2
-    assert "another conda-distro process is writing" in res.stderr and "--lock-timeout" in res.stderr
+    assert "another conda-distro process (a promote or retire) is using channel" in res.stderr and "--lock-timeout" in res.stderr
     assert assert_main_consistent(root) == {} and not (root / "channel_state").exists()
 
 

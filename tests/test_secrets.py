@@ -6,6 +6,8 @@ or no server at all). The CLI runs as a subprocess, exactly as CI runs it.
 from __future__ import annotations
 
 import base64
+import functools
+import html
 import json
 import logging
 import os
@@ -17,13 +19,24 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 from anaconda_server import FakeAnaconda
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_channels import api_doc, by_name, copy_channel, staging_files, write_distro
 from test_promote import write_results
 
 from conda_distro.channels import AnacondaChannel, open_channel
 from conda_distro.config import load_config
 from conda_distro.errors import ChannelError
-from conda_distro.secret import MASK, Secret, mask, masked_excepthook, read_secret, register, scrubbed_env
+from conda_distro.secret import (
+    MASK,
+    MIN_SECRET_LENGTH,
+    Secret,
+    mask,
+    masked_excepthook,
+    read_secret,
+    register,
+    scrubbed_env,
+)
 
 TOKEN = "tok-S3CRET-token-4242424242"  # what the server accepts
 
@@ -236,3 +249,94 @@ def test_channel_object_never_shows_the_token(tmp_path):
     assert exc.value.__cause__ is None and exc.value.__suppress_context__
     assert token not in str(exc.value)
     register(Secret(token, name="t"))
+
+
+# ---------------------------------------------------------------------------------------------
+# what a server may echo: every escaped, reversed, hex and base64 form is masked (property tests); a
+# token too short to mask safely is refused
+
+
+# tokens are printable ASCII (check_token); '*' is left out here: a token holding MASK's own characters
+# could be "re-made" by masking next to surrounding text that happens to hold the rest of it
+TOKEN_CHARS = st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_characters="*")
+TOKENS = st.text(TOKEN_CHARS, min_size=MIN_SECRET_LENGTH, max_size=40)
+AROUND = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E, blacklist_characters="*"), max_size=12)
+
+#: one character written the ways servers, logs and serializers write it (independent of conda_distro.secret)
+CHAR_FORMS = {
+    "itself": lambda c: c,
+    "html decimal": lambda c: f"&#{ord(c)};",
+    "html decimal, zero-padded": lambda c: f"&#{ord(c):04d};",
+    "html hex": lambda c: f"&#x{ord(c):x};",
+    "HTML HEX": lambda c: f"&#X{ord(c):X};",
+    "html named": lambda c: html.escape(c, quote=True),
+    "url": lambda c: f"%{ord(c):02x}",
+    "URL": lambda c: f"%{ord(c):02X}",
+    "python \\x": lambda c: f"\\x{ord(c):02x}",
+    "json \\u": lambda c: f"\\u{ord(c):04x}",
+}
+#: the whole token in one form
+WHOLE_FORMS = {
+    **{name: functools.partial(lambda f, t: "".join(f(c) for c in t), f) for name, f in CHAR_FORMS.items()},
+    "hex": lambda t: t.encode().hex(),
+    "HEX": lambda t: t.encode().hex().upper(),
+    "reversed": lambda t: t[::-1],
+    "reversed, html": lambda t: "".join(f"&#{ord(c)};" for c in t[::-1]),
+    "quote": lambda t: quote(t, safe=""),
+    "quote_plus": quote_plus,
+    "json": lambda t: json.dumps(t)[1:-1],
+    "repr": lambda t: repr(t)[1:-1],
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(token=TOKENS, form=st.sampled_from(sorted(WHOLE_FORMS)), before=AROUND, after=AROUND)
+def test_every_encoded_form_of_a_token_is_masked(token, form, before, after):
+    written = WHOLE_FORMS[form](token)
+    masked = Secret(token, name="ANACONDA_API_TOKEN").mask(before + written + after)
+    assert written not in masked and MASK in masked
+
+
+@settings(max_examples=200, deadline=None)
+@given(token=TOKENS, data=st.data())
+def test_a_token_escaped_character_by_character_in_mixed_ways_is_masked(token, data):
+    """A server that escapes only some characters, each its own way (``t&#111;k%2D…``)."""
+    choices = data.draw(st.lists(st.sampled_from(sorted(CHAR_FORMS)), min_size=len(token), max_size=len(token)))
+    written = "".join(CHAR_FORMS[how](c) for how, c in zip(choices, token, strict=True))
+    masked = Secret(token, name="ANACONDA_API_TOKEN").mask(f"echo: {written}.")
+    assert masked == f"echo: {MASK}."
+
+
+def base64_core(token: bytes, pad: int, urlsafe: bool) -> str:
+    """The base64 characters that depend on ``token`` alone when ``pad`` bytes come before it."""
+    enc = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(b"\0" * pad + token).decode()
+    return enc[4 if pad else 0:(pad + len(token)) // 3 * 4]
+
+
+@settings(max_examples=300, deadline=None)
+@given(token=TOKENS, before=st.binary(max_size=7), after=st.binary(max_size=7), urlsafe=st.booleans())
+def test_base64_at_every_alignment_is_masked(token, before, after, urlsafe):
+    raw = token.encode()
+    text = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(before + raw + after).decode()
+    core = base64_core(raw, len(before) % 3, urlsafe)
+    assert len(core) >= MIN_SECRET_LENGTH  # what the minimum length guarantees at every alignment
+    masked = Secret(token, name="ANACONDA_API_TOKEN").mask(f"Authorization: Basic {text}")
+    assert core not in masked and MASK in masked
+
+
+@pytest.mark.parametrize("token", ["abcd", "  tok4\n", "1234567"])
+def test_a_token_too_short_to_mask_is_refused_without_showing_it(token):
+    with pytest.raises(ChannelError) as exc:
+        read_secret({"ANACONDA_API_TOKEN": token}, "ANACONDA_API_TOKEN")
+    message = f"{exc.value} {exc.value.hint}"
+    assert "too short to be an API token" in message and f"at least {MIN_SECRET_LENGTH}" in message
+    assert token.strip() not in message.replace("ANACONDA_API_TOKEN", "")
+    assert exc.value.exit_code == 2
+
+
+def test_a_short_token_is_exit_2_on_the_command_line(tmp_path):
+    root = write_distro(tmp_path / "distro", staging="anaconda://builds/staging", main="anaconda://distro")
+    res = cli(root, "promote", token="ab12", api_url=f"http://127.0.0.1:{closed_port()}")
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert "ANACONDA_API_TOKEN is too short to be an API token (4 character(s); at least 8)" in res.stderr
+    assert "ab12" not in res.stdout + res.stderr

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conda_distro.config import DistroRepo, find_root, load_config
+from conda_distro.config import DISTRO_FILE, DistroRepo, find_root, load_config
 from conda_distro.errors import DistroError, RecipeError
 from conda_distro.fsutil import paused_gc
 from conda_distro.recipe import Recipe, parse_recipe, read_recipe_text, recipe_paths
@@ -64,6 +64,13 @@ class Distribution:
     recipes: dict[str, Recipe]  # by folder name
     errors: list[DistroError] = field(default_factory=list)  # recipes that could not be loaded
     settings: RenderSettings = field(default_factory=RenderSettings)  # what the recipes were rendered with
+    #: :func:`repository_state` of the files it was read from (None: not read from disk as one state)
+    loaded_state: tuple | None = None
+
+    def changed_on_disk(self) -> bool:
+        """Were distro.yaml or a recipe written since this was read (or is that unknown)? A command that
+        read it before taking the repository's lock reads it again under the lock when so."""
+        return self.loaded_state is None or repository_state(self.root) != self.loaded_state
 
     @property
     def root(self) -> Path:
@@ -140,7 +147,7 @@ class Distribution:
             return self
         blocked = self.blocked_by_broken()
         keep = {n: r for n, r in self.recipes.items() if n not in blocked}
-        return Distribution(self.distro, keep, [], self.settings)
+        return Distribution(self.distro, keep, [], self.settings, self.loaded_state)
 
     def exclusions(self) -> Exclusions:
         """What :meth:`readable` left out: the recipes that cannot be read or rendered, and their dependents."""
@@ -185,10 +192,30 @@ def open_distro(root: Path | None) -> DistroRepo:
     return load_config(root.resolve() if root else find_root(Path.cwd()))
 
 
+def repository_state(root: Path) -> tuple:
+    """distro.yaml and every recipe file as stat data (inode, mtime, size): what a sweep edits. Any write
+    (an atomic replace, a git checkout) changes it."""
+    def stat(path: Path) -> tuple | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    recipes = root / "recipes"
+    return (stat(root / DISTRO_FILE), *((p.parent.name, stat(p)) for p in recipe_paths(recipes)))
+
+
 def load_distribution(root: Path | None = None, *, strict: bool = True, distro: DistroRepo | None = None) -> Distribution:
     """Load distro.yaml and every recipe. ``strict`` raises the first recipe error; otherwise errors are
-    collected so that lint can still report on the rest."""
-    distro = distro or open_distro(root)
+    collected so that lint can still report on the rest. The result records the files' state
+    (:meth:`Distribution.changed_on_disk`), unless they were written while it read them."""
+    if distro is None:
+        top = root.resolve() if root else find_root(Path.cwd())
+        before = repository_state(top)
+        distro = load_config(top)
+    else:
+        before = repository_state(distro.root)
     errors: list[DistroError] = []
     texts: list[tuple[str, Path]] = []
     for path in recipe_paths(distro.recipes_dir):
@@ -197,6 +224,7 @@ def load_distribution(root: Path | None = None, *, strict: bool = True, distro: 
         except DistroError as exc:
             errors.append(exc)
     dist = distribution_of_texts(distro, texts, errors)
+    dist.loaded_state = before if repository_state(distro.root) == before else None
     if strict:
         dist.raise_errors()
     return dist

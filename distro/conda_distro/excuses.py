@@ -7,6 +7,10 @@ a new build or a fix elsewhere); ``held-permanently`` (needs someone to act: a b
 from this checkout, a build number bump, retired). Entries are grouped by what blocks them, not listed
 flat. `promote` writes them to ``build/excuses.json`` (a dry run too); `conda-distro excuses` prints them;
 `status` reads the file back into the same types (:func:`read_excuses`).
+
+Reasons quote test failure reasons, which recipe code wrote: they are kept clean and short in the file
+(:func:`conda_distro.safetext.shown`, ``text``), and escaped and de-mentioned wherever they are shown in
+markdown or HTML (``line``), a file read back included.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from conda_distro.errors import UsageError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.holds import Held, HoldReason
 from conda_distro.jsonio import read_json
+from conda_distro.safetext import shown
 from conda_distro.validation import to_error
 
 EXCUSES_FILE = "excuses.json"
+REASON_WIDTH = 600  # characters of a reason (it may quote a failing test's reason)
 _HINT = "rerun `conda-distro promote` (it writes build/excuses.json) or delete the file"
 
 PERMANENT = {HoldReason.RETIRED, HoldReason.SHA256_MISMATCH, HoldReason.NOT_FROM_THIS_CHECKOUT,
@@ -165,7 +171,7 @@ class Excuses(_Model):
             for e in es:
                 old = e.old_version or "(new)"
                 lines.append(f"  {e.name} {old} -> {e.new_version}  {e.verdict}, {e.days_waiting} day(s) in staging")
-                lines += [f"    - {r}" for r in e.reasons]
+                lines += [f"    - {shown(r, 'text', width=REASON_WIDTH)}" for r in e.reasons]
                 if e.promote_with:
                     lines.append(f"    goes with: {', '.join(e.promote_with)}")
                 if e.maintainers and e.verdict != "promote":
@@ -183,7 +189,7 @@ class Excuses(_Model):
             out += [f"### {title} ({len(es)})", "", "| package | main → staging | verdict | days | why |",
                     "|---|---|---|---|---|"]
             for e in es:
-                why = "<br>".join(_md(r) for r in e.reasons) or "—"
+                why = "<br>".join(shown(r, width=REASON_WIDTH) for r in e.reasons) or "—"
                 if e.promote_with:
                     why += f"<br>goes with {', '.join(e.promote_with)}"
                 out.append(f"| `{e.name}` | {e.old_version or '(new)'} → {e.new_version} | {e.verdict} | "
@@ -193,10 +199,6 @@ class Excuses(_Model):
                 out += ["", "maintainers: " + " ".join(f"@{m}" for m in pings)]
             out.append("")
         return "\n".join(out)
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _first_seen(arts: list[str], inputs: Any) -> dt.datetime | None:
@@ -228,7 +230,7 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
         worst: Verdict = min((verdict_of(h.reason) for h in hs), key=VERDICTS.index, default="promote")
         if any(a in untracked for a in arts) and worst == "promote":
             worst = "waiting"
-        reasons = list(dict.fromkeys(f"{h.reason.value}: {h.detail}" for h in hs))
+        reasons = list(dict.fromkeys(shown(f"{h.reason.value}: {h.detail}", "text", width=REASON_WIDTH) for h in hs))
         if any(a in untracked for a in arts):
             reasons.append("not tested yet: run `conda-distro build`")
         with_ = sorted({label.get(b, b) for a in arts if a in promoted for b in set_of.get(a, ())} - {f"{name} {version}"})

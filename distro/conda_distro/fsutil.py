@@ -147,14 +147,34 @@ def check_writable(path: Path, *, folder: bool, error: type[DistroError] = Distr
     except (OSError, ValueError) as exc:  # (ValueError: an embedded NUL)
         fail(str(getattr(exc, "strerror", None) or exc))
 
+def new_file_mode() -> int:
+    """The permissions a new file gets: ``0o666`` less the process's umask (``mkstemp`` would give 0600, and a
+    page or ledger file a web server running as another user reads must follow the umask)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            umask = next((int(ln.split()[1], 8) for ln in fh if ln.startswith("Umask:")), None)
+    except OSError:
+        umask = None
+    if umask is None:
+        umask = os.umask(0o022)
+        os.umask(umask)
+    return 0o666 & ~umask
+
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder + ``os.replace``). An ``OSError``
-    names ``path`` (:func:`naming`)."""
+    """Write ``text`` to ``path`` atomically (temp file in the same folder + ``os.replace``). The file keeps
+    its permissions (a recipe the sweep edits and puts back stays as git checked it out); a new one gets
+    :func:`new_file_mode` (what the umask allows, as any program creating a file). An ``OSError`` names
+    ``path`` (:func:`naming`)."""
     with naming(path):
         path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except FileNotFoundError:
+            mode = new_file_mode()
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
+            os.fchmod(fd, mode)
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 fh.write(text)
                 fh.flush()

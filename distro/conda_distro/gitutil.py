@@ -4,6 +4,13 @@ state, a file's history, commit chains and branches (sweep), a new repository (s
 Functions taking ``root`` open the repository that holds it; those taking ``repo`` work on an open one
 (:func:`open_repo`, :func:`find_repo`). Questions whose answer is "unknown" outside git (no repository,
 no commit, no git binary) return None or an empty result; actions raise :class:`GitError`.
+
+Crash safety: every git command of the package runs with ``GIT_OPTIONAL_LOCKS=0``, so questions
+(``status``, ``diff``) never write ``.git/index.lock``; the sweep's commits are written through a private
+index and its branches made by single ref updates (:func:`commit_chain`, :func:`create_branch`); no
+command of the package checks a branch out. What a git command killed mid-way can still leave (a
+``refs/heads/….lock`` of a ref being created, the private index's lock) is removed by
+:func:`clear_stale_locks` under the rule written there.
 """
 
 from __future__ import annotations
@@ -11,7 +18,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,9 +43,16 @@ def open_repo(root: Path, *, field: str | None = None,
     import git
 
     try:
-        return git.Repo(root, search_parent_directories=True)
+        return _quiet(git.Repo(root, search_parent_directories=True))
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise GitError(f"{root} is not inside a git repository", path=root, field=field, hint=hint) from None
+
+
+def _quiet(repo: Repo) -> Repo:
+    """``repo`` with ``GIT_OPTIONAL_LOCKS=0`` for every git command: a question (status, diff) never takes
+    ``index.lock`` to refresh the index's stat data, so a process killed while asking leaves no lock."""
+    repo.git.update_environment(GIT_OPTIONAL_LOCKS="0")
+    return repo
 
 
 def find_repo(root: Path, *, with_commit: bool = False) -> Repo | None:
@@ -44,7 +60,7 @@ def find_repo(root: Path, *, with_commit: bool = False) -> Repo | None:
     try:
         import git
 
-        repo = git.Repo(root, search_parent_directories=True)
+        repo = _quiet(git.Repo(root, search_parent_directories=True))
         if with_commit:
             repo.head.commit  # noqa: B018 - raises on a repository without commits
         return repo
@@ -135,10 +151,6 @@ def current_ref(repo: Repo) -> str:
 def branches_named(repo: Repo, name: str) -> list[str]:
     """Local branches called ``name`` or ``name-*``."""
     return [h.name for h in repo.heads if h.name == name or h.name.startswith(name + "-")]
-
-
-def checkout(repo: Repo, ref: str) -> None:
-    repo.git.checkout(ref)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,25 +285,59 @@ def changed_recipes(root: Path, ref: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # a chain of commits made without touching the index, the work tree or any ref until the end
 
+PRIVATE_INDEX = "conda-distro-sweep.index"  # in the git folder: the index commit_chain builds trees in
+
+
+def private_index(repo: Repo) -> Path:
+    return Path(repo.git_dir) / PRIVATE_INDEX
+
 
 def commit_chain(repo: git.Repo, base: str, commits: list[tuple[list[str], str]], author: str) -> list[str]:
     """Commit objects for ``commits`` ((paths relative to the repository's top, message), in order) on
-    top of ``base``, each taking its paths' content from the work tree. Only objects are written (in a
-    private index): no ref, the index and the work tree are unchanged, so a process killed here leaves
-    nothing half-made. ``author`` is ``Name <email>`` (author and committer). Returns the shas in order."""
+    top of ``base``, each taking its paths' content from the work tree. Only objects are written, through
+    a private index (:data:`PRIVATE_INDEX`, removed afterwards): no ref, the index and the work tree are
+    unchanged, so a process killed here leaves nothing half-made (a rerun removes the private index and
+    its lock, see :func:`clear_stale_locks`). The caller holds the repository's lock (only one chain is
+    made at a time). ``author`` is ``Name <email>`` (author and committer). Returns the shas in order."""
     name, _, email = author.partition("<")
-    with tempfile.TemporaryDirectory(prefix="conda-distro-index-") as tmp:
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"),
-               "GIT_AUTHOR_NAME": name.strip(), "GIT_AUTHOR_EMAIL": email.rstrip(">").strip(),
-               "GIT_COMMITTER_NAME": name.strip(), "GIT_COMMITTER_EMAIL": email.rstrip(">").strip()}
-        repo.git.read_tree(base, env=env)
-        parent, shas = base, []
-        for paths, message in commits:
-            repo.git.update_index("--add", "--", *paths, env=env)
-            tree = repo.git.write_tree(env=env)
-            parent = repo.git.commit_tree(tree, "-p", parent, "-m", message, env=env).strip()
-            shas.append(parent)
+    index = private_index(repo)
+    _remove(index, Path(f"{index}.lock"))
+    env = {"GIT_INDEX_FILE": str(index),
+           "GIT_AUTHOR_NAME": name.strip(), "GIT_AUTHOR_EMAIL": email.rstrip(">").strip(),
+           "GIT_COMMITTER_NAME": name.strip(), "GIT_COMMITTER_EMAIL": email.rstrip(">").strip()}
+    try:
+        with git_errors("git could not make the sweep's commits", _LOCKED_HINT):
+            repo.git.read_tree(base, env=env)
+            parent, shas = base, []
+            for paths, message in commits:
+                repo.git.update_index("--add", "--", *paths, env=env)
+                tree = repo.git.write_tree(env=env)
+                parent = repo.git.commit_tree(tree, "-p", parent, "-m", message, env=env).strip()
+                shas.append(parent)
+    finally:
+        _remove(index)
     return shas
+
+
+@contextmanager
+def git_errors(what: str, hint: str) -> Iterator[None]:
+    """A failing git command inside the block is a :class:`GitError` (exit 2) saying ``what`` failed, with
+    the first line git wrote on stderr and ``hint``: never a traceback."""
+    import git
+
+    try:
+        yield
+    except git.GitCommandError as exc:
+        raise GitError(f"{what}: {_git_message(exc)}", field="--commit", hint=hint) from None
+
+
+_LOCKED_HINT = ("another git command holds a lock in this repository: wait for it to finish and rerun (if none "
+                "runs, remove the lock file git names)")
+
+
+def _remove(*paths: Path) -> None:
+    for p in paths:
+        p.unlink(missing_ok=True)
 
 
 def branch_sha(repo: git.Repo, branch: str) -> str | None:
@@ -305,34 +351,50 @@ def branch_sha(repo: git.Repo, branch: str) -> str | None:
 
 
 def create_branch(repo: git.Repo, branch: str, sha: str) -> None:
-    """Create ``branch`` at ``sha`` in one atomic ref update; nothing to do when it is there already;
-    :class:`GitError` when it exists at another commit."""
+    """Create ``branch`` at ``sha`` in one atomic ref update (the work tree, the index and HEAD are not
+    touched); nothing to do when it is there already; :class:`GitError` when it exists at another commit,
+    or when git cannot lock the ref (another git command holds it)."""
     current = branch_sha(repo, branch)
     if current is None:
-        repo.git.update_ref(f"refs/heads/{branch}", sha, "")  # "": only if the branch does not exist
+        with git_errors(f"git could not create branch {branch}", _LOCKED_HINT):
+            repo.git.update_ref(f"refs/heads/{branch}", sha, "")  # "": only if the branch does not exist
     elif current != sha:
         raise GitError(f"branch {branch} exists at {current[:12]}, not at the sweep's commit {sha[:12]}",
                        field="--commit", hint=f"delete it (git branch -D {branch}) and rerun the sweep")
 
 
-def publish_branch(repo: git.Repo, branch: str, tip: str) -> None:
-    """Create ``branch`` at ``tip`` (in one atomic ref update; an existing branch at another commit is
-    an error), check it out without touching the work tree (which already holds ``tip``'s content for
-    every path the branch changed), and make the index ``tip``'s tree. Safe to repeat after a kill."""
+def _git_message(exc: Exception) -> str:
+    """The first line of what git said on stderr."""
+    stderr = str(getattr(exc, "stderr", "") or exc).strip().strip("'").strip()
+    first = next((ln.strip() for ln in stderr.splitlines() if ln.strip()), "failed")
+    return first.removeprefix("stderr: ").strip("'").removeprefix("fatal: ")
+
+
+def return_to(repo: git.Repo, start: str, paths: list[str]) -> bool:
+    """Make ``start`` (a branch name, or a commit for a detached HEAD) the checked-out ref again, and the
+    index entries of ``paths`` (relative to the top) those of its commit, when a command moved them (the
+    work tree is the caller's). Nothing is written when they are there already; returns whether
+    something was. (The sweep never moves them itself; a sweep of an older version, killed while it
+    switched branches, did.)"""
     import git
 
-    create_branch(repo, branch, tip)
-
+    moved = False
     try:
         head = repo.git.symbolic_ref("-q", "HEAD").strip()
     except git.GitCommandError:  # a detached HEAD
-        head = None
-    if head != f"refs/heads/{branch}":
-        repo.git.symbolic_ref("HEAD", f"refs/heads/{branch}")
-    git_dir = Path(repo.git_dir)
-    tmp = git_dir / "index.conda-distro.tmp"
-    repo.git.read_tree(tip, env={"GIT_INDEX_FILE": str(tmp)})
-    os.replace(tmp, git_dir / "index")  # atomic: never a half-written index, never a stale index.lock
+        head = repo.git.rev_parse("HEAD").strip()
+    is_branch = branch_sha(repo, start) is not None
+    with git_errors(f"git could not check out {start} again", _LOCKED_HINT):
+        if head != (f"refs/heads/{start}" if is_branch else start):
+            if is_branch:
+                repo.git.symbolic_ref("HEAD", f"refs/heads/{start}")
+            else:
+                repo.git.update_ref("--no-deref", "HEAD", start)
+            moved = True
+        if paths and repo.git.diff("--cached", "--name-only", "HEAD", "--", *paths).strip():
+            repo.git.reset("-q", "HEAD", "--", *paths)
+            moved = True
+    return moved
 
 
 def scope_name(root: Path) -> str:
@@ -354,27 +416,81 @@ def scope_name(root: Path) -> str:
         return "worktree"
 
 
-def clear_stale_index_lock(root: Path) -> bool:
-    """Remove ``.git/index.lock`` when no process has it open: what a git command killed mid-way (an
-    interrupted sweep's checkout) leaves behind, and what would make every later git command fail.
-    Returns True when one was removed. (Linux: open files are read from /proc.)"""
-    lock = root / ".git" / "index.lock"
-    if not lock.is_file():
-        return False
-    target = str(lock.resolve())
-    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+# ---------------------------------------------------------------------------------------------
+# lock files a git command killed mid-way leaves behind
+
+
+#: git commands that only read (objects, refs, the work tree): they never take a lock file
+READ_ONLY_GIT = frozenset({"log", "show", "cat-file", "rev-parse", "rev-list", "ls-tree", "ls-files", "blame",
+                           "describe", "shortlog", "for-each-ref", "show-ref", "grep", "help", "version", "var"})
+_GIT_OPTIONS_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
+                                     "--super-prefix", "--exec-path"})
+
+
+def git_subcommand(argv: list[str]) -> str | None:
+    """The subcommand of a git command line (``git -C x --no-pager log`` -> ``log``)."""
+    skip = False
+    for arg in argv[1:]:
+        if skip:
+            skip = False
+        elif arg in _GIT_OPTIONS_WITH_VALUE:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def git_processes(repo: Repo) -> list[tuple[int, str]]:
+    """The git processes running in ``repo`` that may hold a lock file (pid, command line): a ``git``
+    whose working folder is in the work tree or the git folder, or whose command line names either,
+    other than this process's own children and the commands of :data:`READ_ONLY_GIT` (a person reading
+    ``git log`` in a pager holds nothing). (Linux: read from /proc; processes of other users, whose
+    folders cannot be read, are not seen: they cannot write this repository.)"""
+    top, git_dir = top_dir(repo), Path(repo.git_dir).resolve()
+    me = os.getpid()
+    out = []
+    for proc in Path("/proc").glob("[0-9]*"):
         try:
-            fds = list(fd_dir.iterdir())
+            if (proc / "comm").read_text().strip() != "git":
+                continue
+            if int((proc / "stat").read_text().rpartition(")")[2].split()[1]) == me:
+                continue  # our own (gitpython keeps `git cat-file --batch` running for its reads)
+            cwd = (proc / "cwd").resolve()
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        for fd in fds:
-            try:
-                if str(fd.readlink()) == target:
-                    return False  # a live git process is using it
-            except OSError:
-                continue
-    lock.unlink(missing_ok=True)
-    return True
+        args = [a.decode(errors="replace") for a in argv if a]
+        if git_subcommand(args) in READ_ONLY_GIT:
+            continue
+        cmdline = " ".join(args)
+        if (cwd.is_relative_to(top) or cwd.is_relative_to(git_dir)
+                or str(top) in cmdline or str(git_dir) in cmdline):
+            out.append((int(proc.name), cmdline))
+    return out
+
+
+def clear_stale_locks(repo: Repo, candidates: list[Path], *, wait: float = 3.0) -> list[Path]:
+    """Remove those of ``candidates`` (lock files in the git folder that a git command of ours, killed
+    mid-way, can have left) that exist, when no git process that may hold a lock runs in the repository
+    (:func:`git_processes`); return the ones removed.
+
+    The rule: git creates ``X.lock`` exclusively and removes (or renames) it before it exits, so a lock
+    file while no git process that could hold it runs was left by a killed one. A git process that
+    runs (a git child of a killed conda-distro, which ends within moments, or a person's command) is
+    waited for at most ``wait`` seconds; if one still runs, nothing is removed (it may be holding the
+    lock): a git command that then needs the lock fails with a clear error (exit 2) naming the file. The
+    caller holds the repository's lock, so no other conda-distro process makes these locks meanwhile;
+    lock files of refs and files the caller does not own are never candidates."""
+    present = [p for p in candidates if p.exists()]
+    deadline = time.monotonic() + wait
+    while present and git_processes(repo):
+        if time.monotonic() >= deadline:
+            return []
+        time.sleep(0.1)
+        present = [p for p in present if p.exists()]  # a running git command finishes and removes its lock
+    for p in present:
+        p.unlink(missing_ok=True)
+    return present
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,6 +13,11 @@ A :class:`~conda_distro.checkpr.CheckPrResult` becomes a :class:`PrReport`:
 Log links: ``LogLinks.base`` is the CI run's artifact URL (``--log-url`` / ``CONDA_DISTRO_LOG_URL``;
 ``{path}`` in it is replaced by the log's path relative to the repository); without it the log's path
 is shown. Rendering: ``templates/checkpr.md.j2`` and ``checkpr.txt.j2``.
+
+What the PR's recipes and their build and test scripts wrote (failure reasons, lint and proposal messages
+quoting a recipe, the solver's explanation, an unreadable file's error, changed folder names) is kept
+apart from our own words in the report (``detail`` fields) and rendered through
+:func:`conda_distro.safetext.shown`: escaped and de-mentioned in the comment, cleaned in the text.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from conda_distro.checkpr import CheckPrOptions, CheckPrResult, PinUpdate, check
 from conda_distro.distribution import Unreadable
 from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError
-from conda_distro.lint.base import CHECKS
+from conda_distro.lint.base import CHECKS, Finding
 from conda_distro.results import BuildRecord, TestRecord
+from conda_distro.safetext import shown
 from conda_distro.templating import render
 
 STATUSES = ("pass", "fail", "needs-pin-update", "blocked", "n-a")
@@ -66,6 +72,7 @@ class Row:
     changed: bool = False
     failed_on: str = ""  # "all 6", "2.6.0 cpu/cuda", "build", ""
     note: str = ""
+    detail: str = ""  # what a build or test wrote (a blocked reason): shown through safetext
 
     @property
     def icon(self) -> str:
@@ -77,13 +84,16 @@ class Item:
     """One finding: what, where (file:line), what to do, and its log."""
 
     severity: str  # error | warning
-    message: str
+    message: str  # our words (markdown)
     package: str | None = None
     location: str | None = None
-    hint: str | None = None
+    hint: str | None = None  # our words (markdown)
     log_path: str | None = None
     log_url: str | None = None
     more_logs: int = 0  # other targets' logs of the same failure
+    detail: str | None = None  # after the message: what a recipe, its build or its test wrote (safetext)
+    detail_hint: str | None = None  # a hint quoting a recipe (lint, proposals): safetext
+    sep: str = ": "  # between message and detail
 
     @property
     def icon(self) -> str:
@@ -104,11 +114,12 @@ class PrReport:
     icon: str
     summary: str
     base: str
+    verdict_detail: str = ""  # after the verdict: the message of the error that stopped check-pr (safetext)
     rows: list[Row] = field(default_factory=list)
     targets: int = 0  # release × variant combinations of the distribution
     items: list[Item] = field(default_factory=list)
     asks: list[Ask] = field(default_factory=list)
-    solver: str | None = None  # the first solver explanation, folded
+    solver: str | None = None  # the first solver explanation, folded (safetext: a block)
     not_built: bool = False  # --no-build
     scope: str | None = None
     next_steps: list[str] = field(default_factory=list)
@@ -178,9 +189,10 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
     counts = {s: sum(r.status == s for r in rep.rows) for s in STATUSES}
     parts = [f"{n} {s}" for s, n in counts.items() if n]
     rep.summary = ((f"{len(rep.rows)} package(s): {', '.join(parts)}; " if rep.rows else "no recipe to build or test; ")
-                   + f"changed: {', '.join(f'`{n}`' for n in res.changed) or '(no recipe)'}"
-                   + (f"; proposals: {', '.join(f'`{n}`' for n in res.changed_proposals)}" if res.changed_proposals else "")
-                   + f"; base `{res.base}`")
+                   + f"changed: {', '.join(shown(n, 'code') for n in res.changed) or '(no recipe)'}"
+                   + (f"; proposals: {', '.join(shown(n, 'code') for n in res.changed_proposals)}"
+                      if res.changed_proposals else "")
+                   + f"; base {shown(res.base, 'code')}")
     rep.asks = _asks(res, rep.rows, facts.pins)
     rep.next_steps = _next_steps(res, rep)
     return rep
@@ -220,7 +232,7 @@ def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[
     items: list[Item] = []
     loc = res.locations
     for f in res.lint + res.proposals:
-        items.append(Item(f.severity, f"[{f.check}] {_one_line(f.message)}", f.recipe, _loc(f.path, f.line), f.hint))
+        items.append(_finding(f))
     failed_tests: dict[tuple[str, str], list[TestRecord]] = {}
     for t in res.tests:
         if t.status == "failed":
@@ -228,17 +240,17 @@ def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[
     for b in res.builds:
         if b.status == "failed":
             where = loc.get(b.name)
-            items.append(Item("error", f"`{b.name}` build failed: {_one_line(b.reason or 'failed')}", b.name,
-                              _loc(where.path, where.build) if where else None,
-                              f"reproduce with `conda-distro build {b.name}`", links.path(b.log), links.url(b.log)))
+            items.append(Item("error", f"`{b.name}` build failed", b.name, _loc(where.path, where.build) if where else None,
+                              f"reproduce with `conda-distro build {b.name}`", links.path(b.log), links.url(b.log),
+                              detail=b.reason or "failed"))
     for (name, reason), tests in failed_tests.items():
         where = loc.get(name)
         targets = [(t.pytorch, t.variant) for t in tests]
         first = sorted(tests, key=lambda t: (_version_key(t.pytorch), t.variant))[0]
-        items.append(Item("error", f"`{name}` test failed on {targets_text(targets, _targets_of(res, name))}: {reason}",
+        items.append(Item("error", f"`{name}` test failed on {targets_text(targets, _targets_of(res, name))}",
                           name, _loc(where.path, where.tests) if where else None,
                           f"reproduce with `conda-distro build {name} --pytorch {first.pytorch}`",
-                          links.path(first.log), links.url(first.log), len(tests) - 1))
+                          links.path(first.log), links.url(first.log), len(tests) - 1, detail=reason))
     for p in res.needs_pin_update:
         items.append(Item("error", f"`{p.name}`: `{p.pin}` does not admit {p.dependency} {p.new_version}", p.name,
                           f"{p.path}:{p.line}", f"change it to `{p.suggested}`"))
@@ -287,7 +299,8 @@ def _rows(res: CheckPrResult, facts: _Facts) -> list[Row]:
             why = next((b.reason for b in facts.builds.get(name, []) if b.status == "blocked"), None) \
                 or next((t.reason for t in tests if t.status == "blocked"), None)
             row.failed_on = targets_text(blocked, _targets_of(res, name)) if blocked else ""
-            row.note = _waits_for(why, res.affected) or _one_line(why, 60)
+            waits = _waits_for(why, res.affected)
+            row.note, row.detail = (waits, "") if waits else ("blocked", why or "")
         elif not res.built:
             row.status, row.note = "n-a", "not built here (`--no-build`)"
         elif not tests:
@@ -345,6 +358,11 @@ def _next_steps(res: CheckPrResult, rep: PrReport) -> list[str]:
     return steps or ["see the findings above"]
 
 
+def _finding(f: Finding) -> Item:
+    """A lint or proposal finding: its message and hint quote the recipe or proposal (the PR's text)."""
+    return Item(f.severity, f"[{f.check}]", f.recipe, _loc(f.path, f.line), detail=f.message, detail_hint=f.hint, sep=" ")
+
+
 def _malformed(res: CheckPrResult) -> PrReport:
     """Exit 2 from fatal lint/proposal findings: the comment names the first unreadable file."""
     fatal = [f for f in res.lint + res.proposals if f.check in CHECKS and CHECKS[f.check].fatal] \
@@ -352,8 +370,7 @@ def _malformed(res: CheckPrResult) -> PrReport:
     first = fatal[0] if fatal else None
     rep = error_report(DistroError(first.message, path=first.path, line=first.line, hint=first.hint)
                        if first else DistroError("an input cannot be read"), res.base)
-    rep.items = [Item(f.severity, f"[{f.check}] {_one_line(f.message)}", f.recipe, _loc(f.path, f.line), f.hint)
-                 for f in res.lint + res.proposals]
+    rep.items = [_finding(f) for f in res.lint + res.proposals]
     return rep
 
 
@@ -362,9 +379,9 @@ def error_report(exc: DistroError, base: str = "", root: Path | None = None) -> 
     before building anything, and the comment says why and what to do. Paths are shown relative to
     ``root`` (default: the current folder) when they are inside it."""
     path = LogLinks(root=root or Path.cwd()).path(exc.path) if exc.path else None
-    what = f"cannot read `{_loc(path, exc.line)}`" if path else "bad input"
+    what = f"cannot read {shown(_loc(path, exc.line), 'code')}" if path else "bad input"
     message = exc.message if not exc.field or path else f"{exc.field}: {exc.message}"
-    return PrReport(f"{what}: {_one_line(message, 300)}", "🛑", "", base,
+    return PrReport(what, "🛑", "", base, verdict_detail=message,
                     error={"location": exc.location, "message": exc.message, "hint": exc.hint},
                     next_steps=["fix it and push again: nothing was built or tested"])
 

@@ -32,7 +32,6 @@ from conda_distro.channels.depends import (
     subdir_compatible,
 )
 from conda_distro.channels.local import REPODATA, LocalChannel, sha256_of
-from conda_distro.channels.locking import LOCK_NAME
 from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.engine.releases import Availability, Target, availability_if_readable
@@ -43,15 +42,14 @@ from conda_distro.hints import load_hints
 from conda_distro.holds import Held, HoldReason
 from conda_distro.installability import Installability, InstallabilityResult
 from conda_distro.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence, utcnow
+from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, Deadline, repository_lock, staging_folder, staging_lock
 from conda_distro.owners import Owner, registry_of
 from conda_distro.provenance import CheckoutRecipes
 from conda_distro.results import ArtifactResults, ResultsStore, TestRecord, Variant
 from conda_distro.revdeps import Retest, RevdepInputs, Verdict, ident
 from conda_distro.revdeps import check as check_revdeps
+from conda_distro.safetext import shown
 from conda_distro.specs import admits
-
-DEFAULT_LOCK_TIMEOUT = 600.0
-
 
 # ---------------------------------------------------------------------------------------------
 # the test matrix
@@ -182,7 +180,8 @@ class PromotionPlan:
                   for f in self.promote]
         lines += [f"  together: {', '.join(s)}" for s in self.sets]
         for h in sorted(self.held, key=lambda h: (not h.reason.is_failure, h.artifact)):
-            lines.append(f"  {'held' if h.reason.is_failure else 'skip'}     {h.artifact}  {h.reason.value}: {h.detail}")
+            lines.append(f"  {'held' if h.reason.is_failure else 'skip'}     {h.artifact}  {h.reason.value}: "
+                         f"{shown(h.detail, 'text', width=600)}")
         lines += [f"  untested {a}  (no test results; run `conda-distro build`)" for a in self.untracked]
         failures = sum(h.reason.is_failure for h in self.held)
         lines.append(f"{len(self.promote)} {'promoted' if done else 'to promote'}, {failures} held, "
@@ -778,7 +777,9 @@ def plan_promotion(root: Path | None) -> tuple[PromotionPlan, PlanInputs]:
 
 
 def promote(options: PromoteOptions) -> PromoteResult:
-    """Plan, and unless ``dry_run``, execute under the main channel's lock (planned again inside it).
+    """Plan, and unless ``dry_run``, execute under the locks (:mod:`conda_distro.locks`): the repository's
+    and staging's, shared (no sweep edits the recipes and no build writes staging or the results while
+    they are read and copied), then main's; planned again inside them, from distro.yaml as it is then.
     The plan's excuses are written to build/excuses.json (a dry run too)."""
     ctx = PromotionContext.open(open_distro(options.root))
     check_promote_writes(ctx, options.dry_run)
@@ -788,9 +789,13 @@ def promote(options: PromoteOptions) -> PromoteResult:
         return PromoteResult(plan, dry_run=True, excuses=_write_excuses(ctx, plan, inputs))
     ctx.main.check_source(ctx.staging)
     # Every input is read and validated (repodata records, results, ledger) before anything is written,
-    # the lock file included: a bad record is an error naming file, record and field, and exit 2.
+    # the lock files included: a bad record is an error naming file, record and field, and exit 2.
     ctx.gather()
-    with ctx.main.lock(options.lock_timeout):
+    budget = Deadline(options.lock_timeout)
+    with repository_lock(ctx.distro.build_dir, ctx.distro.root, budget, shared=True), \
+            staging_lock(staging_folder(ctx.distro), budget, shared=True), ctx.main.lock(budget):
+        crash_point("promote-locked")
+        ctx = PromotionContext.open(open_distro(ctx.distro.root))  # a sweep may have added a release meanwhile
         inputs = ctx.gather()
         if not inputs.staging:
             options.progress(f"staging {ctx.staging.describe()} has no indexed packages")

@@ -29,7 +29,8 @@ from conda_distro.errors import DistroError, ExitCode, LedgerError, UsageError
 from conda_distro.fsutil import check_writable
 from conda_distro.graph import RecipeGraph
 from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, Retirement, current_user, utcnow
-from conda_distro.promote import DEFAULT_LOCK_TIMEOUT, check_channel_writable, check_ledger_writable, ledger_entry
+from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock
+from conda_distro.promote import check_channel_writable, check_ledger_writable, ledger_entry
 from conda_distro.reports.facts import gather, newest_artifact
 from conda_distro.reports.records import RecordEvidence, RetirementRecord, RetirementRecords
 from conda_distro.reports.unmaintained import evaluate_package, last_tests
@@ -210,7 +211,11 @@ def retire(options: RetireOptions) -> RetireResult:
     records = RetirementRecords(distro.state_dir)
     name = options.name.strip()
     _preflight(options, name, dist, main, ledger, records)
-    with main.lock(options.lock_timeout):
+    budget = Deadline(options.lock_timeout)  # the repository's lock, shared (no sweep edits the recipes it reads), then main's
+    with repository_lock(distro.build_dir, distro.root, budget, shared=True), main.lock(budget):
+        crash_point("retire-locked")
+        if dist.changed_on_disk():
+            dist = load_distribution(distro=distro, strict=False)
         main.recover(main, set(), options.progress)
         in_main = main.list_files()
         files = sorted((f for f in in_main.values() if f.name == name), key=lambda f: f.artifact)

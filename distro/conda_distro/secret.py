@@ -2,11 +2,27 @@
 
 A token is stripped of surrounding whitespace before use (``ANACONDA_API_TOKEN=$'T\\n'`` is the token
 ``T``); one with characters that cannot go into an HTTP header (non-ASCII, control characters, inner
-whitespace) is a clear exit-2 error that does not show it. Every token read is *registered* for the life
-of the process, and :func:`mask` replaces every form it could take in a message by ``***``: as given,
-stripped, as Python ``repr`` / JSON escapes it, URL-encoded, and base64-encoded at any alignment (as in a
-``Basic`` auth header). The CLI masks everything it writes with the registered secrets, a log-record
-factory masks every log line, and :func:`masked_excepthook` masks a traceback that would otherwise print
+whitespace), or shorter than :data:`MIN_SECRET_LENGTH` (8) characters, is a clear exit-2 error that does
+not show it. Every token read is *registered* for the life of the process, and :func:`mask` replaces
+every form it could take in a message by ``***``:
+
+* the token with each character written as itself or escaped in any of the ways a server, a log or a
+  serializer writes characters, mixed freely: HTML entities (``&#116;``, ``&#x74;``/``&#X74;``, ``&amp;``
+  …), URL-encoding (``%74``/``%4A``, ``+`` for a space), backslash escapes (``\\x74``, ``\\u0074``, Python's
+  ``repr`` and JSON's ``\\"`` ``\\\\`` ``\\/``);
+* the same, reversed;
+* its UTF-8 bytes in hex, lower, upper or mixed case;
+* base64 (standard and URL-safe alphabets) at each of the three alignments it can have inside a longer
+  encoded text (as in a ``Basic`` auth header): the characters that depend on the token alone.
+
+Why at least 8 characters: at an alignment, base64 spreads the token's first and last bytes over
+characters shared with its neighbours; only whole 3-byte groups of the token give characters of their
+own. A token of 8 characters leaves at least 8 such characters at every alignment; a 4-character token
+would leave 4 or fewer, a string common enough in any base64 text that masking it would hide unrelated
+output, and not masking it would show the token. Real API tokens are far longer.
+
+The CLI masks everything it writes with the registered secrets, a log-record factory masks every log
+line, and :func:`masked_excepthook` masks a traceback that would otherwise print
 one (the channel backends never let an exception that can hold a token escape: they re-raise it as a
 ``ChannelError`` with the token masked, ``from None``).
 
@@ -18,6 +34,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import sys
 import threading
 import traceback
@@ -30,7 +47,34 @@ from conda_distro.errors import ChannelError
 MASK = "***"
 #: Variables that hold secrets: never passed on to a child process, never printed.
 SECRET_ENV_VARS = ("ANACONDA_API_TOKEN", "BINSTAR_API_TOKEN", "GH_TOKEN", "GITHUB_TOKEN")
+#: A secret shorter than this is refused when it is read: it could not be masked safely (module docstring).
+MIN_SECRET_LENGTH = 8
 _MIN_B64_CORE = 6  # shorter base64 fragments are too likely to occur by chance
+_NAMED_ENTITIES = {"&": ("amp",), "<": ("lt",), ">": ("gt",), '"': ("quot",), "'": ("apos",)}
+_BACKSLASHED = {'"': '\\"', "\\": "\\\\", "/": "\\/", "'": "\\'"}  # JSON's and repr's escapes
+
+
+def _char_pattern(ch: str) -> str:
+    """A regular expression for ``ch`` written as itself or in any escaped form (module docstring)."""
+    code = ord(ch)
+    data = ch.encode("utf-8", "surrogateescape")
+    alts = [f"&#0*{code};", f"(?i:&#x0*{code:x};)", "(?i:" + "".join(f"%{b:02x}" for b in data) + ")"]
+    alts += [f"&{name};" for name in _NAMED_ENTITIES.get(ch, ())]
+    alts += [re.escape(_BACKSLASHED[ch])] if ch in _BACKSLASHED else []
+    alts += ["\\+"] if ch == " " else []
+    if code < 0x100:
+        alts.append(f"(?i:\\\\x{code:02x})")
+    if code < 0x10000:
+        alts.append(f"(?i:\\\\u{code:04x})")
+    alts.append(re.escape(ch))  # last: the escaped forms starting with this very character ('&', '%', '\\') go first
+    return "(?:" + "|".join(alts) + ")"
+
+
+def secret_pattern(value: str) -> re.Pattern[str]:
+    """Every escaped, reversed or hex form of ``value`` (module docstring) as one regular expression."""
+    forms = ["".join(_char_pattern(c) for c in text) for text in (value, value[::-1])]
+    forms.append("(?i:" + value.encode("utf-8", "surrogateescape").hex() + ")")
+    return re.compile("|".join(forms))
 
 
 def _b64_cores(value: bytes) -> set[str]:
@@ -51,7 +95,9 @@ def _b64_cores(value: bytes) -> set[str]:
 
 
 def secret_forms(value: str) -> set[str]:
-    """Every text form ``value`` (and its whitespace-stripped self) could appear in."""
+    """The literal text forms ``value`` (and its whitespace-stripped self) could appear in: as given, Python's
+    ``repr`` and JSON's escapes of the whole, URL-encoded, and its base64 cores (:func:`secret_pattern`
+    covers the character-by-character escapes, the reversed and the hex forms)."""
     forms: set[str] = set()
     for v in {value, value.strip()}:
         if not v:
@@ -67,15 +113,24 @@ def secret_forms(value: str) -> set[str]:
 
 
 class Secret:
-    """A secret string that does not show itself: ``str``/``repr`` are ``***``; :meth:`reveal` gives it."""
+    """A secret string that does not show itself: ``str``/``repr`` are ``***``; :meth:`reveal` gives it.
+    A value shorter than :data:`MIN_SECRET_LENGTH` (surrounding whitespace aside) is refused with a
+    :class:`ChannelError` that does not show it."""
 
-    __slots__ = ("name", "_value", "_forms")
+    __slots__ = ("name", "_value", "_forms", "_pattern")
 
     def __init__(self, value: str, *, name: str, raw: str | None = None) -> None:
+        core = value.strip()
+        if len(core) < MIN_SECRET_LENGTH:
+            raise ChannelError(
+                f"{name} is too short to be an API token ({len(core)} character(s); at least {MIN_SECRET_LENGTH}): "
+                "a secret that short cannot be kept out of the output safely", field=name,
+                hint=f"set {name} to the token exactly as anaconda.org shows it")
         self.name = name
         self._value = value
         forms = secret_forms(value) | (secret_forms(raw) if raw else set())
         self._forms = tuple(sorted(forms, key=len, reverse=True))
+        self._pattern = secret_pattern(core)
 
     def reveal(self) -> str:
         return self._value
@@ -85,6 +140,7 @@ class Secret:
         return self._forms
 
     def mask(self, text: str) -> str:
+        text = self._pattern.sub(MASK, text)
         for form in self._forms:
             if form in text:
                 text = text.replace(form, MASK)
@@ -113,15 +169,13 @@ def registered() -> tuple[Secret, ...]:
     return tuple(_registry)
 
 
-def mask(text: object, *secrets: Secret | str | None) -> str:
+def mask(text: object, *secrets: Secret | None) -> str:
     """``text`` with every form of ``secrets`` and of every registered secret replaced by ``***``."""
     if not isinstance(text, str):
         text = str(text)
     for s in (*secrets, *_registry):
-        if isinstance(s, Secret):
+        if s is not None:
             text = s.mask(text)
-        elif s:
-            text = Secret(s, name="secret").mask(text)
     return text
 
 
@@ -139,11 +193,12 @@ def check_token(value: str, name: str) -> None:
 
 def read_secret(env: Mapping[str, str], name: str) -> Secret | None:
     """The secret in ``env[name]``, stripped of surrounding whitespace and registered for masking.
-    None when unset or blank; ChannelError when it holds characters a token cannot have."""
+    None when unset or blank; ChannelError when it holds characters a token cannot have or is shorter
+    than :data:`MIN_SECRET_LENGTH`."""
     raw = env.get(name)
     if raw is None or not raw.strip():
         return None
-    secret = register(Secret(raw.strip(), name=name, raw=raw))
+    secret = register(Secret(raw.strip(), name=name, raw=raw))  # masked even in the refusal below
     check_token(secret.reveal(), name)
     return secret
 
@@ -218,5 +273,6 @@ class MaskingStream:
         return getattr(self._inner, name)
 
 
-__all__ = ["MASK", "SECRET_ENV_VARS", "MaskingStream", "Secret", "as_secret", "check_token", "mask",
-           "masked_excepthook", "read_secret", "register", "registered", "scrubbed_env", "secret_forms"]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "SECRET_ENV_VARS", "MaskingStream", "Secret", "as_secret", "check_token",
+           "mask", "masked_excepthook", "read_secret", "register", "registered", "scrubbed_env", "secret_forms",
+           "secret_pattern"]

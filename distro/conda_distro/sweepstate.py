@@ -6,8 +6,12 @@ removed when it is done. A rerun that finds it:
 * phase ``edited`` (killed while editing, building or reverting): puts every file the sweep wrote back
   as it was before the sweep, provided nobody changed it since, then sweeps again (builds already in
   staging are reused);
-* phase ``committing`` (killed while making the branch): the commit objects exist; creates the branch
-  at the recorded tip if it is not there yet, checks it out and reports the recorded result.
+* phase ``committing`` (killed while making the branches): the commit objects exist; creates each
+  branch that is not there yet at its recorded commit, puts the edited files back as they were before
+  the sweep, and reports the recorded result.
+
+Before either, the git lock files the interrupted sweep's git commands can have left are removed when
+no git process runs in the repository (:func:`conda_distro.sweep.git.recover_git`).
 """
 
 from __future__ import annotations

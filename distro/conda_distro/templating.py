@@ -1,7 +1,9 @@
 """The one jinja2 environment: the status page, the reports, the PR comment and the sweep's pull requests
 and tracking issue are rendered from templates in ``conda_distro/templates/``.
 
-HTML templates are autoescaped; markdown ones are not (they get the ``md`` filter for table cells).
+HTML templates are autoescaped; markdown ones are not (they get the ``md`` filter for table cells of our
+own text). Text that comes from recipe code (failure reasons, log excerpts, anything quoting them) goes
+through the ``shown`` filter (:func:`conda_distro.safetext.shown`) in every template, HTML included.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from functools import lru_cache
 from typing import Any
 
 import jinja2
+
+from conda_distro.safetext import shown
 
 
 def md_cell(value: Any) -> str:
@@ -33,6 +37,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters["md"] = md_cell
     env.filters["mentions"] = mentions
+    env.filters["shown"] = shown
     return env
 
 

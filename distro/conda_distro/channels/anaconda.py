@@ -26,9 +26,9 @@ from typing import Any, TypeVar
 
 from conda_distro.channels.base import Channel, ChannelAudit, ChannelFile, FileProblem, Progress, no_progress, split_artifact
 from conda_distro.channels.local import sha256_of
-from conda_distro.channels.locking import channel_lock
 from conda_distro.config import ANACONDA_SCHEME
 from conda_distro.errors import ChannelError, DistroError
+from conda_distro.locks import Deadline, main_lock
 from conda_distro.rattler_env import index_channel
 from conda_distro.secret import Secret, as_secret, mask
 
@@ -56,7 +56,7 @@ def parse_anaconda_ref(ref: str) -> AnacondaRef:
     return AnacondaRef(m.group(1), m.group(2) or "main")
 
 
-def mask_secret(text: str, secret: Secret | str | None) -> str:
+def mask_secret(text: str, secret: Secret | None) -> str:
     """``text`` with every form of ``secret`` (and of every registered secret) replaced by ``***``."""
     return mask(text, secret)
 
@@ -229,12 +229,12 @@ class AnacondaChannel:
 
     # -- writing --------------------------------------------------------------------------------
 
-    def lock(self, timeout: float) -> AbstractContextManager[None]:
+    def lock(self, timeout: float | Deadline) -> AbstractContextManager[None]:
         """anaconda.org has no lock of its own: serialise the writers on this machine."""
         if self.lock_dir is None:
             return nullcontext()
         name = f"anaconda-{self.owner}-{self.label}.lock"
-        return channel_lock(self.lock_dir / name, timeout, f"channel {self.ref}")
+        return main_lock(self.lock_dir / name, timeout, f"channel {self.ref}")
 
     def check_source(self, source: Channel) -> None:
         if not isinstance(source, AnacondaChannel):

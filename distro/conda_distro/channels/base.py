@@ -12,7 +12,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from conda_distro.locks import Deadline
 
 #: A progress sink: receives one short human-readable line per step (the CLI sends them to stderr).
 Progress = Callable[[str], None]
@@ -100,8 +103,9 @@ class Channel(Protocol):
         """Check every file against the index (sha256 of the bytes, files the index names but lacks,
         files it does not name); ``workdir`` is a fresh folder the check may download into."""
 
-    def lock(self, timeout: float) -> AbstractContextManager[None]:
-        """Serialise writers of this channel; raises LockTimeoutError after ``timeout`` seconds."""
+    def lock(self, timeout: float | Deadline) -> AbstractContextManager[None]:
+        """Serialise writers of this channel (promote, retire: :func:`conda_distro.locks.main_lock`); raises
+        LockTimeoutError after ``timeout`` seconds."""
 
     def check_source(self, source: Channel) -> None:
         """Raise ChannelError (before anything is written) if files cannot be copied from ``source``."""

@@ -29,13 +29,12 @@ from typing import Any
 
 from conda_distro.channels.base import Channel, ChannelAudit, ChannelFile, FileProblem, Progress, no_progress
 from conda_distro.channels.hooks import crash_point
-from conda_distro.channels.locking import channel_lock
 from conda_distro.channels.repodata import parse_repodata
 from conda_distro.errors import ChannelError
 from conda_distro.fsutil import atomic_write_text, naming
 from conda_distro.jsonio import read_json
+from conda_distro.locks import LOCK_NAME, Deadline, main_lock
 
-LOCK_NAME = ".conda-distro.lock"
 PART_SUFFIX = ".part"
 PACKAGE_SUFFIXES = (".conda", ".tar.bz2")
 REPODATA = "repodata.json"
@@ -166,8 +165,8 @@ class LocalChannel:
 
     # -- writing --------------------------------------------------------------------------------
 
-    def lock(self, timeout: float) -> AbstractContextManager[None]:
-        return channel_lock(self.path / LOCK_NAME, timeout, f"channel {self.describe()}")
+    def lock(self, timeout: float | Deadline) -> AbstractContextManager[None]:
+        return main_lock(self.path / LOCK_NAME, timeout, f"channel {self.describe()}")
 
     def check_source(self, source: Channel) -> None:
         if not isinstance(source, LocalChannel):

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, runtime_che
 import typer
 import typer.core
 
+# the one default of --lock-timeout (conda_distro.locks is stdlib-only: the CLI still starts without the library)
+from conda_distro.locks import DEFAULT_LOCK_TIMEOUT  # noqa: F401 - re-exported to the command modules
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -78,9 +81,6 @@ class _LazyConsole:
         return getattr(self._console, name)
 
 
-# conda_distro.channels.locking.DEFAULT_LOCK_TIMEOUT, repeated so that the CLI starts without importing the
-# library (tests/test_cli_start.py checks the two agree)
-DEFAULT_LOCK_TIMEOUT = 600.0
 
 stderr = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 

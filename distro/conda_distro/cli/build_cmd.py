@@ -30,7 +30,8 @@ def build(
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox",
             help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, max=86400,
-            help="Seconds to wait for another build or sweep into the same staging channel.")] = DEFAULT_LOCK_TIMEOUT,
+            help="Seconds to wait, in all, for a sweep of the repository and another build into the same "
+                 "staging channel.")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
     format: FormatOpt = Format.text,
 ) -> int:

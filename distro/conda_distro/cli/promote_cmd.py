@@ -7,14 +7,12 @@ from typing import Annotated
 
 import typer
 
-from conda_distro.cli.app import Format, FormatOpt, RootOpt, TextJsonMarkdown, app, emit
-
-# conda_distro.promote.DEFAULT_LOCK_TIMEOUT, repeated so that the CLI starts without importing the library
-# (tests/test_cli_start.py checks that the two agree).
-DEFAULT_LOCK_TIMEOUT = 600.0
+from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, FormatOpt, RootOpt, TextJsonMarkdown, app, emit
 
 LockTimeoutOpt = Annotated[float, typer.Option(
-    "--lock-timeout", min=0, max=86400, help="Seconds to wait for another promote/retire on the same main channel.")]
+    "--lock-timeout", min=0, max=86400,
+    help="Seconds to wait, in all, for the locks of the repository (a sweep), staging (a build) and main (another "
+         "promote or retire).")]
 
 
 def _log(line: str) -> None:

@@ -26,8 +26,8 @@ def sweep(
             help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
     author: Annotated[str, typer.Option("--author", help="Commit author 'Name <email>'.")] = "conda-distro bot <bot@conda-distro.invalid>",
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, max=86400,
-            help="Seconds to wait for another sweep of this repository (and for a build into the same staging "
-                 "channel).")] = DEFAULT_LOCK_TIMEOUT,
+            help="Seconds to wait, in all, for another sweep, a build, promote or retire of this repository "
+                 "(and for a build into the same staging channel).")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
     format: Annotated[TextJsonMarkdown, typer.Option("--format",
             help="text, json or markdown (PR and tracking-issue bodies).")] = Format.text,

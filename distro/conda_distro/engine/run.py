@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.channels import open_anaconda_channel
-from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, channel_lock
+from conda_distro.channels import crash_point, open_anaconda_channel
 from conda_distro.distribution import Distribution, Exclusions, load_distribution
 from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter
@@ -21,6 +21,7 @@ from conda_distro.errors import UsageError
 from conda_distro.gitutil import changed_recipes
 from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.graph import RecipeGraph
+from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock, staging_folder, staging_lock
 from conda_distro.owners import require_owned
 from conda_distro.provenance import build_provenance
 from conda_distro.results import ResultsStore
@@ -36,7 +37,8 @@ class BuildOptions:
     engine: str = "rattler-build"
     dry_run: bool = False
     sandbox: bool = True  # False: --no-sandbox (recipe code runs unsandboxed; the CLI warns)
-    lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another build into the same staging
+    lock_timeout: float | Deadline = DEFAULT_LOCK_TIMEOUT  # seconds to wait for the repository's and staging's locks
+    holds_repository_lock: bool = False  # the caller (the sweep) holds the repository's lock already
     scope: str | None = None  # None: the shared staging and results; NAME: check-pr's own build/pr/NAME/
     retry_errors: bool = False  # add the packages whose latest test of a staging artifact is an `error`
     variants: tuple[str, ...] = ()  # `--variant`: test only these variants (CI runs each on its own runner)
@@ -96,7 +98,6 @@ class Paths:
     fallback: tuple[Path, ...] = ()  # read-only channels after staging (a scope: the shared staging)
 
 
-LOCAL_MIRROR = "channels/staging"  # under build/: builds made for an anaconda.org staging label
 SCOPES = "pr"  # under build/: check-pr's scopes, one folder per PR ref
 
 
@@ -113,7 +114,7 @@ def build_paths(dist: Distribution, scope: str | None = None) -> Paths:
     staging_ref = dist.config.channels.staging
     b = dist.distro.build_dir
     remote = staging_ref if dist.distro.is_anaconda(staging_ref) else None
-    staging = b / LOCAL_MIRROR if remote else dist.distro.resolve_local(staging_ref)
+    staging = staging_folder(dist.distro)
     if ":" in str(staging):
         raise UsageError("the staging path must not contain ':' (PATH-like lists split on it)", path=dist.distro.path,
                          field="channels.staging")
@@ -198,11 +199,18 @@ def isolation(dist: Distribution, paths: Paths, sandbox: bool, gpu: bool = False
                      read_only=(*upstream, *paths.fallback, *runtime_paths()), devices=devices)
 
 
-def staging_lock(paths: Paths, timeout: float) -> AbstractContextManager[None]:
-    """The lock a build holds on the staging folder it writes (the same kind promote holds on main):
-    two builds into one staging never interleave their writes of packages, repodata and results."""
-    staging = paths.staging
-    return channel_lock(staging / LOCK_NAME, timeout, f"the staging channel {staging}", others="build or sweep")
+@contextmanager
+def build_locks(dist: Distribution, paths: Paths, options: BuildOptions) -> Iterator[None]:
+    """The locks a build holds (:mod:`conda_distro.locks`): the repository's, shared (no sweep edits the
+    recipes meanwhile; not taken again when the caller, the sweep, holds it), then the staging folder's,
+    exclusive (two builds into one staging never interleave their writes of packages, repodata and
+    results; promote waits to read them). One ``--lock-timeout`` for both."""
+    budget = options.lock_timeout if isinstance(options.lock_timeout, Deadline) else Deadline(options.lock_timeout)
+    with ExitStack() as stack:
+        if not options.holds_repository_lock:
+            stack.enter_context(repository_lock(dist.distro.build_dir, dist.root, budget, shared=True))
+        stack.enter_context(staging_lock(paths.staging, budget))
+        yield
 
 
 def _staging_state(paths: Paths) -> tuple:
@@ -229,9 +237,10 @@ def build(options: BuildOptions) -> BuildRun:
 
 
 def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | None = None) -> BuildRun:
-    """Plan, then build under the staging channel's lock. The plan is made first, so that bad input
-    exits 2 having written nothing (not even the lock file); when another build wrote staging or the
-    results while this one waited for the lock, it is made again under the lock."""
+    """Plan, then build under the repository's and the staging channel's locks (:func:`build_locks`).
+    The plan is made first, so that bad input exits 2 having written nothing (not even a lock file); when
+    a sweep wrote the recipes or distro.yaml, or another build wrote staging or the results, while this
+    one waited for the locks, the distribution is read again and the plan made again under them."""
     available = availability_if_readable(dist.distro)  # upstream read once: for the plan and the release views
     plan, paths = plan_build(dist, options, available)
     excluded = dist.exclusions()
@@ -242,8 +251,13 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
     gpu = probe_for(plan)
     iso = isolation(dist, paths, options.sandbox, gpu is not None and gpu.available)  # before anything is written
     seen = _staging_state(paths)
-    with staging_lock(paths, options.lock_timeout):
-        if _staging_state(paths) != seen:
+    with build_locks(dist, paths, options):
+        crash_point("build-locked")
+        reread = not options.holds_repository_lock and dist.changed_on_disk()
+        if reread:  # a sweep wrote the recipes or distro.yaml meanwhile: never plan from its edits
+            dist = load_distribution(dist.root, strict=False)
+            excluded = dist.exclusions()
+        if reread or _staging_state(paths) != seen:
             plan, paths = plan_build(dist, options, available)
             if not plan.packages:
                 return BuildRun(plan, ExecutionResult(), excluded, gpu)

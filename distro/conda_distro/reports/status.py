@@ -44,6 +44,7 @@ from conda_distro.ledger import ArtifactEntry
 from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
 from conda_distro.results import TestStatus
+from conda_distro.safetext import shown
 from conda_distro.templating import render, static
 
 CellStatus = Literal["passed", "failed", "blocked", "not-applicable", "not-tested"]
@@ -108,11 +109,11 @@ class Cell:
         where = f"{self.package} on pytorch {self.release} ({variant_label(self.variant, self.gpu)}, {self.source})"
         if self.artifact:
             text = f"{where}: {self.status} on {self.date:%Y-%m-%d}, {self.artifact.split('/')[-1]}"
-            return text + (f": {self.reason}" if self.reason and self.status != "passed" else "")
+            return text + (f": {shown(self.reason, 'text')}" if self.reason and self.status != "passed" else "")
         if self.status == "not-applicable":
             return f"{where}: not applicable (its pins do not admit this release or variant)"
         if self.status == "blocked" and self.reason:
-            return f"{where}: blocked: {self.reason}"
+            return f"{where}: blocked: {shown(self.reason, 'text')}"
         return f"{where}: no test result in channel_state/"
 
 

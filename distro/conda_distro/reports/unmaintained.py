@@ -38,6 +38,7 @@ from conda_distro.distribution import load_distribution
 from conda_distro.errors import ExitCode
 from conda_distro.ledger import ArtifactEntry, TestEvidence
 from conda_distro.reports.facts import Facts, PackageFacts, ReleaseDate, StagedBuild, days_between, gather, latest_tests
+from conda_distro.safetext import shown
 from conda_distro.templating import render
 
 
@@ -161,13 +162,14 @@ class UnmaintainedReport:
             last = e.evidence.get("last_commit")
             who = ", ".join(f"@{m}" for m in e.maintainers) or "(no maintainers)"
             lines.append(f"  {e.action.value:7} {e.name}  maintainers: {who}")
-            lines += [f"          - {r.message}" for r in e.reasons]
+            lines += [f"          - {shown(r.message, 'text', width=600)}" for r in e.reasons]
             if e.action is Action.REMOVE_RECIPE:
                 lines.append(f"          - never promoted to main: remove recipes/{e.name}/ (nothing to retire)")
-            lines.append(f"          - last recipe commit: {last['date'][:10]} {last['sha'][:7]} by {last['author']}"
+            lines.append(f"          - last recipe commit: {last['date'][:10]} {last['sha'][:7]} by {shown(last['author'], 'text')}"
                          if last else "          - last recipe commit: unknown (not in git, or only bots)")
         for r in self.retired:
-            lines.append(f"  retired {r.name} on {r.at:%Y-%m-%d} ({r.reason})" + (f": {r.record}" if r.record else ""))
+            lines.append(f"  retired {r.name} on {r.at:%Y-%m-%d} ({shown(r.reason, 'text', width=600)})"
+                         + (f": {r.record}" if r.record else ""))
         return lines
 
     def markdown(self) -> str:

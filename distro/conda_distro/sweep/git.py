@@ -1,7 +1,13 @@
 """The sweep's git work (through :mod:`conda_distro.gitutil`): the refusals before ``--commit``
 writes anything, the branch ``sweep/pytorch-VER`` with one commit per bumped package, one branch per
 bumped package, and the questions a rerun asks (is the release committed, is the branch where the
-report says)."""
+report says).
+
+``--commit`` never checks a branch out: the commits are made as objects (private index), the journal
+records them (phase ``committing``), then each branch is created by one ref update and the edited files
+are put back as they were before the sweep (from the journal): HEAD and the index never move, so a kill
+at any moment leaves either nothing or a state that :func:`finish_commits` completes (every step checks
+before it acts)."""
 
 from __future__ import annotations
 
@@ -10,12 +16,13 @@ from pathlib import Path
 from conda_distro.channels.hooks import crash_point
 from conda_distro.config import DISTRO_FILE, DistroRepo
 from conda_distro.errors import DistroError, GitError
+from conda_distro.fsutil import atomic_write_text
 from conda_distro.gitutil import (
     Repo,
     branch_sha,
     branches_named,
     changed_paths,
-    checkout,
+    clear_stale_locks,
     commit_chain,
     create_branch,
     current_ref,
@@ -23,7 +30,8 @@ from conda_distro.gitutil import (
     has_staged_changes,
     head_sha,
     open_repo,
-    publish_branch,
+    private_index,
+    return_to,
     show_file,
     top_dir,
 )
@@ -115,8 +123,8 @@ def refuse_half_made(distro: DistroRepo, release: str) -> None:
 def commit_sweep(repo: Repo, distro: DistroRepo, recipe_paths: dict[str, Path], plan: SweepPlan, options: SweepOptions,
                  result: SweepResult, journal: SweepJournal) -> None:
     """The branch sweep/pytorch-VER: one commit for distro.yaml, then one per bumped package. The commit
-    objects are made first (nothing else changes), the journal records them, then the branch is
-    created at the last one in a single ref update and checked out: it is never half-made.
+    objects are made first (nothing else changes), the journal records them, then the branches are
+    created, each in a single ref update, and the work tree is put back: :func:`finish_commits`.
     ``recipe_paths``: each bumped package's recipe file."""
     branch = sweep_branch(plan.release)
     top = top_dir(repo)
@@ -130,6 +138,7 @@ def commit_sweep(repo: Repo, distro: DistroRepo, recipe_paths: dict[str, Path], 
                             f"({dec.old_pin} -> {dec.new_pin}, build {dec.new_build})", dec.name))
     base = head_sha(repo)
     assert base is not None  # open_for_commit refused a repository without commits
+    crash_point("sweep-before-commits")
     shas = commit_chain(repo, base, [(paths, message) for paths, message, _ in planned], options.author)
     result.commits = [SweepCommit(package=package, sha=sha, message=message.splitlines()[0])
                       for (_, message, package), sha in zip(planned, shas, strict=True)]
@@ -146,19 +155,56 @@ def commit_sweep(repo: Repo, distro: DistroRepo, recipe_paths: dict[str, Path], 
     journal.result = result.to_dict()
     journal.save(distro.build_dir)
     crash_point("sweep-after-commit-objects")
-    publish(repo, result, shas[-1])
+    finish_commits(repo, distro.root, result, journal)
 
 
-def publish(repo: Repo, result: SweepResult, tip: str) -> None:
-    """Create the sweep branch (checked out) and the per-package branches, then check out the branch
-    the sweep started from again: the sweep's edits are on the branches, the work tree is as it was."""
-    assert result.branch is not None
-    publish_branch(repo, result.branch, tip)
+def finish_commits(repo: Repo, root: Path, result: SweepResult, journal: SweepJournal) -> None:
+    """From recorded commit objects to the finished state, each step done only when it is not done yet
+    (a rerun after a kill anywhere in here runs it again): the sweep branch at the journal's tip, the
+    per-package branches, the branch the sweep started from still checked out (an older version
+    switched branches; a rerun of its journal switches back) and the files the sweep edited as they were
+    before it (the edits are on the branches, the work tree is as it was)."""
+    assert result.branch is not None and journal.tip is not None
+    create_branch(repo, result.branch, journal.tip)
+    crash_point("sweep-after-branch")
     for pr in result.pr_bodies.values():
         if pr.get("branch") and pr.get("sha"):
             create_branch(repo, pr["branch"], pr["sha"])
-    if result.start and result.start != result.branch:
-        checkout(repo, result.start)
+    crash_point("sweep-after-package-branches")
+    top = top_dir(repo)
+    paths = [(root / rel).resolve().relative_to(top).as_posix() for rel in journal.originals]
+    if result.start:
+        return_to(repo, result.start, paths)
+    for rel, text in journal.originals.items():
+        path = root / rel
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            atomic_write_text(path, text)
+    crash_point("sweep-after-restore")
+
+
+def stale_git_locks(repo: Repo, journal: SweepJournal) -> list[Path]:
+    """The lock files an interrupted sweep's git commands can have left, that exist: its branches' ref
+    locks (``refs/heads/sweep/pytorch-VER[-NAME].lock``), its private index and that index's lock, and,
+    when it was interrupted while committing, ``index.lock`` and ``HEAD.lock`` (an older version switched
+    branches then). See :func:`conda_distro.gitutil.clear_stale_locks` for when they are removed."""
+    git_dir = Path(repo.git_dir)
+    heads = git_dir / "refs" / "heads"
+    branch = sweep_branch(journal.release)
+    found = [heads / f"{branch}.lock", *heads.glob(f"{branch}-*.lock")]
+    index = private_index(repo)
+    found += [index, Path(f"{index}.lock")]
+    if journal.phase == "committing":
+        found += [git_dir / "index.lock", git_dir / "HEAD.lock"]
+    return [p for p in found if p.exists()]
+
+
+def recover_git(root: Path, journal: SweepJournal) -> list[Path]:
+    """Before a rerun finishes or rolls back an interrupted sweep: remove the git lock files it left
+    (waiting for, or refusing with exit 2 over, a git command still running in the repository)."""
+    repo = find_repo(root)
+    if repo is None:
+        return []
+    return clear_stale_locks(repo, stale_git_locks(repo, journal))
 
 
 def find_sweep_repo(root: Path) -> Repo:

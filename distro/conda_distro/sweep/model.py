@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT
+from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, Deadline
+from conda_distro.safetext import shown
 from conda_distro.templating import render
 
 STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "awaiting-upstream", "not-solvable",
@@ -31,7 +32,7 @@ class SweepOptions:
     jobs: int = 1
     author: str = "conda-distro bot <bot@conda-distro.invalid>"
     sandbox: bool = True  # False: --no-sandbox
-    lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds to wait for another sweep of the same repository
+    lock_timeout: float | Deadline = DEFAULT_LOCK_TIMEOUT  # seconds to wait for the repository's and staging's locks
     root: Path | None = None  # the distribution's folder (None: found from the current one)
 
 
@@ -235,7 +236,7 @@ class SweepResult:
             pin = f"{d.old_pin} -> {d.new_pin}" if d.old_pin != d.new_pin else (d.old_pin or "")
             if d.old_pin != d.new_pin and not d.applied:
                 pin += " (reverted)"
-            lines.append(f"  {d.status:18} {d.name:24} {pin}" + (f"  ({d.reason})" if d.reason else ""))
+            lines.append(f"  {d.status:18} {d.name:24} {pin}" + (f"  ({shown(d.reason, 'text')})" if d.reason else ""))
         if self.branch:
             lines.append(f"branch {self.branch}: {len(self.commits)} commit(s)")
             lines += [f"  {pr['branch']}  ({name})" for name, pr in self.pr_bodies.items() if pr.get("branch")]

@@ -23,7 +23,8 @@ def _pin_cell(d: Decision) -> str:
 
 
 def _note_cell(d: Decision) -> str:
-    return d.reason.replace("|", "\\|").splitlines()[0] if d.reason else ""
+    """The first line of the reason (the template shows it through ``shown``)."""
+    return d.reason.splitlines()[0] if d.reason else ""
 
 
 def tracking_issue(plan: SweepPlan, result: SweepResult | None = None) -> str:

@@ -8,20 +8,20 @@ rolls the interrupted sweep's edits back and sweeps again, or finishes its commi
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conda_distro.channels.hooks import crash_point
-from conda_distro.channels.locking import REPOSITORY_LOCK, channel_lock
 from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import Distribution, distribution_of_texts, load_distribution, open_distro
 from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError, GitError, UsageError
 from conda_distro.fsutil import atomic_write_text, clear_stale_temps
-from conda_distro.gitutil import clear_stale_index_lock
 from conda_distro.graph import RecipeGraph
 from conda_distro.jsonio import read_json_text
+from conda_distro.locks import Deadline, repository_lock
 from conda_distro.recipe import RECIPE_FILE
 from conda_distro.recipe_edit import EditError
 from conda_distro.sweep.edit import add_release_text, edited_text
@@ -30,8 +30,9 @@ from conda_distro.sweep.git import (
     commit_sweep,
     committed_releases,
     find_sweep_repo,
+    finish_commits,
     open_for_commit,
-    publish,
+    recover_git,
     refuse_half_made,
 )
 from conda_distro.sweep.model import ReleaseTest, SweepDocument, SweepOptions, SweepPlan, SweepResult
@@ -52,16 +53,18 @@ def sweep(options: SweepOptions) -> SweepResult:
 
 
 def run_sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepResult:
-    """The sweep. Everything but ``--dry-run`` runs under the repository's lock (a second sweep of the
-    same checkout waits at most ``options.lock_timeout`` seconds, then exits 2), and is journaled: a
-    rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or finishes its commits."""
+    """The sweep. Everything but ``--dry-run`` runs under the repository's lock, exclusive (another
+    sweep, a build, promote or retire of the same checkout is waited for, at most ``options.lock_timeout``
+    seconds in all with the staging lock its build takes, then exit 2; see :mod:`conda_distro.locks`), and
+    is journaled: a rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or
+    finishes its commits."""
     distro = open_distro(options.root)  # (a folder without distro.yaml is refused before a malformed --pytorch)
     check_release(options.release)
     if options.dry_run:
         return _dry_run(distro, options)
-    with channel_lock(distro.build_dir / REPOSITORY_LOCK, options.lock_timeout, f"the repository {distro.root}",
-                      others="sweep"):
-        return _sweep_locked(distro, options, reporter)
+    budget = Deadline(options.lock_timeout) if not isinstance(options.lock_timeout, Deadline) else options.lock_timeout
+    with repository_lock(distro.build_dir, distro.root, budget, shared=False):
+        return _sweep_locked(distro, dataclasses.replace(options, lock_timeout=budget), reporter)
 
 
 def _dry_run(distro: DistroRepo, options: SweepOptions) -> SweepResult:
@@ -101,12 +104,12 @@ def _sweep_locked(distro: DistroRepo, options: SweepOptions, reporter: Reporter 
     journal = find_journal(build_dir)
     note = None
     if journal is not None:
-        clear_stale_index_lock(distro.root)  # the interrupted sweep may have been killed inside a git command
         if journal.release != options.release:
             raise UsageError(f"the sweep of pytorch {journal.release} was interrupted and is unfinished",
                              field="--pytorch", path=journal_path(build_dir, journal.release),
                              hint=f"finish it first: conda-distro sweep --pytorch {journal.release}"
                                   f"{' --commit' if journal.commit else ''}")
+        recover_git(distro.root, journal)  # it may have been killed inside a git command
         if journal.phase == "committing":
             return _finish_commits(distro, journal)
         restored = roll_back(journal, distro.root)
@@ -224,7 +227,8 @@ def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporte
         names = to_test(plan, graph, new_minor)
         if names:
             run = run_build(dist, BuildOptions(names=tuple(names), pytorch=(options.release,), jobs=options.jobs,
-                                               sandbox=options.sandbox, lock_timeout=options.lock_timeout), reporter)
+                                               sandbox=options.sandbox, lock_timeout=options.lock_timeout,
+                                               holds_repository_lock=True), reporter)
             _apply_results(plan, run.report, set(names), options.release, run.plan)
             mark_awaiting(plan, graph)
 
@@ -363,21 +367,22 @@ def _commit_left_edits(dist: Distribution, options: SweepOptions, left: Uncommit
 
 
 def _finish_commits(distro: DistroRepo, journal: SweepJournal) -> SweepResult:
-    """A rerun after a kill while the sweep made its branch: the commits exist (as objects); create
-    the branch at them, check it out, and report what the interrupted sweep found."""
+    """A rerun after a kill while the sweep made its branches: the commits exist (as objects); make
+    what is not made yet (:func:`~conda_distro.sweep.git.finish_commits`) and report what the interrupted
+    sweep found. Each file it edited must hold the sweep's text or the original (or be missing: an older
+    version's interrupted checkout), else someone changed it since: exit 2, nothing written."""
     root = distro.root
     repo = find_sweep_repo(root)
     for rel, text in journal.written.items():
         path = root / rel
         current = path.read_text(encoding="utf-8") if path.is_file() else None
-        if current not in (text, journal.originals.get(rel)):
+        if current not in (text, journal.originals.get(rel), None):
             raise GitError(f"{rel} was changed after the sweep of pytorch {journal.release} was interrupted",
                            path=path, hint=f"the branch {journal.branch} is made from the commits already recorded: "
                                            f"keep a copy of your change, git checkout -- {rel}, and rerun the sweep")
     result = SweepDocument.model_validate(journal.result).result()
     result.branch, result.start = journal.branch, journal.start
-    assert journal.tip is not None  # a committing journal records its tip (sweepstate refuses one without)
-    publish(repo, result, journal.tip)
+    finish_commits(repo, root, result, journal)
     result.message = (f"finished the commits of the interrupted sweep of pytorch {journal.release}: "
                       f"branch {journal.branch}, {len(result.commits)} commit(s)"
                       + (f"; back on {result.start}" if result.start else ""))

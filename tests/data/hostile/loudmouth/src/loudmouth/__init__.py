@@ -1,0 +1,1 @@
+"""Test data: a package whose test prints hostile text (see shout.py)."""
