@@ -1,0 +1,119 @@
+"""What the orchestrator and the runner tell each other: the runner's job (a JSON file it reads) and its
+report (JSON lines on a private descriptor only it holds).
+
+Two kinds of job, each run in a sandbox of its own: a **build** job (one per package: build its variants
+into the sandbox's output folder, no tests) and a **test** job (one per artifact × release × variant:
+run the package's tests against that release). The report is a stream of :data:`Message` objects, one
+JSON object a line: ``log`` lines (what rattler-build streams while it works), ``begin`` (the next
+variant's build starts), ``built`` (a build's outcome), ``tested`` (the test's outcome, rattler-build's
+``TestResult.success``) and ``done``. Only the runner writes there; recipe code cannot reach the
+descriptor (:mod:`.worker`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from conda_distro.engine.backends import VariantSpec
+from conda_distro.render import RenderSettings
+from conda_distro.results import Variant
+from conda_distro.specs import admits, parse_spec
+
+#: the longest log line the runner sends (a longer one is cut): the report stream stays line-bounded
+MAX_LINE = 64 << 10
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BuildPhaseJob(_Model):
+    """Build these variants of the recipe into ``out_dir`` (paths as the sandbox shows them)."""
+
+    recipe: str
+    variant_config: RenderSettings
+    engine: str
+    out_dir: str
+    channels: list[str]  # staging first, then upstream
+    variants: list[VariantSpec]
+
+
+class TestPhaseJob(_Model):
+    """Run the tests of one package file against ``channels`` (the release view first)."""
+
+    __test__ = False  # not a pytest class
+
+    engine: str
+    artifact: str
+    channels: list[str]
+    cuda: str  # CONDA_OVERRIDE_CUDA: "" for a cpu test
+
+
+class LogMsg(_Model):
+    kind: Literal["log"] = "log"
+    line: str
+
+
+class BeginMsg(_Model):
+    kind: Literal["begin"] = "begin"
+    index: int  # of the variant in the job (its build log and its time limit start now)
+
+
+class BuiltMsg(_Model):
+    kind: Literal["built"] = "built"
+    artifact: str
+    ok: bool
+    message: str | None = None
+    produced: str | None = None  # the built file, relative to the output folder
+
+
+class TestedMsg(_Model):
+    __test__ = False
+
+    kind: Literal["tested"] = "tested"
+    ok: bool  # every test of the package passed (rattler-build's TestResult.success)
+    error: bool = False  # could not run (infrastructure), neither passed nor failed
+    message: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)  # the test environment: name -> "name-version-build"
+
+
+class DoneMsg(_Model):
+    kind: Literal["done"] = "done"
+
+
+Message = Annotated[LogMsg | BeginMsg | BuiltMsg | TestedMsg | DoneMsg, Field(discriminator="kind")]
+
+
+class Envelope(_Model):
+    msg: Message
+
+
+class TargetIn(_Model):
+    """A release × variant a unit's artifacts are tested against, with its release view."""
+
+    pytorch: str
+    variant: Variant
+    url: str | None
+    sha256: str | None
+    cuda: str
+    missing_reason: str | None = None
+    gpu: bool = False  # a cuda target on a machine with a working GPU (its tests are not the no-GPU ones)
+
+
+def target_id(pytorch: str, variant: str) -> str:
+    return f"{pytorch}/{variant}"
+
+
+def test_key(artifact_sha256: str, target: TargetIn, deps_digest: str) -> str:
+    """Everything a test outcome depends on: same key, same outcome (no need to re-run)."""
+    tid = target_id(target.pytorch, target.variant) + ("/gpu" if target.gpu else "")  # a GPU run is another test
+    return hashlib.sha256(f"{artifact_sha256}|{tid}|{target.sha256}|{deps_digest}".encode()).hexdigest()
+
+
+def admitted_targets(depends: list[str], pytorch: str, targets: list[TargetIn]) -> list[TargetIn]:
+    """The targets an artifact's own pytorch pin admits."""
+    pins = [p for p in (parse_spec(d) for d in depends) if p.ok and p.name == pytorch]
+    return [t for t in targets if all(admits(p.version, t.pytorch) for p in pins)]
