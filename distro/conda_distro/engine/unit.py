@@ -32,7 +32,17 @@ from conda_distro.fsutil import link_or_copy
 from conda_distro.provenance import Stamp
 from conda_distro.rattler_env import index_channel
 from conda_distro.render import RenderSettings
-from conda_distro.results import SCHEMA_VERSION, ArtifactResults, BuildRecord, BuildStatus, ResultsStore, TestRecord, TestStatus, Variant, now
+from conda_distro.results import (
+    SCHEMA_VERSION,
+    ArtifactResults,
+    BuildRecord,
+    BuildStatus,
+    ResultsStore,
+    TestRecord,
+    TestStatus,
+    Variant,
+    now,
+)
 
 
 class _TestBase(TypedDict):
