@@ -166,6 +166,8 @@ class Limits(Strict):
     @field_validator("build_timeout", "test_timeout", mode="before")
     @classmethod
     def _seconds(cls, v: Any) -> Any:
+        if isinstance(v, str) and re.fullmatch(r"\d+(\.\d+)?", v.strip()):  # (the fast YAML reader keeps scalars text)
+            v = float(v)
         if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= MAX_TIMEOUT:
             raise ValueError(f"{v!r} is not a number of seconds (more than 0, at most {MAX_TIMEOUT}: a week), e.g. 3600")
         return v
@@ -176,6 +178,8 @@ class Limits(Strict):
         size = None
         if isinstance(v, int) and not isinstance(v, bool):
             size = v
+        elif isinstance(v, str) and v.strip().isdigit():
+            size = int(v)
         elif isinstance(v, str) and (m := _SIZE.fullmatch(v.strip())):
             size = int(float(m.group(1)) * _UNITS[m.group(2)])
         if size is None or not 1024 <= size <= 1 << 40:

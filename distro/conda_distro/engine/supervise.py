@@ -69,6 +69,7 @@ class Supervised:
     tail: str = ""  # the end of the sandbox's own output
     started: bool = True
     error: str | None = None  # could not start / broke the protocol
+    mode: str = "build"
 
     def why(self, limits_note: str) -> str:
         """Why the runner gave no outcome, as a record's reason."""
@@ -77,7 +78,7 @@ class Supervised:
         if self.error:
             return self.error
         lines = [ln for ln in self.tail.strip().splitlines() if ln.strip()]
-        return f"the build runner exited with status {self.status}: " + (lines[-1][:300] if lines else "no output")
+        return f"the {self.mode} worker exited with status {self.status}: " + (lines[-1][:300] if lines else "no output")
 
 
 def runner_argv(mode: str, report_fd: int, job: str) -> list[str]:
@@ -137,7 +138,7 @@ def _kill(proc: subprocess.Popen, sandboxed: bool) -> None:
 
 def supervise(launch: Launch) -> Supervised:
     """Run ``launch`` to its end or its limit; never raises for what recipe code does."""
-    out = Supervised()
+    out = Supervised(mode=launch.mode)
     logs = _Logs(launch.logs, launch.log_limit)
     r, w = os.pipe()
     try:
@@ -148,7 +149,7 @@ def supervise(launch: Launch) -> Supervised:
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(w,),
                                     start_new_session=not sandboxed)
         except OSError as exc:
-            out.started, out.error = False, f"the build runner could not start: {exc}"
+            out.started, out.error = False, f"the {launch.mode} worker could not start: {exc}"
             logs.note(out.error)
             return out
         finally:
@@ -204,7 +205,7 @@ def _watch(proc: subprocess.Popen, report_fd: int, logs: _Logs, launch: Launch, 
                 pending += data
                 ok, pending, deadline = _messages(pending, logs, out, deadline, launch.timeout)
                 if len(pending) > 8 * MAX_LINE:  # the runner never sends such a line
-                    out.error = "the build runner's report is unreadable (a line without end)"
+                    out.error = "the build worker's report is unreadable (a line without end)"
             if not ok:
                 stop(OUTPUT_LIMIT)
                 logs.note(f"killed: {OUTPUT_LIMIT}: the log passed {launch.log_limit} bytes (the limit)")
@@ -232,7 +233,7 @@ def _messages(pending: bytes, logs: _Logs, out: Supervised, deadline: float, tim
         try:
             msg = Envelope.model_validate_json(raw).msg
         except (ValidationError, ValueError):
-            out.error = "the build runner's report is unreadable"
+            out.error = "the build worker's report is unreadable"
             continue
         if isinstance(msg, LogMsg):
             ok = logs.write(msg.line.encode("utf-8", "replace") + b"\n") and ok
