@@ -81,9 +81,8 @@ if sys.argv[2] == "sealed":
     seal_process(fd)
 else:
     os.set_inheritable(fd, False)
-subprocess.run(["/bin/sh", "-c", 'for n in 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do '
-                '(echo FORGED > /proc/$PPID/fd/$n) 2>/dev/null; done; cat /proc/$PPID/environ >/dev/null 2>&1 '
-                '&& echo ENVIRON-READ >&2; true'])
+subprocess.run(["/bin/sh", "-c", f'(echo FORGED > /proc/$PPID/fd/{fd}) 2>/dev/null; '
+                'cat /proc/$PPID/environ >/dev/null 2>&1 && echo ENVIRON-READ >&2; true'])
 os.write(fd, b"REAL\n")
 """
 

@@ -16,10 +16,11 @@ from typing import Protocol
 
 from conda_distro.channels.local import LocalChannel
 from conda_distro.config import Limits
+from conda_distro.engine.phases import Isolation
 from conda_distro.engine.plan import BuildPlan, PackagePlan
 from conda_distro.engine.releases import ReleaseView, Target
 from conda_distro.engine.sources import RecipeInputs
-from conda_distro.engine.unit import Isolation, TargetView, Unit, UnitOutcome, blocked_outcome, finish, is_cached, launch, prepare, reuse
+from conda_distro.engine.unit import TargetView, Unit, UnitOutcome, blocked_outcome, finish, is_cached, launch, prepare, reuse
 from conda_distro.errors import ExitCode
 from conda_distro.fsutil import link_or_copy
 from conda_distro.provenance import BuildProvenance, Stamp

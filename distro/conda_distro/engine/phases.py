@@ -25,14 +25,48 @@ from typing import TYPE_CHECKING
 from conda_distro.engine import intake
 from conda_distro.engine.jobs import BuildPhaseJob, BuiltMsg, TargetIn, TestedMsg, TestPhaseJob
 from conda_distro.engine.limits import describe
-from conda_distro.engine.sandbox import Layout, worker_env
+from conda_distro.engine.sandbox import Layout, file_url_path, worker_env
 from conda_distro.engine.sources import SourceFetchError, fetch_source, recipe_copy
 from conda_distro.engine.supervise import Launch, supervise
 from conda_distro.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
 
 if TYPE_CHECKING:
+    from conda_distro.config import Limits
     from conda_distro.engine.backends import VariantSpec
-    from conda_distro.engine.unit import Prepared
+    from conda_distro.engine.sources import RecipeInputs
+    from conda_distro.render import RenderSettings
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How runners run: ``bwrap`` is the sandbox's executable, None for ``--no-sandbox``; ``work_root``
+    holds each unit's private folder while it runs; ``sources`` is the cache url sources are fetched
+    into. A sandbox shows only what a phase names."""
+
+    bwrap: str | None
+    work_root: Path
+    sources: Path
+    devices: tuple[Path, ...] = ()  # device nodes a GPU test's sandbox puts back (the GPU's, when there is one)
+
+
+@dataclass(frozen=True)
+class PhaseContext:
+    """What the phases of one unit read: the package's recipe and settings, where it writes."""
+
+    name: str
+    recipe: Path  # recipe.yaml
+    root: Path  # the repository (the recipe folder is shown at its place in it)
+    inputs: RecipeInputs  # url sources to fetch, path sources to show
+    variant_config: RenderSettings
+    engine: str
+    channels: tuple[str, ...]  # staging first, then upstream
+    staging: Path
+    logs: Path  # the package's log folder
+    declared: frozenset[str]  # package names the recipe may produce
+    limits: Limits
+    isolation: Isolation
+    work: Path  # the unit's private folder
+    dep_view: str | None = None  # file:// URL of the channel with this run's builds of the dependencies
 
 
 @dataclass
@@ -66,24 +100,23 @@ def _fresh(folder: Path, *subs: str) -> Path:
     return rw
 
 
-def _tmpdir(p: Prepared, lay: Layout, rw: Path, work_in: Path) -> tuple[str, Path | None]:
+def _tmpdir(p: PhaseContext, lay: Layout, rw: Path, work_in: Path) -> tuple[str, Path | None]:
     """TMPDIR for test environments: a private folder of ``$CONDA_DISTRO_TEST_TMPDIR``; else the sandbox's
     own /tmp (memory) while memory has room (unsandboxed: /dev/shm when roomy); else the work folder."""
     sandboxed = lay.sandboxed
     chosen = os.environ.get(SCRATCH_VAR) or (None if sandboxed else scratch_dir())
     if chosen:
-        scratch = Path(tempfile.mkdtemp(prefix=f"{p.unit.name}-", dir=chosen))
+        scratch = Path(tempfile.mkdtemp(prefix=f"{p.name}-", dir=chosen))
         return str(lay.show(scratch, "scratch", writable=True)), scratch
     if sandboxed and ram_has_room():
         return "/tmp", None
     return str(work_in / "tmp"), None
 
 
-def _show_recipe(p: Prepared, lay: Layout, folder: Path) -> Path:
+def _show_recipe(unit: PhaseContext, lay: Layout, folder: Path) -> Path:
     """The recipe.yaml the runner builds, as it sees it: the recipe folder (or a copy whose url sources
     point at the fetched files) at its place in the repository under /job/repo, with the path sources
     it names. Raises :class:`SourceFetchError`."""
-    unit = p.unit
     recipe_dir = unit.recipe.parent
     try:
         rel = recipe_dir.resolve().relative_to(unit.root.resolve()).as_posix()
@@ -91,7 +124,7 @@ def _show_recipe(p: Prepared, lay: Layout, folder: Path) -> Path:
         rel = f"recipes/{recipe_dir.name}"
     urls: dict[int, str] = {}
     for src in unit.inputs.urls:
-        cached = fetch_source(src, p.isolation.sources)
+        cached = fetch_source(src, unit.isolation.sources)
         urls[src.line] = lay.show(cached, f"sources/{src.sha256}/{cached.name}").as_uri()
     if urls:
         recipe_dir = recipe_copy(recipe_dir, folder / "recipe" / rel, urls).parent
@@ -102,21 +135,21 @@ def _show_recipe(p: Prepared, lay: Layout, folder: Path) -> Path:
     return lay.show(recipe_dir, f"repo/{rel}") / "recipe.yaml"
 
 
-def run_build_phase(p: Prepared, to_build: list[VariantSpec], gate: threading.Lock) -> dict[str, BuildOut]:
+def run_build_phase(unit: PhaseContext, to_build: list[VariantSpec], gate: threading.Lock) -> dict[str, BuildOut]:
     """Build ``to_build`` in one sandbox; seal, check and stage what it produced (under ``gate``: one
     writer of staging at a time). Returns each variant's outcome by artifact."""
-    unit, iso = p.unit, p.isolation
-    folder = p.work / "build"
+    iso = unit.isolation
+    folder = unit.work / "build"
     rw = _fresh(folder, "out", "home", "cache", "tmp")
     lay = Layout(iso.bwrap is not None)
-    logs = tuple(unit.logs / unit.name / f"{s.build_string}.build.log" for s in to_build)
+    logs = tuple(unit.logs / f"{s.build_string}.build.log" for s in to_build)
     try:
         work_in = lay.show(rw, "work", writable=True)
         try:
-            recipe_in = _show_recipe(p, lay, folder)
+            recipe_in = _show_recipe(unit, lay, folder)
         except SourceFetchError as exc:
             return {s.artifact: BuildOut("failed", f"the source could not be fetched: {exc}") for s in to_build}
-        channels = [lay.channel(url, f"c{i}") for i, url in enumerate(unit.channels)]
+        channels = [lay.channel(url) for url in unit.channels]
         job = BuildPhaseJob(recipe=str(recipe_in), variant_config=unit.variant_config, engine=unit.engine,
                             out_dir=str(work_in / "out"), channels=channels, variants=to_build)
         job_file = folder / "job.json"
@@ -157,25 +190,26 @@ def run_build_phase(p: Prepared, to_build: list[VariantSpec], gate: threading.Lo
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_test_phase(p: Prepared, spec: VariantSpec, staged: Path, target: TargetIn, n: int) -> TestOut:
+def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: TargetIn, n: int) -> TestOut:
     """Run the tests of the staged package ``staged`` against ``target``, in a sandbox of their own."""
-    unit, iso = p.unit, p.isolation
-    folder = p.work / f"test-{n}"
+    iso = unit.isolation
+    folder = unit.work / f"test-{n}"
     rw = _fresh(folder, "home", "cache", "tmp")
     lay = Layout(iso.bwrap is not None)
-    log = unit.logs / unit.name / f"{spec.build_string}.{target.pytorch}-{target.variant}.test.log"
+    log = unit.logs / f"{spec.build_string}.{target.pytorch}-{target.variant}.test.log"
     scratch = None
     try:
         work_in = lay.show(rw, "work", writable=True)
-        staging_in = lay.show(unit.staging, "channels/staging")
-        channels = [lay.channel(target.url or "", "release"),
-                    *([lay.channel(p.dep_view, "deps")] if p.dep_view else []),
-                    *(lay.channel(url, f"c{i}") for i, url in enumerate(unit.channels))]
+        assert target.url is not None  # (a target without a release view is never run)
+        channels = [lay.channel(target.url), *([lay.channel(unit.dep_view)] if unit.dep_view else []),
+                    *(lay.channel(url) for url in unit.channels)]
+        staging_in = file_url_path(lay.channel(unit.staging.as_uri()))
+        assert staging_in is not None
         job = TestPhaseJob(engine=unit.engine, artifact=str(staging_in / staged.relative_to(unit.staging)),
                            channels=channels, cuda=target.cuda)
         job_file = folder / "job.json"
         job_file.write_text(job.model_dump_json(), encoding="utf-8")
-        tmpdir, scratch = _tmpdir(p, lay, rw, work_in)
+        tmpdir, scratch = _tmpdir(unit, lay, rw, work_in)
         devices = iso.devices if target.gpu else ()
         ran = supervise(Launch("test", str(lay.show(job_file, "job.json")), worker_env(str(work_in), tmpdir), rw,
                                unit.limits.test_timeout, unit.limits.log_limit, (log,),

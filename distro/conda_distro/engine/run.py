@@ -13,13 +13,13 @@ from conda_distro.distribution import Distribution, Exclusions, load_distributio
 from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter
 from conda_distro.engine.limits import recipe_limits
+from conda_distro.engine.phases import Isolation
 from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
 from conda_distro.engine.progress import make_reporter
 from conda_distro.engine.releases import Availability, availability_if_readable, build_release_views
 from conda_distro.engine.sandbox import require_bwrap
 from conda_distro.engine.sources import RecipeInputs, recipe_inputs, sources_cache
 from conda_distro.engine.summary import build_table, plan_lines, untested_lines
-from conda_distro.engine.unit import Isolation
 from conda_distro.errors import ConfigError, UsageError
 from conda_distro.gitutil import changed_recipes
 from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu

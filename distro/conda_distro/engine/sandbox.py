@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -216,13 +217,25 @@ class Layout:
             self._seen[key] = where
         return self._seen[key]
 
-    def channel(self, url: str, name: str) -> str:
+    def channel(self, url: str) -> str:
         """A channel URL as the sandbox sees it: a local channel shown read-only at
-        ``/job/channels/<name>`` (a plain path, nothing to percent-encode); any other URL unchanged."""
+        ``/job/channels/<its folder's name>`` (made plain and unique: nothing to percent-encode; the name
+        is what rattler-build prints as the channel); any other URL unchanged."""
         host = file_url_path(url)
         if host is None:
             return url
-        return self.show(host, f"channels/{name}").as_uri() if self.sandboxed else host.as_uri()
+        if not self.sandboxed:
+            return host.as_uri()
+        key = (Path(os.path.abspath(host)), False)
+        if key in self._seen:
+            return self._seen[key].as_uri()
+        base = re.sub(r"[^A-Za-z0-9._+-]", "_", host.name).lstrip(".") or "channel"
+        taken = set(self._seen.values())
+        name, n = base, 1
+        while INSIDE / "channels" / name in taken:
+            n += 1
+            name = f"{base}-{n}"
+        return self.show(host, f"channels/{name}").as_uri()
 
     def spec(self, devices: tuple[Path, ...] = ()) -> SandboxSpec:
         return SandboxSpec(mounts=tuple(self.mounts), devices=devices, runtime=tuple(runtime_paths()),

@@ -25,7 +25,7 @@ from conda_distro.channels.local import sha256_of
 from conda_distro.config import Limits
 from conda_distro.engine.backends import VariantSpec
 from conda_distro.engine.jobs import TargetIn, admitted_targets, target_id, test_key
-from conda_distro.engine.phases import BuildOut, TestOut, run_build_phase, run_test_phase
+from conda_distro.engine.phases import BuildOut, Isolation, PhaseContext, TestOut, run_build_phase, run_test_phase
 from conda_distro.engine.releases import Target
 from conda_distro.engine.sources import RecipeInputs
 from conda_distro.fsutil import link_or_copy
@@ -76,18 +76,6 @@ class TargetView:
 
 
 @dataclass(frozen=True)
-class Isolation:
-    """How runners run: ``bwrap`` is the sandbox's executable, None for ``--no-sandbox``; ``work_root``
-    holds each unit's private folder while it runs; ``sources`` is the cache url sources are fetched
-    into. A sandbox shows only what a phase names (:mod:`.phases`)."""
-
-    bwrap: str | None
-    work_root: Path
-    sources: Path
-    devices: tuple[Path, ...] = ()  # device nodes a GPU test's sandbox puts back (the GPU's, when there is one)
-
-
-@dataclass(frozen=True)
 class Unit:
     name: str
     recipe: Path
@@ -124,10 +112,12 @@ class UnitOutcome:
 @dataclass
 class Prepared:
     unit: Unit
-    isolation: Isolation
-    work: Path  # the unit's private folder (removed by finish)
-    dep_view: str | None = None  # file:// URL of the channel with this run's builds of the dependencies
+    ctx: PhaseContext  # what its sandboxed phases read, and where they write
     known: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # artifact -> target -> stored keys
+
+    @property
+    def work(self) -> Path:  # the unit's private folder (removed by finish)
+        return self.ctx.work
 
 
 @dataclass
@@ -201,8 +191,11 @@ def prepare(unit: Unit, iso: Isolation) -> Prepared:
     store = ResultsStore(unit.store)
     iso.work_root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{unit.name}-", dir=iso.work_root))
-    return Prepared(unit, iso, work, make_dep_view(unit), {spec.artifact: _known_keys(store, spec)
-                                                          for spec, _, _ in unit.variants})
+    ctx = PhaseContext(name=unit.name, recipe=unit.recipe, root=unit.root, inputs=unit.inputs,
+                       variant_config=unit.variant_config, engine=unit.engine, channels=unit.channels,
+                       staging=unit.staging, logs=unit.logs / unit.name, declared=unit.declared, limits=unit.limits,
+                       isolation=iso, work=work, dep_view=make_dep_view(unit))
+    return Prepared(unit, ctx, {spec.artifact: _known_keys(store, spec) for spec, _, _ in unit.variants})
 
 
 _NO_GATE = threading.Lock()
@@ -216,7 +209,7 @@ def launch(p: Prepared, gate: threading.Lock | None = None) -> Launched:
     done = Launched(p)
     to_build = [spec for spec, _, action in unit.variants if action == "build"]
     if to_build:
-        done.builds = run_build_phase(p, to_build, gate or _NO_GATE)
+        done.builds = run_build_phase(p.ctx, to_build, gate or _NO_GATE)
     views = [tv.to_in() for tv in unit.targets]
     n = 0
     for spec, _, action in unit.variants:
@@ -230,7 +223,7 @@ def launch(p: Prepared, gate: threading.Lock | None = None) -> Launched:
                     or test_key(sha, t, unit.deps_digest) in p.known.get(spec.artifact, {}).get(tid, ()):
                 continue  # recorded by finish
             n += 1
-            done.tests[(spec.artifact, tid)] = run_test_phase(p, spec, path, t, n)
+            done.tests[(spec.artifact, tid)] = run_test_phase(p.ctx, spec, path, t, n)
     return done
 
 
