@@ -14,11 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from conda_distro.engine.releases import SOLVE_TIMEOUT, virtual_packages
 from conda_distro.errors import EngineUnavailableError
 from conda_distro.rattler_env import rattler_env, scratch_dir
 from conda_distro.render import RenderSettings, live_variants
-from conda_distro.results import NO_TESTS
 
 if TYPE_CHECKING:
     from rattler_build import RenderedVariant
@@ -92,6 +90,8 @@ class TestOutcome:
     error: bool = False
     #: the packages rattler-build installed into the test environment: name -> "name-version-build"
     env: dict[str, str] = field(default_factory=dict)
+    #: the package has no tests (rattler-build ran nothing): passed, and `neutral` in the gate
+    no_tests: bool = False
 
 
 class Builder(Protocol):
@@ -182,6 +182,8 @@ def _explain_unsolvable(spec: str, job: TestJob) -> str | None:
 
     from rattler import Subdir, solve
     from rattler.exceptions import SolverError
+
+    from conda_distro.engine.releases import SOLVE_TIMEOUT, virtual_packages
 
     try:
         asyncio.run(solve(list(job.channels), [spec], platforms=[Subdir.current(), Subdir("noarch")],
@@ -281,14 +283,14 @@ class RattlerBuildBackend:
                     # (an environment rattler-build cannot set up is the package's failure even when
                     # rattler's own solve finds one: their channel priorities differ)
         if not results:
-            lines.append(f"({NO_TESTS})")
+            lines.append("(the package has no tests)")
         killed = False
         if failed is not None and KILLED in failed:  # the OOM killer or someone outside: not finished (debci's tmpfail)
             killed, failed = True, f"{failed} ({KILLED_WHY})"
             lines.append(f"=== {KILLED_WHY}: recorded as an infrastructure error; `build --retry-errors` runs it again")
         _send(job.sink, lines)
         env.pop(pkg.name, None)
-        return TestOutcome(failed is None, failed if results else NO_TESTS, error=killed, env=env)
+        return TestOutcome(failed is None, failed, error=killed, env=env, no_tests=not results)
 
 
 class CondaBuildBackend:

@@ -7,20 +7,18 @@ run the package's tests against that release). The report is a stream of :data:`
 JSON object a line: ``log`` lines (what rattler-build streams while it works), ``begin`` (the next
 variant's build starts), ``built`` (a build's outcome), ``tested`` (the test's outcome, rattler-build's
 ``TestResult.success``) and ``done``. Only the runner writes there; recipe code cannot reach the
-descriptor (:mod:`.worker`).
+descriptor (:mod:`.worker`). The runner imports this module at every start (once per sandbox): it
+stays small.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from conda_distro.engine.backends import VariantSpec
 from conda_distro.render import RenderSettings
-from conda_distro.results import Variant
-from conda_distro.specs import admits, parse_spec
 
 #: the longest log line the runner sends (a longer one is cut): the report stream stays line-bounded
 MAX_LINE = 64 << 10
@@ -78,6 +76,7 @@ class TestedMsg(_Model):
     error: bool = False  # could not run (infrastructure), neither passed nor failed
     message: str | None = None
     env: dict[str, str] = Field(default_factory=dict)  # the test environment: name -> "name-version-build"
+    no_tests: bool = False  # the package has no tests (rattler-build ran nothing)
 
 
 class DoneMsg(_Model):
@@ -89,31 +88,3 @@ Message = Annotated[LogMsg | BeginMsg | BuiltMsg | TestedMsg | DoneMsg, Field(di
 
 class Envelope(_Model):
     msg: Message
-
-
-class TargetIn(_Model):
-    """A release × variant a unit's artifacts are tested against, with its release view."""
-
-    pytorch: str
-    variant: Variant
-    url: str | None
-    sha256: str | None
-    cuda: str
-    missing_reason: str | None = None
-    gpu: bool = False  # a cuda target on a machine with a working GPU (its tests are not the no-GPU ones)
-
-
-def target_id(pytorch: str, variant: str) -> str:
-    return f"{pytorch}/{variant}"
-
-
-def test_key(artifact_sha256: str, target: TargetIn, deps_digest: str) -> str:
-    """Everything a test outcome depends on: same key, same outcome (no need to re-run)."""
-    tid = target_id(target.pytorch, target.variant) + ("/gpu" if target.gpu else "")  # a GPU run is another test
-    return hashlib.sha256(f"{artifact_sha256}|{tid}|{target.sha256}|{deps_digest}".encode()).hexdigest()
-
-
-def admitted_targets(depends: list[str], pytorch: str, targets: list[TargetIn]) -> list[TargetIn]:
-    """The targets an artifact's own pytorch pin admits."""
-    pins = [p for p in (parse_spec(d) for d in depends) if p.ok and p.name == pytorch]
-    return [t for t in targets if all(admits(p.version, t.pytorch) for p in pins)]

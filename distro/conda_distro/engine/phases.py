@@ -22,13 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, ConfigDict
+
 from conda_distro.engine import intake
-from conda_distro.engine.jobs import BuildPhaseJob, BuiltMsg, TargetIn, TestedMsg, TestPhaseJob
+from conda_distro.engine.jobs import BuildPhaseJob, BuiltMsg, TestedMsg, TestPhaseJob
 from conda_distro.engine.limits import describe
 from conda_distro.engine.sandbox import Layout, file_url_path, worker_env
 from conda_distro.engine.sources import SourceFetchError, fetch_source, recipe_copy
 from conda_distro.engine.supervise import Launch, supervise
 from conda_distro.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
+from conda_distro.results import Variant
 
 if TYPE_CHECKING:
     from conda_distro.config import Limits
@@ -69,6 +72,20 @@ class PhaseContext:
     dep_view: str | None = None  # file:// URL of the channel with this run's builds of the dependencies
 
 
+class TargetIn(BaseModel):
+    """A release × variant a unit's artifacts are tested against, with its release view."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pytorch: str
+    variant: Variant
+    url: str | None
+    sha256: str | None
+    cuda: str
+    missing_reason: str | None = None
+    gpu: bool = False  # a cuda target on a machine with a working GPU (its tests are not the no-GPU ones)
+
+
 @dataclass
 class BuildOut:
     """One variant's build, as the orchestrator saw it."""
@@ -91,6 +108,7 @@ class TestOut:
     message: str | None = None
     log: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    no_tests: bool = False
 
 
 def _fresh(folder: Path, *subs: str) -> Path:
@@ -218,7 +236,7 @@ def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: 
         kept = str(log) if log.is_file() else None
         if said is None or ran.killed:  # no verdict: killed, crashed, timed out
             return TestOut(False, error=True, message=ran.why(describe(unit.limits)), log=kept)
-        return TestOut(said.ok, said.error, said.message, kept, said.env)
+        return TestOut(said.ok, said.error, said.message, kept, said.env, said.no_tests)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         if scratch is not None:

@@ -14,6 +14,7 @@ Three steps, so the executor can run the middle one concurrently:
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tempfile
 import threading
@@ -24,8 +25,7 @@ from typing import TypedDict
 from conda_distro.channels.local import sha256_of
 from conda_distro.config import Limits
 from conda_distro.engine.backends import VariantSpec
-from conda_distro.engine.jobs import TargetIn, admitted_targets, target_id, test_key
-from conda_distro.engine.phases import BuildOut, Isolation, PhaseContext, TestOut, run_build_phase, run_test_phase
+from conda_distro.engine.phases import BuildOut, Isolation, PhaseContext, TargetIn, TestOut, run_build_phase, run_test_phase
 from conda_distro.engine.releases import Target
 from conda_distro.engine.sources import RecipeInputs
 from conda_distro.fsutil import link_or_copy
@@ -33,6 +33,7 @@ from conda_distro.provenance import Stamp
 from conda_distro.rattler_env import index_channel
 from conda_distro.render import RenderSettings
 from conda_distro.results import (
+    NO_TESTS,
     SCHEMA_VERSION,
     ArtifactResults,
     BuildRecord,
@@ -43,6 +44,7 @@ from conda_distro.results import (
     Variant,
     now,
 )
+from conda_distro.specs import admits, parse_spec
 
 
 class _TestBase(TypedDict):
@@ -59,6 +61,22 @@ class _Provenance(TypedDict):
 
     recipes: dict[str, str]
     commit: str | None
+
+
+def target_id(pytorch: str, variant: str) -> str:
+    return f"{pytorch}/{variant}"
+
+
+def test_key(artifact_sha256: str, target: TargetIn, deps_digest: str) -> str:
+    """Everything a test outcome depends on: same key, same outcome (no need to re-run)."""
+    tid = target_id(target.pytorch, target.variant) + ("/gpu" if target.gpu else "")  # a GPU run is another test
+    return hashlib.sha256(f"{artifact_sha256}|{tid}|{target.sha256}|{deps_digest}".encode()).hexdigest()
+
+
+def admitted_targets(depends: list[str], pytorch: str, targets: list[TargetIn]) -> list[TargetIn]:
+    """The targets an artifact's own pytorch pin admits."""
+    pins = [p for p in (parse_spec(d) for d in depends) if p.ok and p.name == pytorch]
+    return [t for t in targets if all(admits(p.version, t.pytorch) for p in pins)]
 
 
 @dataclass(frozen=True)
@@ -363,7 +381,7 @@ class _TestRecorder:
             else:
                 against = {n: ident for n, ident in got.env.items() if n in unit.closure}
                 status: TestStatus = "passed" if got.ok and not got.error else "error" if got.error else "failed"
-                rec = TestRecord(**base, status=status, log=got.log, reason=got.message, key=key,
+                rec = TestRecord(**base, status=status, log=got.log, reason=NO_TESTS if got.no_tests else got.message, key=key,
                                  against=against, gpu=gpu, **provenance)
             results.record(rec)
             out.tests.append(rec)

@@ -249,7 +249,7 @@ def _apply_results(plan: SweepPlan, report: ExecutionResult | None, tested: set[
         tests = by_name.get(dec.name, [])
         dec.tests = [ReleaseTest(pytorch=t.pytorch, variant=t.variant, status=t.status, reason=t.reason or None)
                      for t in tests]
-        failed_build = next((b for b in builds.get(dec.name, []) if b.status == "failed"), None)
+        failed_build = next((b for b in builds.get(dec.name, []) if b.status in ("failed", "error")), None)
         blocked_build = next((b for b in builds.get(dec.name, []) if b.status == "blocked"), None)
         bad = [t for t in tests if t.status == "failed"]
         blocked = [t for t in tests if t.status == "blocked"]
