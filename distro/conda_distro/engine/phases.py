@@ -14,10 +14,12 @@ see a build's output folder: they read the artifact from staging, which every sa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -111,6 +113,19 @@ class TestOut:
     no_tests: bool = False
 
 
+def remove_tree(folder: Path) -> None:
+    """Remove a sandbox's folder, whatever modes recipe code left on it (a folder made read-only)."""
+    def retry(func: Callable[[str], object], path: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)
+            func(path)
+
+    if folder.exists() or folder.is_symlink():
+        shutil.rmtree(folder, onerror=retry)
+
+
 def _fresh(folder: Path, *subs: str) -> Path:
     rw = folder / "rw"
     for sub in subs:
@@ -147,8 +162,8 @@ def _show_recipe(unit: PhaseContext, lay: Layout, folder: Path) -> Path:
     if urls:
         recipe_dir = recipe_copy(recipe_dir, folder / "recipe" / rel, urls).parent
     for path in unit.inputs.paths:
-        if path.is_relative_to(unit.recipe.parent.resolve()):
-            continue
+        if path.is_relative_to(unit.recipe.parent.resolve()) or not path.exists():
+            continue  # (shown with the recipe folder; a missing one is rattler-build's to report)
         lay.show(path, f"repo/{path.relative_to(unit.root.resolve()).as_posix()}")
     return lay.show(recipe_dir, f"repo/{rel}") / "recipe.yaml"
 
@@ -205,7 +220,7 @@ def run_build_phase(unit: PhaseContext, to_build: list[VariantSpec], gate: threa
                 out[spec.artifact] = BuildOut("failed", ran.why(describe(unit.limits)), log)
         return out
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder)
 
 
 def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: TargetIn, n: int) -> TestOut:
@@ -238,6 +253,6 @@ def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: 
             return TestOut(False, error=True, message=ran.why(describe(unit.limits)), log=kept)
         return TestOut(said.ok, said.error, said.message, kept, said.env, said.no_tests)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder)
         if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)

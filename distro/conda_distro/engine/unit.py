@@ -25,7 +25,16 @@ from typing import TypedDict
 from conda_distro.channels.local import sha256_of
 from conda_distro.config import Limits
 from conda_distro.engine.backends import VariantSpec
-from conda_distro.engine.phases import BuildOut, Isolation, PhaseContext, TargetIn, TestOut, run_build_phase, run_test_phase
+from conda_distro.engine.phases import (
+    BuildOut,
+    Isolation,
+    PhaseContext,
+    TargetIn,
+    TestOut,
+    remove_tree,
+    run_build_phase,
+    run_test_phase,
+)
 from conda_distro.engine.releases import Target
 from conda_distro.engine.sources import RecipeInputs
 from conda_distro.fsutil import link_or_copy
@@ -277,7 +286,7 @@ def finish(done: Launched) -> UnitOutcome:
     try:
         return collect(done.prepared.unit, done)
     finally:
-        shutil.rmtree(done.prepared.work, ignore_errors=True)
+        remove_tree(done.prepared.work)
 
 
 def reuse(unit: Unit) -> UnitOutcome:
