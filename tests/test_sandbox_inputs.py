@@ -110,10 +110,12 @@ def test_cache_work_and_tmpdir_under_tmp_build_real_sources_and_leave_nothing_re
     another's is the cached file itself (as `sandbox --real` writes them)."""
     served, port, requests = http_folder
     assert str(tmp_path).startswith("/tmp/") and str(sandbox_world).startswith("/tmp/")
-    cache, tmpdir = tmp_path / "cache", tmp_path / "tmpdir"
+    cache, tmpdir, scratch = tmp_path / "cache", tmp_path / "tmpdir", tmp_path / "scratch"
     tmpdir.mkdir()
+    scratch.mkdir()
     monkeypatch.setenv("CONDA_DISTRO_CACHE", str(cache))
     monkeypatch.setenv("TMPDIR", str(tmpdir))
+    monkeypatch.setenv("CONDA_DISTRO_TEST_TMPDIR", str(scratch))  # test environments: a chosen place
     monkeypatch.setattr(tempfile, "tempdir", None)  # (tempfile reads TMPDIR once)
     _, sha_a = tarball(served, "fetched-1.0", "hello-from-http")
     src_b, sha_b = tarball(tmp_path, "cachedsrc-1.0", "hello-from-the-cache")
@@ -129,13 +131,14 @@ def test_cache_work_and_tmpdir_under_tmp_build_real_sources_and_leave_nothing_re
     code, doc = run_json_at(capsys, root, "build", "fetched", "cachedsrc", "--pytorch", "2.6.0")
     assert code == 0, doc
     assert {b["status"] for b in doc["builds"]} == {"built"} and {t["status"] for t in doc["tests"]} == {"passed"}
+    assert all("Collecting tests from '/job/scratch/" in Path(t["log"]).read_text() for t in doc["tests"])
     assert requests.read_text().count("GET /fetched-1.0.tar.gz") == 1
     fetched = list((cache / "sources" / sha_a).iterdir())
     assert [p.name for p in fetched] == ["fetched-1.0.tar.gz"] and sha256(fetched[0]) == sha_a
     assert listing(cache / "sources") == sorted([sha_a, f"{sha_a}/fetched-1.0.tar.gz", sha_b,
                                                  f"{sha_b}/cachedsrc-1.0.tar.gz"])  # no part files left
-    # no temporary folder is left: not in TMPDIR, not in the work root
-    assert listing(tmpdir) == []
+    # no temporary folder is left: not in TMPDIR, not where test environments went, not in the work root
+    assert listing(tmpdir) == [] and listing(scratch) == []
     assert not list((root / "build/work").iterdir())
     # built again from the cache: no second download
     code, doc = run_json_at(capsys, root, "build", "fetched", "--pytorch", "2.6.0", "--dry-run")
@@ -144,7 +147,7 @@ def test_cache_work_and_tmpdir_under_tmp_build_real_sources_and_leave_nothing_re
     code, doc = run_json_at(capsys, root, "build", "fetched", "--pytorch", "2.6.0")
     assert code == 0 and doc["builds"][0]["status"] == "built"
     assert requests.read_text().count("GET /fetched-1.0.tar.gz") == 1
-    assert listing(tmpdir) == [] and not list((root / "build/work").iterdir())
+    assert listing(tmpdir) == [] and listing(scratch) == [] and not list((root / "build/work").iterdir())
 
 
 @pytest.mark.slow

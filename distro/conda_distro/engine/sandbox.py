@@ -48,7 +48,7 @@ from urllib.parse import unquote, urlparse
 
 import conda_distro
 from conda_distro.errors import EngineUnavailableError
-from conda_distro.rattler_env import SAFE_PATH
+from conda_distro.rattler_env import SAFE_PATH, SCRATCH_VAR
 
 BWRAP = "bwrap"
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install -y bubblewrap`; `.ci/install-sandbox` "
@@ -70,9 +70,10 @@ ETC = ("alternatives", "ca-certificates", "ca-certificates.conf", "debian_versio
 
 
 def worker_env(home: str, tmpdir: str) -> dict[str, str]:
-    """The runner process's entire environment (``home``: its private writable folder)."""
+    """The runner process's entire environment (``home``: its private writable folder; ``tmpdir``: where
+    its temporary files and test environments go, as the orchestrator chose)."""
     return {
-        "PATH": SAFE_PATH, "LANG": "C.UTF-8", "HOME": f"{home}/home", "TMPDIR": tmpdir,
+        "PATH": SAFE_PATH, "LANG": "C.UTF-8", "HOME": f"{home}/home", "TMPDIR": tmpdir, SCRATCH_VAR: tmpdir,
         "RATTLER_CACHE_DIR": f"{home}/cache", "XDG_CACHE_HOME": f"{home}/cache",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
