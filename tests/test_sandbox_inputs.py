@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import subprocess
 import sys
 import tarfile
@@ -299,3 +300,24 @@ def test_a_sandbox_shows_no_host_home_socket_or_secret_file():
     for flag in ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--cap-drop", "--die-with-parent"):
         assert flag in args
     assert args[args.index("--remount-ro") + 1] == "/"
+
+
+def test_a_private_folder_left_by_a_killed_build_is_removed_and_one_in_use_is_kept(tmp_path):
+    from conda_distro.engine.phases import claim_folder, clear_stale_folders
+
+    root = tmp_path / "work"
+    mine, fd = claim_folder(root, "held-")
+    (mine / "build").mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pathlib import Path; from conda_distro.engine.phases import claim_folder; "
+        f"d, fd = claim_folder(Path({str(root)!r}), 'killed-'); (d / 'out').mkdir(); (d / 'out').chmod(0o500); "
+        "print(d, flush=True); time.sleep(600)")], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    theirs = Path(holder.stdout.readline().strip())
+    assert clear_stale_folders(root) == [] and theirs.is_dir()  # both in use
+    holder.kill()  # kill -9: its lock goes with it
+    holder.wait()
+    assert clear_stale_folders(root) == [theirs] and not theirs.exists()
+    assert mine.is_dir()
+    os.close(fd)
+    assert clear_stale_folders(root) == [mine] and list(root.iterdir()) == []

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from conda_distro.channels.local import LocalChannel
 from conda_distro.config import Limits
-from conda_distro.engine.phases import Isolation
+from conda_distro.engine.phases import Isolation, clear_stale_folders
 from conda_distro.engine.plan import BuildPlan, PackagePlan
 from conda_distro.engine.releases import ReleaseView, Target
 from conda_distro.engine.sources import RecipeInputs
@@ -191,6 +191,7 @@ class Executor:
             index_channel(self.ctx.staging, subdirs=subdirs)
         for junk in ("bld", "test", ".tmp", "src_cache"):  # rattler-build scratch from earlier runs
             shutil.rmtree(self.ctx.staging / junk, ignore_errors=True)
+        clear_stale_folders(self.ctx.isolation.work_root)  # left by a build killed with -9
 
     def run(self) -> ExecutionResult:
         self._prepare_staging()

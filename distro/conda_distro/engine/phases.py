@@ -15,10 +15,12 @@ see a build's output folder: they read the artifact from staging, which every sa
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +126,49 @@ def remove_tree(folder: Path) -> None:
 
     if folder.exists() or folder.is_symlink():
         shutil.rmtree(folder, onerror=retry)
+
+
+IN_USE = ".in-use"  # in a unit's private folder: flock-ed by the process using it
+
+
+def claim_folder(root: Path, prefix: str) -> tuple[Path, int]:
+    """A fresh private folder under ``root`` and the descriptor of its lock, held while this process
+    uses it (a process killed with -9 lets go of it: :func:`clear_stale_folders` then removes it)."""
+    root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    fd = os.open(work / IN_USE, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return work, fd
+
+
+STALE_UNLOCKED = 600.0  # seconds: a folder without its lock file this old was left before the lock was made
+
+
+def clear_stale_folders(root: Path) -> list[Path]:
+    """Remove the private folders under ``root`` that no running process holds (left by a killed build)."""
+    removed: list[Path] = []
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        if not d.is_dir() or d.is_symlink():
+            continue
+        try:
+            fd = os.open(d / IN_USE, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            with contextlib.suppress(OSError):
+                if time.time() - d.stat().st_mtime > STALE_UNLOCKED:
+                    remove_tree(d)
+                    removed.append(d)
+            continue
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # in use
+        finally:
+            os.close(fd)  # (also lets go of the lock just taken)
+        remove_tree(d)
+        removed.append(d)
+    return removed
 
 
 def _fresh(folder: Path, *subs: str) -> Path:

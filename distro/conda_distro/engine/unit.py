@@ -15,8 +15,8 @@ Three steps, so the executor can run the middle one concurrently:
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +31,7 @@ from conda_distro.engine.phases import (
     PhaseContext,
     TargetIn,
     TestOut,
+    claim_folder,
     remove_tree,
     run_build_phase,
     run_test_phase,
@@ -141,6 +142,7 @@ class Prepared:
     unit: Unit
     ctx: PhaseContext  # what its sandboxed phases read, and where they write
     known: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # artifact -> target -> stored keys
+    lock: int = -1  # the descriptor holding the private folder's lock (closed by finish)
 
     @property
     def work(self) -> Path:  # the unit's private folder (removed by finish)
@@ -216,13 +218,12 @@ def _known_keys(store: ResultsStore, spec: VariantSpec) -> dict[str, list[str]]:
 def prepare(unit: Unit, iso: Isolation) -> Prepared:
     """The unit's fresh private folder, its dependency view and the keys of stored outcomes (main thread)."""
     store = ResultsStore(unit.store)
-    iso.work_root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f"{unit.name}-", dir=iso.work_root))
+    work, lock = claim_folder(iso.work_root, f"{unit.name}-")
     ctx = PhaseContext(name=unit.name, recipe=unit.recipe, root=unit.root, inputs=unit.inputs,
                        variant_config=unit.variant_config, engine=unit.engine, channels=unit.channels,
                        staging=unit.staging, logs=unit.logs / unit.name, declared=unit.declared, limits=unit.limits,
                        isolation=iso, work=work, dep_view=make_dep_view(unit))
-    return Prepared(unit, ctx, {spec.artifact: _known_keys(store, spec) for spec, _, _ in unit.variants})
+    return Prepared(unit, ctx, {spec.artifact: _known_keys(store, spec) for spec, _, _ in unit.variants}, lock)
 
 
 _NO_GATE = threading.Lock()
@@ -287,6 +288,8 @@ def finish(done: Launched) -> UnitOutcome:
         return collect(done.prepared.unit, done)
     finally:
         remove_tree(done.prepared.work)
+        if done.prepared.lock >= 0:
+            os.close(done.prepared.lock)
 
 
 def reuse(unit: Unit) -> UnitOutcome:
