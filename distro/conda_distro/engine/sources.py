@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +115,10 @@ def fetch_source(src: UrlSource, cache: Path) -> Path:
             return p
         p.unlink(missing_ok=True)  # not the bytes it is filed under (cut short by a crash): fetch again
     folder.mkdir(parents=True, exist_ok=True)
+    for old in cache.glob(".part-*"):  # left by a fetch killed with -9 (a day is longer than any fetch)
+        with contextlib.suppress(OSError):
+            if time.time() - old.stat().st_mtime > 86400:
+                old.unlink()
     dest = folder / _file_name(src.url)
     fd, tmp = tempfile.mkstemp(prefix=".part-", dir=cache)
     try:
