@@ -329,3 +329,25 @@ def test_a_test_printing_400_mb_is_cut_at_the_log_limit_repro(sandbox_world, cap
         assert (1 << 20) <= size < (1 << 20) + 4096
     assert took < 120
     assert processes_with("400000000") == []
+
+
+def test_intake_refuses_bytes_that_changed_after_the_build_ended(tmp_path):
+    """Sealing at its smallest: what is staged must be the bytes hashed when the build sandbox exited."""
+    from test_killed_tests import _package_with_test
+
+    from conda_distro.engine import intake
+
+    out = tmp_path / "out"
+    built = _package_with_test(out, "sealedpkg", "true")
+    art = f"noarch/{built.name}"
+    sealed = intake.seal(out)
+    assert sealed == {art: sha256(built)}
+    with open(built, "ab") as fh:  # changed after the hash (what a process left running could try)
+        fh.write(b"\0")
+    res = intake.accept(out, {art}, frozenset({"sealedpkg"}), tmp_path / "staging", "recipes/sealedpkg", sealed)
+    assert res.accepted == {} and "changed between the end of its build" in (res.rejected or "")
+    assert not [p for p in (tmp_path / "staging").rglob("*") if p.is_file()]  # nothing staged, no temp file left
+    with open(built, "r+b") as fh:
+        fh.truncate(built.stat().st_size - 1)
+    res = intake.accept(out, {art}, frozenset({"sealedpkg"}), tmp_path / "staging", "recipes/sealedpkg", sealed)
+    assert res.rejected is None and res.sha256[art] == sealed[art] == sha256(tmp_path / "staging" / art)
