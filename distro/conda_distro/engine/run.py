@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conda_distro.channels import open_anaconda_channel
 from conda_distro.channels.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, channel_lock
-from conda_distro.config import DistroRepo, Limits
+from conda_distro.config import Limits
 from conda_distro.distribution import Distribution, Exclusions, load_distribution
 from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter
@@ -17,10 +17,10 @@ from conda_distro.engine.phases import Isolation
 from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
 from conda_distro.engine.progress import make_reporter
 from conda_distro.engine.releases import Availability, availability_if_readable, build_release_views
-from conda_distro.engine.sandbox import require_bwrap
+from conda_distro.engine.sandbox import refuse_remote_upstream, require_bwrap
 from conda_distro.engine.sources import RecipeInputs, recipe_inputs, sources_cache
 from conda_distro.engine.summary import build_table, plan_lines, untested_lines
-from conda_distro.errors import ConfigError, UsageError
+from conda_distro.errors import UsageError
 from conda_distro.gitutil import changed_recipes
 from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.graph import RecipeGraph
@@ -195,18 +195,6 @@ def isolation(dist: Distribution, paths: Paths, sandbox: bool, gpu: bool = False
     refuse_remote_upstream(d)
     devices = gpu_devices() if gpu else ()
     return Isolation(bwrap=require_bwrap(), work_root=work_root, sources=sources_cache(), devices=devices)
-
-
-def refuse_remote_upstream(d: DistroRepo) -> None:
-    """A sandboxed build needs every upstream channel on this machine: sandboxes have no network, and
-    mirroring what a remote channel's environments need beforehand is not done (yet)."""
-    for i, (ref, url) in enumerate(zip(d.config.channels.upstream, d.upstream_urls, strict=True)):
-        if not url.startswith("file://"):
-            raise ConfigError(f"upstream channel '{ref}' is remote ({url}): build and test sandboxes have no network, "
-                              "and a remote upstream is not mirrored into a local channel for them",
-                              path=d.path, field=f"channels.upstream.{i}",
-                              hint="list a local copy of the channel (a folder) in channels.upstream, or pass "
-                                   "--no-sandbox (recipe code then runs unsandboxed, with your files and network)")
 
 
 def unit_settings(dist: Distribution, plan: BuildPlan) -> tuple[dict[str, Limits], dict[str, RecipeInputs]]:

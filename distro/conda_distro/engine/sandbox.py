@@ -44,11 +44,15 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 import conda_distro
-from conda_distro.errors import EngineUnavailableError
+from conda_distro.errors import ConfigError, EngineUnavailableError
 from conda_distro.rattler_env import SAFE_PATH, SCRATCH_VAR
+
+if TYPE_CHECKING:
+    from conda_distro.config import DistroRepo
 
 BWRAP = "bwrap"
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install -y bubblewrap`; `.ci/install-sandbox` "
@@ -108,10 +112,25 @@ def require_bwrap() -> str:
     return exe
 
 
-def check_sandbox(sandbox: bool) -> None:
-    """Fail closed before anything is written: the sandbox is wanted (the default) but cannot run."""
+def check_sandbox(sandbox: bool, distro: DistroRepo | None = None) -> None:
+    """Fail closed before anything is written: the sandbox is wanted (the default) but cannot run, or
+    (``distro`` given) an upstream channel it would need is remote."""
     if sandbox:
         require_bwrap()
+        if distro is not None:
+            refuse_remote_upstream(distro)
+
+
+def refuse_remote_upstream(d: DistroRepo) -> None:
+    """A sandboxed build needs every upstream channel on this machine: sandboxes have no network, and
+    mirroring what a remote channel's environments need beforehand is not done (yet)."""
+    for i, (ref, url) in enumerate(zip(d.config.channels.upstream, d.upstream_urls, strict=True)):
+        if not url.startswith("file://"):
+            raise ConfigError(f"upstream channel '{ref}' is remote ({url}): build and test sandboxes have no network, "
+                              "and a remote upstream is not mirrored into a local channel for them",
+                              path=d.path, field=f"channels.upstream.{i}",
+                              hint="list a local copy of the channel (a folder) in channels.upstream, or pass "
+                                   "--no-sandbox (recipe code then runs unsandboxed, with your files and network)")
 
 
 def runtime_paths() -> list[Path]:

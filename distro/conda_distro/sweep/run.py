@@ -135,7 +135,7 @@ def _sweep(dist: Distribution, options: SweepOptions, reporter: Reporter | None)
     if options.build:
         from conda_distro.engine.sandbox import check_sandbox
 
-        check_sandbox(options.sandbox)  # fail closed before anything is edited
+        check_sandbox(options.sandbox, dist.distro)  # fail closed before anything is edited
     repo = open_for_commit(dist.root, options.release) if options.commit else None
     pytorch = dist.config.pytorch.name
     new_minor = is_new_minor(dist, options.release)
