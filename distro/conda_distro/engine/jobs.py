@@ -13,12 +13,14 @@ stays small.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from conda_distro.engine.backends import VariantSpec
-from conda_distro.render import RenderSettings
+
+if TYPE_CHECKING:
+    from conda_distro.render import RenderSettings
 
 #: the longest log line the runner sends (a longer one is cut): the report stream stays line-bounded
 MAX_LINE = 64 << 10
@@ -32,11 +34,23 @@ class BuildPhaseJob(_Model):
     """Build these variants of the recipe into ``out_dir`` (paths as the sandbox shows them)."""
 
     recipe: str
-    variant_config: RenderSettings
+    variant_config: dict[str, Any]  # RenderSettings as data (see :meth:`make`, :meth:`settings`)
     engine: str
     out_dir: str
     channels: list[str]  # staging first, then upstream
     variants: list[VariantSpec]
+
+    @staticmethod
+    def settings_data(settings: RenderSettings) -> dict[str, Any]:
+        return {"variants": [[k, list(v)] for k, v in settings.variants], "zip_keys": [list(z) for z in settings.zip_keys],
+                "target_platform": settings.target_platform}
+
+    def settings(self) -> RenderSettings:
+        from conda_distro.render import RenderSettings  # (the runner imports the renderer only to build)
+
+        d = self.variant_config
+        return RenderSettings(tuple((str(k), tuple(v)) for k, v in d["variants"]),
+                              tuple(tuple(z) for z in d["zip_keys"]), d["target_platform"])
 
 
 class TestPhaseJob(_Model):

@@ -228,7 +228,8 @@ def run_build_phase(unit: PhaseContext, to_build: list[VariantSpec], gate: threa
         except SourceFetchError as exc:
             return {s.artifact: BuildOut("failed", f"the source could not be fetched: {exc}") for s in to_build}
         channels = [lay.channel(url) for url in unit.channels]
-        job = BuildPhaseJob(recipe=str(recipe_in), variant_config=unit.variant_config, engine=unit.engine,
+        job = BuildPhaseJob(recipe=str(recipe_in), variant_config=BuildPhaseJob.settings_data(unit.variant_config),
+                            engine=unit.engine,
                             out_dir=str(work_in / "out"), channels=channels, variants=to_build)
         job_file = folder / "job.json"
         job_file.write_text(job.model_dump_json(), encoding="utf-8")

@@ -80,10 +80,10 @@ def run_builds(job: BuildPhaseJob, report: Report) -> None:
     """Build every variant of the job in turn; no tests."""
     builder = make_builder(job.engine)
     out_dir = Path(job.out_dir)
+    settings = job.settings()
     for i, spec in enumerate(job.variants):
         report.send(BeginMsg(index=i))
-        res = builder.build(BuildJob(Path(job.recipe), spec, job.variant_config, out_dir, tuple(job.channels),
-                                     report.log))
+        res = builder.build(BuildJob(Path(job.recipe), spec, settings, out_dir, tuple(job.channels), report.log))
         if not res.ok or res.path is None:
             report.send(BuiltMsg(artifact=spec.artifact, ok=False, message=res.message or "the build failed"))
             continue
