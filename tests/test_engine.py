@@ -272,7 +272,7 @@ def test_changed_recipe_rebuilds_it_and_retests_its_dependents_only(built_world,
 
     # and then nothing is left to do
     code, doc = run_json_at(capsys, built_world, "build", "--all")
-    assert all(t["cached"] for t in doc["tests"] if t["status"] != "blocked")
+    assert all(t["cached"] for t in doc["tests"] if t["status"] != "blocked"), [t for t in doc["tests"] if not t["cached"]]
     assert staging_packages(built_world) == new
 
 

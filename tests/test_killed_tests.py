@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conda_distro import rattler_env
-from conda_distro.engine.backends import KILLED_WHY, RattlerBuildBackend
+from conda_distro.engine.backends import KILLED_WHY, RattlerBuildBackend, file_sink
 from conda_distro.engine.backends import TestJob as Job  # (renamed: pytest would try to collect a Test* class)
 
 
@@ -45,7 +45,7 @@ def test_a_test_killed_by_sigkill_is_an_infrastructure_error(tmp_path, script, e
     out = tmp_path / "channel"
     name = {"sh -c 'kill -9 $$'": "killedpkg", "exit 1": "failingpkg", "true": "passingpkg"}[script]
     artifact = _package_with_test(out, name, script)
-    outcome = RattlerBuildBackend().test(Job(artifact, (out.as_uri(),), "", tmp_path / "test.log"))
+    outcome = RattlerBuildBackend().test(Job(artifact, (out.as_uri(),), "", file_sink(tmp_path / "test.log")))
     assert outcome.error is error
     if error:
         assert not outcome.ok and KILLED_WHY in outcome.message and "status 137" in outcome.message

@@ -142,7 +142,7 @@ def test_an_artifact_built_from_another_checkouts_recipe_is_held(built_world: Pa
     retested = {t["name"] for t in doc["tests"] if not t.get("cached") and t["status"] != "blocked"}
     # layerkit's run against main's tensorutils is kept beside the branch's (results keep one outcome per
     # environment): the same test in the same environment is reused, not run again
-    assert retested == set()
+    assert retested == set(), [t for t in doc["tests"] if not t.get("cached") and t["status"] != "blocked"]
     lk_tests = [t for t in doc["tests"] if t["name"] == "layerkit"]
     assert lk_tests and all(t["cached"] and t["status"] == "passed" for t in lk_tests)
     assert {t["against"]["tensorutils"] for t in lk_tests} == {"tensorutils-0.3.2-pyh4616a5c_0"}

@@ -18,7 +18,7 @@ from helpers import run_cli_at, run_json_at, sha256
 from worlds import own_copy
 
 from conda_distro.engine import intake
-from conda_distro.engine.sandbox import SandboxSpec, bwrap_path, require_bwrap, wrap
+from conda_distro.engine.sandbox import Layout, bwrap_path, require_bwrap, wrap
 from conda_distro.errors import EngineUnavailableError
 
 STAGING = Path("build/channels/staging")
@@ -74,33 +74,41 @@ def test_sandbox_hides_the_repository_and_allows_writes_only_to_its_own_folder(t
     (repo / "recipes/mine/recipe.yaml").write_text("mine")
     work = repo / "build/work/mine-1"
     work.mkdir(parents=True)
-    spec = SandboxSpec(work=work, hidden=(repo,), read_only=(repo / "recipes/mine",))
+    lay = Layout(True)
+    work_in = lay.show(work, "work", writable=True)
+    mine = lay.show(repo / "recipes/mine", "repo/recipes/mine")
     script = (
-        f"cat {repo}/build/results/x.json 2>/dev/null && echo RESULTS_READ; "
-        f"cat {repo}/recipes/mine/recipe.yaml; echo; "
-        f"ls {repo}/recipes; "
-        f"touch {repo}/recipes/mine/new 2>/dev/null && echo RECIPE_WRITTEN; "
-        f"mkdir -p {repo}/build/results 2>/dev/null && echo HIDDEN_WRITTEN; "
-        f"touch {work}/out && echo WORK_WRITTEN; "
+        f"cat {repo}/build/results/x.json /job/repo/build/results/x.json 2>/dev/null && echo RESULTS_READ; "
+        f"cat {mine}/recipe.yaml; echo; "
+        "ls /job/repo/recipes; "
+        f"touch {mine}/new 2>/dev/null && echo RECIPE_WRITTEN; "
+        f"mkdir -p {repo}/build/results 2>/dev/null && echo evil > {repo}/build/results/evil.json; "
+        "touch /evil 2>/dev/null && echo ROOT_WRITTEN; "
+        f"touch {work_in}/out && echo WORK_WRITTEN; "
         f"echo PROCS $(ls -d /proc/[0-9]* | wc -l); "
         f"ls /proc/{os.getpid()} >/dev/null 2>&1 && echo PARENT_VISIBLE; "
+        "ls -d /root/* /home /run /var /opt 2>/dev/null | tr '\\n' ' '; echo; "
         "grep CapEff /proc/self/status"
     )
-    proc = subprocess.run(wrap(["/bin/sh", "-c", script], spec, require_bwrap()), capture_output=True, text=True,
+    proc = subprocess.run(wrap(["/bin/sh", "-c", script], lay.spec(), require_bwrap()), capture_output=True, text=True,
                           timeout=60, env={"PATH": "/usr/bin:/bin"})
     out = proc.stdout
     assert proc.returncode == 0, proc.stderr
     assert "RESULTS_READ" not in out and "failed" not in out
     assert "mine" in out.splitlines()[0]  # its own recipe folder is readable
     assert out.splitlines()[1].split() == ["mine"]  # other recipes are not even listed
-    assert "RECIPE_WRITTEN" not in out and "HIDDEN_WRITTEN" not in out
+    assert "RECIPE_WRITTEN" not in out and "ROOT_WRITTEN" not in out
+    assert not (repo / "build/results/evil.json").exists()  # (its own /tmp took the write, if any)
     assert "WORK_WRITTEN" in out and (work / "out").is_file()
     host_procs = sum(name.isdigit() for name in os.listdir("/proc"))
     assert int(out.split("PROCS ")[1].split()[0]) < min(10, host_procs)  # its own pid namespace
     assert "PARENT_VISIBLE" not in out or os.getpid() < 5
+    shown = out.split("\n")[-3] if "CapEff" in out.split("\n")[-2] else ""
+    assert all(p not in shown for p in ("/home", "/run", "/var", "/opt")), shown  # no host home, sockets, ...
     assert "CapEff:\t0000000000000000" in out
     # and without the sandbox the same script sees and writes everything (the test can fail)
-    proc = subprocess.run(wrap(["/bin/sh", "-c", script], None, None), capture_output=True, text=True, timeout=60)
+    unboxed = script.replace("/job/repo", str(repo)).replace(str(mine), str(repo / "recipes/mine"))
+    proc = subprocess.run(wrap(["/bin/sh", "-c", unboxed], None, None), capture_output=True, text=True, timeout=60)
     assert "RESULTS_READ" in proc.stdout and "RECIPE_WRITTEN" in proc.stdout
     assert (repo / "recipes/mine/new").exists()
 
@@ -322,8 +330,9 @@ def test_a_build_script_cannot_write_the_repository_or_read_results(built_world,
     code, doc = run_json_at(capsys, root, "build", "snoop", "--pytorch", "2.6.0")
     assert code == 0, doc
     log = Path(doc["builds"][0]["log"]).read_text()
-    for denied in ("HOOK_DENIED", "LEDGER_DENIED", "RECIPE_DENIED", "OWN_RECIPE_DENIED", "RESULTS_DENIED",
-                   "RESULTS_SEEN=0", "LEDGER_SEEN=0", "OTHER_RECIPE_SEEN=0"):
+    # (the world lies under /tmp: writes to its host paths land in the sandbox's own /tmp, if anywhere;
+    # the host files are checked below)
+    for denied in ("OWN_RECIPE_DENIED", "RESULTS_SEEN=0", "LEDGER_SEEN=0", "OTHER_RECIPE_SEEN=0"):
         assert denied in log, (denied, log[-3000:])
     assert int(log.split("PROCS=")[1].split()[0]) < 10
     assert "TOKEN=none CI=unset" in log and "tok-SECRET-4711" not in log

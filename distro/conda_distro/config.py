@@ -219,6 +219,46 @@ class Ci(Strict):
     automerge: bool = True
 
 
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|kB|KB|MB|GB)?")
+_UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "kB": 1000, "KB": 1000, "MB": 10**6,
+          "GB": 10**9}
+MAX_TIMEOUT = 7 * 24 * 3600  # a week
+
+
+class Limits(Strict):
+    """What one build or test of recipe code may take (README "Build sandbox"): wall-clock seconds per
+    build (per variant) and per test, and the size of each log. At a limit the whole sandbox is killed and
+    the build or test is an ``error`` (``timeout`` / ``output limit``). A recipe may set its own in
+    ``extra: limits:`` (same keys)."""
+
+    build_timeout: float = 3600
+    test_timeout: float = 1800
+    log_limit: int = 64 << 20  # bytes; written as a number or a size such as "64 MiB"
+
+    @field_validator("build_timeout", "test_timeout", mode="before")
+    @classmethod
+    def _seconds(cls, v: Any) -> Any:
+        if isinstance(v, str) and re.fullmatch(r"\d+(\.\d+)?", v.strip()):  # (the fast YAML reader keeps scalars text)
+            v = float(v)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= MAX_TIMEOUT:
+            raise ValueError(f"{v!r} is not a number of seconds (more than 0, at most {MAX_TIMEOUT}: a week), e.g. 3600")
+        return v
+
+    @field_validator("log_limit", mode="before")
+    @classmethod
+    def _size(cls, v: Any) -> Any:
+        size = None
+        if isinstance(v, int) and not isinstance(v, bool):
+            size = v
+        elif isinstance(v, str) and v.strip().isdigit():
+            size = int(v)
+        elif isinstance(v, str) and (m := _SIZE.fullmatch(v.strip())):
+            size = int(float(m.group(1)) * _UNITS[m.group(2)])
+        if size is None or not 1024 <= size <= 1 << 40:
+            raise ValueError(f"{v!r} is not a log size between 1 KiB and 1 TiB (a number of bytes, or e.g. \"64 MiB\")")
+        return size
+
+
 class DistroConfig(Strict):
     name: str = Field(min_length=1, max_length=100)
     channels: Channels = Field(default_factory=Channels)
@@ -229,6 +269,7 @@ class DistroConfig(Strict):
     ci: Ci = Field(default_factory=Ci)
     # conda-forge-style variant config files (conda_build_config.yaml format) recipes render with
     variant_config: list[str] = Field(default_factory=list)
+    limits: Limits = Field(default_factory=Limits)
 
     @field_validator("name")
     @classmethod

@@ -26,7 +26,8 @@ from conda_distro.validation import to_error
 from conda_distro.yamlio import load_fast
 
 SCHEMA_VERSION = 2  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit)
-BuildStatus = Literal["built", "skipped-existing", "failed", "blocked"]
+#: ``error``: the build was stopped at a limit (``timeout``, ``output limit``), not judged: built again next time
+BuildStatus = Literal["built", "skipped-existing", "failed", "blocked", "error"]
 #: ``error``: the test could not run for a reason of the infrastructure (the worker crashed or was killed,
 #: a channel could not be read, the environment could not be set up though it solves): never counted as
 #: passed or failed; the next build (or ``build --retry-errors``) runs it again

@@ -12,16 +12,15 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from conda_distro.engine.releases import SOLVE_TIMEOUT, virtual_packages
 from conda_distro.errors import EngineUnavailableError
 from conda_distro.rattler_env import rattler_env, scratch_dir
-from conda_distro.render import RenderSettings, live_variants
-from conda_distro.results import NO_TESTS
 
 if TYPE_CHECKING:
     from rattler_build import RenderedVariant
+
+    from conda_distro.render import RenderSettings
 
 
 @dataclass(frozen=True)
@@ -44,6 +43,21 @@ class VariantSpec:
         return f"{self.subdir}/{self.filename}"
 
 
+#: where a backend sends its log, line by line, as it works (the runner streams it to the orchestrator)
+LogSink = Callable[[str], None]
+
+
+def file_sink(path: Path) -> LogSink:
+    """A sink appending to the file ``path`` (for callers outside the sandboxed runner)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(line: str) -> None:
+        with open(path, "a", encoding="utf-8", errors="replace") as fh:
+            fh.write(line.rstrip("\n") + "\n")
+
+    return write
+
+
 @dataclass(frozen=True)
 class BuildJob:
     recipe: Path
@@ -51,7 +65,7 @@ class BuildJob:
     variant_config: RenderSettings
     output_dir: Path
     channels: tuple[str, ...]
-    log: Path
+    sink: LogSink
 
 
 @dataclass(frozen=True)
@@ -66,7 +80,7 @@ class TestJob:
     artifact: Path
     channels: tuple[str, ...]
     cuda: str  # CONDA_OVERRIDE_CUDA value: "" for the cpu variant
-    log: Path
+    sink: LogSink
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,8 @@ class TestOutcome:
     error: bool = False
     #: the packages rattler-build installed into the test environment: name -> "name-version-build"
     env: dict[str, str] = field(default_factory=dict)
+    #: the package has no tests (rattler-build ran nothing): passed, and `neutral` in the gate
+    no_tests: bool = False
 
 
 class Builder(Protocol):
@@ -91,9 +107,32 @@ class Builder(Protocol):
     def test(self, job: TestJob) -> TestOutcome: ...
 
 
-def _write_log(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(str(line).rstrip("\n") for line in lines) + "\n", encoding="utf-8", errors="replace")
+def _send(sink: LogSink, lines: list) -> None:
+    for line in lines:
+        sink(str(line).rstrip("\n"))
+
+
+class _Stream:
+    """rattler-build's progress callback: every log message goes to the sink as it happens (without a
+    callback rattler-build keeps a build's or test's output in memory until it ends)."""
+
+    def __init__(self, sink: LogSink) -> None:
+        self.sink = sink
+
+    def on_log(self, event: Any) -> None:
+        self.sink(str(event.message))
+
+    def on_build_step(self, event: Any) -> None:
+        self.sink(f"== {event.step_name}: {event.message}")
+
+    def on_download_start(self, event: Any) -> None:
+        self.sink(f"downloading {event.url}")
+
+    def on_download_progress(self, event: Any) -> None:
+        return None
+
+    def on_download_complete(self, event: Any) -> None:
+        return None
 
 
 #: a test script ended by SIGKILL (128 + 9): killed from outside the test, most often by the kernel's
@@ -145,6 +184,8 @@ def _explain_unsolvable(spec: str, job: TestJob) -> str | None:
     from rattler import Subdir, solve
     from rattler.exceptions import SolverError
 
+    from conda_distro.engine.releases import SOLVE_TIMEOUT, virtual_packages
+
     try:
         asyncio.run(solve(list(job.channels), [spec], platforms=[Subdir.current(), Subdir("noarch")],
                           virtual_packages=virtual_packages(bool(job.cuda)), timeout=SOLVE_TIMEOUT))
@@ -168,6 +209,8 @@ class RattlerBuildBackend:
     name = "rattler-build"
 
     def _variants(self, recipe: Path, variant_config: RenderSettings) -> list[RenderedVariant]:
+        from conda_distro.render import live_variants  # (not at import: a test runner never renders)
+
         return live_variants(recipe, variant_config)
 
     def render(self, recipe: Path, variant_config: RenderSettings) -> list[VariantSpec]:
@@ -209,11 +252,11 @@ class RattlerBuildBackend:
                     tool_config=ToolConfiguration(test_strategy="skip"),
                     output_dir=str(job.output_dir),
                     channels=list(job.channels),
+                    progress_callback=_Stream(job.sink),
                 )
             except RattlerBuildError as exc:
-                _write_log(job.log, list(getattr(exc, "log", None) or []) + [f"ERROR: {getattr(exc, 'message', exc)}"])
+                job.sink(f"ERROR: {getattr(exc, 'message', exc)}")
                 return BuildOutcome(False, None, str(getattr(exc, "message", exc)).strip().splitlines()[0])
-        _write_log(job.log, list(res.log))
         return BuildOutcome(True, Path(res.packages[0]))
 
     def test(self, job: TestJob) -> TestOutcome:
@@ -222,16 +265,15 @@ class RattlerBuildBackend:
         pkg = Package.from_file(str(job.artifact))
         with rattler_env(cuda=job.cuda, tmpdir=scratch_dir()):
             try:
-                results = pkg.run_tests(channel=list(job.channels))
+                results = pkg.run_tests(channel=list(job.channels), progress_callback=_Stream(job.sink))
             except RattlerBuildError as exc:  # the tests could not be run at all: infrastructure
-                _write_log(job.log, [f"ERROR: {exc}"])
+                job.sink(f"ERROR: {exc}")
                 return TestOutcome(False, str(exc).splitlines()[0], error=True)
         lines: list[str] = []
         failed = None
         env: dict[str, str] = {}
         for r in results:
             lines.append(f"=== test {r.test_index}: {'passed' if r.success else 'FAILED'}")
-            lines.extend(str(o) for o in r.output)
             for name, ident in environment_of(r.output).items():
                 env.setdefault(name, ident)
             if not r.success and failed is None:
@@ -244,14 +286,14 @@ class RattlerBuildBackend:
                     # (an environment rattler-build cannot set up is the package's failure even when
                     # rattler's own solve finds one: their channel priorities differ)
         if not results:
-            lines.append(f"({NO_TESTS})")
+            lines.append("(the package has no tests)")
         killed = False
         if failed is not None and KILLED in failed:  # the OOM killer or someone outside: not finished (debci's tmpfail)
             killed, failed = True, f"{failed} ({KILLED_WHY})"
             lines.append(f"=== {KILLED_WHY}: recorded as an infrastructure error; `build --retry-errors` runs it again")
-        _write_log(job.log, lines)
+        _send(job.sink, lines)
         env.pop(pkg.name, None)
-        return TestOutcome(failed is None, failed if results else NO_TESTS, error=killed, env=env)
+        return TestOutcome(failed is None, failed, error=killed, env=env, no_tests=not results)
 
 
 class CondaBuildBackend:
@@ -273,9 +315,9 @@ class CondaBuildBackend:
     def declared_names(self, recipe: Path, variant_config: RenderSettings) -> frozenset[str]:
         return RattlerBuildBackend().declared_names(recipe, variant_config)
 
-    def _run(self, args: list[str], log: Path) -> subprocess.CompletedProcess:
+    def _run(self, args: list[str], sink: LogSink) -> subprocess.CompletedProcess:
         proc = subprocess.run([self.exe, *args], capture_output=True, text=True, check=False)
-        _write_log(log, [proc.stdout, proc.stderr])
+        _send(sink, [*proc.stdout.splitlines(), *proc.stderr.splitlines()])
         return proc
 
     def build(self, job: BuildJob) -> BuildOutcome:
@@ -285,7 +327,7 @@ class CondaBuildBackend:
         for key, _values in job.variant_config.variant_dict.items():
             if key in job.variant.variant:
                 args += ["--variants", f"{{{key}: ['{job.variant.variant[key]}']}}"]
-        proc = self._run([*args, str(job.recipe.parent)], job.log)
+        proc = self._run([*args, str(job.recipe.parent)], job.sink)
         out = job.output_dir / job.variant.artifact
         return BuildOutcome(proc.returncode == 0 and out.exists(), out if out.exists() else None,
                             None if proc.returncode == 0 else f"conda-build exited with {proc.returncode}")
@@ -295,7 +337,7 @@ class CondaBuildBackend:
         for c in job.channels:
             args += ["-c", c]
         with rattler_env(cuda=job.cuda):
-            proc = self._run(args, job.log)
+            proc = self._run(args, job.sink)
         return TestOutcome(proc.returncode == 0, None if proc.returncode == 0 else f"conda-build --test exited with {proc.returncode}")
 
 

@@ -1,22 +1,26 @@
 """Run a :class:`BuildPlan`: units in dependency order, concurrently where independent, blocking
-dependents of failures. Each unit's recipe code runs in a worker process of its own (rattler-build
-holds the GIL; the worker is started with exec, never forked from this process), inside the build
-sandbox; this process only prepares units, waits for workers (in threads) and finishes them one at a
-time (staging and the results store have a single writer)."""
+dependents of failures. Each unit's recipe code runs in runner processes of its own (rattler-build
+holds the GIL; a runner is started with exec, never forked from this process), each inside a build or
+test sandbox; this process only prepares units, waits for runners (in threads; staging is written by
+one of them at a time) and finishes them one at a time (the results store has a single writer)."""
 
 from __future__ import annotations
 
 import hashlib
 import shutil
+import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from conda_distro.channels.local import LocalChannel
+from conda_distro.config import Limits
+from conda_distro.engine.phases import Isolation, clear_stale_folders
 from conda_distro.engine.plan import BuildPlan, PackagePlan
 from conda_distro.engine.releases import ReleaseView, Target
-from conda_distro.engine.unit import Isolation, TargetView, Unit, UnitOutcome, blocked_outcome, finish, is_cached, launch, prepare, reuse
+from conda_distro.engine.sources import RecipeInputs
+from conda_distro.engine.unit import TargetView, Unit, UnitOutcome, blocked_outcome, finish, is_cached, launch, prepare, reuse
 from conda_distro.errors import ExitCode
 from conda_distro.fsutil import link_or_copy
 from conda_distro.provenance import BuildProvenance, Stamp
@@ -58,6 +62,10 @@ class ExecContext:
     fallback: tuple[Path, ...] = ()  # local channels read after staging (check-pr: the shared staging)
     main: Path | None = None  # the local main channel (``from-main`` variants are copied from it)
     gpu: bool = False  # this machine has a working GPU: cuda targets run on it (and say so)
+    root: Path = Path("/")  # the repository
+    limits: dict[str, Limits] = field(default_factory=dict)  # package -> its limits (default: distro.yaml's)
+    default_limits: Limits = field(default_factory=Limits)
+    inputs: dict[str, RecipeInputs] = field(default_factory=dict)  # package -> its url and path sources
 
 
 @dataclass
@@ -89,9 +97,9 @@ class _Status:
 
 def _summarise(outcome: UnitOutcome) -> _Status:
     st = _Status()
-    bad = [b for b in outcome.builds if b.status in ("failed", "blocked")]
+    bad = [b for b in outcome.builds if b.status in ("failed", "error", "blocked")]
     if bad and len(bad) == len(outcome.builds):
-        st.build_failed = f"{outcome.name} {'failed to build' if bad[0].status == 'failed' else 'is blocked'}"
+        st.build_failed = f"{outcome.name} {'is blocked' if bad[0].status == 'blocked' else 'failed to build'}"
     for t in outcome.tests:
         target = Target(t.pytorch, t.variant)
         if t.status == "passed":
@@ -126,6 +134,7 @@ class Executor:
         self.reporter = reporter or NullReporter()
         self.status: dict[str, _Status] = {}
         self.artifacts: dict[str, dict[str, str]] = {}  # package -> {artifact: sha256} made or kept by this run
+        self.gate = threading.Lock()  # held by the unit writing staging
 
     def _unit(self, pkg: PackagePlan) -> Unit:
         block_build = next((self.status[d].build_failed and f"dependency {self.status[d].build_failed}"
@@ -153,13 +162,15 @@ class Executor:
             block_build=block_build, dep_artifacts=tuple(sorted(pinned)),
             dep_view=self.ctx.store.parent / "dep-views" / pkg.name, declared=pkg.declared,
             stamp=Stamp.of(pkg.recipes, self.ctx.provenance), closure=frozenset(pkg.closure_outputs),
+            limits=self.ctx.limits.get(pkg.name, self.ctx.default_limits),
+            inputs=self.ctx.inputs.get(pkg.name, RecipeInputs()), root=self.ctx.root,
         )
 
     def _run_here(self, unit: Unit) -> UnitOutcome:
         """Run one unit in this thread: blocked, every result reused from the store, or through its worker."""
         if unit.block_build:
             return blocked_outcome(unit)
-        return reuse(unit) if is_cached(unit) else finish(launch(prepare(unit, self.ctx.isolation)))
+        return reuse(unit) if is_cached(unit) else finish(launch(prepare(unit, self.ctx.isolation), self.gate))
 
     def _prepare_staging(self) -> None:
         """Rebuilding an existing filename: remove the stale file first (engine notes, gotcha 3)."""
@@ -180,6 +191,7 @@ class Executor:
             index_channel(self.ctx.staging, subdirs=subdirs)
         for junk in ("bld", "test", ".tmp", "src_cache"):  # rattler-build scratch from earlier runs
             shutil.rmtree(self.ctx.staging / junk, ignore_errors=True)
+        clear_stale_folders(self.ctx.isolation.work_root)  # left by a build killed with -9
 
     def run(self) -> ExecutionResult:
         self._prepare_staging()
@@ -214,7 +226,7 @@ class Executor:
     def _run_parallel(self, pending: dict[str, PackagePlan], report: ExecutionResult) -> None:
         in_plan = set(pending)
         running: dict[Future, str] = {}
-        pool = ThreadPoolExecutor(max_workers=self.ctx.jobs)  # threads only wait for worker processes
+        pool = ThreadPoolExecutor(max_workers=self.ctx.jobs)  # threads only wait for runner processes
         try:
             while pending or running:
                 ready = [p for p in pending.values() if all(d not in in_plan or d in self.status for d in p.closure)]
@@ -227,7 +239,7 @@ class Executor:
                     elif len(running) < self.ctx.jobs:
                         del pending[pkg.name]
                         self.reporter.unit_started(pkg.name)
-                        running[pool.submit(launch, prepare(unit, self.ctx.isolation))] = pkg.name
+                        running[pool.submit(launch, prepare(unit, self.ctx.isolation), self.gate)] = pkg.name
                 if not running:
                     if pending and not any(all(d not in in_plan or d in self.status for d in p.closure) for p in pending.values()):
                         raise RuntimeError("build scheduler stalled")  # pragma: no cover - a DAG always has a ready node

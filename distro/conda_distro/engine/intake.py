@@ -1,11 +1,13 @@
 """From a worker's private output folder into staging: only artifacts named as their recipe declares.
 
-Runs in the orchestrator after the worker (and so every process of its sandbox) has exited. Every
-package file the build left in a channel subfolder of the output folder is looked at: it must be a
+Runs in the orchestrator after the build sandbox (and so every process in it) has exited. First every
+package file the build left is hashed (:func:`seal`), at once. Then each is looked at: it must be a
 regular file, be one of the variants the plan asked for, and carry (inside the package, read with
 rattler-build) the name, version and build string its filename says, the name being one the recipe
 declares. Anything else fails the whole build of the recipe and nothing of it reaches staging.
-Accepted files are copied into staging (temp file, then rename) and hashed by the orchestrator.
+Accepted files are copied into staging (temp file, then rename); the copy is hashed again and refused
+unless it has the sealed bytes. Staging is read-only in every sandbox, so the bytes tested and
+promoted are the bytes built.
 """
 
 from __future__ import annotations
@@ -80,6 +82,12 @@ def check(out_dir: Path, expected: set[str], declared: frozenset[str], recipe: s
     return files, None
 
 
+def seal(out_dir: Path) -> dict[str, str]:
+    """The sha256 of every package file (regular, not a link) in the output folder, by artifact."""
+    return {p.artifact: sha256_of(p.path) for p in produced_files(out_dir)
+            if stat.S_ISREG(os.lstat(p.path).st_mode)}
+
+
 def _copy_into(src: Path, dest: Path) -> str:
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
@@ -96,14 +104,36 @@ def _copy_into(src: Path, dest: Path) -> str:
     return sha
 
 
-def accept(out_dir: Path, expected: set[str], declared: frozenset[str], staging: Path, recipe: str) -> IntakeResult:
-    """Check the build's output folder; when it is clean, copy the expected artifacts into staging."""
+def accept(out_dir: Path, expected: set[str], declared: frozenset[str], staging: Path, recipe: str,
+           sealed: dict[str, str] | None = None) -> IntakeResult:
+    """Check the build's output folder; when it is clean, copy the expected artifacts into staging.
+    ``sealed`` (artifact -> sha256, hashed when the build ended): a file whose bytes are not those is
+    refused, and nothing of the build is accepted."""
     files, why = check(out_dir, expected, declared, recipe)
     res = IntakeResult(rejected=why)
     if why:
         return res
+    copied: dict[str, tuple[Path, str]] = {}
     for p in files:
+        if sealed is not None and p.artifact not in sealed:
+            why = f"{p.artifact} appeared after the build ended"
+            break
         dest = staging / p.artifact
-        res.sha256[p.artifact] = _copy_into(p.path, dest)
-        res.accepted[p.artifact] = dest
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.intake")
+        sha = _copy_into(p.path, tmp)
+        if sealed is not None and sha != sealed[p.artifact]:
+            tmp.unlink(missing_ok=True)
+            why = (f"the bytes of {p.artifact} changed between the end of its build (sha256 {sealed[p.artifact]}) "
+                   f"and staging (sha256 {sha}): refused")
+            break
+        copied[p.artifact] = (tmp, sha)
+    if why:
+        for tmp, _ in copied.values():
+            tmp.unlink(missing_ok=True)
+        return IntakeResult(rejected=why)
+    for artifact, (tmp, sha) in copied.items():
+        dest = staging / artifact
+        os.replace(tmp, dest)
+        res.sha256[artifact] = sha
+        res.accepted[artifact] = dest
     return res

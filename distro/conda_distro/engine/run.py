@@ -8,15 +8,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.channels import crash_point, open_anaconda_channel
+from conda_distro.config import Limits
 from conda_distro.distribution import Distribution, Exclusions, load_distribution
 from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter
+from conda_distro.engine.limits import recipe_limits
+from conda_distro.engine.phases import Isolation
 from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
 from conda_distro.engine.progress import make_reporter
 from conda_distro.engine.releases import Availability, availability_if_readable, build_release_views
-from conda_distro.engine.sandbox import require_bwrap, runtime_paths
+from conda_distro.engine.sandbox import refuse_remote_upstream, require_bwrap
+from conda_distro.engine.sources import RecipeInputs, recipe_inputs, sources_cache
 from conda_distro.engine.summary import build_table, plan_lines, untested_lines
-from conda_distro.engine.unit import Isolation
 from conda_distro.errors import UsageError
 from conda_distro.gitutil import changed_recipes
 from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
@@ -185,18 +188,35 @@ def probe_for(plan: BuildPlan) -> GpuProbe | None:
 
 
 def isolation(dist: Distribution, paths: Paths, sandbox: bool, gpu: bool = False) -> Isolation:
-    """How this run's workers are isolated: the sandbox hides the repository, the build folder and the
-    ledger, and puts back local upstream channels and the Python runtime (read-only). Fails closed
-    (exit 2) when the sandbox cannot run, unless ``sandbox`` is False (--no-sandbox)."""
+    """How this run's runners are isolated: each sandbox shows only what its phase reads (the sandbox
+    module's docstring says what). Fails closed (exit 2) when the sandbox cannot run, unless ``sandbox``
+    is False (--no-sandbox), and when an upstream channel is remote (a sandbox has no network)."""
     d = dist.distro
     work_root = d.build_dir / "work"
     if not sandbox:
-        return Isolation(bwrap=None, work_root=work_root)
+        return Isolation(bwrap=None, work_root=work_root, sources=sources_cache())
+    refuse_remote_upstream(d)
     devices = gpu_devices() if gpu else ()
-    upstream = [Path(u[len("file://"):]) for u in d.upstream_urls if u.startswith("file://")]
-    return Isolation(bwrap=require_bwrap(), work_root=work_root,
-                     hidden=(d.root, d.build_dir, d.state_dir, paths.store, paths.logs, work_root),
-                     read_only=(*upstream, *paths.fallback, *runtime_paths()), devices=devices)
+    return Isolation(bwrap=require_bwrap(), work_root=work_root, sources=sources_cache(), devices=devices)
+
+
+def unit_settings(dist: Distribution, plan: BuildPlan) -> tuple[dict[str, Limits], dict[str, RecipeInputs]]:
+    """Each planned package's limits (distro.yaml's, with its recipe's ``extra: limits:``) and, for one
+    that builds, its sources (url sources to fetch, path sources to show). Bad values, a path source
+    outside the repository and a url source without sha256 are errors (exit 2) naming the recipe and
+    line, before anything runs."""
+    by_path = {r.path.resolve(): r for r in dist.recipes.values()}
+    defaults = dist.config.limits
+    limits: dict[str, Limits] = {}
+    inputs: dict[str, RecipeInputs] = {}
+    for p in plan.packages:
+        recipe = by_path.get(p.recipe.resolve())
+        if recipe is None:
+            continue
+        limits[p.name] = recipe_limits(recipe.path, recipe.text, defaults)
+        if any(v.action == "build" for v in p.variants):
+            inputs[p.name] = recipe_inputs(recipe, dist.root)
+    return limits, inputs
 
 
 @contextmanager
@@ -243,6 +263,7 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
     one waited for the locks, the distribution is read again and the plan made again under them."""
     available = availability_if_readable(dist.distro)  # upstream read once: for the plan and the release views
     plan, paths = plan_build(dist, options, available)
+    limits, inputs = unit_settings(dist, plan)
     excluded = dist.exclusions()
     if options.dry_run:
         return BuildRun(plan, None, excluded)
@@ -261,6 +282,7 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
             plan, paths = plan_build(dist, options, available)
             if not plan.packages:
                 return BuildRun(plan, ExecutionResult(), excluded, gpu)
+            limits, inputs = unit_settings(dist, plan)
         views = build_release_views(dist.distro, paths.views, available)
         fallback = tuple(f for f in paths.fallback if (f / "noarch" / "repodata.json").is_file())
         ctx = ExecContext(staging=paths.staging, main=main_channel(dist),
@@ -268,5 +290,6 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
                           views=views, store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name,
                           isolation=iso, jobs=options.jobs, fallback=fallback,
                           provenance=build_provenance(dist.root, dist.distro.recipes_dir),
-                          gpu=gpu is not None and gpu.available)
+                          gpu=gpu is not None and gpu.available, root=dist.root, limits=limits,
+                          default_limits=dist.config.limits, inputs=inputs)
         return BuildRun(plan, Executor(plan, ctx, reporter).run(), excluded, gpu)

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from conda_distro.results import BuildRecord, TestRecord
 
 
-CELL = {"passed": "pass", "failed": "FAIL", "blocked": "blocked"}
+CELL = {"passed": "pass", "failed": "FAIL", "error": "error", "blocked": "blocked"}
 
 
 def _rkey(release: str) -> tuple:
@@ -22,18 +22,18 @@ def _rkey(release: str) -> tuple:
 
 def _cell(statuses: list[str]) -> str:
     """One package's results against one release × variant (several artifacts: the worst)."""
-    for s in ("failed", "blocked", "passed"):
+    for s in ("failed", "error", "blocked", "passed"):
         if s in statuses:
             return CELL[s]
     return "–"
 
 
 def _build_word(statuses: list[str]) -> str:
-    for s in ("failed", "blocked", "built", "skipped-existing"):
+    for s in ("failed", "error", "blocked", "built", "skipped-existing"):
         if s in statuses:
             word = "skipped" if s == "skipped-existing" else s
             n = statuses.count(s)
-            return word if n == len(statuses) == 1 or s in ("failed", "blocked") else f"{n} {word}"
+            return word if n == len(statuses) == 1 or s in ("failed", "error", "blocked") else f"{n} {word}"
     return "–"
 
 
@@ -72,8 +72,9 @@ def build_table(report: ExecutionResult) -> list[str]:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     problems: list[str] = []
     for b in report.builds:
-        if b.status == "failed":
-            problems.append(f"  {b.name} {b.version}: build failed" + (f": {b.reason}" if b.reason else "")
+        if b.status in ("failed", "error"):
+            word = "build failed" if b.status == "failed" else "build stopped (error)"
+            problems.append(f"  {b.name} {b.version}: {word}" + (f": {b.reason}" if b.reason else "")
                             + (f"\n      log: {b.log}" if b.log else ""))
     for name in names:
         groups: dict[tuple[str, str], list] = {}
@@ -90,7 +91,7 @@ def build_table(report: ExecutionResult) -> list[str]:
             problems.append(line + (f"\n      log: {log}" if log else ""))
     if problems:
         lines += ["", "failures:", *problems]
-    bad = [n for n in names if any(r.name == n and r.status in ("failed", "blocked")
+    bad = [n for n in names if any(r.name == n and r.status in ("failed", "error", "blocked")
                                    for r in records)]
     counts = {s: sum(t.status == s for t in report.tests) for s in ("passed", "failed", "blocked")}
     cached = sum(t.cached for t in report.tests)

@@ -2,37 +2,59 @@
 
 Three steps, so the executor can run the middle one concurrently:
 
-* :func:`prepare` (orchestrator): a fresh private work folder, the dependency view, the worker's job;
-* :func:`launch`: runs the worker (:mod:`.worker`) as a separate process, inside the build sandbox
-  unless ``--no-sandbox`` (:mod:`.sandbox`); returns its report (or why it has none);
-* :func:`finish` (orchestrator): checks what was built and moves it into staging (:mod:`.intake`),
-  hashes it, and writes the results store. Only the orchestrator writes results.
+* :func:`prepare` (main thread): a fresh private work folder, the dependency view, the keys of the
+  outcomes the results store already holds;
+* :func:`launch` (a thread that only waits for processes): the build phase (one sandbox: every variant
+  to build), sealed and staged at once, then one test sandbox per artifact × release × variant still to
+  test (:mod:`.phases`); staging is written under one lock shared by all units;
+* :func:`finish` (main thread): records the builds and every test (reused, fresh, or an ``error`` where
+  no verdict came) in the results store, and removes the work folder. Only the orchestrator writes
+  results, logs and staging.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
-import subprocess
-import sys
-import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
-from pydantic import ValidationError
-
 from conda_distro.channels.local import sha256_of
-from conda_distro.engine import intake
+from conda_distro.config import Limits
 from conda_distro.engine.backends import VariantSpec
+from conda_distro.engine.phases import (
+    BuildOut,
+    Isolation,
+    PhaseContext,
+    TargetIn,
+    TestOut,
+    claim_folder,
+    remove_tree,
+    run_build_phase,
+    run_test_phase,
+)
 from conda_distro.engine.releases import Target
-from conda_distro.engine.sandbox import SandboxSpec, worker_env, wrap
-from conda_distro.engine.worker import TargetIn, VariantIn, VariantOut, WorkerJob, WorkerResult, admitted_targets, target_id, test_key
+from conda_distro.engine.sources import RecipeInputs
 from conda_distro.fsutil import link_or_copy
 from conda_distro.provenance import Stamp
-from conda_distro.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
+from conda_distro.rattler_env import index_channel
 from conda_distro.render import RenderSettings
-from conda_distro.results import SCHEMA_VERSION, ArtifactResults, BuildRecord, ResultsStore, TestRecord, TestStatus, Variant, now
+from conda_distro.results import (
+    NO_TESTS,
+    SCHEMA_VERSION,
+    ArtifactResults,
+    BuildRecord,
+    BuildStatus,
+    ResultsStore,
+    TestRecord,
+    TestStatus,
+    Variant,
+    now,
+)
+from conda_distro.specs import admits, parse_spec
 
 
 class _TestBase(TypedDict):
@@ -51,8 +73,20 @@ class _Provenance(TypedDict):
     commit: str | None
 
 
-LOG_LIMIT = 64 << 20  # a worker's log file larger than this is cut (a log is evidence, not storage)
-STDERR_TAIL = 20
+def target_id(pytorch: str, variant: str) -> str:
+    return f"{pytorch}/{variant}"
+
+
+def test_key(artifact_sha256: str, target: TargetIn, deps_digest: str) -> str:
+    """Everything a test outcome depends on: same key, same outcome (no need to re-run)."""
+    tid = target_id(target.pytorch, target.variant) + ("/gpu" if target.gpu else "")  # a GPU run is another test
+    return hashlib.sha256(f"{artifact_sha256}|{tid}|{target.sha256}|{deps_digest}".encode()).hexdigest()
+
+
+def admitted_targets(depends: list[str], pytorch: str, targets: list[TargetIn]) -> list[TargetIn]:
+    """The targets an artifact's own pytorch pin admits."""
+    pins = [p for p in (parse_spec(d) for d in depends) if p.ok and p.name == pytorch]
+    return [t for t in targets if all(admits(p.version, t.pytorch) for p in pins)]
 
 
 @dataclass(frozen=True)
@@ -67,19 +101,6 @@ class TargetView:
     def to_in(self) -> TargetIn:
         return TargetIn(pytorch=self.target.pytorch, variant=self.target.variant, url=self.url, sha256=self.sha256,
                         cuda=self.cuda, missing_reason=self.missing_reason, gpu=self.gpu)
-
-
-@dataclass(frozen=True)
-class Isolation:
-    """How workers run: ``bwrap`` is the sandbox's executable, None for ``--no-sandbox``; ``hidden`` are
-    the folders a sandbox covers (the repository, the build folder, the ledger); ``read_only`` what it
-    puts back for every unit (local upstream channels, the Python runtime)."""
-
-    bwrap: str | None
-    work_root: Path
-    hidden: tuple[Path, ...] = ()
-    read_only: tuple[Path, ...] = ()
-    devices: tuple[Path, ...] = ()  # device nodes the sandbox puts back (the GPU's, when there is one)
 
 
 @dataclass(frozen=True)
@@ -103,6 +124,9 @@ class Unit:
     declared: frozenset[str] = frozenset()  # package names the recipe may produce
     stamp: Stamp = field(default_factory=Stamp)  # provenance written into the results store
     closure: frozenset[str] = frozenset()  # its distribution dependencies (what a test's `against` names)
+    limits: Limits = field(default_factory=Limits)  # distro.yaml's, with the recipe's own applied
+    inputs: RecipeInputs = field(default_factory=RecipeInputs)  # url sources to fetch, path sources to show
+    root: Path = Path("/")  # the repository (a recipe folder is shown at its place in it)
 
 
 @dataclass
@@ -116,19 +140,22 @@ class UnitOutcome:
 @dataclass
 class Prepared:
     unit: Unit
-    job: WorkerJob
-    work: Path
-    job_file: Path
-    argv: list[str]
-    env: dict[str, str]
-    scratch: Path | None = None  # private folder for test environments outside the work folder
+    ctx: PhaseContext  # what its sandboxed phases read, and where they write
+    known: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # artifact -> target -> stored keys
+    lock: int = -1  # the descriptor holding the private folder's lock (closed by finish)
+
+    @property
+    def work(self) -> Path:  # the unit's private folder (removed by finish)
+        return self.ctx.work
 
 
 @dataclass
 class Launched:
+    """What the unit's sandboxes came to (the build of each variant, each test run)."""
+
     prepared: Prepared
-    report: WorkerResult | None
-    error: str | None = None  # why there is no report
+    builds: dict[str, BuildOut] = field(default_factory=dict)  # artifact -> its build (variants built now)
+    tests: dict[tuple[str, str], TestOut] = field(default_factory=dict)  # (artifact, target id) -> outcome
 
 
 def make_dep_view(unit: Unit) -> str | None:
@@ -148,7 +175,7 @@ def make_dep_view(unit: Unit) -> str | None:
 
 def is_cached(unit: Unit) -> bool:
     """True when running the unit would only reuse stored results (no build, no test): such units
-    need no worker."""
+    need no sandbox."""
     if unit.block_build:
         return True
     store = ResultsStore(unit.store)
@@ -183,99 +210,64 @@ def _known_keys(store: ResultsStore, spec: VariantSpec) -> dict[str, list[str]]:
         return {}
     out: dict[str, list[str]] = {}
     for t in prev.tests:
-        if t.key and _reusable(t):  # the worker skips exactly what the orchestrator reuses
+        if t.key and _reusable(t):  # a test runs exactly when the orchestrator will not reuse its outcome
             out.setdefault(target_id(t.pytorch, t.variant), []).append(t.key)
     return out
 
 
 def prepare(unit: Unit, iso: Isolation) -> Prepared:
-    """The unit's fresh work folder and the worker's job (orchestrator side; writes only there and the
-    dependency view)."""
+    """The unit's fresh private folder, its dependency view and the keys of stored outcomes (main thread)."""
     store = ResultsStore(unit.store)
-    iso.work_root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f"{unit.name}-", dir=iso.work_root))
-    for sub in ("out", "logs", "home", "cache", "tmp"):
-        (work / sub).mkdir()
-    dep_view = make_dep_view(unit)
-    job = WorkerJob(
-        name=unit.name, recipe=str(unit.recipe), variant_config=unit.variant_config, engine=unit.engine,
-        out_dir=str(work / "out"), log_dir=str(work / "logs"), channels=list(unit.channels), pytorch=unit.pytorch,
-        targets=[tv.to_in() for tv in unit.targets], blocked=sorted(target_id(t.pytorch, t.variant) for t in unit.blocked),
-        deps_digest=unit.deps_digest, dep_view=dep_view,
-        variants=[VariantIn(spec=spec, action=action, known=_known_keys(store, spec),
-                            staged=str(unit.staging / spec.artifact) if action != "build" else None)
-                  for spec, _, action in unit.variants],
-    )
-    job_file = work / "job.json"
-    job_file.write_text(job.model_dump_json(), encoding="utf-8")
-    # test environments: the sandbox's own /tmp (a tmpfs: memory) while memory has room, or a private
-    # folder of the chosen place; else the unit's work folder on disk
-    chosen = os.environ.get(SCRATCH_VAR) or (None if iso.bwrap else scratch_dir())
-    scratch = Path(tempfile.mkdtemp(prefix=f"{unit.name}-", dir=chosen)) if chosen else None
-    in_ram = iso.bwrap is not None and ram_has_room()
-    tmpdir = str(scratch) if scratch else ("/tmp" if in_ram else str(work / "tmp"))
-    argv = [sys.executable, "-I", "-B", "-m", "conda_distro.engine.worker", str(job_file)]
-    spec = _sandbox_spec(unit, iso, work, scratch, unit.dep_view if dep_view else None) if iso.bwrap else None
-    return Prepared(unit, job, work, job_file, wrap(argv, spec, iso.bwrap), worker_env(work, tmpdir), scratch)
+    work, lock = claim_folder(iso.work_root, f"{unit.name}-")
+    ctx = PhaseContext(name=unit.name, recipe=unit.recipe, root=unit.root, inputs=unit.inputs,
+                       variant_config=unit.variant_config, engine=unit.engine, channels=unit.channels,
+                       staging=unit.staging, logs=unit.logs / unit.name, declared=unit.declared, limits=unit.limits,
+                       isolation=iso, work=work, dep_view=make_dep_view(unit))
+    return Prepared(unit, ctx, {spec.artifact: _known_keys(store, spec) for spec, _, _ in unit.variants}, lock)
 
 
-def _sandbox_spec(unit: Unit, iso: Isolation, work: Path, scratch: Path | None, dep_view: Path | None) -> SandboxSpec:
-    """What the unit's sandbox puts back read-only: its recipe folder, staging, its release views and
-    dependency view (plus the run-wide local upstream channels and Python runtime)."""
-    views = {_file_path(tv.url) for tv in unit.targets if tv.url}
-    read_only = {unit.recipe.parent, unit.staging, *iso.read_only, *views, dep_view} - {None}
-    return SandboxSpec(work=work, hidden=iso.hidden, read_only=tuple(sorted(read_only)),  # type: ignore[arg-type]
-                       writable=(scratch,) if scratch else (), devices=iso.devices)
+_NO_GATE = threading.Lock()
 
 
-def _file_path(url: str | None) -> Path | None:
-    if not url or not url.startswith("file://"):
-        return None
-    from urllib.parse import unquote, urlparse
-
-    return Path(unquote(urlparse(url).path))
-
-
-def launch(p: Prepared) -> Launched:
-    """Run the worker and read its report (its stdout); never raises for what recipe code does."""
-    errfile = p.work / "worker.stderr"
-    try:
-        with open(errfile, "wb") as err:
-            proc = subprocess.run(p.argv, env=p.env, cwd=p.work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=err, text=True, errors="replace", check=False)
-    except OSError as exc:
-        return Launched(p, None, f"the build worker could not start: {exc}")
-    if proc.returncode != 0:
-        with open(errfile, "rb") as fh:
-            fh.seek(max(0, errfile.stat().st_size - (64 << 10)))
-            text = fh.read().decode("utf-8", "replace")
-        tail = [ln for ln in text.strip().splitlines() if ln.strip()][-STDERR_TAIL:]
-        return Launched(p, None, f"the build worker exited with status {proc.returncode}: "
-                                 + (tail[-1][:300] if tail else "no output"))
-    try:
-        lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-        return Launched(p, WorkerResult.model_validate_json(lines[-1] if lines else ""))
-    except (ValidationError, ValueError) as exc:
-        return Launched(p, None, f"the build worker's report is unreadable: {str(exc).splitlines()[0][:200]}")
+def launch(p: Prepared, gate: threading.Lock | None = None) -> Launched:
+    """Build (one sandbox), then test each staged artifact against each target still to test (a sandbox
+    each). ``gate``: held while writing staging (shared by the units running at the same time). Never
+    raises for what recipe code does."""
+    unit = p.unit
+    done = Launched(p)
+    to_build = [spec for spec, _, action in unit.variants if action == "build"]
+    if to_build:
+        done.builds = run_build_phase(p.ctx, to_build, gate or _NO_GATE)
+    views = [tv.to_in() for tv in unit.targets]
+    n = 0
+    for spec, _, action in unit.variants:
+        staged = _staged_file(unit, spec, action, done.builds)
+        if staged is None:
+            continue
+        path, sha = staged
+        for t in admitted_targets(_depends(path), unit.pytorch, views):
+            tid = target_id(t.pytorch, t.variant)
+            if Target(t.pytorch, t.variant) in unit.blocked or t.url is None \
+                    or test_key(sha, t, unit.deps_digest) in p.known.get(spec.artifact, {}).get(tid, ()):
+                continue  # recorded by finish
+            n += 1
+            done.tests[(spec.artifact, tid)] = run_test_phase(p.ctx, spec, path, t, n)
+    return done
 
 
-def _keep_log(work: Path | None, name: str | None, dest_dir: Path) -> str | None:
-    """Copy a worker's log (a regular file of its log folder) to the build's log folder."""
-    if work is None or not name or "/" in name or name.startswith("."):
-        return None
-    src = work / "logs" / name
-    try:
-        if not src.is_file() or src.is_symlink():
-            return None
-        dest_dir.mkdir(parents=True, exist_ok=True)
-        dest = dest_dir / name
-        with open(src, "rb") as fin, open(dest, "wb") as fout:
-            shutil.copyfileobj(fin, fout)
-            if fout.tell() > LOG_LIMIT:
-                fout.truncate(LOG_LIMIT)
-        return str(dest)
-    except OSError:
-        return None
+def _staged_file(unit: Unit, spec: VariantSpec, action: str, builds: dict[str, BuildOut]) -> tuple[Path, str] | None:
+    """The staging file of a variant and its sha256 (hashed here, by the orchestrator), if it has one."""
+    if action == "build":
+        b = builds.get(spec.artifact)
+        return (b.path, b.sha256) if b is not None and b.status == "built" and b.path and b.sha256 else None
+    path = unit.staging / spec.artifact
+    return (path, sha256_of(path)) if path.is_file() else None
+
+
+def _depends(path: Path) -> list[str]:
+    from rattler_build import Package
+
+    return list(Package.from_file(str(path)).depends)
 
 
 def blocked_outcome(unit: Unit) -> UnitOutcome:
@@ -290,49 +282,40 @@ def blocked_outcome(unit: Unit) -> UnitOutcome:
 
 
 def finish(done: Launched) -> UnitOutcome:
-    """Orchestrator side: accept the built artifacts into staging, then record every test (reused
-    outcomes from the store, fresh ones from the worker's report). Cleans the work folder."""
+    """Main thread: record the builds and every test (reused outcomes from the store, fresh ones from
+    the runners' reports). Removes the unit's private folder."""
     try:
-        return collect(done.prepared.unit, done.report, done.error, done.prepared.work)
+        return collect(done.prepared.unit, done)
     finally:
-        shutil.rmtree(done.prepared.work, ignore_errors=True)
-        if done.prepared.scratch is not None:
-            shutil.rmtree(done.prepared.scratch, ignore_errors=True)
+        remove_tree(done.prepared.work)
+        if done.prepared.lock >= 0:
+            os.close(done.prepared.lock)
 
 
 def reuse(unit: Unit) -> UnitOutcome:
-    """A unit whose every result is reused (:func:`is_cached`): recorded without a worker."""
-    return collect(unit, WorkerResult(), None, None)
+    """A unit whose every result is reused (:func:`is_cached`): recorded without a sandbox."""
+    return collect(unit, None)
 
 
-def collect(unit: Unit, report: WorkerResult | None, error: str | None, work: Path | None) -> UnitOutcome:
-    reports = {v.artifact: v for v in (report.variants if report else [])}
+def collect(unit: Unit, done: Launched | None) -> UnitOutcome:
+    """The unit's build and test records; the results store is written for every staged artifact."""
+    builds = done.builds if done else {}
     logs = unit.logs / unit.name
-    to_build = [spec for spec, _, action in unit.variants if action == "build"]
-    built_ok = {s.artifact for s in to_build if (r := reports.get(s.artifact)) and r.built}
-    taken = intake.IntakeResult()
-    if to_build and work is not None:
-        taken = intake.accept(work / "out", built_ok, unit.declared, unit.staging,
-                              f"recipes/{unit.recipe.parent.name}")
-        if taken.accepted:
-            index_channel(unit.staging, subdirs=sorted({a.split("/")[0] for a in taken.accepted} - {"noarch"}),
-                          force=False)
     out = UnitOutcome(unit.name)
-    tests = _TestRecorder(unit, ResultsStore(unit.store), work, error, out)
+    tests = _TestRecorder(unit, ResultsStore(unit.store), done.tests if done else {}, out)
     for spec, input_hash, action in unit.variants:
-        rep = reports.get(spec.artifact)
-        build_log = _keep_log(work, rep.log if rep else None, logs)
         if action == "build":
-            why = (error if rep is None else rep.message if not rep.built else taken.rejected)
-            if spec.artifact not in taken.accepted:
-                out.builds.append(BuildRecord(name=unit.name, version=spec.version, artifact=spec.artifact, status="failed",
-                                              log=build_log, reason=why or "the build produced nothing",
+            b = builds.get(spec.artifact) or BuildOut("failed", "the build produced nothing")
+            if b.status != "built" or b.path is None or b.sha256 is None:
+                status: BuildStatus = "error" if b.status == "error" else "failed"
+                out.builds.append(BuildRecord(name=unit.name, version=spec.version, artifact=spec.artifact, status=status,
+                                              log=b.log, reason=b.reason or "the build produced nothing",
                                               variant=spec.variant))
                 for tv in unit.targets:
                     out.tests.append(TestRecord(name=unit.name, artifact=spec.artifact, pytorch=tv.target.pytorch,
                                                 variant=tv.target.variant, status="blocked", reason="the build failed"))
                 continue
-            path, sha = taken.accepted[spec.artifact], taken.sha256[spec.artifact]
+            path, sha, build_log = b.path, b.sha256, b.log
         else:
             path = unit.staging / spec.artifact
             sha = sha256_of(path)
@@ -341,7 +324,7 @@ def collect(unit: Unit, report: WorkerResult | None, error: str | None, work: Pa
         out.builds.append(BuildRecord(name=unit.name, version=spec.version, artifact=spec.artifact, sha256=sha,
                                       status="built" if action == "build" else "skipped-existing",
                                       log=build_log, variant=spec.variant))
-        tests.record(_Staged(spec, input_hash, path, sha, rep, built=action == "build"))
+        tests.record(_Staged(spec, input_hash, path, sha, built=action == "build"))
     return out
 
 
@@ -353,7 +336,6 @@ class _Staged:
     input_hash: str
     path: Path
     sha256: str
-    report: VariantOut | None  # what the worker said of it (None: no report)
     built: bool  # built by this run (False: kept from an earlier one)
 
 
@@ -363,17 +345,16 @@ class _TestRecorder:
 
     unit: Unit
     store: ResultsStore
-    work: Path | None  # the worker's folder (its logs are kept from there)
-    error: str | None  # why the worker gave no report, if it did not
+    ran: dict[tuple[str, str], TestOut]  # (artifact, target id) -> what its test sandbox came to
     out: UnitOutcome
 
     def record(self, staged: _Staged) -> None:
-        """The tests of ``staged``: blocked, reused from the store, or what the worker reported (an
-        ``error`` where it reported nothing); the store is written only when something changed."""
+        """The tests of ``staged``: blocked, reused from the store, or what its sandbox reported (an
+        ``error`` where no verdict came); the store is written only when something changed."""
         from rattler_build import Package
 
-        unit, out, work = self.unit, self.out, self.work
-        spec, sha, rep = staged.spec, staged.sha256, staged.report
+        unit, out = self.unit, self.out
+        spec, sha = staged.spec, staged.sha256
         depends = list(Package.from_file(str(staged.path)).depends)
         prev = self.store.get(spec.artifact)
         before = prev.model_dump_json() if prev is not None else None
@@ -387,8 +368,6 @@ class _TestRecorder:
             results.commit = stamp.commit
             results.schema_version = SCHEMA_VERSION
         provenance = _Provenance(recipes=dict(stamp.test_recipes), commit=stamp.test_commit)
-        ran = {target_id(t.pytorch, t.variant): t for t in (rep.tests if rep else [])}
-        logs = unit.logs / unit.name
         for t in admitted_targets(depends, unit.pytorch, [tv.to_in() for tv in unit.targets]):
             target = Target(t.pytorch, t.variant)
             base = _TestBase(name=unit.name, artifact=spec.artifact, pytorch=t.pytorch, variant=t.variant)
@@ -407,15 +386,15 @@ class _TestRecorder:
                 out.tests.append(old.model_copy(update={"cached": True}))
                 out.cached_tests += 1
                 continue
-            got = ran.get(target_id(t.pytorch, t.variant))
-            if got is None:  # the worker crashed, was killed or timed out: infrastructure, not the package
+            got = self.ran.get((spec.artifact, target_id(t.pytorch, t.variant)))
+            if got is None:  # no sandbox ran it: infrastructure, not the package
                 rec = TestRecord(**base, status="error", key=key, gpu=gpu, **provenance,
-                                 reason=self.error or "the build worker reported no outcome for this test")
+                                 reason="the test did not run (no outcome was reported for it)")
             else:
                 against = {n: ident for n, ident in got.env.items() if n in unit.closure}
-                status: TestStatus = "passed" if got.ok else "error" if got.error else "failed"
-                rec = TestRecord(**base, status=status, log=_keep_log(work, got.log, logs),
-                                 reason=got.message, key=key, against=against, gpu=gpu, **provenance)
+                status: TestStatus = "passed" if got.ok and not got.error else "error" if got.error else "failed"
+                rec = TestRecord(**base, status=status, log=got.log, reason=NO_TESTS if got.no_tests else got.message, key=key,
+                                 against=against, gpu=gpu, **provenance)
             results.record(rec)
             out.tests.append(rec)
         if results.model_dump_json() != before:  # a no-change rerun leaves the results store untouched

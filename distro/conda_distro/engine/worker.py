@@ -1,167 +1,125 @@
-"""The worker: the process that runs recipe code (rattler-build builds and `Package.run_tests`).
+"""The runner: the process that calls rattler-build, and so starts recipe code (build and test scripts).
 
-It runs inside the build sandbox (:mod:`.sandbox`), one process per package, started by the
-orchestrator as ``python -I -B -m conda_distro.engine.worker JOB.json``. It reads a
-:class:`WorkerJob`, builds into its private output folder, tests, and prints one :class:`WorkerResult`
-as JSON on its original stdout. It writes nothing else outside its own folder: it cannot (the
-repository, the results store and the ledger are not visible to it). The orchestrator checks what it
-built, moves accepted artifacts into staging, hashes them and writes the results itself
-(:mod:`.unit`, :mod:`.intake`); the worker's word is never taken for an artifact's name or sha256.
+Started by the orchestrator inside a sandbox of its own (:mod:`.sandbox`) as
+``python -I -B -m conda_distro.engine.worker build|test --report-fd N JOB.json``; it reads the job
+(:mod:`.jobs`), runs it and reports on descriptor ``N``, a pipe whose other end only the orchestrator
+reads. Before anything else it:
+
+* makes the descriptor close-on-exec, so no process it starts (rattler-build's build and test scripts)
+  inherits it;
+* makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): a process without capabilities (the
+  sandbox drops them all) can then not open its ``/proc/<pid>/fd/*``, ``environ`` or ``mem``, nor
+  ptrace it; recipe code, its child, cannot write the report, read the job or change the runner's
+  memory. A runner that cannot make itself non-dumpable stops before reading its job.
+
+Everything recipe code prints reaches rattler-build, which streams it to the runner (its progress
+callback); the runner sends it on as ``log`` lines, bounded in length. Nothing printed decides a
+verdict: a test's verdict is rattler-build's ``TestResult.success`` (the scripts' exit status), read
+by the runner and sent as a ``tested`` message. The runner's own stdout and stderr go to the sandbox's
+output stream (kept in the log, never read as a report).
+
+The runner writes nothing outside its sandbox's work folder; the orchestrator hashes what a build
+produced the moment its sandbox has exited, checks it and moves it into staging (:mod:`.unit`,
+:mod:`.intake`); the runner's word is never taken for an artifact's name or sha256.
 """
 
 from __future__ import annotations
 
-import hashlib
+import ctypes
 import os
 import sys
+import threading
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from conda_distro.engine.backends import BuildJob, TestJob, make_builder
+from conda_distro.engine.jobs import (
+    MAX_LINE,
+    BeginMsg,
+    BuildPhaseJob,
+    BuiltMsg,
+    DoneMsg,
+    Envelope,
+    LogMsg,
+    Message,
+    TestedMsg,
+    TestPhaseJob,
+)
 
-from conda_distro.engine.backends import BuildJob, TestJob, VariantSpec, make_builder
-from conda_distro.render import RenderSettings
-from conda_distro.results import Variant
-from conda_distro.specs import admits, parse_spec
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TargetIn(_Model):
-    pytorch: str
-    variant: Variant
-    url: str | None
-    sha256: str | None
-    cuda: str
-    missing_reason: str | None = None
-    gpu: bool = False  # a cuda target on a machine with a working GPU (its tests are not the no-GPU ones)
+PR_SET_DUMPABLE = 4
+PR_GET_DUMPABLE = 3
 
 
-class VariantIn(_Model):
-    spec: VariantSpec
-    action: str  # "build" | "skip-existing"
-    staged: str | None = None  # skip-existing: the staging file to test
-    known: dict[str, list[str]] = Field(default_factory=dict)  # "release/variant" -> keys of stored passed/failed outcomes
+class Report:
+    """The report stream: one JSON object a line on the private descriptor."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.lock = threading.Lock()
+
+    def send(self, msg: Message) -> None:
+        data = (Envelope(msg=msg).model_dump_json() + "\n").encode("utf-8", "replace")
+        with self.lock:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view):]
+
+    def log(self, line: str) -> None:
+        self.send(LogMsg(line=line if len(line) <= MAX_LINE else line[:MAX_LINE] + " [line cut]"))
 
 
-class WorkerJob(_Model):
-    name: str
-    recipe: str
-    variant_config: RenderSettings
-    engine: str
-    out_dir: str  # the private output folder
-    log_dir: str
-    channels: list[str]  # staging first, then upstream
-    pytorch: str
-    targets: list[TargetIn]
-    blocked: list[str] = Field(default_factory=list)  # "release/variant" where a dependency failed
-    deps_digest: str = ""
-    dep_view: str | None = None  # file:// URL of the channel with this run's builds of the dependencies
-    variants: list[VariantIn]
+def seal_process(report_fd: int) -> None:
+    """Keep the report descriptor and this process's memory out of reach of what it starts (raises
+    OSError when the kernel refuses)."""
+    os.set_inheritable(report_fd, False)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
-class TestOut(_Model):
-    __test__ = False  # not a pytest class
-
-    pytorch: str
-    variant: str
-    ok: bool
-    message: str | None = None
-    log: str | None = None  # file name in the log folder
-    error: bool = False  # could not run (infrastructure), neither passed nor failed
-    env: dict[str, str] = Field(default_factory=dict)  # the test environment: name -> "name-version-build"
-
-
-class VariantOut(_Model):
-    artifact: str
-    built: bool | None = None  # None: not built (skip-existing)
-    message: str | None = None
-    log: str | None = None  # build log file name in the log folder
-    produced: str | None = None  # the built file, relative to the output folder
-    tests: list[TestOut] = Field(default_factory=list)
-
-
-class WorkerResult(_Model):
-    variants: list[VariantOut] = Field(default_factory=list)
-
-
-def _sha256(path: Path) -> str:  # (not channels.local's: the worker keeps its imports small, it starts per package)
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def target_id(pytorch: str, variant: str) -> str:
-    return f"{pytorch}/{variant}"
-
-
-def test_key(artifact_sha256: str, target: TargetIn, deps_digest: str) -> str:
-    """Everything a test outcome depends on: same key, same outcome (no need to re-run)."""
-    tid = target_id(target.pytorch, target.variant) + ("/gpu" if target.gpu else "")  # a GPU run is another test
-    return hashlib.sha256(f"{artifact_sha256}|{tid}|{target.sha256}|{deps_digest}".encode()).hexdigest()
-
-
-def admitted_targets(depends: list[str], pytorch: str, targets: list[TargetIn]) -> list[TargetIn]:
-    """The targets an artifact's own pytorch pin admits."""
-    pins = [p for p in (parse_spec(d) for d in depends) if p.ok and p.name == pytorch]
-    return [t for t in targets if all(admits(p.version, t.pytorch) for p in pins)]
-
-
-def work(job: WorkerJob) -> WorkerResult:
-    from rattler_build import Package
-
+def run_builds(job: BuildPhaseJob, report: Report) -> None:
+    """Build every variant of the job in turn; no tests."""
     builder = make_builder(job.engine)
-    out_dir, logs = Path(job.out_dir), Path(job.log_dir)
-    report = WorkerResult()
-    blocked = set(job.blocked)
-    for v in job.variants:
-        spec = v.spec
-        rep = VariantOut(artifact=spec.artifact)
-        report.variants.append(rep)
-        if v.action == "build":
-            rep.log = f"{spec.build_string}.build.log"
-            res = builder.build(BuildJob(Path(job.recipe), spec, job.variant_config, out_dir, tuple(job.channels),
-                                         logs / rep.log))
-            rep.built, rep.message = res.ok, res.message
-            if not res.ok or res.path is None:
-                rep.built = False
-                continue
-            path = Path(res.path)
-            try:
-                rep.produced = path.resolve().relative_to(out_dir.resolve()).as_posix()
-            except ValueError:
-                rep.built, rep.message = False, f"rattler-build reported {path}, outside the output folder"
-                continue
-        else:
-            path = Path(v.staged or "")
-        sha = _sha256(path)
-        depends = list(Package.from_file(str(path)).depends)
-        for t in admitted_targets(depends, job.pytorch, job.targets):
-            tid = target_id(t.pytorch, t.variant)
-            if tid in blocked or t.url is None or test_key(sha, t, job.deps_digest) in v.known.get(tid, ()):
-                continue  # the orchestrator records these itself
-            log = f"{spec.build_string}.{t.pytorch}-{t.variant}.test.log"
-            channels = (t.url, *([job.dep_view] if job.dep_view else []), *job.channels)
-            tres = builder.test(TestJob(path, channels, t.cuda, logs / log))
-            rep.tests.append(TestOut(pytorch=t.pytorch, variant=t.variant, ok=tres.ok, message=tres.message, log=log,
-                                     error=tres.error, env=tres.env))
-    return report
+    out_dir = Path(job.out_dir)
+    settings = job.settings()
+    for i, spec in enumerate(job.variants):
+        report.send(BeginMsg(index=i))
+        res = builder.build(BuildJob(Path(job.recipe), spec, settings, out_dir, tuple(job.channels), report.log))
+        if not res.ok or res.path is None:
+            report.send(BuiltMsg(artifact=spec.artifact, ok=False, message=res.message or "the build failed"))
+            continue
+        try:
+            produced = Path(res.path).resolve().relative_to(out_dir.resolve()).as_posix()
+        except ValueError:
+            report.send(BuiltMsg(artifact=spec.artifact, ok=False,
+                                 message=f"rattler-build reported {res.path}, outside the output folder"))
+            continue
+        report.send(BuiltMsg(artifact=spec.artifact, ok=True, produced=produced))
+
+
+def run_test(job: TestPhaseJob, report: Report) -> None:
+    """Run the package's tests once; the verdict is rattler-build's."""
+    builder = make_builder(job.engine)
+    res = builder.test(TestJob(Path(job.artifact), tuple(job.channels), job.cuda, report.log))
+    report.send(TestedMsg(ok=res.ok, error=res.error, message=res.message, env=res.env, no_tests=res.no_tests))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point inside the sandbox. Everything recipe code prints goes to stderr; the report is the
-    only thing written to the original stdout."""
+    """Entry point inside the sandbox: ``build|test --report-fd N JOB``."""
     args = sys.argv[1:] if argv is None else argv
-    report_fd = os.dup(1)
-    os.dup2(2, 1)
+    if len(args) != 4 or args[0] not in ("build", "test") or args[1] != "--report-fd":
+        print("usage: python -m conda_distro.engine.worker build|test --report-fd N JOB.json", file=sys.stderr)
+        return 2
+    fd = int(args[2])
+    seal_process(fd)
+    os.dup2(2, 1)  # anything printed goes to the output stream, never to a report
     sys.stdout = sys.stderr
-    job = WorkerJob.model_validate_json(Path(args[0]).read_text(encoding="utf-8"))
-    report = work(job)
-    with os.fdopen(report_fd, "w", encoding="utf-8") as fh:
-        fh.write(report.model_dump_json() + "\n")
+    report = Report(fd)
+    text = Path(args[3]).read_text(encoding="utf-8")
+    if args[0] == "build":
+        run_builds(BuildPhaseJob.model_validate_json(text), report)
+    else:
+        run_test(TestPhaseJob.model_validate_json(text), report)
+    report.send(DoneMsg())
     return 0
 
 

@@ -139,7 +139,7 @@ def _sweep(dist: Distribution, options: SweepOptions, reporter: Reporter | None)
     if options.build:
         from conda_distro.engine.sandbox import check_sandbox
 
-        check_sandbox(options.sandbox)  # fail closed before anything is edited
+        check_sandbox(options.sandbox, dist.distro)  # fail closed before anything is edited
     repo = open_for_commit(dist.root, options.release) if options.commit else None
     pytorch = dist.config.pytorch.name
     new_minor = is_new_minor(dist, options.release)
@@ -254,7 +254,7 @@ def _apply_results(plan: SweepPlan, report: ExecutionResult | None, tested: set[
         tests = by_name.get(dec.name, [])
         dec.tests = [ReleaseTest(pytorch=t.pytorch, variant=t.variant, status=t.status, reason=t.reason or None)
                      for t in tests]
-        failed_build = next((b for b in builds.get(dec.name, []) if b.status == "failed"), None)
+        failed_build = next((b for b in builds.get(dec.name, []) if b.status in ("failed", "error")), None)
         blocked_build = next((b for b in builds.get(dec.name, []) if b.status == "blocked"), None)
         bad = [t for t in tests if t.status == "failed"]
         blocked = [t for t in tests if t.status == "blocked"]

@@ -1,0 +1,304 @@
+"""The two sandboxed phases of a unit, orchestrator side: one **build** sandbox per package (its variants,
+no tests), then one **test** sandbox per artifact × release × variant.
+
+Each phase makes a fresh private folder, writes the runner's job, shows the sandbox exactly what the
+phase reads (:class:`~conda_distro.engine.sandbox.Layout`: the recipe folder or its copy with fetched
+sources, the channels, the job file; for a test, the artifact from staging, read-only), runs the runner
+under :func:`~conda_distro.engine.supervise.supervise` (limits, streamed log) and removes the folder.
+
+Sealing: the moment the build sandbox has exited (and with it every process it started), the
+orchestrator hashes every package file it left (:func:`~conda_distro.engine.intake.seal`); intake
+copies accepted files into staging and refuses one whose bytes are not the ones hashed. Tests never
+see a build's output folder: they read the artifact from staging, which every sandbox sees read-only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from conda_distro.engine import intake
+from conda_distro.engine.jobs import BuildPhaseJob, BuiltMsg, TestedMsg, TestPhaseJob
+from conda_distro.engine.limits import describe
+from conda_distro.engine.sandbox import Layout, file_url_path, worker_env
+from conda_distro.engine.sources import SourceFetchError, fetch_source, recipe_copy
+from conda_distro.engine.supervise import Launch, supervise
+from conda_distro.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
+from conda_distro.results import Variant
+
+if TYPE_CHECKING:
+    from conda_distro.config import Limits
+    from conda_distro.engine.backends import VariantSpec
+    from conda_distro.engine.sources import RecipeInputs
+    from conda_distro.render import RenderSettings
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How runners run: ``bwrap`` is the sandbox's executable, None for ``--no-sandbox``; ``work_root``
+    holds each unit's private folder while it runs; ``sources`` is the cache url sources are fetched
+    into. A sandbox shows only what a phase names."""
+
+    bwrap: str | None
+    work_root: Path
+    sources: Path
+    devices: tuple[Path, ...] = ()  # device nodes a GPU test's sandbox puts back (the GPU's, when there is one)
+
+
+@dataclass(frozen=True)
+class PhaseContext:
+    """What the phases of one unit read: the package's recipe and settings, where it writes."""
+
+    name: str
+    recipe: Path  # recipe.yaml
+    root: Path  # the repository (the recipe folder is shown at its place in it)
+    inputs: RecipeInputs  # url sources to fetch, path sources to show
+    variant_config: RenderSettings
+    engine: str
+    channels: tuple[str, ...]  # staging first, then upstream
+    staging: Path
+    logs: Path  # the package's log folder
+    declared: frozenset[str]  # package names the recipe may produce
+    limits: Limits
+    isolation: Isolation
+    work: Path  # the unit's private folder
+    dep_view: str | None = None  # file:// URL of the channel with this run's builds of the dependencies
+
+
+class TargetIn(BaseModel):
+    """A release × variant a unit's artifacts are tested against, with its release view."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pytorch: str
+    variant: Variant
+    url: str | None
+    sha256: str | None
+    cuda: str
+    missing_reason: str | None = None
+    gpu: bool = False  # a cuda target on a machine with a working GPU (its tests are not the no-GPU ones)
+
+
+@dataclass
+class BuildOut:
+    """One variant's build, as the orchestrator saw it."""
+
+    status: str  # "built" | "failed" | "error"
+    reason: str | None = None
+    log: str | None = None
+    path: Path | None = None  # in staging
+    sha256: str | None = None
+
+
+@dataclass
+class TestOut:
+    """One test's outcome, as the runner reported it (or why there is none)."""
+
+    __test__ = False
+
+    ok: bool
+    error: bool = False
+    message: str | None = None
+    log: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    no_tests: bool = False
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove a sandbox's folder, whatever modes recipe code left on it (a folder made read-only)."""
+    def retry(func: Callable[[str], object], path: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)
+            func(path)
+
+    if folder.exists() or folder.is_symlink():
+        shutil.rmtree(folder, onerror=retry)
+
+
+IN_USE = ".in-use"  # in a unit's private folder: flock-ed by the process using it
+
+
+def claim_folder(root: Path, prefix: str) -> tuple[Path, int]:
+    """A fresh private folder under ``root`` and the descriptor of its lock, held while this process
+    uses it (a process killed with -9 lets go of it: :func:`clear_stale_folders` then removes it)."""
+    root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    fd = os.open(work / IN_USE, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return work, fd
+
+
+STALE_UNLOCKED = 600.0  # seconds: a folder without its lock file this old was left before the lock was made
+
+
+def clear_stale_folders(root: Path) -> list[Path]:
+    """Remove the private folders under ``root`` that no running process holds (left by a killed build)."""
+    removed: list[Path] = []
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        if not d.is_dir() or d.is_symlink():
+            continue
+        try:
+            fd = os.open(d / IN_USE, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            with contextlib.suppress(OSError):
+                if time.time() - d.stat().st_mtime > STALE_UNLOCKED:
+                    remove_tree(d)
+                    removed.append(d)
+            continue
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # in use
+        finally:
+            os.close(fd)  # (also lets go of the lock just taken)
+        remove_tree(d)
+        removed.append(d)
+    return removed
+
+
+def _fresh(folder: Path, *subs: str) -> Path:
+    rw = folder / "rw"
+    for sub in subs:
+        (rw / sub).mkdir(parents=True)
+    return rw
+
+
+def _tmpdir(p: PhaseContext, lay: Layout, rw: Path, work_in: Path) -> tuple[str, Path | None]:
+    """TMPDIR for test environments: a private folder of ``$CONDA_DISTRO_TEST_TMPDIR``; else the sandbox's
+    own /tmp (memory) while memory has room (unsandboxed: /dev/shm when roomy); else the work folder."""
+    sandboxed = lay.sandboxed
+    chosen = os.environ.get(SCRATCH_VAR) or (None if sandboxed else scratch_dir())
+    if chosen:
+        scratch = Path(tempfile.mkdtemp(prefix=f"{p.name}-", dir=chosen))
+        return str(lay.show(scratch, "scratch", writable=True)), scratch
+    if sandboxed and ram_has_room():
+        return "/tmp", None
+    return str(work_in / "tmp"), None
+
+
+def _show_recipe(unit: PhaseContext, lay: Layout, folder: Path) -> Path:
+    """The recipe.yaml the runner builds, as it sees it: the recipe folder (or a copy whose url sources
+    point at the fetched files) at its place in the repository under /job/repo, with the path sources
+    it names. Raises :class:`SourceFetchError`."""
+    recipe_dir = unit.recipe.parent
+    try:
+        rel = recipe_dir.resolve().relative_to(unit.root.resolve()).as_posix()
+    except ValueError:
+        rel = f"recipes/{recipe_dir.name}"
+    urls: dict[int, str] = {}
+    for src in unit.inputs.urls:
+        cached = fetch_source(src, unit.isolation.sources)
+        urls[src.line] = lay.show(cached, f"sources/{src.sha256}/{cached.name}").as_uri()
+    if urls:
+        recipe_dir = recipe_copy(recipe_dir, folder / "recipe" / rel, urls).parent
+    for path in unit.inputs.paths:
+        if path.is_relative_to(unit.recipe.parent.resolve()) or not path.exists():
+            continue  # (shown with the recipe folder; a missing one is rattler-build's to report)
+        lay.show(path, f"repo/{path.relative_to(unit.root.resolve()).as_posix()}")
+    return lay.show(recipe_dir, f"repo/{rel}") / "recipe.yaml"
+
+
+def run_build_phase(unit: PhaseContext, to_build: list[VariantSpec], gate: threading.Lock) -> dict[str, BuildOut]:
+    """Build ``to_build`` in one sandbox; seal, check and stage what it produced (under ``gate``: one
+    writer of staging at a time). Returns each variant's outcome by artifact."""
+    iso = unit.isolation
+    folder = unit.work / "build"
+    rw = _fresh(folder, "out", "home", "cache", "tmp")
+    lay = Layout(iso.bwrap is not None)
+    logs = tuple(unit.logs / f"{s.build_string}.build.log" for s in to_build)
+    try:
+        work_in = lay.show(rw, "work", writable=True)
+        try:
+            recipe_in = _show_recipe(unit, lay, folder)
+        except SourceFetchError as exc:
+            return {s.artifact: BuildOut("failed", f"the source could not be fetched: {exc}") for s in to_build}
+        channels = [lay.channel(url) for url in unit.channels]
+        job = BuildPhaseJob(recipe=str(recipe_in), variant_config=BuildPhaseJob.settings_data(unit.variant_config),
+                            engine=unit.engine,
+                            out_dir=str(work_in / "out"), channels=channels, variants=to_build)
+        job_file = folder / "job.json"
+        job_file.write_text(job.model_dump_json(), encoding="utf-8")
+        tmpdir = "/tmp" if lay.sandboxed else str(rw / "tmp")
+        ran = supervise(Launch("build", str(lay.show(job_file, "job.json")), worker_env(str(work_in), tmpdir), rw,
+                               unit.limits.build_timeout, unit.limits.log_limit, logs,
+                               lay.spec() if lay.sandboxed else None, iso.bwrap))
+        sealed = intake.seal(rw / "out")  # the sandbox has exited: hash what it left, now
+        said = {m.artifact: m for m in ran.messages if isinstance(m, BuiltMsg)}
+        ok = {a for a, m in said.items() if m.ok}
+        taken = intake.IntakeResult()
+        if ok:
+            with gate:
+                taken = intake.accept(rw / "out", ok, unit.declared, unit.staging,
+                                      f"recipes/{unit.recipe.parent.name}", sealed)
+                if taken.accepted:
+                    index_channel(unit.staging, subdirs=sorted({a.split("/")[0] for a in taken.accepted} - {"noarch"}),
+                                  force=False)
+        out: dict[str, BuildOut] = {}
+        for i, spec in enumerate(to_build):
+            log = str(logs[i]) if logs[i].is_file() else None
+            msg = said.get(spec.artifact)
+            if spec.artifact in taken.accepted:
+                out[spec.artifact] = BuildOut("built", None, log, taken.accepted[spec.artifact],
+                                              taken.sha256[spec.artifact])
+            elif msg is not None:
+                out[spec.artifact] = BuildOut("failed", (msg.message if not msg.ok else taken.rejected)
+                                              or "the build produced nothing", log)
+            elif ran.killed:
+                why = ran.why(describe(unit.limits)) if i == ran.part else \
+                    f"{ran.killed}: not built (the build sandbox was killed while building another variant)"
+                out[spec.artifact] = BuildOut("error", why, log)
+            else:
+                out[spec.artifact] = BuildOut("failed", ran.why(describe(unit.limits)), log)
+        return out
+    finally:
+        remove_tree(folder)
+
+
+def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: TargetIn, n: int) -> TestOut:
+    """Run the tests of the staged package ``staged`` against ``target``, in a sandbox of their own."""
+    iso = unit.isolation
+    folder = unit.work / f"test-{n}"
+    rw = _fresh(folder, "home", "cache", "tmp")
+    lay = Layout(iso.bwrap is not None)
+    log = unit.logs / f"{spec.build_string}.{target.pytorch}-{target.variant}.test.log"
+    scratch = None
+    try:
+        work_in = lay.show(rw, "work", writable=True)
+        assert target.url is not None  # (a target without a release view is never run)
+        channels = [lay.channel(target.url), *([lay.channel(unit.dep_view)] if unit.dep_view else []),
+                    *(lay.channel(url) for url in unit.channels)]
+        staging_in = file_url_path(lay.channel(unit.staging.as_uri()))
+        assert staging_in is not None
+        job = TestPhaseJob(engine=unit.engine, artifact=str(staging_in / staged.relative_to(unit.staging)),
+                           channels=channels, cuda=target.cuda)
+        job_file = folder / "job.json"
+        job_file.write_text(job.model_dump_json(), encoding="utf-8")
+        tmpdir, scratch = _tmpdir(unit, lay, rw, work_in)
+        devices = iso.devices if target.gpu else ()
+        ran = supervise(Launch("test", str(lay.show(job_file, "job.json")), worker_env(str(work_in), tmpdir), rw,
+                               unit.limits.test_timeout, unit.limits.log_limit, (log,),
+                               lay.spec(devices) if lay.sandboxed else None, iso.bwrap))
+        said = next((m for m in ran.messages if isinstance(m, TestedMsg)), None)
+        kept = str(log) if log.is_file() else None
+        if said is None or ran.killed:  # no verdict: killed, crashed, timed out
+            return TestOut(False, error=True, message=ran.why(describe(unit.limits)), log=kept)
+        return TestOut(said.ok, said.error, said.message, kept, said.env, said.no_tests)
+    finally:
+        remove_tree(folder)
+        if scratch is not None:
+            remove_tree(scratch)
