@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from conda_distro.lint.base import CHECKS, Check, Problem, Severity
 from conda_distro.lagging import READY, excluded_by_bound
+from conda_distro.lint.base import CHECKS, Check, Problem, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.recipe import SECTIONS, Dep, Recipe
 from conda_distro.recipe_edit import TreeEditor
