@@ -362,15 +362,22 @@ def test_uneditable_pin_fails_that_package_only(world27: Path, capsys):
 
 
 @pytest.mark.slow
-def test_already_supported_release_is_a_noop(sandbox_world: Path, capsys):
+def test_supported_release_with_nothing_to_admit_is_refused_naming_the_report(sandbox_world: Path, capsys):
+    """2.6.0 is supported and only the lockstep visionkit leaves it out (it needs a new version): a sweep of
+    it has nothing to admit. Exit 2 naming the read-only `sweep report`, nothing written, not even a lock."""
     before = tracked_state(sandbox_world)
-    code, out, _ = sweep(capsys, sandbox_world, "--pytorch", "2.6.0", "--commit")
-    assert code == 0
-    assert "2.6.0 is already a supported release: nothing to do" in out
-    assert tracked_state(sandbox_world) == before
+    for argv in (("--commit",), (), ("--dry-run",)):
+        code, out, err = sweep(capsys, sandbox_world, "--pytorch", "2.6.0", *argv)
+        assert code == 2 and out == "", argv
+        assert "pytorch 2.6.0 is a supported release already and no package is ready to be admitted" in err
+        assert "(needs-new-version: visionkit)" in err and "`conda-distro sweep report --pytorch 2.6.0`" in err
+    assert tracked_state(sandbox_world) == before and not (sandbox_world / "build").exists()
     assert [h.name for h in git.Repo(sandbox_world).heads] == ["main"]
-    code, doc = sweep_json(capsys, sandbox_world, "--pytorch", "2.6.0")
-    assert code == 0 and doc["noop"] is True and doc["packages"] == []
+    code, out, _ = run_cli(capsys, "sweep", "report", "--pytorch", "2.6.0", "--root", str(sandbox_world), "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["state"] == "supported" and doc["next_command"] is None
+    assert [(w["name"], w["status"]) for w in doc["waiting"]] == [("visionkit", "needs-new-version")]
+    assert not (sandbox_world / "build").exists()
 
 
 @pytest.mark.slow
@@ -466,8 +473,9 @@ def test_commit_refuses_existing_branch_before_writing(world27: Path, capsys):
     repo.create_head("sweep/pytorch-2.7.0")
     before = tracked_state(world27)
     code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
-    assert code == 2 and "branch sweep/pytorch-2.7.0 already exists" in err
-    assert tracked_state(world27) == before
+    assert code == 2 and "pytorch 2.7.0 was swept already: its branches (sweep/pytorch-2.7.0)" in err
+    assert "conda-distro sweep report --pytorch 2.7.0" in err and "git branch -D sweep/pytorch-2.7.0" in err
+    assert tracked_state(world27) == before and not (world27 / "build").exists()  # refused before any lock
 
 
 @pytest.mark.slow
@@ -1009,8 +1017,9 @@ def test_sweep_commit_killed_at_each_step_then_rerun_converges(world27: Path, st
     assert_complete_sweep_branch(world27, base, before)
     assert not any(p.exists() for p in planted) and not list((world27 / ".git").rglob("*.lock"))
     assert {rel: (world27 / rel).stat().st_mode for rel in before} == modes  # the files put back keep their mode
-    again = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")  # now truly nothing to do
-    assert again.returncode == 0 and "was swept already: branch sweep/pytorch-2.7.0" in json.loads(again.stdout)["message"]
+    again = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")  # swept: refused, read-only report named
+    assert again.returncode == 2 and "pytorch 2.7.0 was swept already: its branches" in again.stderr, again.stderr
+    assert "conda-distro sweep report --pytorch 2.7.0" in again.stderr and again.stdout == ""
     assert_complete_sweep_branch(world27, base, before)
 
 
@@ -1350,11 +1359,19 @@ def test_the_result_renders_what_the_command_prints(world27: Path, capsys):
     assert text == "".join(line + "\n" for line in res.text_lines()) and "next: run `conda-distro sweep" in text
     assert md == res.markdown() and md.count("\n---\n## PR: ") == 10
     code, _, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")  # edits distro.yaml: 2.7.0 is listed
-    res = run_sweep(SweepOptions(release="2.7.0", build=False, root=world27))
-    _, text, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")
-    _, md, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--format", "markdown")
-    assert code == 0 and res.plan.noop and text == "".join(line + "\n" for line in res.text_lines())
-    assert md == res.markdown() == "pytorch 2.7.0 is already a supported release: nothing to do\n"
+    assert code == 0
+    from conda_distro.sweep.report import SweepReportOptions, sweep_report
+
+    rep = sweep_report(SweepReportOptions(release="2.7.0", root=world27))
+    _, text, _ = run_cli(capsys, "sweep", "report", "--pytorch", "2.7.0", "--root", str(world27))
+    _, md, _ = run_cli(capsys, "sweep", "report", "--pytorch", "2.7.0", "--root", str(world27), "--format", "markdown")
+    assert text == "".join(line + "\n" for line in rep.text_lines()) and md == rep.markdown()
+    assert text.startswith("pytorch 2.7.0: swept; its edits are in the work tree, not committed\n")
+    assert "next: review the edits (git diff), then `conda-distro sweep --pytorch 2.7.0 --commit`" in text
+    assert md.startswith("> **pytorch 2.7.0**: swept; its edits are in the work tree, not committed.")
+    assert "# PyTorch 2.7.0 release sweep" in md and md.count("\n---\n## PR: ") == 10
+    code, out, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")  # (no second sweep over the edits)
+    assert code == 2 and out == "" and "pytorch 2.7.0 was swept and its edits are not committed" in err
 
 
 def test_a_bump_that_upstream_lets_nobody_test_awaits_upstream():

@@ -76,7 +76,7 @@ def run_sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepR
     check_release(options.release)
     state = release_state(distro, options.release)
     if state.journal is None:
-        refuse(state, options)  # before any lock is taken: a refusal writes nothing
+        refuse(distro, state, options)  # before any lock is taken: a refusal writes nothing
         if state.state == "supported" and not _left_edits(distro, options.release, state):
             plan_admission(load_distribution(strict=False, distro=distro), options.release, options.package,
                            load_report(distro, options.release))  # (nothing ready: exit 2 here)
@@ -139,7 +139,7 @@ def _sweep_locked(distro: DistroRepo, options: SweepOptions, reporter: Reporter 
                 f"({len(restored)} file(s) restored) and run again")
     dist = load_distribution(distro.root, strict=False)  # as rolled back (and as another sweep may have left it)
     state = release_state(dist.distro, options.release)
-    refuse(state, options)
+    refuse(dist.distro, state, options)
     result = _dispatch(dist, state, options, reporter)
     if note:
         result.message = f"{note}; {result.message}" if result.message else note

@@ -26,7 +26,7 @@ from conda_distro.config import DistroRepo
 from conda_distro.errors import UsageError
 from conda_distro.gitutil import branches_named, changed_paths, find_repo, head_sha, top_dir
 from conda_distro.jsonio import read_json_text
-from conda_distro.sweep.git import committed_releases, sweep_branch
+from conda_distro.sweep.git import committed_releases, refuse_half_made, sweep_branch
 from conda_distro.sweep.model import SweepDocument, SweepOptions, command
 from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal
 
@@ -66,8 +66,8 @@ def release_state(distro: DistroRepo, release: str) -> ReleaseState:
     committed = None if at_head is None else release in at_head
     branches = sorted(branches_named(repo, sweep_branch(release))) if has_head and repo is not None else []
     left = UncommittedEdits.load(distro.build_dir, release)
-    if left is not None and not _live(distro, left):
-        left = None
+    if left is not None and (not _live(distro, left) or (committed and _release_day(left))):
+        left = None  # (a release day's edits, and the checked-out commit lists the release: committed otherwise)
     out = ReleaseState(release, "not-swept", branches, journal if journal and journal.release == release else None,
                        left, listed, committed)
     if out.journal is not None:
@@ -83,6 +83,11 @@ def release_state(distro: DistroRepo, release: str) -> ReleaseState:
     return out
 
 
+def _release_day(left: UncommittedEdits) -> bool:
+    """Is this the record of a release day's edits (distro.yaml among them)?"""
+    return any(Path(rel).name == "distro.yaml" for rel in left.written)
+
+
 def _live(distro: DistroRepo, left: UncommittedEdits) -> bool:
     """Does a record of uncommitted edits still describe edits in the work tree (some file it names differs
     from the checked-out commit)? Without git it does while its files hold what the sweep wrote."""
@@ -94,12 +99,14 @@ def _live(distro: DistroRepo, left: UncommittedEdits) -> bool:
     return bool(changed_paths(repo, *paths))
 
 
-def refuse(state: ReleaseState, options: SweepOptions) -> None:
+def refuse(distro: DistroRepo, state: ReleaseState, options: SweepOptions) -> None:
     """Exit 2 (nothing written) when ``options`` asks for a sweep this state does not allow; the message
     names the read-only ``sweep report`` and the command that does apply. A supported release is checked
     further by the late admission's plan (nothing ready to admit is refused there)."""
     release = state.release
     report = command(release, "report")
+    if state.state == "supported" and options.commit:
+        refuse_half_made(distro, release)  # an older version's interrupted sweep: the sweep branch checked out, dirty
     if state.state == "interrupted" or (state.state == "uncommitted" and options.commit and not options.package):
         return
     if state.state == "not-swept":
@@ -118,5 +125,5 @@ def refuse(state: ReleaseState, options: SweepOptions) -> None:
         raise UsageError(f"pytorch {release} was swept already: its branches ({shown}) are not merged into the "
                          "checked-out commit", field="--pytorch",
                          hint=f"`{report}` prints its report (it changes nothing); merge the sweep's pull requests, then "
-                              f"on that checkout `{command(release)}` admits the packages fixed since (delete the "
-                              "branches to sweep the release from scratch)")
+                              f"on that checkout `{command(release)}` admits the packages fixed since (to sweep the "
+                              f"release from scratch instead: git branch -D {' '.join(state.branches)})")
