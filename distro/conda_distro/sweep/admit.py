@@ -21,15 +21,19 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.lagging import AWAITING, NEW_VERSION, READY, lags
 from conda_distro.provenance import recipe_digest
 from conda_distro.specs import minor_of
+from conda_distro.sweep.git import package_branch
 from conda_distro.sweep.model import Decision, SweepDocument, SweepPlan, Waiting, command
 from conda_distro.sweep.plan import decide
 
 NEEDS_FIX = "needs-fix"
+AWAITING_MERGE = "awaiting-merge"
 
 
-def waiting_packages(dist: Distribution, release: str, report: SweepDocument | None) -> list[Waiting]:
+def waiting_packages(dist: Distribution, release: str, report: SweepDocument | None,
+                     branches: list[str] | tuple[str, ...] = ()) -> list[Waiting]:
     """The readable recipes whose pins leave ``release`` out (through their upper bound), in dependency
-    order, with what each waits for (see :class:`~conda_distro.sweep.model.Waiting`)."""
+    order, with what each waits for (see :class:`~conda_distro.sweep.model.Waiting`); ``awaiting-merge``:
+    a sweep admitted it on its branch (``branches``: the sweep branches that exist), to be merged."""
     dist = dist.readable()
     graph = RecipeGraph.from_recipes(dist.recipes)
     pytorch = dist.config.pytorch.name
@@ -41,7 +45,10 @@ def waiting_packages(dist: Distribution, release: str, report: SweepDocument | N
             continue
         lag, recipe = found[name][0], dist.recipes[name]
         maintainers = tuple(recipe.maintainers)
-        if lag.status == NEW_VERSION:
+        if package_branch(release, name) in branches:
+            out.append(Waiting(name, AWAITING_MERGE, f"admitted on branch {package_branch(release, name)}: merge its "
+                                                     "pull request (delete the branch to sweep it again)", maintainers))
+        elif lag.status == NEW_VERSION:
             ma, mi = minor_of(release)
             out.append(Waiting(name, NEW_VERSION, f"lockstep package: needs the upstream release made for pytorch "
                                                   f"{ma}.{mi}, not a widened pin ('{lag.pin}')", maintainers))
@@ -60,11 +67,12 @@ def waiting_packages(dist: Distribution, release: str, report: SweepDocument | N
     return out
 
 
-def plan_admission(dist: Distribution, release: str, package: str | None, report: SweepDocument | None) -> SweepPlan:
+def plan_admission(dist: Distribution, release: str, package: str | None, report: SweepDocument | None,
+                   branches: list[str] | tuple[str, ...] = ()) -> SweepPlan:
     """The plan of a sweep of ``release`` that distro.yaml lists: the ready packages (``package``: that one)
     and the ones waiting only for those, bumped like on release day. Exit 2 (nothing written) when nothing
     can be admitted, naming the read-only ``sweep report`` and what each package waits for."""
-    waiting = waiting_packages(dist, release, report)
+    waiting = waiting_packages(dist, release, report, branches)
     by_name = {w.name: w for w in waiting}
     if package is not None:
         chosen = _one(dist, release, package, by_name)
@@ -117,4 +125,7 @@ def _one(dist: Distribution, release: str, package: str, by_name: dict[str, Wait
     if w.status == NEW_VERSION:
         raise UsageError(f"{package} is a lockstep package: {w.reason}", field="--package",
                          hint="publish its new version (a recipe change), not a sweep")
+    if w.status == AWAITING_MERGE:
+        raise UsageError(f"{package} was {w.reason}", field="--package",
+                         hint=f"`{command(release, 'report')}` prints the release's report (it changes nothing)")
     return [package]

@@ -49,7 +49,8 @@ class SweepOptions:
 class Waiting:
     """A package whose pins still leave the release out, and what it waits for: ``ready`` (nothing: the
     sweep admits it), ``needs-fix`` (it failed against the release and its recipe is unchanged since),
-    ``awaiting-parents`` (a dependency leaves the release out), ``needs-new-version`` (lockstep)."""
+    ``awaiting-parents`` (a dependency leaves the release out), ``needs-new-version`` (lockstep),
+    ``awaiting-merge`` (a sweep admitted it on its branch sweep/pytorch-VER-NAME: its pull request waits)."""
 
     name: str
     status: str

@@ -69,7 +69,7 @@ def sweep_report(options: SweepReportOptions) -> SweepReport:
     state = release_state(distro, options.release)
     saved = load_report(distro, options.release)
     dist = load_distribution(strict=False, distro=distro)
-    waiting: list[Waiting] = waiting_packages(dist, options.release, saved) \
+    waiting: list[Waiting] = waiting_packages(dist, options.release, saved, state.branches) \
         if state.state in ("supported", "uncommitted") and state.listed else []
     if saved is None:
         doc = SweepDocument(release=options.release, noop=True)

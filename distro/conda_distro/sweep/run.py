@@ -79,7 +79,7 @@ def run_sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepR
         refuse(distro, state, options)  # before any lock is taken: a refusal writes nothing
         if state.state == "supported" and not _left_edits(distro, options.release, state):
             plan_admission(load_distribution(strict=False, distro=distro), options.release, options.package,
-                           load_report(distro, options.release))  # (nothing ready: exit 2 here)
+                           load_report(distro, options.release), state.branches)  # (nothing ready: exit 2 here)
     if options.dry_run:
         return _dry_run(distro, options, state)
     budget = Deadline(options.lock_timeout) if not isinstance(options.lock_timeout, Deadline) else options.lock_timeout
@@ -98,7 +98,8 @@ def _dry_run(distro: DistroRepo, options: SweepOptions, state: ReleaseState) -> 
         return SweepResult(SweepPlan(options.release, [], noop=True), state=state.state,
                            message="dry run: a sweep with --commit would commit the edits an earlier sweep left")
     if state.state == "supported":
-        plan = plan_admission(dist, options.release, options.package, load_report(distro, options.release))
+        plan = plan_admission(dist, options.release, options.package, load_report(distro, options.release),
+                              state.branches)
     else:
         plan = plan_sweep(dist, options.release)
     _check_published(dist, options.release)  # exit 2, as the real run would
@@ -161,7 +162,7 @@ def _dispatch(dist: Distribution, state: ReleaseState, options: SweepOptions, re
         left = _left_edits(dist.distro, release, state)
         if left is not None and options.commit:
             return _commit_left_edits(dist, options, left)
-        plan = plan_admission(dist, release, options.package, load_report(dist.distro, release))
+        plan = plan_admission(dist, release, options.package, load_report(dist.distro, release), state.branches)
     else:
         plan = plan_sweep(dist, release)
     return _sweep(dist, options, reporter, plan)
