@@ -1492,7 +1492,8 @@ def test_release_life_cycle_report_refusals_and_late_admission(world27: Path, ca
     assert rep["state"] == "supported" and waits == {"hookprofiler": "needs-fix", "fastquant": "needs-fix",
                                                      "quantserve": "awaiting-parents", "visionkit": "needs-new-version"}
     assert rep["next_command"] is None
-    assert any("`conda-distro sweep --pytorch 2.7.0 --package NAME` admits it" in s for s in rep["next_steps"])
+    assert any("`conda-distro sweep --pytorch 2.7.0 --package NAME` on a checkout whose distro.yaml lists 2.7.0 admits it" in s
+               for s in rep["next_steps"])
     code, out, err = sweep(capsys, world27, "--pytorch", "2.7.0")
     assert code == 2 and "no package is ready to be admitted" in err and "needs-fix: fastquant, hookprofiler" in err
     code, lint = run_cli(capsys, "lint", "--root", str(world27), "--format", "json")[:2]

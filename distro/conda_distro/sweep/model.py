@@ -312,8 +312,8 @@ class SweepResult:
                          "fixed since")
         if "failed" in statuses or "needs-fix" in waiting:
             steps.append(f"once a failed package is fixed (its pins still leave {release} out; `conda-distro lint` warns), "
-                         f"`{command(release, '--package', 'NAME')}` admits it (`{command(release)}` admits every "
-                         "package fixed since)")
+                         f"`{command(release, '--package', 'NAME')}` on a checkout whose distro.yaml lists {release} "
+                         f"admits it (`{command(release)}` admits every package fixed since)")
         if "ready" in waiting:
             steps.append(f"ready to be admitted now: {', '.join(waiting['ready'])}: `{self.next_command}`")
         return steps
