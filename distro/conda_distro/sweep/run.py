@@ -77,7 +77,7 @@ def run_sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepR
     state = release_state(distro, options.release)
     if state.journal is None:
         refuse(distro, state, options)  # before any lock is taken: a refusal writes nothing
-        if state.state == "supported" and not _left_edits(distro, options.release, state):
+        if state.state == "supported":  # (no live record of uncommitted edits: that state is "uncommitted")
             plan_admission(load_distribution(strict=False, distro=distro), options.release, options.package,
                            load_report(distro, options.release), state.branches)  # (nothing ready: exit 2 here)
     if options.dry_run:

@@ -60,11 +60,7 @@ def release_state(distro: DistroRepo, release: str) -> ReleaseState:
     """Read where ``release`` stands (see the module doc). Reads only."""
     journal = find_journal(distro.build_dir)
     listed = release in distro.config.pytorch.releases
-    repo = find_repo(distro.root)
-    has_head = repo is not None and head_sha(repo) is not None
-    at_head = committed_releases(distro) if has_head else None
-    committed = None if at_head is None else release in at_head
-    branches = sorted(branches_named(repo, sweep_branch(release))) if has_head and repo is not None else []
+    committed, branches = _git_view(distro, release)
     left = UncommittedEdits.load(distro.build_dir, release)
     if left is not None and (not _live(distro, left) or (committed and _release_day(left))):
         left = None  # (a release day's edits, and the checked-out commit lists the release: committed otherwise)
@@ -83,6 +79,20 @@ def release_state(distro: DistroRepo, release: str) -> ReleaseState:
     return out
 
 
+def _git_view(distro: DistroRepo, release: str) -> tuple[bool | None, list[str]]:
+    """(does the checked-out commit's distro.yaml list ``release``: None without git or a commit, the sweep
+    branches of ``release``). A repository git cannot be run on (no git binary) counts as none: a sweep
+    without ``--commit`` needs no git (``--commit`` says what is missing)."""
+    repo = find_repo(distro.root)
+    try:
+        if repo is None or head_sha(repo) is None:
+            return None, []
+        at_head = committed_releases(distro)
+        return (None if at_head is None else release in at_head), sorted(branches_named(repo, sweep_branch(release)))
+    except Exception:  # noqa: BLE001 - git missing or failing here: no git information, as find_repo says
+        return None, []
+
+
 def _release_day(left: UncommittedEdits) -> bool:
     """Is this the record of a release day's edits (distro.yaml among them)?"""
     return any(Path(rel).name == "distro.yaml" for rel in left.written)
@@ -92,11 +102,14 @@ def _live(distro: DistroRepo, left: UncommittedEdits) -> bool:
     """Does a record of uncommitted edits still describe edits in the work tree (some file it names differs
     from the checked-out commit)? Without git it does while its files hold what the sweep wrote."""
     repo = find_repo(distro.root)
-    if repo is None or head_sha(repo) is None:
-        return not left.changed_since(distro.root)
-    top = top_dir(repo)
-    paths = [(distro.root / rel).resolve().relative_to(top).as_posix() for rel in left.written]
-    return bool(changed_paths(repo, *paths))
+    try:
+        if repo is not None and head_sha(repo) is not None:
+            top = top_dir(repo)
+            return bool(changed_paths(repo, *[(distro.root / rel).resolve().relative_to(top).as_posix()
+                                              for rel in left.written]))
+    except Exception:  # noqa: BLE001 - git missing or failing: judged from the files alone
+        pass
+    return not left.changed_since(distro.root)
 
 
 def refuse(distro: DistroRepo, state: ReleaseState, options: SweepOptions) -> None:
