@@ -502,9 +502,11 @@ def test_every_exit_2_prints_a_comment(sandbox_world: Path, capsys, case):
 # the reproduce command reproduces: the PR's own parent, a private scope, the shared staging untouched
 
 
-def tree_state(folder: Path) -> dict[str, tuple[int, int]]:
-    """Every file under ``folder`` with its size and mtime: proof that nothing was written there."""
-    return {p.relative_to(folder).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
+def tree_state(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` with the sha256 of its bytes: proof that nothing was changed there."""
+    import hashlib
+
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file()} if folder.is_dir() else {}
 
 
@@ -542,7 +544,8 @@ def test_the_reproduce_hint_fails_like_ci_did_and_leaves_shared_staging_alone(bu
         [("textmetrics", "2.4.1", v, "failed") for v in ("cpu", "cuda")]
     assert all("accuracy" in t["reason"] for t in doc["tests"] if t["status"] == "failed")  # as CI saw it
     assert all(not t["cached"] for t in doc["tests"])  # run again, not a stored outcome
-    assert {name: tree_state(built_world / "build" / name) for name in ("channels", "results")} == shared
+    now = {name: tree_state(built_world / "build" / name) for name in ("channels", "results")}
+    assert now == shared, sorted(k for n in now for k in set(now[n].items()) ^ set(shared[n].items()))
     code, again, _ = run_cli(capsys, *command, "--root", str(built_world), "--format", "json")  # runs again, fresh
     assert code == 1 and all(not t["cached"] for t in json.loads(again)["tests"])
 
