@@ -68,7 +68,7 @@ UPSTREAM = [
     ("h5py", ">=3.8,<4"),
     ("einops", ">=0.7,<1"),
 ]
-PYTORCH_PINS = [">=2.4,<2.7", ">=2.5,<2.7", ">=2.4,<2.6"]
+PYTORCH_PINS = [">=2.4,<2.7", ">=2.5,<2.7", ">=2.4.0,<2.7"]  # (each admits the newest release: a lagging pin is a lint warning)
 LICENSES = ["BSD-3-Clause", "MIT", "Apache-2.0", "MIT OR Apache-2.0"]
 HANDLES = ["octocat", "conda-distro/core", "alice-dev", "bob42", "carol", "dave-m"]
 

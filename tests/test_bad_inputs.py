@@ -467,8 +467,9 @@ SPECIAL = [
     ("main", MAIN_INDEX, MAX_BYTES["repodata"], True, {"promote": ("promote",),
                                                        "retire": ("retire", "alpha", "--reason", "x", "--force")}),
     ("excuses", EXCUSES, MAX_BYTES["excuses"], True, {"status": ("status", "--out", "site")}),
-    ("sweep-report", SWEEP, MAX_BYTES["sweep"], True, {"report": ("report", "unmaintained")}),
-    ("sweep-journal", JOURNAL, MAX_BYTES["sweep"], True, {"sweep": ("sweep", "--pytorch", "2.6.0", "--dry-run")}),
+    ("sweep-report", SWEEP, MAX_BYTES["sweep"], True, {"report": ("report", "unmaintained"),
+                                                       "sweep-report": ("sweep", "report", "--pytorch", "2.6.0")}),
+    ("sweep-journal", JOURNAL, MAX_BYTES["sweep"], True, {"sweep": ("sweep", "--pytorch", "2.7.0", "--dry-run")}),
     ("distro", D, MAX_DOCUMENT_BYTES, False, {"graph": ("graph",), "promote": ("promote",)}),
     ("recipe", R, MAX_DOCUMENT_BYTES, False, {"lint": ("lint", "alpha"), "build-dry-run": ("build", "alpha", "--dry-run")}),
     ("proposal", P, MAX_DOCUMENT_BYTES, False, {"lint": ("lint", "alpha")}),
@@ -496,7 +497,7 @@ family("journal-path", {
                                           "written": {path: "y"}}))
     for name, path in (("parent", "../../victim.txt"), ("absolute", "/tmp/victim.txt"), ("hooks", ".git/hooks/pre-commit"),
                        ("ledger", "channel_state/alpha.json"), ("recipe-escape", "recipes/../../victim.txt"))
-}, {"sweep": ("sweep", "--pytorch", "2.6.0", "--dry-run")}, ("pytorch-2.6.0.journal.json", "originals"))
+}, {"sweep": ("sweep", "--pytorch", "2.7.0", "--dry-run")}, ("pytorch-2.6.0.journal.json", "originals"))
 
 # package_owners.yaml -------------------------------------------------------------------------
 

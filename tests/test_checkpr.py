@@ -365,7 +365,7 @@ def test_markdown_groups_failures_links_logs_and_asks_downstream_once():
         "- ❌ `recipes/hookviz/recipe.yaml:25` `hookviz` test failed on 2.6.0 cpu/cuda: AttributeError: "
         "legacy_autograd_hook · [log](https://ci.example/run/7/logs/build/pr/main/logs/hookviz/h_0.2.6.0-cpu.test.log) "
         "(`build/pr/main/logs/hookviz/h_0.2.6.0-cpu.test.log`, +1 more)"]
-    assert "  hint: reproduce with `conda-distro build hookprofiler --pytorch 2.6.0`" in lines
+    assert "  hint: reproduce with `conda-distro check-pr --base origin/main --only hookprofiler --pytorch 2.6.0`" in lines
     # downstream maintainers: each once, with what to do; the changed package's maintainer is not pinged for it
     assert md.count("@ivan-petrov") == 1 and md.count("@viz-owner") == 1
     assert ("- @viz-owner: `hookviz`: fails with this change (2.6.0 cpu/cuda); tell the author whether `hookviz` "
@@ -496,3 +496,62 @@ def test_every_exit_2_prints_a_comment(sandbox_world: Path, capsys, case):
         assert out.startswith("### 🛑 conda-distro check-pr: bad input: --base: unknown git reference 'no-such-ref'")
     code, out, _ = run_cli(capsys, "check-pr", "--base", base, "--root", str(sandbox_world), "--format", "json")
     assert code == 2 and out == ""  # JSON and text: stderr only, as every command
+
+
+# ---------------------------------------------------------------------------------------------
+# the reproduce command reproduces: the PR's own parent, a private scope, the shared staging untouched
+
+
+def tree_state(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` with the sha256 of its bytes: proof that nothing was changed there."""
+    import hashlib
+
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()} if folder.is_dir() else {}
+
+
+@pytest.mark.slow
+def test_the_reproduce_hint_fails_like_ci_did_and_leaves_shared_staging_alone(built_world: Path, capsys, tmp_path):
+    """The shared staging holds main's metrickit; the PR renames metrickit.accuracy (and its own test), which
+    breaks textmetrics. check-pr fails textmetrics; its hint used to be `build textmetrics --pytorch 2.4.1`,
+    which tests against the shared staging's old metrickit and passes (and leaves its build there). The hint
+    now names `check-pr --base B --only textmetrics --pytorch 2.4.1`: it fails the same way, from a private
+    scope, and the shared staging and results are byte for byte what they were."""
+    from worlds import copy_world
+
+    repo = git.Repo(built_world)
+    repo.git.checkout("-b", "rename-accuracy")
+    for rel in ("recipes/metrickit/src/metrickit/__init__.py", "recipes/metrickit/recipe.yaml"):
+        edit(built_world, rel, "accuracy(", "accuracy_score(")
+    edit(built_world, "recipes/metrickit/recipe.yaml", "  number: 0", "  number: 1")
+    commit_all(built_world, "metrickit: accuracy is accuracy_score now")
+    shared = {name: tree_state(built_world / "build" / name) for name in ("channels", "results")}
+    old_hint_world = copy_world(built_world, tmp_path / "old-hint")  # where the old hint may write
+
+    code, md = check_pr_markdown(capsys, built_world)
+    assert code == 1
+    hint = "  hint: reproduce with `conda-distro check-pr --base HEAD~1 --only textmetrics --pytorch 2.4.1`"
+    assert "| `textmetrics` | ❌ fail | all 6 | tests failed |" in md and hint in md.split("\n")
+
+    command = hint.split("`")[1].split()[1:]  # as a person runs it, on the PR branch
+    code, out, err = run_cli(capsys, *command, "--root", str(built_world), "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["ok"] is False and doc["only"] == "textmetrics", err
+    assert doc["affected"] == ["metrickit", "textmetrics"] and doc["scope"] == "build/pr/rename-accuracy--only-textmetrics"
+    assert sorted((b["name"], b["status"]) for b in doc["builds"]) == [("metrickit", "built"), ("textmetrics", "built")]
+    assert sorted((t["name"], t["pytorch"], t["variant"], t["status"]) for t in doc["tests"]) == \
+        [("metrickit", "2.4.1", v, "passed") for v in ("cpu", "cuda")] + \
+        [("textmetrics", "2.4.1", v, "failed") for v in ("cpu", "cuda")]
+    assert all("accuracy" in t["reason"] for t in doc["tests"] if t["status"] == "failed")  # as CI saw it
+    assert all(not t["cached"] for t in doc["tests"])  # run again, not a stored outcome
+    now = {name: tree_state(built_world / "build" / name) for name in ("channels", "results")}
+    assert now == shared, sorted(k for n in now for k in set(now[n].items()) ^ set(shared[n].items()))
+    code, again, _ = run_cli(capsys, *command, "--root", str(built_world), "--format", "json")  # runs again, fresh
+    assert code == 1 and all(not t["cached"] for t in json.loads(again)["tests"])
+
+    # the old hint, in a copy of the world: it passes against the shared staging's old metrickit, and writes there
+    code, out, _ = run_cli(capsys, "build", "textmetrics", "--pytorch", "2.4.1", "--root", str(old_hint_world),
+                           "--format", "json")
+    old = json.loads(out)
+    assert code == 0 and {t["status"] for t in old["tests"] if t["name"] == "textmetrics"} == {"passed"}
+    assert tree_state(old_hint_world / "build" / "results") != shared["results"]

@@ -20,7 +20,7 @@ HEAVY = ("networkx", "rattler", "rattler_build", "rich", "ruamel", "yaml", "git"
          "binstar_client")
 COMMANDS = ["sandbox", "propose", "lint", "graph", "solve", "check-pr", "build", "upload", "promote", "excuses",
             "verify-channel", "sweep", "report", "status", "retire", "sandbox create", "sandbox publish-release",
-            "report unmaintained"]  # in flow order (cli.app.FLOW_ORDER)
+            "report unmaintained", "sweep report"]  # in flow order (cli.app.FLOW_ORDER)
 
 
 def _loaded_after(code: str) -> set[str]:

@@ -18,7 +18,7 @@ from conda_distro.errors import RecipeError
 
 CLI = Path(conda_distro.cli.__file__).parent
 COMMAND_FILES = sorted(p for p in CLI.glob("*_cmd.py"))
-DECORATORS = {"app", "sandbox_app", "report_app"}
+DECORATORS = {"app", "sandbox_app", "report_app", "sweep_app"}
 
 
 def _commands() -> list[tuple[str, ast.FunctionDef]]:
@@ -26,7 +26,7 @@ def _commands() -> list[tuple[str, ast.FunctionDef]]:
     for path in COMMAND_FILES:
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.FunctionDef) and any(
-                    isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "command"
+                    isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in ("command", "callback")
                     and isinstance(d.func.value, ast.Name) and d.func.value.id in DECORATORS
                     for d in node.decorator_list):
                 out.append((f"{path.name}:{node.name}", node))
@@ -37,8 +37,9 @@ COMMANDS = _commands()
 
 
 def test_every_command_is_found():
-    # promote_cmd holds promote, excuses and retire; build_cmd build and upload; sandbox_cmd two; report_cmd two
-    assert len(COMMANDS) == 16, [n for n, _ in COMMANDS]
+    # promote_cmd holds promote, excuses and retire; build_cmd build and upload; sandbox_cmd two; report_cmd two;
+    # sweep_cmd the sweep (the group's callback: `sweep` runs it) and `sweep report`
+    assert len(COMMANDS) == 17, [n for n, _ in COMMANDS]
 
 
 @pytest.mark.parametrize("name,func", COMMANDS, ids=[n for n, _ in COMMANDS])

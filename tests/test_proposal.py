@@ -211,7 +211,7 @@ def test_skeleton_builds_with_rattler_build_once_sha256_is_filled(root, capsys):
                "--root", str(root))[0] == 0
     text = (root / "recipes/torch-foo/recipe.yaml").read_text()
     assert '0' * 64 in text  # the placeholder: well-formed, and lint flags it (next test)
-    recipe = rattler_build.Stage0Recipe.from_yaml(text.replace("0" * 64, SHA))
+    recipe = rattler_build.Stage0Recipe.from_yaml(text.replace("0" * 64, SHA), recipe_dir=root / "build" / "parsed")
     [variant] = recipe.render(rattler_build.VariantConfig(), rattler_build.RenderConfig())
     package = variant.recipe.package
     assert (package.name, str(package.version)) == ("torch-foo", "1.2.0")

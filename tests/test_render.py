@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -53,8 +54,8 @@ def _folder(path: Path) -> str:
 
 def _rattler_reading(text: str, settings: RenderSettings) -> tuple[set, dict]:
     """Output (name, version) pairs and requirement strings per section, straight from rattler-build."""
-    with fixed_environment():
-        variants = Stage0Recipe.from_yaml(text).render(
+    with fixed_environment(), tempfile.TemporaryDirectory(prefix="test-render-") as tmp:  # (no rattler_build_* folder left)
+        variants = Stage0Recipe.from_yaml(text, recipe_dir=tmp).render(
             settings.to_config(), RenderConfig(platform=PlatformConfig(target_platform=settings.target_platform)))
     outputs, deps = set(), {}
     for v in variants:

@@ -362,15 +362,22 @@ def test_uneditable_pin_fails_that_package_only(world27: Path, capsys):
 
 
 @pytest.mark.slow
-def test_already_supported_release_is_a_noop(sandbox_world: Path, capsys):
+def test_supported_release_with_nothing_to_admit_is_refused_naming_the_report(sandbox_world: Path, capsys):
+    """2.6.0 is supported and only the lockstep visionkit leaves it out (it needs a new version): a sweep of
+    it has nothing to admit. Exit 2 naming the read-only `sweep report`, nothing written, not even a lock."""
     before = tracked_state(sandbox_world)
-    code, out, _ = sweep(capsys, sandbox_world, "--pytorch", "2.6.0", "--commit")
-    assert code == 0
-    assert "2.6.0 is already a supported release: nothing to do" in out
-    assert tracked_state(sandbox_world) == before
+    for argv in (("--commit",), (), ("--dry-run",)):
+        code, out, err = sweep(capsys, sandbox_world, "--pytorch", "2.6.0", *argv)
+        assert code == 2 and out == "", argv
+        assert "pytorch 2.6.0 is a supported release already and no package is ready to be admitted" in err
+        assert "(needs-new-version: visionkit)" in err and "`conda-distro sweep report --pytorch 2.6.0`" in err
+    assert tracked_state(sandbox_world) == before and not (sandbox_world / "build").exists()
     assert [h.name for h in git.Repo(sandbox_world).heads] == ["main"]
-    code, doc = sweep_json(capsys, sandbox_world, "--pytorch", "2.6.0")
-    assert code == 0 and doc["noop"] is True and doc["packages"] == []
+    code, out, _ = run_cli(capsys, "sweep", "report", "--pytorch", "2.6.0", "--root", str(sandbox_world), "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["state"] == "supported" and doc["next_command"] is None
+    assert [(w["name"], w["status"]) for w in doc["waiting"]] == [("visionkit", "needs-new-version")]
+    assert not (sandbox_world / "build").exists()
 
 
 @pytest.mark.slow
@@ -466,8 +473,9 @@ def test_commit_refuses_existing_branch_before_writing(world27: Path, capsys):
     repo.create_head("sweep/pytorch-2.7.0")
     before = tracked_state(world27)
     code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
-    assert code == 2 and "branch sweep/pytorch-2.7.0 already exists" in err
-    assert tracked_state(world27) == before
+    assert code == 2 and "pytorch 2.7.0 was swept already: its branches (sweep/pytorch-2.7.0)" in err
+    assert "conda-distro sweep report --pytorch 2.7.0" in err and "git branch -D sweep/pytorch-2.7.0" in err
+    assert tracked_state(world27) == before and not (world27 / "build").exists()  # refused before any lock
 
 
 @pytest.mark.slow
@@ -1009,8 +1017,9 @@ def test_sweep_commit_killed_at_each_step_then_rerun_converges(world27: Path, st
     assert_complete_sweep_branch(world27, base, before)
     assert not any(p.exists() for p in planted) and not list((world27 / ".git").rglob("*.lock"))
     assert {rel: (world27 / rel).stat().st_mode for rel in before} == modes  # the files put back keep their mode
-    again = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")  # now truly nothing to do
-    assert again.returncode == 0 and "was swept already: branch sweep/pytorch-2.7.0" in json.loads(again.stdout)["message"]
+    again = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")  # swept: refused, read-only report named
+    assert again.returncode == 2 and "pytorch 2.7.0 was swept already: its branches" in again.stderr, again.stderr
+    assert "conda-distro sweep report --pytorch 2.7.0" in again.stderr and again.stdout == ""
     assert_complete_sweep_branch(world27, base, before)
 
 
@@ -1350,11 +1359,19 @@ def test_the_result_renders_what_the_command_prints(world27: Path, capsys):
     assert text == "".join(line + "\n" for line in res.text_lines()) and "next: run `conda-distro sweep" in text
     assert md == res.markdown() and md.count("\n---\n## PR: ") == 10
     code, _, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")  # edits distro.yaml: 2.7.0 is listed
-    res = run_sweep(SweepOptions(release="2.7.0", build=False, root=world27))
-    _, text, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")
-    _, md, _ = sweep(capsys, world27, "--pytorch", "2.7.0", "--format", "markdown")
-    assert code == 0 and res.plan.noop and text == "".join(line + "\n" for line in res.text_lines())
-    assert md == res.markdown() == "pytorch 2.7.0 is already a supported release: nothing to do\n"
+    assert code == 0
+    from conda_distro.sweep.report import SweepReportOptions, sweep_report
+
+    rep = sweep_report(SweepReportOptions(release="2.7.0", root=world27))
+    _, text, _ = run_cli(capsys, "sweep", "report", "--pytorch", "2.7.0", "--root", str(world27))
+    _, md, _ = run_cli(capsys, "sweep", "report", "--pytorch", "2.7.0", "--root", str(world27), "--format", "markdown")
+    assert text == "".join(line + "\n" for line in rep.text_lines()) and md == rep.markdown()
+    assert text.startswith("pytorch 2.7.0: swept; its edits are in the work tree, not committed\n")
+    assert "next: review the edits (git diff), then `conda-distro sweep --pytorch 2.7.0 --commit`" in text
+    assert md.startswith("> **pytorch 2.7.0**: swept; its edits are in the work tree, not committed.")
+    assert "# PyTorch 2.7.0 release sweep" in md and md.count("\n---\n## PR: ") == 10
+    code, out, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")  # (no second sweep over the edits)
+    assert code == 2 and out == "" and "pytorch 2.7.0 was swept and its edits are not committed" in err
 
 
 def test_a_bump_that_upstream_lets_nobody_test_awaits_upstream():
@@ -1400,3 +1417,198 @@ def test_the_sweep_document_keeps_its_tests_typed_and_its_json_as_before():
     assert dec.tests == [ReleaseTest(pytorch="2.7.0", variant="cpu", status="passed"),
                          ReleaseTest(pytorch="2.7.0", variant="cuda", status="failed", reason="ImportError")]
     assert json.loads(doc.to_json())["packages"][0]["tests"] == json.loads(text)["packages"][0]["tests"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the sweep as a state machine: `sweep report` (read-only), refusals naming it, late admission
+
+
+HOOKPROFILER_FIX = '''def attach(fn):
+    """Register ``fn`` as a profiling hook; returns the hook handle (without legacy_autograd_hook since 2.6)."""
+    hook = getattr(torch, "legacy_autograd_hook", None)
+    return hook(fn) if hook is not None else {"active": True, "fn": fn}
+'''
+
+
+def repository_snapshot(world: Path) -> dict[str, object]:
+    """Everything a read-only command must leave as it was: the tracked files, git's status, refs, HEAD and
+    index, and every file under build/ (bytes)."""
+    repo = git.Repo(world)
+    build = world / "build"
+    return {"tracked": tracked_state(world), "status": repo.git.status("--porcelain", "--untracked-files=all"),
+            "refs": repo.git.for_each_ref(), "head": repo.git.symbolic_ref("HEAD"),
+            "index": (world / ".git" / "index").read_bytes(),
+            "build": {p.relative_to(build).as_posix(): p.read_bytes() for p in sorted(build.rglob("*"))
+                      if p.is_file() and "locks" not in p.parts} if build.is_dir() else {}}
+
+
+def report_of(capsys, world: Path, fmt: str = "json") -> tuple[int, str]:
+    code, out, err = run_cli(capsys, "sweep", "report", "--pytorch", "2.7.0", "--root", str(world), "--format", fmt)
+    assert "Traceback" not in err
+    return code, out
+
+
+@pytest.mark.slow
+def test_release_life_cycle_report_refusals_and_late_admission(world27: Path, capsys):
+    """Release day with --commit; `sweep report` prints it and changes nothing (the old `sweep --format
+    markdown` swept again, editing main and overwriting the report: now exit 2 naming `sweep report`); the
+    branch is merged; hookprofiler, which failed, is fixed after release day (its pins still leave 2.7.0 out:
+    lint and check-pr warn, naming `sweep --package`); a later `sweep --pytorch 2.7.0 --commit` admits exactly
+    it, on its own branch, and its JSON says what was admitted, what waits and what to run next."""
+    add_recipe(world27, "hookviz", HOOKVIZ)
+    commit_all(world27, "Add hookviz (depends on hookprofiler)")
+    repo = git.Repo(world27)
+    code, day = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--commit")
+    assert code == 0 and day["state"] == "committed" and day["mode"] == "release-day"
+    assert sorted(day["admitted"]) == sorted(BUMPED) and day["next_command"] is None
+    saved = world27 / "build/sweep/pytorch-2.7.0.json"
+
+    # --- committed, not merged: the report is read-only; every sweep refuses, naming it
+    before = repository_snapshot(world27)
+    code, out = report_of(capsys, world27)
+    rep = json.loads(out)
+    assert code == 0 and rep["state"] == "committed" and rep["authoritative"] == "repository"
+    assert rep["report_file"] == "build/sweep/pytorch-2.7.0.json"
+    assert {p["name"]: p["status"] for p in rep["packages"]} == {p["name"]: p["status"] for p in day["packages"]}
+    assert rep["pull_requests"] == day["pull_requests"] and rep["tracking_issue"] == day["tracking_issue"]
+    assert any("`conda-distro sweep report --pytorch 2.7.0` prints this report again" in s for s in rep["next_steps"])
+    assert not any("back on main" in s for s in rep["next_steps"])
+    code, md = report_of(capsys, world27, "markdown")
+    assert code == 0 and md.startswith("> **pytorch 2.7.0**: swept; its branches wait to be merged")
+    assert day["tracking_issue"].rstrip("\n") in md and md.count("\n---\n## PR: ") == len(BUMPED)
+    code, text = report_of(capsys, world27, "text")
+    assert code == 0 and text.startswith("pytorch 2.7.0: swept; its branches wait to be merged")
+    for argv in (("--format", "markdown"), ("--commit",), ("--package", "hookprofiler"), ("--dry-run",)):
+        code, out, err = sweep(capsys, world27, "--pytorch", "2.7.0", *argv)
+        assert code == 2 and out == "" and "`conda-distro sweep report --pytorch 2.7.0`" in err, (argv, err)
+        assert "pytorch 2.7.0 was swept already: its branches" in err
+    assert repository_snapshot(world27) == before  # byte for byte: work tree, git, the saved report
+
+    # --- merged: supported; the failed packages wait for a fix, nothing is ready
+    repo.git.merge("--ff-only", "sweep/pytorch-2.7.0")
+    code, out = report_of(capsys, world27)
+    rep = json.loads(out)
+    waits = {w["name"]: w["status"] for w in rep["waiting"]}
+    assert rep["state"] == "supported" and waits == {"hookprofiler": "needs-fix", "fastquant": "needs-fix",
+                                                     "quantserve": "awaiting-parents", "visionkit": "needs-new-version"}
+    assert rep["next_command"] is None
+    assert any("`conda-distro sweep --pytorch 2.7.0 --package NAME` on a checkout whose distro.yaml lists 2.7.0 admits it" in s
+               for s in rep["next_steps"])
+    code, out, err = sweep(capsys, world27, "--pytorch", "2.7.0")
+    assert code == 2 and "no package is ready to be admitted" in err and "needs-fix: fastquant, hookprofiler" in err
+    code, lint = run_cli(capsys, "lint", "--root", str(world27), "--format", "json")[:2]
+    lags = {f["recipe"]: f for f in json.loads(lint)["findings"] if f["check"] == "pytorch-pin-lags"}
+    assert code == 0 and set(lags) == {"hookprofiler", "fastquant"}  # not quantserve (waits), not visionkit (lockstep)
+    assert "conda-distro sweep --pytorch 2.7.0 --package hookprofiler" in lags["hookprofiler"]["hint"]
+
+    # --- hookprofiler fixed after release day, in a PR: check-pr is green and warns that its pins lag
+    repo.git.checkout("-b", "fix-hookprofiler")
+    source = world27 / "recipes/hookprofiler/src/hookprofiler/__init__.py"
+    text = source.read_text()
+    source.write_text(text[:text.index("def attach(fn):")] + HOOKPROFILER_FIX)
+    rel = "recipes/hookprofiler/recipe.yaml"
+    (world27 / rel).write_text((world27 / rel).read_text().replace("  number: 0", "  number: 1", 1))
+    commit_all(world27, "hookprofiler: works without legacy_autograd_hook")
+    code, md, _ = run_cli(capsys, "check-pr", "--base", "main", "--root", str(world27), "--format", "markdown")
+    assert code == 0 and md.startswith("### ✅ conda-distro check-pr: ready to merge")
+    assert "[pytorch-pin-lags]" in md and "conda-distro sweep --pytorch 2.7.0 --package hookprofiler" in md
+    repo.git.checkout("main")
+    repo.git.merge("--ff-only", "fix-hookprofiler")
+    code, out = report_of(capsys, world27)
+    rep = json.loads(out)
+    assert {w["name"]: w["status"] for w in rep["waiting"]}["hookprofiler"] == "ready"
+    assert rep["next_command"] == "conda-distro sweep --pytorch 2.7.0 --package hookprofiler"
+
+    # --- the late admission: only hookprofiler, on its own branch; the work tree as it was
+    base = repo.head.commit.hexsha
+    before = tracked_state(world27)
+    code, late = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--commit")
+    assert code == 0 and late["mode"] == "admission" and late["state"] == "supported" and late["ok"] is True
+    assert late["admitted"] == ["hookprofiler"]
+    [entry] = late["packages"]
+    assert (entry["name"], entry["status"], entry["old_pin"], entry["new_pin"]) == \
+        ("hookprofiler", "bumped", "pytorch >=2.4,<2.7", "pytorch >=2.4,<2.8")
+    assert (entry["old_build"], entry["new_build"]) == (1, 2)
+    assert sorted((t["pytorch"], t["variant"], t["status"]) for t in entry["tests"]) == \
+        [("2.7.0", "cpu", "passed"), ("2.7.0", "cuda", "passed")]
+    assert {w["name"]: w["status"] for w in late["waiting"]} == {
+        "fastquant": "needs-fix", "quantserve": "awaiting-parents", "visionkit": "needs-new-version"}
+    assert late["next_command"] is None and late["branch"] is None
+    assert late["pull_requests"]["hookprofiler"]["branch"] == "sweep/pytorch-2.7.0-hookprofiler"
+    commit = repo.commit("sweep/pytorch-2.7.0-hookprofiler")
+    assert commit.parents[0].hexsha == base and list(commit.stats.files) == [rel]
+    assert [c["sha"] for c in late["commits"]] == [commit.hexsha]
+    assert repo.active_branch.name == "main" and not repo.is_dirty() and tracked_state(world27) == before
+    assert "pytorch >=2.4,<2.8" in repo.git.show(f"{commit.hexsha}:{rel}")
+    merged = json.loads(saved.read_text())  # the release's saved report: the newest entry per package
+    assert {p["name"]: p["status"] for p in merged["packages"]}["hookprofiler"] == "bumped"
+    assert merged["tracking_issue"] == day["tracking_issue"] and len(merged["admissions"]) == 1
+    assert "hookprofiler" in merged["admitted"] and set(BUMPED) <= set(merged["admitted"])
+
+    # --- admitted on its branch: waits for its merge, and is not swept twice
+    code, out = report_of(capsys, world27)
+    assert {w["name"]: w["status"] for w in json.loads(out)["waiting"]}["hookprofiler"] == "awaiting-merge"
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--package", "hookprofiler")
+    assert code == 2 and "admitted on branch sweep/pytorch-2.7.0-hookprofiler" in err
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--package", "quantserve")
+    assert code == 2 and "quantserve waits for fastquant" in err and "--package fastquant" in err
+
+
+def supported_world(world: Path) -> None:
+    """world27 whose main lists 2.7.0 already while every pin still leaves it out (as if every package had
+    failed on release day and been fixed since): a late admission has every package to admit."""
+    path = world / "distro.yaml"
+    path.write_text(path.read_text().replace('"2.6.0"]', '"2.6.0", "2.7.0"]', 1))
+    commit_all(world, "Add pytorch 2.7.0")
+
+
+ADMISSION_STEPS = ["sweep-after-edits", "sweep-before-commits", "sweep-after-commit-objects",
+                   "sweep-after-package-branches", "sweep-after-restore"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", ADMISSION_STEPS)
+def test_late_admission_killed_at_each_step_then_rerun_converges(world27: Path, step: str):
+    """kill -9 in a late admission with --commit: the rerun converges to one branch per admitted package on
+    the checked-out commit, main clean and as it was, no journal; a third run refuses (nothing ready,
+    everything awaits its merge) naming `sweep report`."""
+    supported_world(world27)
+    repo = git.Repo(world27)
+    base = repo.head.commit.hexsha
+    before = tracked_state(world27)
+    crashed = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build", crash_at=step)
+    assert crashed.returncode == -9, crashed.stderr
+    rerun = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+    assert rerun.returncode == 0 and "Traceback" not in rerun.stderr, rerun.stderr
+    doc = json.loads(rerun.stdout)
+    assert doc["mode"] == "admission" and sorted(doc["admitted"]) == NO_BUILD_BUMPED
+    assert repo.active_branch.name == "main" and not repo.is_dirty() and tracked_state(world27) == before
+    for name in NO_BUILD_BUMPED:
+        c = repo.commit(f"sweep/pytorch-2.7.0-{name}")
+        assert c.parents[0].hexsha == base and list(c.stats.files) == [f"recipes/{name}/recipe.yaml"], name
+    assert "sweep/pytorch-2.7.0" not in [h.name for h in repo.heads]  # no release commit: distro.yaml lists it
+    assert not list((world27 / "build" / "sweep").glob("*.journal.json"))
+    assert not list((world27 / ".git").rglob("*.lock"))
+    again = sweep_subprocess(world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+    assert again.returncode == 2 and "conda-distro sweep report --pytorch 2.7.0" in again.stderr
+
+
+@pytest.mark.slow
+def test_late_admission_without_commit_then_commit(world27: Path, capsys):
+    """`sweep --pytorch VER --package NAME` without --commit edits NAME's recipe; a second sweep refuses
+    (its edits are not committed), `--commit` commits them on NAME's branch and puts the work tree back."""
+    supported_world(world27)
+    repo = git.Repo(world27)
+    before = tracked_state(world27)
+    code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--package", "tensorutils", "--no-build")
+    assert code == 0 and doc["admitted"] == ["tensorutils"] and doc["state"] == "uncommitted"
+    assert doc["next_command"] == "conda-distro sweep --pytorch 2.7.0 --commit"
+    assert [p for p, _ in [(ln[3:], 0) for ln in repo.git.status("--porcelain").splitlines()]] == \
+        ["recipes/tensorutils/recipe.yaml"]
+    code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--no-build")
+    assert code == 2 and "edits are not committed" in err and "`conda-distro sweep report --pytorch 2.7.0`" in err
+    code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build")
+    assert code == 0 and doc["message"].startswith("committed the edits of the earlier sweep of pytorch 2.7.0")
+    assert [c["package"] for c in doc["commits"]] == ["tensorutils"] and doc["branch"] is None
+    assert tracked_state(world27) == before and not repo.is_dirty()
+    assert list(repo.commit("sweep/pytorch-2.7.0-tensorutils").stats.files) == ["recipes/tensorutils/recipe.yaml"]

@@ -898,6 +898,21 @@ def test_publish_refuses_a_bundle_that_reaches_beyond_recipes(tamper, tmp_path):
     assert json.loads(gh_log.read_text()).get("calls", []) == []
 
 
+def test_release_sweep_late_admission_opens_package_prs_and_no_second_issue(tmp_path):
+    """A release distro.yaml lists already: the sweep admits packages fixed since on their own branches, each
+    one commit on the run's commit, and no sweep/pytorch-VER branch. publish pushes them and opens their pull
+    requests; the release's tracking issue is open already: no second one."""
+    late = ("git checkout -q -b late main && git branch -q -D sweep/pytorch-2.7.0 && "
+            "echo '# admits 2.7' >> recipes/a/recipe.yaml && git commit -qam 'a: admit pytorch 2.7'")
+    sweep, publish, bare, gh_log = _release_sweep(tmp_path, late, report_doc={**_SWEEP_REPORT, "mode": "admission"})
+    assert sweep.ok and sweep.outputs["committed"] == "true", sweep.steps
+    assert publish is not None and publish.ok, publish.steps
+    assert git(bare, "log", "--format=%s", "sweep/pytorch-2.7.0-a").splitlines() == ["a: admit pytorch 2.7", "initial"]
+    assert "sweep/pytorch-2.7.0\n" not in git(bare, "branch", "--list") + "\n"
+    state = json.loads(gh_log.read_text())
+    assert [pr["head"] for pr in state["prs"]] == ["sweep/pytorch-2.7.0-a"] and state.get("issues", []) == []
+
+
 def test_release_sweep_without_commits_publishes_nothing(tmp_path):
     sweep, publish, bare, gh_log = _release_sweep(tmp_path, "git checkout -q main && git branch -q -D sweep/pytorch-2.7.0")
     assert sweep.ok and sweep.outputs["committed"] == "false"

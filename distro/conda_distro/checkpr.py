@@ -7,6 +7,13 @@ store, logs and release views): a PR's artifacts and results never enter the sha
 or ``build/results/``, so `promote` on main in the same checkout never sees them. The shared staging is
 only read, after the scope's own staging, for dependencies the PR does not rebuild.
 
+**Reproducing a failure** (``--only NAME [--pytorch VER]``, the command each failure's hint names): the
+PR's own build of NAME and of the distribution packages it depends on that the PR changes (what CI built
+in the PR's scope), in a private scope of its own (``build/pr/<ref>--only-NAME/``, emptied first, so the
+builds and tests really run again), tested on the given releases only. Dependencies the PR does not
+change come from the shared staging, read-only, as in CI; nothing is ever written there. (``build NAME``
+instead would test NAME against the shared staging's older parent, and leave its build there.)
+
 This module computes the result (:class:`CheckPrResult`); :mod:`conda_distro.prcomment` turns it into
 the PR comment and its plain-text twin (imports flow one way: prcomment -> checkpr).
 """
@@ -21,6 +28,7 @@ from conda_distro.distribution import Distribution, Exclusions, load_distributio
 from conda_distro.engine.executor import Reporter
 from conda_distro.engine.run import SCOPES, BuildOptions, run_build
 from conda_distro.errors import ExitCode, UsageError
+from conda_distro.fsutil import clear_folder
 from conda_distro.gitutil import changed_files, recipe_names, scope_name
 from conda_distro.graph import RecipeGraph
 from conda_distro.ledger import Ledger
@@ -30,7 +38,7 @@ from conda_distro.lint.proposals import has_fatal, lint_proposals
 from conda_distro.owners import OWNERS_FILE, registry_of
 from conda_distro.proposal import proposal_names
 from conda_distro.results import BuildRecord, TestRecord
-from conda_distro.solve import TargetSolve, solve_distribution
+from conda_distro.solve import SolveOptions, TargetSolve, solve_distribution
 from conda_distro.specs import admits, upper_granularity
 
 BUILDABLE_PREFIXES = ("recipes/", "proposals/")
@@ -45,6 +53,8 @@ class CheckPrOptions:
     sandbox: bool = True  # False: --no-sandbox
     root: Path | None = None  # the distribution's folder (None: found from the current one)
     log_url: str | None = None  # where the CI run's logs can be read ('{path}' in it: the log's path); output only
+    only: str | None = None  # --only NAME: reproduce NAME's failure (its PR-scope dependencies built with it)
+    pytorch: tuple[str, ...] = ()  # --pytorch: test only against these releases (solve only them)
 
 
 @dataclass
@@ -92,6 +102,8 @@ class CheckPrResult:
     built: bool = False
     locations: dict[str, RecipeLocation] = field(default_factory=dict)  # where a build or test failure points
     root: Path | None = None  # the distribution's folder (logs are shown relative to it)
+    only: str | None = None  # --only NAME: a reproduction of NAME's failure
+    pytorch: tuple[str, ...] = ()  # --pytorch: the releases tested
 
     @property
     def ok(self) -> bool:
@@ -110,7 +122,7 @@ class CheckPrResult:
         return {
             "ok": self.ok, "base": self.base, "changed": self.changed, "changed_proposals": self.changed_proposals,
             "nothing_buildable": self.nothing_buildable, "malformed": self.malformed, "built": self.built,
-            "scope": self.scope,
+            "scope": self.scope, "only": self.only, "pytorch": list(self.pytorch),
             "lint": [f.to_dict() for f in self.lint], "proposals": [f.to_dict() for f in self.proposals],
             "affected": self.affected, "solve": [s.to_dict() for s in self.solve],
             "builds": [b.to_dict() for b in self.builds], "tests": [t.to_dict() for t in self.tests],
@@ -201,10 +213,12 @@ def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> Check
         raise UsageError(f"'{options.log_url[:80]}' is not an http(s) URL", field="--log-url",
                          hint="pass the CI run's URL, e.g. https://github.com/OWNER/REPO/actions/runs/ID")
     dist = load_distribution(options.root, strict=False)
-    res = CheckPrResult(base=options.base, root=dist.root)
+    if options.only is not None:
+        dist.require([options.only])  # a recipe that is not there, or cannot be read: exit 2 naming it
+    res = CheckPrResult(base=options.base, root=dist.root, only=options.only, pytorch=options.pytorch)
     res.changed_files = changed_files(dist.root, options.base, flag="--base")
     buildable = [f for f in res.changed_files if f.startswith(BUILDABLE_PREFIXES) or f in (*BUILDABLE_FILES, OWNERS_FILE)]
-    if not buildable:
+    if not buildable and options.only is None:
         res.nothing_buildable = True
         return res
     config_changed = any(f in BUILDABLE_FILES for f in buildable)
@@ -227,18 +241,29 @@ def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> Check
     present = [n for n in present if n in dist.recipes]
     graph = RecipeGraph.from_recipes(dist.recipes)
     res.affected = graph.order() if config_changed else graph.affected(present)
+    if options.only is not None:  # NAME and the packages it depends on that the PR rebuilds
+        keep = {options.only} | (graph.ancestors(options.only) & set(res.affected))
+        res.affected = [n for n in graph.order() if n in keep]
     res.maintainers = {n: list(dist.recipes[n].maintainers) for n in res.affected}
     res.locations = {n: RecipeLocation(dist.recipes[n].path.relative_to(dist.root).as_posix(),
                                        dist.recipes[n].lines.get("build"), dist.recipes[n].lines.get("tests"))
                      for n in res.affected}
     res.needs_pin_update = pin_updates(dist, graph, present)
-    res.solve = solve_distribution(dist).results
+    res.solve = solve_distribution(dist, SolveOptions(pytorch=options.pytorch)).results
     if options.build and res.affected:
         scope = scope_name(dist.root)
+        built = dist
+        if options.only is not None:  # a private scope, emptied first: the build and its tests run again
+            scope = f"{scope}--only-{options.only}"
+            keep = set(res.affected) | graph.ancestors(options.only)
+            built = Distribution(dist.distro, {n: r for n, r in dist.recipes.items() if n in keep}, [], dist.settings,
+                                 dist.loaded_state)
+            if (dist.distro.build_dir / SCOPES / scope).is_dir():
+                clear_folder(dist.distro.build_dir / SCOPES / scope)
         res.scope = (dist.distro.build_dir / SCOPES / scope).relative_to(dist.root).as_posix() \
             if dist.distro.build_dir.is_relative_to(dist.root) else str(dist.distro.build_dir / SCOPES / scope)
-        run = run_build(dist, BuildOptions(names=tuple(res.affected), jobs=options.jobs, sandbox=options.sandbox,
-                                           scope=scope), reporter)
+        run = run_build(built, BuildOptions(names=tuple(res.affected), jobs=options.jobs, sandbox=options.sandbox,
+                                            scope=scope, pytorch=options.pytorch), reporter)
         if run.report is not None:
             res.builds, res.tests = run.report.builds, run.report.tests
         res.built = True

@@ -22,6 +22,7 @@ apart from our own words in the report (``detail`` fields) and rendered through
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,7 +242,7 @@ def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[
         if b.status == "failed":
             where = loc.get(b.name)
             items.append(Item("error", f"`{b.name}` build failed", b.name, _loc(where.path, where.build) if where else None,
-                              f"reproduce with `conda-distro build {b.name}`", links.path(b.log), links.url(b.log),
+                              f"reproduce with `{reproduce(res, b.name)}`", links.path(b.log), links.url(b.log),
                               detail=b.reason or "failed"))
     for (name, reason), tests in failed_tests.items():
         where = loc.get(name)
@@ -249,7 +250,7 @@ def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[
         first = sorted(tests, key=lambda t: (_version_key(t.pytorch), t.variant))[0]
         items.append(Item("error", f"`{name}` test failed on {targets_text(targets, _targets_of(res, name))}",
                           name, _loc(where.path, where.tests) if where else None,
-                          f"reproduce with `conda-distro build {name} --pytorch {first.pytorch}`",
+                          f"reproduce with `{reproduce(res, name, first.pytorch)}`",
                           links.path(first.log), links.url(first.log), len(tests) - 1, detail=reason))
     for p in res.needs_pin_update:
         items.append(Item("error", f"`{p.name}`: `{p.pin}` does not admit {p.dependency} {p.new_version}", p.name,
@@ -267,6 +268,14 @@ def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[
                           hint="`conda-distro solve` explains the conflict (below)"))
     solver = ((bad_solves[0].conflict or "").strip() or None) if bad_solves else None
     return items, solver
+
+
+def reproduce(res: CheckPrResult, name: str, release: str | None = None) -> str:
+    """The command that reproduces a failure of ``name`` on the PR branch: the PR's own builds of it and of
+    the packages it depends on that the PR changes, in a private scope, tested on ``release`` (never
+    ``build NAME``: that tests against the shared staging's older parent and leaves its build there)."""
+    base = res.base if re.fullmatch(r"[\w./@^~-]+", res.base or "") else "BASE"  # (a ref as typed: no shell words)
+    return f"conda-distro check-pr --base {base} --only {name}" + (f" --pytorch {release}" if release else "")
 
 
 def _rows(res: CheckPrResult, facts: _Facts) -> list[Row]:
@@ -334,7 +343,6 @@ def _waits_for(reason: str | None, names: list[str]) -> str | None:
     """``waits for `layerkit` `` when a blocked reason names an affected package."""
     if not reason:
         return None
-    import re
 
     found = [n for n in names if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", reason)]
     return f"waits for {', '.join(f'`{n}`' for n in found)}" if found else None

@@ -129,7 +129,12 @@ RENDER_ENV = {"PATH": SAFE_PATH, "LANG": "C.UTF-8"}
 @contextmanager
 def fixed_environment() -> Iterator[None]:
     """Run the body with ``os.environ`` replaced by exactly :data:`RENDER_ENV` (rattler-build reads the
-    process environment, e.g. ``env.exists("CI")`` in a recipe), then restore the caller's."""
+    process environment, e.g. ``env.exists("CI")`` in a recipe), then restore the caller's. Python's temp
+    folder is settled first, from the caller's ``TMPDIR``: a temp folder made in the body goes where the
+    caller's would (not to ``/tmp`` because the body sees no ``TMPDIR``)."""
+    import tempfile
+
+    tempfile.gettempdir()  # (cached by the tempfile module for the process)
     with _ENV_LOCK:
         saved = dict(os.environ)
         try:

@@ -27,6 +27,8 @@ from conda_distro.rattler_env import fixed_environment
 from conda_distro.yamlio import load_fast, read_yaml_text
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from rattler_build import RenderedVariant
 
 RENDER_SCHEMA = "2"  # bump to invalidate every cached render
@@ -209,6 +211,17 @@ def _consistent(variant: dict, probe_variants: list[dict]) -> bool:
     return any(all(str(variant[k]) == str(v) for k, v in p.items() if k in variant and k != "target_platform") for p in probe_variants)
 
 
+@contextlib.contextmanager
+def _scratch() -> Iterator[Path]:
+    """A folder of ours for one render, removed when it is done. rattler-build's ``Stage0Recipe.from_yaml``
+    without a ``recipe_dir`` writes the text into a new ``rattler_build_*`` folder of the temp dir that
+    nothing ever removes: one per recipe rendered without the cache (thousands after one lint)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="conda-distro-render-") as tmp:
+        yield Path(tmp)
+
+
 def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool) -> tuple[bool, list]:
     """(multi-output?, rattler-build's RenderedVariant objects) with the variants ``build.skip`` skips
     left out. Call inside :func:`fixed_environment`."""
@@ -216,15 +229,18 @@ def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool) 
 
     render_config = RenderConfig(platform=PlatformConfig(target_platform=settings.target_platform))
     try:
-        stage0 = Stage0Recipe.from_file(str(path)) if from_file else Stage0Recipe.from_yaml(text)
-        multi = type(stage0).__name__ == "MultiOutputRecipe"
-        variants = stage0.render(settings.to_config(), render_config)
-        probe = None if multi else _skip_probe(text)
-        if probe is not None:
-            probe_variants = [{str(k): str(v) for k, v in pv.variant.items()}
-                              for pv in Stage0Recipe.from_yaml(probe).render(settings.to_config(), render_config)]
-            variants = [v for v in variants
-                        if _consistent({str(k): str(x) for k, x in v.variant.items()}, probe_variants)]
+        with _scratch() as scratch:  # (from_yaml writes the text into a folder: ours, removed here)
+            stage0 = Stage0Recipe.from_file(str(path)) if from_file else \
+                Stage0Recipe.from_yaml(text, recipe_dir=scratch / "recipe")
+            multi = type(stage0).__name__ == "MultiOutputRecipe"
+            variants = stage0.render(settings.to_config(), render_config)
+            probe = None if multi else _skip_probe(text)
+            if probe is not None:
+                probe_variants = [{str(k): str(v) for k, v in pv.variant.items()}
+                                  for pv in Stage0Recipe.from_yaml(probe, recipe_dir=scratch / "probe")
+                                  .render(settings.to_config(), render_config)]
+                variants = [v for v in variants
+                            if _consistent({str(k): str(x) for k, x in v.variant.items()}, probe_variants)]
     except RattlerBuildError as exc:
         message, line = describe_render_error(exc)
         raise RenderError(f"rattler-build cannot read the recipe: {message}", path=path, line=line,

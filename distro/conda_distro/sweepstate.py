@@ -60,7 +60,7 @@ class SweepJournal:
     commit: bool = False
     originals: dict[str, str] = field(default_factory=dict)  # path (relative to the root) -> text before the sweep
     written: dict[str, str] = field(default_factory=dict)  # path -> text the sweep wrote
-    branch: str | None = None
+    branch: str | None = None  # sweep/pytorch-VER (None: a late admission, package branches only)
     base: str | None = None  # the commit the branch starts from
     tip: str | None = None  # its last commit (made before the branch exists)
     start: str | None = None  # the branch (or commit) checked out when the sweep began: it returns there
@@ -86,8 +86,8 @@ def find_journal(build_dir: Path) -> SweepJournal | None:
         journal = SweepJournal(**doc)
         if journal.phase not in PHASES or not isinstance(journal.originals, dict) or not isinstance(journal.written, dict):
             raise ValueError(f"unknown phase {journal.phase!r}")
-        if journal.phase == "committing" and not (journal.branch and journal.tip and isinstance(journal.result, dict)):
-            raise ValueError("the committing phase lacks branch, tip or result")
+        if journal.phase == "committing" and not (journal.tip and isinstance(journal.result, dict)):
+            raise ValueError("the committing phase lacks its tip or result")
         check_swept_paths([*journal.originals, *journal.written], path)
     except (OSError, ValueError, TypeError) as exc:
         raise DistroError(f"the journal of an interrupted sweep cannot be read: {exc}", path=path,

@@ -21,6 +21,12 @@ def check_pr_cmd(
         "--log-url", envvar="CONDA_DISTRO_LOG_URL", show_default=False,
         help="Where the logs can be read (the CI run's artifact URL); '{path}' in it is replaced by the log's "
              "path. Without it the comment shows the log paths.")] = None,
+    only: Annotated[str | None, typer.Option("--only", metavar="NAME", show_default=False,
+            help="Reproduce NAME's failure: build NAME and the packages it depends on that the PR changes in a "
+                 "private scope (build/pr/REF--only-NAME/, emptied first) and test NAME, as CI did. The shared "
+                 "staging is only read.")] = None,
+    pytorch: Annotated[list[str] | None, typer.Option("--pytorch", metavar="VER",
+            help="Test (and solve) only against this release (repeatable).")] = None,
     root: RootOpt = None,
     format: Annotated[TextJsonMarkdown, typer.Option("--format", help="text, json or markdown (a PR comment).")] = Format.text,
 ) -> int:
@@ -33,4 +39,4 @@ def check_pr_cmd(
 
     warn_no_sandbox(no_sandbox)
     return emit(run_check_pr(CheckPrOptions(base=base, build=not no_build, jobs=jobs, sandbox=not no_sandbox, root=root,
-                                            log_url=log_url)), format)
+                                            log_url=log_url, only=only, pytorch=tuple(pytorch or ()))), format)

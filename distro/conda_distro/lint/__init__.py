@@ -170,7 +170,7 @@ def _fixed_text(recipe: Recipe, findings: list[Finding], ctx: LintContext) -> st
 @paused_gc()
 def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) -> LintResult:
     checks = selected_checks(options.only)
-    ctx = LintContext(dist.distro, names={r.name for r in dist.recipes.values()})
+    ctx = LintContext(dist.distro, names={r.name for r in dist.recipes.values()}, recipes=dist.recipes)
     ctx.owners, owner_findings = owner_registry(dist, ctx, checks)
     result = LintResult()
     # package_owners.yaml: malformed is fatal whatever is linted; its other findings when everything is

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from conda_distro.lagging import READY, excluded_by_bound
 from conda_distro.lint.base import CHECKS, Check, Problem, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.recipe import SECTIONS, Dep, Recipe
@@ -171,6 +172,34 @@ class PytorchPinAdmitsRelease(Check):
         for d in pins:
             if d.version and not any(admits(d.version, r) for r in ctx.releases):
                 yield Problem(f"'{d.raw}' admits none of the supported releases ({', '.join(ctx.releases)})", d.line)
+
+
+class PytorchPinLags(Check):
+    """The pytorch pins leave out a supported release (their upper bound is below it) while every
+    distribution package the recipe depends on admits that release: nothing holds it back but its own
+    pins. That is what a package fixed after release day looks like: it failed the release-day sweep,
+    its pins were put back, and a later fix (a new version, a patched recipe) does not widen them. The
+    sweep admits it: `conda-distro sweep --pytorch VER --package NAME` widens the pins, raises the build
+    number, builds and tests it against the release and commits it on a branch of its own. A warning: the
+    package still works with the releases it admits. Lockstep packages need a new version instead, and a
+    package whose dependency leaves the release out waits for that one."""
+
+    id = "pytorch-pin-lags"
+    severity = Severity.WARNING
+    hint = "conda-distro sweep --pytorch VER --package NAME"
+
+    def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
+        if recipe.lockstep or all(excluded_by_bound(recipe, ctx.pytorch, r) is None for r in ctx.releases):
+            return
+        ready = [lag for lag in ctx.lags_of(recipe) if lag.status == READY]
+        if not ready:
+            return
+        newest = ready[-1].release  # (its widened bound admits the older ones too)
+        yield Problem(f"'{ready[0].pin}' leaves out pytorch {', '.join(lag.release for lag in ready)}, a supported "
+                      "release every distribution package it depends on admits", ready[0].line,
+                      hint=f"admit it: conda-distro sweep --pytorch {newest} --package {recipe.folder.name} (widens "
+                           "the pin, raises the build number, builds and tests it against the release, commits it "
+                           "with --commit)")
 
 
 class LockstepOneMinor(Check):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conda_distro.config import DistroRepo, UpperBounds
 from conda_distro.errors import ChannelError
@@ -14,6 +16,10 @@ from conda_distro.jsonio import MAX_BYTES
 from conda_distro.owners import OwnerRegistry
 from conda_distro.recipe import Dep, Recipe
 from conda_distro.specs import parse_spec, pin_granularity, upper_granularity
+
+if TYPE_CHECKING:
+    from conda_distro.graph import RecipeGraph
+    from conda_distro.lagging import Lag
 
 
 @dataclass
@@ -57,6 +63,7 @@ class LintContext:
     distro: DistroRepo
     names: set[str] = field(default_factory=set)  # package names in the distribution
     owners: OwnerRegistry | None = None  # who owns which package name (None: not known, not checked)
+    recipes: Mapping[str, Recipe] | None = None  # the distribution's readable recipes (None: checks see one recipe)
     _indexes: dict[int, RecipeIndex] = field(default_factory=dict, repr=False)  # by id(recipe)
     _needs_bound: dict[str, bool] = field(default_factory=dict, repr=False)
 
@@ -77,6 +84,23 @@ class LintContext:
     @property
     def releases(self) -> list[str]:
         return self.config.pytorch.releases
+
+    @cached_property
+    def graph(self) -> RecipeGraph | None:
+        """The dependency graph of :attr:`recipes` (a cycle is allowed here: lint reports it elsewhere)."""
+        from conda_distro.graph import RecipeGraph
+
+        return RecipeGraph.from_recipes(self.recipes, check_cycles=False) if self.recipes is not None else None
+
+    def lags_of(self, recipe: Recipe) -> list[Lag]:
+        """The supported releases ``recipe``'s pytorch pins leave out, and why (:mod:`conda_distro.lagging`);
+        empty when the distribution is not known."""
+        from conda_distro.lagging import lags
+
+        folder = recipe.folder.name
+        if self.recipes is None or self.recipes.get(folder) is not recipe or self.graph is None:
+            return []
+        return lags(self.recipes, self.graph, self.pytorch, self.releases, names=[folder]).get(folder, [])
 
     def relpath(self, path: Path) -> str:
         try:

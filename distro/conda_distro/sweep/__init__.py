@@ -1,4 +1,5 @@
-"""Release-day sweep (spec §7): admit a new PyTorch release across the distribution.
+"""Release-day sweep: admit a new PyTorch release across the distribution, and later the packages
+fixed since (late admission).
 
 Plan (pure data, ``--dry-run`` prints it) -> edits (only the pin lines and the build-number line
 change) -> build/test of the affected set against the new release -> statuses -> optional git branch
@@ -12,7 +13,10 @@ One job per module:
 * :mod:`.edit` — the recipe and distro.yaml edits (through :mod:`conda_distro.recipe_edit`);
 * :mod:`.git` — the branches and commits (through :mod:`conda_distro.gitutil`);
 * :mod:`.render` — the pull-request and tracking-issue bodies (templates);
-* :mod:`.run` — the orchestration: lock, journal, edits, build, reruns.
+* :mod:`.run` — the orchestration: lock, journal, edits, build, reruns;
+* :mod:`.state` — where a release stands (read from the repository) and the refusals it implies;
+* :mod:`.admit` — late admission: the packages whose pins still leave a supported release out;
+* :mod:`.report` — ``sweep report``: the release's report, read-only.
 """
 
 from conda_distro.recipe_edit import EditError

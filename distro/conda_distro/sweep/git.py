@@ -49,10 +49,11 @@ def package_branch(release: str, package: str) -> str:
     return f"sweep/pytorch-{release}-{package}"
 
 
-def open_for_commit(root: Path, release: str, dirty_ok: bool = False) -> Repo:
+def open_for_commit(root: Path, release: str, dirty_ok: bool = False, packages: list[str] | None = None) -> Repo:
     """The git repository for ``--commit``, refusing (nothing written yet) when recipes/ or distro.yaml
     have uncommitted changes (unless ``dirty_ok``: they are the edits being committed), something is
-    staged, or a sweep branch of the release exists."""
+    staged, or a sweep branch of the release exists (``packages``, a late admission: a branch of one of
+    these packages; the release day's branches may still be there)."""
     repo = open_repo(root, field="--commit", hint="run the sweep in a git checkout")
     if head_sha(repo) is None:
         raise GitError("the repository has no commit yet", field="--commit", hint="commit the distribution first")
@@ -64,7 +65,8 @@ def open_for_commit(root: Path, release: str, dirty_ok: bool = False) -> Repo:
         raise GitError("the git index holds staged changes", field="--commit",
                        hint="commit or unstage them first: they would end up in the sweep's commits")
     branch = sweep_branch(release)
-    taken = branches_named(repo, branch)
+    taken = branches_named(repo, branch) if packages is None else \
+        [b for p in packages for b in branches_named(repo, package_branch(release, p)) if b == package_branch(release, p)]
     if taken:
         raise GitError(f"branch {taken[0]} already exists", field="--commit",
                        hint=f"delete it (git branch -D {' '.join(taken)}) and rerun")
@@ -122,15 +124,18 @@ def refuse_half_made(distro: DistroRepo, release: str) -> None:
 
 def commit_sweep(repo: Repo, distro: DistroRepo, recipe_paths: dict[str, Path], plan: SweepPlan, options: SweepOptions,
                  result: SweepResult, journal: SweepJournal) -> None:
-    """The branch sweep/pytorch-VER: one commit for distro.yaml, then one per bumped package. The commit
-    objects are made first (nothing else changes), the journal records them, then the branches are
-    created, each in a single ref update, and the work tree is put back: :func:`finish_commits`.
-    ``recipe_paths``: each bumped package's recipe file."""
+    """Release day: the branch sweep/pytorch-VER, one commit for distro.yaml, then one per bumped package,
+    and a branch sweep/pytorch-VER-NAME per bumped package (the release commit and that package's). A late
+    admission (distro.yaml lists the release already): only the package branches, each one commit on the
+    checked-out commit. The commit objects are made first (nothing else changes), the journal records
+    them, then the branches are created, each in a single ref update, and the work tree is put back:
+    :func:`finish_commits`. ``recipe_paths``: each bumped package's recipe file."""
+    release_day = plan.mode == "release-day"
     branch = sweep_branch(plan.release)
     top = top_dir(repo)
     rel = lambda p: p.resolve().relative_to(top).as_posix()  # noqa: E731
     planned: list[tuple[list[str], str, str | None]] = [
-        ([rel(distro.path)], f"Add pytorch {plan.release} to the supported releases", None)]
+        ([rel(distro.path)], f"Add pytorch {plan.release} to the supported releases", None)] if release_day else []
     for dec in plan.decisions:
         if dec.status == "bumped":
             planned.append(([rel(recipe_paths[dec.name])],
@@ -139,18 +144,22 @@ def commit_sweep(repo: Repo, distro: DistroRepo, recipe_paths: dict[str, Path], 
     base = head_sha(repo)
     assert base is not None  # open_for_commit refused a repository without commits
     crash_point("sweep-before-commits")
-    shas = commit_chain(repo, base, [(paths, message) for paths, message, _ in planned], options.author)
-    result.commits = [SweepCommit(package=package, sha=sha, message=message.splitlines()[0])
-                      for (_, message, package), sha in zip(planned, shas, strict=True)]
+    if release_day:
+        shas = commit_chain(repo, base, [(paths, message) for paths, message, _ in planned], options.author)
+        result.commits = [SweepCommit(package=package, sha=sha, message=message.splitlines()[0])
+                          for (_, message, package), sha in zip(planned, shas, strict=True)]
     # one branch per bumped package (one pull request each, as autotick opens them): the release commit
-    # and that package's commit
-    for (paths, message, package) in planned[1:]:
-        [sha] = commit_chain(repo, shas[0], [(paths, message)], options.author)
+    # (release day) and that package's commit
+    for (paths, message, package) in planned[1 if release_day else 0:]:
+        [sha] = commit_chain(repo, shas[0] if release_day else base, [(paths, message)], options.author)
         assert package is not None
         result.pr_bodies.setdefault(package, {}).update(branch=package_branch(plan.release, package), sha=sha)
-    result.branch = branch
+        if not release_day:
+            result.commits.append(SweepCommit(package=package, sha=sha, message=message.splitlines()[0]))
+            shas = [c.sha for c in result.commits]
+    result.branch = branch if release_day else None
     result.start = current_ref(repo)
-    journal.phase, journal.branch, journal.base, journal.tip = "committing", branch, base, shas[-1]
+    journal.phase, journal.branch, journal.base, journal.tip = "committing", result.branch, base, shas[-1]
     journal.start = result.start
     journal.result = result.to_dict()
     journal.save(distro.build_dir)
@@ -164,8 +173,9 @@ def finish_commits(repo: Repo, root: Path, result: SweepResult, journal: SweepJo
     per-package branches, the branch the sweep started from still checked out (an older version
     switched branches; a rerun of its journal switches back) and the files the sweep edited as they were
     before it (the edits are on the branches, the work tree is as it was)."""
-    assert result.branch is not None and journal.tip is not None
-    create_branch(repo, result.branch, journal.tip)
+    assert journal.tip is not None
+    if result.branch is not None:  # (a late admission makes package branches only)
+        create_branch(repo, result.branch, journal.tip)
     crash_point("sweep-after-branch")
     for pr in result.pr_bodies.values():
         if pr.get("branch") and pr.get("sha"):

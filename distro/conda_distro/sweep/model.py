@@ -1,7 +1,12 @@
 """The sweep's types: its options, the plan (one :class:`Decision` per package), the result, and the
 one schema of the document it keeps in ``build/sweep/pytorch-VER.json`` (:class:`SweepDocument`: the
-sweep writes it, ``sweep --format json`` prints it, `report unmaintained` and a later
-``sweep --commit`` read it back)."""
+sweep writes it, ``sweep --format json`` prints it, `report unmaintained`, ``sweep report`` and a later
+``sweep --commit`` read it back).
+
+A sweep runs in one of two modes: ``release-day`` (a release distro.yaml does not list yet: it is added
+and every pin that leaves it out is widened where tests allow) and ``admission`` (a release distro.yaml
+lists already: only the packages whose pins still leave it out, fixed since, are admitted). The release's
+state (:data:`RELEASE_STATES`) says which commands apply; every result names the next one."""
 
 from __future__ import annotations
 
@@ -21,6 +26,9 @@ STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-pare
 FAILURES = ("failed", "not-solvable", "unreadable")  # statuses that make the report's `ok` false
 #: their dependents wait (``awaiting-upstream``: no test of the release could run, upstream lacks a build it needs)
 BLOCKING = ("failed", "not-solvable", "needs-new-version", "awaiting-parents", "awaiting-upstream", "unreadable")
+MODES = ("release-day", "admission")
+#: where a release stands, from the repository (see :mod:`conda_distro.sweep.state`)
+RELEASE_STATES = ("not-swept", "interrupted", "uncommitted", "committed", "supported")
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,31 @@ class SweepOptions:
     sandbox: bool = True  # False: --no-sandbox
     lock_timeout: float | Deadline = DEFAULT_LOCK_TIMEOUT  # seconds to wait for the repository's and staging's locks
     root: Path | None = None  # the distribution's folder (None: found from the current one)
+    package: str | None = None  # --package: admit this one package (a release distro.yaml lists already)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A package whose pins still leave the release out, and what it waits for: ``ready`` (nothing: the
+    sweep admits it), ``needs-fix`` (it failed against the release and its recipe is unchanged since),
+    ``awaiting-parents`` (a dependency leaves the release out), ``needs-new-version`` (lockstep),
+    ``awaiting-merge`` (a sweep admitted it on its branch sweep/pytorch-VER-NAME: its pull request waits)."""
+
+    name: str
+    status: str
+    reason: str
+    maintainers: tuple[str, ...] = ()
+    waits_for: tuple[str, ...] = ()
+    command: str | None = None  # what admits it once its reason is gone
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "reason": self.reason, "maintainers": list(self.maintainers),
+                "waits_for": list(self.waits_for), "command": self.command}
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> Waiting:
+        return cls(str(data.get("name", "")), str(data.get("status", "")), str(data.get("reason", "")),
+                   tuple(data.get("maintainers") or ()), tuple(data.get("waits_for") or ()), data.get("command"))
 
 
 @dataclass(frozen=True)
@@ -58,6 +91,7 @@ class Decision:
     log: str | None = None  # failing log excerpt
     tests: list[ReleaseTest] = field(default_factory=list)  # its tests of the new release
     depends_on_pytorch: bool = True  # itself (False: only through distribution packages)
+    recipe_hash: str | None = None  # the recipe folder's input hash before the sweep (a failure is retried once it changes)
 
     @property
     def applied(self) -> bool:
@@ -71,6 +105,9 @@ class SweepPlan:
     decisions: list[Decision]
     noop: bool = False  # the release is already supported
     dry_run: bool = False  # only planned: nothing is edited, so nothing is applied
+    mode: str = "release-day"  # or "admission": the release is listed already; only lagging packages are swept
+    waiting: list[Waiting] = field(default_factory=list)  # packages whose pins still leave the release out
+    tested: tuple[str, ...] = ()  # the releases its builds were tested against (default: the release)
 
     def get(self, name: str) -> Decision:
         return next(d for d in self.decisions if d.name == name)
@@ -117,6 +154,7 @@ class PackageEntry(_Doc):
     reason: str | None = None
     log: str | None = None
     tests: list[ReleaseTest] = Field(default_factory=list)
+    recipe_hash: str | None = None
 
     @field_serializer("tests")
     def _tests(self, tests: list[ReleaseTest]) -> list[dict[str, Any]]:
@@ -127,12 +165,13 @@ class PackageEntry(_Doc):
         return cls(name=dec.name, status=dec.status, old_pin=dec.old_pin, new_pin=dec.new_pin,
                    maintainers=list(dec.maintainers), old_build=dec.old_build, new_build=dec.new_build,
                    applied=dec.applied and not dry_run, pytorch_dependency="direct" if dec.depends_on_pytorch else "indirect",
-                   reason=dec.reason, log=dec.log, tests=list(dec.tests))
+                   reason=dec.reason, log=dec.log, tests=list(dec.tests), recipe_hash=dec.recipe_hash)
 
     def decision(self) -> Decision:
         return Decision(self.name, self.status, list(self.maintainers), old_pin=self.old_pin, new_pin=self.new_pin,
                         old_build=self.old_build, new_build=self.new_build, reason=self.reason, log=self.log,
-                        tests=list(self.tests), depends_on_pytorch=self.pytorch_dependency == "direct")
+                        tests=list(self.tests), depends_on_pytorch=self.pytorch_dependency == "direct",
+                        recipe_hash=self.recipe_hash)
 
 
 class SweepDocument(_Doc):
@@ -140,9 +179,14 @@ class SweepDocument(_Doc):
     itself and by `report unmaintained` (which needs only ``release`` and the packages' statuses)."""
 
     release: str
+    mode: str = "release-day"
+    state: str | None = None  # where the release stands after this run (RELEASE_STATES)
     noop: bool = False
     dry_run: bool = False
     packages: list[PackageEntry] = Field(default_factory=list)
+    admitted: list[str] = Field(default_factory=list)  # packages whose pins now admit the release (this run)
+    waiting: list[dict[str, Any]] = Field(default_factory=list)  # Waiting.to_dict(): pins still leave it out
+    next_command: str | None = None  # the one conda-distro command to run next (None: a person acts first)
     ok: bool = True
     summary: dict[str, int] = Field(default_factory=dict)
     next_steps: list[str] = Field(default_factory=list)
@@ -153,15 +197,24 @@ class SweepDocument(_Doc):
     tracking_issue: str | None = None
     message: str | None = None
     report_file: str | None = None
+    admissions: list[dict[str, Any]] = Field(default_factory=list)  # later runs that admitted packages (saved file)
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=1) + "\n"
 
     def result(self) -> SweepResult:
         """The result this document was written from (minus the edits: they are in the recipes)."""
-        plan = SweepPlan(self.release, [p.decision() for p in self.packages], noop=self.noop)
+        plan = SweepPlan(self.release, [p.decision() for p in self.packages], noop=self.noop, mode=self.mode,
+                         waiting=[Waiting.of(w) for w in self.waiting])
         return SweepResult(plan, branch=self.branch, commits=list(self.commits), pr_bodies=dict(self.pull_requests),
-                           tracking_issue=self.tracking_issue, report_file=self.report_file, start=self.start)
+                           tracking_issue=self.tracking_issue, report_file=self.report_file, start=self.start,
+                           state=self.state, admissions=list(self.admissions))
+
+
+def command(release: str, *extra: str) -> str:
+    """A sweep command line, as the advice names it."""
+    return " ".join(("conda-distro sweep", *(("report",) if "report" in extra else ()), "--pytorch", release,
+                     *(e for e in extra if e != "report")))
 
 
 @dataclass
@@ -174,6 +227,9 @@ class SweepResult:
     message: str | None = None
     report_file: str | None = None  # build/sweep/pytorch-VER.json, this document
     start: str | None = None  # --commit: the branch (or commit) checked out again after making the sweep's branches
+    state: str | None = None  # where the release stands after this run (RELEASE_STATES)
+    admissions: list[dict] = field(default_factory=list)  # the saved report's later admissions
+    replay: bool = False  # a saved report shown again (`sweep report`): its branches are not this run's
 
     @property
     def ok(self) -> bool:
@@ -190,61 +246,111 @@ class SweepResult:
         return {st: n for st, n in counts.items() if n}
 
     @property
+    def admitted(self) -> list[str]:
+        """The packages whose pins admit the release after this run (on its branches, or edited in the work
+        tree): bumped ones, and on a release day the unchanged ones that depend on pytorch themselves."""
+        if self.plan.dry_run or self.plan.noop:
+            return []
+        return [d.name for d in self.plan.decisions
+                if d.status == "bumped" or (self.plan.mode == "release-day" and d.status == "unchanged"
+                                            and d.depends_on_pytorch and not d.reason)]
+
+    @property
+    def next_command(self) -> str | None:
+        """The one conda-distro command to run next; None when a person acts first (review and merge the
+        pull requests, fix a package, publish a lockstep release)."""
+        release, state = self.plan.release, self.state
+        if self.plan.dry_run:
+            return command(release)
+        if state == "interrupted":
+            return command(release, "--commit")
+        if state == "uncommitted":
+            return command(release, "--commit")
+        if state == "not-swept":
+            return command(release)
+        if state == "supported" and any(w.status == "ready" for w in self.plan.waiting):
+            ready = [w.name for w in self.plan.waiting if w.status == "ready"]
+            return command(release, "--package", ready[0]) if len(ready) == 1 else command(release)
+        return None
+
+    @property
     def next_steps(self) -> list[str]:
-        """What to do after this sweep, in order."""
+        """What to do after this sweep, in order: every step a person can follow as written."""
         plan, release = self.plan, self.plan.release
-        if plan.noop and not self.branch:
+        if plan.noop and not self.branch and not self.state:
             return []
         steps = []
         statuses = {d.status for d in plan.decisions}
         if plan.dry_run:
-            steps.append(f"run `conda-distro sweep --pytorch {release}` to edit, build and test (add --commit for the branches)")
-        elif self.branch:
-            branches = [pr["branch"] for pr in self.pr_bodies.values() if pr.get("branch")]
+            steps.append(f"run `{command(release)}` to edit, build and test (add --commit for the branches)")
+            return steps
+        if self.state == "interrupted":
+            steps.append(f"finish the interrupted sweep: `{command(release)}` (with --commit if it was started with it)")
+            return steps
+        branches = [pr["branch"] for pr in self.pr_bodies.values() if pr.get("branch")]
+        if self.state == "committed" or (self.state == "supported" and branches and self.commits and not self.replay):
             if branches:
                 steps.append(f"push the {len(branches)} package branch(es) (sweep/pytorch-{release}-NAME) and open one "
                              "pull request each with its body from the report (the release-sweep workflow does this)")
-            else:
+            elif self.branch:
                 steps.append(f"push {self.branch} and open a pull request (only distro.yaml changed)")
-            if self.start:
+            if self.start and not self.replay:
                 steps.append(f"you are back on {self.start}; the sweep's edits are on the branches")
-        elif "bumped" in statuses:
-            steps.append(f"review the edits (git diff), then `conda-distro sweep --pytorch {release} --commit` "
-                         "commits them on the sweep branches")
+            steps.append(f"`{command(release, 'report')}` prints this report again (it changes nothing)")
+        elif self.state == "uncommitted" and ("bumped" in statuses or plan.mode == "release-day"):
+            steps.append(f"review the edits (git diff), then `{command(release, '--commit')}` commits them on the sweep "
+                         "branches")
+        elif self.state == "not-swept":
+            steps.append(f"sweep it: `{command(release)}` (once the release is published upstream)")
         if statuses & {"failed", "not-solvable", "needs-new-version"}:
             steps.append("open the tracking issue (its body is in the report): it pings the maintainers of failed and "
                          "needs-new-version packages")
-        if "awaiting-parents" in statuses:
-            steps.append("sweep again once the packages they wait for pass")
+        waiting = {w.status: [x.name for x in plan.waiting if x.status == w.status] for w in plan.waiting}
+        if "awaiting-parents" in statuses or "awaiting-parents" in waiting:
+            steps.append(f"packages awaiting their parents are admitted with them: once the parents' fixes are merged, "
+                         f"`{command(release)}` (on a checkout whose distro.yaml lists {release}) admits every package "
+                         "fixed since")
+        if "failed" in statuses or "needs-fix" in waiting:
+            steps.append(f"once a failed package is fixed (its pins still leave {release} out; `conda-distro lint` warns), "
+                         f"`{command(release, '--package', 'NAME')}` on a checkout whose distro.yaml lists {release} "
+                         f"admits it (`{command(release)}` admits every package fixed since)")
+        if "ready" in waiting:
+            steps.append(f"ready to be admitted now: {', '.join(waiting['ready'])}: `{self.next_command}`")
         return steps
 
     def document(self) -> SweepDocument:
         plan = self.plan
-        return SweepDocument(release=plan.release, noop=plan.noop, dry_run=plan.dry_run,
-                             packages=[PackageEntry.of(d, plan.dry_run) for d in plan.decisions], ok=self.ok,
-                             summary=self.summary, next_steps=self.next_steps, branch=self.branch, start=self.start,
+        return SweepDocument(release=plan.release, mode=plan.mode, state=self.state, noop=plan.noop,
+                             dry_run=plan.dry_run, packages=[PackageEntry.of(d, plan.dry_run) for d in plan.decisions],
+                             admitted=self.admitted, waiting=[w.to_dict() for w in plan.waiting],
+                             next_command=self.next_command, ok=self.ok, summary=self.summary,
+                             next_steps=self.next_steps, branch=self.branch, start=self.start,
                              commits=self.commits, pull_requests=self.pr_bodies, tracking_issue=self.tracking_issue,
-                             message=self.message, report_file=self.report_file)
+                             message=self.message, report_file=self.report_file, admissions=self.admissions)
 
     def to_dict(self) -> dict:
         return self.document().model_dump(mode="json")
 
     def text_lines(self) -> list[str]:
-        """What ``sweep`` prints: the message, one line per package, the branches, the summary, the next steps."""
+        """What ``sweep`` prints: the message, one line per package, the branches, the summary, what waits,
+        the next steps."""
         lines = [self.message] if self.message else []
         for d in self.plan.decisions:
             pin = f"{d.old_pin} -> {d.new_pin}" if d.old_pin != d.new_pin else (d.old_pin or "")
             if d.old_pin != d.new_pin and not d.applied:
                 pin += " (reverted)"
             lines.append(f"  {d.status:18} {d.name:24} {pin}" + (f"  ({shown(d.reason, 'text')})" if d.reason else ""))
-        if self.branch:
-            lines.append(f"branch {self.branch}: {len(self.commits)} commit(s)")
+        if self.branch or (self.plan.mode == "admission" and self.commits):
+            if self.branch:
+                lines.append(f"branch {self.branch}: {len(self.commits)} commit(s)")
             lines += [f"  {pr['branch']}  ({name})" for name, pr in self.pr_bodies.items() if pr.get("branch")]
-            if self.start:
+            if self.start and not self.replay:
                 lines.append(f"back on {self.start} (the sweep's edits are on the branches)")
         if self.summary:
             lines.append(("planned: " if self.plan.dry_run else "summary: ")
                          + ", ".join(f"{n} {st}" for st, n in self.summary.items()))
+        for w in self.plan.waiting:
+            lines.append(f"  waiting: {w.status:18} {w.name:24} {shown(w.reason, 'text')}")
         lines += [f"next: {step}" for step in self.next_steps]
         return lines
 

@@ -20,6 +20,9 @@ from conda_distro.sweep.model import BLOCKING, Decision, PinEdit, SweepPlan
 
 def check_release(release: str) -> None:
     """A sweep's release is a full MAJOR.MINOR.PATCH version (exit 2 otherwise)."""
+    if not release:
+        raise UsageError("missing option --pytorch", field="--pytorch",
+                         hint="name the release, e.g. conda-distro sweep --pytorch 2.7.0 (or sweep report --pytorch 2.7.0)")
     if not RELEASE_RE.match(release):
         raise UsageError(f"'{release[:40]}' is not a release version like 2.7.0", field="--pytorch",
                          hint="pass the full MAJOR.MINOR.PATCH version that was published")

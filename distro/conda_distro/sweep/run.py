@@ -1,6 +1,7 @@
-"""The sweep, run: plan -> edits (all computed before anything is written, journaled) -> solve and
-build/test of the affected set against the new release -> statuses -> the document in
-``build/sweep/pytorch-VER.json`` -> optional git branches (``--commit``).
+"""The sweep, run: where the release stands (:mod:`.state`) -> plan (release day, or a late admission:
+:mod:`.admit`) -> edits (all computed before anything is written, journaled) -> solve and build/test of
+the affected set against the release -> statuses -> the document in ``build/sweep/pytorch-VER.json`` ->
+optional git branches (``--commit``).
 
 Everything but ``--dry-run`` runs under the repository's lock and is journaled: a rerun after a kill
 rolls the interrupted sweep's edits back and sweeps again, or finishes its commits.
@@ -22,22 +23,32 @@ from conda_distro.fsutil import atomic_write_text, clear_stale_temps
 from conda_distro.graph import RecipeGraph
 from conda_distro.jsonio import read_json_text
 from conda_distro.locks import Deadline, repository_lock
+from conda_distro.pins import own_admitted
+from conda_distro.provenance import recipe_digest
 from conda_distro.recipe import RECIPE_FILE
 from conda_distro.recipe_edit import EditError
+from conda_distro.sweep.admit import plan_admission
 from conda_distro.sweep.edit import add_release_text, edited_text
 from conda_distro.sweep.git import (
-    branch_is_at,
     commit_sweep,
-    committed_releases,
     find_sweep_repo,
     finish_commits,
     open_for_commit,
     recover_git,
     refuse_half_made,
 )
-from conda_distro.sweep.model import ReleaseTest, SweepDocument, SweepOptions, SweepPlan, SweepResult
+from conda_distro.sweep.model import (
+    FAILURES,
+    STATUSES,
+    ReleaseTest,
+    SweepDocument,
+    SweepOptions,
+    SweepPlan,
+    SweepResult,
+)
 from conda_distro.sweep.plan import check_release, is_new_minor, mark_awaiting, plan_sweep, to_test
 from conda_distro.sweep.render import pr_body, tracking_issue
+from conda_distro.sweep.state import ReleaseState, load_report, refuse, release_state, report_path
 from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
 from conda_distro.yamlio import load_fast
 
@@ -53,39 +64,50 @@ def sweep(options: SweepOptions) -> SweepResult:
 
 
 def run_sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepResult:
-    """The sweep. Everything but ``--dry-run`` runs under the repository's lock, exclusive (another
-    sweep, a build, promote or retire of the same checkout is waited for, at most ``options.lock_timeout``
-    seconds in all with the staging lock its build takes, then exit 2; see :mod:`conda_distro.locks`), and
-    is journaled: a rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or
-    finishes its commits."""
+    """The sweep. Where the release stands (:mod:`.state`) decides what it does: release day for a release
+    distro.yaml does not list, late admission (:mod:`.admit`) for one it lists, the commits of an earlier
+    run's edits with ``--commit``, or a refusal (exit 2, nothing written) naming ``sweep report``.
+
+    Everything but ``--dry-run`` runs under the repository's lock, exclusive (another sweep, a build,
+    promote or retire of the same checkout is waited for, at most ``options.lock_timeout`` seconds in all
+    with the staging lock its build takes, then exit 2; see :mod:`conda_distro.locks`), and is journaled: a
+    rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or finishes its commits."""
     distro = open_distro(options.root)  # (a folder without distro.yaml is refused before a malformed --pytorch)
     check_release(options.release)
+    state = release_state(distro, options.release)
+    if state.journal is None:
+        refuse(distro, state, options)  # before any lock is taken: a refusal writes nothing
+        if state.state == "supported":  # (no live record of uncommitted edits: that state is "uncommitted")
+            plan_admission(load_distribution(strict=False, distro=distro), options.release, options.package,
+                           load_report(distro, options.release), state.branches)  # (nothing ready: exit 2 here)
     if options.dry_run:
-        return _dry_run(distro, options)
+        return _dry_run(distro, options, state)
     budget = Deadline(options.lock_timeout) if not isinstance(options.lock_timeout, Deadline) else options.lock_timeout
     with repository_lock(distro.build_dir, distro.root, budget, shared=False):
         return _sweep_locked(distro, dataclasses.replace(options, lock_timeout=budget), reporter)
 
 
-def _dry_run(distro: DistroRepo, options: SweepOptions) -> SweepResult:
+def _dry_run(distro: DistroRepo, options: SweepOptions, state: ReleaseState) -> SweepResult:
     dist = load_distribution(strict=False, distro=distro)
-    plan = plan_sweep(dist, options.release)
     unfinished = find_journal(dist.distro.build_dir)
     if unfinished is not None:
+        plan = plan_sweep(dist, options.release)
         return SweepResult(plan, message=f"dry run: an interrupted sweep of pytorch {unfinished.release} "
-                                         "is unfinished; a sweep would finish it first")
-    if plan.noop:
-        return SweepResult(plan, message=_noop_message(options.release))
+                                         "is unfinished; a sweep would finish it first", state=state.state)
+    if state.state == "uncommitted":
+        return SweepResult(SweepPlan(options.release, [], noop=True), state=state.state,
+                           message="dry run: a sweep with --commit would commit the edits an earlier sweep left")
+    if state.state == "supported":
+        plan = plan_admission(dist, options.release, options.package, load_report(distro, options.release),
+                              state.branches)
+    else:
+        plan = plan_sweep(dist, options.release)
     _check_published(dist, options.release)  # exit 2, as the real run would
     plan.dry_run = True
-    result = SweepResult(plan, message="dry run: nothing edited, built or committed")
+    result = SweepResult(plan, message="dry run: nothing edited, built or committed", state=state.state)
     result.pr_bodies = {d.name: pr_body(d, plan.release, dry_run=True) for d in plan.decisions if d.status == "bumped"}
     result.tracking_issue = tracking_issue(plan, result)
     return result
-
-
-def _noop_message(release: str) -> str:
-    return f"pytorch {release} is already a supported release: nothing to do"
 
 
 def _clear_own_temps(distro: DistroRepo) -> None:
@@ -116,39 +138,57 @@ def _sweep_locked(distro: DistroRepo, options: SweepOptions, reporter: Reporter 
         journal.delete(build_dir)
         note = (f"an interrupted sweep of pytorch {journal.release} was rolled back "
                 f"({len(restored)} file(s) restored) and run again")
-    result = _sweep(load_distribution(distro.root, strict=False), options, reporter)  # as rolled back
+    dist = load_distribution(distro.root, strict=False)  # as rolled back (and as another sweep may have left it)
+    state = release_state(dist.distro, options.release)
+    refuse(dist.distro, state, options)
+    result = _dispatch(dist, state, options, reporter)
     if note:
         result.message = f"{note}; {result.message}" if result.message else note
     return result
 
 
-def _sweep(dist: Distribution, options: SweepOptions, reporter: Reporter | None) -> SweepResult:
-    plan = plan_sweep(dist, options.release)
-    if plan.noop:
-        if options.commit:
-            left = _left_edits(dist.distro, options.release)
-            if left is not None:
-                return _commit_left_edits(dist, options, left)
-            refuse_half_made(dist.distro, options.release)
-        return SweepResult(plan, message=_noop_message(options.release))
-    if options.commit:
-        done = _already_swept(dist.distro, options.release)
-        if done is not None:
-            return done
+def _dispatch(dist: Distribution, state: ReleaseState, options: SweepOptions, reporter: Reporter | None) -> SweepResult:
+    """What the release's state asks for (see :func:`run_sweep`)."""
+    release = options.release
+    if state.state == "uncommitted":  # (refuse() let only --commit through)
+        left = _left_edits(dist.distro, release, state)
+        if left is not None:
+            return _commit_left_edits(dist, options, left)
+        refuse_half_made(dist.distro, release)
+        raise UsageError(f"distro.yaml lists pytorch {release} and no record says which sweep edited it",
+                         field="--commit", hint="commit the edits yourself, or discard them (git checkout -- "
+                                                "distro.yaml recipes) and sweep again")
+    if state.state == "supported":
+        left = _left_edits(dist.distro, release, state)
+        if left is not None and options.commit:
+            return _commit_left_edits(dist, options, left)
+        plan = plan_admission(dist, release, options.package, load_report(dist.distro, release), state.branches)
+    else:
+        plan = plan_sweep(dist, release)
+    return _sweep(dist, options, reporter, plan)
+
+
+def _sweep(dist: Distribution, options: SweepOptions, reporter: Reporter | None, plan: SweepPlan) -> SweepResult:
+    """Edit, build and test, put back what failed, then commit (``--commit``) or record the edits; save the
+    report. ``plan``: release day (distro.yaml gains the release) or a late admission (only recipes change)."""
+    release_day = plan.mode == "release-day"
     _check_published(dist, options.release)
     if options.build:
         from conda_distro.engine.sandbox import check_sandbox
 
         check_sandbox(options.sandbox, dist.distro)  # fail closed before anything is edited
-    repo = open_for_commit(dist.root, options.release) if options.commit else None
+    repo = open_for_commit(dist.root, options.release, packages=None if release_day else
+                           [d.name for d in plan.decisions if d.status == "bumped"]) if options.commit else None
     pytorch = dist.config.pytorch.name
-    new_minor = is_new_minor(dist, options.release)
+    new_minor = release_day and is_new_minor(dist, options.release)
     originals: dict[str, str] = {}
     new_texts: dict[str, str] = {}
     for dec in plan.decisions:  # all edits computed before anything is written
         if dec.status != "bumped":
             continue
         recipe = dist.recipes[dec.name]
+        if dec.recipe_hash is None:
+            dec.recipe_hash = recipe_digest(recipe.folder)
         try:
             new_texts[dec.name] = edited_text(recipe, dec, pytorch, options.release)
             originals[dec.name] = recipe.text
@@ -157,23 +197,28 @@ def _sweep(dist: Distribution, options: SweepOptions, reporter: Reporter | None)
             dec.reason = f"the pin cannot be edited automatically: {exc} ({recipe.path.relative_to(dist.root).as_posix()})"
     distro_path = dist.distro.path
     distro_text = distro_path.read_text()
-    new_distro = add_release_text(dist.distro, options.release, distro_text)
+    new_distro = add_release_text(dist.distro, options.release, distro_text) if release_day else distro_text
     rel = lambda p: p.relative_to(dist.root).as_posix()  # noqa: E731
+    distro_files = {rel(distro_path): distro_text} if release_day else {}
     journal = SweepJournal(options.release, commit=options.commit,
-                           originals={rel(distro_path): distro_text,
-                                      **{rel(dist.recipes[n].path): t for n, t in originals.items()}},
-                           written={rel(distro_path): new_distro,
+                           originals={**distro_files, **{rel(dist.recipes[n].path): t for n, t in originals.items()}},
+                           written={**({rel(distro_path): new_distro} if release_day else {}),
                                     **{rel(dist.recipes[n].path): t for n, t in new_texts.items()}})
     build_dir = dist.distro.build_dir
     journal.save(build_dir)  # before any file is written: a rerun after a kill can roll back from it
     try:
-        atomic_write_text(distro_path, new_distro)
+        if release_day:
+            atomic_write_text(distro_path, new_distro)
         for name, text in new_texts.items():
             atomic_write_text(dist.recipes[name].path, text)
         crash_point("sweep-after-edits")
-        _execute(plan, _edited_distribution(dist, new_distro, new_texts), options, reporter, new_minor)
+        edited = _edited_distribution(dist, new_distro, new_texts)
+        if not release_day:
+            plan.tested = newly_admitted(dist, edited, [d.name for d in plan.decisions if d.name in new_texts])
+        _execute(plan, edited, options, reporter, new_minor)
     except BaseException:  # leave the tree as it was
-        atomic_write_text(distro_path, distro_text)
+        if release_day:
+            atomic_write_text(distro_path, distro_text)
         for name, text in originals.items():
             atomic_write_text(dist.recipes[name].path, text)
         journal.delete(build_dir)
@@ -184,19 +229,60 @@ def _sweep(dist: Distribution, options: SweepOptions, reporter: Reporter | None)
     crash_point("sweep-after-build")
     result = SweepResult(plan)
     result.pr_bodies = {d.name: pr_body(d, plan.release) for d in plan.decisions if d.status == "bumped"}
-    saved = _report_path(dist.distro, plan.release)
+    saved = report_path(dist.distro, plan.release)
     result.report_file = saved.relative_to(dist.root).as_posix() if saved.is_relative_to(dist.root) else str(saved)
-    if repo is not None:
+    bumped = [d for d in plan.decisions if d.status == "bumped"]
+    if repo is not None and (release_day or bumped):
         commit_sweep(repo, dist.distro, {n: r.path for n, r in dist.recipes.items()}, plan, options, result, journal)
-    else:  # what a later `sweep --commit` of this release commits
-        kept = {rel(distro_path)} | {rel(dist.recipes[d.name].path) for d in plan.decisions if d.status == "bumped"}
+        result.state = "committed" if release_day else "supported"
+    elif repo is None and (release_day or bumped):  # what a later `sweep --commit` of this release commits
+        kept = ({rel(distro_path)} if release_day else set()) | {rel(dist.recipes[d.name].path) for d in bumped}
         UncommittedEdits(plan.release, originals={k: v for k, v in journal.originals.items() if k in kept},
                          written={k: v for k, v in journal.written.items() if k in kept}).save(build_dir)
+        result.state = "uncommitted"
+    else:
+        result.state = "supported"
     result.tracking_issue = tracking_issue(plan, result)
-    # kept for `report unmaintained` (open sweep statuses are evidence); build/ is not versioned
-    atomic_write_text(saved, result.document().to_json())
+    # kept for `report unmaintained` and `sweep report` (open statuses are evidence); build/ is not versioned
+    atomic_write_text(saved, _saved_document(dist.distro, result).to_json())
     journal.delete(build_dir)
     return result
+
+
+def newly_admitted(before: Distribution, after: Distribution, names: list[str]) -> tuple[str, ...]:
+    """The supported releases that the edits of ``names`` admit and their pins left out before: what a late
+    admission tests them against (the release swept, and older ones of the same minor it now admits)."""
+    pytorch = before.config.pytorch.name
+    releases = list(before.config.pytorch.releases)
+    out: set[str] = set()
+    for name in names:
+        out |= own_admitted(after.recipes[name], pytorch, releases) - own_admitted(before.recipes[name], pytorch, releases)
+    return tuple(r for r in releases if r in out)
+
+
+def _saved_document(distro: DistroRepo, result: SweepResult) -> SweepDocument:
+    """What ``build/sweep/pytorch-VER.json`` keeps: a release day's report as printed; a late admission
+    merged into the release's saved report (each package's newest entry, its pull-request bodies, one
+    ``admissions`` entry per run), so that the file always says where every package of the release ended."""
+    doc = result.document()
+    if result.plan.mode == "release-day":
+        return doc
+    old = load_report(distro, result.plan.release)
+    if old is None:
+        return doc
+    entries = {p.name: p for p in old.packages}
+    entries.update({p.name: p for p in doc.packages})
+    old.packages = [entries[n] for n in [*(p.name for p in old.packages), *(p.name for p in doc.packages
+                                                                          if p.name not in {q.name for q in old.packages})]]
+    old.pull_requests = {**old.pull_requests, **doc.pull_requests}
+    old.admissions = [*old.admissions, {"packages": [p.name for p in doc.packages], "admitted": doc.admitted,
+                                        "commits": [c.model_dump(mode="json") for c in doc.commits],
+                                        "summary": doc.summary}]
+    old.state, old.waiting, old.next_command, old.next_steps = doc.state, doc.waiting, doc.next_command, doc.next_steps
+    old.admitted = [*old.admitted, *(n for n in doc.admitted if n not in old.admitted)]
+    old.ok = all(p.status not in FAILURES for p in old.packages)
+    old.summary = {st: n for st in STATUSES if (n := sum(p.status == st for p in old.packages))}
+    return old
 
 
 def _edited_distribution(dist: Distribution, distro_text: str, new_texts: dict[str, str]) -> Distribution:
@@ -215,7 +301,8 @@ def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporte
     graph = RecipeGraph.from_recipes(dist.recipes)
     folders = {rec.name: f for f, rec in dist.recipes.items()}
     planned = {d.name for d in plan.decisions}
-    solve = solve_distribution(dist, SolveOptions(pytorch=(options.release,)))
+    releases = plan.tested or (options.release,)
+    solve = solve_distribution(dist, SolveOptions(pytorch=releases))
     for r in solve.results:  # not solvable with the new release: pins that clash once it is admitted
         for name in r.conflicting:
             folder = folders.get(name, name)
@@ -226,24 +313,28 @@ def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporte
     if options.build:
         names = to_test(plan, graph, new_minor)
         if names:
-            run = run_build(dist, BuildOptions(names=tuple(names), pytorch=(options.release,), jobs=options.jobs,
+            run = run_build(dist, BuildOptions(names=tuple(names), pytorch=releases, jobs=options.jobs,
                                                sandbox=options.sandbox, lock_timeout=options.lock_timeout,
                                                holds_repository_lock=True), reporter)
-            _apply_results(plan, run.report, set(names), options.release, run.plan)
+            _apply_results(plan, run.report, set(names), releases, run.plan)
             mark_awaiting(plan, graph)
 
 
-def _apply_results(plan: SweepPlan, report: ExecutionResult | None, tested: set[str], release: str,
+def _apply_results(plan: SweepPlan, report: ExecutionResult | None, tested: set[str], releases: tuple[str, ...] | str,
                    build_plan: BuildPlan | None = None) -> None:
+    """The sweep's statuses from the build of the packages ``tested`` against ``releases`` (the release
+    swept; a late admission: every release its edits newly admit)."""
     if report is None:
         return
+    releases = (releases,) if isinstance(releases, str) else releases
+    release = releases[-1]
     # targets of the release the build could not test for a package (upstream lacks pytorch or a
     # lockstep build of them): a bump with no test of the release at all would be admitted untested
-    untestable = {p.name: [why for t, why in p.unavailable if t.pytorch == release]
+    untestable = {p.name: [why for t, why in p.unavailable if t.pytorch in releases]
                   for p in (build_plan.packages if build_plan is not None else ())}
     by_name: dict[str, list] = {}
     for t in report.tests:
-        if t.pytorch == release:
+        if t.pytorch in releases:
             by_name.setdefault(t.name, []).append(t)
     builds: dict[str, list] = {}
     for b in report.builds:
@@ -308,35 +399,15 @@ def _check_published(dist: Distribution, release: str) -> None:
 # reruns: a finished sweep, the edits of a sweep without --commit, a sweep killed while committing
 
 
-def _report_path(distro: DistroRepo, release: str) -> Path:
-    return distro.build_dir / "sweep" / f"pytorch-{release}.json"
-
-
-def _already_swept(distro: DistroRepo, release: str) -> SweepResult | None:
-    """A ``--commit`` sweep of ``release`` finished before (its branch is where its report says): the
-    report again, saying so, rather than a refusal because the branch exists."""
-    try:
-        doc = SweepDocument.model_validate_json(read_json_text(_report_path(distro, release), "sweep"))
-    except (OSError, ValueError):
-        return None
-    if not branch_is_at(distro.root, doc.branch, doc.commits[-1].sha if doc.commits else None):
-        return None
-    result = doc.result()
-    result.message = (f"pytorch {release} was swept already: branch {doc.branch} holds its {len(result.commits)} commit(s); "
-                      f"nothing to do (delete the sweep branches to sweep again)")
-    return result
-
-
-def _left_edits(distro: DistroRepo, release: str) -> UncommittedEdits | None:
-    """The edits an earlier sweep of ``release`` without --commit left, when they are still to be
-    committed (the checked-out commit does not list the release yet); a stale record is removed."""
+def _left_edits(distro: DistroRepo, release: str, state: ReleaseState) -> UncommittedEdits | None:
+    """The edits an earlier sweep of ``release`` without --commit left, when they are still to be committed
+    (:func:`~conda_distro.sweep.state.release_state` found the record live); a stale record is removed."""
+    if state.uncommitted is not None:
+        return state.uncommitted
     left = UncommittedEdits.load(distro.build_dir, release)
-    if left is None:
-        return None
-    if release in (committed_releases(distro) or []):  # committed some other way since
+    if left is not None:  # committed some other way since, or discarded
         left.delete(distro.build_dir)
-        return None
-    return left
+    return None
 
 
 def _commit_left_edits(dist: Distribution, options: SweepOptions, left: UncommittedEdits) -> SweepResult:
@@ -347,20 +418,29 @@ def _commit_left_edits(dist: Distribution, options: SweepOptions, left: Uncommit
         raise GitError(f"{', '.join(changed)} changed after the sweep of pytorch {left.release} edited it",
                        field="--commit", hint="commit the edits yourself, or discard them "
                                               "(git checkout -- distro.yaml recipes) and sweep again with --commit")
-    saved = _report_path(dist.distro, left.release)
+    saved = report_path(dist.distro, left.release)
     try:
-        result = SweepDocument.model_validate_json(read_json_text(saved, "sweep")).result()
+        doc = SweepDocument.model_validate_json(read_json_text(saved, "sweep"))
     except (OSError, ValueError) as exc:
         raise DistroError(f"the report of the earlier sweep cannot be read: {exc}", path=saved,
                           hint="discard the edits (git checkout -- distro.yaml recipes) and sweep again with --commit") from None
+    result = doc.result()
     result.plan.noop = False
-    repo = open_for_commit(dist.root, left.release, dirty_ok=True)
+    release_day = result.plan.mode == "release-day"
+    if not release_day:  # the merged report: commit the packages whose edits are in the work tree
+        edited = {Path(rel).parent.name for rel in left.written}
+        result.plan.decisions = [d for d in result.plan.decisions if d.name in edited]
+        result.pr_bodies = {n: pr for n, pr in result.pr_bodies.items() if n in edited}
+    bumped = [d.name for d in result.plan.decisions if d.status == "bumped"]
+    repo = open_for_commit(dist.root, left.release, dirty_ok=True, packages=None if release_day else bumped)
     journal = SweepJournal(left.release, commit=True, originals=left.originals, written=left.written)
     commit_sweep(repo, dist.distro, {n: r.path for n, r in dist.recipes.items()}, result.plan, options, result, journal)
     result.tracking_issue = tracking_issue(result.plan, result)
-    result.message = (f"committed the edits of the earlier sweep of pytorch {left.release}: branch {result.branch}, "
+    where = f"branch {result.branch}" if result.branch else f"{len(result.pr_bodies)} package branch(es)"
+    result.message = (f"committed the edits of the earlier sweep of pytorch {left.release}: {where}, "
                       f"{len(result.commits)} commit(s); back on {result.start}")
-    atomic_write_text(saved, result.document().to_json())
+    result.state = "committed" if release_day else "supported"
+    atomic_write_text(saved, _saved_document(dist.distro, result).to_json())
     journal.delete(dist.distro.build_dir)
     left.delete(dist.distro.build_dir)
     return result
@@ -383,9 +463,10 @@ def _finish_commits(distro: DistroRepo, journal: SweepJournal) -> SweepResult:
     result = SweepDocument.model_validate(journal.result).result()
     result.branch, result.start = journal.branch, journal.start
     finish_commits(repo, root, result, journal)
+    where = f"branch {journal.branch}" if journal.branch else f"{len(result.pr_bodies)} package branch(es)"
     result.message = (f"finished the commits of the interrupted sweep of pytorch {journal.release}: "
-                      f"branch {journal.branch}, {len(result.commits)} commit(s)"
-                      + (f"; back on {result.start}" if result.start else ""))
-    atomic_write_text(_report_path(distro, journal.release), result.document().to_json())
+                      f"{where}, {len(result.commits)} commit(s)" + (f"; back on {result.start}" if result.start else ""))
+    result.state = "committed" if result.plan.mode == "release-day" else "supported"
+    atomic_write_text(report_path(distro, journal.release), _saved_document(distro, result).to_json())
     journal.delete(distro.build_dir)
     return result
