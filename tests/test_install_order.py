@@ -148,9 +148,8 @@ def test_the_gate_retests_against_the_build_the_solver_installs(tmp_path):
                ArtifactResults(**{**passed(ak, {"tensorkit": tk12}).model_dump(),
                                   "tests": [*passed(ak, {"tensorkit": tk12}).tests,
                                             *passed(ak, {"tensorkit": retested_with}).tests]})]
-        files = [*staging.values(), *main.values()]
         return plan_gate(PlanInputs(staging, main, {r.artifact: r for r in res}, {},
-                                    TestMatrix("pytorch", RELEASES, ("cpu", "cuda")))), files
+                                    TestMatrix("pytorch", RELEASES, ("cpu", "cuda"))))
 
     # re-tested with the build the solver installs: the gate accepts it and promotes both builds
     p = plan(ha)
