@@ -39,7 +39,7 @@ from conda_distro.errors import ChannelError, ExitCode, LedgerError, UsageError
 from conda_distro.excuses import EXCUSES_FILE, Excuses, ExcusesOptions, excuses_of, write_excuses
 from conda_distro.fsutil import check_writable
 from conda_distro.hints import load_hints
-from conda_distro.holds import Held, HoldReason
+from conda_distro.holds import Held, HoldClass, HoldReason
 from conda_distro.installability import Installability, InstallabilityResult
 from conda_distro.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence, utcnow
 from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, Deadline, repository_lock, staging_folder, staging_lock
@@ -50,6 +50,7 @@ from conda_distro.revdeps import Retest, RevdepInputs, Verdict, ident
 from conda_distro.revdeps import check as check_revdeps
 from conda_distro.safetext import shown
 from conda_distro.specs import admits
+from conda_distro.staleness import Stale, StalenessInputs, recipe_outputs, stale_builds
 
 # ---------------------------------------------------------------------------------------------
 # the test matrix
@@ -135,6 +136,8 @@ class PlanInputs:
     #: package name -> the recipe that owns it (conda_distro.owners), None for a name several recipes
     #: declare and none owns; None: ownership is not checked (a plan made without a checkout)
     owners: Mapping[str, Owner | None] | None = None
+    #: staging builds that can never be promoted from this checkout (conda_distro.staleness)
+    stale: Mapping[str, Stale] = field(default_factory=dict)
 
 
 @dataclass
@@ -179,13 +182,18 @@ class PromotionPlan:
                   + (f"  forced by {self.forced[f.artifact]}" if f.artifact in self.forced else "")
                   for f in self.promote]
         lines += [f"  together: {', '.join(s)}" for s in self.sets]
-        for h in sorted(self.held, key=lambda h: (not h.reason.is_failure, h.artifact)):
-            lines.append(f"  {'held' if h.reason.is_failure else 'skip'}     {h.artifact}  {h.reason.value}: "
+        word = {HoldClass.STALE: "stale", HoldClass.DONE: "skip"}
+        for h in sorted(self.held, key=lambda h: (not h.reason.is_failure, h.hold_class is HoldClass.DONE, h.artifact)):
+            lines.append(f"  {word.get(h.hold_class, 'held'):8} {h.artifact}  {h.reason.value}: "
                          f"{shown(h.detail, 'text', width=600)}")
+            if h.hold_class is not HoldClass.DONE:
+                lines.append(f"           what to do: {h.what_to_do}")
         lines += [f"  untested {a}  (no test results; run `conda-distro build`)" for a in self.untracked]
         failures = sum(h.reason.is_failure for h in self.held)
+        stale = sum(h.hold_class is HoldClass.STALE for h in self.held)
         lines.append(f"{len(self.promote)} {'promoted' if done else 'to promote'}, {failures} held, "
-                     f"{len(self.held) - failures} already done")
+                     + (f"{stale} stale (never promotable: `conda-distro prune` removes them), " if stale else "")
+                     + f"{len(self.held) - failures - stale} already done")
         return lines
 
 
@@ -198,6 +206,11 @@ def _gate_main(f: ChannelFile, main: Mapping[str, ChannelFile]) -> Held | None:
     return Held(f, HoldReason.SHA256_MISMATCH,
                 f"main already has {f.filename} with sha256 {there.sha256[:12]}…, staging has {f.sha256[:12]}…; "
                 "files are never overwritten: bump the build number")
+
+
+def _gate_stale(f: ChannelFile, stale: Mapping[str, Stale]) -> Held | None:
+    s = stale.get(f.artifact)
+    return Held(f, s.reason, s.detail) if s is not None else None
 
 
 def _gate_retired(f: ChannelFile, retired: Mapping[str, Retirement]) -> Held | None:
@@ -246,8 +259,9 @@ def _gate_provenance(f: ChannelFile, res: ArtifactResults, recipes: Mapping[str,
             other[r].append(pair)
     if other:
         what = "; ".join(f"{r} against {_pairs(p)}" for r, p in sorted(other.items()))
-        return Held(f, HoldReason.NOT_FROM_THIS_CHECKOUT,
-                    f"tested with other recipes than this checkout's: {what}" + rebuild.replace("build and test", "re-test"))
+        return Held(f, HoldReason.TESTED_WITH_OTHER_RECIPES,
+                    f"tested with other recipes than this checkout's: {what}" + rebuild.replace("build and test", "re-test"),
+                    advice=f"`conda-distro build {f.name}` re-tests it with this checkout's recipes")
     return None
 
 
@@ -437,9 +451,13 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     for art, f in sorted(inputs.staging.items()):
         res = inputs.results.get(art)
         if res is None:
-            plan.untracked.append(art)
+            stale = _gate_stale(f, inputs.stale) if art not in inputs.main else None
+            if stale is not None:
+                plan.held.append(stale)
+            else:
+                plan.untracked.append(art)
             continue
-        held = (_gate_main(f, inputs.main) or _gate_retired(f, inputs.retired)
+        held = (_gate_main(f, inputs.main) or _gate_retired(f, inputs.retired) or _gate_stale(f, inputs.stale)
                 or _gate_sealed(f, res, (inputs.on_disk or {}).get(art))
                 or _gate_provenance(f, res, inputs.recipes) or _gate_owner(f, res, inputs.owners)
                 or _gate_hint_block(f, inputs))
@@ -603,10 +621,13 @@ class PromotionContext:
         files = [*staging.values(), *main.values()]
         matrix = TestMatrix.from_config(self.distro.config, self.available,
                                         lockstep_of_files(files, self.distro.config.pytorch.lockstep))
+        retired = self.ledger.retired_artifacts(states)
+        recipes = self._recipes(staging, main, results)
         return PlanInputs(
-            staging=staging, main=main, results=results,
-            retired=self.ledger.retired_artifacts(states), matrix=matrix,
-            on_disk=self._on_disk(staging, main, results), recipes=self._recipes(staging, main, results),
+            staging=staging, main=main, results=results, retired=retired, matrix=matrix,
+            on_disk=self._on_disk(staging, main, results), recipes=recipes,
+            stale=stale_builds(StalenessInputs(staging, main, results, recipes, recipe_outputs(self.dist.recipes.values()),
+                                               frozenset(retired))),
             evidence={a.artifact: {(t.release, t.variant): t.status for t in a.tests}
                       for st in states.values() for a in st.artifacts},
             hints=load_hints(self.distro.root), today=self.today, owners=registry_of(self.dist, states).verdicts(),
