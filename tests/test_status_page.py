@@ -197,10 +197,14 @@ def test_writes_index_and_stylesheet(tmp_path, capsys):
     assert cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", AS_OF.isoformat(),
                      "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc == {"ok": True, "written": [str(out / "index.html"), str(out / "style.css")]}
+    assert {k: v for k, v in doc.items() if k != "progress"} == \
+        {"ok": True, "written": [str(out / "index.html"), str(out / "style.css")]}
+    assert [p["release"] for p in doc["progress"]] == ["2.4.1", "2.5.1", "2.6.0"]
     assert sorted(p.name for p in out.iterdir()) == ["index.html", "style.css"]
     assert cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", AS_OF.isoformat()]) == 0
-    assert capsys.readouterr().out == f"wrote {out / 'index.html'}\nwrote {out / 'style.css'}\n"
+    text = capsys.readouterr().out
+    assert text.startswith(f"wrote {out / 'index.html'}\nwrote {out / 'style.css'}\n")
+    assert "2.6.0: 3 of 6 packages of the distribution admit and pass: active (pins exclude it);" in text
 
 
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys):
@@ -381,9 +385,18 @@ def test_per_release_progress(busy_dom):
     assert res.returncode == 0, res.stderr[-2000:]
     page = Page(res.stdout)
     got = {r: (a["data-pass"], a["data-total"], a["data-in-main"]) for r, a in page.progress.items()}
-    assert got == {"2.4.1": ("5", "8", "4"), "2.5.1": ("5", "7", "4"), "2.6.0": ("3", "5", "3")}
-    for text in ("2.4.1: 5/8 pass", "2.5.1: 5/7 pass", "2.6.0: 3/5 pass"):
+    # every package of the distribution counts, those whose pins exclude the release too (never "3/5 pass"
+    # while 3 packages cannot be installed with the release), and each one lagging is named with why
+    assert got == {"2.4.1": ("5", "8", "4"), "2.5.1": ("5", "8", "4"), "2.6.0": ("3", "8", "3")}
+    for text in ("2.4.1: 5 of 8 packages of the distribution admit and pass",
+                 "2.5.1: 5 of 8 packages of the distribution admit and pass",
+                 "2.6.0: 3 of 8 packages of the distribution admit and pass"):
         assert text in res.stdout
+    lags = re.findall(r'<span class="lag" data-package="([\w-]+)" data-why="([^"]+)">', res.stdout)
+    assert lags == [("addon", "blocked"), ("broken", "failing"), ("failing", "failing"),  # 2.4.1
+                    ("active", "not tested yet"), ("broken", "failing"), ("stale", "pins exclude it"),  # 2.5.1
+                    ("active", "pins exclude it"), ("broken", "failing"), ("fresh", "pins exclude it"),  # 2.6.0
+                    ("hooky", "failing"), ("stale", "pins exclude it")]
 
 
 def test_excuses_grouped_by_what_blocks_them(busy_dom):
