@@ -1,0 +1,198 @@
+"""Staging's life cycle: `prune` removes the builds that can never be promoted, promote's exit code and the
+status page reflect only holds a person can act on, and the three agree on every package.
+
+The end-to-end test plays a few days of ordinary use on the sandbox world (real builds, real solves):
+recipes removed, a build number bumped, a sweep-like try reverted; the plan tests pin the rules.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+
+import git
+import pytest
+from helpers import run_cli_at, run_json_at
+
+from conda_distro.channels import ChannelFile
+from conda_distro.holds import HoldClass, HoldReason
+from conda_distro.promote import PlanInputs, TestMatrix, plan_gate
+from conda_distro.prune import plan_prune
+from conda_distro.results import ArtifactResults
+from conda_distro.results import TestRecord as Run
+from conda_distro.staleness import RecipeOutput, StalenessInputs, stale_builds
+
+STAGING = Path("build/channels/staging")
+RESULTS = Path("build/results")
+PAIRS = [("2.5.1", "cpu"), ("2.5.1", "cuda")]
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+HERE = {"recipes/foo": "a" * 64, "recipes/bar": "b" * 64, "recipes/baz": "c" * 64}
+
+
+def cf(name, version="1.0", bn=0, sha="1", depends=("pytorch >=2.5,<2.6",)) -> ChannelFile:
+    return ChannelFile("noarch", f"{name}-{version}-h0_{bn}.conda", name, version, f"h0_{bn}", bn, sha * 64,
+                       tuple(depends))
+
+
+def res(f: ChannelFile, recipe_hash: str | None, status="passed", against=None) -> ArtifactResults:
+    recipe = f"recipes/{f.name}"
+    recipes = {recipe: recipe_hash} if recipe_hash else {}
+    return ArtifactResults(artifact=f.artifact, name=f.name, version=f.version, sha256=f.sha256, depends=list(f.depends),
+                           recipe=recipe if recipe_hash else None, recipe_hash=recipe_hash,
+                           tests=[Run(name=f.name, artifact=f.artifact, pytorch=r, variant=v, status=status, date=T0,
+                                      recipes=recipes, against=against or {}, log=f"/nowhere/{f.name}-{r}-{v}.log")
+                                  for r, v in PAIRS])
+
+
+def inputs(staging, main, results, outputs, retired=frozenset()):
+    st = {f.artifact: f for f in staging}
+    mn = {f.artifact: f for f in main}
+    rs = {r.artifact: r for r in results}
+    stale = stale_builds(StalenessInputs(st, mn, rs, HERE, outputs, retired))
+    return PlanInputs(st, mn, rs, {}, TestMatrix("pytorch", ("2.5.1",), ("cpu", "cuda")), recipes=HERE, stale=stale)
+
+
+def test_staleness_superseded_reverted_other_recipes_and_untested():
+    outputs = {"foo": RecipeOutput("recipes/foo", "1.1", 0), "bar": RecipeOutput("recipes/bar", "2.0", 0),
+               "baz": RecipeOutput("recipes/baz", "3.0", 1)}
+    foo10, foo11 = cf("foo", "1.0"), cf("foo", "1.1", sha="2")  # 1.0 built before the bump: superseded
+    bar_try = cf("bar", "2.0", bn=1, sha="3")  # a sweep's try, put back: the recipe says build number 0
+    bar_pr = cf("bar", "2.1", sha="4")  # a PR branch built here
+    baz_lost = cf("baz", "3.0", bn=0, sha="5")  # no results, not what the recipe makes (build number 1)
+    baz_new = cf("baz", "3.0", bn=1, sha="6")  # no results, what the recipe makes: `build` tests it
+    plan_in = inputs([foo10, foo11, bar_try, bar_pr, baz_lost, baz_new],
+                     [], [res(foo10, "0" * 64), res(foo11, "a" * 64), res(bar_try, "9" * 64), res(bar_pr, "8" * 64)],
+                     outputs)
+    assert {a.split("/")[1]: s.reason.value for a, s in plan_in.stale.items()} == {
+        "foo-1.0-h0_0.conda": "superseded", "bar-2.0-h0_1.conda": "reverted",
+        "bar-2.1-h0_0.conda": "not-from-this-checkout", "baz-3.0-h0_0.conda": "not-from-this-checkout"}
+    gate = plan_gate(plan_in)
+    # stale builds are held with their reason, class stale, advice prune; they alone do not make it exit 1
+    assert [f.artifact for f in gate.promote] == [foo11.artifact]
+    held = {h.artifact: h for h in gate.held}
+    assert {h.hold_class for h in held.values()} == {HoldClass.STALE}
+    assert all("conda-distro prune" in h.what_to_do for h in held.values())
+    assert gate.untracked == [baz_new.artifact] and gate.exit_code == 0
+    # prune removes exactly them (and their results), keeps the candidate and the untested build
+    p = plan_prune(plan_in, gate)
+    assert {i.artifact: i.reason for i in p.removed} == {a: s.reason.value for a, s in plan_in.stale.items()}
+    assert sorted(p.results) == sorted([foo10.artifact, bar_try.artifact, bar_pr.artifact])
+    assert {i.artifact: i.reason for i in p.kept} == {foo11.artifact: "candidate", baz_new.artifact: "untested"}
+
+
+def test_prune_keeps_what_a_candidate_needs_and_what_main_holds():
+    outputs = {"foo": RecipeOutput("recipes/foo", "2.0", 0), "bar": RecipeOutput("recipes/bar", "1.0", 0)}
+    foo1, foo2 = cf("foo", "1.0"), cf("foo", "2.0", sha="2")
+    bar = cf("bar", "1.0", sha="3", depends=("pytorch >=2.5,<2.6", "foo >=1,<2"))  # needs the old foo
+    in_main = cf("baz", "1.0", sha="4")
+    orphan = cf("gone", "1.0", sha="5")
+    plan_in = inputs([foo1, foo2, bar, in_main], [in_main],
+                     [res(foo1, "0" * 64), res(foo2, "a" * 64), res(bar, "b" * 64, against={"foo": "foo-1.0-h0_0"}),
+                      res(orphan, "0" * 64)], outputs)
+    assert set(plan_in.stale) == {foo1.artifact}  # superseded by foo 2.0 ...
+    p = plan_prune(plan_in, plan_gate(plan_in))
+    kept = {i.artifact: i for i in p.kept}
+    assert kept[foo1.artifact].reason == "needed" and "bar-1.0-h0_0.conda needs 'foo >=1,<2'" in kept[foo1.artifact].detail
+    assert kept[in_main.artifact].reason == "in-main"
+    assert [i.artifact for i in p.removed] == [orphan.artifact] and p.results == [orphan.artifact]
+    assert not p.remove  # ... but bar needs it: kept
+
+
+def test_every_hold_reason_has_a_class_and_advice():
+    for reason in HoldReason:
+        assert isinstance(reason.hold_class, HoldClass)
+        from conda_distro.holds import default_advice
+
+        assert default_advice(reason, "foo", ("bar",)).strip()
+    counted = {r for r in HoldReason if r.is_failure}
+    assert HoldReason.SUPERSEDED not in counted and HoldReason.NOT_FROM_THIS_CHECKOUT not in counted
+    assert {HoldReason.TEST_FAILED, HoldReason.WAITING, HoldReason.BLOCKED_BY_HINT} <= counted
+
+
+# ---------------------------------------------------------------------------------------------
+# end to end on the sandbox world
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1))
+
+
+def staged(world: Path) -> set[str]:
+    out = set()
+    for rd in (world / STAGING).glob("*/repodata.json"):
+        doc = json.loads(rd.read_text())
+        for key in ("packages", "packages.conda"):
+            out |= {f"{rd.parent.name}/{fn}" for fn in doc.get(key) or {}}
+    return out
+
+
+@pytest.mark.slow
+def test_days_of_ordinary_use_then_prune_and_promote_exits_0(built_world: Path, capsys, tmp_path):
+    world = built_world
+    repo = git.Repo(world)
+    # day 1: the packages whose tests fail on purpose are dropped from the distribution (recipes removed)
+    repo.git.rm("-r", "-q", "recipes/fastquant", "recipes/quantserve", "recipes/hookprofiler")
+    repo.index.commit("Drop fastquant, quantserve and hookprofiler")
+    # day 2: trainloop's build number is bumped and rebuilt: its first build is superseded
+    edit(world / "recipes/trainloop/recipe.yaml", "number: 0", "number: 1")
+    repo.git.add("-A")
+    repo.index.commit("trainloop: rebuild")
+    # day 3: a try of textmetrics (a sweep-like pin and build number bump) is built, then put back
+    edit(world / "recipes/textmetrics/recipe.yaml", "number: 0", "number: 1")
+    code, _ = run_json_at(capsys, world, "build", "textmetrics", "trainloop")
+    assert code == 0
+    repo.git.checkout("--", "recipes/textmetrics")
+    before = staged(world)
+    by_name = {a.split("/")[1].rsplit("-", 2)[0]: a for a in before}
+    tried = next(a for a in before if a.split("/")[1].startswith("textmetrics-") and a.endswith("_1.conda"))
+    trainloop_old = next(a for a in before if a.split("/")[1].startswith("trainloop-") and a.endswith("_0.conda"))
+
+    # the gate, the excuses and the status page agree: those builds are stale, and hold nothing
+    code, plan = run_json_at(capsys, world, "promote", "--dry-run")
+    held = {h["artifact"]: h for h in plan["held"]}
+    stale = {a: h["reason"] for a, h in held.items() if h["class"] == "stale"}
+    assert stale == {by_name["fastquant"]: "not-from-this-checkout", by_name["quantserve"]: "not-from-this-checkout",
+                     by_name["hookprofiler"]: "not-from-this-checkout", trainloop_old: "superseded",
+                     tried: "reverted"}, held
+    assert all("conda-distro prune" in h["advice"] for a, h in held.items() if a in stale)
+    assert code == 0 and plan["ok"], [h for h in plan["held"] if h["class"] != "stale"]
+    code, ex = run_json_at(capsys, world, "excuses")
+    assert code == 0 and {b["artifact"] for b in ex["stale"]} == set(stale)
+    assert not {c["name"] for c in ex["candidates"]} & {"fastquant", "quantserve", "hookprofiler"}
+    site = tmp_path / "site"
+    assert run_cli_at(capsys, world, "status", "--out", str(site))[0] == 0
+    html = (site / "index.html").read_text()
+    for name in ("fastquant", "quantserve", "hookprofiler"):
+        row = re.search(rf'<tr data-package="{name}" data-source="staging"[^>]*>.*?</tr>', html, re.S)
+        assert row is None or "awaiting promotion" not in row.group(0)
+    assert all(f'data-artifact="{a}"' in html for a in stale)  # listed apart as stale
+
+    # prune --dry-run changes nothing; prune removes exactly the stale builds with their results and logs
+    results_before = sorted(p.name for p in (world / RESULTS).glob("*.json"))
+    code, dry = run_json_at(capsys, world, "prune", "--dry-run")
+    assert code == 0 and {i["artifact"] for i in dry["removed"]} == set(stale)
+    assert staged(world) == before and sorted(p.name for p in (world / RESULTS).glob("*.json")) == results_before
+    logs = [Path(t.log) for r in (world / RESULTS).glob("*.json") for t in
+            ArtifactResults.model_validate_json(r.read_text()).tests
+            if t.log and ArtifactResults.model_validate_json(r.read_text()).artifact in stale]
+    assert logs and all(p.is_file() for p in logs)
+    code, done = run_json_at(capsys, world, "prune")
+    assert code == 0 and {i["reason"] for i in done["removed"]} == {"not-from-this-checkout", "superseded", "reverted"}
+    assert staged(world) == before - set(stale)
+    assert not any((world / STAGING / a).exists() for a in stale)
+    assert not any((world / RESULTS / (a.replace("/", "__") + ".json")).exists() for a in stale)
+    assert not any(p.exists() for p in logs) and done["logs_removed"] >= len(set(logs))
+    assert not (world / "build" / "prune.journal.json").exists()
+    kept = {i["artifact"]: i for i in done["kept"]}
+    assert set(kept) == staged(world) and {i["reason"] for i in kept.values()} <= {"candidate", "in-main", "needed"}
+    # a second run has nothing to do (it converges)
+    code, again = run_json_at(capsys, world, "prune")
+    assert code == 0 and again["removed"] == []
+    # promote takes everything that is left and exits 0
+    code, out = run_json_at(capsys, world, "promote")
+    assert code == 0 and not [h for h in out["held"] if h["class"] != "done"]
+    assert {a["artifact"] for a in out["promoted"]} == staged(world)
