@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.errors import UsageError
 from conda_distro.fsutil import atomic_write_text
-from conda_distro.holds import PRUNE_ADVICE, HoldClass, Held, HoldReason
+from conda_distro.holds import PRUNE_ADVICE, Held, HoldClass, HoldReason
 from conda_distro.jsonio import read_json
 from conda_distro.safetext import shown
 from conda_distro.validation import to_error
@@ -56,7 +56,7 @@ def verdict_of(reason: HoldReason | None) -> Verdict:
     if reason is None:
         return "promote"
     verdict = reason.hold_class.verdict
-    return verdict if verdict in VERDICTS else "held-permanently"  # type: ignore[return-value]
+    return verdict if verdict in VERDICTS else "held-permanently"
 
 
 class _Model(BaseModel):

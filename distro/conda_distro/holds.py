@@ -92,8 +92,8 @@ def default_advice(reason: HoldReason, name: str, blocked_by: tuple[str, ...] = 
                                f"{' '.join(sorted({name, *others.split()}))}`; or a `force-badtest` hint for the dependent",
         HoldReason.UNINSTALLABLE: f"change the pins of {name} so that {others or 'main'} stays installable, then "
                                   f"`conda-distro build {name}`",
-        HoldReason.DEPENDENCY_NOT_IN_MAIN: f"its dependency is held: follow that hold's advice (`conda-distro excuses`), "
-                                           f"then `conda-distro promote` takes both",
+        HoldReason.DEPENDENCY_NOT_IN_MAIN: "its dependency is held: follow that hold's advice (`conda-distro excuses`), "
+                                           "then `conda-distro promote` takes both",
         HoldReason.BLOCKED_BY_HINT: f"remove the block hint on {name} from hints.yaml (or add an `unblock` hint)",
         HoldReason.SHA256_MISMATCH: f"bump build.number in recipes/{name}/recipe.yaml, then `conda-distro build {name}`",
         HoldReason.NOT_OWNER: f"build {name} from the recipe that owns the name, or change package_owners.yaml",

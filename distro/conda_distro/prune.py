@@ -32,7 +32,7 @@ from typing import Any
 
 from conda_distro.channels import ChannelFile, Progress, crash_point, no_progress
 from conda_distro.channels.depends import parse_dep, satisfies, subdir_compatible
-from conda_distro.channels.local import LocalChannel, sha256_of
+from conda_distro.channels.local import LocalChannel
 from conda_distro.config import DistroRepo
 from conda_distro.distribution import open_distro
 from conda_distro.errors import ExitCode, UsageError
@@ -193,7 +193,7 @@ class _Journal:
     @classmethod
     def read(cls, path: Path) -> _Journal | None:
         try:
-            data = read_json(path, "journal", error=UsageError, hint=_JOURNAL_HINT)
+            data = read_json(path, "prune", error=UsageError, hint=_JOURNAL_HINT)
         except FileNotFoundError:
             return None
         try:

@@ -3,8 +3,8 @@
 Debian's britney2 migrates a package to testing only when the autopkgtests of its reverse dependencies
 pass against it; we do the same per supported release × variant. After promotion, an end user's
 environment holds, for each distribution package, the file of main ∪ candidates that admits the
-release and that the solver tries first (:mod:`conda_distro.channels.order`). So for every package whose environment would change, its tests must
-have run in exactly that environment:
+release and that the solver tries first (:mod:`conda_distro.channels.order`). So for every package whose
+environment would change, its tests must have run in exactly that environment:
 
 * a **dependent in main** (the newest version of its name, not replaced by a candidate of the same name)
   whose dependencies include a candidate: its main artifact re-tested with the candidate(s) —

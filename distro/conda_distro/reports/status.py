@@ -558,7 +558,7 @@ def untestable_of(dist: Distribution) -> Untestable | None:
         return {d for n in names if n in by_name for d in by_name[n].dep_names("host", "run") if d in lockstep}
 
     def why(name: str, release: str, variant: str) -> str | None:
-        return available.why_not(Target(release, variant), needs(name))
+        return available.why_not(Target(release, "cuda" if variant == "cuda" else "cpu"), needs(name))
 
     return why
 
