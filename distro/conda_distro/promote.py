@@ -375,9 +375,16 @@ def _resolve_dependencies(candidates: Sequence[ChannelFile], main: Mapping[str, 
 
 def _dependency_held(state: _DepState, held_by_name: Mapping[str, list[Held]]) -> Held:
     dep = state.unmet[min(state.unmet)]
+    holds = [h for h in held_by_name.get(dep.name, ()) if satisfies(dep, h.file)]
     why = [f"{h.artifact} is held ({h.reason.value})" for h in held_by_name.get(dep.name, ())]
     detail = f"needs '{dep.text}': no matching file in main or promotable in this run"
-    return Held(state.file, HoldReason.DEPENDENCY_NOT_IN_MAIN, detail + (f" ({'; '.join(why)})" if why else ""))
+    live = [h for h in holds if h.hold_class is not HoldClass.STALE]
+    if live:  # the dependency's own hold is what to act on
+        advice = f"{dep.name} is held ({live[0].reason.value}): {live[0].what_to_do}; then `conda-distro promote` takes both"
+    else:  # nothing of this checkout meets it: build it from this checkout (a stale build never goes)
+        advice = f"`conda-distro build {dep.name}` builds it from this checkout (and re-tests {state.file.name} with it)"
+    return Held(state.file, HoldReason.DEPENDENCY_NOT_IN_MAIN, detail + (f" ({'; '.join(why)})" if why else ""),
+                advice=advice)
 
 
 _VERDICT_ORDER = (Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR, Verdict.MISSING)
@@ -451,13 +458,13 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     for art, f in sorted(inputs.staging.items()):
         res = inputs.results.get(art)
         if res is None:
-            stale = _gate_stale(f, inputs.stale) if art not in inputs.main else None
+            stale = _gate_stale(f, inputs.stale)
             if stale is not None:
                 plan.held.append(stale)
             else:
                 plan.untracked.append(art)
             continue
-        held = (_gate_main(f, inputs.main) or _gate_retired(f, inputs.retired) or _gate_stale(f, inputs.stale)
+        held = (_gate_stale(f, inputs.stale) or _gate_main(f, inputs.main) or _gate_retired(f, inputs.retired)
                 or _gate_sealed(f, res, (inputs.on_disk or {}).get(art))
                 or _gate_provenance(f, res, inputs.recipes) or _gate_owner(f, res, inputs.owners)
                 or _gate_hint_block(f, inputs))

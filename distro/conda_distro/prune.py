@@ -42,6 +42,7 @@ from conda_distro.jsonio import read_json
 from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock, staging_folder, staging_lock
 from conda_distro.promote import PlanInputs, PromotionContext, PromotionPlan
 from conda_distro.results import ArtifactResults, ResultsStore
+from conda_distro.staleness import in_main
 
 JOURNAL = "prune.journal.json"  # under build/
 _JOURNAL_HINT = "delete it: the next `conda-distro prune` plans again from staging as it is"
@@ -144,12 +145,12 @@ def plan_prune(inputs: PlanInputs, gate: PromotionPlan, staging_ref: str = "stag
     plan = PrunePlan(staging_ref)
     held = {h.artifact: h for h in gate.held}
     promoted = {f.artifact for f in gate.promote}
-    stale = {a: inputs.staging[a] for a in inputs.stale if a in inputs.staging and a not in inputs.main}
-    live = [f for a, f in sorted(inputs.staging.items()) if a not in stale and a not in inputs.main]
+    stale = {a: inputs.staging[a] for a in inputs.stale if a in inputs.staging}
+    live = [f for a, f in sorted(inputs.staging.items()) if a not in stale and not in_main(f, inputs.main)]
     names = {f.name for f in (*inputs.staging.values(), *inputs.main.values())}
     needed = _needed(live, inputs.main, stale, names)
     for art, f in sorted(inputs.staging.items()):
-        if art in inputs.main:
+        if in_main(f, inputs.main):
             plan.kept.append(PruneItem(art, "in-main", "in main (builds and tests read it from staging)"))
         elif art in needed:
             plan.kept.append(PruneItem(art, "needed", needed[art]))

@@ -73,21 +73,29 @@ def of_this_checkout(res: ArtifactResults | None, recipes: Mapping[str, str | No
     return bool(res is not None and res.recipe and res.recipe_hash and recipes.get(res.recipe) == res.recipe_hash)
 
 
+def in_main(f: ChannelFile, main: Mapping[str, ChannelFile]) -> bool:
+    """The very file (same name, same sha256) is in main. A file of main's name with other bytes is not:
+    it can never be promoted either (a file name never means two contents), and is judged like any other."""
+    there = main.get(f.artifact)
+    return there is not None and there.sha256 == f.sha256
+
+
 def _rank(f: ChannelFile) -> tuple[Version, int]:
     return Version(f.version), f.build_number
 
 
 def stale_builds(inputs: StalenessInputs) -> dict[str, Stale]:
-    """artifact -> why it is stale, for every stale build in staging that is not in main."""
+    """artifact -> why it is stale, for every stale build in staging that is not in main (a staging file
+    with the name of one in main but other bytes included: once superseded, it is stale)."""
     ours: dict[str, list[ChannelFile]] = {}  # name -> builds of this checkout (staging) and main's files
     for art, f in inputs.staging.items():
-        if art not in inputs.main and of_this_checkout(inputs.results.get(art), inputs.recipes):
+        if not in_main(f, inputs.main) and of_this_checkout(inputs.results.get(art), inputs.recipes):
             ours.setdefault(f.name, []).append(f)
     for f in inputs.main.values():
         ours.setdefault(f.name, []).append(f)
     out: dict[str, Stale] = {}
     for art, f in sorted(inputs.staging.items()):
-        if art in inputs.main:
+        if in_main(f, inputs.main):
             continue
         why = _why(f, inputs, ours.get(f.name, ()))
         if why is not None:
@@ -95,14 +103,19 @@ def stale_builds(inputs: StalenessInputs) -> dict[str, Stale]:
     return out
 
 
+def _superseded(g: ChannelFile, inputs: StalenessInputs) -> str:
+    where = "main" if g.artifact in inputs.main else "staging, built from this checkout"
+    return f"{g.filename} ({g.version}, build number {g.build_number}) is newer and in {where}"
+
+
 def _why(f: ChannelFile, inputs: StalenessInputs, ours: Any) -> tuple[HoldReason, str] | None:
     if f.artifact in inputs.retired:
         return HoldReason.RETIRED, "main's ledger retired this file"
     newer = [g for g in ours if ("noarch" in (f.subdir, g.subdir) or g.subdir == f.subdir) and _rank(g) > _rank(f)]
+    if f.artifact in inputs.main:  # main has this name with other bytes: only a newer build makes it stale
+        return (HoldReason.SUPERSEDED, _superseded(max(newer, key=_rank), inputs)) if newer else None
     if newer:
-        g = max(newer, key=_rank)
-        where = "main" if g.artifact in inputs.main else "staging, built from this checkout"
-        return HoldReason.SUPERSEDED, f"{g.filename} ({g.version}, build number {g.build_number}) is newer and in {where}"
+        return HoldReason.SUPERSEDED, _superseded(max(newer, key=_rank), inputs)
     res = inputs.results.get(f.artifact)
     out = inputs.outputs.get(f.name)
     if res is None:
@@ -139,4 +152,4 @@ def recipe_outputs(recipes: Iterable[Any]) -> dict[str, RecipeOutput]:
     return out
 
 
-__all__ = ["RecipeOutput", "Stale", "StalenessInputs", "of_this_checkout", "recipe_outputs", "stale_builds"]
+__all__ = ["RecipeOutput", "Stale", "StalenessInputs", "in_main", "of_this_checkout", "recipe_outputs", "stale_builds"]
