@@ -547,3 +547,42 @@ def test_a_staged_infrastructure_error_reads_not_tested(tmp_path):
     page = Page(written[0].read_text())
     assert page.staged[("fine", "2.6.0", "cpu")]["data-status"] == NT
     assert page.staged[("fine", "2.6.0", "cuda")]["data-status"] == P
+
+
+# ---------------------------------------------------------------------------------------------
+# honest progress on the sandbox world
+
+
+@pytest.mark.slow
+def test_progress_counts_packages_whose_pins_exclude_a_release(built_world: Path, tmp_path, capsys):
+    """2.7.0 and 2.8.0 are added to distro.yaml; upstream has a 2.7.0 build only. tensorutils' pin is widened
+    and it is built and tested against 2.7.0; every other recipe's pins exclude 2.7.0 (their cells read n/a).
+    The page must not say "2.7.0: 1/1 pass": it says 1 of all the packages admits and passes, and names
+    each other one with why."""
+    from helpers import run_cli, run_cli_at
+
+    world = built_world
+    assert run_cli(capsys, "sandbox", "publish-release", str(world), "2.7.0")[0] == 0
+    distro = world / "distro.yaml"
+    text = distro.read_text()
+    assert 'releases: ["2.4.1", "2.5.1", "2.6.0"]' in text, text
+    distro.write_text(text.replace('releases: ["2.4.1", "2.5.1", "2.6.0"]', 'releases: ["2.4.1", "2.5.1", "2.6.0", "2.7.0", "2.8.0"]'))
+    recipe = world / "recipes/tensorutils/recipe.yaml"
+    recipe.write_text(recipe.read_text().replace("pytorch >=2.4,<2.7", "pytorch >=2.4,<2.9").replace("number: 0", "number: 1"))
+    code, out, err = run_cli_at(capsys, world, "build", "tensorutils", "--pytorch", "2.7.0")
+    assert code == 0, out + err
+    code, out, _ = run_cli_at(capsys, world, "status", "--out", str(tmp_path / "site"), "--format", "json")
+    assert code == 0
+    progress = {p["release"]: p for p in json.loads(out)["progress"]}
+    p27, p28 = progress["2.7.0"], progress["2.8.0"]
+    recipes = sorted(p.parent.name for p in (world / "recipes").glob("*/recipe.yaml"))
+    assert p27["total"] == len(recipes) and p27["passing"] == 1
+    assert p27["headline"] == f"2.7.0: 1 of {len(recipes)} packages of the distribution admit and pass"
+    lag27 = {lag["name"]: lag["why"] for lag in p27["lagging"]}
+    assert set(lag27) == set(recipes) - {"tensorutils"} and set(lag27.values()) == {"pins exclude it"}
+    # 2.8.0 is admitted by tensorutils' pin, but upstream has no pytorch 2.8.0 to test it with
+    assert {lag["name"]: lag["why"] for lag in p28["lagging"]}["tensorutils"] == "not tested (upstream has no build)"
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert f"2.7.0: 1 of {len(recipes)} packages of the distribution admit and pass" in html
+    assert '<span class="lag" data-package="layerkit" data-why="pins exclude it">' in html
+    assert not re.search(r"2\.7\.0: \d+/\d+ pass", html)
