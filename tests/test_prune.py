@@ -188,6 +188,14 @@ def test_days_of_ordinary_use_then_prune_and_promote_exits_0(built_world: Path, 
     for name in ("fastquant", "quantserve", "hookprofiler"):
         row = re.search(rf'<tr data-package="{name}" data-source="staging"[^>]*>.*?</tr>', html, re.S)
         assert row is None or "awaiting promotion" not in row.group(0)
+    # one classification: every staging row says the gate's verdict of that package
+    rows = {n: v for n, v in re.findall(r'<tr data-package="([\w-]+)" data-source="staging".*?data-verdict="([\w-]*)"',
+                                        html, re.S) if v}
+    verdicts = {c["name"]: c["verdict"] for c in ex["candidates"]}
+    assert rows and rows == {n: verdicts.get(n) for n in rows}
+    assert rows["evalsuite"] == "waiting" and "awaiting promotion" not in re.search(
+        r'<tr data-package="evalsuite" data-source="staging".*?</tr>', html, re.S).group(0)
+    assert plan["counts"]["stale"] == len(stale) and plan["counts"]["waiting"] == 1
     assert all(f'data-artifact="{a}"' in html for a in stale)  # listed apart as stale
 
     # prune --dry-run changes nothing; prune removes exactly the stale builds with their results and logs

@@ -157,6 +157,12 @@ class PromotionPlan:
     def exit_code(self) -> ExitCode:
         return ExitCode.FAILURES if any(h.reason.is_failure for h in self.held) else ExitCode.OK
 
+    def counts(self) -> dict[str, int]:
+        """Promoted, untracked, and held per hold class (what a long-run check of the gate reads)."""
+        out = {"promoted": len(self.promote), "untracked": len(self.untracked)}
+        out.update({c.value: sum(h.hold_class is c for h in self.held) for c in HoldClass})
+        return out
+
     def held_for(self, reason: HoldReason) -> list[Held]:
         return [h for h in self.held if h.reason is reason]
 
@@ -168,6 +174,7 @@ class PromotionPlan:
                                                                          if f.artifact in self.forced else {})}
                          for f in self.promote],
             "held": [h.to_dict() for h in self.held],
+            "counts": self.counts(),
             "untracked": list(self.untracked),
             "sets": [list(s) for s in self.sets],
             "retests": [r.to_dict() for r in self.retests],
