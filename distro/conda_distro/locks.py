@@ -12,8 +12,9 @@ a crashed run never leaves a stale lock behind):
   graph, status, reports) take no lock;
 * **staging** (``.conda-distro.lock`` in the folder builds write: the local staging channel, or
   ``build/channels/staging`` for an ``anaconda://`` staging label; check-pr's scope has its own):
-  ``build`` holds it *exclusively* while it writes packages, repodata and ``build/results/``; ``promote``
-  holds it *shared* while it reads them and copies from staging;
+  ``build`` holds it *exclusively* while it writes packages, repodata and ``build/results/``; ``prune``
+  holds it *exclusively* while it removes stale builds, their results and logs (and the repository's lock
+  shared, as it reads the recipes); ``promote`` holds it *shared* while it reads them and copies from staging;
 * **main** (``.conda-distro.lock`` in a local main channel; for anaconda.org, a lock file under
   ``build/locks/``): ``promote`` and ``retire`` hold it *exclusively*.
 
@@ -115,7 +116,7 @@ def staging_folder(distro: DistroRepo) -> Path:
 def staging_lock(folder: Path, timeout: float | Deadline, *, shared: bool = False) -> AbstractContextManager[None]:
     """The lock of the folder builds write (module docstring): exclusive for ``build``, shared for ``promote``."""
     return hold(folder / LOCK_NAME, timeout, f"the staging channel {folder}", shared=shared,
-                others="a build or sweep" if shared else "a build, sweep or promote")
+                others="a build, prune or sweep" if shared else "a build, prune, sweep or promote")
 
 
 def main_lock(lock_path: Path, timeout: float | Deadline, what: str) -> AbstractContextManager[None]:
