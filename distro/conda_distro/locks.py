@@ -116,7 +116,7 @@ def staging_folder(distro: DistroRepo) -> Path:
 def staging_lock(folder: Path, timeout: float | Deadline, *, shared: bool = False) -> AbstractContextManager[None]:
     """The lock of the folder builds write (module docstring): exclusive for ``build``, shared for ``promote``."""
     return hold(folder / LOCK_NAME, timeout, f"the staging channel {folder}", shared=shared,
-                others="a build, prune or sweep" if shared else "a build, prune, sweep or promote")
+                others="a build or sweep" if shared else "a build, sweep or promote")
 
 
 def main_lock(lock_path: Path, timeout: float | Deadline, what: str) -> AbstractContextManager[None]:
