@@ -214,6 +214,7 @@ def test_days_of_ordinary_use_then_prune_and_promote_exits_0(built_world: Path, 
     assert not any((world / RESULTS / (a.replace("/", "__") + ".json")).exists() for a in stale)
     assert not any(p.exists() for p in logs) and done["logs_removed"] >= len(set(logs))
     assert not (world / "build" / "prune.journal.json").exists()
+    assert json.loads((world / "build" / "excuses.json").read_text())["stale"] == []  # the status page's view too
     kept = {i["artifact"]: i for i in done["kept"]}
     assert set(kept) == staged(world) and {i["reason"] for i in kept.values()} <= {"candidate", "in-main", "needed"}
     # a second run has nothing to do (it converges)

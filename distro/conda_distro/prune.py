@@ -18,7 +18,8 @@ as `build` does: no build writes staging or the results meanwhile). It writes a 
 takes the files out of staging's index, deletes them, re-indexes, deletes their results and logs, and
 deletes the journal. A run killed anywhere leaves the journal; the next run completes it first (touching
 only files whose sha256 is the journal's: a build made meanwhile under the same name stays), then
-plans again. `--dry-run` prints the plan and writes nothing (it takes no lock).
+plans again; it also drops the removed builds from ``build/excuses.json``'s stale list (the status page
+reads it). `--dry-run` prints the plan and writes nothing (it takes no lock).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from conda_distro.channels.local import LocalChannel
 from conda_distro.config import DistroRepo
 from conda_distro.distribution import open_distro
 from conda_distro.errors import ExitCode, UsageError
+from conda_distro.excuses import EXCUSES_FILE, read_excuses, write_excuses
 from conda_distro.fsutil import atomic_write_text, check_writable
 from conda_distro.holds import HoldClass
 from conda_distro.jsonio import read_json
@@ -297,7 +299,16 @@ def prune(options: PruneOptions) -> PruneResult:
             journal.write()
             crash_point("prune-after-journal")
             logs += _carry_out(journal, channel, store, options.progress)
+        _forget_in_excuses(distro.build_dir, {f.artifact for f in plan.remove} | set(completed))
     return PruneResult(plan, dry_run=False, completed=completed, logs_removed=logs)
+
+
+def _forget_in_excuses(build_dir: Path, removed: set[str]) -> None:
+    """build/excuses.json (written by promote, read by the status page) no longer lists removed builds as stale."""
+    excuses = read_excuses(build_dir) if removed else None
+    if excuses is not None and any(b.artifact in removed for b in excuses.stale):
+        write_excuses(build_dir / EXCUSES_FILE,
+                      excuses.model_copy(update={"stale": [b for b in excuses.stale if b.artifact not in removed]}))
 
 
 __all__ = ["PruneItem", "PruneOptions", "PrunePlan", "PruneResult", "plan_prune", "prune"]
