@@ -9,7 +9,8 @@ page, the excuses and `promote` agree; stale builds get no row and are listed ap
 link to an entry of the failures list with the test's reason and its log (copied next to the page,
 under ``logs/``). Also: per-release progress ("2.6.0: 7 of 10 packages of the distribution admit and
 pass", each other one named with why), maintainers (linked to their GitHub profiles), links to the
-recipe files (``--repo-url``, default: the GitHub ``origin`` remote, at the checked-out commit) and searches of its open pull requests per package
+recipe files (``--repo-url``, default: the GitHub ``origin`` remote, at the checked-out commit) and
+searches of its open pull requests per package
 and of the sweep tracking issue per swept release (:class:`RepoLinks`), the `report unmaintained` flags,
 retirements, the promotion gate's excuses (``build/excuses.json`` read by :func:`conda_distro.excuses.read_excuses`,
 grouped by what blocks them; those promoted since are left out) and a dependency view (an
