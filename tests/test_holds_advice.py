@@ -196,3 +196,27 @@ def test_sha256_mismatch_bump_the_build_number_then_prune():
     assert gone == {clash.artifact}
     p, _ = plan(staging, [TK12], res, recipes=HERE, outputs=outputs)
     assert not p.held and promoted(p, bumped)
+
+
+def test_waiting_on_a_retest_that_installs_a_stale_build_prune_then_build():
+    """Two builds of tensorkit 1.3: ``ha_0`` from this checkout and ``hz_0`` built from another recipe a
+    minute later. The solver prefers ``hz_0`` (newer), so `build` keeps re-testing audiokit with it, and the
+    gate (which never promotes it) keeps waiting for a run with ``ha_0``: the advice is prune first."""
+    outputs = {"tensorkit": RecipeOutput("recipes/tensorkit", "1.3", 0), "audiokit": RecipeOutput("recipes/audiokit", "0.9", 0)}
+    ha = dataclasses.replace(TK13, filename="tensorkit-1.3-ha_0.conda", build="ha_0", timestamp=1_000)
+    hz = dataclasses.replace(TK13, filename="tensorkit-1.3-hz_0.conda", build="hz_0", sha256="c" * 64, timestamp=61_000)
+    ak = with_recipe(results_of(AK09, runs(AK09, against={"tensorkit": TK12}),
+                                runs(AK09, against={"tensorkit": hz}, at=LATER)), "b" * 64)
+    res = [with_recipe(results_of(ha, runs(ha)), "a" * 64), with_recipe(results_of(hz, runs(hz)), "f" * 64), ak]
+    p, _ = plan([ha, hz], [TK12, AK09], res, recipes=HERE, outputs=outputs)
+    h = hold_of(p, ha)
+    assert h.reason is HoldReason.WAITING and "tensorkit-1.3-hz_0" in h.detail
+    assert h.what_to_do.startswith("`conda-distro prune` (removes tensorkit-1.3-hz_0)")
+    staging, res, gone = follow_prune([ha, hz], [TK12, AK09], res, recipes=HERE, outputs=outputs)
+    assert gone == {hz.artifact}
+    # then `conda-distro build audiokit tensorkit`: the solver now installs ha_0 in audiokit's re-test
+    res = [r if r.name != "audiokit" else with_recipe(results_of(AK09, runs(AK09, against={"tensorkit": TK12}),
+                                                                 runs(AK09, against={"tensorkit": ha}, at=LATER)), "b" * 64)
+           for r in res]
+    p, _ = plan(staging, [TK12, AK09], res, recipes=HERE, outputs=outputs)
+    assert promoted(p, ha) and p.exit_code == 0

@@ -397,7 +397,7 @@ def _dependency_held(state: _DepState, held_by_name: Mapping[str, list[Held]]) -
 _VERDICT_ORDER = (Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR, Verdict.MISSING)
 
 
-def _held_for_retests(f: ChannelFile, retests: list[Retest]) -> Held:
+def _held_for_retests(f: ChannelFile, retests: list[Retest], inputs: PlanInputs | None = None) -> Held:
     """The hold for a candidate that its reverse-dependency re-tests keep back (worst verdict first)."""
     worst = min((r.verdict for r in retests), key=_VERDICT_ORDER.index)
     these = [r for r in retests if r.verdict is worst]
@@ -419,8 +419,26 @@ def _held_for_retests(f: ChannelFile, retests: list[Retest]) -> Held:
         names = tuple(sorted({c.split("/")[-1].rsplit("-", 2)[0] for r in these for c in r.candidates})) or names
     subject = "a test with the candidates it goes with" if these[0].is_candidate else \
         f"re-tests of {', '.join(names)} (in main)"
-    return Held(f, HoldReason.WAITING, f"waits for {subject}: {these[0].detail}; run `conda-distro build "
-                f"{' '.join(sorted({r.dependent.name for r in these} | {f.name}))}`", blocked_by=names)
+    build = f"`conda-distro build {' '.join(sorted({r.dependent.name for r in these} | {f.name}))}`"
+    held = Held(f, HoldReason.WAITING, f"waits for {subject}: {these[0].detail}; run {build}", blocked_by=names)
+    stale = sorted(_stale_in_the_way(these, inputs)) if inputs is not None else []
+    if stale:  # a re-test keeps installing a build that can never go: it must leave staging first
+        return dataclasses.replace(held, detail=held.detail + f" (its last run was with {', '.join(stale)}, a stale "
+                                                              "build the solver prefers)",
+                                   advice=f"`conda-distro prune` (removes {', '.join(stale)}), then {build}")
+    return held
+
+
+def _stale_in_the_way(retests: Sequence[Retest], inputs: PlanInputs) -> set[str]:
+    """Stale staging builds (``name-version-build``) that the latest runs of these re-tests installed."""
+    stale = {ident(inputs.staging[a]) for a in inputs.stale if a in inputs.staging}
+    found: set[str] = set()
+    for r in retests:
+        res = inputs.results.get(r.dependent.artifact)
+        runs = res.runs(r.pytorch, r.variant) if res is not None else []
+        if runs and runs[-1].against:
+            found |= set(runs[-1].against.values()) & stale
+    return found
 
 
 def _sets(promote: Sequence[ChannelFile], retests: Sequence[Retest], needs: Mapping[str, set[str]]) -> list[list[str]]:
@@ -512,7 +530,7 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             f = by_artifact[art]
             if _forgiven(f, retests, inputs, plan):
                 continue
-            holds[art] = _held_for_retests(f, retests)
+            holds[art] = _held_for_retests(f, retests, inputs)
         if inputs.installability is not None and plan.promote:
             for h in _installability_holds(plan, inputs, pairs):
                 if h.artifact not in holds or holds[h.artifact].reason is HoldReason.WAITING:
