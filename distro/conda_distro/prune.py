@@ -44,6 +44,7 @@ from conda_distro.jsonio import read_json
 from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock, staging_folder, staging_lock
 from conda_distro.promote import PlanInputs, PromotionContext, PromotionPlan
 from conda_distro.results import ArtifactResults, ResultsStore
+from conda_distro.safetext import shown
 from conda_distro.staleness import in_main
 
 JOURNAL = "prune.journal.json"  # under build/
@@ -105,9 +106,9 @@ class PruneResult:
         lines = [f"staging {self.plan.staging}"]
         if self.completed:
             lines.append(f"  completed an interrupted prune: {', '.join(self.completed)}")
-        lines += [f"  {verb:8} {i.artifact}  {i.reason}: {i.detail}" for i in self.plan.removed]
-        for i in self.plan.kept:
-            lines.append(f"  kept     {i.artifact}  {i.reason}: {i.detail}")
+        lines += [f"  {verb:8} {i.artifact}  {i.reason}: {shown(i.detail, 'text', width=600)}" for i in self.plan.removed]
+        for i in self.plan.kept:  # (a hold's detail may quote a failing test: text from recipe code)
+            lines.append(f"  kept     {i.artifact}  {i.reason}: {shown(i.detail, 'text', width=600)}")
             if i.advice and i.hold_class not in (None, HoldClass.DONE.value):
                 lines.append(f"           what to do: {i.advice}")
         files = sum(i.reason != "orphan-results" for i in self.plan.removed)
