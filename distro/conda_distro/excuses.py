@@ -234,6 +234,8 @@ class Excuses(_Model):
                 why = "<br>".join(shown(r, width=REASON_WIDTH) for r in e.reasons) or "—"
                 if e.promote_with:
                     why += f"<br>goes with {', '.join(e.promote_with)}"
+                if e.verdict != "promote" and e.advice:
+                    why += "<br>what to do: " + "; ".join(shown(a, width=REASON_WIDTH) for a in e.advice)
                 out.append(f"| `{e.name}` | {e.old_version or '(new)'} → {e.new_version} | {e.verdict} | "
                            f"{e.days_waiting} | {why} |")
             pings = sorted({m for e in es if e.verdict != "promote" for m in e.maintainers})
