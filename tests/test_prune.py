@@ -230,3 +230,64 @@ def test_days_of_ordinary_use_then_prune_and_promote_exits_0(built_world: Path, 
     code, out = run_json_at(capsys, world, "promote")
     assert code == 0 and not [h for h in out["held"] if h["class"] != "done"]
     assert {a["artifact"] for a in out["promoted"]} == staged(world)
+
+
+# ---------------------------------------------------------------------------------------------
+# prune on a small real channel (tiny rattler-build packages): journal, kill -9, bad input
+
+
+def small_world(template: Path, tmp_path: Path) -> tuple[Path, str]:
+    """test_promote's repository (staging of tiny real packages, with results), after eps' recipe was
+    edited: its build is not from this checkout any more. Returns the root and eps' artifact."""
+    from test_promote import make_root
+
+    root = make_root(template, tmp_path)
+    (root / "recipes" / "eps" / "recipe.yaml").write_text((root / "recipes" / "eps" / "recipe.yaml").read_text() + "# edited\n")
+    eps = next(a for a in staged(root) if a.split("/")[1].startswith("eps-"))
+    return root, eps
+
+
+def test_prune_removes_the_file_its_index_entry_and_results_then_converges(template, tmp_path, capsys):
+    root, eps = small_world(template, tmp_path)
+    code, dry = run_json_at(capsys, root, "prune", "--dry-run")
+    assert code == 0 and [(i["artifact"], i["reason"]) for i in dry["removed"]] == [(eps, "not-from-this-checkout")]
+    assert eps in staged(root)
+    code, out, _ = run_cli_at(capsys, root, "prune")
+    assert code == 0 and f"removed  {eps}  not-from-this-checkout" in out
+    assert eps not in staged(root) and not (root / STAGING / eps).exists()
+    assert not (root / RESULTS / (eps.replace("/", "__") + ".json")).exists()
+    assert not (root / "build" / "prune.journal.json").exists()
+    code, again = run_json_at(capsys, root, "prune")
+    assert code == 0 and again["removed"] == [] and {i["reason"] for i in again["kept"]} <= {"candidate", "untested"}
+
+
+def test_a_prune_killed_after_unlisting_is_completed_by_the_next_run(template, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root, eps = small_world(template, tmp_path)
+    for step in ("prune-after-journal", "prune-after-unlist", "prune-after-files"):
+        env = {**os.environ, "CONDA_DISTRO_TEST_CRASH_AT": step}
+        killed = subprocess.run([sys.executable, "-m", "conda_distro", "prune", "--root", str(root)], env=env,
+                                capture_output=True, text=True, timeout=300)
+        assert killed.returncode == -9, killed.stderr
+        if step == "prune-after-journal":
+            assert (root / "build" / "prune.journal.json").is_file() and eps in staged(root)
+        else:  # the index never names a missing file
+            assert eps not in staged(root) and (root / "build" / "prune.journal.json").is_file()
+            break
+    rerun = subprocess.run([sys.executable, "-m", "conda_distro", "prune", "--root", str(root), "--format", "json"],
+                           capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0 and "Traceback" not in rerun.stderr
+    assert json.loads(rerun.stdout)["completed"] == [eps]
+    assert not (root / STAGING / eps).exists() and not (root / "build" / "prune.journal.json").exists()
+    assert not (root / RESULTS / (eps.replace("/", "__") + ".json")).exists()
+
+
+def test_a_corrupt_journal_is_bad_input(template, tmp_path, capsys):
+    root, eps = small_world(template, tmp_path)
+    (root / "build" / "prune.journal.json").write_text('{"files": 3}')
+    code, out, err = run_cli_at(capsys, root, "prune")
+    assert code == 2 and "prune.journal.json" in err and "Traceback" not in err
+    assert eps in staged(root) and not (root / STAGING / ".conda-distro.lock").exists()
