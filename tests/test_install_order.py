@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from conda_distro.channels import ChannelFile, LocalChannel
 from conda_distro.channels.order import InstallOrder, pool_of
-from conda_distro.installability import write_channel
+from conda_distro.channels.repodata import timestamp_ms
+from conda_distro.installability import write_channel, write_records
 from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
 from conda_distro.results import ArtifactResults
 from conda_distro.results import TestRecord as Run
@@ -50,7 +51,7 @@ CASES = {
     # name: (files of foo, extra files) -- foo's builds differ in what the case names
     "newer timestamp, lower build string": ([cf("foo", build="ha_0", ts=2_000), cf("foo", build="hz_0", ts=1_000)], []),
     "newer timestamp, higher build string": ([cf("foo", build="ha_0", ts=1_000), cf("foo", build="hz_0", ts=2_000)], []),
-    "timestamp in seconds against milliseconds": ([cf("foo", build="ha_0", ts=1_700_000_000_000),
+    "newer timestamp in milliseconds": ([cf("foo", build="ha_0", ts=1_700_000_000_000),
                                                    cf("foo", build="hz_0", ts=1_600_000_000_000)], []),
     "build number over timestamp": ([cf("foo", build="ha_1", bn=1, ts=1_000), cf("foo", build="hz_0", ts=9_000)], []),
     "version over build number": ([cf("foo", "1.1", "ha_0", ts=1), cf("foo", "1.0", "hz_5", bn=5, ts=9)], []),
@@ -70,14 +71,22 @@ def test_the_order_picks_what_rattler_installs(case, tmp_path):
     assert ours is not None and ours.build == solver_pick(files, "foo", "foo", tmp_path)
 
 
+# repodata timestamps as channels hold them: milliseconds, or seconds in older indexes (2000-2100)
+TIMESTAMPS = st.one_of(st.integers(946_684_800, 4_102_444_800), st.integers(946_684_800_000, 4_102_444_800_000))
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.sampled_from(["1.0", "1.1", "2.0"]), st.integers(0, 2),
-                          st.integers(1, 10**12)), min_size=1, max_size=6,
-                unique_by=lambda t: t[2]))  # distinct timestamps: rattler keeps the channel's order on a tie
+@given(st.lists(st.tuples(st.sampled_from(["1.0", "1.1", "2.0"]), st.integers(0, 2), TIMESTAMPS), min_size=1,
+                max_size=6, unique_by=lambda t: timestamp_ms(t[2])))  # rattler keeps the channel's order on a tie
 def test_the_order_agrees_with_rattler_on_random_builds(tmp_path, builds):
-    files = [cf("foo", v, f"h{i:02d}_{bn}", bn=bn, ts=ts) for i, (v, bn, ts) in enumerate(builds)]
-    files = list({f.filename: f for f in files}.values())
-    assert InstallOrder().best(files).build == solver_pick(files, "foo", "foo", tmp_path)
+    """Records with raw repodata timestamps (seconds or milliseconds), read back by our channel reader."""
+    folder = tmp_path / f"ch-{time.monotonic_ns()}"
+    write_records([{"fn": f"foo-{v}-h{i:02d}_{bn}.conda", "name": "foo", "version": v, "build": f"h{i:02d}_{bn}",
+                    "build_number": bn, "depends": [], "subdir": "noarch", "sha256": "0" * 64, "timestamp": ts}
+                   for i, (v, bn, ts) in enumerate(builds)], folder)
+    files = list(LocalChannel(folder).list_files().values())
+    records = asyncio.run(rattler.solve([folder.as_uri()], ["foo"], platforms=["linux-64", "noarch"]))
+    assert InstallOrder().best(files).build == next(str(r.build) for r in records)
 
 
 # ---------------------------------------------------------------------------------------------
