@@ -1,7 +1,8 @@
-"""Crash safety: kill -9 at random moments of promote, retire, build and sweep --commit; reruns converge.
+"""Crash safety: kill -9 at random moments of promote, retire, build, prune and sweep --commit; reruns converge.
 
     python bench/bench_kill9.py [--runs N] [--commit-runs N] [--seed S]
-                                [--only promote,retire,build,sweep,sweep-commit] [--sweep-build] [--workdir DIR]
+                                [--only promote,retire,build,prune,prune-remove,sweep,sweep-commit] [--sweep-build]
+                                [--workdir DIR]
 
 Setup (not counted): the offline sandbox world, built once (``build --all --jobs 2``), promoted once
 (for retire), and a copy whose upstream also holds a stand-in pytorch 2.7.0 (for the sweep). Each
@@ -28,6 +29,11 @@ writes (``index.lock`` held, the work tree half switched): most kills land insid
 * build: staging's repodata names exactly the package files on disk with their sha256, every result
   in ``build/results`` is for the file that is there, the reference run's artifacts are all built and
   tested, and ``promote --dry-run`` holds nothing because results are "for another build of this file";
+* prune (on the built world after three recipes were removed and committed: their builds are stale):
+  right after the kill, staging's repodata names only files that exist with its sha256; after the
+  rerun, staging holds exactly what the uninterrupted run left, its repodata names exactly its files,
+  no results file is left for a file in neither staging nor main, and no journal is left
+  (``prune-remove``: killed within the removal phase, which starts once the journal is written);
 * sweep --commit: the branch sweep/pytorch-2.7.0 is complete (distro.yaml commit, then one per bumped
   package with the same file contents as the reference run), main checked out again, clean, no journal left,
   no git lock file left in ``.git/``, and the rerun never said "nothing to do" unless the killed run had
@@ -60,6 +66,7 @@ SWEEP_RELEASE = "2.7.0"
 SWEEP_BRANCH = f"sweep/pytorch-{SWEEP_RELEASE}"
 BUILD_NAMES = ("tensorutils", "layerkit")  # built and tested in the build scenario (their tests pass)
 RETIRED = "trainloop"  # a leaf of the graph: retire needs no --force
+DROPPED = ("fastquant", "quantserve", "hookprofiler")  # recipes removed in the prune scenario's world
 
 
 # ---------------------------------------------------------------------------------------------
@@ -92,6 +99,7 @@ class Templates:
     built: Path  # after build --all
     promoted: Path  # after build --all and promote
     sweep: Path  # fresh sandbox world whose upstream also holds pytorch 2.7.0
+    stale: Path  # after build --all, then DROPPED's recipes removed and committed (their builds are stale)
 
 
 def make_templates(workdir: Path, *, sandbox: Path | None = None, built: Path | None = None,
@@ -128,6 +136,13 @@ def make_templates(workdir: Path, *, sandbox: Path | None = None, built: Path | 
         if res.returncode not in (0, 1):
             raise SystemExit(f"setup: promote failed ({res.returncode}):\n{res.stderr[-3000:]}")
         (promoted / ready).write_text("")
+    stale = workdir / "t-stale"
+    if fresh(stale):
+        copy_world(built, stale)
+        subprocess.run(["git", "-C", str(stale), "rm", "-r", "-q", *(f"recipes/{n}" for n in DROPPED)], check=True)
+        subprocess.run(["git", "-C", str(stale), "-c", "user.name=bench", "-c", "user.email=bench@invalid", "commit",
+                        "-q", "-m", "drop recipes"], check=True)
+        (stale / ready).write_text("")
     if sweep is None:
         from conda_distro.sandbox import PublishOptions, publish_release
 
@@ -136,7 +151,7 @@ def make_templates(workdir: Path, *, sandbox: Path | None = None, built: Path | 
             copy_world(sandbox, sweep)
             publish_release(PublishOptions(world=sweep, version=SWEEP_RELEASE))
             (sweep / ready).write_text("")
-    return Templates(sandbox=sandbox, built=built, promoted=promoted, sweep=sweep)
+    return Templates(sandbox=sandbox, built=built, promoted=promoted, sweep=sweep, stale=stale)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,6 +338,25 @@ def _build_final(world: Path, ref: Reference) -> list[str]:
     return bad
 
 
+def check_staging_index(world: Path) -> list[str]:
+    return indexed_files(world / "build" / "channels" / "staging")[1]
+
+
+def _prune_final(world: Path, ref: Reference) -> list[str]:
+    bad = check_staging(world)
+    named, _ = indexed_files(world / "build" / "channels" / "staging")
+    if set(named) != set(ref.outcome["staging"]):
+        bad.append(f"staging holds {sorted(set(named) ^ set(ref.outcome['staging']))} unlike the uninterrupted run")
+    main, _ = indexed_files(main_dir(world))
+    left = [p.name for p in (world / "build" / "results").glob("*.json")
+            if p.name[:-5].replace("__", "/", 1) not in named and p.name[:-5].replace("__", "/", 1) not in main]
+    if left:
+        bad.append(f"results left for files in neither staging nor main: {sorted(left)}")
+    if (world / "build" / "prune.journal.json").exists():
+        bad.append("a prune journal is left behind")
+    return bad
+
+
 def _sweep_branch(world: Path) -> dict[str, str]:
     """path -> content, one entry per commit of the sweep branch after its base (in order)."""
     out = subprocess.run(["git", "-C", str(world), "log", "--reverse", "--format=%H", f"main..{SWEEP_BRANCH}"],
@@ -367,6 +401,9 @@ def scenarios(t: Templates, sweep_build: bool) -> dict[str, Scenario]:
         "retire": Scenario("retire", t.promoted, ("retire", RETIRED, "--reason", "kill -9 bench"), (0,), check_main,
                            _retire_final),
         "build": Scenario("build", t.sandbox, ("build", *BUILD_NAMES), (0,), none, _build_final),
+        "prune": Scenario("prune", t.stale, ("prune",), (0,), check_staging_index, _prune_final),
+        "prune-remove": Scenario("prune-remove", t.stale, ("prune",), (0,), check_staging_index, _prune_final,
+                                 phase="prune-after-journal"),
         "sweep": Scenario("sweep", t.sweep, sweep_argv, (0,), none, _sweep_final),
         "sweep-commit": Scenario("sweep-commit", t.sweep, sweep_argv, (0,), none, _sweep_final,
                                  phase="sweep-before-commits"),
@@ -462,7 +499,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commit-runs", type=int, default=None,
                     help="killed runs of sweep-commit (kills within the sweep's commit phase); default --runs")
-    ap.add_argument("--only", default="promote,retire,build,sweep,sweep-commit")
+    ap.add_argument("--only", default="promote,retire,build,prune,prune-remove,sweep,sweep-commit")
     ap.add_argument("--sweep-build", action="store_true", help="sweep with builds and tests (slow)")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the worlds here (default: a temp folder)")
     args = ap.parse_args()

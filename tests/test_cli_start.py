@@ -19,7 +19,7 @@ from conda_distro.cli import main
 HEAVY = ("networkx", "rattler", "rattler_build", "rich", "ruamel", "yaml", "git", "jinja2", "filelock",
          "binstar_client")
 COMMANDS = ["sandbox", "propose", "lint", "graph", "solve", "check-pr", "build", "upload", "promote", "excuses",
-            "verify-channel", "sweep", "report", "status", "retire", "sandbox create", "sandbox publish-release",
+            "prune", "verify-channel", "sweep", "report", "status", "retire", "sandbox create", "sandbox publish-release",
             "report unmaintained", "sweep report"]  # in flow order (cli.app.FLOW_ORDER)
 
 
@@ -97,14 +97,15 @@ def test_one_lock_timeout_default_for_every_command():
     from conda_distro import locks
     from conda_distro.engine.run import BuildOptions
     from conda_distro.promote import PromoteOptions
+    from conda_distro.prune import PruneOptions
     from conda_distro.retire import RetireOptions
     from conda_distro.sweep import SweepOptions
 
     defaults = {_click_command([c]).params[[p.name for p in _click_command([c]).params].index("lock_timeout")].default
-                for c in ("build", "sweep", "promote", "retire")}
+                for c in ("build", "sweep", "promote", "retire", "prune")}
     assert defaults == {locks.DEFAULT_LOCK_TIMEOUT}
     assert {BuildOptions().lock_timeout, SweepOptions(release="1.0.0").lock_timeout, PromoteOptions().lock_timeout,
-            RetireOptions(name="x", reason="y").lock_timeout} == {locks.DEFAULT_LOCK_TIMEOUT}
+            RetireOptions(name="x", reason="y").lock_timeout, PruneOptions().lock_timeout} == {locks.DEFAULT_LOCK_TIMEOUT}
 
 
 def test_commands_still_run_their_library_code(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""kill -9 at random moments of promote, retire, build and sweep --commit; reruns converge.
+"""kill -9 at random moments of promote, retire, build, prune and sweep --commit; reruns converge.
 
 A few iterations of ``bench/bench_kill9.py`` (which runs more): each command is killed (its whole
 process group, SIGKILL) after a random delay within an uninterrupted run's duration (``sweep-commit``:
@@ -26,8 +26,8 @@ def test_kill9_at_random_moments_then_rerun_converges(tmp_path, tmp_path_factory
     sweep_template = published_world(tmp_path_factory, sandbox_template, "2.7.0")
     templates = make_templates(tmp_path, sandbox=sandbox_template, built=built_template, sweep=sweep_template)
     lines: list[str] = []
-    results = run_bench(templates, tmp_path, runs=2, seed=11, only=("promote", "retire", "sweep", "sweep-commit"),
-                        log=lines.append)
+    results = run_bench(templates, tmp_path, runs=2, seed=11,
+                        only=("promote", "retire", "prune", "prune-remove", "sweep", "sweep-commit"), log=lines.append)
     results += run_bench(templates, tmp_path, runs=1, seed=12, only=("build",), log=lines.append)
-    assert {r.scenario for r in results} == {"promote", "retire", "sweep", "sweep-commit", "build"}
+    assert {r.scenario for r in results} == {"promote", "retire", "prune", "prune-remove", "sweep", "sweep-commit", "build"}
     assert [v for r in results for v in r.violations] == [], "\n".join(lines)

@@ -134,8 +134,9 @@ def test_an_artifact_built_from_another_checkouts_recipe_is_held(built_world: Pa
     assert held[t033]["reason"] == "not-from-this-checkout"
     assert "another version of recipes/tensorutils" in held[t033]["detail"]
     assert branch_hash[:12] in held[t033]["detail"]
+    assert held[t033]["class"] == "stale" and "prune" in held[t033]["advice"]
     lk = next(h for a, h in held.items() if name_of(a) == "layerkit")
-    assert lk["reason"] == "not-from-this-checkout"  # not test-failed: those tests ran with other recipes
+    assert lk["reason"] == "tested-with-other-recipes"  # not test-failed: those tests ran with other recipes
     assert "recipes/tensorutils" in lk["detail"] and "re-test" in lk["detail"]
 
     code, doc = run_json_at(capsys, world, "build", "--all")  # main re-tests what the branch touched
@@ -205,8 +206,16 @@ def test_the_gate_takes_only_this_checkouts_recipes():
     plan = plan_gate(inputs)
     assert [f.name for f in plan.promote] == ["ok"]
     held = {h.file.name: h for h in plan.held}
-    assert {h.reason for h in held.values()} == {HoldReason.NOT_FROM_THIS_CHECKOUT}
+    # the artifact's own recipe is not this checkout's: stale (prune removes it); its tests saw other
+    # recipes: a build re-tests it
+    assert {n: h.reason for n, h in held.items()} == {
+        "other": HoldReason.NOT_FROM_THIS_CHECKOUT, "gone": HoldReason.NOT_FROM_THIS_CHECKOUT,
+        "old": HoldReason.NOT_FROM_THIS_CHECKOUT, "tested-elsewhere": HoldReason.TESTED_WITH_OTHER_RECIPES,
+        "unrecorded-test": HoldReason.TESTED_WITH_OTHER_RECIPES}
     assert held["other"].to_dict()["reason"] == "not-from-this-checkout"
+    assert held["other"].to_dict()["class"] == "stale" and "conda-distro prune" in held["other"].to_dict()["advice"]
+    assert held["tested-elsewhere"].to_dict()["class"] == "waiting"
+    assert held["tested-elsewhere"].to_dict()["advice"].startswith("`conda-distro build tested-elsewhere`")
     assert "another version of recipes/a at commit c0ffeec0ffee" in held["other"].detail
     assert "ffffffffffff" in held["other"].detail and "aaaaaaaaaaaa" in held["other"].detail
     assert "recipes/gone" in held["gone"].detail and "does not have" in held["gone"].detail

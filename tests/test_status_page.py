@@ -197,10 +197,14 @@ def test_writes_index_and_stylesheet(tmp_path, capsys):
     assert cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", AS_OF.isoformat(),
                      "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc == {"ok": True, "written": [str(out / "index.html"), str(out / "style.css")]}
+    assert {k: v for k, v in doc.items() if k != "progress"} == \
+        {"ok": True, "written": [str(out / "index.html"), str(out / "style.css")]}
+    assert [p["release"] for p in doc["progress"]] == ["2.4.1", "2.5.1", "2.6.0"]
     assert sorted(p.name for p in out.iterdir()) == ["index.html", "style.css"]
     assert cli_main(["status", "--root", str(root), "--out", str(out), "--as-of", AS_OF.isoformat()]) == 0
-    assert capsys.readouterr().out == f"wrote {out / 'index.html'}\nwrote {out / 'style.css'}\n"
+    text = capsys.readouterr().out
+    assert text.startswith(f"wrote {out / 'index.html'}\nwrote {out / 'style.css'}\n")
+    assert "2.6.0: 3 of 6 packages of the distribution admit and pass: active (pins exclude it);" in text
 
 
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys):
@@ -381,9 +385,18 @@ def test_per_release_progress(busy_dom):
     assert res.returncode == 0, res.stderr[-2000:]
     page = Page(res.stdout)
     got = {r: (a["data-pass"], a["data-total"], a["data-in-main"]) for r, a in page.progress.items()}
-    assert got == {"2.4.1": ("5", "8", "4"), "2.5.1": ("5", "7", "4"), "2.6.0": ("3", "5", "3")}
-    for text in ("2.4.1: 5/8 pass", "2.5.1: 5/7 pass", "2.6.0: 3/5 pass"):
+    # every package of the distribution counts, those whose pins exclude the release too (never "3/5 pass"
+    # while 3 packages cannot be installed with the release), and each one lagging is named with why
+    assert got == {"2.4.1": ("5", "8", "4"), "2.5.1": ("5", "8", "4"), "2.6.0": ("3", "8", "3")}
+    for text in ("2.4.1: 5 of 8 packages of the distribution admit and pass",
+                 "2.5.1: 5 of 8 packages of the distribution admit and pass",
+                 "2.6.0: 3 of 8 packages of the distribution admit and pass"):
         assert text in res.stdout
+    lags = re.findall(r'<span class="lag" data-package="([\w-]+)" data-why="([^"]+)">', res.stdout)
+    assert lags == [("addon", "blocked"), ("broken", "failing"), ("failing", "failing"),  # 2.4.1
+                    ("active", "not tested yet"), ("broken", "failing"), ("stale", "pins exclude it"),  # 2.5.1
+                    ("active", "pins exclude it"), ("broken", "failing"), ("fresh", "pins exclude it"),  # 2.6.0
+                    ("hooky", "failing"), ("stale", "pins exclude it")]
 
 
 def test_excuses_grouped_by_what_blocks_them(busy_dom):
@@ -534,3 +547,42 @@ def test_a_staged_infrastructure_error_reads_not_tested(tmp_path):
     page = Page(written[0].read_text())
     assert page.staged[("fine", "2.6.0", "cpu")]["data-status"] == NT
     assert page.staged[("fine", "2.6.0", "cuda")]["data-status"] == P
+
+
+# ---------------------------------------------------------------------------------------------
+# honest progress on the sandbox world
+
+
+@pytest.mark.slow
+def test_progress_counts_packages_whose_pins_exclude_a_release(built_world: Path, tmp_path, capsys):
+    """2.7.0 and 2.8.0 are added to distro.yaml; upstream has a 2.7.0 build only. tensorutils' pin is widened
+    and it is built and tested against 2.7.0; every other recipe's pins exclude 2.7.0 (their cells read n/a).
+    The page must not say "2.7.0: 1/1 pass": it says 1 of all the packages admits and passes, and names
+    each other one with why."""
+    from helpers import run_cli, run_cli_at
+
+    world = built_world
+    assert run_cli(capsys, "sandbox", "publish-release", str(world), "2.7.0")[0] == 0
+    distro = world / "distro.yaml"
+    text = distro.read_text()
+    assert 'releases: ["2.4.1", "2.5.1", "2.6.0"]' in text, text
+    distro.write_text(text.replace('releases: ["2.4.1", "2.5.1", "2.6.0"]', 'releases: ["2.4.1", "2.5.1", "2.6.0", "2.7.0", "2.8.0"]'))
+    recipe = world / "recipes/tensorutils/recipe.yaml"
+    recipe.write_text(recipe.read_text().replace("pytorch >=2.4,<2.7", "pytorch >=2.4,<2.9").replace("number: 0", "number: 1"))
+    code, out, err = run_cli_at(capsys, world, "build", "tensorutils", "--pytorch", "2.7.0")
+    assert code == 0, out + err
+    code, out, _ = run_cli_at(capsys, world, "status", "--out", str(tmp_path / "site"), "--format", "json")
+    assert code == 0
+    progress = {p["release"]: p for p in json.loads(out)["progress"]}
+    p27, p28 = progress["2.7.0"], progress["2.8.0"]
+    recipes = sorted(p.parent.name for p in (world / "recipes").glob("*/recipe.yaml"))
+    assert p27["total"] == len(recipes) and p27["passing"] == 1
+    assert p27["headline"] == f"2.7.0: 1 of {len(recipes)} packages of the distribution admit and pass"
+    lag27 = {lag["name"]: lag["why"] for lag in p27["lagging"]}
+    assert set(lag27) == set(recipes) - {"tensorutils"} and set(lag27.values()) == {"pins exclude it"}
+    # 2.8.0 is admitted by tensorutils' pin, but upstream has no pytorch 2.8.0 to test it with
+    assert {lag["name"]: lag["why"] for lag in p28["lagging"]}["tensorutils"] == "not tested (upstream has no build)"
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert f"2.7.0: 1 of {len(recipes)} packages of the distribution admit and pass" in html
+    assert '<span class="lag" data-package="layerkit" data-why="pins exclude it">' in html
+    assert not re.search(r"2\.7\.0: \d+/\d+ pass", html)

@@ -1,12 +1,17 @@
 """Excuses: for every candidate in staging that is not in main, why (britney's excuses, grouped).
 
 One entry per package version (its artifacts: variants, subdirs), with the verdict of the promotion
-plan: ``promote``; ``waiting`` (not tested yet, re-tests still to run, infrastructure errors);
+plan, read from the hold's class (:class:`conda_distro.holds.HoldClass`, the one classification
+`promote`'s exit code and the status page use too): ``promote``; ``waiting`` (not tested yet, re-tests
+still to run, infrastructure errors, tests seen with other recipes: a build decides it);
 ``held-temporarily`` (its tests, a dependent's regression, installability, a held dependency: fixed by
-a new build or a fix elsewhere); ``held-permanently`` (needs someone to act: a block hint, a rebuild
-from this checkout, a build number bump, retired). Entries are grouped by what blocks them, not listed
-flat. `promote` writes them to ``build/excuses.json`` (a dry run too); `conda-distro excuses` prints them;
-`status` reads the file back into the same types (:func:`read_excuses`).
+a new build or a fix elsewhere); ``held-permanently`` (needs a decision: a block hint, a build number
+bump, the owner of its name). Each entry carries the advice of its holds (``advice``: followed, it
+unblocks the candidate). Builds that can never be promoted (superseded, reverted, from other recipes,
+retired: :mod:`conda_distro.staleness`) are no candidates: they are listed apart (``stale``), do not make
+`excuses` exit 1, and `conda-distro prune` removes them. Entries are grouped by what blocks them, not
+listed flat. `promote` writes them to ``build/excuses.json`` (a dry run too); `conda-distro excuses`
+prints them; `status` reads the file back into the same types (:func:`read_excuses`).
 
 Reasons quote test failure reasons, which recipe code wrote: they are kept clean and short in the file
 (:func:`conda_distro.safetext.shown`, ``text``), and escaped and de-mentioned wherever they are shown in
@@ -27,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.errors import UsageError
 from conda_distro.fsutil import atomic_write_text
-from conda_distro.holds import Held, HoldReason
+from conda_distro.holds import PRUNE_ADVICE, Held, HoldClass, HoldReason
 from conda_distro.jsonio import read_json
 from conda_distro.safetext import shown
 from conda_distro.validation import to_error
@@ -36,24 +41,22 @@ EXCUSES_FILE = "excuses.json"
 REASON_WIDTH = 600  # characters of a reason (it may quote a failing test's reason)
 _HINT = "rerun `conda-distro promote` (it writes build/excuses.json) or delete the file"
 
-PERMANENT = {HoldReason.RETIRED, HoldReason.SHA256_MISMATCH, HoldReason.NOT_FROM_THIS_CHECKOUT,
-             HoldReason.BLOCKED_BY_HINT, HoldReason.NOT_OWNER}
-WAITING = {HoldReason.WAITING, HoldReason.NOT_TESTED}
 Verdict = Literal["held-permanently", "held-temporarily", "waiting", "promote"]
 VERDICTS: tuple[Verdict, ...] = ("held-permanently", "held-temporarily", "waiting", "promote")  # worst first
 
 _OWN = {HoldReason.TEST_FAILED: "its own tests", HoldReason.NOT_TESTED: "tests still to run",
         HoldReason.WAITING: "tests still to run", HoldReason.SHA256_MISMATCH: "a file of the same name in main",
-        HoldReason.NOT_FROM_THIS_CHECKOUT: "a rebuild from this checkout", HoldReason.RETIRED: "retirement",
+        HoldReason.TESTED_WITH_OTHER_RECIPES: "a re-test with this checkout's recipes",
         HoldReason.NOT_OWNER: "the owner of its name"}
 
 
 def verdict_of(reason: HoldReason | None) -> Verdict:
+    """The verdict of a hold's class (:class:`conda_distro.holds.HoldClass`): the one classification
+    promote's exit code and the status page read too."""
     if reason is None:
         return "promote"
-    if reason in PERMANENT:
-        return "held-permanently"
-    return "waiting" if reason in WAITING else "held-temporarily"
+    verdict = reason.hold_class.verdict
+    return verdict if verdict in VERDICTS else "held-permanently"
 
 
 class _Model(BaseModel):
@@ -94,6 +97,7 @@ class Excuse(_Model):
     artifacts: list[str] = Field(default_factory=list)
     regressions: list[Regression] = Field(default_factory=list)
     group: str = ""  # see group_of; a file without it: the file's `groups`, else group_of's default
+    advice: list[str] = Field(default_factory=list)  # what to do, one line per hold (each, followed, unblocks it)
 
     @model_validator(mode="after")
     def _grouped(self) -> Excuse:
@@ -113,6 +117,21 @@ class Excuse(_Model):
         return self.model_dump(mode="json")
 
 
+class StaleBuild(_Model):
+    """A staging build that can never be promoted (:mod:`conda_distro.staleness`): no candidate, listed
+    apart, and no reason for `promote` or `excuses` to exit 1. `conda-distro prune` removes it."""
+
+    artifact: str
+    name: str
+    version: str
+    reason: str  # superseded | reverted | not-from-this-checkout | retired
+    detail: str = ""
+    advice: str = PRUNE_ADVICE
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
 @dataclass(frozen=True)
 class ExcusesOptions:
     root: Path | None = None  # the distribution's folder (None: found from the current one)
@@ -124,6 +143,7 @@ class Excuses(_Model):
 
     generated: dt.datetime
     candidates: list[Excuse]
+    stale: list[StaleBuild] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -160,11 +180,20 @@ class Excuses(_Model):
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "generated": self.generated.isoformat().replace("+00:00", "Z"),
                 "candidates": [e.to_dict() for e in self.candidates],
+                "stale": [b.to_dict() for b in self.stale],
                 "groups": [{"blocked_by": g, "candidates": [e.name for e in es]} for g, es in self.groups()]}
+
+    def stale_lines(self) -> list[str]:
+        if not self.stale:
+            return []
+        lines = [f"stale ({len(self.stale)}; never promotable: `conda-distro prune` removes them):"]
+        lines += [f"  {b.artifact}  {b.reason}: {shown(b.detail, 'text', width=REASON_WIDTH)}" for b in self.stale]
+        return lines
 
     def text_lines(self) -> list[str]:
         if not self.candidates:
-            return ["no candidates: everything in staging is in main"]
+            return ["no candidates: everything in staging is in main" + (" (or stale)" if self.stale else ""),
+                    *self.stale_lines()]
         lines = []
         for group, es in self.groups():
             lines.append(f"blocked by {group} ({len(es)}):" if not group.startswith("nothing") else f"{group} ({len(es)}):")
@@ -174,15 +203,28 @@ class Excuses(_Model):
                 lines += [f"    - {shown(r, 'text', width=REASON_WIDTH)}" for r in e.reasons]
                 if e.promote_with:
                     lines.append(f"    goes with: {', '.join(e.promote_with)}")
+                if e.verdict != "promote":
+                    lines += [f"    what to do: {a}" for a in e.advice]
                 if e.maintainers and e.verdict != "promote":
                     lines.append(f"    maintainers: {' '.join('@' + m for m in e.maintainers)}")
+        lines += self.stale_lines()
         counts = {v: sum(e.verdict == v for e in self.candidates) for v in VERDICTS}
-        lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) + f" ({len(self.candidates)} candidates)")
+        lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) + f" ({len(self.candidates)} candidates)"
+                     + (f", {len(self.stale)} stale" if self.stale else ""))
         return lines
+
+    def _stale_markdown(self) -> list[str]:
+        if not self.stale:
+            return []
+        out = [f"### stale: never promotable ({len(self.stale)})", "",
+               "`conda-distro prune` removes them from staging.", "", "| build | why |", "|---|---|"]
+        out += [f"| `{b.artifact}` | {b.reason}: {shown(b.detail, width=REASON_WIDTH)} |" for b in self.stale]
+        return [*out, ""]
 
     def markdown(self) -> str:
         if not self.candidates:
-            return "## Excuses\n\nNo candidates: everything in staging is in main.\n"
+            return "\n".join(["## Excuses", "", "No candidates: everything in staging is in main"
+                              + (" (or stale)." if self.stale else "."), "", *self._stale_markdown()])
         out = ["## Excuses", ""]
         for _group, es in self.groups():
             title = es[0].title
@@ -192,13 +234,15 @@ class Excuses(_Model):
                 why = "<br>".join(shown(r, width=REASON_WIDTH) for r in e.reasons) or "—"
                 if e.promote_with:
                     why += f"<br>goes with {', '.join(e.promote_with)}"
+                if e.verdict != "promote" and e.advice:
+                    why += "<br>what to do: " + "; ".join(shown(a, width=REASON_WIDTH) for a in e.advice)
                 out.append(f"| `{e.name}` | {e.old_version or '(new)'} → {e.new_version} | {e.verdict} | "
                            f"{e.days_waiting} | {why} |")
             pings = sorted({m for e in es if e.verdict != "promote" for m in e.maintainers})
             if pings:
                 out += ["", "maintainers: " + " ".join(f"@{m}" for m in pings)]
             out.append("")
-        return "\n".join(out)
+        return "\n".join(out + self._stale_markdown())
 
 
 def _first_seen(arts: list[str], inputs: Any) -> dt.datetime | None:
@@ -215,9 +259,14 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
     promoted = {f.artifact for f in plan.promote}
     untracked = set(plan.untracked)
     groups: dict[tuple[str, str], list[ChannelFile]] = defaultdict(list)
-    for art, f in inputs.staging.items():
+    stale = []
+    for art, f in sorted(inputs.staging.items()):
         h = held.get(art)
-        if art in inputs.main or (h is not None and h.reason is HoldReason.ALREADY_IN_MAIN):
+        if art in inputs.main or (h is not None and h.hold_class is HoldClass.DONE):
+            continue
+        if h is not None and h.hold_class is HoldClass.STALE:
+            stale.append(StaleBuild(artifact=art, name=f.name, version=f.version, reason=h.reason.value,
+                                    detail=shown(h.detail, "text", width=REASON_WIDTH), advice=h.what_to_do))
             continue
         groups[(f.name, f.version)].append(f)
     in_main = {name: fs[0].version for name, fs in newest_by_name(inputs.main.values()).items()}
@@ -243,8 +292,11 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
                           maintainers=list(dict.fromkeys(m for h in hs for m in h.maintainers))
                           or list(inputs.maintainers.get(name, ())),
                           artifacts=arts, regressions=[Regression(**r) for h in hs for r in h.regressions],
-                          group=group_of(worst, blocked_by, with_, _OWN.get(own, "its own tests") if own else None)))
-    return Excuses(candidates=out, generated=now.replace(microsecond=0))
+                          group=group_of(worst, blocked_by, with_, _OWN.get(own, "its own tests") if own else None),
+                          advice=list(dict.fromkeys([*(h.what_to_do for h in hs),
+                                                     *(["`conda-distro build " + name + "`"]
+                                                       if any(a in untracked for a in arts) else [])]))))
+    return Excuses(candidates=out, stale=stale, generated=now.replace(microsecond=0))
 
 
 def write_excuses(path: Path, excuses: Excuses) -> Path:

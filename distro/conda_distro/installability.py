@@ -46,10 +46,14 @@ class InstallabilityResult:
 
 
 def write_channel(files: Iterable[ChannelFile], folder: Path) -> Path:
-    """A channel whose repodata lists ``files`` (no package files: enough for the solver)."""
+    """A channel whose repodata lists ``files`` (no package files: enough for the solver), with what the
+    solver orders builds by (:mod:`conda_distro.channels.order`): timestamps and track_features."""
     return write_records(({"fn": f.filename, "name": f.name, "version": f.version, "build": f.build,
                            "build_number": f.build_number, "depends": list(f.depends), "subdir": f.subdir,
-                           "sha256": f.sha256} for f in files), folder)
+                           "sha256": f.sha256,
+                           **({"timestamp": f.timestamp} if f.timestamp is not None else {}),
+                           **({"track_features": " ".join(f.track_features)} if f.track_features else {})}
+                          for f in files), folder)
 
 
 def write_records(records: Iterable[dict], folder: Path) -> Path:

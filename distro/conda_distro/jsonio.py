@@ -20,7 +20,7 @@ from conda_distro.errors import DistroError
 from conda_distro.fsutil import read_bounded_text
 
 _MB = 1024 * 1024
-Kind = Literal["ledger", "results", "repodata", "excuses", "sweep", "cache", "lock"]
+Kind = Literal["ledger", "results", "repodata", "excuses", "sweep", "cache", "lock", "prune"]
 #: the largest file of each kind read, in bytes. Channel indexes may be large (conda-forge's linux-64
 #: repodata.json is a few hundred MB); what the tool writes itself is small.
 MAX_BYTES: dict[Kind, int] = {
@@ -29,6 +29,7 @@ MAX_BYTES: dict[Kind, int] = {
     "lock": 16 * _MB,  # real-world.lock.json: the wheels and sdists the real world is made of
     "repodata": 1024 * _MB,  # repodata.json and run_exports.json of local channels
     "excuses": 64 * _MB,  # build/excuses.json: every candidate in staging
+    "prune": 64 * _MB,  # build/prune.journal.json: the staging files an interrupted prune was removing
     "sweep": 16 * _MB,  # build/sweep/pytorch-VER*.json: one release day's report, journal, leftovers
     "cache": 16 * _MB,  # render cache and sandbox cache entries
 }

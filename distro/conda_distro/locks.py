@@ -12,8 +12,9 @@ a crashed run never leaves a stale lock behind):
   graph, status, reports) take no lock;
 * **staging** (``.conda-distro.lock`` in the folder builds write: the local staging channel, or
   ``build/channels/staging`` for an ``anaconda://`` staging label; check-pr's scope has its own):
-  ``build`` holds it *exclusively* while it writes packages, repodata and ``build/results/``; ``promote``
-  holds it *shared* while it reads them and copies from staging;
+  ``build`` holds it *exclusively* while it writes packages, repodata and ``build/results/``; ``prune``
+  holds it *exclusively* while it removes stale builds, their results and logs (and the repository's lock
+  shared, as it reads the recipes); ``promote`` holds it *shared* while it reads them and copies from staging;
 * **main** (``.conda-distro.lock`` in a local main channel; for anaconda.org, a lock file under
   ``build/locks/``): ``promote`` and ``retire`` hold it *exclusively*.
 

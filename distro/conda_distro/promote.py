@@ -39,7 +39,7 @@ from conda_distro.errors import ChannelError, ExitCode, LedgerError, UsageError
 from conda_distro.excuses import EXCUSES_FILE, Excuses, ExcusesOptions, excuses_of, write_excuses
 from conda_distro.fsutil import check_writable
 from conda_distro.hints import load_hints
-from conda_distro.holds import Held, HoldReason
+from conda_distro.holds import Held, HoldClass, HoldReason
 from conda_distro.installability import Installability, InstallabilityResult
 from conda_distro.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence, utcnow
 from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, Deadline, repository_lock, staging_folder, staging_lock
@@ -50,6 +50,7 @@ from conda_distro.revdeps import Retest, RevdepInputs, Verdict, ident
 from conda_distro.revdeps import check as check_revdeps
 from conda_distro.safetext import shown
 from conda_distro.specs import admits
+from conda_distro.staleness import Stale, StalenessInputs, recipe_outputs, stale_builds
 
 # ---------------------------------------------------------------------------------------------
 # the test matrix
@@ -135,6 +136,8 @@ class PlanInputs:
     #: package name -> the recipe that owns it (conda_distro.owners), None for a name several recipes
     #: declare and none owns; None: ownership is not checked (a plan made without a checkout)
     owners: Mapping[str, Owner | None] | None = None
+    #: staging builds that can never be promoted from this checkout (conda_distro.staleness)
+    stale: Mapping[str, Stale] = field(default_factory=dict)
 
 
 @dataclass
@@ -154,6 +157,12 @@ class PromotionPlan:
     def exit_code(self) -> ExitCode:
         return ExitCode.FAILURES if any(h.reason.is_failure for h in self.held) else ExitCode.OK
 
+    def counts(self) -> dict[str, int]:
+        """Promoted, untracked, and held per hold class (what a long-run check of the gate reads)."""
+        out = {"promoted": len(self.promote), "untracked": len(self.untracked)}
+        out.update({c.value: sum(h.hold_class is c for h in self.held) for c in HoldClass})
+        return out
+
     def held_for(self, reason: HoldReason) -> list[Held]:
         return [h for h in self.held if h.reason is reason]
 
@@ -165,6 +174,7 @@ class PromotionPlan:
                                                                          if f.artifact in self.forced else {})}
                          for f in self.promote],
             "held": [h.to_dict() for h in self.held],
+            "counts": self.counts(),
             "untracked": list(self.untracked),
             "sets": [list(s) for s in self.sets],
             "retests": [r.to_dict() for r in self.retests],
@@ -179,13 +189,18 @@ class PromotionPlan:
                   + (f"  forced by {self.forced[f.artifact]}" if f.artifact in self.forced else "")
                   for f in self.promote]
         lines += [f"  together: {', '.join(s)}" for s in self.sets]
-        for h in sorted(self.held, key=lambda h: (not h.reason.is_failure, h.artifact)):
-            lines.append(f"  {'held' if h.reason.is_failure else 'skip'}     {h.artifact}  {h.reason.value}: "
+        word = {HoldClass.STALE: "stale", HoldClass.DONE: "skip"}
+        for h in sorted(self.held, key=lambda h: (not h.reason.is_failure, h.hold_class is HoldClass.DONE, h.artifact)):
+            lines.append(f"  {word.get(h.hold_class, 'held'):8} {h.artifact}  {h.reason.value}: "
                          f"{shown(h.detail, 'text', width=600)}")
+            if h.hold_class is not HoldClass.DONE:
+                lines.append(f"           what to do: {h.what_to_do}")
         lines += [f"  untested {a}  (no test results; run `conda-distro build`)" for a in self.untracked]
         failures = sum(h.reason.is_failure for h in self.held)
+        stale = sum(h.hold_class is HoldClass.STALE for h in self.held)
         lines.append(f"{len(self.promote)} {'promoted' if done else 'to promote'}, {failures} held, "
-                     f"{len(self.held) - failures} already done")
+                     + (f"{stale} stale (never promotable: `conda-distro prune` removes them), " if stale else "")
+                     + f"{len(self.held) - failures - stale} already done")
         return lines
 
 
@@ -198,6 +213,11 @@ def _gate_main(f: ChannelFile, main: Mapping[str, ChannelFile]) -> Held | None:
     return Held(f, HoldReason.SHA256_MISMATCH,
                 f"main already has {f.filename} with sha256 {there.sha256[:12]}…, staging has {f.sha256[:12]}…; "
                 "files are never overwritten: bump the build number")
+
+
+def _gate_stale(f: ChannelFile, stale: Mapping[str, Stale]) -> Held | None:
+    s = stale.get(f.artifact)
+    return Held(f, s.reason, s.detail) if s is not None else None
 
 
 def _gate_retired(f: ChannelFile, retired: Mapping[str, Retirement]) -> Held | None:
@@ -246,8 +266,9 @@ def _gate_provenance(f: ChannelFile, res: ArtifactResults, recipes: Mapping[str,
             other[r].append(pair)
     if other:
         what = "; ".join(f"{r} against {_pairs(p)}" for r, p in sorted(other.items()))
-        return Held(f, HoldReason.NOT_FROM_THIS_CHECKOUT,
-                    f"tested with other recipes than this checkout's: {what}" + rebuild.replace("build and test", "re-test"))
+        return Held(f, HoldReason.TESTED_WITH_OTHER_RECIPES,
+                    f"tested with other recipes than this checkout's: {what}" + rebuild.replace("build and test", "re-test"),
+                    advice=f"`conda-distro build {f.name}` re-tests it with this checkout's recipes")
     return None
 
 
@@ -361,15 +382,22 @@ def _resolve_dependencies(candidates: Sequence[ChannelFile], main: Mapping[str, 
 
 def _dependency_held(state: _DepState, held_by_name: Mapping[str, list[Held]]) -> Held:
     dep = state.unmet[min(state.unmet)]
+    holds = [h for h in held_by_name.get(dep.name, ()) if satisfies(dep, h.file)]
     why = [f"{h.artifact} is held ({h.reason.value})" for h in held_by_name.get(dep.name, ())]
     detail = f"needs '{dep.text}': no matching file in main or promotable in this run"
-    return Held(state.file, HoldReason.DEPENDENCY_NOT_IN_MAIN, detail + (f" ({'; '.join(why)})" if why else ""))
+    live = [h for h in holds if h.hold_class is not HoldClass.STALE]
+    if live:  # the dependency's own hold is what to act on
+        advice = f"{dep.name} is held ({live[0].reason.value}): {live[0].what_to_do}; then `conda-distro promote` takes both"
+    else:  # nothing of this checkout meets it: build it from this checkout (a stale build never goes)
+        advice = f"`conda-distro build {dep.name}` builds it from this checkout (and re-tests {state.file.name} with it)"
+    return Held(state.file, HoldReason.DEPENDENCY_NOT_IN_MAIN, detail + (f" ({'; '.join(why)})" if why else ""),
+                advice=advice)
 
 
 _VERDICT_ORDER = (Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR, Verdict.MISSING)
 
 
-def _held_for_retests(f: ChannelFile, retests: list[Retest]) -> Held:
+def _held_for_retests(f: ChannelFile, retests: list[Retest], inputs: PlanInputs | None = None) -> Held:
     """The hold for a candidate that its reverse-dependency re-tests keep back (worst verdict first)."""
     worst = min((r.verdict for r in retests), key=_VERDICT_ORDER.index)
     these = [r for r in retests if r.verdict is worst]
@@ -391,8 +419,26 @@ def _held_for_retests(f: ChannelFile, retests: list[Retest]) -> Held:
         names = tuple(sorted({c.split("/")[-1].rsplit("-", 2)[0] for r in these for c in r.candidates})) or names
     subject = "a test with the candidates it goes with" if these[0].is_candidate else \
         f"re-tests of {', '.join(names)} (in main)"
-    return Held(f, HoldReason.WAITING, f"waits for {subject}: {these[0].detail}; run `conda-distro build "
-                f"{' '.join(sorted({r.dependent.name for r in these} | {f.name}))}`", blocked_by=names)
+    build = f"`conda-distro build {' '.join(sorted({r.dependent.name for r in these} | {f.name}))}`"
+    held = Held(f, HoldReason.WAITING, f"waits for {subject}: {these[0].detail}; run {build}", blocked_by=names)
+    stale = sorted(_stale_in_the_way(these, inputs)) if inputs is not None else []
+    if stale:  # a re-test keeps installing a build that can never go: it must leave staging first
+        return dataclasses.replace(held, detail=held.detail + f" (its last run was with {', '.join(stale)}, a stale "
+                                                              "build the solver prefers)",
+                                   advice=f"`conda-distro prune` (removes {', '.join(stale)}), then {build}")
+    return held
+
+
+def _stale_in_the_way(retests: Sequence[Retest], inputs: PlanInputs) -> set[str]:
+    """Stale staging builds (``name-version-build``) that the latest runs of these re-tests installed."""
+    stale = {ident(inputs.staging[a]) for a in inputs.stale if a in inputs.staging}
+    found: set[str] = set()
+    for r in retests:
+        res = inputs.results.get(r.dependent.artifact)
+        runs = res.runs(r.pytorch, r.variant) if res is not None else []
+        if runs and runs[-1].against:
+            found |= set(runs[-1].against.values()) & stale
+    return found
 
 
 def _sets(promote: Sequence[ChannelFile], retests: Sequence[Retest], needs: Mapping[str, set[str]]) -> list[list[str]]:
@@ -437,9 +483,13 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     for art, f in sorted(inputs.staging.items()):
         res = inputs.results.get(art)
         if res is None:
-            plan.untracked.append(art)
+            stale = _gate_stale(f, inputs.stale)
+            if stale is not None:
+                plan.held.append(stale)
+            else:
+                plan.untracked.append(art)
             continue
-        held = (_gate_main(f, inputs.main) or _gate_retired(f, inputs.retired)
+        held = (_gate_stale(f, inputs.stale) or _gate_main(f, inputs.main) or _gate_retired(f, inputs.retired)
                 or _gate_sealed(f, res, (inputs.on_disk or {}).get(art))
                 or _gate_provenance(f, res, inputs.recipes) or _gate_owner(f, res, inputs.owners)
                 or _gate_hint_block(f, inputs))
@@ -480,7 +530,7 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             f = by_artifact[art]
             if _forgiven(f, retests, inputs, plan):
                 continue
-            holds[art] = _held_for_retests(f, retests)
+            holds[art] = _held_for_retests(f, retests, inputs)
         if inputs.installability is not None and plan.promote:
             for h in _installability_holds(plan, inputs, pairs):
                 if h.artifact not in holds or holds[h.artifact].reason is HoldReason.WAITING:
@@ -603,10 +653,13 @@ class PromotionContext:
         files = [*staging.values(), *main.values()]
         matrix = TestMatrix.from_config(self.distro.config, self.available,
                                         lockstep_of_files(files, self.distro.config.pytorch.lockstep))
+        retired = self.ledger.retired_artifacts(states)
+        recipes = self._recipes(staging, main, results)
         return PlanInputs(
-            staging=staging, main=main, results=results,
-            retired=self.ledger.retired_artifacts(states), matrix=matrix,
-            on_disk=self._on_disk(staging, main, results), recipes=self._recipes(staging, main, results),
+            staging=staging, main=main, results=results, retired=retired, matrix=matrix,
+            on_disk=self._on_disk(staging, main, results), recipes=recipes,
+            stale=stale_builds(StalenessInputs(staging, main, results, recipes, recipe_outputs(self.dist.recipes.values()),
+                                               frozenset(retired))),
             evidence={a.artifact: {(t.release, t.variant): t.status for t in a.tests}
                       for st in states.values() for a in st.artifacts},
             hints=load_hints(self.distro.root), today=self.today, owners=registry_of(self.dist, states).verdicts(),

@@ -174,6 +174,10 @@ class ResultsStore:
     def _path(self, artifact: str) -> Path:
         return self.folder / (artifact.replace("/", "__") + ".json")
 
+    def path_of(self, artifact: str) -> Path:
+        """The file holding ``artifact``'s results (whether or not it exists)."""
+        return self._path(artifact)
+
     def get(self, artifact: str) -> ArtifactResults | None:
         try:
             return read_results(self._path(artifact), artifact)

@@ -2,9 +2,9 @@
 
 Debian's britney2 migrates a package to testing only when the autopkgtests of its reverse dependencies
 pass against it; we do the same per supported release × variant. After promotion, an end user's
-environment holds, for each distribution package, the newest file of main ∪ candidates that admits the
-release (what the solver picks). So for every package whose environment would change, its tests must
-have run in exactly that environment:
+environment holds, for each distribution package, the file of main ∪ candidates that admits the
+release and that the solver tries first (:mod:`conda_distro.channels.order`). So for every package whose
+environment would change, its tests must have run in exactly that environment:
 
 * a **dependent in main** (the newest version of its name, not replaced by a candidate of the same name)
   whose dependencies include a candidate: its main artifact re-tested with the candidate(s) —
@@ -27,9 +27,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rattler import Version
-
 from conda_distro.channels.base import ChannelFile, newest_by_name
+from conda_distro.channels.order import InstallOrder, pool_of
 from conda_distro.results import NO_TESTS, ArtifactResults, TestRecord
 
 
@@ -96,16 +95,17 @@ Satisfies = Callable[[str, ChannelFile], bool]
 
 
 class Environments:
-    """What an environment holds after promotion: per (name, release, variant), the newest file of
-    main ∪ candidates that admits the release."""
+    """What an environment holds after promotion: per (name, release, variant), the file of main ∪
+    candidates that admits the release and that the solver tries first (rattler's order,
+    :mod:`conda_distro.channels.order`: version, build number, dependencies, timestamp; never the build
+    string's hash)."""
 
     def __init__(self, files: Iterable[ChannelFile], required: Required) -> None:
         self.required = required
-        self.by_name: dict[str, list[ChannelFile]] = defaultdict(list)
-        for f in files:
-            self.by_name[f.name].append(f)
-        for fs in self.by_name.values():
-            fs.sort(key=lambda f: (Version(f.version), f.build_number, f.build), reverse=True)
+        self.by_name: dict[str, list[ChannelFile]] = pool_of(files)
+        order = InstallOrder(self.by_name)
+        for name, fs in self.by_name.items():
+            self.by_name[name] = order.sort(fs)
         self._cache: dict[tuple[str, str, str], ChannelFile | None] = {}
 
     def admits(self, f: ChannelFile, pair: tuple[str, str]) -> bool:

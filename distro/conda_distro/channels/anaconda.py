@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from conda_distro.channels.base import Channel, ChannelAudit, ChannelFile, FileProblem, Progress, no_progress, split_artifact
 from conda_distro.channels.local import sha256_of
+from conda_distro.channels.repodata import timestamp_ms, track_features_of
 from conda_distro.config import ANACONDA_SCHEME
 from conda_distro.errors import ChannelError, DistroError
 from conda_distro.locks import Deadline, main_lock
@@ -73,6 +74,8 @@ def _file_from_api(doc: Mapping[str, Any]) -> ChannelFile:
         version=str(doc.get("version") or attrs.get("version")), build=str(build),
         build_number=int(attrs.get("build_number") or 0), sha256=str(doc.get("sha256") or attrs.get("sha256") or ""),
         depends=tuple(str(d) for d in attrs.get("depends") or ()), size=doc.get("size"),
+        timestamp=timestamp_ms(ts) if isinstance(ts := attrs.get("timestamp"), int | float) and ts >= 0 else None,
+        track_features=track_features_of(attrs.get("track_features")),
     )
 
 

@@ -38,6 +38,11 @@ class ChannelFile:
     sha256: str
     depends: tuple[str, ...] = ()
     size: int | None = field(default=None, compare=False)
+    #: when it was built, in milliseconds since the epoch (repodata's ``timestamp``; None: not recorded).
+    #: The solver prefers the newest of builds that tie on everything else (:mod:`conda_distro.channels.order`)
+    timestamp: int | None = field(default=None, compare=False)
+    #: repodata's ``track_features``: the solver ranks a build that has any below every build without
+    track_features: tuple[str, ...] = field(default=(), compare=False)
 
     @cached_property
     def artifact(self) -> str:

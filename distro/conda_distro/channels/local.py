@@ -283,16 +283,44 @@ class LocalChannel:
         progress(f"moved {len(moved)} file(s) to {self.retired_dir}")
         return moved
 
-    def _unlist(self, files: Sequence[ChannelFile]) -> None:
+    def remove(self, files: Sequence[ChannelFile], progress: Progress = no_progress) -> list[str]:
+        """Delete ``files`` from the channel for good (`prune`: staging builds that can never be promoted):
+        first a repodata without them, then the files, then a fresh index; so the index never names a
+        missing file, and a run killed anywhere is completed by running it again. Only a file whose index
+        record and bytes have the sha256 of ``files`` is touched (a build made since under the same name is
+        left alone). Returns the artifacts deleted."""
+        self._unlist(files, exact=True)
+        crash_point("prune-after-unlist")
+        gone = []
+        for f in files:
+            path = self.file_path(f)
+            if path.is_file() and sha256_of(path) == f.sha256:
+                path.unlink()
+                gone.append(f.artifact)
+        crash_point("prune-after-delete")
+        if files:
+            self.publish(progress)
+        return gone
+
+    def _unlist(self, files: Sequence[ChannelFile], exact: bool = False) -> None:
         by_subdir: dict[str, set[str]] = {}
         for f in files:
             by_subdir.setdefault(f.subdir, set()).add(f.filename)
+        sha = {(f.subdir, f.filename): f.sha256 for f in files}
         for subdir, names in sorted(by_subdir.items()):
             path = self.path / subdir / REPODATA
+            if exact and not path.is_file():
+                continue  # nothing indexed there (any more)
             data = read_repodata(path)
+            changed = False
             for key in ("packages", "packages.conda"):
-                data[key] = {k: v for k, v in (data.get(key) or {}).items() if k not in names}
-            atomic_write_text(path, json.dumps(data, separators=(",", ":"), sort_keys=True))
+                section = data.get(key) or {}
+                kept = {k: v for k, v in section.items() if k not in names
+                        or (exact and (v or {}).get("sha256") != sha[(subdir, k)])}
+                changed |= len(kept) != len(section)
+                data[key] = kept
+            if changed or not exact:
+                atomic_write_text(path, json.dumps(data, separators=(",", ":"), sort_keys=True))
 
     def _move_out(self, path: Path, subdir: str) -> Path:
         target_dir = self.retired_dir / subdir

@@ -39,6 +39,29 @@ class RepodataRecord(BaseModel):
     depends: list[StrictStr] = Field(default_factory=list)
     subdir: StrictStr | None = None
     size: StrictInt | None = Field(default=None, ge=0)
+    timestamp: StrictInt | None = Field(default=None, ge=0)  # seconds or milliseconds since the epoch
+    track_features: StrictStr | list[StrictStr] | None = None  # "a b", "a,b" or a list
+
+
+#: a repodata timestamp above this is in milliseconds (the last second of the year 9999), as rattler reads it
+_SECONDS_MAX = 253_402_300_799
+
+
+def timestamp_ms(value: int | float | None) -> int | None:
+    """A repodata ``timestamp`` (seconds or milliseconds since the epoch) in milliseconds, as the solver
+    compares them."""
+    if value is None:
+        return None
+    return int(value) if value > _SECONDS_MAX else int(value * 1000)
+
+
+def track_features_of(value: object) -> tuple[str, ...]:
+    """repodata's ``track_features`` (``"a b"``, ``"a,b"`` or a list) as a tuple; anything else: none."""
+    if isinstance(value, str):
+        return tuple(value.replace(",", " ").split())
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value if str(v).strip())
+    return ()
 
 
 class RepodataInfo(BaseModel):
@@ -81,7 +104,8 @@ def parse_record(path: Path, subdir: str, key: str, filename: Any, record: Any) 
     if filename != expected:
         raise _record_error(path, key, filename, f"name, version and build say the file is {expected!r}", "name")
     return ChannelFile(subdir=subdir, filename=filename, name=rec.name, version=rec.version, build=rec.build,
-                       build_number=rec.build_number, sha256=rec.sha256, depends=tuple(rec.depends), size=rec.size)
+                       build_number=rec.build_number, sha256=rec.sha256, depends=tuple(rec.depends), size=rec.size,
+                       timestamp=timestamp_ms(rec.timestamp), track_features=track_features_of(rec.track_features))
 
 
 def parse_repodata(path: Path, subdir: str, data: Any) -> dict[str, ChannelFile]:

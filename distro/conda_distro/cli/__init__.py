@@ -23,6 +23,7 @@ from conda_distro.secret import MaskingStream, mask, masked_excepthook
 from conda_distro.cli import lint_cmd, graph_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import sandbox_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import promote_cmd  # noqa: E402,F401  isort: skip
+from conda_distro.cli import prune_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import build_cmd, solve_cmd, sweep_cmd, verify_cmd, checkpr_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import propose_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import report_cmd  # noqa: E402,F401  isort: skip

@@ -318,12 +318,14 @@ def staging_results(build_dir: Path) -> dict[str, ArtifactResults]:
 
 
 def staged_build(name: str, results: Iterable[ArtifactResults], in_main: Iterable[ArtifactEntry],
-                 retired: Iterable[ArtifactEntry], cutoff: dt.datetime) -> StagedBuild | None:
-    """The newest build of ``name`` in staging that is not in main (nor retired) and not older than main's
-    newest, with its latest results before ``cutoff``."""
+                 retired: Iterable[ArtifactEntry], cutoff: dt.datetime,
+                 skip: frozenset[str] = frozenset()) -> StagedBuild | None:
+    """The newest build of ``name`` in staging that is not in main (nor retired, nor in ``skip``: stale
+    builds, which are never promoted) and not older than main's newest, with its latest results before
+    ``cutoff``."""
     from rattler import Version
 
-    known = {a.artifact for a in [*in_main, *retired]}
+    known = {a.artifact for a in [*in_main, *retired]} | skip
     newest = newest_artifact(in_main)
     floor = Version(newest.version) if newest else None
     found: list[tuple[Version, dt.datetime, str, StagedBuild]] = []
@@ -372,9 +374,9 @@ def _depends_on(entries: Iterable[ArtifactEntry], name: str) -> bool:
     return any(d.split()[0] == name for a in entries for d in a.depends if d.split())
 
 
-def gather(dist: Distribution, as_of: dt.date, *, sweeps: bool = True) -> Facts:
+def gather(dist: Distribution, as_of: dt.date, *, sweeps: bool = True, skip: frozenset[str] = frozenset()) -> Facts:
     """Everything the reports need, as of ``as_of``. ``sweeps=False`` reads only channel_state/ and the
-    repository (the status page)."""
+    repository (the status page); ``skip``: staging builds to leave out (stale ones: never promoted)."""
     cutoff = cutoff_of(as_of)
     config = dist.config
     pytorch = config.pytorch.name
@@ -393,7 +395,7 @@ def gather(dist: Distribution, as_of: dt.date, *, sweeps: bool = True) -> Facts:
         recipe = dist.recipes.get(folder) if folder else None
         in_main, retired = snapshot(states[name], cutoff) if name in states else ([], [])
         recs = [p for p, r in records.for_package(name) if r.at < cutoff]
-        staged = staged_build(name, results.values(), in_main, retired, cutoff)
+        staged = staged_build(name, results.values(), in_main, retired, cutoff, skip)
         packages[name] = PackageFacts(
             name=name,
             maintainers=list(recipe.maintainers) if recipe else [],

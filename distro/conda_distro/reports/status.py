@@ -3,11 +3,14 @@
 It shows a package × release × variant matrix, each cell one of :data:`CELL_STATUSES` and carrying
 ``data-package``/``data-release``/``data-variant``/``data-status``/``data-source`` attributes. Every
 package has a row for **main** (the ledger, channel_state/) and, when `build` left a newer build in
-staging that is not in main (``build/results/``), a row for **staging** under it, labelled "awaiting
-promotion" or "held". Failures are red, link to an entry of the failures list with the test's reason and
-its log (copied next to the page, under ``logs/``). Also: per-release progress ("2.6.0: 7/10 pass"),
-maintainers (linked to their GitHub profiles), links to the recipe files (``--repo-url``, default: the
-GitHub ``origin`` remote, at the checked-out commit) and searches of its open pull requests per package
+staging that is not in main (``build/results/``), a row for **staging** under it, labelled with the
+promotion gate's verdict (``build/excuses.json``: the hold classes of :mod:`conda_distro.holds`, so the
+page, the excuses and `promote` agree; stale builds get no row and are listed apart). Failures are red,
+link to an entry of the failures list with the test's reason and its log (copied next to the page,
+under ``logs/``). Also: per-release progress ("2.6.0: 7 of 10 packages of the distribution admit and
+pass", each other one named with why), maintainers (linked to their GitHub profiles), links to the
+recipe files (``--repo-url``, default: the GitHub ``origin`` remote, at the checked-out commit) and
+searches of its open pull requests per package
 and of the sweep tracking issue per swept release (:class:`RepoLinks`), the `report unmaintained` flags,
 retirements, the promotion gate's excuses (``build/excuses.json`` read by :func:`conda_distro.excuses.read_excuses`,
 grouped by what blocks them; those promoted since are left out) and a dependency view (an
@@ -26,6 +29,7 @@ import datetime as dt
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -33,12 +37,13 @@ from urllib.parse import quote_plus
 
 from conda_distro.config import DistroRepo
 from conda_distro.dates import parse_as_of
-from conda_distro.distribution import load_distribution
+from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import UsageError
-from conda_distro.excuses import Excuses, read_excuses
+from conda_distro.excuses import Excuse, Excuses, read_excuses
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.gitutil import find_repo, origin_url
 from conda_distro.gpu import variant_label
+from conda_distro.graph import RecipeGraph
 from conda_distro.layout import clash
 from conda_distro.ledger import ArtifactEntry
 from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact
@@ -70,12 +75,17 @@ class StatusOptions:
 class StatusResult:
     written: list[Path]
     exit_code: int = 0
+    progress: list[ReleaseProgress] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": True, "written": [str(p) for p in self.written]}
+        return {"ok": True, "written": [str(p) for p in self.written], "progress": [p.to_dict() for p in self.progress]}
 
     def text_lines(self) -> list[str]:
-        return [f"wrote {p}" for p in self.written]
+        lines = [f"wrote {p}" for p in self.written]
+        for p in self.progress:
+            lines.append(p.headline + (": " + "; ".join(f"{lag.name} ({lag.why})" for lag in p.lagging)
+                                       if p.lagging else ""))
+        return lines
 
 
 @dataclass(frozen=True)
@@ -125,15 +135,36 @@ class StagedRow:
 
     artifact: str | None
     version: str | None
-    promotable: bool
+    passed: bool  # every latest result passed
     cells: list[Cell]
     waits_for: tuple[str, ...] = ()
+    #: the promotion gate's verdict on it (build/excuses.json; the hold classes of conda_distro.holds), and
+    #: what it groups it under and advises; None: the gate has not judged this build
+    verdict: str | None = None
+    group: str = ""
+    advice: tuple[str, ...] = ()
+
+    @property
+    def promotable(self) -> bool:
+        """`promote` takes it: the gate said so, or (not judged yet) every test passed."""
+        return self.verdict == "promote" if self.verdict is not None else self.passed and not self.waits_for
 
     @property
     def label(self) -> str:
+        """What the gate says of it, in the words of the excuses (never "awaiting promotion" for a build the
+        gate holds)."""
         if self.waits_for:
             return f"not built: waits for {', '.join(self.waits_for)}"
-        return "awaiting promotion" if self.promotable else "held: a test failed"
+        if self.verdict == "promote":
+            return "awaiting promotion"
+        if self.verdict == "waiting":
+            return f"waiting: {self.group}" if self.group else "waiting"
+        if self.verdict is not None:
+            word = "held permanently" if self.verdict == "held-permanently" else "held"
+            return f"{word}: {self.group}" if self.group else word
+        if self.passed:
+            return "passed: not judged by the promotion gate yet (`conda-distro excuses`)"
+        return "held: a test failed" if any(c.status == "failed" for c in self.cells) else "not fully tested"
 
 
 @dataclass
@@ -173,21 +204,49 @@ class Row:
 
 
 @dataclass(frozen=True)
+class Lag:
+    """A package of the distribution that does not admit and pass a release, and why."""
+
+    name: str
+    why: str  # pins exclude it | failing | blocked | not tested (upstream has no build) | not tested yet
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "why": self.why}
+
+
+@dataclass(frozen=True)
 class ReleaseProgress:
-    """"2.6.0: 7/10 pass": of the packages tested (or to be tested) against a release, how many pass in every
-    variant, counting the newest build (staging's when there is one); and how many pass it in main."""
+    """"2.6.0: 7 of 10 packages of the distribution admit and pass": of every package of the distribution
+    that depends on pytorch (retired ones left out), how many admit the release (their newest build's pins,
+    staging's when there is one) and pass it in every variant they are tested in; how many of those pass it
+    with their build in main; and each of the others with why it lags."""
 
     release: str
     passing: int
     total: int
     in_main: int
-    failing: list[str]
-    untested: list[str]
+    lagging: list[Lag] = field(default_factory=list)
     tracking_url: str | None = None  # the release sweep's tracking issue, for a release a sweep added
 
     @property
     def percent(self) -> int:
         return round(100 * self.passing / self.total) if self.total else 100
+
+    @property
+    def failing(self) -> list[str]:
+        return [lag.name for lag in self.lagging if lag.why in ("failing", "blocked")]
+
+    @property
+    def untested(self) -> list[str]:
+        return [lag.name for lag in self.lagging if lag.why.startswith("not tested")]
+
+    @property
+    def headline(self) -> str:
+        return f"{self.release}: {self.passing} of {self.total} packages of the distribution admit and pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"release": self.release, "passing": self.passing, "total": self.total, "in_main": self.in_main,
+                "headline": self.headline, "lagging": [lag.to_dict() for lag in self.lagging]}
 
 
 @dataclass(frozen=True)
@@ -277,9 +336,9 @@ def _staged_status(status: TestStatus) -> CellStatus:
     return "not-tested" if status == "error" else status
 
 
-def staged_row(pkg: PackageFacts, main: list[Cell]) -> StagedRow | None:
+def staged_row(pkg: PackageFacts, main: list[Cell], excuse: Excuse | None = None) -> StagedRow | None:
     """The staging row: the staged build's latest results; without one, what main's cell says when that
-    is not-applicable, else not-tested."""
+    is not-applicable, else not-tested. Its label is the gate's verdict (``excuse``) when it has one."""
     b = pkg.staged
     if b is None:
         return None
@@ -291,10 +350,15 @@ def staged_row(pkg: PackageFacts, main: list[Cell]) -> StagedRow | None:
                      if t else Cell(pkg.name, m.release, m.variant,
                                     "not-applicable" if m.status == "not-applicable" else "not-tested",
                                     source="staging"))
-    return StagedRow(b.artifact, b.version, b.promotable, cells)
+    if excuse is None:
+        return StagedRow(b.artifact, b.version, b.promotable, cells)
+    return StagedRow(b.artifact, b.version, b.promotable, cells, verdict=excuse.verdict,
+                     group="" if excuse.verdict == "promote" else excuse.title, advice=tuple(excuse.advice))
 
 
-def make_rows(facts: Facts, report: UnmaintainedReport, repo: RepoLinks | None = None) -> list[Row]:
+def make_rows(facts: Facts, report: UnmaintainedReport, repo: RepoLinks | None = None,
+              excuses: Excuses | None = None) -> list[Row]:
+    judged: dict[tuple[str, str], Excuse] = {(e.name, e.new_version): e for e in (excuses.candidates if excuses else ())}
     flags = {e.name: e for e in report.packages}
     retired = {r.name: r for r in report.retired}
     level_of = {n: i for i, level in enumerate(facts.graph.levels()) for n in level}
@@ -305,7 +369,8 @@ def make_rows(facts: Facts, report: UnmaintainedReport, repo: RepoLinks | None =
         rows.append(Row(name, pkg.maintainers, pkg.newest, cells, flags.get(name), retired.get(name),
                         sorted(facts.graph.dependencies(name)) if in_graph else [],
                         sorted(facts.graph.dependents(name)) if in_graph else [], level_of.get(name),
-                        staged_row(pkg, cells), pkg.recipe_path,
+                        staged_row(pkg, cells, judged.get((name, pkg.staged.version)) if pkg.staged else None),
+                        pkg.recipe_path,
                         repo.file(pkg.recipe_path) if repo and pkg.recipe_path else None,
                         repo.pulls(name) if repo and pkg.recipe_path else None))
     return rows
@@ -333,28 +398,45 @@ def blocked_rows(facts: Facts, rows: list[Row]) -> None:
             row.staged = StagedRow(None, None, False, cells, tuple(sorted(waits)))
 
 
-def release_progress(facts: Facts, rows: list[Row], repo: RepoLinks | None = None) -> list[ReleaseProgress]:
+#: (package, release, variant) -> why upstream cannot serve a test of it, or None (it can, or unknown)
+Untestable = Callable[[str, str, str], "str | None"]
+
+
+def _lag(row: Row, release: str, variants: list[str], untestable: Untestable | None) -> str | None:
+    """Why a package does not admit and pass ``release`` (None: it does)."""
+    cells = [row.effective(release, v) for v in variants]
+    applicable = [c for c in cells if c.status != "not-applicable"]
+    if not applicable:
+        return "pins exclude it"
+    if all(c.status == "passed" for c in applicable):
+        return None
+    if any(c.status == "failed" for c in applicable):
+        return "failing"
+    if any(c.status == "blocked" for c in applicable):
+        return "blocked"
+    if untestable is not None and any(untestable(row.name, release, c.variant) for c in applicable
+                                      if c.status == "not-tested"):
+        return "not tested (upstream has no build)"
+    return "not tested yet"
+
+
+def release_progress(facts: Facts, rows: list[Row], repo: RepoLinks | None = None,
+                     untestable: Untestable | None = None) -> list[ReleaseProgress]:
+    counted = [row for row in rows if not (row.retired and row.newest is None)
+               and (facts.packages[row.name].tracks_pytorch if row.name in facts.packages else True)]
     out = []
     for rd in facts.releases:
         passing = in_main = 0
-        failing, untested, total = [], [], 0
-        for row in rows:
-            if row.retired and row.newest is None:
+        lagging = []
+        for row in counted:
+            why = _lag(row, rd.release, facts.variants, untestable)
+            if why is not None:
+                lagging.append(Lag(row.name, why))
                 continue
-            cells = [row.effective(rd.release, v) for v in facts.variants]
-            cells = [c for c in cells if c.status != "not-applicable"]
-            if not cells:
-                continue
-            total += 1
+            passing += 1
             main = [c for c in row.cells if c.release == rd.release and c.status != "not-applicable"]
             in_main += bool(main) and all(c.status == "passed" for c in main)
-            if all(c.status == "passed" for c in cells):
-                passing += 1
-            elif any(c.status in ("failed", "blocked") for c in cells):
-                failing.append(row.name)
-            else:
-                untested.append(row.name)
-        out.append(ReleaseProgress(rd.release, passing, total, in_main, failing, untested,
+        out.append(ReleaseProgress(rd.release, passing, len(counted), in_main, lagging,
                                    repo.sweep_issue(rd.release) if repo and rd.added_later else None))
     return out
 
@@ -452,12 +534,36 @@ def pending_excuses(facts: Facts, excuses: Excuses | None) -> Excuses | None:
                                                      if not (c.artifacts and set(c.artifacts) <= in_main)]})
 
 
-def build_page(facts: Facts, excuses: Excuses | None = None, repo: RepoLinks | None = None) -> StatusPage:
+def build_page(facts: Facts, excuses: Excuses | None = None, repo: RepoLinks | None = None,
+               untestable: Untestable | None = None) -> StatusPage:
     excuses = pending_excuses(facts, excuses)
     report = evaluate(facts)
-    rows = make_rows(facts, report, repo)
+    rows = make_rows(facts, report, repo, excuses)
     blocked_rows(facts, rows)
-    return StatusPage(facts, report, rows, draw(facts, rows), release_progress(facts, rows, repo), excuses)
+    return StatusPage(facts, report, rows, draw(facts, rows), release_progress(facts, rows, repo, untestable), excuses)
+
+
+def untestable_of(dist: Distribution) -> Untestable | None:
+    """Which tests upstream cannot serve (no pytorch build of the release and variant, or none of a lockstep
+    package the recipe needs, itself or through its distribution dependencies); None when upstream cannot
+    be read (nothing is then said of it)."""
+    from conda_distro.engine.releases import Target, availability_if_readable
+
+    available = availability_if_readable(dist.distro)
+    if available is None:
+        return None
+    lockstep = set(dist.config.pytorch.lockstep)
+    by_name = {r.name: r for r in dist.recipes.values()}
+    graph = RecipeGraph.from_recipes(dist.recipes)
+
+    def needs(name: str) -> set[str]:
+        names = {name} | (graph.ancestors(name) if name in graph.g else set())
+        return {d for n in names if n in by_name for d in by_name[n].dep_names("host", "run") if d in lockstep}
+
+    def why(name: str, release: str, variant: str) -> str | None:
+        return available.why_not(Target(release, "cuda" if variant == "cuda" else "cpu"), needs(name))
+
+    return why
 
 
 def render_page(page: StatusPage, log_links: dict[str, str] | None = None) -> str:
@@ -567,7 +673,9 @@ def write_status(options: StatusOptions) -> StatusResult:
     dist = load_distribution(options.root)
     out = _check_out(options.out, dist.distro)
     excuses = read_excuses(dist.distro.build_dir)
-    page = build_page(gather(dist, as_of, sweeps=False), excuses, repo_links(dist.root, options.repo_url))
+    stale = frozenset(b.artifact for b in excuses.stale) if excuses else frozenset()
+    page = build_page(gather(dist, as_of, sweeps=False, skip=stale), excuses, repo_links(dist.root, options.repo_url),
+                      untestable_of(dist))
     logs = _log_copies(page, dist.root, dist.distro.build_dir)
     html, css = render_page(page, logs), static("style.css")
     written = []
@@ -584,4 +692,4 @@ def write_status(options: StatusOptions) -> StatusResult:
             continue
         _write(out / rel, data)
         written.append(out / rel)
-    return StatusResult(written)
+    return StatusResult(written, progress=page.progress)

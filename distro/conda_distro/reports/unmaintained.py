@@ -36,6 +36,7 @@ from typing import Any
 from conda_distro.dates import parse_as_of
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import ExitCode
+from conda_distro.excuses import read_excuses
 from conda_distro.ledger import ArtifactEntry, TestEvidence
 from conda_distro.reports.facts import Facts, PackageFacts, ReleaseDate, StagedBuild, days_between, gather, latest_tests
 from conda_distro.safetext import shown
@@ -407,5 +408,8 @@ def evaluate(facts: Facts) -> UnmaintainedReport:
 
 
 def report_unmaintained(options: UnmaintainedOptions) -> UnmaintainedReport:
+    """Stale staging builds (the promotion gate's, build/excuses.json) are never pending: they are left out."""
     as_of = parse_as_of(options.as_of)
-    return evaluate(gather(load_distribution(options.root), as_of))
+    dist = load_distribution(options.root)
+    excuses = read_excuses(dist.distro.build_dir)
+    return evaluate(gather(dist, as_of, skip=frozenset(b.artifact for b in excuses.stale) if excuses else frozenset()))
