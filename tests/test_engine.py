@@ -383,3 +383,20 @@ def test_bad_input_exits_2_and_writes_nothing(sandbox_world, capsys, args, chang
     assert message in err, err
     assert not (sandbox_world / "build").exists()
     assert snapshot(sandbox_world) == before
+
+
+def test_a_runner_message_that_passes_with_a_failures_words_is_refused():
+    """A pass carries no error and no failure message (only the no-tests note): anything else is no verdict,
+    which the orchestrator records as an infrastructure error, never as a pass."""
+    from pydantic import ValidationError
+
+    from conda_distro.engine.jobs import Envelope, TestedMsg
+
+    assert TestedMsg(ok=True).ok and TestedMsg(ok=True, message="no tests", no_tests=True).no_tests
+    assert not TestedMsg(ok=False, message="test 0 failed: AssertionError").ok
+    for bad in ({"ok": True, "message": "test 0 failed: AssertionError"}, {"ok": True, "error": True}):
+        with pytest.raises(ValidationError):
+            TestedMsg(**bad)
+        with pytest.raises(ValidationError):
+            Envelope.model_validate_json(Envelope(msg=TestedMsg(ok=False)).model_dump_json()
+                                         .replace('"ok":false', '"ok":true').replace('"message":null', '"message":"x"'))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from conda_distro.engine.backends import VariantSpec
 
@@ -91,6 +91,14 @@ class TestedMsg(_Model):
     message: str | None = None
     env: dict[str, str] = Field(default_factory=dict)  # the test environment: name -> "name-version-build"
     no_tests: bool = False  # the package has no tests (rattler-build ran nothing)
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> TestedMsg:
+        """A pass says nothing else: a message that passes while carrying an error or a failure's words is
+        refused (the run then has no verdict and is recorded as an infrastructure error, never a pass)."""
+        if self.ok and (self.error or (self.message is not None and not self.no_tests)):
+            raise ValueError("a passing outcome carries an error or a failure's message")
+        return self
 
 
 class DoneMsg(_Model):
