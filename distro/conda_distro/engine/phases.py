@@ -22,15 +22,18 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from conda_distro.engine import intake
+from conda_distro.engine.backends import blocking_requirement
 from conda_distro.engine.jobs import BuildPhaseJob, BuiltMsg, TestedMsg, TestPhaseJob
 from conda_distro.engine.limits import describe
+from conda_distro.engine.mirror import MirrorError, Mirroring, shown_url
+from conda_distro.engine.needs import Needs, build_needs, test_needs
 from conda_distro.engine.sandbox import Layout, file_url_path, worker_env
 from conda_distro.engine.sources import SourceFetchError, fetch_source, recipe_copy
 from conda_distro.engine.supervise import Launch, supervise
@@ -54,6 +57,7 @@ class Isolation:
     work_root: Path
     sources: Path
     devices: tuple[Path, ...] = ()  # device nodes a GPU test's sandbox puts back (the GPU's, when there is one)
+    mirror: Mirroring | None = None  # remote upstream channels, mirrored for each sandbox (None: all local)
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,8 @@ class TestOut:
     log: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     no_tests: bool = False
+    env_failed: bool = False  # its environment could not be set up before any script ran
+    missing: tuple[str, ...] = ()  # what rattler-build's solver found no candidates for, then
 
 
 def remove_tree(folder: Path) -> None:
@@ -227,7 +233,13 @@ def run_build_phase(unit: PhaseContext, to_build: list[VariantSpec], gate: threa
             recipe_in = _show_recipe(unit, lay, folder)
         except SourceFetchError as exc:
             return {s.artifact: BuildOut("failed", f"the source could not be fetched: {exc}") for s in to_build}
-        channels = [lay.channel(url) for url in unit.channels]
+        views, mirror_errors = _mirror_build(unit, to_build, folder)
+        if mirror_errors:  # (those are not built: the others keep their logs' order)
+            to_build = [s for s in to_build if s.artifact not in mirror_errors]
+            logs = tuple(unit.logs / f"{s.build_string}.build.log" for s in to_build)
+            if not to_build:
+                return mirror_errors
+        channels = [lay.channel(views.get(url, url)) for url in unit.channels]
         job = BuildPhaseJob(recipe=str(recipe_in), variant_config=BuildPhaseJob.settings_data(unit.variant_config),
                             engine=unit.engine,
                             out_dir=str(work_in / "out"), channels=channels, variants=to_build)
@@ -264,7 +276,9 @@ def run_build_phase(unit: PhaseContext, to_build: list[VariantSpec], gate: threa
                 out[spec.artifact] = BuildOut("error", why, log)
             else:
                 out[spec.artifact] = BuildOut("failed", ran.why(describe(unit.limits)), log)
-        return out
+            if views and out[spec.artifact].status == "failed" and env_setup_message(out[spec.artifact].reason):
+                out[spec.artifact] = BuildOut("error", mirror_gap(unit, "build", out[spec.artifact].reason), log)
+        return {**out, **mirror_errors}
     finally:
         remove_tree(folder)
 
@@ -280,8 +294,12 @@ def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: 
     try:
         work_in = lay.show(rw, "work", writable=True)
         assert target.url is not None  # (a target without a release view is never run)
-        channels = [lay.channel(target.url), *([lay.channel(unit.dep_view)] if unit.dep_view else []),
-                    *(lay.channel(url) for url in unit.channels)]
+        outside = [target.url, *([unit.dep_view] if unit.dep_view else []), *unit.channels]
+        mirrored = _mirror_test(unit, staged, outside, bool(target.cuda), folder)
+        if isinstance(mirrored, TestOut):
+            return mirrored
+        views, needs = mirrored
+        channels = [lay.channel(views.get(url, url)) for url in outside]
         staging_in = file_url_path(lay.channel(unit.staging.as_uri()))
         assert staging_in is not None
         job = TestPhaseJob(engine=unit.engine, artifact=str(staging_in / staged.relative_to(unit.staging)),
@@ -297,8 +315,77 @@ def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: 
         kept = str(log) if log.is_file() else None
         if said is None or ran.killed:  # no verdict: killed, crashed, timed out
             return TestOut(False, error=True, message=ran.why(describe(unit.limits)), log=kept)
-        return TestOut(said.ok, said.error, said.message, kept, said.env, said.no_tests)
+        got = TestOut(said.ok, said.error, said.message, kept, said.env, said.no_tests, said.env_failed,
+                      tuple(said.missing))
+        return _judge_mirrored(unit, got, needs) if views else got
     finally:
         remove_tree(folder)
         if scratch is not None:
             remove_tree(scratch)
+
+
+# ------------------------------------------------------------------------------------ remote upstream channels
+
+#: the beginnings of rattler-build's own messages for a build whose environments could not be set up
+#: (said before any build script runs: a script's failure is "Script failed to execute")
+ENV_SETUP_MESSAGES = ("Failed to resolve dependencies", "Failed to install", "Failed to fetch", "Failed to download",
+                      "Could not solve", "Cannot solve")
+
+
+def env_setup_message(reason: str | None) -> bool:
+    return bool(reason) and any(str(reason).startswith(m) for m in ENV_SETUP_MESSAGES)
+
+
+def mirror_gap(unit: PhaseContext, what: str, why: str | None) -> str:
+    """The reason recorded when a sandbox could not set up an environment the remote channels can serve."""
+    names = ", ".join(f"'{shown_url(ch.ref)}'" for ch in unit.isolation.mirror.remotes) if unit.isolation.mirror else ""
+    return (f"mirror: the {what} environment could not be set up from the local mirror of upstream channel {names}, "
+            f"although rattler's solve against the channel found one ({why or 'no reason given'}); an infrastructure "
+            "error, not the package's: the next attempt (`build --retry-errors`) solves and mirrors again, with "
+            "what rattler-build found missing")
+
+
+def _mirror_build(unit: PhaseContext, to_build: list[VariantSpec], folder: Path) -> tuple[dict[str, str], dict[str, BuildOut]]:
+    """(remote channel URL -> its mirror view's URL, variants that cannot be built for want of a mirror).
+    Nothing to do (``{}``) when every upstream channel is local or recipe code runs unsandboxed."""
+    m = unit.isolation.mirror
+    if m is None or unit.isolation.bwrap is None:
+        return {}, {}
+    needs = build_needs(unit.recipe, unit.variant_config, unit.channels, to_build, folder)
+    errors = {a: BuildOut("error", f"mirror: {n.problem}") for a, n in needs.items() if n.problem}
+    try:
+        views = m.store.views(folder / "mirror", m.remotes, (r for n in needs.values() for r in n.records))
+    except MirrorError as exc:
+        return {}, {s.artifact: BuildOut("error", f"mirror: {exc}") for s in to_build}
+    return {url: view.as_uri() for url, view in views.items()}, errors
+
+
+def _mirror_test(unit: PhaseContext, staged: Path, outside: list[str], cuda: bool,
+                 folder: Path) -> tuple[dict[str, str], Needs | None] | TestOut:
+    """The mirror views a test sandbox reads in place of the remote channels (and what they were made
+    from), or the test's ``error`` when they cannot be made."""
+    m = unit.isolation.mirror
+    if m is None or unit.isolation.bwrap is None:
+        return {}, None
+    needs = test_needs(staged, outside, cuda, extra=m.store.wanted(unit.name))
+    if needs.problem:
+        return TestOut(False, error=True, message=f"mirror: {needs.problem}")
+    try:
+        views = m.store.views(folder / "mirror", m.remotes, needs.records)
+    except MirrorError as exc:
+        return TestOut(False, error=True, message=f"mirror: {exc}")
+    return {url: view.as_uri() for url, view in views.items()}, needs
+
+
+def _judge_mirrored(unit: PhaseContext, got: TestOut, needs: Needs | None) -> TestOut:
+    """A test whose environment could not be set up from the mirror: the package's failure when the
+    remote channels cannot serve it either (said with their solver's report), an infrastructure error
+    when they can (and what rattler-build missed is remembered for the next attempt)."""
+    if got.ok or got.error or not got.env_failed or needs is None or unit.isolation.mirror is None:
+        return got
+    if needs.unsolvable:
+        why = blocking_requirement(needs.unsolvable[0])
+        return replace(got, message=f"the test environment cannot be solved from the upstream channels: {why}")
+    unit.isolation.mirror.store.want(unit.name, got.missing)
+    return replace(got, error=True, message=mirror_gap(unit, "test", got.message))
+
