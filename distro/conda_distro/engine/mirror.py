@@ -121,7 +121,8 @@ def check_reachable(distro: DistroRepo, remotes: Sequence[RemoteChannel]) -> Non
             asyncio.run(Gateway().query([ch.url], [Subdir(s) for s in distro.subdirs], [name], recursive=False))
         except Exception as exc:  # noqa: BLE001 - rattler raises several fetch errors
             why = shown_url(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__
-            raise ConfigError(f"upstream channel '{shown_url(ch.ref)}' cannot be reached ({shown_url(ch.url)}): {why}",
+            where = "" if ch.url == ch.ref else f" ({shown_url(ch.url)})"
+            raise ConfigError(f"upstream channel '{shown_url(ch.ref)}' cannot be reached{where}: {why}",
                               path=distro.path, field=ch.field,
                               hint="build and test sandboxes have no network: what their environments need is "
                                    "mirrored from the upstream channels first, so each must answer (check the "
