@@ -22,7 +22,7 @@ from pathlib import Path
 import git
 import pytest
 from channel_server import ChannelServer
-from helpers import run_cli_at, run_json_at
+from helpers import run_cli, run_cli_at, run_json_at
 from worlds import copy_world
 
 from conda_distro.engine.sandbox import bwrap_path
@@ -144,7 +144,7 @@ def test_check_pr_and_the_sweep_run_on_a_remote_upstream(http_world, capsys):
     assert code == 1 and "cannot be reached" not in err
 
     # the sweep: a new release appears upstream (on the server), the dry run and an edit-only run work
-    code, out, err = run_cli_at(capsys, world, "sandbox", "publish-release", str(world), "2.7.0")
+    code, out, err = run_cli(capsys, "sandbox", "publish-release", str(world), "2.7.0")
     assert code == 0, err
     code, out, err = run_cli_at(capsys, world, "sweep", "--pytorch", "2.7.0", "--dry-run")
     assert code == 0 and out.startswith("dry run: nothing edited, built or committed"), err

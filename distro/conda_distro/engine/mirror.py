@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
+from filelock import FileLock
+
 from conda_distro.cachedir import default_cache_dir
 from conda_distro.errors import ConfigError
 from conda_distro.fsutil import link_or_copy
@@ -53,6 +55,7 @@ KEEP_DAYS = 30  # a mirrored file unused this long is removed
 MAX_BYTES = 50 << 30  # past this, the least recently used files go first
 FETCH_TIMEOUT = 300  # seconds without progress before a download is given up
 PART_AGE = 86400  # a part file this old was left by a download killed with -9
+LOCK = ".lock"  # in a store entry's folder: held while its file is fetched
 MAX_WANTED = 50  # specs remembered per package (what a sandbox needed beyond the solves)
 
 
@@ -168,11 +171,15 @@ class MirrorStore:
             raise MirrorError(f"{rec.file_name}: the channel gives no sha256 or md5 for it, so its bytes cannot be checked")
         name = re.sub(r"[^A-Za-z0-9._+-]", "_", rec.file_name).lstrip(".") or "package"
         dest = self.pkgs / key / name
-        if dest.is_file() and not dest.is_symlink():
-            with contextlib.suppress(OSError):
-                os.utime(dest)  # used now: kept by prune
-            return dest
         dest.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(dest.parent / LOCK)):  # units running at once download a file once
+            if dest.is_file() and not dest.is_symlink():
+                with contextlib.suppress(OSError):
+                    os.utime(dest)  # used now: kept by prune
+                return dest
+            return self._download(rec, dest)
+
+    def _download(self, rec: NeededRecord, dest: Path) -> Path:
         fd, tmp = tempfile.mkstemp(prefix=".part-", dir=self.pkgs)
         try:
             sha, md5 = hashlib.sha256(), hashlib.md5()  # noqa: S324 - md5 only where the channel gives nothing else
@@ -269,10 +276,12 @@ class MirrorStore:
         for folder in self.pkgs.iterdir():
             if not folder.is_dir() or folder.is_symlink():
                 continue
-            files = [f for f in folder.iterdir() if f.is_file()]
-            if not files:
+            files = [f for f in folder.iterdir() if f.is_file() and f.name != LOCK]
+            if not files:  # a download that failed (or was killed) left only its lock
                 with contextlib.suppress(OSError):
-                    folder.rmdir()
+                    if now - folder.stat().st_mtime > PART_AGE:
+                        shutil.rmtree(folder)
+                        removed.append(folder)
                 continue
             st = [f.stat() for f in files]
             entries.append((max(s.st_mtime for s in st), sum(s.st_size for s in st), folder))
