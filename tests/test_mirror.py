@@ -95,7 +95,8 @@ def test_a_remote_upstream_builds_sandboxed_with_the_results_of_a_local_one(http
     shutil.rmtree(world / "build" / "results")
     before = len(server.requests())
     code, doc = run_json_at(capsys, world, "build", "metrickit", "--pytorch", "2.6.0")
-    assert code == 0 and {t["status"] for t in doc["tests"]} == {"passed"} and len(doc["tests"]) == 2
+    assert code == 0 and {t["status"] for t in doc["tests"]} == {"passed"}  # (its dependents are tested too)
+    assert len([t for t in doc["tests"] if t["name"] == "metrickit"]) == 2
     assert conda_gets(server.requests()[before:]) == []
 
 
@@ -178,9 +179,10 @@ def test_a_record_the_mirror_lacks_is_an_infrastructure_error_and_a_retry_fetche
     monkeypatch.setattr(phases, "test_needs", forgetful)
     code, doc = run_json_at(capsys, world, "build", "metrickit", "--pytorch", "2.6.0")
     assert code == 1
-    assert [b["status"] for b in doc["builds"]] == ["built"]
-    assert {t["status"] for t in doc["tests"]} == {"error"}, doc["tests"]
-    for t in doc["tests"]:
+    assert [b["status"] for b in doc["builds"] if b["name"] == "metrickit"] == ["built"]
+    mine = [t for t in doc["tests"] if t["name"] == "metrickit"]
+    assert len(mine) == 2 and {t["status"] for t in mine} == {"error"}, mine
+    for t in mine:
         assert t["reason"].startswith("mirror: the test environment could not be set up from the local mirror "
                                       f"of upstream channel '{server.url}/upstream'"), t["reason"]
         assert "infrastructure error, not the package's" in t["reason"]
