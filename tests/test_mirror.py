@@ -264,17 +264,20 @@ def test_prune_removes_what_went_unused_and_keeps_the_store_under_its_size(tmp_p
 
 
 def test_a_failed_environment_is_told_from_a_failed_script():
-    from conda_distro.engine.backends import env_setup_failure
+    from conda_distro.engine.backends import env_setup_failure, missing_specs
 
     setup = ["Cannot solve the request because of: No candidates were found for pip >=23.",
              "PyRattlerBuildError: failed to setup test environment: ..."]
-    assert env_setup_failure(setup) == ("pip >=23.",)
+    assert env_setup_failure(setup) == ("pip >=23",)
     # a script that ran came after rattler-build's word that the environment was ready: whatever it
     # prints (even the same lines), the failure is the script's
     ran = ["│ python ┆ 3.11.7 ┆ hf2e68eb_1 ┆ upstream ┆ 10 MiB │", "Successfully updated the test environment",
            *setup, "Script failed with status 1"]
     assert env_setup_failure(ran) is None
     assert env_setup_failure(["Script failed with status 1"]) is None
+    report = ("Cannot solve the request because of: metrickit ==0.5.1 h_0 cannot be installed because there are no "
+              "viable options:\n└─ metrickit 0.5.1 would require\n   └─ python >=3.10, for which no candidates were found.")
+    assert missing_specs(report) == ("python >=3.10",)
 
 
 def test_urls_are_shown_without_credentials():

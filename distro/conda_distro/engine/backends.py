@@ -164,7 +164,14 @@ def _failure_line(output: list) -> str:
 
 _ENV_DONE = "Successfully updated the test environment"
 _ENV_FAILED = "failed to setup test environment"
-_NO_CANDIDATES = re.compile(r"No candidates were found for ([^\s,]+(?: [^\s,]+)?)")
+_NO_CANDIDATES = re.compile(r"No candidates were found for ([^\s,]+(?: [^\s,]+)?)"
+                            r"|([A-Za-z0-9_][A-Za-z0-9_.\-]*(?: [^\s,]+)?), for which no candidates were found")
+
+
+def missing_specs(text: str) -> tuple[str, ...]:
+    """The specs a solver report (rattler's or rattler-build's) says nothing can satisfy."""
+    found = (m.group(1) or m.group(2) for m in _NO_CANDIDATES.finditer(text))
+    return tuple(dict.fromkeys(s.rstrip(".:") for s in found if s))
 
 
 def env_setup_failure(output: list) -> tuple[str, ...] | None:
@@ -175,7 +182,7 @@ def env_setup_failure(output: list) -> tuple[str, ...] | None:
     lines = [ln.strip() for chunk in output for ln in str(chunk).splitlines() if ln.strip()]
     if any(_ENV_DONE in ln for ln in lines) or not any(_ENV_FAILED in ln for ln in lines):
         return None
-    return tuple(dict.fromkeys(m.group(1) for ln in lines for m in _NO_CANDIDATES.finditer(ln)))
+    return missing_specs("\n".join(lines))
 
 
 def environment_of(output: list) -> dict[str, str]:
@@ -303,6 +310,8 @@ class RattlerBuildBackend:
                     if why:
                         lines += ["=== why the test environment cannot be solved (rattler solver):", why]
                         failed += f": {blocking_requirement(why)}"
+                        if setup is not None:  # (this runner's own solve, in the sandbox's channels)
+                            setup = tuple(dict.fromkeys((*setup, *missing_specs(why))))
                     # (an environment rattler-build cannot set up is the package's failure even when
                     # rattler's own solve finds one: their channel priorities differ)
         if not results:
