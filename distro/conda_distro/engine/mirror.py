@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
-from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
+from urllib.parse import unquote, urlparse
 
 from filelock import FileLock
 
@@ -63,12 +63,14 @@ class MirrorError(Exception):
     """A record could not be mirrored (download failed, bytes not the channel's): infrastructure."""
 
 
-def shown_url(url: str) -> str:
-    """``url`` fit to print: no ``user:password@``, no anaconda.org ``/t/<token>`` segment."""
-    parts = urlsplit(url)
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    path = re.sub(r"/t/[^/]+", "/t/***", parts.path)
-    return urlunsplit((parts.scheme, netloc, path, parts.query, parts.fragment))
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+_TOKEN = re.compile(r"/t/[^/\s]+")
+
+
+def shown_url(text: str) -> str:
+    """``text`` (a URL, or a message holding URLs) fit to print: no ``user:password@``, no anaconda.org
+    ``/t/<token>`` segment."""
+    return _TOKEN.sub("/t/***", _USERINFO.sub("", text))
 
 
 @dataclass(frozen=True)
@@ -243,9 +245,12 @@ class MirrorStore:
         os.replace(tmp, path)
 
     def wanted(self, package: str) -> list[str]:
+        """What sandboxes of ``package`` needed beyond the solves (read: kept by :meth:`prune` for
+        another :data:`KEEP_DAYS`)."""
         path = self._wanted_file(package)
         try:
             data = json.loads(path.read_text(encoding="utf-8")) if path.stat().st_size < 65536 else []
+            os.utime(path)
         except (OSError, ValueError):
             return []
         return [s for s in data if isinstance(s, str)] if isinstance(data, list) else []

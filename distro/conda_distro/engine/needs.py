@@ -247,7 +247,7 @@ def test_needs(artifact: Path, channels: Sequence[str], cuda: bool, extra: Seque
     needs = Needs()
     vps = virtual_packages(cuda)
     pin = pin_of(pkg.name, str(pkg.version), pkg.build_string)
-    for specs, required in [*test_spec_sets(pkg), *(([pin, x], False) for x in extra)]:
+    for specs, required in [*test_spec_sets(pkg), *(([pin, x], True) for x in extra)]:
         try:
             recs = asyncio.run(solve(list(channels), specs, gateway=gw, platforms=[Subdir.current(), Subdir("noarch")],
                                      virtual_packages=vps, timeout=SOLVE_TIMEOUT))

@@ -332,6 +332,12 @@ ENV_SETUP_MESSAGES = ("Failed to resolve dependencies", "Failed to install", "Fa
                       "Could not solve", "Cannot solve")
 
 
+def _said(exc: Exception) -> str:
+    if isinstance(exc, MirrorError):
+        return str(exc)
+    return shown_url(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+
+
 def env_setup_message(reason: str | None) -> bool:
     return bool(reason) and any(str(reason).startswith(m) for m in ENV_SETUP_MESSAGES)
 
@@ -355,8 +361,8 @@ def _mirror_build(unit: PhaseContext, to_build: list[VariantSpec], folder: Path)
     errors = {a: BuildOut("error", f"mirror: {n.problem}") for a, n in needs.items() if n.problem}
     try:
         views = m.store.views(folder / "mirror", m.remotes, (r for n in needs.values() for r in n.records))
-    except MirrorError as exc:
-        return {}, {s.artifact: BuildOut("error", f"mirror: {exc}") for s in to_build}
+    except Exception as exc:  # noqa: BLE001 - a download, a link or the indexer: infrastructure, never a traceback
+        return {}, {s.artifact: BuildOut("error", f"mirror: {_said(exc)}") for s in to_build}
     return {url: view.as_uri() for url, view in views.items()}, errors
 
 
@@ -372,20 +378,31 @@ def _mirror_test(unit: PhaseContext, staged: Path, outside: list[str], cuda: boo
         return TestOut(False, error=True, message=f"mirror: {needs.problem}")
     try:
         views = m.store.views(folder / "mirror", m.remotes, needs.records)
-    except MirrorError as exc:
-        return TestOut(False, error=True, message=f"mirror: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a download, a link or the indexer: infrastructure, never a traceback
+        return TestOut(False, error=True, message=f"mirror: {_said(exc)}")
     return {url: view.as_uri() for url, view in views.items()}, needs
 
 
 def _judge_mirrored(unit: PhaseContext, got: TestOut, needs: Needs | None) -> TestOut:
-    """A test whose environment could not be set up from the mirror: the package's failure when the
-    remote channels cannot serve it either (said with their solver's report), an infrastructure error
-    when they can (and what rattler-build missed is remembered for the next attempt)."""
+    """A test whose environment could not be set up from the mirror views:
+
+    * the remote channels cannot serve it either (our solve against them failed): the package's failure,
+      said with their solver's report;
+    * the sandbox's channels had no candidates for something our solves had not asked for (the runner's
+      own solve says what): an infrastructure ``error``; it is remembered, and the next sandbox of the
+      package solves it too (with the package: if the channels cannot serve that, it is the package's
+      failure then);
+    * otherwise (nothing new to fetch): rattler-build's verdict stands, a failure, as without a mirror.
+    """
     if got.ok or got.error or not got.env_failed or needs is None or unit.isolation.mirror is None:
         return got
     if needs.unsolvable:
         why = blocking_requirement(needs.unsolvable[0])
         return replace(got, message=f"the test environment cannot be solved from the upstream channels: {why}")
-    unit.isolation.mirror.store.want(unit.name, got.missing)
+    store = unit.isolation.mirror.store
+    known = set(store.wanted(unit.name))
+    if not [m for m in got.missing if m not in known]:
+        return got
+    store.want(unit.name, got.missing)
     return replace(got, error=True, message=mirror_gap(unit, "test", got.message))
 
