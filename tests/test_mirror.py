@@ -196,6 +196,28 @@ def test_a_record_the_mirror_lacks_is_an_infrastructure_error_and_a_retry_fetche
     assert {t["status"] for t in doc["tests"] if t["name"] == "metrickit"} == {"passed"}
 
 
+@pytest.mark.slow
+@needs_bwrap
+def test_a_build_environment_the_channel_cannot_serve_stays_the_packages_failure(http_world, capsys):
+    """rattler-build's solve against the real channel fails too: a failure of the package, with that
+    solver's words, never an infrastructure error."""
+    world, _ = http_world
+    folder = world / "recipes" / "lonely"
+    folder.mkdir()
+    (folder / "recipe.yaml").write_text(
+        "package: {name: lonely, version: '1.0'}\n"
+        "build: {number: 0, noarch: generic, script: ['true']}\n"
+        "requirements: {host: [python, no-such-package-anywhere]}\n"
+        "about: {license: MIT, summary: lonely (needs what no channel has)}\n"
+        "extra: {recipe-maintainers: [octocat]}\n")
+    code, doc = run_json_at(capsys, world, "build", "lonely")
+    assert code == 1
+    [b] = doc["builds"]
+    assert b["status"] == "failed", b
+    assert b["reason"].startswith("the build environments cannot be solved from the upstream channels: "), b["reason"]
+    assert "no-such-package-anywhere" in b["reason"]
+
+
 # ------------------------------------------------------------------------------------------ fast
 
 

@@ -5,6 +5,10 @@ Each phase makes a fresh private folder, writes the runner's job, shows the sand
 phase reads (:class:`~conda_distro.engine.sandbox.Layout`: the recipe folder or its copy with fetched
 sources, the channels, the job file; for a test, the artifact from staging, read-only), runs the runner
 under :func:`~conda_distro.engine.supervise.supervise` (limits, streamed log) and removes the folder.
+When an upstream channel is remote, a phase first asks the engines what its environments install
+(:mod:`.needs`) and shows the sandbox mirror views of those records in that channel's place
+(:mod:`.mirror`); a sandbox that still lacks something is judged here (an infrastructure ``error`` when
+the upstream channels can serve it, the package's failure when they cannot).
 
 Sealing: the moment the build sandbox has exited (and with it every process it started), the
 orchestrator hashes every package file it left (:func:`~conda_distro.engine.intake.seal`); intake
@@ -233,13 +237,13 @@ def run_build_phase(unit: PhaseContext, to_build: list[VariantSpec], gate: threa
             recipe_in = _show_recipe(unit, lay, folder)
         except SourceFetchError as exc:
             return {s.artifact: BuildOut("failed", f"the source could not be fetched: {exc}") for s in to_build}
-        views, mirror_errors = _mirror_build(unit, to_build, folder)
+        mirrored, mirror_errors = _mirror_build(unit, to_build, folder)
         if mirror_errors:  # (those are not built: the others keep their logs' order)
             to_build = [s for s in to_build if s.artifact not in mirror_errors]
             logs = tuple(unit.logs / f"{s.build_string}.build.log" for s in to_build)
             if not to_build:
                 return mirror_errors
-        channels = [lay.channel(views.get(url, url)) for url in unit.channels]
+        channels = [lay.channel(mirrored.views.get(url, url)) for url in unit.channels]
         job = BuildPhaseJob(recipe=str(recipe_in), variant_config=BuildPhaseJob.settings_data(unit.variant_config),
                             engine=unit.engine,
                             out_dir=str(work_in / "out"), channels=channels, variants=to_build)
@@ -276,8 +280,7 @@ def run_build_phase(unit: PhaseContext, to_build: list[VariantSpec], gate: threa
                 out[spec.artifact] = BuildOut("error", why, log)
             else:
                 out[spec.artifact] = BuildOut("failed", ran.why(describe(unit.limits)), log)
-            if views and out[spec.artifact].status == "failed" and env_setup_message(out[spec.artifact].reason):
-                out[spec.artifact] = BuildOut("error", mirror_gap(unit, "build", out[spec.artifact].reason), log)
+            out[spec.artifact] = mirrored.judge(unit, spec.artifact, out[spec.artifact])
         return {**out, **mirror_errors}
     finally:
         remove_tree(folder)
@@ -351,19 +354,40 @@ def mirror_gap(unit: PhaseContext, what: str, why: str | None) -> str:
             "what rattler-build found missing")
 
 
-def _mirror_build(unit: PhaseContext, to_build: list[VariantSpec], folder: Path) -> tuple[dict[str, str], dict[str, BuildOut]]:
-    """(remote channel URL -> its mirror view's URL, variants that cannot be built for want of a mirror).
-    Nothing to do (``{}``) when every upstream channel is local or recipe code runs unsandboxed."""
+@dataclass
+class _BuildMirror:
+    """The build sandbox's mirror views (remote channel URL -> view URL; empty: no mirroring) and what
+    rattler-build's solve outside said of each variant's environments (artifact -> needs)."""
+
+    views: dict[str, str] = field(default_factory=dict)
+    needs: dict[str, Needs] = field(default_factory=dict)
+
+    def judge(self, unit: PhaseContext, artifact: str, out: BuildOut) -> BuildOut:
+        """A build that failed setting up its environments in the sandbox: the package's failure when the
+        upstream channels cannot serve them either (with their solver's report), an infrastructure error
+        when rattler-build's own solve against them succeeded."""
+        if not self.views or out.status != "failed" or not env_setup_message(out.reason):
+            return out
+        n = self.needs.get(artifact)
+        if n is not None and n.unsolvable:
+            return BuildOut("failed", f"the build environments cannot be solved from the upstream channels: "
+                                      f"{n.unsolvable[0]}", out.log)
+        return BuildOut("error", mirror_gap(unit, "build", out.reason), out.log)
+
+
+def _mirror_build(unit: PhaseContext, to_build: list[VariantSpec], folder: Path) -> tuple[_BuildMirror, dict[str, BuildOut]]:
+    """The build sandbox's mirror views, and the variants that cannot be built for want of a mirror.
+    Nothing to do when every upstream channel is local or recipe code runs unsandboxed."""
     m = unit.isolation.mirror
     if m is None or unit.isolation.bwrap is None:
-        return {}, {}
+        return _BuildMirror(), {}
     needs = build_needs(unit.recipe, unit.variant_config, unit.channels, to_build, folder)
     errors = {a: BuildOut("error", f"mirror: {n.problem}") for a, n in needs.items() if n.problem}
     try:
         views = m.store.views(folder / "mirror", m.remotes, (r for n in needs.values() for r in n.records))
     except Exception as exc:  # noqa: BLE001 - a download, a link or the indexer: infrastructure, never a traceback
-        return {}, {s.artifact: BuildOut("error", f"mirror: {_said(exc)}") for s in to_build}
-    return {url: view.as_uri() for url, view in views.items()}, errors
+        return _BuildMirror(), {s.artifact: BuildOut("error", f"mirror: {_said(exc)}") for s in to_build}
+    return _BuildMirror({url: view.as_uri() for url, view in views.items()}, needs), errors
 
 
 def _mirror_test(unit: PhaseContext, staged: Path, outside: list[str], cuda: bool,
