@@ -56,6 +56,7 @@ MAX_BYTES = 50 << 30  # past this, the least recently used files go first
 FETCH_TIMEOUT = 300  # seconds without progress before a download is given up
 PART_AGE = 86400  # a part file this old was left by a download killed with -9
 LOCK = ".lock"  # in a store entry's folder: held while its file is fetched
+ENTRY = "entry.json"  # in a store entry's folder: the indexer's repodata entry for its file
 MAX_WANTED = 50  # specs remembered per package (what a sandbox needed beyond the solves)
 
 
@@ -212,22 +213,46 @@ class MirrorStore:
         by_channel: dict[str, list[NeededRecord]] = {ch.url: [] for ch in remotes}
         for rec in records:
             owner = next((ch for ch in remotes if ch.owns(rec)), None)
-            if owner is not None:
+            if owner is not None and all(r.url != rec.url for r in by_channel[owner.url]):
                 by_channel[owner.url].append(rec)
         out: dict[str, Path] = {}
         for ch in remotes:
             view = folder / ch.slug
             shutil.rmtree(view, ignore_errors=True)
             recs = by_channel[ch.url]
+            index_channel(view, subdirs=sorted({r.subdir for r in recs} - {"noarch"}) or ["linux-64"])  # (empty)
+            entries: dict[str, dict[str, dict]] = {}
             for rec in recs:
-                dst = view / rec.subdir / rec.file_name
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                if not dst.exists():
-                    link_or_copy(self.fetch(rec), dst)
-            index_channel(view, subdirs=sorted({r.subdir for r in recs} - {"noarch"}) or ["linux-64"])
-            _put_back_dependencies(view, recs)
+                stored = self.fetch(rec)
+                link_or_copy(stored, view / rec.subdir / rec.file_name)
+                entries.setdefault(rec.subdir, {})[rec.file_name] = {
+                    **self._entry(rec, stored), "depends": list(rec.depends), "constrains": list(rec.constrains)}
+            _add_entries(view, entries)
             out[ch.url] = view
         return out
+
+    def _entry(self, rec: NeededRecord, stored: Path) -> dict:
+        """The repodata entry rattler's indexer writes for the stored file, indexed once per file and kept
+        beside it (a view is made of such entries: no file is read again)."""
+        cached = stored.parent / ENTRY
+        if cached.is_file():
+            with contextlib.suppress(OSError, ValueError):
+                entry = json.loads(cached.read_text(encoding="utf-8"))
+                if isinstance(entry, dict):
+                    return entry
+        with tempfile.TemporaryDirectory(prefix=".index-", dir=self.pkgs) as tmp:
+            channel = Path(tmp)
+            (channel / rec.subdir).mkdir(parents=True)
+            link_or_copy(stored, channel / rec.subdir / rec.file_name)
+            index_channel(channel, subdirs=[rec.subdir] if rec.subdir != "noarch" else [])
+            doc = json.loads((channel / rec.subdir / "repodata.json").read_text(encoding="utf-8"))
+        entry = (doc.get("packages.conda") or {}).get(rec.file_name) or (doc.get("packages") or {}).get(rec.file_name)
+        if not isinstance(entry, dict):
+            raise MirrorError(f"rattler's indexer made no entry for {rec.file_name}: it is not a readable package")
+        tmp_file = cached.with_name(f".{ENTRY}.{os.getpid()}")
+        tmp_file.write_text(json.dumps(entry), encoding="utf-8")
+        os.replace(tmp_file, cached)
+        return entry
 
     # -------------------------------------------------------------- what rattler-build asked for beyond our solves
 
@@ -281,7 +306,7 @@ class MirrorStore:
         for folder in self.pkgs.iterdir():
             if not folder.is_dir() or folder.is_symlink():
                 continue
-            files = [f for f in folder.iterdir() if f.is_file() and f.name != LOCK]
+            files = [f for f in folder.iterdir() if f.is_file() and f.name not in (LOCK, ENTRY)]
             if not files:  # a download that failed (or was killed) left only its lock
                 with contextlib.suppress(OSError):
                     if now - folder.stat().st_mtime > PART_AGE:
@@ -308,27 +333,18 @@ def _open(url: str) -> BinaryIO:
     raise MirrorError(f"cannot download {shown_url(url)}: only http, https and file URLs can be mirrored")
 
 
-def _put_back_dependencies(view: Path, recs: Sequence[NeededRecord]) -> None:
-    """The indexer reads ``depends``/``constrains`` from the files; a channel may serve others (its
-    repodata patches, e.g. an upper bound added later): the view serves the channel's."""
-    served = {(r.subdir, r.file_name): r for r in recs}
-    for sub in {r.subdir for r in recs}:
+def _add_entries(view: Path, entries: dict[str, dict[str, dict]]) -> None:
+    """Put the entries (subdir -> file name -> repodata entry) into the view's repodata, as the indexer
+    would have, but with the ``depends``/``constrains`` the channel serves: the indexer reads them from
+    the files, and a channel may serve others (its repodata patches, e.g. an upper bound added later)."""
+    for sub, files in entries.items():
         path = view / sub / "repodata.json"
         doc = json.loads(path.read_text(encoding="utf-8"))
-        changed = False
-        for key in ("packages", "packages.conda"):
-            for fn, entry in (doc.get(key) or {}).items():
-                rec = served.get((sub, fn))
-                if rec is None:
-                    continue
-                for fld, value in (("depends", list(rec.depends)), ("constrains", list(rec.constrains))):
-                    if (entry.get(fld) or []) != value:
-                        entry[fld] = value
-                        changed = True
-        if changed:
-            tmp = path.with_name(".repodata.json.tmp")
-            tmp.write_text(json.dumps(doc, indent=1, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, path)
+        for fn, entry in files.items():
+            doc.setdefault("packages.conda" if fn.endswith(".conda") else "packages", {})[fn] = entry
+        tmp = path.with_name(".repodata.json.tmp")
+        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
 
 
 __all__ = ["KEEP_DAYS", "MAX_BYTES", "MirrorError", "MirrorStore", "Mirroring", "RemoteChannel", "check_reachable",
