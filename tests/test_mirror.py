@@ -198,7 +198,7 @@ def test_a_record_the_mirror_lacks_is_an_infrastructure_error_and_a_retry_fetche
 
 @pytest.mark.slow
 @needs_bwrap
-def test_a_build_environment_the_channel_cannot_serve_stays_the_packages_failure(http_world, capsys):
+def test_a_build_environment_the_channel_cannot_serve_stays_the_packages_failure(http_world, capsys, mirror_cache):
     """rattler-build's solve against the real channel fails too: a failure of the package, with that
     solver's words, never an infrastructure error."""
     world, _ = http_world
@@ -210,12 +210,30 @@ def test_a_build_environment_the_channel_cannot_serve_stays_the_packages_failure
         "requirements: {host: [python, no-such-package-anywhere]}\n"
         "about: {license: MIT, summary: lonely (needs what no channel has)}\n"
         "extra: {recipe-maintainers: [octocat]}\n")
-    code, doc = run_json_at(capsys, world, "build", "lonely")
+    # and a test script that prints what a failed environment looks like cannot pass for one: its
+    # environment was set up (rattler-build said so before the script ran), so its failure is its own
+    liar = world / "recipes" / "liar"
+    liar.mkdir()
+    (liar / "recipe.yaml").write_text(
+        "package: {name: liar, version: '1.0'}\n"
+        "build: {number: 0, noarch: generic, script: ['true']}\n"
+        "tests:\n  - script:\n"
+        "      - \"echo 'Cannot solve the request because of: No candidates were found for evil-package'\"\n"
+        "      - \"echo 'PyRattlerBuildError: failed to setup test environment: nothing'\"\n"
+        "      - exit 1\n"
+        "about: {license: MIT, summary: liar (a test pretending its environment failed)}\n"
+        "extra: {recipe-maintainers: [octocat]}\n")
+    code, doc = run_json_at(capsys, world, "build", "lonely", "liar", "--pytorch", "2.6.0")
     assert code == 1
-    [b] = doc["builds"]
+    builds = {b["name"]: b for b in doc["builds"]}
+    b = builds["lonely"]
     assert b["status"] == "failed", b
     assert b["reason"].startswith("the build environments cannot be solved from the upstream channels: "), b["reason"]
     assert "no-such-package-anywhere" in b["reason"]
+    assert builds["liar"]["status"] == "built"
+    tests = [t for t in doc["tests"] if t["name"] == "liar"]
+    assert tests and {t["status"] for t in tests} == {"failed"}, tests
+    assert not (mirror_cache / "mirror" / "wanted").exists()
 
 
 # ------------------------------------------------------------------------------------------ fast

@@ -125,10 +125,16 @@ def solve_main(job_file: str) -> int:
         variants = _variant_file(job.variant_config, Path(tmp))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            build_recipes([job.recipe], channel=job.channels, variant_config=[str(variants)],
-                          variant_overrides=job.overrides or None, ignore_recipe_variants=True,
-                          target_platform=job.variant_config.get("target_platform"), render_only=True,
-                          with_solve=True, output_dir=str(Path(tmp) / "out"), auth_file=job.auth_file)
+            try:
+                build_recipes([job.recipe], channel=job.channels, variant_config=[str(variants)],
+                              variant_overrides=job.overrides or None, ignore_recipe_variants=True,
+                              target_platform=job.variant_config.get("target_platform"), render_only=True,
+                              with_solve=True, output_dir=str(Path(tmp) / "out"), auth_file=job.auth_file)
+            except Exception as exc:  # noqa: BLE001 - the solver's report is in the error's log, not its message
+                for line in getattr(exc, "log", None) or ():
+                    print(line, file=sys.stderr)
+                print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+                return 1
     return 0
 
 
@@ -164,8 +170,19 @@ def _records_of(output: dict[str, Any]) -> list[NeededRecord]:
     return [NeededRecord.of_json(r) for env in ("build", "host") for r in ((deps.get(env) or {}).get("resolved") or ())]
 
 
+#: the words of a solver's report that name what is missing (preferred over the exception's last line,
+#: which only says that the solve failed)
+SOLVER_REPORT_WORDS = ("No candidates were found", "cannot be installed", "Cannot solve the request", "nothing provides")
+
+
 def _last_line(text: str) -> str:
+    """The line of a failed solve that says why: the solver's report when it names what is missing,
+    else the last line said."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for words in SOLVER_REPORT_WORDS:
+        hit = next((ln for ln in lines if words in ln), None)
+        if hit is not None:
+            return hit[:300]
     return lines[-1][:300] if lines else "no output"
 
 

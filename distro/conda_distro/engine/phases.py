@@ -342,7 +342,10 @@ def _said(exc: Exception) -> str:
 
 
 def env_setup_message(reason: str | None) -> bool:
-    return bool(reason) and any(str(reason).startswith(m) for m in ENV_SETUP_MESSAGES)
+    """Whether a build's reason is rattler-build's own word for environments it could not set up (with or
+    without the exception's class name before it, as rattler-build's Python binding sometimes says it)."""
+    text = str(reason or "").removeprefix("PyRattlerBuildError: ")
+    return any(text.startswith(m) for m in ENV_SETUP_MESSAGES)
 
 
 def mirror_gap(unit: PhaseContext, what: str, why: str | None) -> str:
@@ -352,6 +355,32 @@ def mirror_gap(unit: PhaseContext, what: str, why: str | None) -> str:
             f"although rattler's solve against the channel found one ({why or 'no reason given'}); an infrastructure "
             "error, not the package's: the next attempt (`build --retry-errors`) solves and mirrors again, with "
             "what rattler-build found missing")
+
+
+def _solver_report(log: str | None) -> str | None:
+    """What a build's log says of the environment that could not be solved: the solver's line naming
+    what is missing when there is one, else the specs rattler-build asked for (its exception says only
+    "Failed to resolve dependencies")."""
+    from conda_distro.engine.needs import SOLVER_REPORT_WORDS
+
+    if not log or not Path(log).is_file():
+        return None
+    with open(log, "rb") as fh:  # the first 1 MiB: an environment is set up before any script speaks
+        text = fh.read(1 << 20).decode("utf-8", "replace")
+    lines = [ln.strip(" │×╰─▶\t") for ln in text.splitlines()]
+    for words in SOLVER_REPORT_WORDS:
+        hit = next((ln for ln in lines if words in ln), None)
+        if hit:
+            return hit[:300]
+    specs: list[str] = []
+    for i, ln in enumerate(lines):
+        if ln == "Specs:":
+            specs = []
+            for item in lines[i + 1:]:
+                if not item.startswith("- "):
+                    break
+                specs.append(item[2:])
+    return f"no solution for the specs {', '.join(specs)}"[:300] if specs else None
 
 
 @dataclass
@@ -370,8 +399,9 @@ class _BuildMirror:
             return out
         n = self.needs.get(artifact)
         if n is not None and n.unsolvable:
-            return BuildOut("failed", f"the build environments cannot be solved from the upstream channels: "
-                                      f"{n.unsolvable[0]}", out.log)
+            why = _solver_report(out.log) or n.unsolvable[0]
+            return BuildOut("failed", f"the build environments cannot be solved from the upstream channels: {why}",
+                            out.log)
         return BuildOut("error", mirror_gap(unit, "build", out.reason), out.log)
 
 
