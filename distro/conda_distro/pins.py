@@ -69,10 +69,25 @@ def depends_on(recipe: Recipe, pytorch: str) -> bool:
 
 
 def own_admitted(recipe: Recipe, pytorch: str, releases: list[str]) -> set[str]:
-    """Releases admitted by every pytorch pin (pin functions follow the host spec, which is what they
-    pin against)."""
-    specs = [d.version for d in pytorch_pins(recipe, pytorch, all_branches=False)]
-    return {r for r in releases if all(admits(s, r) for s in specs)}
+    """Releases admitted by the recipe's pytorch pins (pin functions follow the host spec, which is what
+    they pin against), read per rendered variant as rattler-build renders it: a release is admitted by an
+    output when one of its variants' pins all admit it (``pytorch ${{ pytorch }}.*`` in host renders
+    ``pytorch 2.13.*`` in one variant and ``pytorch 2.14.*`` in the next: each minor has its build), and
+    by the recipe when every output admits it."""
+    if recipe.produces(pytorch):
+        return set(releases)
+    if not recipe.variants:
+        specs = [d.version for d in pytorch_pins(recipe, pytorch, all_branches=False)]
+        return {r for r in releases if all(admits(s, r) for s in specs)}
+    per_output: dict[str, set[str]] = {}
+    for v in recipe.variants:
+        specs = [p.version for section in PIN_SECTIONS for p in map(parse_spec, v.requirements.get(section, ()))
+                 if p.ok and p.name == pytorch and p.version]
+        per_output.setdefault(v.output, set()).update(r for r in releases if all(admits(s, r) for s in specs))
+    out = set(releases)
+    for admitted in per_output.values():
+        out &= admitted
+    return out
 
 
 def admitted_releases(recipes: Mapping[str, Recipe], graph: RecipeGraph, pytorch: str, releases: list[str]) -> dict[str, set[str]]:
