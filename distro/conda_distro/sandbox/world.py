@@ -36,6 +36,7 @@ from conda_distro.sandbox.upstream import (
     DEFAULT_RELEASES,
     HostPython,
     SandboxError,
+    Toolchain,
     build_upstream_channel,
     check_releases,
     data_dir,
@@ -157,6 +158,37 @@ def _copy_template(dest: Path, releases: tuple[str, ...]) -> None:
                       cfg.read_text(), count=1, flags=re.M)
         cfg.write_text(text)
     (dest / ".gitignore").write_text(GITIGNORE)
+    write_variants(dest / "variants.yaml", Toolchain.detect())
+
+
+VARIANTS_YAML = """\
+# The sandbox world's variant config (the format of conda-forge-pinning's conda_build_config.yaml): the
+# keys its compiled recipes use, with the versions of the stand-in compiler packages in ./upstream (the
+# machine's gcc, glibc and nvcc). conda-distro sets pytorch and libtorch to the supported minors.
+c_compiler: [gcc]
+c_compiler_version: {gcc}
+cxx_compiler: [gxx]
+cxx_compiler_version: {gcc}
+c_stdlib: [sysroot]
+c_stdlib_version: {glibc}
+cuda_compiler: [cuda-nvcc]
+cuda_compiler_version: {cuda}{no_cuda}
+pytorch: ["2.6"]
+libtorch: ["2.6"]
+zip_keys:
+  - [c_compiler_version, cxx_compiler_version, c_stdlib_version, cuda_compiler_version]
+  - [pytorch, libtorch]
+"""
+
+
+def write_variants(path: Path, toolchain: Toolchain) -> None:
+    """The world's variants.yaml: a CPU row, and a CUDA row when the machine has nvcc (else a comment
+    says the compiled recipes' CUDA builds are left out and only their C++ part is built)."""
+    rows = ["None", toolchain.nvcc_version] if toolchain.nvcc else ["None"]
+    path.write_text(VARIANTS_YAML.format(
+        gcc=json.dumps([toolchain.gcc_version] * len(rows)), glibc=json.dumps([toolchain.glibc_version] * len(rows)),
+        cuda=json.dumps(rows),
+        no_cuda="" if toolchain.nvcc else "   # this machine has no nvcc: no CUDA row, the C++ part only"))
 
 
 def commit_world(root: Path, releases: tuple[str, ...], date: datetime | None) -> str:
