@@ -104,3 +104,12 @@ def admitted_releases(recipes: Mapping[str, Recipe], graph: RecipeGraph, pytorch
 def uses_pytorch_variant(recipe: Recipe, pytorch: str) -> bool:
     """A bare pytorch in host makes pytorch a variant key: one build per supported minor."""
     return any(d.name == pytorch and d.is_bare for d in recipe.deps("host"))
+
+
+def builds_per_minor(recipe: Recipe, pytorch: str) -> bool:
+    """Do the recipe's builds follow the PyTorch variant key (a compiled extension: one build per supported
+    minor)? rattler-build says so: its rendered variants carry the key (or a key zipped with it, libtorch)."""
+    keys = {pytorch}
+    if recipe.settings is not None:
+        keys |= {k for z in recipe.settings.zip_keys if pytorch in z for k in z}
+    return any(keys & set(v.variant) for v in recipe.variants)
