@@ -72,6 +72,7 @@ class SandboxOptions:
     progress: Callable[[str], None] | None = field(default=None, compare=False)  # one-line progress messages
     real: bool = False  # create_world(): the real world instead (sandbox.real; the repository found from the cwd)
     refresh: bool = False  # with real: re-resolve the real world's lock (sandbox.real)
+    compiled: bool = False  # add the compiled recipes (scatterkit <- sparsekit; data/world-compiled/)
 
 
 @dataclass(frozen=True)
@@ -146,12 +147,12 @@ def target_folder(options: FolderRequest) -> Path:
     return path
 
 
-def _copy_template(dest: Path, releases: tuple[str, ...]) -> None:
-    world = data_dir() / "world"
-    for f in iter_data_files(world):
-        target = dest / f.relative_to(world)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, target)
+def _copy_template(dest: Path, releases: tuple[str, ...], compiled: bool = False) -> None:
+    for world in (data_dir() / "world", *([data_dir() / "world-compiled"] if compiled else [])):
+        for f in iter_data_files(world):
+            target = dest / f.relative_to(world)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, target)
     if tuple(releases) != DEFAULT_RELEASES:
         cfg = dest / "distro.yaml"
         text = re.sub(r"^(  releases: )\[[^\]]*\]", lambda m: m.group(1) + json.dumps(list(releases)),
@@ -223,7 +224,7 @@ def create_sandbox(options: SandboxOptions) -> SandboxResult:
         else:
             say(f"building the upstream channel (python {host.version} + pytorch stand-ins), no cache")
             build_upstream_channel(upstream, releases, host=host)
-        _copy_template(path, releases)
+        _copy_template(path, releases, options.compiled)
         commit = commit_world(path, releases, options.git_date) if options.git else None
     except SandboxError:
         raise
