@@ -180,3 +180,23 @@ def test_plan_builds_every_minor_and_tests_every_release(make_distro, capsys):
     assert len(plan["cxx-only"]["variants"]) == 12 and len(plan["cuda-optional"]["variants"]) == 24
     dist = load_distribution(_world(make_distro, "skip-match"))
     assert dist.recipes["skip-match"].version == "0.5.0"  # was: version "0", 0 builds
+
+
+def test_release_day_plan_tells_widening_from_new_builds(make_distro, clean_recipe):
+    """A distribution with both: the noarch package's pin is widened; the compiled ones (a bare host
+    pytorch, or a pin written with the variant key) have no pin to widen and get builds for the new
+    minor; a bugfix release needs neither."""
+    from conda_distro.sweep.plan import plan_sweep
+
+    root = _world(make_distro, "host-minor", "cxx-only")
+    noarch = clean_recipe("pure", pytorch="pytorch >=2.13,<2.16")
+    (root / "recipes" / "pure").mkdir()
+    (root / "recipes" / "pure" / "recipe.yaml").write_text(noarch)
+    dist = load_distribution(root)
+    plan = {d.name: d for d in plan_sweep(dist, "2.16.0").decisions}
+    assert (plan["pure"].status, plan["pure"].action) == ("bumped", "widen the pins")
+    assert plan["pure"].new_pin == "pytorch >=2.13,<2.17"
+    for name in ("host-minor", "cxx-only"):  # (host-minor's `pytorch ${{ pytorch }}.*` is never edited)
+        assert (plan[name].status, plan[name].action, plan[name].edits) == ("unchanged", "build for the new minor", [])
+    bugfix = {d.name: d for d in plan_sweep(dist, "2.15.1").decisions}
+    assert {(d.status, d.action) for d in bugfix.values()} == {("unchanged", "")}

@@ -9,6 +9,7 @@ that produces ``pytorch`` itself has none.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from conda_distro.graph import RecipeGraph
@@ -44,15 +45,38 @@ def _written_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
     return found
 
 
+def _templated_lines(recipe: Recipe, pytorch: str) -> set[int]:
+    """Lines of requirements written with the PyTorch variant key (``pytorch ${{ pytorch }}.*``, or a key
+    zipped with it): what they render to follows the variant, one minor per build, so they are no pin a
+    sweep widens (nor one that decides for the whole recipe which releases it admits: :func:`own_admitted`
+    reads them per variant)."""
+    keys = {pytorch}
+    if recipe.settings is not None:
+        keys |= {k for z in recipe.settings.zip_keys if pytorch in z for k in z}
+    word = re.compile(r"\$\{\{[^}]*(?<![\w.'\"])(" + "|".join(map(re.escape, sorted(keys))) + r")(?![\w'\"])")
+    data = recipe.tree
+    bodies = [data] + [o for o in (data.get("outputs") or []) if isinstance(o, dict)] \
+        if isinstance(data.get("outputs"), list) else [data]
+    lines: set[int] = set()
+    for body in bodies:
+        req = body.get("requirements")
+        if isinstance(req, dict):
+            for section in PIN_SECTIONS:
+                start = req.line_of(section) if hasattr(req, "line_of") else 1
+                lines |= {line for text, line in written_items(req.get(section), start) if word.search(text)}
+    return lines
+
+
 def pytorch_pins(recipe: Recipe, pytorch: str, *, all_branches: bool = True) -> list[Dep]:
     """Versioned pins of ``pytorch`` (see the module doc), one per line, in line order. Empty for a
     recipe that produces ``pytorch`` itself. ``all_branches=False``: only the requirements that apply
     to the recipe's platform (what a build of it gets)."""
     if recipe.produces(pytorch):
         return []
+    templated = _templated_lines(recipe, pytorch)
     by_line: dict[int, Dep] = {}
     for d in recipe.deps(*[s for s in PIN_SECTIONS if s in SECTIONS]):
-        if d.name == pytorch and d.spec is not None and d.spec.ok and d.version:
+        if d.name == pytorch and d.spec is not None and d.spec.ok and d.version and d.line not in templated:
             by_line.setdefault(d.line, d)
     for d in _written_pins(recipe, pytorch) if all_branches else ():
         if d.version:
