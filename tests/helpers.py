@@ -49,7 +49,7 @@ def with_provenance(root: Path, res, *, commit: str | None = None):
     recipe input hash, on the artifact and on every test."""
     from conftest import clean_recipe_text
 
-    from conda_distro.provenance import recipe_digest
+    from conda_distro.state.provenance import recipe_digest
 
     folder = root / "recipes" / res.name
     if not folder.is_dir():
@@ -66,7 +66,7 @@ def recorded_env(res, files):
     from rattler import Version
 
     from conda_distro.channels.depends import parse_dep
-    from conda_distro.revdeps import ident
+    from conda_distro.gate.revdeps import ident
 
     newest = {}
     for f in files:

@@ -34,12 +34,12 @@ from test_promote import make_root
 
 from conda_distro.channels import ChannelFile
 from conda_distro.cli import main as cli_main
-from conda_distro.ledger import Ledger
-from conda_distro.promote import ledger_entry
-from conda_distro.reports.records import RetirementRecord, RetirementRecords
-from conda_distro.results import ArtifactResults, ResultsStore
-from conda_distro.results import TestRecord as Run
-from conda_distro.yamlio import MAX_DOCUMENT_BYTES
+from conda_distro.gate.promote import ledger_entry
+from conda_distro.state.ledger import Ledger
+from conda_distro.state.records import RetirementRecord, RetirementRecords
+from conda_distro.state.results import ArtifactResults, ResultsStore
+from conda_distro.state.results import TestRecord as Run
+from conda_distro.util.yamlio import MAX_DOCUMENT_BYTES
 
 DISTRO_YAML = """\
 name: test-distro
@@ -452,7 +452,7 @@ def special_files(rel: str, cap: int, *, json_file: bool) -> dict[str, tuple[Mut
     return out
 
 
-from conda_distro.jsonio import MAX_BYTES  # noqa: E402
+from conda_distro.util.jsonio import MAX_BYTES  # noqa: E402
 
 EXCUSES = "build/excuses.json"
 JOURNAL = "build/sweep/pytorch-2.6.0.journal.json"

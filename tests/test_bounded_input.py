@@ -28,9 +28,9 @@ from test_bad_inputs import make_world, snapshot
 from test_promote import make_root
 
 from conda_distro.errors import DistroError, ExitCode, FileSystemError
-from conda_distro.fsutil import check_writable, read_bounded
-from conda_distro.jsonio import MAX_DEPTH, parse_json, read_json, too_deep
-from conda_distro.sweepstate import SweepJournal
+from conda_distro.state.sweep_journal import SweepJournal
+from conda_distro.util.fsutil import check_writable, read_bounded
+from conda_distro.util.jsonio import MAX_DEPTH, parse_json, read_json, too_deep
 
 # ---------------------------------------------------------------------------------------------
 # the reader

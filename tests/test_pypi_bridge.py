@@ -107,7 +107,7 @@ def test_cuda_tag_reads_the_wheels_version_file(tmp_path):
 
 @pytest.fixture(scope="module")
 def wheel_cache(tmp_path_factory):
-    from conda_distro.cachedir import default_cache_dir
+    from conda_distro.util.cachedir import default_cache_dir
 
     d = default_cache_dir() / "pypi" / "wheels"  # shared with `sandbox --real`: downloaded once
     d.mkdir(parents=True, exist_ok=True)
@@ -184,7 +184,7 @@ def test_bridged_packages_install_and_import(bridged, tmp_path):
                          capture_output=True, text=True, check=True).stdout
     assert out.startswith("3.1.6 ") and str(tmp_path / "env" / "lib" / "python3.11" / "site-packages") in out
     # the installed METADATA is the wheel's own, byte for byte (whl2conda folds long lines; pip cannot read those)
-    from conda_distro.cachedir import default_cache_dir
+    from conda_distro.util.cachedir import default_cache_dir
 
     wheel = next((default_cache_dir() / "pypi" / "wheels").glob("psutil-7.2.2-*.whl"))
     installed = tmp_path / "env" / "lib" / "python3.11" / "site-packages" / "psutil-7.2.2.dist-info" / "METADATA"

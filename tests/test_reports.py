@@ -35,10 +35,10 @@ from helpers import recorded_env, with_provenance
 
 from conda_distro.channels import LocalChannel
 from conda_distro.cli import main as cli_main
-from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, Retirement, TestEvidence
-from conda_distro.reports.records import RecordEvidence, RetirementRecord, RetirementRecords
-from conda_distro.results import ArtifactResults, ResultsStore
-from conda_distro.results import TestRecord as Run
+from conda_distro.state.ledger import ArtifactEntry, Ledger, PackageState, Retirement, TestEvidence
+from conda_distro.state.records import RecordEvidence, RetirementRecord, RetirementRecords
+from conda_distro.state.results import ArtifactResults, ResultsStore
+from conda_distro.state.results import TestRecord as Run
 
 AS_OF = dt.date(2025, 6, 1)
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")

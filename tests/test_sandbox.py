@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from conda_distro.errors import ChannelError, UsageError
-from conda_distro.rattler_env import SAFE_PATH, assert_no_colon, rattler_env
 from conda_distro.sandbox import (
     DEFAULT_RELEASES,
     SandboxOptions,
@@ -31,6 +30,7 @@ from conda_distro.sandbox import (
     default_cache_dir,
     pytorch_packages,
 )
+from conda_distro.util.rattler_env import SAFE_PATH, assert_no_colon, rattler_env
 
 SANDBOX_FIXTURES = ("world",)  # tests/worlds.py: tests using it must be marked slow
 RECIPES = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics", "evalsuite",
@@ -422,7 +422,7 @@ def test_recipe_behaviour_against_a_release(world, tmp_path, name, release, pass
     """Build one sandbox recipe and test its artifact in an env forced to one stand-in release."""
     from rattler_build import Stage0Recipe, VariantConfig
 
-    from conda_distro.rattler_env import index_channel, native_tool_config, run_build, run_tests
+    from conda_distro.util.rattler_env import index_channel, native_tool_config, run_build, run_tests
 
     staging, pin = tmp_path / "staging", tmp_path / f"pin-{release}"
     (pin / "linux-64").mkdir(parents=True)

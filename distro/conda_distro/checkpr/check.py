@@ -14,8 +14,8 @@ builds and tests really run again), tested on the given releases only. Dependenc
 change come from the shared staging, read-only, as in CI; nothing is ever written there. (``build NAME``
 instead would test NAME against the shared staging's older parent, and leave its build there.)
 
-This module computes the result (:class:`CheckPrResult`); :mod:`conda_distro.prcomment` turns it into
-the PR comment and its plain-text twin (imports flow one way: prcomment -> checkpr).
+This module computes the result (:class:`CheckPrResult`); :mod:`conda_distro.checkpr.comment` turns it into
+the PR comment and its plain-text twin (imports flow one way: checkpr/comment.py -> checkpr/check.py).
 """
 
 from __future__ import annotations
@@ -28,18 +28,18 @@ from conda_distro.distribution import Distribution, Exclusions, load_distributio
 from conda_distro.engine.executor import Reporter
 from conda_distro.engine.run import SCOPES, BuildOptions, run_build
 from conda_distro.errors import ExitCode, UsageError
-from conda_distro.fsutil import clear_folder
-from conda_distro.gitutil import changed_files, recipe_names, scope_name
 from conda_distro.graph import RecipeGraph
-from conda_distro.ledger import Ledger
 from conda_distro.lint import Finding, LintOptions, lint_distribution
 from conda_distro.lint.owner_checks import PackageOwner
 from conda_distro.lint.proposals import has_fatal, lint_proposals
-from conda_distro.owners import OWNERS_FILE, registry_of
 from conda_distro.proposal import proposal_names
-from conda_distro.results import BuildRecord, TestRecord
+from conda_distro.recipe.specs import admits, upper_granularity
 from conda_distro.solve import SolveOptions, TargetSolve, solve_distribution
-from conda_distro.specs import admits, upper_granularity
+from conda_distro.state.ledger import Ledger
+from conda_distro.state.owners import OWNERS_FILE, registry_of
+from conda_distro.state.results import BuildRecord, TestRecord
+from conda_distro.util.fsutil import clear_folder
+from conda_distro.util.gitutil import changed_files, recipe_names, scope_name
 
 BUILDABLE_PREFIXES = ("recipes/", "proposals/")
 BUILDABLE_FILES = ("distro.yaml",)

@@ -36,21 +36,21 @@ from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.engine.releases import Availability, Target, availability_if_readable
 from conda_distro.errors import ChannelError, ExitCode, LedgerError, UsageError
-from conda_distro.excuses import EXCUSES_FILE, Excuses, ExcusesOptions, excuses_of, write_excuses
-from conda_distro.fsutil import check_writable
-from conda_distro.hints import load_hints
-from conda_distro.holds import Held, HoldClass, HoldReason
-from conda_distro.installability import Installability, InstallabilityResult
-from conda_distro.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence, utcnow
-from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, Deadline, repository_lock, staging_folder, staging_lock
-from conda_distro.owners import Owner, registry_of
-from conda_distro.provenance import CheckoutRecipes
-from conda_distro.results import ArtifactResults, ResultsStore, TestRecord, Variant
-from conda_distro.revdeps import Retest, RevdepInputs, Verdict, ident
-from conda_distro.revdeps import check as check_revdeps
-from conda_distro.safetext import shown
-from conda_distro.specs import admits
-from conda_distro.staleness import Stale, StalenessInputs, recipe_outputs, stale_builds
+from conda_distro.gate.excuses import EXCUSES_FILE, Excuses, ExcusesOptions, excuses_of, write_excuses
+from conda_distro.gate.hints import load_hints
+from conda_distro.gate.holds import Held, HoldClass, HoldReason
+from conda_distro.gate.installability import Installability, InstallabilityResult
+from conda_distro.gate.revdeps import Retest, RevdepInputs, Verdict, ident
+from conda_distro.gate.revdeps import check as check_revdeps
+from conda_distro.gate.staleness import Stale, StalenessInputs, recipe_outputs, stale_builds
+from conda_distro.recipe.specs import admits
+from conda_distro.state.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence, utcnow
+from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, Deadline, repository_lock, staging_folder, staging_lock
+from conda_distro.state.owners import Owner, registry_of
+from conda_distro.state.provenance import CheckoutRecipes
+from conda_distro.state.results import ArtifactResults, ResultsStore, TestRecord, Variant
+from conda_distro.util.fsutil import check_writable
+from conda_distro.util.safetext import shown
 
 # ---------------------------------------------------------------------------------------------
 # the test matrix
@@ -103,7 +103,7 @@ def _pairs(pairs: Sequence[tuple[str, str]]) -> str:
 
 
 class HintLookup(Protocol):
-    """What the gate asks of hints.yaml (:mod:`conda_distro.hints`)."""
+    """What the gate asks of hints.yaml (:mod:`conda_distro.gate.hints`)."""
 
     def find(self, action: str, name: str, version: str, today: dt.date) -> Any: ...
 
@@ -133,10 +133,10 @@ class PlanInputs:
     maintainers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: main ∪ candidates may not install less than main (None: not checked)
     installability: InstallabilityCheck | None = None
-    #: package name -> the recipe that owns it (conda_distro.owners), None for a name several recipes
+    #: package name -> the recipe that owns it (conda_distro.state.owners), None for a name several recipes
     #: declare and none owns; None: ownership is not checked (a plan made without a checkout)
     owners: Mapping[str, Owner | None] | None = None
-    #: staging builds that can never be promoted from this checkout (conda_distro.staleness)
+    #: staging builds that can never be promoted from this checkout (conda_distro.gate.staleness)
     stale: Mapping[str, Stale] = field(default_factory=dict)
 
 
@@ -273,7 +273,7 @@ def _gate_provenance(f: ChannelFile, res: ArtifactResults, recipes: Mapping[str,
 
 
 def _gate_owner(f: ChannelFile, res: ArtifactResults, owners: Mapping[str, Owner | None] | None) -> Held | None:
-    """A name goes to main only from the recipe that owns it (conda_distro.owners): the recipe the
+    """A name goes to main only from the recipe that owns it (conda_distro.state.owners): the recipe the
     results say the artifact was built from must be its owner."""
     if owners is None or f.name not in owners:
         return None  # no recipe of this checkout declares the name and nobody owns it: provenance decides
@@ -473,9 +473,9 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     1. Each artifact alone: not already in main, not retired, results sealed to its bytes, built from this
        checkout, its own tests passed, no block hint.
     2. Then, until nothing changes: the candidates whose distribution dependencies are met (in main or
-       promoted with them); their dependents' re-tests (:mod:`conda_distro.revdeps`): a regression, an
+       promoted with them); their dependents' re-tests (:mod:`conda_distro.gate.revdeps`): a regression, an
        infrastructure error or a missing re-test holds the candidate; then installability
-       (:mod:`conda_distro.installability`): a package of main that could no longer be installed holds
+       (:mod:`conda_distro.gate.installability`): a package of main that could no longer be installed holds
        the candidates in its dependency closure. Each round holds at least one candidate, so it ends.
     """
     plan = PromotionPlan(staging_ref, main_ref)
@@ -830,7 +830,7 @@ def plan_promotion(root: Path | None) -> tuple[PromotionPlan, PlanInputs]:
 
 
 def promote(options: PromoteOptions) -> PromoteResult:
-    """Plan, and unless ``dry_run``, execute under the locks (:mod:`conda_distro.locks`): the repository's
+    """Plan, and unless ``dry_run``, execute under the locks (:mod:`conda_distro.state.locks`): the repository's
     and staging's, shared (no sweep edits the recipes and no build writes staging or the results while
     they are read and copied), then main's; planned again inside them, from distro.yaml as it is then.
     The plan's excuses are written to build/excuses.json (a dry run too)."""

@@ -17,23 +17,21 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, no_progress, open_channel
 from conda_distro.channels.depends import depends_names
-from conda_distro.dates import parse_as_of
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.errors import DistroError, ExitCode, LedgerError, UsageError
-from conda_distro.fsutil import check_writable
+from conda_distro.gate.promote import check_channel_writable, check_ledger_writable, ledger_entry
 from conda_distro.graph import RecipeGraph
-from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, Retirement, current_user, utcnow
-from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock
-from conda_distro.promote import check_channel_writable, check_ledger_writable, ledger_entry
-from conda_distro.reports.facts import gather, newest_artifact
-from conda_distro.reports.records import RecordEvidence, RetirementRecord, RetirementRecords
-from conda_distro.reports.unmaintained import evaluate_package, last_tests
+from conda_distro.state.ledger import ArtifactEntry, Ledger, PackageState, Retirement, current_user, newest_artifact, utcnow
+from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock
+from conda_distro.state.records import RecordEvidence, RetirementRecord, RetirementRecords, last_tests
+from conda_distro.util.fsutil import check_writable
 
 MAX_REASON = 1000  # characters of a retirement's reason (recorded in the ledger and the request record)
 
@@ -47,6 +45,9 @@ class RetireOptions:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     progress: Progress = no_progress
     force: bool = False  # retire even though distribution packages depend on it
+    #: the package's `report unmaintained` entry (None: it does not lag), recorded as evidence; the report
+    #: sits above the gate, so the caller hands it in (the CLI: ``reports.unmaintained.unmaintained_entry``)
+    unmaintained: Callable[[Distribution, str], dict[str, Any] | None] | None = None
 
 
 @dataclass
@@ -154,17 +155,15 @@ def _refuse(name: str, dependents: list[str]) -> UsageError:
                            f"{name} anyway (their builds and tests will fail without it)")
 
 
-def _retirement_evidence(dist: Distribution, name: str, entries: list[ArtifactEntry]) -> RecordEvidence:
-    """The package's `report unmaintained` entry as of today (None when it does not lag) and the newest
-    artifact's last test results. The report is evidence, not a gate: when it cannot be made, it is left out."""
+def _retirement_evidence(options: RetireOptions, dist: Distribution, name: str,
+                         entries: list[ArtifactEntry]) -> RecordEvidence:
+    """The package's `report unmaintained` entry as of today (from ``options.unmaintained``; None when it does
+    not lag) and the newest artifact's last test results. The report is evidence, not a gate: when it
+    cannot be made, it is left out."""
     entry = None
-    try:
-        facts = gather(dist, parse_as_of(None), sweeps=True)
-        pkg = facts.packages.get(name)
-        found = evaluate_package(pkg, facts) if pkg is not None else None
-        entry = found.to_dict() if found is not None else None
-    except DistroError:
-        pass
+    if options.unmaintained is not None:
+        with contextlib.suppress(DistroError):
+            entry = options.unmaintained(dist, name)
     return RecordEvidence(unmaintained=entry, last_tests=last_tests(newest_artifact(entries)))
 
 
@@ -235,7 +234,7 @@ def retire(options: RetireOptions) -> RetireResult:
         known = {a.artifact: a for a in (before.artifacts if before else ())}
         entries = [known.get(f.artifact) or ledger_entry(f, None, channel=main.ref, promoted_at=None, commit=None)
                    for f in files]
-        evidence = _retirement_evidence(dist, name, entries)
+        evidence = _retirement_evidence(options, dist, name, entries)
         written = ledger.retire(name, entries, Retirement(at=utcnow(), reason=result.reason, by=result.by))
         try:
             effective = _retirement(ledger, name, files[0].artifact)  # a rerun keeps the first retirement

@@ -16,9 +16,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.errors import DistroError, LedgerError
-from conda_distro.fsutil import atomic_write_text
-from conda_distro.ledger import UtcDatetime
-from conda_distro.yamlio import dump_plain, load_typed, read_yaml_text
+from conda_distro.state.ledger import ArtifactEntry, TestEvidence, UtcDatetime, latest_tests
+from conda_distro.util.fsutil import atomic_write_text
+from conda_distro.util.yamlio import dump_plain, load_typed, read_yaml_text
 
 RECORD_SCHEMA_VERSION = 1
 RECORDS_DIR = "retirements"
@@ -105,3 +105,22 @@ def _stem_name(path: Path) -> str | None:
     """``torchplug-20250101`` / ``torchplug-20250101-2`` -> ``torchplug``."""
     m = _STEM_RE.fullmatch(path.stem)
     return m.group(1) if m else None
+
+
+def _test_dict(artifact: str, t: TestEvidence) -> dict[str, Any]:
+    return {"artifact": artifact, "release": t.release, "variant": t.variant, "status": t.status,
+            "date": t.date.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def last_tests(entry: ArtifactEntry | None) -> list[dict[str, Any]]:
+    """The newest artifact's latest result per (release, variant)."""
+    if entry is None:
+        return []
+    return [_test_dict(entry.artifact, t) for _, t in sorted(latest_tests(entry).items(), key=lambda kv: release_key(kv[0]))]
+
+
+def release_key(pair: tuple[str, str]) -> tuple:
+    """(release, variant) in release order."""
+    from rattler import Version
+
+    return (Version(pair[0]), pair[1])

@@ -24,7 +24,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from conda_distro.yamlio import LDict, LList, dump_roundtrip, load_fast, load_roundtrip, make_plain_yaml
+from conda_distro.util.yamlio import LDict, LList, dump_roundtrip, load_fast, load_roundtrip, make_plain_yaml
 
 
 class EditError(Exception):
@@ -223,7 +223,7 @@ class TreeEditor:
     """A ruamel round trip of the text: edit :attr:`doc` (or through the path methods), then :meth:`text`.
 
     :meth:`new` starts a document from nothing (``propose``'s skeletons): built with :meth:`insert`,
-    annotated with :meth:`comment`, written in :func:`~conda_distro.yamlio.make_plain_yaml`'s style."""
+    annotated with :meth:`comment`, written in :func:`~conda_distro.util.yamlio.make_plain_yaml`'s style."""
 
     def __init__(self, text: str, path: str | Path | None = None) -> None:
         self.doc, self._yaml = load_roundtrip(text, path=path)

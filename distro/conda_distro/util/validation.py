@@ -15,14 +15,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from conda_distro.errors import DistroError
-from conda_distro.yamlio import LDict, LList
+from conda_distro.util.yamlio import LDict, LList
 
 # a GitHub user ("octocat") or team ("org/team") handle, written without '@'
 HANDLE_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
 
 
 def line_at(doc: Any, loc: tuple) -> int | None:
-    """The 1-based line of ``loc`` in a document read by :func:`conda_distro.yamlio.load_fast`."""
+    """The 1-based line of ``loc`` in a document read by :func:`conda_distro.util.yamlio.load_fast`."""
     node, line = doc, getattr(doc, "line", None)
     for part in loc:
         if isinstance(node, LDict) and str(part) in node:

@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conda_distro.errors import DistroError, GitError
-from conda_distro.fsutil import atomic_write_text
-from conda_distro.jsonio import read_json
-from conda_distro.yamlio import read_yaml_text
+from conda_distro.util.fsutil import atomic_write_text
+from conda_distro.util.jsonio import read_json
+from conda_distro.util.yamlio import read_yaml_text
 
 PHASES = ("edited", "committing")
 

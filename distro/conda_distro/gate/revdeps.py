@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.channels.order import InstallOrder, pool_of
-from conda_distro.results import NO_TESTS, ArtifactResults, TestRecord
+from conda_distro.state.results import NO_TESTS, ArtifactResults, TestRecord
 
 
 class Verdict(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)

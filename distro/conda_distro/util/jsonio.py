@@ -1,7 +1,7 @@
 """The one JSON reader: every JSON file the tool reads goes through :func:`read_json` (or
 :func:`read_json_text`, for a pydantic model that parses the text itself).
 
-Before anything is parsed, a file must be a regular file (:func:`conda_distro.fsutil.read_bounded`: no
+Before anything is parsed, a file must be a regular file (:func:`conda_distro.util.fsutil.read_bounded`: no
 FIFO, device, socket or symbolic link to one), at most as large as its kind allows (:data:`MAX_BYTES`),
 UTF-8, and nested at most :data:`MAX_DEPTH` deep (a cheap scan of the brackets, outside strings, so that
 no parser or validator recurses into a hostile document). Then it is parsed refusing duplicate keys
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from conda_distro.errors import DistroError
-from conda_distro.fsutil import read_bounded_text
+from conda_distro.util.fsutil import read_bounded_text
 
 _MB = 1024 * 1024
 Kind = Literal["ledger", "results", "repodata", "excuses", "sweep", "cache", "lock", "prune"]

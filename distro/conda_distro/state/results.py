@@ -3,7 +3,7 @@
 The store (``build/results/``) is what `promote` reads: one JSON file per staging artifact with the
 outcome of every (release, variant) test run against it. Files are written atomically.
 
-Provenance (:mod:`conda_distro.provenance`): each artifact records the recipe folder it was built from,
+Provenance (:mod:`conda_distro.state.provenance`): each artifact records the recipe folder it was built from,
 that recipe's input hash and the commit holding it; each test records the recipe input hashes of the
 artifact and of its distribution dependencies in the checkout that ran it, and that checkout's commit.
 `check-pr` keeps a store of its own (``build/pr/<ref>/results/``), so a PR never replaces these.
@@ -19,11 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.config import RELEASE_RE, Variant
 from conda_distro.errors import DistroError
-from conda_distro.fsutil import atomic_write_text
-from conda_distro.jsonio import parse_json, read_json_text
-from conda_distro.ledger import RECIPE_RE
-from conda_distro.validation import to_error
-from conda_distro.yamlio import load_fast
+from conda_distro.state.ledger import RECIPE_RE
+from conda_distro.util.fsutil import atomic_write_text
+from conda_distro.util.jsonio import parse_json, read_json_text
+from conda_distro.util.validation import to_error
+from conda_distro.util.yamlio import load_fast
 
 SCHEMA_VERSION = 2  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit)
 #: ``error``: the build was stopped at a limit (``timeout``, ``output limit``), not judged: built again next time

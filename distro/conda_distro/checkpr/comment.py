@@ -1,6 +1,6 @@
 """check-pr's report for people: the PR comment (markdown) and its plain-text twin.
 
-A :class:`~conda_distro.checkpr.CheckPrResult` becomes a :class:`PrReport`:
+A :class:`~conda_distro.checkpr.check.CheckPrResult` becomes a :class:`PrReport`:
 
 * the verdict, first;
 * one row per package: ``pass / fail / error / needs-pin-update / blocked / n-a`` and the release ×
@@ -20,7 +20,7 @@ is shown. Rendering: ``templates/checkpr.md.j2`` and ``checkpr.txt.j2``.
 What the PR's recipes and their build and test scripts wrote (failure reasons, lint and proposal messages
 quoting a recipe, the solver's explanation, an unreadable file's error, changed folder names) is kept
 apart from our own words in the report (``detail`` fields) and rendered through
-:func:`conda_distro.safetext.shown`: escaped and de-mentioned in the comment, cleaned in the text.
+:func:`conda_distro.util.safetext.shown`: escaped and de-mentioned in the comment, cleaned in the text.
 """
 
 from __future__ import annotations
@@ -30,14 +30,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.checkpr import CheckPrOptions, CheckPrResult, PinUpdate, check_pr
+from conda_distro.checkpr.check import CheckPrResult, PinUpdate
 from conda_distro.distribution import Unreadable
-from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError
 from conda_distro.lint.base import CHECKS, Finding
-from conda_distro.results import BuildRecord, TestRecord
-from conda_distro.safetext import shown
-from conda_distro.templating import render
+from conda_distro.state.results import BuildRecord, TestRecord
+from conda_distro.util.safetext import shown
+from conda_distro.util.templating import render
 
 STATUSES = ("pass", "fail", "error", "needs-pin-update", "blocked", "n-a")
 ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "needs-pin-update": "📌", "blocked": "⛔", "n-a": "➖"}
@@ -457,44 +456,3 @@ def error_report(exc: DistroError, base: str = "", root: Path | None = None) -> 
     return PrReport(what, "🛑", "", base, verdict_detail=message,
                     error={"location": exc.location, "message": exc.message, "hint": exc.hint},
                     next_steps=["fix it and push again: nothing was built or tested"])
-
-
-@dataclass
-class PrGate:
-    """What `conda-distro check-pr` prints: the gate's result as text, JSON or a PR comment; or, when its
-    input cannot be read, the error (exit 2), which still gets a PR comment saying what to do."""
-
-    result: CheckPrResult | None
-    log_url: str | None = None
-    error: DistroError | None = None
-    comment: str = ""  # the error's PR comment
-
-    @property
-    def exit_code(self) -> int:
-        """The gate's exit code; a gate stopped by bad input raises its error (after its PR comment)."""
-        return int(self._result().exit_code)
-
-    def to_dict(self) -> dict:
-        return self._result().to_dict()
-
-    def text_lines(self) -> list[str]:
-        return to_text(self._result(), self.log_url).rstrip("\n").split("\n")
-
-    def markdown(self) -> str:
-        text = self.comment if self.error is not None else to_markdown(self._result(), self.log_url)
-        return text.rstrip("\n") + "\n"
-
-    def _result(self) -> CheckPrResult:
-        """The gate's result; a gate without one holds the error that stopped it."""
-        if self.result is None:
-            raise self.error or RuntimeError("a PrGate holds a result or an error")
-        return self.result
-
-
-def run_check_pr(options: CheckPrOptions) -> PrGate:
-    """`conda-distro check-pr`: :func:`~conda_distro.checkpr.check_pr` with progress; bad input is kept (with
-    its PR comment) in the result, for the CLI to print and exit 2 with."""
-    try:
-        return PrGate(check_pr(options, make_reporter()), options.log_url)
-    except DistroError as exc:
-        return PrGate(None, error=exc, comment=error_report(exc, options.base, options.root).markdown())

@@ -20,7 +20,7 @@ One JSON file per package, ``channel_state/<name>.json``::
           "retired": null,                          # or {"at": "…Z", "reason": "…", "by": "…"}
           "forced_by": null,                        # or who forced it past the gate (a hints.yaml `force`)
           "recipe": "recipes/torchplug"             # the recipe folder it was built from: who owns the name
-                                                    # (conda_distro.owners); absent in older entries
+                                                    # (conda_distro.state.owners); absent in older entries
         }
       ]
     }
@@ -42,11 +42,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from conda_distro.config import RELEASE_RE
 from conda_distro.errors import LedgerError
-from conda_distro.fsutil import atomic_write_text
-from conda_distro.gitutil import configured_user
-from conda_distro.jsonio import parse_json, read_json_text
-from conda_distro.validation import to_error
-from conda_distro.yamlio import load_fast
+from conda_distro.util.fsutil import atomic_write_text
+from conda_distro.util.gitutil import configured_user
+from conda_distro.util.jsonio import parse_json, read_json_text
+from conda_distro.util.validation import to_error
+from conda_distro.util.yamlio import load_fast
 
 LEDGER_SCHEMA_VERSION = 1
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -114,7 +114,7 @@ class ArtifactEntry(_Strict):
     retired: Retirement | None = None
     forced_by: str | None = None  # promoted by a `force` hint of hints.yaml, given by this person
     # the recipe folder the artifact was built from (``recipes/<folder>``, from its results): who owns its
-    # name (conda_distro.owners). None: promoted before the ledger recorded it
+    # name (conda_distro.state.owners). None: promoted before the ledger recorded it
     recipe: str | None = Field(default=None, pattern=RECIPE_RE.pattern)
 
     @model_serializer(mode="wrap")
@@ -326,3 +326,22 @@ def compare_with_channel(states: Mapping[str, PackageState], files: Mapping[str,
     out += [Drift(artifact=art, kind="not-in-ledger", detail="published but not recorded in channel_state/")
             for art in files if art not in recorded]
     return sorted(out, key=lambda d: (d.artifact, d.kind))
+
+
+def newest_artifact(entries: Iterable[ArtifactEntry]) -> ArtifactEntry | None:
+    """The newest of these artifacts (version, build number, promotion, name), or None."""
+    from rattler import Version
+
+    entries = list(entries)
+    if not entries:
+        return None
+    epoch = dt.datetime.min.replace(tzinfo=dt.UTC)
+    return max(entries, key=lambda a: (Version(a.version), a.build_number, a.promoted_at or epoch, a.artifact))
+
+
+def latest_tests(entry: ArtifactEntry) -> dict[tuple[str, str], TestEvidence]:
+    """The newest result per (release, variant)."""
+    out: dict[tuple[str, str], TestEvidence] = {}
+    for t in sorted(entry.tests, key=lambda t: t.date):
+        out[(t.release, t.variant)] = t
+    return out

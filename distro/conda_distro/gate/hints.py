@@ -42,8 +42,8 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from conda_distro.errors import ConfigError, DistroError
-from conda_distro.validation import HANDLE_RE, to_error
-from conda_distro.yamlio import LDict, LList, load_fast_file
+from conda_distro.util.validation import HANDLE_RE, to_error
+from conda_distro.util.yamlio import LDict, LList, load_fast_file
 
 HINTS_FILE = "hints.yaml"
 Action = Literal["block", "unblock", "force", "force-badtest", "urgent"]

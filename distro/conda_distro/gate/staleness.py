@@ -29,8 +29,8 @@ from typing import Any
 from rattler import Version
 
 from conda_distro.channels.base import ChannelFile
-from conda_distro.holds import HoldReason
-from conda_distro.results import ArtifactResults
+from conda_distro.gate.holds import HoldReason
+from conda_distro.state.results import ArtifactResults
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def _why(f: ChannelFile, inputs: StalenessInputs, ours: Any) -> tuple[HoldReason
 
 
 def recipe_outputs(recipes: Iterable[Any]) -> dict[str, RecipeOutput]:
-    """package name -> what the recipe (:class:`conda_distro.recipe.Recipe`) that makes it makes of it."""
+    """package name -> what the recipe (:class:`conda_distro.recipe.model.Recipe`) that makes it makes of it."""
     out: dict[str, RecipeOutput] = {}
     for r in recipes:
         folder = f"recipes/{r.folder.name}"

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.errors import RecipeError
-from conda_distro.fsutil import hash_file
-from conda_distro.gitutil import find_repo, relpath, status_lines, top_dir
+from conda_distro.util.fsutil import hash_file
+from conda_distro.util.gitutil import find_repo, relpath, status_lines, top_dir
 
 
 def recipe_digest(folder: Path) -> str:

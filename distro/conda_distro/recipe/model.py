@@ -1,6 +1,6 @@
 """The typed view of a v1 ``recipe.yaml``: what rattler-build renders, with the lines of the text.
 
-rattler-build's renderer (:mod:`conda_distro.render`) is the authority on what a recipe means: name,
+rattler-build's renderer (:mod:`conda_distro.recipe.render`) is the authority on what a recipe means: name,
 version, outputs, requirements per variant, tests, about. This module turns its rendered outputs into
 a :class:`Recipe` and adds what only the text knows: the line of each entry (for findings), whether an
 entry sits in an ``if:`` branch, and whether ``build.number`` was written at all. The ruamel round-trip
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, overload
 
 from conda_distro.errors import DistroError, RecipeError
-from conda_distro.jsonio import read_json
-from conda_distro.render import RenderedRecipe, RenderError, RenderSettings, cache_file_of, render_text, store_json
-from conda_distro.specs import ParsedSpec, parse_spec
-from conda_distro.yamlio import LDict, LList, load_fast, read_yaml_text
+from conda_distro.recipe.render import RenderedRecipe, RenderError, RenderSettings, cache_file_of, render_text, store_json
+from conda_distro.recipe.specs import ParsedSpec, parse_spec
+from conda_distro.util.jsonio import read_json
+from conda_distro.util.yamlio import LDict, LList, load_fast, read_yaml_text
 
 RECIPE_FILE = "recipe.yaml"
 V0_FILE = "meta.yaml"

@@ -1,5 +1,5 @@
 """What the promotion gate says about an artifact it does not promote: a named reason and the details
-(its data types only; :mod:`conda_distro.promote` decides, :mod:`conda_distro.excuses` reports)."""
+(its data types only; :mod:`conda_distro.gate.promote` decides, :mod:`conda_distro.gate.excuses` reports)."""
 
 from __future__ import annotations
 

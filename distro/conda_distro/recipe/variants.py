@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conda_distro.cachedir import default_cache_dir
 from conda_distro.config import DistroRepo
 from conda_distro.errors import ConfigError
-from conda_distro.rattler_env import fixed_environment
-from conda_distro.render import RenderSettings
-from conda_distro.specs import minor_of
-from conda_distro.yamlio import load_fast_file
+from conda_distro.recipe.render import RenderSettings
+from conda_distro.recipe.specs import minor_of
+from conda_distro.util.cachedir import default_cache_dir
+from conda_distro.util.rattler_env import fixed_environment
+from conda_distro.util.yamlio import load_fast_file
 
 RENDER_CACHE = "render"  # under the tool cache ($CONDA_DISTRO_CACHE): content-addressed, shared by checkouts
 

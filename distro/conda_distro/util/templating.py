@@ -3,7 +3,7 @@ and tracking issue are rendered from templates in ``conda_distro/templates/``.
 
 HTML templates are autoescaped; markdown ones are not (they get the ``md`` filter for table cells of our
 own text). Text that comes from recipe code (failure reasons, log excerpts, anything quoting them) goes
-through the ``shown`` filter (:func:`conda_distro.safetext.shown`) in every template, HTML included.
+through the ``shown`` filter (:func:`conda_distro.util.safetext.shown`) in every template, HTML included.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import jinja2
 
-from conda_distro.safetext import shown
+from conda_distro.util.safetext import shown
 
 
 def md_cell(value: Any) -> str:

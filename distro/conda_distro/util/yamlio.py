@@ -28,7 +28,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from conda_distro.errors import DistroError
-from conda_distro.fsutil import read_bounded_text
+from conda_distro.util.fsutil import read_bounded_text
 
 try:  # pragma: no branch
     from yaml import CSafeLoader as _Loader
@@ -588,7 +588,7 @@ class _BlockParser:
 
 def read_yaml_text(path: Path, *, error: type[DistroError] = DistroError, hint: str | None = None) -> str:
     """The text of the YAML file ``path``: a regular file of at most :data:`MAX_DOCUMENT_BYTES`, UTF-8
-    (:func:`conda_distro.fsutil.read_bounded`); anything else is ``error`` naming the file, a missing
+    (:func:`conda_distro.util.fsutil.read_bounded`); anything else is ``error`` naming the file, a missing
     file included."""
     try:
         return read_bounded_text(path, MAX_DOCUMENT_BYTES, error=error, hint=hint)

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conda_distro.errors import DistroError, RecipeError
-from conda_distro.jsonio import read_json
-from conda_distro.rattler_env import fixed_environment
-from conda_distro.yamlio import load_fast, read_yaml_text
+from conda_distro.util.jsonio import read_json
+from conda_distro.util.rattler_env import fixed_environment
+from conda_distro.util.yamlio import load_fast, read_yaml_text
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

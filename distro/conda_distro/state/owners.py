@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from conda_distro.errors import ConfigError, DistroError
-from conda_distro.ledger import Ledger, PackageState
-from conda_distro.validation import HANDLE_RE, to_error
-from conda_distro.yamlio import LDict, load_fast_file
+from conda_distro.state.ledger import Ledger, PackageState
+from conda_distro.util.validation import HANDLE_RE, to_error
+from conda_distro.util.yamlio import LDict, load_fast_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from conda_distro.distribution import Distribution

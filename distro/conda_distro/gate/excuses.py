@@ -1,20 +1,20 @@
 """Excuses: for every candidate in staging that is not in main, why (britney's excuses, grouped).
 
 One entry per package version (its artifacts: variants, subdirs), with the verdict of the promotion
-plan, read from the hold's class (:class:`conda_distro.holds.HoldClass`, the one classification
+plan, read from the hold's class (:class:`conda_distro.gate.holds.HoldClass`, the one classification
 `promote`'s exit code and the status page use too): ``promote``; ``waiting`` (not tested yet, re-tests
 still to run, infrastructure errors, tests seen with other recipes: a build decides it);
 ``held-temporarily`` (its tests, a dependent's regression, installability, a held dependency: fixed by
 a new build or a fix elsewhere); ``held-permanently`` (needs a decision: a block hint, a build number
 bump, the owner of its name). Each entry carries the advice of its holds (``advice``: followed, it
 unblocks the candidate). Builds that can never be promoted (superseded, reverted, from other recipes,
-retired: :mod:`conda_distro.staleness`) are no candidates: they are listed apart (``stale``), do not make
+retired: :mod:`conda_distro.gate.staleness`) are no candidates: they are listed apart (``stale``), do not make
 `excuses` exit 1, and `conda-distro prune` removes them. Entries are grouped by what blocks them, not
 listed flat. `promote` writes them to ``build/excuses.json`` (a dry run too); `conda-distro excuses`
 prints them; `status` reads the file back into the same types (:func:`read_excuses`).
 
 Reasons quote test failure reasons, which recipe code wrote: they are kept clean and short in the file
-(:func:`conda_distro.safetext.shown`, ``text``), and escaped and de-mentioned wherever they are shown in
+(:func:`conda_distro.util.safetext.shown`, ``text``), and escaped and de-mentioned wherever they are shown in
 markdown or HTML (``line``), a file read back included.
 """
 
@@ -31,11 +31,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.errors import UsageError
-from conda_distro.fsutil import atomic_write_text
-from conda_distro.holds import PRUNE_ADVICE, Held, HoldClass, HoldReason
-from conda_distro.jsonio import read_json
-from conda_distro.safetext import shown
-from conda_distro.validation import to_error
+from conda_distro.gate.holds import PRUNE_ADVICE, Held, HoldClass, HoldReason
+from conda_distro.util.fsutil import atomic_write_text
+from conda_distro.util.jsonio import read_json
+from conda_distro.util.safetext import shown
+from conda_distro.util.validation import to_error
 
 EXCUSES_FILE = "excuses.json"
 REASON_WIDTH = 600  # characters of a reason (it may quote a failing test's reason)
@@ -51,7 +51,7 @@ _OWN = {HoldReason.TEST_FAILED: "its own tests", HoldReason.NOT_TESTED: "tests s
 
 
 def verdict_of(reason: HoldReason | None) -> Verdict:
-    """The verdict of a hold's class (:class:`conda_distro.holds.HoldClass`): the one classification
+    """The verdict of a hold's class (:class:`conda_distro.gate.holds.HoldClass`): the one classification
     promote's exit code and the status page read too."""
     if reason is None:
         return "promote"
@@ -118,7 +118,7 @@ class Excuse(_Model):
 
 
 class StaleBuild(_Model):
-    """A staging build that can never be promoted (:mod:`conda_distro.staleness`): no candidate, listed
+    """A staging build that can never be promoted (:mod:`conda_distro.gate.staleness`): no candidate, listed
     apart, and no reason for `promote` or `excuses` to exit 1. `conda-distro prune` removes it."""
 
     artifact: str
@@ -252,8 +252,8 @@ def _first_seen(arts: list[str], inputs: Any) -> dt.datetime | None:
 
 
 def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuses:
-    """The excuses of a promotion plan (:class:`conda_distro.promote.PromotionPlan`) made from
-    ``inputs`` (:class:`conda_distro.promote.PlanInputs`)."""
+    """The excuses of a promotion plan (:class:`conda_distro.gate.promote.PromotionPlan`) made from
+    ``inputs`` (:class:`conda_distro.gate.promote.PlanInputs`)."""
     now = now or dt.datetime.now(dt.UTC)
     held: dict[str, Held] = {h.artifact: h for h in plan.held}
     promoted = {f.artifact for f in plan.promote}

@@ -2,7 +2,7 @@
 promoted from this checkout, and their results and logs; keeps everything main or a pending candidate
 needs.
 
-Removed (the reasons of :mod:`conda_distro.staleness`, the same ones promote's gate holds them for):
+Removed (the reasons of :mod:`conda_distro.gate.staleness`, the same ones promote's gate holds them for):
 ``superseded``, ``reverted``, ``not-from-this-checkout``, ``retired``; and results (with their logs)
 of files that are in neither staging nor main (``orphan-results``).
 
@@ -37,15 +37,15 @@ from conda_distro.channels.local import LocalChannel
 from conda_distro.config import DistroRepo
 from conda_distro.distribution import open_distro
 from conda_distro.errors import ExitCode, UsageError
-from conda_distro.excuses import EXCUSES_FILE, read_excuses, write_excuses
-from conda_distro.fsutil import atomic_write_text, check_writable
-from conda_distro.holds import HoldClass
-from conda_distro.jsonio import read_json
-from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock, staging_folder, staging_lock
-from conda_distro.promote import PlanInputs, PromotionContext, PromotionPlan
-from conda_distro.results import ArtifactResults, ResultsStore
-from conda_distro.safetext import shown
-from conda_distro.staleness import in_main
+from conda_distro.gate.excuses import EXCUSES_FILE, read_excuses, write_excuses
+from conda_distro.gate.holds import HoldClass
+from conda_distro.gate.promote import PlanInputs, PromotionContext, PromotionPlan
+from conda_distro.gate.staleness import in_main
+from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock, staging_folder, staging_lock
+from conda_distro.state.results import ArtifactResults, ResultsStore
+from conda_distro.util.fsutil import atomic_write_text, check_writable
+from conda_distro.util.jsonio import read_json
+from conda_distro.util.safetext import shown
 
 JOURNAL = "prune.journal.json"  # under build/
 _JOURNAL_HINT = "delete it: the next `conda-distro prune` plans again from staging as it is"
@@ -66,7 +66,7 @@ class PruneItem:
     #              kept: in-main | candidate | untested | needed
     detail: str = ""
     hold: str | None = None  # kept candidates: the gate's hold reason (None: it would be promoted)
-    hold_class: str | None = None  # kept candidates: the hold's class (conda_distro.holds.HoldClass)
+    hold_class: str | None = None  # kept candidates: the hold's class (conda_distro.gate.holds.HoldClass)
     advice: str | None = None  # kept candidates: what to do about the hold
 
     def to_dict(self) -> dict[str, Any]:

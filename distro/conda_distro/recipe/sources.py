@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conda_distro.errors import RecipeError
-from conda_distro.recipe import Recipe
+from conda_distro.recipe.model import Recipe
 
 
 @dataclass(frozen=True)
