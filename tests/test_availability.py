@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at
+from support.helpers import run_cli_at
 
 from conda_distro.channels import ChannelFile
 from conda_distro.channels.depends import distribution_closure, lockstep_of_files

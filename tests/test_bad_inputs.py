@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import clean_recipe_text
-from helpers import sha256, with_provenance
+from support.helpers import sha256, with_provenance
+from support.repos import clean_recipe_text
 from test_promote import make_root
 
 from conda_distro.channels import ChannelFile
@@ -719,7 +719,7 @@ def test_bad_input(world, case, capsys):
 @pytest.fixture()
 def staged_root(template: Path, tmp_path: Path) -> Path:
     """test_promote's scenario: a staging channel of real rattler-build artifacts (the session's
-    ``template``, tests/channel_builds.py) with their results; main empty."""
+    ``template``, tests/support/channel_builds.py) with their results; main empty."""
     return make_root(template, tmp_path)
 
 

@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import clean_recipe_text, write_distro
-from helpers import run_cli_at
+from support.helpers import run_cli_at
+from support.repos import clean_recipe_text, write_distro
 from test_bad_inputs import make_world, snapshot
 from test_promote import make_root
 

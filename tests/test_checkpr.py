@@ -12,8 +12,8 @@ from pathlib import Path
 
 import git
 import pytest
-from helpers import run_cli
 from ruamel.yaml import YAML
+from support.helpers import run_cli
 
 from conda_distro.checkpr.check import CheckPrResult, RecipeLocation, suggest_pin
 from conda_distro.checkpr.comment import to_markdown
@@ -517,7 +517,7 @@ def test_the_reproduce_hint_fails_like_ci_did_and_leaves_shared_staging_alone(bu
     which tests against the shared staging's old metrickit and passes (and leaves its build there). The hint
     now names `check-pr --base B --only textmetrics --pytorch 2.4.1`: it fails the same way, from a private
     scope, and the shared staging and results are byte for byte what they were."""
-    from worlds import copy_world
+    from support.worlds import copy_world
 
     repo = git.Repo(built_world)
     repo.git.checkout("-b", "rename-accuracy")

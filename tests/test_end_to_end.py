@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
+from support.helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
 
 from conda_distro.gate.promote import PromoteOptions, promote
 from conda_distro.state.ledger import Ledger

@@ -15,8 +15,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
-from worlds import copy_world
+from support.helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
+from support.worlds import copy_world
 
 from conda_distro.state.results import ArtifactResults, ResultsStore
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import git
 import pytest
-from helpers import run_json_at
+from support.helpers import run_json_at
 
 from conda_distro.channels import ChannelFile, LocalChannel
 from conda_distro.channels.depends import distribution_closure

@@ -9,9 +9,9 @@ from pathlib import Path
 import git
 import networkx as nx
 import pytest
-from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.helpers import run_cli
 
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import GitError, GraphError

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import run_cli, run_json_at
+from support.helpers import run_cli, run_json_at
 
 from conda_distro.errors import ConfigError
 from conda_distro.gate.hints import HINTS_FILE, Hint, HintSet, load_hints

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from support.worlds import copy_world
 from test_sweep import releases_of, tracked_state, world27, world27_template  # noqa: F401 - fixtures
-from worlds import copy_world
 
 from conda_distro.errors import LockTimeoutError
 from conda_distro.state.locks import REPOSITORY_LOCK, Deadline, hold, repository_lock, staging_lock

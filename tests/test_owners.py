@@ -17,8 +17,8 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import clean_recipe_text, write_distro
-from helpers import run_cli_at, run_json_at
+from support.helpers import run_cli_at, run_json_at
+from support.repos import clean_recipe_text, write_distro
 
 from conda_distro.channels import ChannelFile
 from conda_distro.errors import ConfigError

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from anaconda_server import FakeAnaconda
-from helpers import recorded_env, with_provenance
+from support.anaconda_server import FakeAnaconda
+from support.helpers import recorded_env, with_provenance
 from test_channels import TOKEN, api_doc, by_name, copy_channel, staging_files, write_distro
 
 from conda_distro.channels import ChannelFile, LocalChannel, sha256_of

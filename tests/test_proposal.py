@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import run_cli
+from support.helpers import run_cli
 
 from conda_distro.channels.upstream_index import UpstreamIndex
 from conda_distro.config import load_config

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import git
 import pytest
-from helpers import run_cli_at, run_json_at, sha256
+from support.helpers import run_cli_at, run_json_at, sha256
 
 from conda_distro.channels import ChannelFile
 from conda_distro.gate.promote import HoldReason, PlanInputs, TestMatrix, plan_gate

@@ -30,8 +30,8 @@ from pathlib import Path
 import git
 import pytest
 import yaml
-from conftest import clean_recipe_text
-from helpers import recorded_env, with_provenance
+from support.helpers import recorded_env, with_provenance
+from support.repos import clean_recipe_text
 
 from conda_distro.channels import LocalChannel
 from conda_distro.cli import main as cli_main
@@ -353,7 +353,7 @@ def build_result(f, date: dt.datetime) -> ArtifactResults:
 @pytest.fixture(scope="module")
 def built_channel(tmp_path_factory) -> Path:
     """A staging channel with base (pytorch) and top (base): tiny noarch generic packages."""
-    from channel_builds import build_package
+    from support.channel_builds import build_package
 
     out = tmp_path_factory.mktemp("built") / "staging"
     build_package(out, "base", ["pytorch >=2.4,<2.7"])

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at, run_json_at, sha256
-from worlds import copy_world
+from support.helpers import run_cli_at, run_json_at, sha256
+from support.worlds import copy_world
 
 from conda_distro.engine.sandbox import bwrap_path
 

@@ -1,5 +1,5 @@
 """Secrets stay secret: the anaconda.org token is stripped, checked and masked in every form, in every
-output, log line, exception and file, whatever the server does (tests/anaconda_server.py: 401, 404, 500,
+output, log line, exception and file, whatever the server does (tests/support/anaconda_server.py: 401, 404, 500,
 or no server at all). The CLI runs as a subprocess, exactly as CI runs it.
 """
 
@@ -18,9 +18,9 @@ from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
-from anaconda_server import FakeAnaconda
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.anaconda_server import FakeAnaconda
 from test_channels import api_doc, by_name, copy_channel, staging_files, write_distro
 from test_promote import write_results
 

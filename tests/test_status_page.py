@@ -559,7 +559,7 @@ def test_progress_counts_packages_whose_pins_exclude_a_release(built_world: Path
     and it is built and tested against 2.7.0; every other recipe's pins exclude 2.7.0 (their cells read n/a).
     The page must not say "2.7.0: 1/1 pass": it says 1 of all the packages admits and passes, and names
     each other one with why."""
-    from helpers import run_cli, run_cli_at
+    from support.helpers import run_cli, run_cli_at
 
     world = built_world
     assert run_cli(capsys, "sandbox", "publish-release", str(world), "2.7.0")[0] == 0

@@ -24,8 +24,8 @@ import git
 import pytest
 import yaml
 from filelock import FileLock
-from helpers import run_cli
-from worlds import _shared, copy_world
+from support.helpers import run_cli
+from support.worlds import _shared, copy_world
 
 from conda_distro.config import load_config
 from conda_distro.distribution import load_distribution
@@ -1271,7 +1271,7 @@ def test_two_concurrent_builds_leave_staging_consistent(sandbox_world: Path):
     """The issue's repro: two builds at once. The second waits for the first, then finds everything up to
     date; staging's repodata names exactly its files with their sha256, and every result is for the file
     that is there (promote holds nothing as 'results for another build of this file')."""
-    from helpers import sha256
+    from support.helpers import sha256
 
     from conda_distro.state.results import ResultsStore
 

@@ -14,8 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at, run_json_at, sha256
-from worlds import own_copy
+from support.helpers import run_cli_at, run_json_at, sha256
+from support.worlds import own_copy
 
 from conda_distro.engine import intake
 from conda_distro.engine.sandbox import Layout, bwrap_path, require_bwrap, wrap

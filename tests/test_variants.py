@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at, run_json_at
+from support.helpers import run_cli_at, run_json_at
 
 from conda_distro.config import load_config
 from conda_distro.engine.gpu import probe_gpu

@@ -14,9 +14,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from anaconda_server import FakeAnaconda
-from helpers import run_cli_at, run_json_at, upstream_pytorch_builds
-from worlds import own_copy
+from support.anaconda_server import FakeAnaconda
+from support.helpers import run_cli_at, run_json_at, upstream_pytorch_builds
+from support.worlds import own_copy
 
 from conda_distro.channels import LocalChannel
 from conda_distro.gate.promote import PromoteOptions, promote

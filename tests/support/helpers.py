@@ -47,9 +47,8 @@ def with_provenance(root: Path, res, *, commit: str | None = None):
     """Hand-written results (``ArtifactResults``) with the provenance a build in ``root`` records: the
     recipe folder ``recipes/<name>`` (a placeholder recipe is written when the folder is missing), its
     recipe input hash, on the artifact and on every test."""
-    from conftest import clean_recipe_text
-
     from conda_distro.state.provenance import recipe_digest
+    from support.repos import clean_recipe_text
 
     folder = root / "recipes" / res.name
     if not folder.is_dir():

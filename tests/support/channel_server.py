@@ -1,6 +1,6 @@
 """A folder served over HTTP on loopback, in a process of its own, for tests of remote channels.
 
-``python tests/channel_server.py FOLDER --log FILE --lifetime SECONDS`` prints its port, then serves
+``python tests/support/channel_server.py FOLDER --log FILE --lifetime SECONDS`` prints its port, then serves
 ``FOLDER`` read-only (GET and HEAD) on 127.0.0.1 only, appending ``METHOD PATH STATUS`` per request to
 ``FILE``. It stops by itself after ``--lifetime`` seconds or when its parent process dies. Use
 :class:`ChannelServer` from tests.
