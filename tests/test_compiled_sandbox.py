@@ -43,7 +43,7 @@ def compiled_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
 
 @pytest.fixture()
 def compiled_world(compiled_template: Path, tmp_path: Path) -> Path:
-    from worlds import copy_world
+    from support.worlds import copy_world
 
     return copy_world(compiled_template, tmp_path / "world")
 

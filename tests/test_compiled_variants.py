@@ -15,10 +15,10 @@ from conda_distro.cli import main
 from conda_distro.distribution import load_distribution
 from conda_distro.engine.backends import RattlerBuildBackend
 from conda_distro.pins import own_admitted
-from conda_distro.rattler_env import fixed_environment
-from conda_distro.recipe import load_recipe
-from conda_distro.render import RenderSettings, render_text
-from conda_distro.variants import read_variant_files, recipe_settings
+from conda_distro.recipe.model import load_recipe
+from conda_distro.recipe.render import RenderSettings, render_text
+from conda_distro.recipe.variants import read_variant_files, recipe_settings
+from conda_distro.util.rattler_env import fixed_environment
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
