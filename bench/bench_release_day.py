@@ -2,7 +2,7 @@
 distribution promoted for it (issue 16). Target: < 120 s on the sandbox (``--standin``); < 3,600 s on the
 real world (``--real``, needs ``sandbox --real`` of issue 13).
 
-    python bench/bench_release_day.py --standin [--keep DIR]
+    python bench/bench_release_day.py --standin [--compiled] [--keep DIR]
     python bench/bench_release_day.py --real [--keep DIR]
 
 What it runs, as CI would (release-sweep.yml, then promote.yml on the merges):
@@ -85,10 +85,10 @@ class Clock:
         return out
 
 
-def _standin_day_before(root: Path) -> None:
+def _standin_day_before(root: Path, compiled: bool = False) -> None:
     from conda_distro.sandbox.world import SandboxOptions, create_sandbox
 
-    create_sandbox(SandboxOptions(path=root, force=True, releases=BEFORE))
+    create_sandbox(SandboxOptions(path=root, force=True, releases=BEFORE, compiled=compiled))
 
 
 def _standin_publish(root: Path, release: str):
@@ -152,7 +152,7 @@ def _real_publish(root: Path, held: Path):
     return publish
 
 
-def release_day(mode: str, keep: Path | None, repo: Path) -> int:
+def release_day(mode: str, keep: Path | None, repo: Path, compiled: bool = False) -> int:
     base = keep or Path(tempfile.mkdtemp(prefix="bench-release-day-"))
     root = base / "world"
     clock = Clock()
@@ -163,7 +163,7 @@ def release_day(mode: str, keep: Path | None, repo: Path) -> int:
     # 0. the day before: main holds the distribution at the two previous releases
     t = time.perf_counter()
     if mode == "standin":
-        _standin_day_before(root)
+        _standin_day_before(root, compiled)
     else:
         held = _real_day_before(root, repo, release)
     _git(root, "config", "user.name", "bench")
@@ -244,8 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="keep the world in this folder (default: a temporary one, removed)")
     ap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parent.parent,
                     help="--real: the repository whose recipes and distro.yaml make the world (default: this one)")
+    ap.add_argument("--compiled", action="store_true",
+                    help="--standin: with the compiled recipes (sandbox --compiled): built for the new minor on release day")
     args = ap.parse_args(argv)
-    return release_day("standin" if args.standin else "real", args.keep, args.repo)
+    return release_day("standin" if args.standin else "real", args.keep, args.repo, args.compiled)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ ALL_YAML = sorted({*REPO.glob("recipes/*/recipe.yaml"), *(HERE / "data").rglob("
 def cf_settings(platform: str = "linux-64") -> RenderSettings:
     """The repository's variants.yaml (conda-forge's pinning values) plus three pytorch minors."""
     variants, zips = read_variant_files([REPO / "variants.yaml"])
-    return RenderSettings.make({**variants, "pytorch": ["2.7", "2.8", "2.9"]}, zips, platform)
+    return RenderSettings.make(variants, zips, platform).with_minors("pytorch", ["2.7", "2.8", "2.9"])
 
 
 def parse(text: str, platform: str = "linux-64", folder: str = "pkg"):
@@ -117,10 +117,11 @@ def test_full_recipe_model():
     r = parse(FULL, folder="torch-thing")
     assert (r.name, r.version, r.build_number, r.noarch, r.skip) == ("torch-thing", "1.10", 3, None, False)
     # rattler-build renders compiler()/stdlib() with the variant config (gcc 15 and, for CUDA, 14)
-    assert names(r, "build") == ["gxx_linux-64 14.*", "sysroot_linux-64 2.17.*", "ninja", "gxx_linux-64 15.*"]
-    assert [d.func for d in r.deps("build")] == ["compiler", "stdlib", None, "compiler"]
-    assert [d.line for d in r.deps("build")] == [26, 27, 29, 26]
-    assert r.outputs[0].variants == 4 * 3 * 2  # python x pytorch minors x cuda_compiler_version
+    # and, since it does not use the CUDA key, without the CUDA rows of the compilers' zip: gcc 15 only
+    assert names(r, "build") == ["gxx_linux-64 15.*", "sysroot_linux-64 2.17.*", "ninja"]
+    assert [d.func for d in r.deps("build")] == ["compiler", "stdlib", None]
+    assert [d.line for d in r.deps("build")] == [26, 27, 29]
+    assert r.outputs[0].variants == 4 * 3  # python x pytorch minors (no CUDA row: it does not use CUDA)
     assert names(r, "host") == ["python", "pytorch"]
     assert names(r, "run") == ["python >=3.10", "${{ pin_compatible('pytorch', upper_bound='x.x') }}", "numpy >=1.24,<3"]
     pin = list(r.deps("run"))[1]
@@ -143,7 +144,7 @@ def test_full_recipe_model():
 
 def test_conditional_flags_and_platforms():
     r = parse(FULL)
-    assert [d.conditional for d in r.deps("build")] == [False, False, True, False]
+    assert [d.conditional for d in r.deps("build")] == [False, False, True]
     win = parse(FULL, "win-64")
     assert win.skip is True and win.outputs == []  # build.skip: win
     osx = parse(FULL, "osx-arm64")

@@ -35,7 +35,7 @@ ALL = CF_RECIPES + REAL_WORLD + REPO_RECIPES
 
 def cf_settings(cache_dir: Path | None = None) -> RenderSettings:
     variants, zips = read_variant_files([REPO / "variants.yaml"])
-    return RenderSettings.make({**variants, "pytorch": ["2.7", "2.8", "2.9"]}, zips, "linux-64", cache_dir)
+    return RenderSettings.make(variants, zips, "linux-64", cache_dir).with_minors("pytorch", ["2.7", "2.8", "2.9"])
 
 
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -53,10 +53,14 @@ def _folder(path: Path) -> str:
 
 
 def _rattler_reading(text: str, settings: RenderSettings) -> tuple[set, dict]:
-    """Output (name, version) pairs and requirement strings per section, straight from rattler-build."""
+    """Output (name, version) pairs and requirement strings per section, straight from rattler-build,
+    with the variant config conda-forge gives the recipe: the CUDA rows only when rattler-build's render
+    says the recipe uses the CUDA key (a rendered variant lists ``cuda_compiler_version``)."""
     with fixed_environment(), tempfile.TemporaryDirectory(prefix="test-render-") as tmp:  # (no rattler_build_* folder left)
-        variants = Stage0Recipe.from_yaml(text, recipe_dir=tmp).render(
-            settings.to_config(), RenderConfig(platform=PlatformConfig(target_platform=settings.target_platform)))
+        config = RenderConfig(platform=PlatformConfig(target_platform=settings.target_platform))
+        variants = Stage0Recipe.from_yaml(text, recipe_dir=tmp).render(settings.to_config(), config)
+        if not any("cuda_compiler_version" in v.variant for v in variants):
+            variants = Stage0Recipe.from_yaml(text, recipe_dir=tmp).render(settings.without_cuda_rows().to_config(), config)
     outputs, deps = set(), {}
     for v in variants:
         d = v.recipe.to_dict()
@@ -126,7 +130,7 @@ def test_render_cache_is_keyed_by_text_and_variant_config(tmp_path):
     assert len(files) == 1
     assert render_text(text, path, cf_settings(tmp_path)) == first  # a warm read
     assert len(list(tmp_path.rglob("*.json"))) == 1
-    other = cf_settings(tmp_path).with_variants({"pytorch": ["2.8"]})
+    other = cf_settings(tmp_path).with_minors("pytorch", ["2.8"])
     assert len(render_text(text, path, other).outputs) == 1
     assert len(list(tmp_path.rglob("*.json"))) == 2  # another variant config: another entry
     # a cached entry is what is served: tampering with it shows (the key is the content, not the path)

@@ -146,7 +146,7 @@ def test_concurrent_cache_fill_builds_once(tmp_path, monkeypatch):
 
     calls = []
 
-    def fake_build(channel_dir, releases, host=None):
+    def fake_build(channel_dir, releases, host=None, toolchain=None):
         calls.append(channel_dir)
         time.sleep(0.5)
         for sub in ("linux-64", "noarch"):
@@ -208,8 +208,8 @@ def test_uncached_build_gives_the_same_packages(world, tmp_path):
 @pytest.mark.slow
 def test_upstream_holds_python_and_six_standins(world):
     up = world.upstream
-    files = sorted(p.name for p in (up / "linux-64").glob("*.conda"))
-    assert len(files) == 7
+    files = sorted(p.name for p in (up / "linux-64").glob("*.conda") if p.name.startswith(("python-", "pytorch-")))
+    assert len(files) == 7  # (besides the stand-in compilers: tests/test_compiled_sandbox.py)
     assert [f for f in files if f.startswith("python-")] == [world.python.name]
     recs = _records(up)
     torch = {fn: r for fn, r in recs.items() if r["name"] == "pytorch"}
@@ -261,8 +261,8 @@ def test_repodata_is_valid_and_matches_files(world):
             assert hashlib.sha256(f.read_bytes()).hexdigest() == rec.sha256.hex()
         assert not (world.upstream / subdir / "repodata.json.zst").exists()
         assert not (world.upstream / subdir / "shards").exists()
-    assert len(RepoData.from_path(str(world.upstream / "linux-64" / "repodata.json"))
-               .into_repo_data(Channel(world.upstream.as_uri()))) == 7
+    linux = RepoData.from_path(str(world.upstream / "linux-64" / "repodata.json")).into_repo_data(Channel(world.upstream.as_uri()))
+    assert len([r for r in linux if r.name.normalized in ("python", "pytorch")]) == 7
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ that produces ``pytorch`` itself has none.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from conda_distro.graph import RecipeGraph
@@ -44,15 +45,38 @@ def _written_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
     return found
 
 
+def _templated_lines(recipe: Recipe, pytorch: str) -> set[int]:
+    """Lines of requirements written with the PyTorch variant key (``pytorch ${{ pytorch }}.*``, or a key
+    zipped with it): what they render to follows the variant, one minor per build, so they are no pin a
+    sweep widens (nor one that decides for the whole recipe which releases it admits: :func:`own_admitted`
+    reads them per variant)."""
+    keys = {pytorch}
+    if recipe.settings is not None:
+        keys |= {k for z in recipe.settings.zip_keys if pytorch in z for k in z}
+    word = re.compile(r"\$\{\{[^}]*(?<![\w.'\"])(" + "|".join(map(re.escape, sorted(keys))) + r")(?![\w'\"])")
+    data = recipe.tree
+    bodies = [data] + [o for o in (data.get("outputs") or []) if isinstance(o, dict)] \
+        if isinstance(data.get("outputs"), list) else [data]
+    lines: set[int] = set()
+    for body in bodies:
+        req = body.get("requirements")
+        if isinstance(req, dict):
+            for section in PIN_SECTIONS:
+                start = req.line_of(section) if hasattr(req, "line_of") else 1
+                lines |= {line for text, line in written_items(req.get(section), start) if word.search(text)}
+    return lines
+
+
 def pytorch_pins(recipe: Recipe, pytorch: str, *, all_branches: bool = True) -> list[Dep]:
     """Versioned pins of ``pytorch`` (see the module doc), one per line, in line order. Empty for a
     recipe that produces ``pytorch`` itself. ``all_branches=False``: only the requirements that apply
     to the recipe's platform (what a build of it gets)."""
     if recipe.produces(pytorch):
         return []
+    templated = _templated_lines(recipe, pytorch)
     by_line: dict[int, Dep] = {}
     for d in recipe.deps(*[s for s in PIN_SECTIONS if s in SECTIONS]):
-        if d.name == pytorch and d.spec is not None and d.spec.ok and d.version:
+        if d.name == pytorch and d.spec is not None and d.spec.ok and d.version and d.line not in templated:
             by_line.setdefault(d.line, d)
     for d in _written_pins(recipe, pytorch) if all_branches else ():
         if d.version:
@@ -69,10 +93,25 @@ def depends_on(recipe: Recipe, pytorch: str) -> bool:
 
 
 def own_admitted(recipe: Recipe, pytorch: str, releases: list[str]) -> set[str]:
-    """Releases admitted by every pytorch pin (pin functions follow the host spec, which is what they
-    pin against)."""
-    specs = [d.version for d in pytorch_pins(recipe, pytorch, all_branches=False)]
-    return {r for r in releases if all(admits(s, r) for s in specs)}
+    """Releases admitted by the recipe's pytorch pins (pin functions follow the host spec, which is what
+    they pin against), read per rendered variant as rattler-build renders it: a release is admitted by an
+    output when one of its variants' pins all admit it (``pytorch ${{ pytorch }}.*`` in host renders
+    ``pytorch 2.13.*`` in one variant and ``pytorch 2.14.*`` in the next: each minor has its build), and
+    by the recipe when every output admits it."""
+    if recipe.produces(pytorch):
+        return set(releases)
+    if not recipe.variants:
+        specs = [d.version for d in pytorch_pins(recipe, pytorch, all_branches=False)]
+        return {r for r in releases if all(admits(s, r) for s in specs)}
+    per_output: dict[str, set[str]] = {}
+    for v in recipe.variants:
+        specs = [p.version for section in PIN_SECTIONS for p in map(parse_spec, v.requirements.get(section, ()))
+                 if p.ok and p.name == pytorch and p.version]
+        per_output.setdefault(v.output, set()).update(r for r in releases if all(admits(s, r) for s in specs))
+    out = set(releases)
+    for admitted in per_output.values():
+        out &= admitted
+    return out
 
 
 def admitted_releases(recipes: Mapping[str, Recipe], graph: RecipeGraph, pytorch: str, releases: list[str]) -> dict[str, set[str]]:
@@ -89,3 +128,12 @@ def admitted_releases(recipes: Mapping[str, Recipe], graph: RecipeGraph, pytorch
 def uses_pytorch_variant(recipe: Recipe, pytorch: str) -> bool:
     """A bare pytorch in host makes pytorch a variant key: one build per supported minor."""
     return any(d.name == pytorch and d.is_bare for d in recipe.deps("host"))
+
+
+def builds_per_minor(recipe: Recipe, pytorch: str) -> bool:
+    """Do the recipe's builds follow the PyTorch variant key (a compiled extension: one build per supported
+    minor)? rattler-build says so: its rendered variants carry the key (or a key zipped with it, libtorch)."""
+    keys = {pytorch}
+    if recipe.settings is not None:
+        keys |= {k for z in recipe.settings.zip_keys if pytorch in z for k in z}
+    return any(keys & set(v.variant) for v in recipe.variants)

@@ -22,9 +22,9 @@ from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.releases import SOLVE_TIMEOUT, Target, is_cuda_record, select_releases, virtual_packages
 from conda_distro.errors import ChannelError, EngineUnavailableError, UsageError
 from conda_distro.graph import RecipeGraph
-from conda_distro.pins import admitted_releases, uses_pytorch_variant
+from conda_distro.pins import admitted_releases, builds_per_minor, uses_pytorch_variant
 from conda_distro.recipe.model import Recipe
-from conda_distro.recipe.specs import minor_of, next_minor_bound
+from conda_distro.recipe.specs import minor_of, next_minor_bound, parse_spec
 
 if TYPE_CHECKING:
     from rattler import RepoDataRecord
@@ -84,14 +84,16 @@ class SolveResult:
 # recipes -> a throwaway channel
 
 
-def _run_depends(recipe: Recipe, pytorch: str, minor: str | None) -> list[str]:
-    deps: list[str] = []
+def _run_depends(recipe: Recipe, pytorch: str, minor: str | None, run: tuple[str, ...] | None = None) -> list[str]:
+    """The run requirements of a record standing for the recipe's build (for ``minor``). ``run``: one
+    rendered variant's own run specs (a compiled recipe's cpu and cuda builds differ: ``__cuda``)."""
+    deps: list[str] = [x for x in run if parse_spec(x).ok] if run is not None else []
     host_versions = {d.name: d.version for d in recipe.deps("host") if d.spec is not None and d.spec.ok}
     for d in recipe.deps("run"):
         if d.func in ("compiler", "stdlib", "cdt"):
             continue
         if d.spec is not None:
-            if d.spec.ok:
+            if d.spec.ok and run is None:
                 deps.append(d.raw)
             continue
         if d.func in ("pin_compatible", "pin_subpackage"):
@@ -106,6 +108,26 @@ def _run_depends(recipe: Recipe, pytorch: str, minor: str | None) -> list[str]:
     return deps
 
 
+def _builds(recipe: Recipe, pytorch: str, minors: list[str]) -> list[tuple[str | None, list[str]]]:
+    """(minor, run requirements) of each build the recipe makes for ``minors``: a compiled recipe (its
+    builds follow the pytorch variant key) one per rendered variant of its package with its own run
+    requirements (a cuda build needs ``__cuda``, its cpu build does not); a bare host pytorch one per minor;
+    anything else one build."""
+    if builds_per_minor(recipe, pytorch):
+        keys = {pytorch} | {k for z in (recipe.settings.zip_keys if recipe.settings else ()) if pytorch in z for k in z}
+        out: list[tuple[str | None, list[str]]] = []
+        for v in recipe.variants:
+            minor = next((v.variant[k] for k in sorted(keys) if k in v.variant), None)
+            if v.output != recipe.name or minor not in minors:
+                continue
+            item = (minor, _run_depends(recipe, pytorch, minor, v.requirements.get("run", ())))
+            if item not in out:
+                out.append(item)
+        out += [(m, _run_depends(recipe, pytorch, m)) for m in minors if all(o[0] != m for o in out)]
+        return out
+    return [(m, _run_depends(recipe, pytorch, m)) for m in (minors if uses_pytorch_variant(recipe, pytorch) else [None])]
+
+
 def write_recipe_channel(dist: Distribution, releases: list[str], folder: Path) -> Path:
     """A channel whose repodata describes what the recipes would build (no package files needed)."""
     pytorch = dist.config.pytorch.name
@@ -114,12 +136,12 @@ def write_recipe_channel(dist: Distribution, releases: list[str], folder: Path) 
     subdirs: dict[str, dict] = {s: {} for s in ("noarch", platform)}
     for recipe in dist.recipes.values():
         subdir = "noarch" if recipe.noarch else platform
-        for minor in (minors if uses_pytorch_variant(recipe, pytorch) else [None]):
-            tag = f"pt{minor.replace('.', '')}_" if minor else "h0_"
+        for i, (minor, depends) in enumerate(_builds(recipe, pytorch, minors)):
+            tag = f"pt{minor.replace('.', '')}_{i}_" if minor else "h0_"
             build = f"{tag}{recipe.build_number or 0}"
             fn = f"{recipe.name}-{recipe.version}-{build}.conda"
             rec = {"name": recipe.name, "version": recipe.version, "build": build,
-                   "build_number": recipe.build_number or 0, "depends": _run_depends(recipe, pytorch, minor),
+                   "build_number": recipe.build_number or 0, "depends": depends,
                    "subdir": subdir, "timestamp": 0}
             if recipe.noarch:
                 rec["noarch"] = recipe.noarch

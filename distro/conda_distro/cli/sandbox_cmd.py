@@ -50,6 +50,9 @@ def sandbox(
     refresh: Annotated[bool, typer.Option("--refresh", help="With --real: resolve again with pip, rewrite the lock "
                                           "(real-world.lock.json) and print what changed; without it the world is "
                                           "made of exactly the locked files.")] = False,
+    compiled: Annotated[bool, typer.Option("--compiled", help="Add the compiled recipes (scatterkit <- sparsekit: "
+                                           "C++/CUDA extensions built per PyTorch minor with the stand-in compiler "
+                                           "packages; see docs/compiled.md).")] = False,
     format: FormatOpt = Format.text,
 ) -> int:
     """Create a self-contained, offline distribution world in DIR: an upstream channel with the host
@@ -58,7 +61,8 @@ def sandbox(
 
     interactive = stderr.is_terminal and not os.environ.get("CI") and sys.stderr.isatty()
     return emit(create_world(SandboxOptions(path=dir, force=force, use_cache=not no_cache, real=real,
-                                            refresh=refresh, progress=_progress(interactive))), format)
+                                            refresh=refresh, compiled=compiled, progress=_progress(interactive))),
+                format)
 
 
 @sandbox_app.command("publish-release")

@@ -122,7 +122,7 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
         recipe = dist.recipes[name]
         # the distribution's variant config, with the supported minors (of the selected releases) as
         # the pytorch key: a bare pytorch in host gives one build per minor, as conda-forge's pinning does
-        vc = (recipe.settings or dist.settings).with_variants({pytorch: minors})
+        vc = (recipe.settings or dist.settings).with_minors(pytorch, minors)
         specs = builder.render(recipe.path, vc)
         # keep only variants whose pytorch minor is admitted
         specs = [s for s in specs if pytorch not in s.variant

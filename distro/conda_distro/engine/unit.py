@@ -84,9 +84,13 @@ def test_key(artifact_sha256: str, target: TargetIn, deps_digest: str) -> str:
 
 
 def admitted_targets(depends: list[str], pytorch: str, targets: list[TargetIn]) -> list[TargetIn]:
-    """The targets an artifact's own pytorch pin admits."""
+    """The targets an artifact's own run requirements admit: its pytorch pins (a compiled extension's
+    run_export binds it to the minor it was built against), and ``__cuda`` (a cuda build cannot be
+    installed without a GPU driver: it is tested on the cuda targets only)."""
     pins = [p for p in (parse_spec(d) for d in depends) if p.ok and p.name == pytorch]
-    return [t for t in targets if all(admits(p.version, t.pytorch) for p in pins)]
+    cuda_only = any(parse_spec(d).name == "__cuda" for d in depends)
+    return [t for t in targets if all(admits(p.version, t.pytorch) for p in pins)
+            and (not cuda_only or t.variant == "cuda")]
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ _EXPR = "${{"
 _PIN_FUNCS = ("pin_subpackage", "pin_compatible")
 _TEMPLATE_FUNCS = ("compiler", "stdlib", "cdt")
 
-__all__ = ["Dep", "Output", "Recipe", "RenderError", "Source", "load_recipe", "parse_recipe", "recipe_paths",
+__all__ = ["Dep", "Output", "Recipe", "VariantReqs", "RenderError", "Source", "load_recipe", "parse_recipe", "recipe_paths",
            "RECIPE_FILE", "SECTIONS"]
 
 
@@ -99,6 +99,17 @@ class Output:
     variants: int  # how many variants rattler-build renders for it
 
 
+@dataclass(frozen=True)
+class VariantReqs:
+    """One rendered variant of one output: its variant keys (those rattler-build says it uses) and its
+    requirement specs per section as rendered (pin functions left out). A pin written with a variant key
+    (``pytorch ${{ pytorch }}.*``) differs per variant: what a variant admits is read here."""
+
+    output: str
+    variant: dict[str, str]
+    requirements: dict[str, tuple[str, ...]]
+
+
 @dataclass
 class Recipe:
     path: Path  # .../recipes/<name>/recipe.yaml
@@ -122,6 +133,7 @@ class Recipe:
     outputs: list[Output] = field(default_factory=list)
     multi_output: bool = False
     settings: RenderSettings | None = None  # what it was rendered with (edits re-render the same way)
+    variants: list[VariantReqs] = field(default_factory=list)  # every rendered output × variant
 
     @property
     def folder(self) -> Path:
@@ -150,6 +162,7 @@ class Recipe:
             "skip_lints": self.skip_lints, "sources": [vars(x) for x in self.sources], "platform": self.platform,
             "run_exports": [dep(d) for d in self.run_exports], "lines": self.lines,
             "outputs": [vars(o) for o in self.outputs], "multi_output": self.multi_output,
+            "variants": [[v.output, v.variant, {k: list(x) for k, x in v.requirements.items()}] for v in self.variants],
         }
 
     @classmethod
@@ -165,6 +178,7 @@ class Recipe:
             skip_lints=data["skip_lints"], sources=[Source(**x) for x in data["sources"]], platform=data["platform"],
             run_exports=[dep(d) for d in data["run_exports"]], lines=data["lines"],
             outputs=[Output(**o) for o in data["outputs"]], multi_output=data["multi_output"], settings=settings,
+            variants=[VariantReqs(o, dict(v), {k: tuple(x) for k, x in r.items()}) for o, v, r in data["variants"]],
         )
 
     def produces(self, name: str) -> bool:
@@ -462,7 +476,7 @@ def _tree(text: str, path: Path) -> LDict:
     return doc if isinstance(doc, LDict) else LDict(doc)
 
 
-MODEL_SCHEMA = "2"  # bump when the Recipe model or how it is built changes
+MODEL_SCHEMA = "3"  # bump when the Recipe model or how it is built changes
 
 
 def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) -> Recipe:
@@ -517,8 +531,14 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
         noarch=noarch, skip=not outputs, requirements=requirements, tests=tests, about=about,
         maintainers=maintainers, lockstep=lockstep, skip_lints=skip_lints, sources=sources,
         platform=settings.target_platform, run_exports=run_exports, lines=lines, outputs=outputs,
-        multi_output=rendered.multi_output, settings=settings,
+        multi_output=rendered.multi_output, settings=settings, variants=_variant_reqs(rendered),
     )
+
+
+def _variant_reqs(rendered: RenderedRecipe) -> list[VariantReqs]:
+    return [VariantReqs(o["name"], dict(o.get("variant") or {}),
+                        {s: tuple(str(x) for x in (o["requirements"].get(s) or []) if isinstance(x, str)) for s in SECTIONS})
+            for o in rendered.outputs]
 
 
 def _section_lines(doc: LDict) -> tuple[dict[str, int], LDict]:

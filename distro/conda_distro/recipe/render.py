@@ -31,10 +31,12 @@ if TYPE_CHECKING:
 
     from rattler_build import RenderedVariant
 
-RENDER_SCHEMA = "2"  # bump to invalidate every cached render
+RENDER_SCHEMA = "3"  # bump to invalidate every cached render
 MAX_RENDERED_BYTES = 4 * 1024 * 1024  # a recipe that renders past this is refused
 MAX_RECIPE_BYTES = 1024 * 1024
 _SECTIONS = ("build", "host", "run", "run_constraints")
+CUDA_KEY = "cuda_compiler_version"  # conda-forge's key of the CUDA compiler's version ...
+CPU_CUDA = "None"  # ... and its value in the rows without CUDA
 
 
 class RenderError(RecipeError):
@@ -62,6 +64,29 @@ class RenderSettings:
         merged.update({k: tuple(v) for k, v in extra.items()})
         return RenderSettings(tuple(sorted(merged.items())), self.zip_keys, self.target_platform, self.cache_dir)
 
+    def with_minors(self, key: str, minors: list[str]) -> RenderSettings:
+        """``key`` (the PyTorch key) set to ``minors``, and so is every key zipped with it in the variant
+        config (conda-forge zips ``libtorch`` with ``pytorch``: the two name one release)."""
+        partners = {k for z in self.zip_keys if key in z for k in z}
+        return self.with_variants({k: list(minors) for k in partners | {key}})
+
+    def without_cuda_rows(self) -> RenderSettings:
+        """The variant config as conda-forge gives it to a recipe that does not use CUDA: only the rows
+        where ``cuda_compiler_version`` is ``"None"`` (of its zip group, or of the key alone). conda-smithy
+        adds the CUDA rows of conda-forge's pinning only for a recipe that uses the CUDA compiler; here
+        rattler-build says whether a recipe uses the key (:func:`_variants`). Unchanged when the key is
+        missing or has no ``"None"`` value."""
+        values = dict(self.variants).get(CUDA_KEY)
+        if values is None or CPU_CUDA not in [str(v) for v in values]:
+            return self
+        rows = [i for i, v in enumerate(values) if str(v) == CPU_CUDA]
+        group = next((z for z in self.zip_keys if CUDA_KEY in z), (CUDA_KEY,))
+        merged = dict(self.variants)
+        for k in group:
+            if k in merged and len(merged[k]) == len(values):
+                merged[k] = tuple(merged[k][i] for i in rows)
+        return RenderSettings(tuple(sorted(merged.items())), self.zip_keys, self.target_platform, self.cache_dir)
+
     @property
     def variant_dict(self) -> dict[str, list[Any]]:
         return {k: list(v) for k, v in self.variants}
@@ -74,7 +99,7 @@ class RenderSettings:
     @functools.cached_property
     def digest(self) -> str:
         payload = json.dumps([RENDER_SCHEMA, _tool_version(), self.target_platform,
-                              [[k, [str(x) for x in v]] for k, v in self.variants],
+                              [[k, [_typed(x) for x in v]] for k, v in self.variants],
                               [list(z) for z in self.zip_keys]])
         return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -94,6 +119,12 @@ class RenderedRecipe:
     @classmethod
     def from_json(cls, data: dict) -> RenderedRecipe:
         return cls(bool(data["multi_output"]), tuple(data["outputs"]), dict(data.get("context") or {}))
+
+
+def _typed(value: Any) -> str:
+    """A variant value with its type: ``True`` (a YAML boolean, as rattler-build reads an unquoted
+    True) and ``"True"`` (a string) render differently, so they must not share a cache entry."""
+    return f"bool:{value}" if isinstance(value, bool) else str(value)
 
 
 _version_cache: list[str] = []
@@ -187,8 +218,12 @@ def _plain_tree(node: Any) -> Any:
 def _skip_probe(text: str) -> str | None:
     """py-rattler-build 0.73 evaluates ``build.skip`` only for multi-output recipes (a single-output
     recipe's top-level skip is ignored by its render() and run_build()). For a single-output recipe
-    with a skip list, this is a one-output recipe with the same context and the same skip list, so
-    that rattler-build itself evaluates the skip conditions per variant. None: nothing to probe."""
+    with a skip list, this is the same recipe written as a multi-output recipe with one output (its
+    ``package`` becomes ``recipe``, ``build.skip`` stays on top, everything else of the package goes
+    into the output), so that rattler-build itself evaluates the skip conditions per variant, with the
+    same variant keys as the recipe (the keys it uses elsewhere count: a condition such as
+    ``match(cuda_compiler_version, "<${{ min }}")`` is evaluated with the recipe's own variants).
+    None: nothing to probe."""
     if "skip" not in text:
         return None
     try:
@@ -196,14 +231,21 @@ def _skip_probe(text: str) -> str | None:
     except Exception:  # noqa: BLE001 - the real render reports unreadable text
         return None
     build = doc.get("build") if isinstance(doc, dict) else None
-    if not isinstance(build, dict) or "skip" not in build or "outputs" in doc:
+    if not isinstance(build, dict) or "skip" not in build or "outputs" in doc or not isinstance(doc.get("package"), dict):
         return None
-    probe: dict[str, Any] = {}
-    if isinstance(doc.get("context"), dict):
-        probe["context"] = _plain_tree(doc["context"])
-    probe["recipe"] = {"name": "skip-probe", "version": "0"}
-    probe["build"] = {"skip": _plain_tree(build["skip"])}
-    probe["outputs"] = [{"package": {"name": "skip-probe"}}]
+    plain = _plain_tree(doc)
+    package = plain.pop("package")
+    rest = {k: v for k, v in plain["build"].items() if k != "skip"}
+    probe: dict[str, Any] = {k: plain[k] for k in ("context", "source", "about", "extra") if k in plain}
+    probe["recipe"] = package
+    probe["build"] = {"skip": plain["build"]["skip"]}
+    output: dict[str, Any] = {"package": {"name": package.get("name")}}
+    if rest:
+        output["build"] = rest
+    for key in ("requirements", "tests"):
+        if key in plain:
+            output[key] = plain[key]
+    probe["outputs"] = [output]
     return json.dumps(probe)
 
 
@@ -222,9 +264,17 @@ def _scratch() -> Iterator[Path]:
         yield Path(tmp)
 
 
+def uses_cuda(variants: list) -> bool:
+    """Does the recipe use the CUDA compiler's key? rattler-build says: a rendered variant lists the keys
+    its recipe uses (``compiler('cuda')``, a condition on ``cuda_compiler_version``)."""
+    return any(CUDA_KEY in v.variant for v in variants)
+
+
 def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool) -> tuple[bool, list]:
     """(multi-output?, rattler-build's RenderedVariant objects) with the variants ``build.skip`` skips
-    left out. Call inside :func:`fixed_environment`."""
+    left out. A recipe that does not use the CUDA key renders without the variant config's CUDA rows
+    (:meth:`RenderSettings.without_cuda_rows`): it would otherwise get one more build per CUDA row of the
+    compilers' zip, a CPU build with the CUDA build's compiler. Call inside :func:`fixed_environment`."""
     from rattler_build import PlatformConfig, RattlerBuildError, RenderConfig, Stage0Recipe
 
     render_config = RenderConfig(platform=PlatformConfig(target_platform=settings.target_platform))
@@ -233,12 +283,16 @@ def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool) 
             stage0 = Stage0Recipe.from_file(str(path)) if from_file else \
                 Stage0Recipe.from_yaml(text, recipe_dir=scratch / "recipe")
             multi = type(stage0).__name__ == "MultiOutputRecipe"
-            variants = stage0.render(settings.to_config(), render_config)
+            narrow = settings.without_cuda_rows()
+            variants = stage0.render(narrow.to_config(), render_config)
+            if narrow is not settings and uses_cuda(variants):
+                narrow = settings
+                variants = stage0.render(settings.to_config(), render_config)
             probe = None if multi else _skip_probe(text)
             if probe is not None:
                 probe_variants = [{str(k): str(v) for k, v in pv.variant.items()}
                                   for pv in Stage0Recipe.from_yaml(probe, recipe_dir=scratch / "probe")
-                                  .render(settings.to_config(), render_config)]
+                                  .render(narrow.to_config(), render_config)]
                 variants = [v for v in variants
                             if _consistent({str(k): str(x) for k, x in v.variant.items()}, probe_variants)]
     except RattlerBuildError as exc:

@@ -4,6 +4,8 @@ distro.yaml names conda-forge-style variant files (``variant_config: [variants.y
 conda-forge-pinning's ``conda_build_config.yaml`` and rattler-build's ``--variant-config``). They are
 read by rattler-build's own loader; the supported PyTorch minors are added on top (key: pytorch.name),
 so a bare ``pytorch`` in host gives one variant per supported minor, as conda-forge's pinning does.
+Every key zipped with the PyTorch key (conda-forge's ``libtorch``) takes the same minors: the two keys
+name one release, so no build pairs libtorch of one minor with pytorch of another.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ def recipe_settings(settings: RenderSettings, folder: Path, keep: tuple[str, ...
     if not local:
         return settings
     variants, zips = read_variant_files(local, settings.target_platform)
+    keep = tuple({p for k in keep for z in settings.zip_keys if k in z for p in z} | set(keep))  # (libtorch too)
     for k in keep:
         variants.pop(k, None)
         zips = [z for z in zips if k not in z]
@@ -86,6 +89,6 @@ def recipe_settings(settings: RenderSettings, folder: Path, keep: tuple[str, ...
 def render_settings(distro: DistroRepo, *, cache: bool = True, platform: str | None = None) -> RenderSettings:
     variants, zips = load_variant_files(distro)
     cfg = distro.config.pytorch
-    variants[cfg.name] = pytorch_minors(cfg.releases)
-    return RenderSettings.make(variants, zips, platform or distro.config.platforms[0],
-                               default_cache_dir() / RENDER_CACHE if cache else None)
+    settings = RenderSettings.make(variants, zips, platform or distro.config.platforms[0],
+                                   default_cache_dir() / RENDER_CACHE if cache else None)
+    return settings.with_minors(cfg.name, pytorch_minors(cfg.releases))

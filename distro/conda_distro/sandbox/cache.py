@@ -37,6 +37,7 @@ from conda_distro.sandbox.upstream import (
     SUBDIRS,
     HostPython,
     SandboxError,
+    Toolchain,
     build_upstream_channel,
     data_dir,
     iter_data_files,
@@ -63,7 +64,7 @@ def rattler_build_version_string() -> str:
         return version("py-rattler-build")
 
 
-def cache_inputs(releases: Sequence[str], host: HostPython) -> dict:
+def cache_inputs(releases: Sequence[str], host: HostPython, toolchain: Toolchain | None = None) -> dict:
     """Everything an upstream channel's content depends on (hashed into the cache key)."""
     upstream = data_dir() / "upstream"
     files = hashlib.sha256()
@@ -76,6 +77,7 @@ def cache_inputs(releases: Sequence[str], host: HostPython) -> dict:
         "rattler_build": rattler_build_version_string(),
         "releases": list(releases),
         "data_sha256": files.hexdigest(),
+        "toolchain": (toolchain or Toolchain.detect()).to_dict(),
     }
 
 
@@ -229,12 +231,13 @@ def ensure_upstream_cached(releases: Sequence[str], *, cache_dir: Path | None = 
     """The cache entry for a stand-in upstream channel with these releases, building it if needed
     (:func:`ensure_entry`)."""
     host = host or HostPython.current()
+    toolchain = Toolchain.detect()
 
     def build(tmp: Path) -> dict[str, Any]:
-        built = build_upstream_channel(tmp, releases, host=host)
+        built = build_upstream_channel(tmp, releases, host=host, toolchain=toolchain)
         return {"python": built.python.name, "pytorch": sorted(p.name for p in built.pytorch.values())}
 
-    return ensure_entry(EntrySpec("sandbox-upstream", cache_inputs(releases, host), build,
+    return ensure_entry(EntrySpec("sandbox-upstream", cache_inputs(releases, host, toolchain), build,
                                   f"the upstream channel (python {host.version} + pytorch stand-ins {', '.join(releases)})",
                                   complete=_entry_complete, lock_timeout=lock_timeout),
                         cache_dir=cache_dir, progress=progress)

@@ -7,7 +7,12 @@ Everything is built offline with rattler-build from the recipes in ``sandbox/dat
   through ``RenderConfig(extra_context=...)``.
 * ``pytorch``: per release, a cpu build (``cpu_h<hash>_0``) and a cuda build
   (``cuda<ver>_h<hash>_200``, depends on ``__cuda``), both linux-64, ``python`` in host and run,
-  run_export ``pytorch >=X.Y.Z,<X.(Y+1).0a0``. Summaries say "STAND-IN for pytorch X".
+  run_export ``pytorch >=X.Y.Z,<X.(Y+1).0a0``, and a small shared library whose symbols carry the minor
+  (an extension built against one minor fails to load against another). Summaries say "STAND-IN for
+  pytorch X".
+* compiler packages as conda-forge's (``gcc_linux-64``, ``gxx_linux-64``, ``sysroot_linux-64`` and, where
+  the machine has nvcc, ``cuda-nvcc_linux-64``): activation scripts pointing at the machine's compilers
+  (:class:`Toolchain`).
 
 Builds run serially in this process (rattler-build holds the GIL; engine-notes gotcha 8) inside
 :func:`conda_distro.util.rattler_env.rattler_env`. Packages are built into a throwaway folder and then
@@ -20,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import sysconfig
@@ -110,6 +116,50 @@ class HostPython:
             )
         assert_no_colon(prefix, what="host python")
         return hp
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The machine's compilers the stand-in compiler packages point at. Build sandboxes show ``/usr`` (and
+    ``/usr/local``, where a CUDA toolkit lives) read-only, so a compiler elsewhere could not run there."""
+
+    gcc: str
+    gxx: str
+    gcc_version: str  # major: 12
+    glibc_version: str  # 2.36
+    nvcc: str  # "" when the machine has no nvcc (the compiled recipes' cuda builds are then left out)
+    nvcc_version: str  # 13.0, or ""
+
+    @classmethod
+    def detect(cls) -> Toolchain:
+        import subprocess
+
+        def which(*names: str) -> str:
+            for name in names:
+                found = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
+                if found:
+                    return found
+            return ""
+
+        gcc, gxx = which("gcc"), which("g++")
+        if not gcc or not gxx:
+            raise SandboxError("the machine has no gcc/g++ under /usr", hint="install Debian's build-essential")
+        version = subprocess.run([gcc, "-dumpversion"], capture_output=True, text=True, check=False).stdout.strip()
+        glibc = (os.confstr("CS_GNU_LIBC_VERSION") or "glibc 2.17").split()[-1]
+        nvcc = which("nvcc")
+        nvcc_version = ""
+        if nvcc:
+            out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
+            found = re.search(r"release (\d+\.\d+)", out)
+            nvcc_version = found.group(1) if found else ""
+            nvcc = os.path.realpath(nvcc) if nvcc_version else ""
+        if nvcc and not nvcc.startswith("/usr/"):
+            nvcc, nvcc_version = "", ""  # a toolkit outside /usr is not visible in a build sandbox
+        return cls(os.path.realpath(gcc), os.path.realpath(gxx), version.split(".")[0] or "0", glibc, nvcc, nvcc_version)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"gcc": self.gcc, "gxx": self.gxx, "gcc_version": self.gcc_version,
+                "glibc_version": self.glibc_version, "nvcc": self.nvcc, "nvcc_version": self.nvcc_version}
 
 
 # ---------------------------------------------------------------------------------------- channel I/O
@@ -206,6 +256,23 @@ def build_python_package(work_dir: Path, host: HostPython) -> list[Path]:
         except RattlerBuildError as exc:
             raise _build_failed(f"python {host.version}", exc) from None
         log.info("built %s in %.1fs", ", ".join(p.name for p in res.packages), time.monotonic() - t0)
+        out.extend(Path(p) for p in res.packages)
+    return out
+
+
+def build_compiler_packages(work_dir: Path, toolchain: Toolchain) -> list[Path]:
+    """The stand-in compiler packages (their recipe's outputs), pointing at ``toolchain``."""
+    from rattler_build import RattlerBuildError, RenderConfig, Stage0Recipe, VariantConfig
+    from rattler_build.render import ContextValue
+
+    recipe = Stage0Recipe.from_file(str(upstream_recipe("compilers")))
+    ctx: dict[str, ContextValue] = dict(toolchain.to_dict())
+    out: list[Path] = []
+    for variant in recipe.render(VariantConfig(), RenderConfig(extra_context=ctx)):
+        try:
+            res = run_build(variant, output_dir=work_dir, channels=[work_dir], rattler_cache=work_dir / RATTLER_CACHE)
+        except RattlerBuildError as exc:
+            raise _build_failed(f"the compiler stand-in {variant.recipe.package.name}", exc) from None
         out.extend(Path(p) for p in res.packages)
     return out
 
@@ -308,7 +375,7 @@ class UpstreamChannel:
 
 
 def build_upstream_channel(channel_dir: str | os.PathLike[str], releases: Sequence[str] = DEFAULT_RELEASES,
-                           host: HostPython | None = None) -> UpstreamChannel:
+                           host: HostPython | None = None, toolchain: Toolchain | None = None) -> UpstreamChannel:
     """Build a fresh upstream channel in ``channel_dir`` (created; must not hold packages yet):
     the host python plus cpu and cuda pytorch stand-ins for each release. About 15 s on 2 cores."""
     t0 = time.monotonic()
@@ -323,7 +390,8 @@ def build_upstream_channel(channel_dir: str | os.PathLike[str], releases: Sequen
         work = Path(td)
         py = build_python_package(work, host)
         standins = _build_standins(work, [], [(r, v) for r in wanted_releases for v in VARIANTS])
-        published = publish_packages([*py, *standins], channel)
+        compilers = build_compiler_packages(work, toolchain or Toolchain.detect())
+        published = publish_packages([*py, *standins, *compilers], channel)
     reindex(channel)
     python_file = next(p for p in published if p.name.startswith("python-"))
     return UpstreamChannel(channel, python_file, pytorch_packages(channel), time.monotonic() - t0)

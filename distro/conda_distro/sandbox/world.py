@@ -33,6 +33,7 @@ from conda_distro.sandbox.upstream import (
     DEFAULT_RELEASES,
     HostPython,
     SandboxError,
+    Toolchain,
     build_upstream_channel,
     check_releases,
     data_dir,
@@ -71,6 +72,7 @@ class SandboxOptions:
     progress: Callable[[str], None] | None = field(default=None, compare=False)  # one-line progress messages
     real: bool = False  # create_world(): the real world instead (sandbox.real; the repository found from the cwd)
     refresh: bool = False  # with real: re-resolve the real world's lock (sandbox.real)
+    compiled: bool = False  # add the compiled recipes (scatterkit <- sparsekit; data/world-compiled/)
 
 
 @dataclass(frozen=True)
@@ -145,18 +147,49 @@ def target_folder(options: FolderRequest) -> Path:
     return path
 
 
-def _copy_template(dest: Path, releases: tuple[str, ...]) -> None:
-    world = data_dir() / "world"
-    for f in iter_data_files(world):
-        target = dest / f.relative_to(world)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, target)
+def _copy_template(dest: Path, releases: tuple[str, ...], compiled: bool = False) -> None:
+    for world in (data_dir() / "world", *([data_dir() / "world-compiled"] if compiled else [])):
+        for f in iter_data_files(world):
+            target = dest / f.relative_to(world)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, target)
     if tuple(releases) != DEFAULT_RELEASES:
         cfg = dest / "distro.yaml"
         text = re.sub(r"^(  releases: )\[[^\]]*\]", lambda m: m.group(1) + json.dumps(list(releases)),
                       cfg.read_text(), count=1, flags=re.M)
         cfg.write_text(text)
     (dest / ".gitignore").write_text(GITIGNORE)
+    write_variants(dest / "variants.yaml", Toolchain.detect())
+
+
+VARIANTS_YAML = """\
+# The sandbox world's variant config (the format of conda-forge-pinning's conda_build_config.yaml): the
+# keys its compiled recipes use, with the versions of the stand-in compiler packages in ./upstream (the
+# machine's gcc, glibc and nvcc). conda-distro sets pytorch and libtorch to the supported minors.
+c_compiler: [gcc]
+c_compiler_version: {gcc}
+cxx_compiler: [gxx]
+cxx_compiler_version: {gcc}
+c_stdlib: [sysroot]
+c_stdlib_version: {glibc}
+cuda_compiler: [cuda-nvcc]
+cuda_compiler_version: {cuda}{no_cuda}
+pytorch: ["2.6"]
+libtorch: ["2.6"]
+zip_keys:
+  - [c_compiler_version, cxx_compiler_version, c_stdlib_version, cuda_compiler_version]
+  - [pytorch, libtorch]
+"""
+
+
+def write_variants(path: Path, toolchain: Toolchain) -> None:
+    """The world's variants.yaml: a CPU row, and a CUDA row when the machine has nvcc (else a comment
+    says the compiled recipes' CUDA builds are left out and only their C++ part is built)."""
+    rows = ["None", toolchain.nvcc_version] if toolchain.nvcc else ["None"]
+    path.write_text(VARIANTS_YAML.format(
+        gcc=json.dumps([toolchain.gcc_version] * len(rows)), glibc=json.dumps([toolchain.glibc_version] * len(rows)),
+        cuda=json.dumps(rows),
+        no_cuda="" if toolchain.nvcc else "   # this machine has no nvcc: no CUDA row, the C++ part only"))
 
 
 def commit_world(root: Path, releases: tuple[str, ...], date: datetime | None) -> str:
@@ -191,7 +224,7 @@ def create_sandbox(options: SandboxOptions) -> SandboxResult:
         else:
             say(f"building the upstream channel (python {host.version} + pytorch stand-ins), no cache")
             build_upstream_channel(upstream, releases, host=host)
-        _copy_template(path, releases)
+        _copy_template(path, releases, options.compiled)
         commit = commit_world(path, releases, options.git_date) if options.git else None
     except SandboxError:
         raise

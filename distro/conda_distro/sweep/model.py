@@ -27,6 +27,8 @@ FAILURES = ("failed", "not-solvable", "unreadable")  # statuses that make the re
 #: their dependents wait (``awaiting-upstream``: no test of the release could run, upstream lacks a build it needs)
 BLOCKING = ("failed", "not-solvable", "needs-new-version", "awaiting-parents", "awaiting-upstream", "unreadable")
 MODES = ("release-day", "admission")
+WIDEN, NEW_BUILD, TEST = "widen the pins", "build for the new minor", "test the existing builds"
+ACTIONS = (WIDEN, NEW_BUILD, TEST)
 #: where a release stands, from the repository (see :mod:`conda_distro.sweep.state`)
 RELEASE_STATES = ("not-swept", "interrupted", "uncommitted", "committed", "supported")
 
@@ -92,6 +94,10 @@ class Decision:
     tests: list[ReleaseTest] = field(default_factory=list)  # its tests of the new release
     depends_on_pytorch: bool = True  # itself (False: only through distribution packages)
     recipe_hash: str | None = None  # the recipe folder's input hash before the sweep (a failure is retried once it changes)
+    #: what the release needs of it (:data:`ACTIONS`): its pins widened (noarch and pinned packages), new
+    #: builds for the new minor (compiled: one build per minor follows the pytorch variant key), or a test
+    #: of its existing builds; "" when it needs nothing
+    action: str = ""
 
     @property
     def applied(self) -> bool:
@@ -155,6 +161,7 @@ class PackageEntry(_Doc):
     log: str | None = None
     tests: list[ReleaseTest] = Field(default_factory=list)
     recipe_hash: str | None = None
+    action: str = ""  # widen the pins | build for the new minor | test the existing builds | "" (nothing)
 
     @field_serializer("tests")
     def _tests(self, tests: list[ReleaseTest]) -> list[dict[str, Any]]:
@@ -165,13 +172,14 @@ class PackageEntry(_Doc):
         return cls(name=dec.name, status=dec.status, old_pin=dec.old_pin, new_pin=dec.new_pin,
                    maintainers=list(dec.maintainers), old_build=dec.old_build, new_build=dec.new_build,
                    applied=dec.applied and not dry_run, pytorch_dependency="direct" if dec.depends_on_pytorch else "indirect",
-                   reason=dec.reason, log=dec.log, tests=list(dec.tests), recipe_hash=dec.recipe_hash)
+                   reason=dec.reason, log=dec.log, tests=list(dec.tests), recipe_hash=dec.recipe_hash,
+                   action=dec.action)
 
     def decision(self) -> Decision:
         return Decision(self.name, self.status, list(self.maintainers), old_pin=self.old_pin, new_pin=self.new_pin,
                         old_build=self.old_build, new_build=self.new_build, reason=self.reason, log=self.log,
                         tests=list(self.tests), depends_on_pytorch=self.pytorch_dependency == "direct",
-                        recipe_hash=self.recipe_hash)
+                        recipe_hash=self.recipe_hash, action=self.action)
 
 
 class SweepDocument(_Doc):
@@ -339,7 +347,8 @@ class SweepResult:
             pin = f"{d.old_pin} -> {d.new_pin}" if d.old_pin != d.new_pin else (d.old_pin or "")
             if d.old_pin != d.new_pin and not d.applied:
                 pin += " (reverted)"
-            lines.append(f"  {d.status:18} {d.name:24} {pin}" + (f"  ({shown(d.reason, 'text')})" if d.reason else ""))
+            lines.append(f"  {d.status:18} {d.name:24} {pin}" + (f"  ({shown(d.reason, 'text')})" if d.reason else "")
+                         + (f"  [{d.action}]" if d.action else ""))
         if self.branch or (self.plan.mode == "admission" and self.commits):
             if self.branch:
                 lines.append(f"branch {self.branch}: {len(self.commits)} commit(s)")

@@ -12,10 +12,10 @@ from conda_distro.config import RELEASE_RE  # (one definition of a release: MAJO
 from conda_distro.distribution import Distribution
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
-from conda_distro.pins import depends_on, pytorch_pins
+from conda_distro.pins import builds_per_minor, depends_on, pytorch_pins
 from conda_distro.recipe.model import Recipe
 from conda_distro.recipe.specs import SpecEditError, admits, minor_of, next_minor_bound, widen_spec, widen_version
-from conda_distro.sweep.model import BLOCKING, Decision, PinEdit, SweepPlan
+from conda_distro.sweep.model import BLOCKING, NEW_BUILD, TEST, WIDEN, Decision, PinEdit, SweepPlan
 
 
 def check_release(release: str) -> None:
@@ -90,9 +90,22 @@ def plan_sweep(dist: Distribution, release: str) -> SweepPlan:
             dec = Decision(name, "unchanged", list(recipe.maintainers), old_build=recipe.build_number,
                            new_build=recipe.build_number, depends_on_pytorch=False)
         if dec is not None:
+            dec.action = _action(dec, dist.recipes[name], pytorch, is_new_minor(dist, release))
             decisions.append(dec)
             seen.add(name)
     return SweepPlan(release, decisions)
+
+
+def _action(dec: Decision, recipe: Recipe, pytorch: str, new_minor: bool) -> str:
+    """What the release needs of a package: a noarch (or pinned) package has its pins widened; a compiled
+    one, whose builds follow the pytorch variant key (one per minor, bound to it by run_exports), has no
+    pin to widen: it needs new builds for the new minor; a package that admits the new minor already has
+    its existing builds tested. A bugfix release needs nothing of either."""
+    if dec.status == "bumped":
+        return WIDEN
+    if dec.status != "unchanged" or not new_minor or dec.reason:
+        return ""
+    return NEW_BUILD if builds_per_minor(recipe, pytorch) else TEST
 
 
 def is_new_minor(dist: Distribution, release: str) -> bool:

@@ -43,4 +43,5 @@ def tracking_issue(plan: SweepPlan, result: SweepResult | None = None) -> str:
     return render("sweep_issue.md.j2", plan=plan,
                   counts=", ".join(f"{n} {st}" for st, n in (result.summary if result else {}).items()),
                   prs=checklist, pings=pings, rows=[(d, _pin_cell(d), _note_cell(d)) for d in plan.decisions],
+                  actions={d.action for d in plan.decisions if d.action},
                   logs=[d for d in plan.decisions if d.status == "failed" and d.log])
