@@ -45,7 +45,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from conda_distro.distribution import Distribution, load_distribution
-from conda_distro.errors import BridgeError
+from conda_distro.errors import BridgeError, UsageError
 from conda_distro.sandbox.cache import EntrySpec, copy_channel, ensure_entry, prune_entries, rattler_build_version_string
 from conda_distro.sandbox.sources import SourceFile, SourceRequest, fetch_sources, point_recipe_at
 from conda_distro.sandbox.upstream import HostPython, build_python_package, publish_packages, write_run_exports
@@ -446,10 +446,25 @@ def _write_world(path: Path, repo: Path, entry: Path, sources: list[SourceFile],
     return upstream
 
 
+#: what only ``sandbox --real`` needs (the PyPI bridge), installed by the ``real`` extra of the package
+REAL_EXTRA = {"whl2conda": "whl2conda", "conda_package_handling": "conda-package-handling"}
+
+
+def require_real_extra() -> None:
+    """Exit 2 (nothing written) naming the extra to install when the PyPI bridge's libraries are missing."""
+    import importlib.util
+
+    missing = [dist for module, dist in REAL_EXTRA.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        raise UsageError(f"sandbox --real needs {' and '.join(missing)}, which are not installed", field="--real",
+                         hint="pip install 'conda-distro[real]' (from a checkout: pip install -e '.[real]')")
+
+
 def create_real_world(options: RealOptions) -> RealResult:
     """Create the real world (module docstring). Raises :class:`BridgeError` when the lock cannot be read or
     no longer fits, pip cannot resolve or download, or a conversion fails; :class:`~conda_distro.errors.UsageError`
     for a bad target folder (nothing written)."""
+    require_real_extra()
     t0 = time.monotonic()
     say = options.progress or (lambda msg: log.info("%s", msg))
     path = target_folder(options)
