@@ -239,7 +239,7 @@ def test_the_real_upstream_cache_is_keyed_by_the_lock(tmp_path, monkeypatch):
                             (("odd-1.0-py3-none-any.whl", "no METADATA"),), 3, 1234, 2, 1.0, 2.0, 3.0, 0.5).summary()
 
     monkeypatch.setattr(real, "_build_upstream", fake_build)
-    needs = real.Needs(("einops>=0.8",), frozenset({"kornia"}), ())
+    needs = real.RealWorldNeeds(("einops>=0.8",), frozenset({"kornia"}), ())
     builds = (TorchBuild("2.13.0", "cpu"),)
     host = HostPython.current()
     lock = _lock_of("a" * 64)
