@@ -8,8 +8,14 @@ starts after all imports and the generation, and covers, in this one process (pl
 workers it starts): load distro.yaml + render every recipe with rattler-build, lint every recipe,
 build the RecipeGraph (cycle check included), compute ``order()`` and ``levels()``.
 Each round runs twice: with a cold render cache (an empty $CONDA_DISTRO_CACHE) and then warm.
-Targets on a 2-core machine: cold 3 s, warm 1 s. On a shared machine the run-to-run spread is
-large: the best of ``--repeat`` rounds is reported, with its CPU time.
+
+The yardstick, measured in the same run and paired with each cold run (engine, ours, engine, ours,
+...): rattler-build's own render of the same recipe texts with the same variant configuration
+(``Stage0Recipe.from_yaml(text).render(...)``, nothing else), spread over ``--jobs`` spawned
+worker processes as our cold load spreads its renders. On a machine shared with others, absolute
+times move with the load; the ratio of each pair does not (much). Targets on a 2-core machine:
+cold <= 1.2 x the engine's render of the same recipes (the spine costs what the engine costs),
+warm < 1 s. The best of ``--repeat`` rounds is reported, with its CPU time, and the median ratio.
 """
 
 from __future__ import annotations
@@ -33,6 +39,44 @@ from conda_distro.graph import RecipeGraph  # noqa: E402
 from conda_distro.lint import LintOptions, lint_distribution  # noqa: E402
 
 TARGETS = {"cold": 3.0, "warm": 1.0}
+COLD_RATIO = 1.2  # cold load + lint + graph <= 1.2 x rattler-build's own render of the same recipes
+
+
+def _engine_chunk(args: tuple[list[str], dict, list, str]) -> int:
+    """Worker: rattler-build alone renders each text (the yardstick); how many variants it rendered."""
+    import tempfile as tf
+
+    from rattler_build import PlatformConfig, RenderConfig, Stage0Recipe, VariantConfig
+
+    texts, variants, zips, platform = args
+    config = VariantConfig(variants, zip_keys=zips or None)
+    render_config = RenderConfig(platform=PlatformConfig(target_platform=platform))
+    n = 0
+    with tf.TemporaryDirectory(prefix="bench-engine-") as tmp:
+        for i, text in enumerate(texts):
+            n += len(Stage0Recipe.from_yaml(text, recipe_dir=Path(tmp) / str(i)).render(config, render_config))
+    return n
+
+
+def engine_render(root: Path, jobs: int) -> float:
+    """Seconds for rattler-build alone to render every recipe text under ``root`` with the distribution's
+    variant configuration, over ``jobs`` spawned workers (their start included, as in our cold load)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    from conda_distro.config import load_config
+    from conda_distro.recipe.variants import render_settings
+
+    settings = render_settings(load_config(root), cache=False)
+    texts = [p.read_text() for p in sorted((root / "recipes").glob("*/recipe.yaml"))]
+    zips = [list(z) for z in settings.zip_keys]
+    chunks = [(texts[i::jobs], settings.variant_dict, zips, settings.target_platform) for i in range(jobs)]
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
+        rendered = sum(pool.map(_engine_chunk, chunks))
+    elapsed = time.perf_counter() - t0
+    assert rendered >= len(texts)
+    return elapsed
 
 
 def run_once(root: Path) -> dict[str, float]:
@@ -61,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recipes", type=int, default=5000)
     ap.add_argument("--repeat", type=int, default=3, help="runs, each with cold caches; the best is reported")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of one run")
+    ap.add_argument("--jobs", type=int, default=2, help="the engine yardstick's worker processes (default 2: the cores)")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench-spine-") as tmp:
@@ -73,14 +118,20 @@ def main(argv: list[str] | None = None) -> int:
             prof.disable()
             pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
             return 0
-        rounds = {"cold": [], "warm": []}
+        rounds: dict[str, list[dict[str, float]]] = {"cold": [], "warm": []}
+        engine: list[float] = []
         for i in range(args.repeat):
+            engine.append(engine_render(root, args.jobs))  # the yardstick, paired with this round's cold run
             os.environ["CONDA_DISTRO_CACHE"] = str(root / f"cache-{i}")  # empty: a cold render cache
             for kind in ("cold", "warm"):
                 _clear_caches()
                 rounds[kind].append(run_once(root))
-    print(f"recipes: {args.recipes}")
-    ok = True
+    print(f"recipes: {args.recipes}; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
+          f"on {os.cpu_count()} cores")
+    ratios = sorted(c["total"] / e for c, e in zip(rounds["cold"], engine, strict=True))
+    print(f"rattler-build alone ({args.jobs} workers): best {min(engine):.3f} s; each pair cold/engine: "
+          + ", ".join(f"{r:.2f}" for r in ratios) + f"; median {ratios[len(ratios) // 2]:.2f} (target <= {COLD_RATIO})")
+    ok = ratios[len(ratios) // 2] <= COLD_RATIO
     for kind, runs in rounds.items():
         best = min(runs, key=lambda r: r["total"])
         print(f"{kind} render cache:")
@@ -89,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         target = TARGETS[kind]
         print(f"  total  {best['total']:7.3f} s  (target {target:.1f} s, ratio {best['total'] / target:.2f}; "
               f"CPU time in this process {best['cpu']:.3f} s)")
-        ok &= best["total"] <= target
+        if kind == "warm":
+            ok &= best["total"] <= target
     return 0 if ok else 1
 
 

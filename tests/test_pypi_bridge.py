@@ -239,7 +239,7 @@ def test_the_real_upstream_cache_is_keyed_by_the_lock(tmp_path, monkeypatch):
                             (("odd-1.0-py3-none-any.whl", "no METADATA"),), 3, 1234, 2, 1.0, 2.0, 3.0, 0.5).summary()
 
     monkeypatch.setattr(real, "_build_upstream", fake_build)
-    needs = real.Needs(("einops>=0.8",), frozenset({"kornia"}), ())
+    needs = real.RealWorldNeeds(("einops>=0.8",), frozenset({"kornia"}), ())
     builds = (TorchBuild("2.13.0", "cpu"),)
     host = HostPython.current()
     lock = _lock_of("a" * 64)
@@ -421,3 +421,20 @@ def test_compatible_release_specs_keep_their_meaning_in_conda(pip_spec, version,
     spec = _spec(pip_spec)
     assert VersionSpec(spec).matches(Version(version)) is ok, spec
     assert not VersionSpec(">=0.1,==0.*").matches(Version("0.1.2"))  # why: rattler's reading of the old form
+
+
+def test_sandbox_real_names_the_extra_it_needs_when_the_bridge_is_missing(tmp_path: Path, monkeypatch):
+    """whl2conda and conda-package-handling are the `real` extra: without them `sandbox --real` exits 2 naming
+    the extra to install, and writes nothing."""
+    import importlib.util
+
+    from conda_distro.errors import UsageError
+    from conda_distro.sandbox.real import RealOptions, create_real_world
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "whl2conda" else real_find_spec(name, *a))
+    with pytest.raises(UsageError) as err:
+        create_real_world(RealOptions(path=tmp_path / "world", repo=Path(__file__).parents[1], cuda=False))
+    assert "whl2conda" in err.value.message and "conda-distro[real]" in (err.value.hint or "")
+    assert err.value.exit_code == 2 and not (tmp_path / "world").exists()

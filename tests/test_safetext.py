@@ -190,16 +190,16 @@ def test_the_excuses_text_and_markdown():
 
 
 def test_the_sweep_pr_bodies_tracking_issue_and_text():
-    from conda_distro.sweep import Decision, SweepPlan, SweepResult
+    from conda_distro.sweep import Decision, Outcome, ReleaseTest, SweepPlan, SweepResult
     from conda_distro.sweep.render import pr_body, tracking_issue
 
-    plan = SweepPlan("2.7.0", [
-        Decision("evil", "failed", ["eve"], "pytorch >=2.4,<2.7", "pytorch >=2.4,<2.8", old_build=0, new_build=1,
-                 reason=f"test failed on pytorch 2.7.0 (cpu): {HOSTILE}", log=HOSTILE_LOG),
-        Decision("good", "bumped", ["gus"], "pytorch >=2.4,<2.7", "pytorch >=2.4,<2.8", old_build=0, new_build=1,
-                 tests=[{"pytorch": "2.7.0", "variant": "cpu", "status": "passed"}])])
-    result = SweepResult(plan)
-    result.pr_bodies = {"good": pr_body(plan.get("good"), "2.7.0")}
+    plan = SweepPlan("2.7.0", (
+        Decision("evil", "bumped", ("eve",), "pytorch >=2.4,<2.7", "pytorch >=2.4,<2.8", old_build=0, new_build=1),
+        Decision("good", "bumped", ("gus",), "pytorch >=2.4,<2.7", "pytorch >=2.4,<2.8", old_build=0, new_build=1)))
+    result = SweepResult(plan, [
+        Outcome(plan.decisions[0], "failed", f"test failed on pytorch 2.7.0 (cpu): {HOSTILE}", log=HOSTILE_LOG),
+        Outcome(plan.decisions[1], "bumped", tests=[ReleaseTest(pytorch="2.7.0", variant="cpu", status="passed")])])
+    result.pr_bodies = {"good": pr_body(result.outcomes[1], "2.7.0")}
     issue = tracking_issue(plan, result)
     assert_inert(issue, details=1, mentions=("eve",))
     assert_inert(result.pr_bodies["good"]["body"], mentions=("gus",))

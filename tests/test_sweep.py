@@ -33,6 +33,7 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.recipe.model import parse_recipe
 from conda_distro.sweep import (
     EditError,
+    Outcome,
     ReleaseTest,
     add_release_text,
     decide,
@@ -636,8 +637,8 @@ def test_what_is_built_and_tested(make_distro, clean_recipe):
                                                           "wide-dep": "unchanged"}
     assert _to_test(plan, graph, new_minor=True) == ["a", "b", "wide", "wide-dep"]  # never tested with 2.7
     assert _to_test(plan, graph, new_minor=False) == ["a", "b"]  # a bugfix release: only what changed
-    plan.get("a").status = "failed"
-    assert _to_test(plan, graph, new_minor=False) == []
+    outcomes = [Outcome(d, "failed" if d.name == "a" else d.status) for d in plan.decisions]  # (the plan is frozen)
+    assert _to_test(outcomes, graph, new_minor=False) == []
 
 
 def test_add_release_flow_list_keeps_the_line_layout(tmp_path):
@@ -1312,14 +1313,15 @@ def test_unreadable_journal_is_a_clear_error(world27: Path, capsys):
 
 def test_the_sweep_document_is_one_schema_written_and_read(tmp_path: Path):
     from conda_distro.reports.facts import sweep_statuses
-    from conda_distro.sweep import Decision, SweepDocument, SweepPlan, SweepResult
+    from conda_distro.sweep import Decision, Outcome, ReleaseTest, SweepDocument, SweepPlan, SweepResult
 
-    plan = SweepPlan("2.7.0", [
-        Decision("a", "failed", ["x"], "pytorch >=2.4,<2.7", "pytorch >=2.4,<2.8", old_build=0, new_build=1,
-                 reason="test failed on pytorch 2.7.0 (cpu): boom", tests=[{"pytorch": "2.7.0", "variant": "cpu",
-                                                                            "status": "failed", "reason": "boom"}]),
-        Decision("b", "bumped", ["y"], "pytorch", "pytorch", old_build=2, new_build=3, depends_on_pytorch=False)])
-    res = SweepResult(plan, branch="sweep/pytorch-2.7.0", commits=[{"package": None, "sha": "abc", "message": "m"}],
+    plan = SweepPlan("2.7.0", (
+        Decision("a", "bumped", ("x",), "pytorch >=2.4,<2.7", "pytorch >=2.4,<2.8", old_build=0, new_build=1),
+        Decision("b", "bumped", ("y",), "pytorch", "pytorch", old_build=2, new_build=3, depends_on_pytorch=False)))
+    outcomes = [Outcome(plan.decisions[0], "failed", "test failed on pytorch 2.7.0 (cpu): boom",
+                        tests=[ReleaseTest(pytorch="2.7.0", variant="cpu", status="failed", reason="boom")]),
+                Outcome(plan.decisions[1], "bumped")]
+    res = SweepResult(plan, outcomes, branch="sweep/pytorch-2.7.0", commits=[{"package": None, "sha": "abc", "message": "m"}],
                       report_file="build/sweep/pytorch-2.7.0.json", start="main")
     text = res.document().to_json()
     assert json.loads(text) == res.to_dict() and res.to_dict()["packages"][1]["pytorch_dependency"] == "indirect"
@@ -1384,7 +1386,7 @@ def test_a_bump_that_upstream_lets_nobody_test_awaits_upstream():
     from conda_distro.engine.plan import BuildPlan, PackagePlan
     from conda_distro.engine.releases import Target
     from conda_distro.state.results import TestRecord
-    from conda_distro.sweep.model import BLOCKING, Decision, SweepPlan
+    from conda_distro.sweep.model import BLOCKING, Decision, SweepPlan, planned_outcomes
     from conda_distro.sweep.run import _apply_results
 
     why = "no cuda build of torchvision for pytorch 2.15.0 in the upstream channels"
@@ -1396,9 +1398,10 @@ def test_a_bump_that_upstream_lets_nobody_test_awaits_upstream():
                            engine="rattler-build")
     report = ExecutionResult(tests=[TestRecord(name="einops", artifact="noarch/einops-0.8-0.conda", pytorch="2.15.0",
                                            variant="cuda", status="passed")])
-    plan = SweepPlan("2.15.0", [Decision("timm", "bumped", ["alice"]), Decision("einops", "bumped", ["bob"])])
-    _apply_results(plan, report, {"timm", "einops"}, "2.15.0", build_plan)
-    timm, einops = plan.get("timm"), plan.get("einops")
+    plan = SweepPlan("2.15.0", (Decision("timm", "bumped", ("alice",)), Decision("einops", "bumped", ("bob",))))
+    outcomes = _apply_results(planned_outcomes(plan), report, {"timm", "einops"}, "2.15.0", build_plan)
+    timm, einops = outcomes["timm"], outcomes["einops"]
+    assert plan.get("timm").status == "bumped"  # the plan is frozen: execution's findings are the outcomes
     assert timm.status == "awaiting-upstream" and why in timm.reason and not timm.applied
     assert "awaiting-upstream" in BLOCKING
     assert einops.status == "bumped" and einops.tests == [ReleaseTest(pytorch="2.15.0", variant="cuda", status="passed")]
@@ -1413,7 +1416,7 @@ def test_the_sweep_document_keeps_its_tests_typed_and_its_json_as_before():
             '{"pytorch": "2.7.0", "variant": "cpu", "status": "passed"}, '
             '{"pytorch": "2.7.0", "variant": "cuda", "status": "failed", "reason": "ImportError"}]}]}')
     doc = SweepDocument.model_validate_json(text)
-    dec = doc.packages[0].decision()
+    dec = doc.packages[0].outcome()  # (a package as read back: its outcome)
     assert dec.tests == [ReleaseTest(pytorch="2.7.0", variant="cpu", status="passed"),
                          ReleaseTest(pytorch="2.7.0", variant="cuda", status="failed", reason="ImportError")]
     assert json.loads(doc.to_json())["packages"][0]["tests"] == json.loads(text)["packages"][0]["tests"]

@@ -25,7 +25,15 @@ def own_names(recipe: Recipe) -> set[str]:
 
 
 def _written_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
-    """Literal pytorch requirements written in the recipe, whichever branch of a condition they are in."""
+    """Literal pytorch requirements written in the recipe, whichever branch of a condition they are in
+    (found once per recipe: the recipe's text never changes, an edit makes a new recipe)."""
+    key = ("written_pins", pytorch)
+    if key not in recipe.derived:
+        recipe.derived[key] = _find_written_pins(recipe, pytorch)
+    return list(recipe.derived[key])
+
+
+def _find_written_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
     data = recipe.tree  # (the YAML tree: parsed again for a recipe read from the model cache)
     bodies = [data] + [o for o in (data.get("outputs") or []) if isinstance(o, dict)] \
         if isinstance(data.get("outputs"), list) else [data]

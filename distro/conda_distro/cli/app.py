@@ -62,6 +62,18 @@ RootOpt = Annotated[
                  file_okay=False, show_default=False),
 ]
 
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256,
+                                      help="How many packages to build and test at once (one worker process each).")]
+NoSandboxOpt = Annotated[bool, typer.Option("--no-sandbox",
+                                            help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")]
+
+
+def lock_timeout_opt(waits_for: str) -> Any:
+    """The ``--lock-timeout`` option (default :data:`DEFAULT_LOCK_TIMEOUT`), its help naming what a command
+    waits for: ``Annotated[float, lock_timeout_opt("...")] = DEFAULT_LOCK_TIMEOUT``."""
+    return typer.Option("--lock-timeout", min=0, max=86400, help=f"Seconds to wait, in all, for {waits_for}.")
+
+
 AsOfOpt = Annotated[str | None, typer.Option(
     "--as-of", metavar="YYYY-MM-DD", help="As of this day (default: today, UTC).", show_default=False)]
 

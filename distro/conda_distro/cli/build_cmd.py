@@ -6,7 +6,18 @@ from typing import Annotated
 
 import typer
 
-from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, FormatOpt, RootOpt, app, emit, warn_no_sandbox
+from conda_distro.cli.app import (
+    DEFAULT_LOCK_TIMEOUT,
+    Format,
+    FormatOpt,
+    JobsOpt,
+    NoSandboxOpt,
+    RootOpt,
+    app,
+    emit,
+    lock_timeout_opt,
+    warn_no_sandbox,
+)
 
 
 @app.command()
@@ -20,18 +31,15 @@ def build(
     variant: Annotated[list[str] | None, typer.Option("--variant",
             help="Test only this variant, cpu or cuda (repeatable; default: every variant of distro.yaml). CI runs "
                  "each on the runner distro.yaml's ci.runners names.")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256,
-            help="How many packages to build and test at once (one worker process each).")] = 1,
+    jobs: JobsOpt = 1,
     engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
     retry_errors: Annotated[bool, typer.Option("--retry-errors",
             help="Run again the tests that ended in an infrastructure error (worker killed, channel unreadable), and "
                  "nothing else that is up to date.")] = False,
-    no_sandbox: Annotated[bool, typer.Option("--no-sandbox",
-            help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
-    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, max=86400,
-            help="Seconds to wait, in all, for a sweep of the repository and another build into the same "
-                 "staging channel.")] = DEFAULT_LOCK_TIMEOUT,
+    no_sandbox: NoSandboxOpt = False,
+    lock_timeout: Annotated[float, lock_timeout_opt(
+            "a sweep of the repository and another build into the same staging channel")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
     format: FormatOpt = Format.text,
 ) -> int:

@@ -6,17 +6,15 @@ from typing import Annotated
 
 import typer
 
-from conda_distro.cli.app import Format, RootOpt, TextJsonMarkdown, app, emit, warn_no_sandbox
+from conda_distro.cli.app import Format, JobsOpt, NoSandboxOpt, RootOpt, TextJsonMarkdown, app, emit, warn_no_sandbox
 
 
 @app.command("check-pr")
 def check_pr_cmd(
     base: Annotated[str, typer.Option("--base", help="The PR's base ref, e.g. origin/main.")] = "origin/main",
     no_build: Annotated[bool, typer.Option("--no-build", help="Skip build and test (when sharded jobs do them).")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256,
-            help="How many packages to build and test at once (one worker process each).")] = 1,
-    no_sandbox: Annotated[bool, typer.Option("--no-sandbox",
-            help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
+    jobs: JobsOpt = 1,
+    no_sandbox: NoSandboxOpt = False,
     log_url: Annotated[str | None, typer.Option(
         "--log-url", envvar="CONDA_DISTRO_LOG_URL", show_default=False,
         help="Where the logs can be read (the CI run's artifact URL); '{path}' in it is replaced by the log's "

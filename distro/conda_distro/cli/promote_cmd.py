@@ -7,12 +7,10 @@ from typing import Annotated
 
 import typer
 
-from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, FormatOpt, RootOpt, TextJsonMarkdown, app, emit
+from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, FormatOpt, RootOpt, TextJsonMarkdown, app, emit, lock_timeout_opt
 
-LockTimeoutOpt = Annotated[float, typer.Option(
-    "--lock-timeout", min=0, max=86400,
-    help="Seconds to wait, in all, for the locks of the repository (a sweep), staging (a build) and main (another "
-         "promote or retire).")]
+LockTimeoutOpt = Annotated[float, lock_timeout_opt(
+    "the locks of the repository (a sweep), staging (a build) and main (another promote or retire)")]
 
 
 def _log(line: str) -> None:

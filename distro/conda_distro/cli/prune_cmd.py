@@ -7,11 +7,10 @@ from typing import Annotated
 
 import typer
 
-from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, FormatOpt, RootOpt, app, emit
+from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, FormatOpt, RootOpt, app, emit, lock_timeout_opt
 
-LockTimeoutOpt = Annotated[float, typer.Option(
-    "--lock-timeout", min=0, max=86400,
-    help="Seconds to wait, in all, for the locks of the repository (a sweep) and staging (a build or promote).")]
+LockTimeoutOpt = Annotated[float, lock_timeout_opt(
+    "the locks of the repository (a sweep) and staging (a build or promote)")]
 
 
 def _log(line: str) -> None:

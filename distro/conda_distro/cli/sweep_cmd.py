@@ -7,7 +7,18 @@ from typing import Annotated, Any
 import typer
 import typer.core
 
-from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, RootOpt, TextJsonMarkdown, app, emit, warn_no_sandbox
+from conda_distro.cli.app import (
+    DEFAULT_LOCK_TIMEOUT,
+    Format,
+    JobsOpt,
+    NoSandboxOpt,
+    RootOpt,
+    TextJsonMarkdown,
+    app,
+    emit,
+    lock_timeout_opt,
+    warn_no_sandbox,
+)
 
 
 class _SweepGroup(typer.core.TyperGroup):
@@ -49,14 +60,12 @@ def sweep(
             help="Print the plan (as a real run would, marked dry); edit, build and commit nothing. The release must "
                  "be published upstream.")] = False,
     no_build: Annotated[bool, typer.Option("--no-build", help="Edit only; skip building and testing.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256,
-            help="How many packages to build and test at once (one worker process each).")] = 1,
-    no_sandbox: Annotated[bool, typer.Option("--no-sandbox",
-            help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
+    jobs: JobsOpt = 1,
+    no_sandbox: NoSandboxOpt = False,
     author: Annotated[str, typer.Option("--author", help="Commit author 'Name <email>'.")] = "conda-distro bot <bot@conda-distro.invalid>",
-    lock_timeout: Annotated[float, typer.Option("--lock-timeout", min=0, max=86400,
-            help="Seconds to wait, in all, for another sweep, a build, promote or retire of this repository "
-                 "(and for a build into the same staging channel).")] = DEFAULT_LOCK_TIMEOUT,
+    lock_timeout: Annotated[float, lock_timeout_opt(
+            "another sweep, a build, promote or retire of this repository (and for a build into the same staging "
+            "channel)")] = DEFAULT_LOCK_TIMEOUT,
     root: RootOpt = None,
     format: Annotated[TextJsonMarkdown, typer.Option("--format",
             help="text, json or markdown (PR and tracking-issue bodies).")] = Format.text,

@@ -45,7 +45,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from conda_distro.distribution import Distribution, load_distribution
-from conda_distro.errors import BridgeError
+from conda_distro.errors import BridgeError, UsageError
 from conda_distro.sandbox.cache import EntrySpec, copy_channel, ensure_entry, prune_entries, rattler_build_version_string
 from conda_distro.sandbox.sources import SourceFile, SourceRequest, fetch_sources, point_recipe_at
 from conda_distro.sandbox.upstream import HostPython, build_python_package, publish_packages, write_run_exports
@@ -209,13 +209,15 @@ def _pip_spec(name: str, version: str | None) -> str:
 
 
 @dataclass(frozen=True)
-class Needs:
+class RealWorldNeeds:
+    """What the real world must hold for the distribution (named apart from the build's ``engine.needs.Needs``)."""
+
     requirements: tuple[str, ...]  # pip requirements
     exclude: frozenset[str]  # PyPI names the distribution builds
     sources: tuple[SourceRequest, ...]
 
 
-def distribution_needs(repo: Path) -> tuple[Distribution, Needs]:
+def distribution_needs(repo: Path) -> tuple[Distribution, RealWorldNeeds]:
     """The distribution in ``repo`` and what its recipes need from PyPI (read as rattler-build renders them)."""
     dist = load_distribution(repo)
     dist.raise_errors()
@@ -251,7 +253,7 @@ def distribution_needs(repo: Path) -> tuple[Distribution, Needs]:
         spec = ",".join(v for v in versions if "|" not in v) or None
         reqs.append(_pip_spec(name, spec))
     exclude = frozenset(normalize(pypi_name(o)) for o in own)
-    return dist, Needs(tuple(reqs), exclude, tuple(sources))
+    return dist, RealWorldNeeds(tuple(reqs), exclude, tuple(sources))
 
 
 def torch_builds(releases: tuple[str, ...], variants: tuple[str, ...], cuda: bool) -> tuple[TorchBuild, ...]:
@@ -267,7 +269,7 @@ def torch_builds(releases: tuple[str, ...], variants: tuple[str, ...], cuda: boo
 # ------------------------------------------------------------------------------------ the lock
 
 
-def _wanted(needs: Needs, releases: tuple[str, ...], variants: tuple[str, ...], host: HostPython) -> Wanted:
+def _wanted(needs: RealWorldNeeds, releases: tuple[str, ...], variants: tuple[str, ...], host: HostPython) -> Wanted:
     return Wanted(python=host.short, targets=tuple((r, v) for r in releases for v in variants), lockstep=LOCKSTEP,
                   requirements=needs.requirements)
 
@@ -283,7 +285,7 @@ class LockInput:
     """What :func:`obtain_lock` reads or resolves."""
 
     path: Path
-    needs: Needs
+    needs: RealWorldNeeds
     builds: tuple[TorchBuild, ...]  # every pytorch build of distro.yaml (the lock covers them all)
     wanted: Wanted
     host: HostPython
@@ -318,7 +320,7 @@ class UpstreamRequest:
     """The channel to make from a lock: its pytorch builds, for this host, with the caches in ``cache_root``."""
 
     lock: RealLock
-    needs: Needs
+    needs: RealWorldNeeds
     builds: tuple[TorchBuild, ...]
     host: HostPython
     cache_root: Path
@@ -412,7 +414,7 @@ def _dir_bytes(path: Path) -> int:
     return total
 
 
-def _sources(needs: Needs, lock: RealLock, cache_root: Path, say: Callable[[str], None]) -> list[SourceFile]:
+def _sources(needs: RealWorldNeeds, lock: RealLock, cache_root: Path, say: Callable[[str], None]) -> list[SourceFile]:
     say(f"fetching {len(needs.sources)} recipe sources (by URL, sha256-checked) into {cache_root / 'sources'}")
     return fetch_sources(needs.sources, cache_root / "sources", known={s.sha256: s.url for s in lock.sources})[0]
 
@@ -446,10 +448,25 @@ def _write_world(path: Path, repo: Path, entry: Path, sources: list[SourceFile],
     return upstream
 
 
+#: what only ``sandbox --real`` needs (the PyPI bridge), installed by the ``real`` extra of the package
+REAL_EXTRA = {"whl2conda": "whl2conda", "conda_package_handling": "conda-package-handling"}
+
+
+def require_real_extra() -> None:
+    """Exit 2 (nothing written) naming the extra to install when the PyPI bridge's libraries are missing."""
+    import importlib.util
+
+    missing = [dist for module, dist in REAL_EXTRA.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        raise UsageError(f"sandbox --real needs {' and '.join(missing)}, which are not installed", field="--real",
+                         hint="pip install 'conda-distro[real]' (from a checkout: pip install -e '.[real]')")
+
+
 def create_real_world(options: RealOptions) -> RealResult:
     """Create the real world (module docstring). Raises :class:`BridgeError` when the lock cannot be read or
     no longer fits, pip cannot resolve or download, or a conversion fails; :class:`~conda_distro.errors.UsageError`
     for a bad target folder (nothing written)."""
+    require_real_extra()
     t0 = time.monotonic()
     say = options.progress or (lambda msg: log.info("%s", msg))
     path = target_folder(options)

@@ -7,7 +7,8 @@ with one commit per bumped package, PR bodies and a tracking-issue body.
 
 One job per module:
 
-* :mod:`.model` — the options, the plan (a :class:`Decision` per package), the result, and the one
+* :mod:`.model` — the options, the frozen plan (a :class:`Decision` per package), the outcomes (an
+  :class:`Outcome` per package: what execution found; it never writes into the plan), the result, and the one
   schema of the document kept in ``build/sweep/pytorch-VER.json`` (:class:`SweepDocument`);
 * :mod:`.plan` — what to bump (pure);
 * :mod:`.edit` — the recipe and distro.yaml edits (through :mod:`conda_distro.recipe.edit`);
@@ -23,6 +24,7 @@ from conda_distro.recipe.edit import EditError
 from conda_distro.sweep.edit import add_release_text, edited_recipe, edited_text
 from conda_distro.sweep.model import (
     Decision,
+    Outcome,
     PinEdit,
     ReleaseTest,
     SweepCommit,
@@ -35,6 +37,7 @@ from conda_distro.sweep.plan import decide, plan_sweep, to_test, widen
 from conda_distro.sweep.render import pr_body, tracking_issue
 from conda_distro.sweep.run import run_sweep, sweep
 
-__all__ = ["Decision", "EditError", "PinEdit", "ReleaseTest", "SweepCommit", "SweepDocument", "SweepOptions", "SweepPlan", "SweepResult",
+__all__ = ["Decision", "EditError", "Outcome",
+           "PinEdit", "ReleaseTest", "SweepCommit", "SweepDocument", "SweepOptions", "SweepPlan", "SweepResult",
            "add_release_text", "decide", "edited_recipe", "edited_text", "plan_sweep", "pr_body", "run_sweep",
            "sweep", "to_test", "tracking_issue", "widen"]

@@ -15,6 +15,8 @@ saved report handed in.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from conda_distro.distribution import Distribution
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
@@ -100,9 +102,8 @@ def plan_admission(dist: Distribution, release: str, package: str | None, report
         dec = decide(recipe, pytorch, release, others)
         if dec is None:  # (cannot happen for a lagging recipe: it has a pytorch pin)
             continue
-        dec.recipe_hash = recipe_digest(recipe.folder)
-        decisions.append(dec)
-    return SweepPlan(release, decisions, mode="admission", waiting=[w for w in waiting if w.name not in chosen])
+        decisions.append(replace(dec, recipe_hash=recipe_digest(recipe.folder)))
+    return SweepPlan(release, tuple(decisions), mode="admission", waiting=tuple(w for w in waiting if w.name not in chosen))
 
 
 def _one(dist: Distribution, release: str, package: str, by_name: dict[str, Waiting]) -> list[str]:

@@ -18,7 +18,7 @@ from conda_distro.config import DISTRO_FILE, DistroRepo
 from conda_distro.errors import DistroError, GitError
 from conda_distro.recipe.specs import minor_of
 from conda_distro.state.sweep_journal import SweepJournal
-from conda_distro.sweep.model import SweepCommit, SweepOptions, SweepPlan, SweepResult
+from conda_distro.sweep.model import SweepCommit, SweepOptions, SweepResult
 from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.gitutil import (
     Repo,
@@ -32,7 +32,6 @@ from conda_distro.util.gitutil import (
     find_repo,
     has_staged_changes,
     head_sha,
-    open_repo,
     private_index,
     return_to,
     show_file,
@@ -49,12 +48,26 @@ def package_branch(release: str, package: str) -> str:
     return f"sweep/pytorch-{release}-{package}"
 
 
-def open_for_commit(root: Path, release: str, dirty_ok: bool = False, packages: list[str] | None = None) -> Repo:
+def open_git(root: Path) -> Repo | None:
+    """The git handle of one sweep command: the repository holding ``root`` (None: none, or git cannot run
+    there). Opened once per command and passed to every function here and in :mod:`.state`."""
+    return find_repo(root)
+
+
+def require_git(repo: Repo | None, root: Path, hint: str = "run the sweep in a git checkout", field: str | None = None) -> Repo:
+    """``repo``, or :class:`GitError` when the sweep's root is in no git repository."""
+    if repo is None:
+        raise GitError(f"{root} is not inside a git repository", path=root, field=field, hint=hint)
+    return repo
+
+
+def open_for_commit(repo: Repo | None, root: Path, release: str, dirty_ok: bool = False,
+                    packages: list[str] | None = None) -> Repo:
     """The git repository for ``--commit``, refusing (nothing written yet) when recipes/ or distro.yaml
     have uncommitted changes (unless ``dirty_ok``: they are the edits being committed), something is
     staged, or a sweep branch of the release exists (``packages``, a late admission: a branch of one of
     these packages; the release day's branches may still be there)."""
-    repo = open_repo(root, field="--commit", hint="run the sweep in a git checkout")
+    repo = require_git(repo, root, field="--commit")
     if head_sha(repo) is None:
         raise GitError("the repository has no commit yet", field="--commit", hint="commit the distribution first")
     rel = root.resolve().relative_to(top_dir(repo))
@@ -73,10 +86,9 @@ def open_for_commit(root: Path, release: str, dirty_ok: bool = False, packages: 
     return repo
 
 
-def committed_releases(distro: DistroRepo) -> list[str] | None:
+def committed_releases(repo: Repo | None, distro: DistroRepo) -> list[str] | None:
     """The releases distro.yaml lists in the checked-out commit; None when that cannot be read (no
     repository, no commit, no such file, not a distro.yaml)."""
-    repo = find_repo(distro.root)
     if repo is None or head_sha(repo) is None:
         return None
     try:
@@ -91,23 +103,21 @@ def committed_releases(distro: DistroRepo) -> list[str] | None:
         return None
 
 
-def branch_is_at(root: Path, branch: str | None, tip: str | None) -> bool:
+def branch_is_at(repo: Repo | None, branch: str | None, tip: str | None) -> bool:
     """Does ``branch`` exist and point at ``tip``?"""
-    repo = find_repo(root)
     return bool(repo is not None and branch and tip and branch_sha(repo, branch) == tip)
 
 
-def refuse_half_made(distro: DistroRepo, release: str) -> None:
+def refuse_half_made(repo: Repo | None, distro: DistroRepo, release: str) -> None:
     """``--commit`` on a release distro.yaml already lists, with no journal: exit 2 (with what to do)
     rather than "nothing to do" when the release is not committed, or the sweep branch is checked
     out with uncommitted recipe edits (what an interrupted older sweep left)."""
-    repo = find_repo(distro.root)
     if repo is None or head_sha(repo) is None:
         return
     top = top_dir(repo)
     rel = distro.path.resolve().relative_to(top).as_posix()
     recipes = distro.recipes_dir.resolve().relative_to(top).as_posix()
-    releases = committed_releases(distro) or []
+    releases = committed_releases(repo, distro) or []
     dirty = [ln[3:] for ln in changed_paths(repo, recipes, rel)]
     if release not in releases:
         raise GitError(f"distro.yaml lists pytorch {release}, but the checked-out commit does not: the edits of an "
@@ -122,21 +132,23 @@ def refuse_half_made(distro: DistroRepo, release: str) -> None:
                             f"delete the branch (git branch -D {branch}) and rerun the sweep")
 
 
-def commit_sweep(repo: Repo, distro: DistroRepo, recipe_paths: dict[str, Path], plan: SweepPlan, options: SweepOptions,
+def commit_sweep(repo: Repo, distro: DistroRepo, recipe_paths: dict[str, Path], options: SweepOptions,
                  result: SweepResult, journal: SweepJournal) -> None:
     """Release day: the branch sweep/pytorch-VER, one commit for distro.yaml, then one per bumped package,
     and a branch sweep/pytorch-VER-NAME per bumped package (the release commit and that package's). A late
     admission (distro.yaml lists the release already): only the package branches, each one commit on the
     checked-out commit. The commit objects are made first (nothing else changes), the journal records
     them, then the branches are created, each in a single ref update, and the work tree is put back:
-    :func:`finish_commits`. ``recipe_paths``: each bumped package's recipe file."""
+    :func:`finish_commits`. ``recipe_paths``: each bumped package's recipe file; ``result``: the plan and
+    the outcomes (the bumped packages are committed)."""
+    plan = result.plan
     release_day = plan.mode == "release-day"
     branch = sweep_branch(plan.release)
     top = top_dir(repo)
     rel = lambda p: p.resolve().relative_to(top).as_posix()  # noqa: E731
     planned: list[tuple[list[str], str, str | None]] = [
         ([rel(distro.path)], f"Add pytorch {plan.release} to the supported releases", None)] if release_day else []
-    for dec in plan.decisions:
+    for dec in result.outcomes:
         if dec.status == "bumped":
             planned.append(([rel(recipe_paths[dec.name])],
                             f"{dec.name}: admit pytorch {'.'.join(map(str, minor_of(plan.release)))} "
@@ -208,15 +220,10 @@ def stale_git_locks(repo: Repo, journal: SweepJournal) -> list[Path]:
     return [p for p in found if p.exists()]
 
 
-def recover_git(root: Path, journal: SweepJournal) -> list[Path]:
+def recover_git(repo: Repo | None, journal: SweepJournal) -> list[Path]:
     """Before a rerun finishes or rolls back an interrupted sweep: remove the git lock files it left
     (waiting for, or refusing with exit 2 over, a git command still running in the repository)."""
-    repo = find_repo(root)
     if repo is None:
         return []
     return clear_stale_locks(repo, stale_git_locks(repo, journal))
 
-
-def find_sweep_repo(root: Path) -> Repo:
-    """The repository of a sweep that was interrupted while committing (it has one)."""
-    return open_repo(root, hint="run the sweep in the checkout it was started in")

@@ -10,6 +10,7 @@ state (:data:`RELEASE_STATES`) says which commands apply; every result names the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,25 +80,89 @@ class PinEdit:
     error: str | None = None  # why the spec cannot be widened (then ``new == old``)
 
 
-@dataclass
+#: a package's planned status (:func:`~conda_distro.sweep.plan.decide`); execution turns it into the outcome's
+#: status (``failed``, ``not-solvable``, ``awaiting-parents``, ``awaiting-upstream``); every one is in STATUSES
+PLANNED = ("unchanged", "bumped", "needs-new-version", "awaiting-parents", "unreadable")
+
+
+@dataclass(frozen=True)
 class Decision:
+    """What the plan does to one package (pure data, frozen: execution never writes into it; what happened
+    is its :class:`Outcome`)."""
+
     name: str
-    status: str
-    maintainers: list[str]
+    status: str  # planned (PLANNED)
+    maintainers: tuple[str, ...]
     old_pin: str | None = None
     new_pin: str | None = None
-    edits: list[PinEdit] = field(default_factory=list)
+    edits: tuple[PinEdit, ...] = ()
     old_build: int | None = None
     new_build: int | None = None
     reason: str | None = None
-    log: str | None = None  # failing log excerpt
-    tests: list[ReleaseTest] = field(default_factory=list)  # its tests of the new release
     depends_on_pytorch: bool = True  # itself (False: only through distribution packages)
-    recipe_hash: str | None = None  # the recipe folder's input hash before the sweep (a failure is retried once it changes)
+    recipe_hash: str | None = None  # the recipe folder's input hash (a late admission plans with it)
     #: what the release needs of it (:data:`ACTIONS`): its pins widened (noarch and pinned packages), new
     #: builds for the new minor (compiled: one build per minor follows the pytorch variant key), or a test
     #: of its existing builds; "" when it needs nothing
     action: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "maintainers", tuple(self.maintainers))
+        object.__setattr__(self, "edits", tuple(self.edits))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the sweep did to one planned package: its status (STATUSES) and why, its tests of the release,
+    the failing log excerpt. Made from its :class:`Decision` (:meth:`planned`) and replaced, never edited,
+    by each phase that learns more. It reads like the decision for everything the plan decided."""
+
+    decision: Decision
+    status: str
+    reason: str | None = None
+    log: str | None = None  # failing log excerpt
+    tests: list[ReleaseTest] = field(default_factory=list)  # its tests of the new release
+    recipe_hash: str | None = None  # the recipe folder's input hash before the sweep (a failure is retried once it changes)
+
+    @classmethod
+    def planned(cls, dec: Decision) -> Outcome:
+        return cls(dec, dec.status, dec.reason, recipe_hash=dec.recipe_hash)
+
+    def but(self, status: str, reason: str | None, **more: Any) -> Outcome:
+        """This outcome with another status and reason (and ``log``, ``tests``, ``recipe_hash``)."""
+        return dataclasses.replace(self, status=status, reason=reason, **more)
+
+    @property
+    def name(self) -> str:
+        return self.decision.name
+
+    @property
+    def maintainers(self) -> tuple[str, ...]:
+        return self.decision.maintainers
+
+    @property
+    def old_pin(self) -> str | None:
+        return self.decision.old_pin
+
+    @property
+    def new_pin(self) -> str | None:
+        return self.decision.new_pin
+
+    @property
+    def old_build(self) -> int | None:
+        return self.decision.old_build
+
+    @property
+    def new_build(self) -> int | None:
+        return self.decision.new_build
+
+    @property
+    def depends_on_pytorch(self) -> bool:
+        return self.decision.depends_on_pytorch
+
+    @property
+    def action(self) -> str:
+        return self.decision.action
 
     @property
     def applied(self) -> bool:
@@ -105,15 +170,25 @@ class Decision:
         return self.status == "bumped"
 
 
-@dataclass
+def planned_outcomes(plan: SweepPlan) -> dict[str, Outcome]:
+    """Every planned package's outcome before anything ran, by name, in the plan's (dependency) order."""
+    return {d.name: Outcome.planned(d) for d in plan.decisions}
+
+
+@dataclass(frozen=True)
 class SweepPlan:
+    """The sweep's plan: pure data, frozen (``--dry-run`` prints it); a run's statuses are its outcomes."""
+
     release: str
-    decisions: list[Decision]
+    decisions: tuple[Decision, ...]
     noop: bool = False  # the release is already supported
     dry_run: bool = False  # only planned: nothing is edited, so nothing is applied
     mode: str = "release-day"  # or "admission": the release is listed already; only lagging packages are swept
-    waiting: list[Waiting] = field(default_factory=list)  # packages whose pins still leave the release out
-    tested: tuple[str, ...] = ()  # the releases its builds were tested against (default: the release)
+    waiting: tuple[Waiting, ...] = ()  # packages whose pins still leave the release out
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "decisions", tuple(self.decisions))
+        object.__setattr__(self, "waiting", tuple(self.waiting))
 
     def get(self, name: str) -> Decision:
         return next(d for d in self.decisions if d.name == name)
@@ -146,7 +221,7 @@ class SweepCommit(_Doc):
 
 
 class PackageEntry(_Doc):
-    """One package of the sweep document (a :class:`Decision`)."""
+    """One package of the sweep document (an :class:`Outcome`)."""
 
     name: str
     status: str
@@ -168,18 +243,20 @@ class PackageEntry(_Doc):
         return [t.model_dump(mode="json", exclude_none=True) for t in tests]  # (no "reason": null)
 
     @classmethod
-    def of(cls, dec: Decision, dry_run: bool) -> PackageEntry:
-        return cls(name=dec.name, status=dec.status, old_pin=dec.old_pin, new_pin=dec.new_pin,
-                   maintainers=list(dec.maintainers), old_build=dec.old_build, new_build=dec.new_build,
-                   applied=dec.applied and not dry_run, pytorch_dependency="direct" if dec.depends_on_pytorch else "indirect",
-                   reason=dec.reason, log=dec.log, tests=list(dec.tests), recipe_hash=dec.recipe_hash,
-                   action=dec.action)
+    def of(cls, out: Outcome, dry_run: bool) -> PackageEntry:
+        return cls(name=out.name, status=out.status, old_pin=out.old_pin, new_pin=out.new_pin,
+                   maintainers=list(out.maintainers), old_build=out.old_build, new_build=out.new_build,
+                   applied=out.applied and not dry_run, pytorch_dependency="direct" if out.depends_on_pytorch else "indirect",
+                   reason=out.reason, log=out.log, tests=list(out.tests), recipe_hash=out.recipe_hash,
+                   action=out.action)
 
-    def decision(self) -> Decision:
-        return Decision(self.name, self.status, list(self.maintainers), old_pin=self.old_pin, new_pin=self.new_pin,
-                        old_build=self.old_build, new_build=self.new_build, reason=self.reason, log=self.log,
-                        tests=list(self.tests), depends_on_pytorch=self.pytorch_dependency == "direct",
-                        recipe_hash=self.recipe_hash, action=self.action)
+    def outcome(self) -> Outcome:
+        """The outcome this entry was written from (its decision as read back: the edits are in the recipes)."""
+        dec = Decision(self.name, self.status, tuple(self.maintainers), old_pin=self.old_pin, new_pin=self.new_pin,
+                       old_build=self.old_build, new_build=self.new_build, reason=self.reason,
+                       depends_on_pytorch=self.pytorch_dependency == "direct", recipe_hash=self.recipe_hash,
+                       action=self.action)
+        return Outcome(dec, self.status, self.reason, self.log, list(self.tests), self.recipe_hash)
 
 
 class SweepDocument(_Doc):
@@ -212,9 +289,10 @@ class SweepDocument(_Doc):
 
     def result(self) -> SweepResult:
         """The result this document was written from (minus the edits: they are in the recipes)."""
-        plan = SweepPlan(self.release, [p.decision() for p in self.packages], noop=self.noop, mode=self.mode,
-                         waiting=[Waiting.of(w) for w in self.waiting])
-        return SweepResult(plan, branch=self.branch, commits=list(self.commits), pr_bodies=dict(self.pull_requests),
+        outcomes = [p.outcome() for p in self.packages]
+        plan = SweepPlan(self.release, tuple(o.decision for o in outcomes), noop=self.noop, mode=self.mode,
+                         waiting=tuple(Waiting.of(w) for w in self.waiting))
+        return SweepResult(plan, outcomes, branch=self.branch, commits=list(self.commits), pr_bodies=dict(self.pull_requests),
                            tracking_issue=self.tracking_issue, report_file=self.report_file, start=self.start,
                            state=self.state, admissions=list(self.admissions))
 
@@ -227,7 +305,11 @@ def command(release: str, *extra: str) -> str:
 
 @dataclass
 class SweepResult:
+    """A sweep's result: its frozen plan and one :class:`Outcome` per planned package, in the plan's order
+    (none given: each as planned, nothing ran)."""
+
     plan: SweepPlan
+    outcomes: list[Outcome] = field(default_factory=list)
     branch: str | None = None
     commits: list[SweepCommit] = field(default_factory=list)
     pr_bodies: dict[str, dict] = field(default_factory=dict)
@@ -239,9 +321,13 @@ class SweepResult:
     admissions: list[dict] = field(default_factory=list)  # the saved report's later admissions
     replay: bool = False  # a saved report shown again (`sweep report`): its branches are not this run's
 
+    def __post_init__(self) -> None:
+        if not self.outcomes:
+            self.outcomes = list(planned_outcomes(self.plan).values())
+
     @property
     def ok(self) -> bool:
-        return not any(d.status in FAILURES for d in self.plan.decisions)
+        return not any(o.status in FAILURES for o in self.outcomes)
 
     @property
     def exit_code(self) -> int:
@@ -250,7 +336,7 @@ class SweepResult:
     @property
     def summary(self) -> dict[str, int]:
         """How many packages ended in each status (only statuses that occur, in STATUSES order)."""
-        counts = {st: sum(d.status == st for d in self.plan.decisions) for st in STATUSES}
+        counts = {st: sum(o.status == st for o in self.outcomes) for st in STATUSES}
         return {st: n for st, n in counts.items() if n}
 
     @property
@@ -259,7 +345,7 @@ class SweepResult:
         tree): bumped ones, and on a release day the unchanged ones that depend on pytorch themselves."""
         if self.plan.dry_run or self.plan.noop:
             return []
-        return [d.name for d in self.plan.decisions
+        return [d.name for d in self.outcomes
                 if d.status == "bumped" or (self.plan.mode == "release-day" and d.status == "unchanged"
                                             and d.depends_on_pytorch and not d.reason)]
 
@@ -288,7 +374,7 @@ class SweepResult:
         if plan.noop and not self.branch and not self.state:
             return []
         steps = []
-        statuses = {d.status for d in plan.decisions}
+        statuses = {o.status for o in self.outcomes}
         if plan.dry_run:
             steps.append(f"run `{command(release)}` to edit, build and test (add --commit for the branches)")
             return steps
@@ -329,7 +415,7 @@ class SweepResult:
     def document(self) -> SweepDocument:
         plan = self.plan
         return SweepDocument(release=plan.release, mode=plan.mode, state=self.state, noop=plan.noop,
-                             dry_run=plan.dry_run, packages=[PackageEntry.of(d, plan.dry_run) for d in plan.decisions],
+                             dry_run=plan.dry_run, packages=[PackageEntry.of(o, plan.dry_run) for o in self.outcomes],
                              admitted=self.admitted, waiting=[w.to_dict() for w in plan.waiting],
                              next_command=self.next_command, ok=self.ok, summary=self.summary,
                              next_steps=self.next_steps, branch=self.branch, start=self.start,
@@ -343,7 +429,7 @@ class SweepResult:
         """What ``sweep`` prints: the message, one line per package, the branches, the summary, what waits,
         the next steps."""
         lines = [self.message] if self.message else []
-        for d in self.plan.decisions:
+        for d in self.outcomes:
             pin = f"{d.old_pin} -> {d.new_pin}" if d.old_pin != d.new_pin else (d.old_pin or "")
             if d.old_pin != d.new_pin and not d.applied:
                 pin += " (reverted)"

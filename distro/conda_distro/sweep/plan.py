@@ -8,6 +8,9 @@ minor needs no new downstream build (spec §1), so it builds nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import replace
+
 from conda_distro.config import RELEASE_RE  # (one definition of a release: MAJOR.MINOR.PATCH, bounded)
 from conda_distro.distribution import Distribution
 from conda_distro.errors import UsageError
@@ -15,7 +18,7 @@ from conda_distro.graph import RecipeGraph
 from conda_distro.pins import builds_per_minor, depends_on, pytorch_pins
 from conda_distro.recipe.model import Recipe
 from conda_distro.recipe.specs import SpecEditError, admits, minor_of, next_minor_bound, widen_spec, widen_version
-from conda_distro.sweep.model import BLOCKING, NEW_BUILD, TEST, WIDEN, Decision, PinEdit, SweepPlan
+from conda_distro.sweep.model import BLOCKING, NEW_BUILD, TEST, WIDEN, Decision, Outcome, PinEdit, SweepPlan
 
 
 def check_release(release: str) -> None:
@@ -40,44 +43,40 @@ def decide(recipe: Recipe, pytorch: str, release: str, supported: tuple[str, ...
     if not versioned and not depends_on(recipe, pytorch):
         return None
     run_pin = next((d for d in versioned if d.section == "run"), versioned[0] if versioned else None)
-    dec = Decision(recipe.folder.name, "unchanged", list(recipe.maintainers),
+    dec = Decision(recipe.folder.name, "unchanged", tuple(recipe.maintainers),
                    old_pin=run_pin.raw if run_pin else None, new_pin=run_pin.raw if run_pin else None,
                    old_build=recipe.build_number, new_build=recipe.build_number)
     if all(admits(d.version, release) for d in versioned):
         return dec
     same_minor = [r for r in supported if minor_of(r) == minor_of(release)]
+    ma, mi = minor_of(release)
     if same_minor and not any(all(admits(d.version, r) for d in versioned) for r in same_minor):
-        ma, mi = minor_of(release)
-        dec.reason = f"does not admit pytorch {ma}.{mi} (nor {', '.join(same_minor)}): a bugfix release changes nothing"
-        return dec
+        return replace(dec, reason=f"does not admit pytorch {ma}.{mi} (nor {', '.join(same_minor)}): a bugfix "
+                                   "release changes nothing")
     if recipe.lockstep:
-        dec.status = "needs-new-version"
-        ma, mi = minor_of(release)
-        dec.reason = (f"lockstep package: needs the upstream release made for pytorch {ma}.{mi} "
-                      f"(a new version with its pin set to '{pytorch} >={ma}.{mi},<{next_minor_bound(release)}')")
-        return dec
-    dec.status = "bumped"
+        return replace(dec, status="needs-new-version",
+                       reason=f"lockstep package: needs the upstream release made for pytorch {ma}.{mi} "
+                              f"(a new version with its pin set to '{pytorch} >={ma}.{mi},<{next_minor_bound(release)}')")
+    edits = []
     for d in versioned:
         if not admits(d.version, release):
             try:
-                dec.edits.append(PinEdit(d.raw, widen_spec(d.raw, release, supported=supported), d.line))
+                edits.append(PinEdit(d.raw, widen_spec(d.raw, release, supported=supported), d.line))
             except SpecEditError as exc:  # the edit fails with this reason (that package alone fails)
-                dec.edits.append(PinEdit(d.raw, d.raw, d.line, error=str(exc)))
-    if run_pin is not None:
-        dec.new_pin = next((e.new for e in dec.edits if e.line == run_pin.line), run_pin.raw)
-    dec.new_build = (recipe.build_number or 0) + 1
-    return dec
+                edits.append(PinEdit(d.raw, d.raw, d.line, error=str(exc)))
+    new_pin = next((e.new for e in edits if e.line == run_pin.line), run_pin.raw) if run_pin is not None else None
+    return replace(dec, status="bumped", edits=tuple(edits), new_pin=new_pin, new_build=(recipe.build_number or 0) + 1)
 
 
 def plan_sweep(dist: Distribution, release: str) -> SweepPlan:
     check_release(release)
     if release in dist.config.pytorch.releases:
-        return SweepPlan(release, [], noop=True)
+        return SweepPlan(release, (), noop=True)
     # a recipe that cannot be read is reported (and its dependents wait); the others are swept
-    decisions: list[Decision] = [Decision(folder, "unreadable", [], reason=str(err))
+    decisions: list[Decision] = [Decision(folder, "unreadable", (), reason=str(err))
                                  for folder, err in sorted(dist.broken.items())]
     for name, by in sorted(dist.blocked_by_broken().items()):
-        decisions.append(Decision(name, "awaiting-parents", list(dist.recipes[name].maintainers),
+        decisions.append(Decision(name, "awaiting-parents", tuple(dist.recipes[name].maintainers),
                                   reason=f"depends on unreadable recipe {by}"))
     dist = dist.readable()
     pytorch = dist.config.pytorch.name
@@ -87,13 +86,13 @@ def plan_sweep(dist: Distribution, release: str) -> SweepPlan:
         dec = decide(dist.recipes[name], pytorch, release, tuple(dist.config.pytorch.releases))
         if dec is None and any(p in seen for p in graph.dependencies(name)):
             recipe = dist.recipes[name]  # depends on pytorch only through distribution packages
-            dec = Decision(name, "unchanged", list(recipe.maintainers), old_build=recipe.build_number,
+            dec = Decision(name, "unchanged", tuple(recipe.maintainers), old_build=recipe.build_number,
                            new_build=recipe.build_number, depends_on_pytorch=False)
         if dec is not None:
-            dec.action = _action(dec, dist.recipes[name], pytorch, is_new_minor(dist, release))
+            dec = replace(dec, action=_action(dec, dist.recipes[name], pytorch, is_new_minor(dist, release)))
             decisions.append(dec)
             seen.add(name)
-    return SweepPlan(release, decisions)
+    return SweepPlan(release, tuple(decisions))
 
 
 def _action(dec: Decision, recipe: Recipe, pytorch: str, new_minor: bool) -> str:
@@ -112,23 +111,26 @@ def is_new_minor(dist: Distribution, release: str) -> bool:
     return minor_of(release) not in {minor_of(r) for r in dist.config.pytorch.releases}
 
 
-def mark_awaiting(plan: SweepPlan, graph: RecipeGraph) -> None:
+def mark_awaiting(outcomes: dict[str, Outcome], graph: RecipeGraph) -> dict[str, Outcome]:
     """Dependents of a package that cannot take the release (failed, not solvable, waiting for a new
-    version, or itself waiting) wait for their parents. Decisions are in dependency order."""
-    status = {d.name: d.status for d in plan.decisions}
-    for dec in plan.decisions:
-        if dec.status not in ("bumped", "unchanged", "awaiting-parents") or dec.name not in graph.g:
+    version, or itself waiting) wait for their parents. ``outcomes`` are in dependency order; the
+    outcomes after this (the ones given are not changed)."""
+    out = dict(outcomes)
+    for name, o in out.items():
+        if o.status not in ("bumped", "unchanged", "awaiting-parents") or name not in graph.g:
             continue
-        parents = sorted(a for a in graph.ancestors(dec.name) if status.get(a) in BLOCKING)
+        parents = sorted(a for a in graph.ancestors(name) if a in out and out[a].status in BLOCKING)
         if parents:
-            dec.status, dec.reason = "awaiting-parents", f"waits for {', '.join(parents)}"
-            status[dec.name] = dec.status
+            out[name] = o.but("awaiting-parents", f"waits for {', '.join(parents)}")
+    return out
 
 
-def to_test(plan: SweepPlan, graph: RecipeGraph, new_minor: bool) -> list[str]:
+def to_test(packages: SweepPlan | Iterable[Decision | Outcome], graph: RecipeGraph, new_minor: bool) -> list[str]:
     """The packages to build and test against the release: the bumped ones, on a new minor also the
-    direct dependents that already admit it, and every live dependent of those."""
-    seeds = [d.name for d in plan.decisions
+    direct dependents that already admit it, and every live dependent of those. ``packages``: the plan
+    (its decisions), or the outcomes so far."""
+    packages = list(packages.decisions if isinstance(packages, SweepPlan) else packages)
+    seeds = [d.name for d in packages
              if d.status == "bumped" or (new_minor and d.status == "unchanged" and d.depends_on_pytorch)]
-    live = {d.name for d in plan.decisions if d.status in ("bumped", "unchanged")}
+    live = {d.name for d in packages if d.status in ("bumped", "unchanged")}
     return [n for n in graph.affected(seeds) if n in live]

@@ -11,12 +11,13 @@ there is none (a fresh clone) the report is made from the repository alone and s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from conda_distro.distribution import load_distribution, open_distro
 from conda_distro.sweep.admit import waiting_packages
-from conda_distro.sweep.model import SweepDocument, SweepPlan, SweepResult, Waiting
+from conda_distro.sweep.git import open_git
+from conda_distro.sweep.model import SweepDocument, SweepResult, Waiting
 from conda_distro.sweep.plan import check_release
 from conda_distro.sweep.state import load_report, release_state, report_path
 from conda_distro.util.templating import render
@@ -66,7 +67,7 @@ def sweep_report(options: SweepReportOptions) -> SweepReport:
     """Read the release's state, the packages that still leave it out, and the saved report; write nothing."""
     distro = open_distro(options.root)
     check_release(options.release)
-    state = release_state(distro, options.release)
+    state = release_state(distro, options.release, open_git(distro.root))
     saved = load_report(distro, options.release)
     dist = load_distribution(strict=False, distro=distro)
     waiting: list[Waiting] = waiting_packages(dist, options.release, saved, state.branches) \
@@ -81,7 +82,6 @@ def sweep_report(options: SweepReportOptions) -> SweepReport:
     result = doc.result()
     result.message = None
     result.state = state.state
-    result.plan = SweepPlan(result.plan.release, result.plan.decisions, noop=result.plan.noop, mode=result.plan.mode,
-                            waiting=waiting)
+    result.plan = replace(result.plan, waiting=tuple(waiting))
     result.commits, result.replay = list(doc.commits), True
     return SweepReport(result, saved_path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,25 +31,29 @@ from conda_distro.sweep.admit import plan_admission
 from conda_distro.sweep.edit import add_release_text, edited_text
 from conda_distro.sweep.git import (
     commit_sweep,
-    find_sweep_repo,
     finish_commits,
     open_for_commit,
+    open_git,
     recover_git,
     refuse_half_made,
+    require_git,
 )
 from conda_distro.sweep.model import (
     FAILURES,
     STATUSES,
+    Outcome,
     ReleaseTest,
     SweepDocument,
     SweepOptions,
     SweepPlan,
     SweepResult,
+    planned_outcomes,
 )
 from conda_distro.sweep.plan import check_release, is_new_minor, mark_awaiting, plan_sweep, to_test
 from conda_distro.sweep.render import pr_body, tracking_issue
 from conda_distro.sweep.state import ReleaseState, load_report, refuse, release_state, report_path
 from conda_distro.util.fsutil import atomic_write_text, clear_stale_temps
+from conda_distro.util.gitutil import Repo
 from conda_distro.util.jsonio import read_json_text
 from conda_distro.util.yamlio import load_fast
 
@@ -71,41 +76,47 @@ def run_sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepR
     Everything but ``--dry-run`` runs under the repository's lock, exclusive (another sweep, a build,
     promote or retire of the same checkout is waited for, at most ``options.lock_timeout`` seconds in all
     with the staging lock its build takes, then exit 2; see :mod:`conda_distro.state.locks`), and is journaled: a
-    rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or finishes its commits."""
+    rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or finishes its commits.
+
+    The root is named once (:func:`open_distro`) and the git repository opened once (:func:`open_git`);
+    both are passed down."""
     distro = open_distro(options.root)  # (a folder without distro.yaml is refused before a malformed --pytorch)
     check_release(options.release)
-    state = release_state(distro, options.release)
+    git = open_git(distro.root)
+    state = release_state(distro, options.release, git)
+    dist = None
     if state.journal is None:
-        refuse(distro, state, options)  # before any lock is taken: a refusal writes nothing
+        refuse(git, distro, state, options)  # before any lock is taken: a refusal writes nothing
         if state.state == "supported":  # (no live record of uncommitted edits: that state is "uncommitted")
-            plan_admission(load_distribution(strict=False, distro=distro), options.release, options.package,
-                           load_report(distro, options.release), state.branches)  # (nothing ready: exit 2 here)
+            dist = load_distribution(strict=False, distro=distro)
+            plan_admission(dist, options.release, options.package, load_report(distro, options.release),
+                           state.branches)  # (nothing ready: exit 2 here)
     if options.dry_run:
-        return _dry_run(distro, options, state)
+        return _dry_run(dist or load_distribution(strict=False, distro=distro), options, state)
     budget = Deadline(options.lock_timeout) if not isinstance(options.lock_timeout, Deadline) else options.lock_timeout
     with repository_lock(distro.build_dir, distro.root, budget, shared=False):
-        return _sweep_locked(distro, dataclasses.replace(options, lock_timeout=budget), reporter)
+        return _sweep_locked(distro, git, dataclasses.replace(options, lock_timeout=budget), reporter)
 
 
-def _dry_run(distro: DistroRepo, options: SweepOptions, state: ReleaseState) -> SweepResult:
-    dist = load_distribution(strict=False, distro=distro)
+def _dry_run(dist: Distribution, options: SweepOptions, state: ReleaseState) -> SweepResult:
+    """``--dry-run``: the frozen plan, printed; nothing is edited, built or committed."""
     unfinished = find_journal(dist.distro.build_dir)
     if unfinished is not None:
         plan = plan_sweep(dist, options.release)
         return SweepResult(plan, message=f"dry run: an interrupted sweep of pytorch {unfinished.release} "
                                          "is unfinished; a sweep would finish it first", state=state.state)
     if state.state == "uncommitted":
-        return SweepResult(SweepPlan(options.release, [], noop=True), state=state.state,
+        return SweepResult(SweepPlan(options.release, (), noop=True), state=state.state,
                            message="dry run: a sweep with --commit would commit the edits an earlier sweep left")
     if state.state == "supported":
-        plan = plan_admission(dist, options.release, options.package, load_report(distro, options.release),
+        plan = plan_admission(dist, options.release, options.package, load_report(dist.distro, options.release),
                               state.branches)
     else:
         plan = plan_sweep(dist, options.release)
     _check_published(dist, options.release)  # exit 2, as the real run would
-    plan.dry_run = True
+    plan = dataclasses.replace(plan, dry_run=True)
     result = SweepResult(plan, message="dry run: nothing edited, built or committed", state=state.state)
-    result.pr_bodies = {d.name: pr_body(d, plan.release, dry_run=True) for d in plan.decisions if d.status == "bumped"}
+    result.pr_bodies = {o.name: pr_body(o, plan.release, dry_run=True) for o in result.outcomes if o.status == "bumped"}
     result.tracking_issue = tracking_issue(plan, result)
     return result
 
@@ -120,7 +131,7 @@ def _clear_own_temps(distro: DistroRepo) -> None:
             clear_stale_temps(folder / RECIPE_FILE)
 
 
-def _sweep_locked(distro: DistroRepo, options: SweepOptions, reporter: Reporter | None) -> SweepResult:
+def _sweep_locked(distro: DistroRepo, git: Repo | None, options: SweepOptions, reporter: Reporter | None) -> SweepResult:
     _clear_own_temps(distro)
     build_dir = distro.build_dir
     journal = find_journal(build_dir)
@@ -131,122 +142,203 @@ def _sweep_locked(distro: DistroRepo, options: SweepOptions, reporter: Reporter 
                              field="--pytorch", path=journal_path(build_dir, journal.release),
                              hint=f"finish it first: conda-distro sweep --pytorch {journal.release}"
                                   f"{' --commit' if journal.commit else ''}")
-        recover_git(distro.root, journal)  # it may have been killed inside a git command
+        recover_git(git, journal)  # it may have been killed inside a git command
         if journal.phase == "committing":
-            return _finish_commits(distro, journal)
+            return _finish_commits(distro, git, journal)
         restored = roll_back(journal, distro.root)
         journal.delete(build_dir)
         note = (f"an interrupted sweep of pytorch {journal.release} was rolled back "
                 f"({len(restored)} file(s) restored) and run again")
-    dist = load_distribution(distro.root, strict=False)  # as rolled back (and as another sweep may have left it)
-    state = release_state(dist.distro, options.release)
-    refuse(dist.distro, state, options)
-    result = _dispatch(dist, state, options, reporter)
+    # read again under the lock, at the root named once: as rolled back (and as another sweep may have left it)
+    dist = load_distribution(distro.root, strict=False)
+    state = release_state(dist.distro, options.release, git)
+    refuse(git, dist.distro, state, options)
+    result = _dispatch(dist, git, state, options, reporter)
     if note:
         result.message = f"{note}; {result.message}" if result.message else note
     return result
 
 
-def _dispatch(dist: Distribution, state: ReleaseState, options: SweepOptions, reporter: Reporter | None) -> SweepResult:
+def _dispatch(dist: Distribution, git: Repo | None, state: ReleaseState, options: SweepOptions,
+              reporter: Reporter | None) -> SweepResult:
     """What the release's state asks for (see :func:`run_sweep`)."""
     release = options.release
     if state.state == "uncommitted":  # (refuse() let only --commit through)
         left = _left_edits(dist.distro, release, state)
         if left is not None:
-            return _commit_left_edits(dist, options, left)
-        refuse_half_made(dist.distro, release)
+            return _commit_left_edits(dist, git, options, left)
+        refuse_half_made(git, dist.distro, release)
         raise UsageError(f"distro.yaml lists pytorch {release} and no record says which sweep edited it",
                          field="--commit", hint="commit the edits yourself, or discard them (git checkout -- "
                                                 "distro.yaml recipes) and sweep again")
     if state.state == "supported":
         left = _left_edits(dist.distro, release, state)
         if left is not None and options.commit:
-            return _commit_left_edits(dist, options, left)
+            return _commit_left_edits(dist, git, options, left)
         plan = plan_admission(dist, release, options.package, load_report(dist.distro, release), state.branches)
     else:
         plan = plan_sweep(dist, release)
-    return _sweep(dist, options, reporter, plan)
+    return _sweep(_Run(dist, options, reporter, plan, _prepare(dist, git, options, plan)))
 
 
-def _sweep(dist: Distribution, options: SweepOptions, reporter: Reporter | None, plan: SweepPlan) -> SweepResult:
+# ---------------------------------------------------------------------------------------------
+# one sweep, phase by phase: prepare -> edit (computed) -> journal -> write -> test -> revert -> commit
+# (or record the edits) -> save. The plan is frozen; each phase that learns something returns new outcomes.
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the phases of one sweep share."""
+
+    dist: Distribution  # as loaded under the lock, before any edit
+    options: SweepOptions
+    reporter: Reporter | None
+    plan: SweepPlan  # frozen: release day (distro.yaml gains the release) or a late admission (only recipes change)
+    repo: Repo | None  # the git handle to commit with (``--commit``), else None
+
+    @property
+    def release_day(self) -> bool:
+        return self.plan.mode == "release-day"
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.dist.root).as_posix()
+
+
+@dataclass(frozen=True)
+class _Edits:
+    """Every file the sweep writes, computed before any is written (what the journal records)."""
+
+    texts: dict[str, str]  # package -> its edited recipe text
+    new_distro: str  # distro.yaml as the edited distribution reads it (release day: listing the release)
+    originals: dict[str, str]  # path (relative to the root) -> text before the sweep
+    written: dict[str, str]  # path -> the text the sweep writes
+    recipe_files: dict[str, str]  # package -> the path of its recipe (relative to the root)
+
+
+def _sweep(run: _Run) -> SweepResult:
     """Edit, build and test, put back what failed, then commit (``--commit``) or record the edits; save the
-    report. ``plan``: release day (distro.yaml gains the release) or a late admission (only recipes change)."""
-    release_day = plan.mode == "release-day"
+    report. A kill anywhere is undone or finished by the next run (the journal)."""
+    edits, outcomes = _edit(run)
+    journal = _journal(run, edits)
+    try:
+        _write(run, edits.written)
+        crash_point("sweep-after-edits")
+        outcomes = _test(run, edits, outcomes)
+    except BaseException:  # leave the tree as it was
+        _write(run, edits.originals)
+        journal.delete(run.dist.distro.build_dir)
+        raise
+    _revert(run, edits, outcomes)
+    crash_point("sweep-after-build")
+    result = _commit(run, edits, outcomes, journal)
+    _save(run, result, journal)
+    return result
+
+
+def _prepare(dist: Distribution, git: Repo | None, options: SweepOptions, plan: SweepPlan) -> Repo | None:
+    """Refuse (exit 2, nothing written) what would fail later: the release not published upstream, no
+    sandbox, a repository ``--commit`` cannot commit in. The git handle to commit with (``--commit``)."""
     _check_published(dist, options.release)
     if options.build:
         from conda_distro.engine.sandbox import check_sandbox
 
         check_sandbox(options.sandbox, dist.distro)  # fail closed before anything is edited
-    repo = open_for_commit(dist.root, options.release, packages=None if release_day else
-                           [d.name for d in plan.decisions if d.status == "bumped"]) if options.commit else None
-    pytorch = dist.config.pytorch.name
-    new_minor = release_day and is_new_minor(dist, options.release)
-    originals: dict[str, str] = {}
-    new_texts: dict[str, str] = {}
-    for dec in plan.decisions:  # all edits computed before anything is written
+    if not options.commit:
+        return None
+    return open_for_commit(git, dist.root, options.release, packages=None if plan.mode == "release-day" else
+                           [d.name for d in plan.decisions if d.status == "bumped"])
+
+
+def _edit(run: _Run) -> tuple[_Edits, dict[str, Outcome]]:
+    """Phase edit: every edit computed (nothing written); a pin that cannot be edited fails its package."""
+    dist, release = run.dist, run.options.release
+    outcomes = planned_outcomes(run.plan)
+    texts: dict[str, str] = {}
+    for dec in run.plan.decisions:
         if dec.status != "bumped":
             continue
         recipe = dist.recipes[dec.name]
-        if dec.recipe_hash is None:
-            dec.recipe_hash = recipe_digest(recipe.folder)
+        if outcomes[dec.name].recipe_hash is None:
+            outcomes[dec.name] = dataclasses.replace(outcomes[dec.name], recipe_hash=recipe_digest(recipe.folder))
         try:
-            new_texts[dec.name] = edited_text(recipe, dec, pytorch, options.release)
-            originals[dec.name] = recipe.text
+            texts[dec.name] = edited_text(recipe, dec, dist.config.pytorch.name, release)
         except EditError as exc:
-            dec.status = "failed"
-            dec.reason = f"the pin cannot be edited automatically: {exc} ({recipe.path.relative_to(dist.root).as_posix()})"
-    distro_path = dist.distro.path
-    distro_text = distro_path.read_text()
-    new_distro = add_release_text(dist.distro, options.release, distro_text) if release_day else distro_text
-    rel = lambda p: p.relative_to(dist.root).as_posix()  # noqa: E731
-    distro_files = {rel(distro_path): distro_text} if release_day else {}
-    journal = SweepJournal(options.release, commit=options.commit,
-                           originals={**distro_files, **{rel(dist.recipes[n].path): t for n, t in originals.items()}},
-                           written={**({rel(distro_path): new_distro} if release_day else {}),
-                                    **{rel(dist.recipes[n].path): t for n, t in new_texts.items()}})
-    build_dir = dist.distro.build_dir
-    journal.save(build_dir)  # before any file is written: a rerun after a kill can roll back from it
-    try:
-        if release_day:
-            atomic_write_text(distro_path, new_distro)
-        for name, text in new_texts.items():
-            atomic_write_text(dist.recipes[name].path, text)
-        crash_point("sweep-after-edits")
-        edited = _edited_distribution(dist, new_distro, new_texts)
-        if not release_day:
-            plan.tested = newly_admitted(dist, edited, [d.name for d in plan.decisions if d.name in new_texts])
-        _execute(plan, edited, options, reporter, new_minor)
-    except BaseException:  # leave the tree as it was
-        if release_day:
-            atomic_write_text(distro_path, distro_text)
-        for name, text in originals.items():
-            atomic_write_text(dist.recipes[name].path, text)
-        journal.delete(build_dir)
-        raise
-    for dec in plan.decisions:  # revert what did not pass
-        if dec.name in originals and dec.status != "bumped":
-            atomic_write_text(dist.recipes[dec.name].path, originals[dec.name])
-    crash_point("sweep-after-build")
-    result = SweepResult(plan)
-    result.pr_bodies = {d.name: pr_body(d, plan.release) for d in plan.decisions if d.status == "bumped"}
+            outcomes[dec.name] = outcomes[dec.name].but(
+                "failed", f"the pin cannot be edited automatically: {exc} ({run.rel(recipe.path)})")
+    distro_text = dist.distro.path.read_text()
+    new_distro = add_release_text(dist.distro, release, distro_text) if run.release_day else distro_text
+    distro_file = {run.rel(dist.distro.path): (distro_text, new_distro)} if run.release_day else {}
+    recipe_files = {n: run.rel(dist.recipes[n].path) for n in texts}
+    return _Edits(texts, new_distro,
+                  originals={**{k: v[0] for k, v in distro_file.items()},
+                             **{recipe_files[n]: dist.recipes[n].text for n in texts}},
+                  written={**{k: v[1] for k, v in distro_file.items()}, **{recipe_files[n]: t for n, t in texts.items()}},
+                  recipe_files=recipe_files), outcomes
+
+
+def _journal(run: _Run, edits: _Edits) -> SweepJournal:
+    """Phase journal (``edited``): saved before any file is written; a rerun after a kill rolls back from it."""
+    journal = SweepJournal(run.options.release, commit=run.options.commit, originals=dict(edits.originals),
+                           written=dict(edits.written))
+    journal.save(run.dist.distro.build_dir)
+    return journal
+
+
+def _write(run: _Run, texts: dict[str, str]) -> None:
+    """Phase write (and its undo): each file (relative to the root) as given."""
+    for rel, text in texts.items():
+        atomic_write_text(run.dist.root / rel, text)
+
+
+def _test(run: _Run, edits: _Edits, outcomes: dict[str, Outcome]) -> dict[str, Outcome]:
+    """Phase test: solve and build/test the distribution as written, against the release (a late admission:
+    every supported release its edits newly admit)."""
+    dist, options = run.dist, run.options
+    edited = _edited_distribution(dist, edits.new_distro, edits.texts)
+    releases: tuple[str, ...] = ()
+    if not run.release_day:
+        releases = newly_admitted(dist, edited, [d.name for d in run.plan.decisions if d.name in edits.texts])
+    new_minor = run.release_day and is_new_minor(dist, options.release)
+    return _execute(outcomes, edited, options, run.reporter, new_minor, releases or (options.release,))
+
+
+def _revert(run: _Run, edits: _Edits, outcomes: dict[str, Outcome]) -> None:
+    """Phase revert: every edited recipe whose package did not pass is put back."""
+    for name, rel in edits.recipe_files.items():
+        if outcomes[name].status != "bumped":
+            atomic_write_text(run.dist.root / rel, edits.originals[rel])
+
+
+def _commit(run: _Run, edits: _Edits, outcomes: dict[str, Outcome], journal: SweepJournal) -> SweepResult:
+    """Phase commit (``committing``, ``--commit``): the branches; without ``--commit`` the record of the edits
+    a later ``sweep --commit`` commits. The result, with where the release stands after it."""
+    dist, plan = run.dist, run.plan
+    result = SweepResult(plan, list(outcomes.values()))
+    result.pr_bodies = {o.name: pr_body(o, plan.release) for o in result.outcomes if o.status == "bumped"}
     saved = report_path(dist.distro, plan.release)
     result.report_file = saved.relative_to(dist.root).as_posix() if saved.is_relative_to(dist.root) else str(saved)
-    bumped = [d for d in plan.decisions if d.status == "bumped"]
-    if repo is not None and (release_day or bumped):
-        commit_sweep(repo, dist.distro, {n: r.path for n, r in dist.recipes.items()}, plan, options, result, journal)
-        result.state = "committed" if release_day else "supported"
-    elif repo is None and (release_day or bumped):  # what a later `sweep --commit` of this release commits
-        kept = ({rel(distro_path)} if release_day else set()) | {rel(dist.recipes[d.name].path) for d in bumped}
-        UncommittedEdits(plan.release, originals={k: v for k, v in journal.originals.items() if k in kept},
-                         written={k: v for k, v in journal.written.items() if k in kept}).save(build_dir)
-        result.state = "uncommitted"
-    else:
+    bumped = [o.name for o in result.outcomes if o.status == "bumped"]
+    if not (run.release_day or bumped):
         result.state = "supported"
+    elif run.repo is not None:
+        commit_sweep(run.repo, dist.distro, {n: r.path for n, r in dist.recipes.items()}, run.options, result, journal)
+        result.state = "committed" if run.release_day else "supported"
+    else:  # what a later `sweep --commit` of this release commits
+        kept = {rel for rel in edits.written if rel not in edits.recipe_files.values()} | \
+            {edits.recipe_files[n] for n in bumped}
+        UncommittedEdits(plan.release, originals={k: v for k, v in journal.originals.items() if k in kept},
+                         written={k: v for k, v in journal.written.items() if k in kept}).save(dist.distro.build_dir)
+        result.state = "uncommitted"
     result.tracking_issue = tracking_issue(plan, result)
-    # kept for `report unmaintained` and `sweep report` (open statuses are evidence); build/ is not versioned
-    atomic_write_text(saved, _saved_document(dist.distro, result).to_json())
-    journal.delete(build_dir)
     return result
+
+
+def _save(run: _Run, result: SweepResult, journal: SweepJournal) -> None:
+    """Phase save: the report, kept for `report unmaintained` and `sweep report` (open statuses are
+    evidence; build/ is not versioned); then the journal goes."""
+    distro = run.dist.distro
+    atomic_write_text(report_path(distro, run.plan.release), _saved_document(distro, result).to_json())
+    journal.delete(distro.build_dir)
 
 
 def newly_admitted(before: Distribution, after: Distribution, names: list[str]) -> tuple[str, ...]:
@@ -293,39 +385,39 @@ def _edited_distribution(dist: Distribution, distro_text: str, new_texts: dict[s
     return distribution_of_texts(distro, texts, list(dist.errors)).readable()
 
 
-def _execute(plan: SweepPlan, dist: Distribution, options: SweepOptions, reporter: Reporter | None, new_minor: bool) -> None:
-    """Solve and build/test the edited distribution; sets not-solvable / failed / awaiting-parents."""
+def _execute(outcomes: dict[str, Outcome], dist: Distribution, options: SweepOptions, reporter: Reporter | None,
+             new_minor: bool, releases: tuple[str, ...]) -> dict[str, Outcome]:
+    """Solve and build/test the edited distribution against ``releases``: the outcomes after it
+    (not-solvable / failed / awaiting-parents / awaiting-upstream)."""
     from conda_distro.engine.run import BuildOptions, run_build
     from conda_distro.solve import SolveOptions, solve_distribution
 
     graph = RecipeGraph.from_recipes(dist.recipes)
     folders = {rec.name: f for f, rec in dist.recipes.items()}
-    planned = {d.name for d in plan.decisions}
-    releases = plan.tested or (options.release,)
+    outcomes = dict(outcomes)
     solve = solve_distribution(dist, SolveOptions(pytorch=releases))
     for r in solve.results:  # not solvable with the new release: pins that clash once it is admitted
         for name in r.conflicting:
             folder = folders.get(name, name)
-            if folder in planned and plan.get(folder).status in ("bumped", "unchanged"):
-                dec = plan.get(folder)
-                dec.status, dec.reason = "not-solvable", (r.conflict or "").splitlines()[0]
-    mark_awaiting(plan, graph)
+            if folder in outcomes and outcomes[folder].status in ("bumped", "unchanged"):
+                outcomes[folder] = outcomes[folder].but("not-solvable", (r.conflict or "").splitlines()[0])
+    outcomes = mark_awaiting(outcomes, graph)
     if options.build:
-        names = to_test(plan, graph, new_minor)
+        names = to_test(outcomes.values(), graph, new_minor)
         if names:
             run = run_build(dist, BuildOptions(names=tuple(names), pytorch=releases, jobs=options.jobs,
                                                sandbox=options.sandbox, lock_timeout=options.lock_timeout,
                                                holds_repository_lock=True), reporter)
-            _apply_results(plan, run.report, set(names), releases, run.plan)
-            mark_awaiting(plan, graph)
+            outcomes = mark_awaiting(_apply_results(outcomes, run.report, set(names), releases, run.plan), graph)
+    return outcomes
 
 
-def _apply_results(plan: SweepPlan, report: ExecutionResult | None, tested: set[str], releases: tuple[str, ...] | str,
-                   build_plan: BuildPlan | None = None) -> None:
-    """The sweep's statuses from the build of the packages ``tested`` against ``releases`` (the release
+def _apply_results(outcomes: dict[str, Outcome], report: ExecutionResult | None, tested: set[str],
+                   releases: tuple[str, ...] | str, build_plan: BuildPlan | None = None) -> dict[str, Outcome]:
+    """The sweep's outcomes after the build of the packages ``tested`` against ``releases`` (the release
     swept; a late admission: every release its edits newly admit)."""
     if report is None:
-        return
+        return outcomes
     releases = (releases,) if isinstance(releases, str) else releases
     release = releases[-1]
     # targets of the release the build could not test for a package (upstream lacks pytorch or a
@@ -339,30 +431,30 @@ def _apply_results(plan: SweepPlan, report: ExecutionResult | None, tested: set[
     builds: dict[str, list] = {}
     for b in report.builds:
         builds.setdefault(b.name, []).append(b)
-    for dec in plan.decisions:
-        if dec.name not in tested or dec.status not in ("bumped", "unchanged"):
+    out = dict(outcomes)
+    for name, o in outcomes.items():
+        if name not in tested or o.status not in ("bumped", "unchanged"):
             continue
-        tests = by_name.get(dec.name, [])
-        dec.tests = [ReleaseTest(pytorch=t.pytorch, variant=t.variant, status=t.status, reason=t.reason or None)
-                     for t in tests]
-        failed_build = next((b for b in builds.get(dec.name, []) if b.status in ("failed", "error")), None)
-        blocked_build = next((b for b in builds.get(dec.name, []) if b.status == "blocked"), None)
+        tests = by_name.get(name, [])
+        o = dataclasses.replace(o, tests=[ReleaseTest(pytorch=t.pytorch, variant=t.variant, status=t.status,
+                                                      reason=t.reason or None) for t in tests])
+        failed_build = next((b for b in builds.get(name, []) if b.status in ("failed", "error")), None)
+        blocked_build = next((b for b in builds.get(name, []) if b.status == "blocked"), None)
         bad = [t for t in tests if t.status == "failed"]
         blocked = [t for t in tests if t.status == "blocked"]
         if failed_build is not None:
-            dec.status, dec.reason, dec.log = "failed", f"build failed: {failed_build.reason}", _excerpt(failed_build.log)
+            o = o.but("failed", f"build failed: {failed_build.reason}", log=_excerpt(failed_build.log))
         elif bad:
             t = bad[0]
-            dec.status = "failed"
-            dec.reason = f"test failed on pytorch {t.pytorch} ({t.variant}): {t.reason}"
-            dec.log = _excerpt(t.log)
+            o = o.but("failed", f"test failed on pytorch {t.pytorch} ({t.variant}): {t.reason}", log=_excerpt(t.log))
         elif blocked_build is not None or blocked:
-            dec.status = "awaiting-parents"
-            dec.reason = (blocked_build.reason if blocked_build is not None else blocked[0].reason) or "a dependency failed"
-        elif dec.status == "bumped" and not tests and untestable.get(dec.name):
-            dec.status = "awaiting-upstream"
-            dec.reason = (f"not tested against pytorch {release}: {untestable[dec.name][0]}; its pins stay as they "
-                          "are until upstream has it (then sweep again)")
+            o = o.but("awaiting-parents",
+                      (blocked_build.reason if blocked_build is not None else blocked[0].reason) or "a dependency failed")
+        elif o.status == "bumped" and not tests and untestable.get(name):
+            o = o.but("awaiting-upstream", f"not tested against pytorch {release}: {untestable[name][0]}; its pins stay "
+                                           "as they are until upstream has it (then sweep again)")
+        out[name] = o
+    return out
 
 
 _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
@@ -410,7 +502,7 @@ def _left_edits(distro: DistroRepo, release: str, state: ReleaseState) -> Uncomm
     return None
 
 
-def _commit_left_edits(dist: Distribution, options: SweepOptions, left: UncommittedEdits) -> SweepResult:
+def _commit_left_edits(dist: Distribution, git: Repo | None, options: SweepOptions, left: UncommittedEdits) -> SweepResult:
     """``sweep --commit`` after a sweep without it: commit what that sweep left (its report says which
     packages were bumped), on the same branches a ``--commit`` run makes, then return to the starting branch."""
     changed = left.changed_since(dist.root)
@@ -425,16 +517,17 @@ def _commit_left_edits(dist: Distribution, options: SweepOptions, left: Uncommit
         raise DistroError(f"the report of the earlier sweep cannot be read: {exc}", path=saved,
                           hint="discard the edits (git checkout -- distro.yaml recipes) and sweep again with --commit") from None
     result = doc.result()
-    result.plan.noop = False
+    result.plan = dataclasses.replace(result.plan, noop=False)
     release_day = result.plan.mode == "release-day"
     if not release_day:  # the merged report: commit the packages whose edits are in the work tree
         edited = {Path(rel).parent.name for rel in left.written}
-        result.plan.decisions = [d for d in result.plan.decisions if d.name in edited]
+        result.plan = dataclasses.replace(result.plan, decisions=tuple(d for d in result.plan.decisions if d.name in edited))
+        result.outcomes = [o for o in result.outcomes if o.name in edited]
         result.pr_bodies = {n: pr for n, pr in result.pr_bodies.items() if n in edited}
-    bumped = [d.name for d in result.plan.decisions if d.status == "bumped"]
-    repo = open_for_commit(dist.root, left.release, dirty_ok=True, packages=None if release_day else bumped)
+    bumped = [o.name for o in result.outcomes if o.status == "bumped"]
+    repo = open_for_commit(git, dist.root, left.release, dirty_ok=True, packages=None if release_day else bumped)
     journal = SweepJournal(left.release, commit=True, originals=left.originals, written=left.written)
-    commit_sweep(repo, dist.distro, {n: r.path for n, r in dist.recipes.items()}, result.plan, options, result, journal)
+    commit_sweep(repo, dist.distro, {n: r.path for n, r in dist.recipes.items()}, options, result, journal)
     result.tracking_issue = tracking_issue(result.plan, result)
     where = f"branch {result.branch}" if result.branch else f"{len(result.pr_bodies)} package branch(es)"
     result.message = (f"committed the edits of the earlier sweep of pytorch {left.release}: {where}, "
@@ -446,13 +539,13 @@ def _commit_left_edits(dist: Distribution, options: SweepOptions, left: Uncommit
     return result
 
 
-def _finish_commits(distro: DistroRepo, journal: SweepJournal) -> SweepResult:
+def _finish_commits(distro: DistroRepo, git: Repo | None, journal: SweepJournal) -> SweepResult:
     """A rerun after a kill while the sweep made its branches: the commits exist (as objects); make
     what is not made yet (:func:`~conda_distro.sweep.git.finish_commits`) and report what the interrupted
     sweep found. Each file it edited must hold the sweep's text or the original (or be missing: an older
     version's interrupted checkout), else someone changed it since: exit 2, nothing written."""
     root = distro.root
-    repo = find_sweep_repo(root)
+    repo = require_git(git, root, hint="run the sweep in the checkout it was started in")
     for rel, text in journal.written.items():
         path = root / rel
         current = path.read_text(encoding="utf-8") if path.is_file() else None

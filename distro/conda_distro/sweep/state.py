@@ -27,7 +27,7 @@ from conda_distro.errors import UsageError
 from conda_distro.state.sweep_journal import SweepJournal, UncommittedEdits, find_journal
 from conda_distro.sweep.git import committed_releases, refuse_half_made, sweep_branch
 from conda_distro.sweep.model import SweepDocument, SweepOptions, command
-from conda_distro.util.gitutil import branches_named, changed_paths, find_repo, head_sha, top_dir
+from conda_distro.util.gitutil import Repo, branches_named, changed_paths, head_sha, top_dir
 from conda_distro.util.jsonio import read_json_text
 
 
@@ -56,13 +56,14 @@ class ReleaseState:
     committed: bool | None = None  # the checked-out commit's distro.yaml lists it (None: no git)
 
 
-def release_state(distro: DistroRepo, release: str) -> ReleaseState:
-    """Read where ``release`` stands (see the module doc). Reads only."""
+def release_state(distro: DistroRepo, release: str, repo: Repo | None) -> ReleaseState:
+    """Read where ``release`` stands (see the module doc). Reads only. ``repo``: the command's git handle
+    (:func:`~conda_distro.sweep.git.open_git`)."""
     journal = find_journal(distro.build_dir)
     listed = release in distro.config.pytorch.releases
-    committed, branches = _git_view(distro, release)
+    committed, branches = _git_view(repo, distro, release)
     left = UncommittedEdits.load(distro.build_dir, release)
-    if left is not None and (not _live(distro, left) or (committed and _release_day(left))):
+    if left is not None and (not _live(repo, distro, left) or (committed and _release_day(left))):
         left = None  # (a release day's edits, and the checked-out commit lists the release: committed otherwise)
     out = ReleaseState(release, "not-swept", branches, journal if journal and journal.release == release else None,
                        left, listed, committed)
@@ -79,17 +80,16 @@ def release_state(distro: DistroRepo, release: str) -> ReleaseState:
     return out
 
 
-def _git_view(distro: DistroRepo, release: str) -> tuple[bool | None, list[str]]:
+def _git_view(repo: Repo | None, distro: DistroRepo, release: str) -> tuple[bool | None, list[str]]:
     """(does the checked-out commit's distro.yaml list ``release``: None without git or a commit, the sweep
     branches of ``release``). A repository git cannot be run on (no git binary) counts as none: a sweep
     without ``--commit`` needs no git (``--commit`` says what is missing)."""
-    repo = find_repo(distro.root)
     try:
         if repo is None or head_sha(repo) is None:
             return None, []
-        at_head = committed_releases(distro)
+        at_head = committed_releases(repo, distro)
         return (None if at_head is None else release in at_head), sorted(branches_named(repo, sweep_branch(release)))
-    except Exception:  # noqa: BLE001 - git missing or failing here: no git information, as find_repo says
+    except Exception:  # noqa: BLE001 - git missing or failing here: no git information, as open_git says
         return None, []
 
 
@@ -98,10 +98,9 @@ def _release_day(left: UncommittedEdits) -> bool:
     return any(Path(rel).name == "distro.yaml" for rel in left.written)
 
 
-def _live(distro: DistroRepo, left: UncommittedEdits) -> bool:
+def _live(repo: Repo | None, distro: DistroRepo, left: UncommittedEdits) -> bool:
     """Does a record of uncommitted edits still describe edits in the work tree (some file it names differs
     from the checked-out commit)? Without git it does while its files hold what the sweep wrote."""
-    repo = find_repo(distro.root)
     try:
         if repo is not None and head_sha(repo) is not None:
             top = top_dir(repo)
@@ -112,14 +111,14 @@ def _live(distro: DistroRepo, left: UncommittedEdits) -> bool:
     return not left.changed_since(distro.root)
 
 
-def refuse(distro: DistroRepo, state: ReleaseState, options: SweepOptions) -> None:
+def refuse(repo: Repo | None, distro: DistroRepo, state: ReleaseState, options: SweepOptions) -> None:
     """Exit 2 (nothing written) when ``options`` asks for a sweep this state does not allow; the message
     names the read-only ``sweep report`` and the command that does apply. A supported release is checked
     further by the late admission's plan (nothing ready to admit is refused there)."""
     release = state.release
     report = command(release, "report")
     if state.state == "supported" and options.commit:
-        refuse_half_made(distro, release)  # an older version's interrupted sweep: the sweep branch checked out, dirty
+        refuse_half_made(repo, distro, release)  # an older version's interrupted sweep: the sweep branch checked out, dirty
     if state.state == "interrupted" or (state.state == "uncommitted" and options.commit and not options.package):
         return
     if state.state == "not-swept":
