@@ -197,6 +197,6 @@ def test_release_day_plan_tells_widening_from_new_builds(make_distro, clean_reci
     assert (plan["pure"].status, plan["pure"].action) == ("bumped", "widen the pins")
     assert plan["pure"].new_pin == "pytorch >=2.13,<2.17"
     for name in ("host-minor", "cxx-only"):  # (host-minor's `pytorch ${{ pytorch }}.*` is never edited)
-        assert (plan[name].status, plan[name].action, plan[name].edits) == ("unchanged", "build for the new minor", [])
+        assert (plan[name].status, plan[name].action, plan[name].edits) == ("unchanged", "build for the new minor", ())
     bugfix = {d.name: d for d in plan_sweep(dist, "2.15.1").decisions}
     assert {(d.status, d.action) for d in bugfix.values()} == {("unchanged", "")}
