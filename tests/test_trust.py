@@ -150,8 +150,10 @@ def test_install_script_is_what_the_readme_and_ci_run(tmp_path):
     test_cmd = next(ln for ln in ci.splitlines() if "pytest" in ln)
     assert test_cmd.startswith(".ci/install-sandbox && ")
     assert f"\n{test_cmd}\n" in readme  # .ci/run runs exactly the README's test command
-    main_cmd = next(ln for ln in readme.splitlines() if "conda-distro sandbox /tmp/distro-world" in ln)
+    main_cmd = next(ln for ln in readme.splitlines() if "conda-distro sandbox " in ln and ln.startswith(".ci/"))
     assert main_cmd.startswith(".ci/install-sandbox && ")
+    # a world folder of its own per run (two people on one machine never wipe each other's), never --force
+    assert 'W=$(mktemp -d ' in main_cmd and 'conda-distro sandbox "$W"' in main_cmd and "--force" not in main_cmd
     script = REPO / ".ci/install-sandbox"
     assert os.access(script, os.X_OK)
     # where bwrap already is, it does nothing and succeeds; without it and without a way to install, it

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, FormatOpt, RootOpt, app, emit, warn_no_sandbox
+from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, FormatOpt, JobsOpt, RootOpt, app, emit, warn_no_sandbox
 
 
 @app.command()
@@ -20,8 +20,7 @@ def build(
     variant: Annotated[list[str] | None, typer.Option("--variant",
             help="Test only this variant, cpu or cuda (repeatable; default: every variant of distro.yaml). CI runs "
                  "each on the runner distro.yaml's ci.runners names.")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256,
-            help="How many packages to build and test at once (one worker process each).")] = 1,
+    jobs: JobsOpt = None,
     engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
     retry_errors: Annotated[bool, typer.Option("--retry-errors",

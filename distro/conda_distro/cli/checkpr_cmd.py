@@ -6,15 +6,14 @@ from typing import Annotated
 
 import typer
 
-from conda_distro.cli.app import Format, RootOpt, TextJsonMarkdown, app, emit, warn_no_sandbox
+from conda_distro.cli.app import Format, JobsOpt, RootOpt, TextJsonMarkdown, app, emit, warn_no_sandbox
 
 
 @app.command("check-pr")
 def check_pr_cmd(
     base: Annotated[str, typer.Option("--base", help="The PR's base ref, e.g. origin/main.")] = "origin/main",
     no_build: Annotated[bool, typer.Option("--no-build", help="Skip build and test (when sharded jobs do them).")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256,
-            help="How many packages to build and test at once (one worker process each).")] = 1,
+    jobs: JobsOpt = None,
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox",
             help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
     log_url: Annotated[str | None, typer.Option(

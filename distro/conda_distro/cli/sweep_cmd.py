@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 import typer.core
 
-from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, RootOpt, TextJsonMarkdown, app, emit, warn_no_sandbox
+from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, JobsOpt, RootOpt, TextJsonMarkdown, app, emit, warn_no_sandbox
 
 
 class _SweepGroup(typer.core.TyperGroup):
@@ -49,8 +49,7 @@ def sweep(
             help="Print the plan (as a real run would, marked dry); edit, build and commit nothing. The release must "
                  "be published upstream.")] = False,
     no_build: Annotated[bool, typer.Option("--no-build", help="Edit only; skip building and testing.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256,
-            help="How many packages to build and test at once (one worker process each).")] = 1,
+    jobs: JobsOpt = None,
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox",
             help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")] = False,
     author: Annotated[str, typer.Option("--author", help="Commit author 'Name <email>'.")] = "conda-distro bot <bot@conda-distro.invalid>",

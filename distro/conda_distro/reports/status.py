@@ -116,7 +116,7 @@ class Cell:
 
     @property
     def title(self) -> str:
-        where = f"{self.package} on pytorch {self.release} ({variant_label(self.variant, self.gpu)}, {self.source})"
+        where = f"{self.package} on pytorch {self.release} {variant_label(self.variant, self.gpu)} in {self.source}"
         if self.artifact:
             text = f"{where}: {self.status} on {self.date:%Y-%m-%d}, {self.artifact.split('/')[-1]}"
             return text + (f": {shown(self.reason, 'text')}" if self.reason and self.status != "passed" else "")

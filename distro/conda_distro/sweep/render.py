@@ -27,6 +27,18 @@ def _note_cell(d: Decision) -> str:
     return d.reason.splitlines()[0] if d.reason else ""
 
 
+def _ask(d: Decision, release: str) -> str:
+    """What the tracking issue asks of a package's maintainers. A package whose tests fail on an older
+    release too is not broken by this one: the issue says where it fails rather than blaming the release."""
+    if d.status == "needs-new-version":
+        return "publish the release made for this pytorch (a new version)"
+    older = sorted({t.pytorch for t in d.tests if t.status == "failed" and t.pytorch != release})
+    if older:
+        return (f"fix the package: it fails on pytorch {', '.join(older)} too, already before {release} "
+                "(the log is below)")
+    return f"fix the package for pytorch {release} (the log is below)"
+
+
 def tracking_issue(plan: SweepPlan, result: SweepResult | None = None) -> str:
     """The tracking issue's body: the summary, a checklist of the per-package pull requests (the
     release workflow replaces each ``branch`` by the link of the PR it opened), the table, the logs."""
@@ -37,9 +49,7 @@ def tracking_issue(plan: SweepPlan, result: SweepResult | None = None) -> str:
             branch = prs.get(d.name, {}).get("branch")
             checklist.append((d.name, f"branch `{branch}`" if branch else
                               "planned" if plan.dry_run else "not committed yet"))
-    pings = [(d, "publish the release made for this pytorch (a new version)" if d.status == "needs-new-version"
-              else "fix the package for this release (the log is below)")
-             for d in plan.decisions if d.status in ("failed", "needs-new-version", "not-solvable")]
+    pings = [(d, _ask(d, plan.release)) for d in plan.decisions if d.status in ("failed", "needs-new-version", "not-solvable")]
     return render("sweep_issue.md.j2", plan=plan,
                   counts=", ".join(f"{n} {st}" for st, n in (result.summary if result else {}).items()),
                   prs=checklist, pings=pings, rows=[(d, _pin_cell(d), _note_cell(d)) for d in plan.decisions],

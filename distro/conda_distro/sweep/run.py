@@ -343,7 +343,8 @@ def _apply_results(plan: SweepPlan, report: ExecutionResult | None, tested: set[
         if dec.name not in tested or dec.status not in ("bumped", "unchanged"):
             continue
         tests = by_name.get(dec.name, [])
-        dec.tests = [ReleaseTest(pytorch=t.pytorch, variant=t.variant, status=t.status, reason=t.reason or None)
+        dec.tests = [ReleaseTest(pytorch=t.pytorch, variant=t.variant, status=t.status, reason=t.reason or None,
+                                 gpu=getattr(t, "gpu", None))
                      for t in tests]
         failed_build = next((b for b in builds.get(dec.name, []) if b.status in ("failed", "error")), None)
         blocked_build = next((b for b in builds.get(dec.name, []) if b.status == "blocked"), None)
