@@ -91,15 +91,16 @@ def test_sandbox_force_refuses_another_users_folder(tmp_path, capsys):
 
 
 def test_progress_is_quiet_without_a_terminal_and_under_ci(monkeypatch):
-    from conda_distro.cli.app import StepProgress
+    from conda_distro.cli.app import progress_bar
     from conda_distro.engine import progress
 
-    assert StepProgress().callback is None  # pytest captures stderr: not a terminal
+    monkeypatch.delenv("CI", raising=False)
+    assert progress_bar() is None  # pytest captures stderr: not a terminal
     monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
     monkeypatch.setenv("CI", "true")
-    assert StepProgress().callback is None and not progress.interactive()
+    assert progress_bar() is None and not progress.interactive()
     monkeypatch.delenv("CI")
-    assert StepProgress().callback is not None
+    assert progress_bar() is not None
 
 
 def test_progress_bars_show_the_time_left():
@@ -119,11 +120,12 @@ def test_progress_bars_show_the_time_left():
     real = app.stderr._get
     app.stderr._get = lambda: Console(file=buf, force_terminal=True, width=120)  # type: ignore[method-assign]
     try:
-        with bar:
-            bar.update(1, 4, "verifying pytorch 2.6.0 cpu")
+        bar.update(1, 4, "verifying pytorch 2.6.0 cpu")
+        shown = buf.getvalue()
+        bar.update(4, 4, "verified")
     finally:
         app.stderr._get = real  # type: ignore[method-assign]
-    assert "ETA" in buf.getvalue() and "1/4" in buf.getvalue()
+    assert "ETA" in shown and "/4" in shown and "verifying pytorch 2.6.0 cpu" in shown
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,3 +193,27 @@ def test_build_failures_name_each_variant_once():
 
     pairs = [("2.6.0", "cpu")] * 3 + [("2.6.0", "cuda")] * 3 + [("2.5.1", "cpu")]
     assert _where(pairs) == "2.5.1 (cpu), 2.6.0 (cpu, cuda)"
+
+
+def _hints(*hints):
+    from conda_distro.gate.hints import Hint, HintSet
+
+    return HintSet(tuple(Hint(a, p, None, "octocat", "because", dt.date.fromisoformat(e), i + 2)
+                         for i, (a, p, e) in enumerate(hints)))
+
+
+def test_promote_notes_expired_hints_and_refuses_a_block_on_an_unknown_package():
+    from conda_distro.errors import UsageError
+    from conda_distro.gate.promote import check_hints
+
+    today = dt.date(2026, 6, 1)
+    notes = check_hints(_hints(("force", "alpha", "2026-01-01"), ("block", "beta", "2026-12-31")), today,
+                        {"alpha", "beta"})
+    assert notes == ("expired: force alpha (by @octocat, expires 2026-01-01) (hints.yaml:2) did nothing; "
+                     "renew its expires or remove it",)
+    with pytest.raises(UsageError) as exc:
+        check_hints(_hints(("block", "tensorkitt", "2026-12-31")), today, {"tensorkit", "alpha"})
+    assert exc.value.exit_code == 2 and exc.value.line == 2 and exc.value.field == "package"
+    assert "tensorkitt" in str(exc.value) and "did you mean 'tensorkit'" in (exc.value.hint or "")
+    # an expired block on an unknown name holds nothing either way: a note, no refusal
+    assert check_hints(_hints(("block", "gone", "2026-01-01")), today, {"alpha"})[0].startswith("expired: block gone")

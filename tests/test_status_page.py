@@ -586,3 +586,30 @@ def test_progress_counts_packages_whose_pins_exclude_a_release(built_world: Path
     assert f"2.7.0: 1 of {len(recipes)} packages of the distribution admit and pass" in html
     assert '<span class="lag" data-package="layerkit" data-why="pins exclude it">' in html
     assert not re.search(r"2\.7\.0: \d+/\d+ pass", html)
+
+
+def test_page_shows_when_it_was_made_forced_promotions_and_does_not_clip_the_matrix(tmp_path):
+    """The header says when the page was generated; an artifact a `force` hint let into main is listed with
+    who forced it; the stylesheet gives the matrix the window's width (a max-width on the page clipped the
+    newest release's columns into a scroll box even on a wide screen)."""
+    from conda_distro.reports.status import StatusOptions, write_status
+    from conda_distro.state.ledger import Ledger
+
+    root = make_scenario(tmp_path / "distro")
+    ledger = Ledger(root / "channel_state")
+    state = ledger.load("fine")
+    assert state is not None
+    state.artifacts[0].forced_by = "octocat"
+    ledger.save(state)
+    before = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
+    written = write_status(StatusOptions(out=tmp_path / "site", root=root, as_of=AS_OF.isoformat())).written
+    html = written[0].read_text()
+    stamp = re.search(r'<time class="generated" datetime="([^"]+)">([^<]+) UTC</time>', html)
+    assert stamp is not None and dt.datetime.fromisoformat(stamp.group(1).replace("Z", "+00:00")) >= before
+    forced = re.search(r'<section id="forced">.*?</section>', html, re.S)
+    assert forced is not None
+    assert 'data-package="fine"' in forced.group() and "octocat" in forced.group()
+    assert state.artifacts[0].artifact.split("/")[-1] in forced.group()
+    css = (tmp_path / "site" / "style.css").read_text()
+    main_rule = re.search(r"^main \{([^}]*)\}", css, re.M)
+    assert main_rule is not None and "max-width" not in main_rule.group(1)

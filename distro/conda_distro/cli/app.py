@@ -241,35 +241,33 @@ def interactive() -> bool:
 
 class StepProgress:
     """A rich progress bar with the time left (ETA) on stderr, fed by a library's ``progress(done, total, what)``
-    callback; use as a context manager. Nothing is shown when stderr is not a terminal or under CI: the result
-    alone is printed (no bar codes in logs)."""
+    callback (:func:`progress_bar`); it goes away when ``done`` reaches ``total`` (or at exit)."""
 
     def __init__(self) -> None:
         self._progress: Any = None
         self._task: Any = None
 
-    def __enter__(self) -> StepProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-
-    @property
-    def callback(self) -> Any:
-        """The callback to hand to the library (None when nothing is shown)."""
-        return self.update if interactive() else None
-
     def update(self, done: int, total: int, what: str) -> None:
         if self._progress is None:
+            import atexit
+
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                       TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                                       console=stderr._get(), transient=True)
             self._progress.start()
+            atexit.register(self._progress.stop)
             self._task = self._progress.add_task(what, total=total)
         self._progress.update(self._task, completed=done, total=total, description=what)
+        if done >= total:
+            self._progress.stop()
+
+
+def progress_bar() -> Any:
+    """The ``progress`` callback a long command hands to the library: a bar with the time left on a terminal;
+    None (nothing shown, only the result printed) when stderr is not a terminal or under CI."""
+    return StepProgress().update if interactive() else None
 
 
 def warn_no_sandbox(no_sandbox: bool) -> None:

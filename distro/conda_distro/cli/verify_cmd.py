@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from conda_distro.cli.app import Format, FormatOpt, RootOpt, StepProgress, app, emit
+from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, progress_bar, emit
 
 
 @app.command("verify-channel")
@@ -21,6 +21,5 @@ def verify_channel_cmd(
     check channel_state/ against the channel. On a terminal, a progress bar with the time left."""
     from conda_distro.verify import VerifyOptions, verify
 
-    with StepProgress() as bar:
-        result = verify(VerifyOptions(pytorch=tuple(pytorch or ()), keep=keep, root=root, progress=bar.callback))
-    return emit(result, format)
+    return emit(verify(VerifyOptions(pytorch=tuple(pytorch or ()), keep=keep, root=root, progress=progress_bar())),
+                format)

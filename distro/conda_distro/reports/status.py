@@ -291,6 +291,12 @@ class StatusPage:
     drawing: Drawing
     progress: list[ReleaseProgress] = field(default_factory=list)
     excuses: Excuses | None = None
+    #: when the page was made (shown in its header: a page is a snapshot, and readers must see how old)
+    generated: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+
+    def forced(self) -> list[tuple[str, ArtifactEntry]]:
+        """Artifacts in main that a ``force`` hint of hints.yaml promoted past the gate: (package, entry)."""
+        return [(p.name, a) for p in self.facts.packages.values() for a in p.in_main if a.forced_by]
 
     def counts(self) -> dict[str, int]:
         """Cells by status, main and staging rows together."""
