@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 from support.helpers import run_cli
@@ -56,7 +57,8 @@ def test_jobs_default_is_what_the_machine_holds(monkeypatch, tmp_path):
     cores = len(os.sched_getaffinity(0))
     n = executor.machine_jobs()
     assert 1 <= n <= cores
-    avail = next(int(ln.split()[1]) * 1024 for ln in open("/proc/meminfo") if ln.startswith("MemAvailable:"))
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    avail = next(int(ln.split()[1]) * 1024 for ln in meminfo if ln.startswith("MemAvailable:"))
     assert n <= max(1, avail // executor.MEMORY_PER_JOB)
     monkeypatch.setattr(executor, "MEMORY_PER_JOB", 1 << 60)  # a machine whose memory holds no job: still 1
     assert executor.machine_jobs() == 1

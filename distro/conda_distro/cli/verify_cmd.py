@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, progress_bar, emit
+from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, emit, progress_bar
 
 
 @app.command("verify-channel")

@@ -685,7 +685,8 @@ class PromotionContext:
             evidence={a.artifact: {(t.release, t.variant): t.status for t in a.tests}
                       for st in states.values() for a in st.artifacts},
             hints=(hints := load_hints(self.distro.root)), today=self.today,
-            hint_notes=check_hints(hints, self.today, {f.name for f in files} | set(self.maintainers)), owners=registry_of(self.dist, states).verdicts(),
+            hint_notes=check_hints(hints, self.today, {f.name for f in files} | set(self.maintainers)),
+            owners=registry_of(self.dist, states).verdicts(),
             maintainers=self.maintainers, installability=Installability(
                 self.distro.upstream_urls, self.distro.subdirs, matrix.pytorch, matrix.required, distribution_closure(files)))
 
