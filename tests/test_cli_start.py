@@ -1,6 +1,6 @@
 """The CLI starts without loading the library: commands import their dependencies when they run.
 
-`conda-distro --help` must stay well under 0.3 s (issue 10); the time itself is measured by
+`conda-distro --help` must stay well under 0.3 s; the time itself is measured by
 bench/bench_cli_start.py, never here. What is asserted is the structure that makes it fast: which
 libraries a bare import and every command's `--help` load.
 """

@@ -284,7 +284,7 @@ def test_as_of_shows_the_past(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 14: failures in staging, logs, per-release progress, excuses, recipe links
+# failures in staging, logs, per-release progress, excuses, recipe links
 
 
 def write_log(root: Path, name: str, text: str) -> str:

@@ -1,4 +1,4 @@
-"""Trust (spec §11, issue 11 items 2 and 3): recipe code runs sandboxed, results are written by the
+"""Trust: recipe code runs sandboxed, results are written by the
 orchestrator and sealed with the artifact's sha256, and a recipe publishes only the names it declares.
 
 Real engines throughout: builds and tests with rattler-build inside bubblewrap, promotion into a local
@@ -183,7 +183,7 @@ PROBE = generic_recipe("probepkg", ["echo probe > $PREFIX/share/probepkg/README"
 
 @pytest.mark.slow
 def test_ci_env_cannot_rename_an_artifact_repro(sandbox_world, capsys, monkeypatch):
-    """Issue 11 item 2: `CI=true conda-distro build probepkg` built and promoted tensorutils-0.1.0."""
+    """A repro: `CI=true conda-distro build probepkg` built and promoted tensorutils-0.1.0."""
     add_recipe(sandbox_world, "probepkg", PROBE)
     monkeypatch.setenv("CI", "true")
     code, doc = run_json_at(capsys, sandbox_world, "build", "probepkg", "--pytorch", "2.6.0")
@@ -279,7 +279,7 @@ FORGE = ("for d in /proc/[0-9]*/cwd {root}; do for f in \"$d\"/build/results/*fa
 @pytest.mark.slow
 @needs_bwrap
 def test_a_test_script_cannot_forge_another_packages_results_repro(built_world, capsys):
-    """Issue 11 item 3: a test script looped over /proc/*/cwd and rewrote build/results/*fastquant*.json
+    """A repro: a test script looped over /proc/*/cwd and rewrote build/results/*fastquant*.json
     from failed to passed; promote then promoted fastquant, which fails everywhere."""
     add_recipe(built_world, "forger", generic_recipe("forger", [], [FORGE.format(root=built_world)]))
     before = results_files(built_world)

@@ -1,4 +1,4 @@
-"""Variant runners and "cuda (no GPU)" (issue 16): distro.yaml's `ci:` section, `build --variant`, and cuda
+"""Variant runners and "cuda (no GPU)": distro.yaml's `ci:` section, `build --variant`, and cuda
 tests that say whether a GPU was there — in build's output, the results store, the ledger, the status page
 and verify-channel. Real builds and tests on the sandbox world; the only stand-in is `nvidia-smi` itself
 (a script on PATH) where a test needs a machine that has one.

@@ -40,7 +40,7 @@ app.add_typer(sandbox_app, name="sandbox")
 
 
 def _progress(interactive: bool) -> Callable[[str], None] | None:
-    """Progress lines on a terminal; under CI or a pipe they go to the log only (spec section 2)."""
+    """Progress lines on a terminal; under CI or a pipe they go to the log only."""
     if not interactive:
         return None
     return lambda msg: stderr.print(f"[dim]{msg}[/]", markup=True, highlight=False)

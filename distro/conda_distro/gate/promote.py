@@ -1,4 +1,4 @@
-"""Promotion: staging -> main for every artifact whose tests all passed (spec §2 `promote`).
+"""Promotion: staging -> main for every artifact whose tests all passed.
 
 Two stages with a named type each:
 

@@ -1,4 +1,4 @@
-"""``create_sandbox``: a complete, offline distribution repository in a folder (spec section 9).
+"""``create_sandbox``: a complete, offline distribution repository in a folder.
 
 The world::
 

@@ -244,7 +244,7 @@ class SweepResult:
 
     @property
     def exit_code(self) -> int:
-        return 0  # spec §7: the sweep ran; failures are statuses in the report, not an error
+        return 0  # the sweep ran; failures are statuses in the report, not an error
 
     @property
     def summary(self) -> dict[str, int]:
