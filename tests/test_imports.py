@@ -255,7 +255,8 @@ def test_the_layer_check_fails_on_an_arrow_up(tmp_path):
     (pkg / "retire.py").write_text("from conda_distro.state.records import x\n")
     assert upward_imports(build_graph(pkg), layers) == []
     (pkg / "stray.py").write_text("")  # a module nobody placed is refused too
-    assert upward_imports(build_graph(pkg), layers) == ["conda_distro.stray is in no layer of the architecture table (docs/architecture.md)"]
+    assert upward_imports(build_graph(pkg), layers) == [
+        "conda_distro.stray is in no layer of the architecture table (docs/architecture.md)"]
 
 
 def test_the_readme_layers_are_read_as_written():
