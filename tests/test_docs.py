@@ -149,3 +149,29 @@ def test_no_binary_file_is_tracked():
         if b"\0" in head:
             binary.append(rel)
     assert not binary, binary
+
+
+def test_site_pages_in_headless_chromium(tmp_path):
+    """The built site as a browser shows it: the persona pages in the navigation, the walkthrough's commands
+    and the generated help rendered as code, and a screenshot that is a page rather than a blank canvas."""
+    from test_status_page import CHROMIUM, png_info, run_chromium
+
+    if not CHROMIUM.exists():
+        pytest.skip("headless Chromium unavailable (tests/test_status_page.py installs Debian's chromium)")
+    if importlib.util.find_spec("material") is None:
+        pytest.fail("mkdocs-material is not installed: pip install -e '.[test]'")
+    site = tmp_path / "site"
+    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=REPO,
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    dom = run_chromium(CHROMIUM, tmp_path, "--dump-dom", (site / "walkthroughs" / "index.html").as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for nav in ("Use the channel", "Add your package", "Release day", "Maintain", "Operate", "Command help"):
+        assert nav in dom.stdout, nav
+    assert "conda-distro sweep --pytorch 2.7.0 --dry-run" in re.sub(r"<[^>]+>", "", dom.stdout)
+    shot = tmp_path / "docs.png"
+    res = run_chromium(CHROMIUM, tmp_path, f"--screenshot={shot}", "--window-size=1280,900", "--hide-scrollbars",
+                       (site / "reference" / "cli" / "index.html").as_uri())
+    assert res.returncode == 0 and shot.is_file(), res.stderr[-2000:]
+    width, height, distinct = png_info(shot)
+    assert (width, height) == (1280, 900) and distinct > 50
