@@ -76,6 +76,7 @@ def _schema(model) -> str:
 
 
 def schemas_page() -> str:
+    """The files people write (distro.yaml, hints.yaml, proposals) and the JSON documents the tool writes."""
     from conda_distro.config import DistroConfig
     from conda_distro.gate.hints import _HintsFile
     from conda_distro.proposal.schema import ProposalData
@@ -87,6 +88,22 @@ def schemas_page() -> str:
                                 ("hints.yaml", "overrides of the promotion gate, each with an expiry day", _HintsFile),
                                 ("proposals/NAME.yaml", "a package proposal", ProposalData)):
         out += [f"## {title}", "", f"{where[0].upper()}{where[1:]}.", "", "```json", _schema(model), "```", ""]
+    from conda_distro.gate.excuses import Excuses
+    from conda_distro.state.ledger import PackageState
+    from conda_distro.state.results import ArtifactResults
+    from conda_distro.sweep.model import SweepDocument
+
+    out += ["## JSON documents the tool writes", "",
+            "Read by other commands and by people; a newer writer's extra keys are ignored by an older reader.", ""]
+    for title, where, model in (("channel_state/NAME.json", "the ledger: what is in main and how it was tested",
+                                 PackageState),
+                                ("build/results/", "the test outcomes and provenance of one staging artifact",
+                                 ArtifactResults),
+                                ("build/excuses.json", "why each candidate in staging is not in main (written by promote)",
+                                 Excuses),
+                                ("build/sweep/pytorch-VER.json", "a release's sweep report (sweep --format json)",
+                                 SweepDocument)):
+        out += [f"### {title}", "", f"{where[0].upper()}{where[1:]}.", "", "```json", _schema(model), "```", ""]
     return "\n".join(out)
 
 
