@@ -534,6 +534,12 @@ def test_a_package_blocked_by_a_failing_dependency_is_blocked_not_untested(tmp_p
     assert page.statuses()["onbroken"] == row(NT, NT, NT, NT, NT, NT)  # main: nothing there
     assert "not built: waits for broken" in res.stdout and "not built: waits for onbroken" in res.stdout
     assert "blocked: not built: broken fails or is blocked here" in page.staged[("onbroken", "2.4.1", "cpu")]["title"]
+    # the excuses name them too: the gate has no candidate for a package never built, so without this list
+    # a reader of "why is it not in main" would not find it
+    never = re.search(r'<div class="excuse-group never-built".*?</div>', res.stdout, re.S)
+    assert never is not None
+    assert re.findall(r'data-package="(\w+)" data-waits-for="([^"]*)"', never.group()) == [
+        ("onbroken", "broken"), ("onhooky", "hooky"), ("ononbroken", "onbroken")]
 
 
 def test_a_staged_infrastructure_error_reads_not_tested(tmp_path):
