@@ -5,13 +5,18 @@ the JSON document is :class:`~conda_distro.sweep.model.SweepDocument`.)"""
 
 from __future__ import annotations
 
-from conda_distro.sweep.model import Decision, SweepPlan, SweepResult
+from conda_distro.sweep.model import Decision, ReleaseTest, SweepPlan, SweepResult
 from conda_distro.util.templating import render
+
+
+def _tests(d: Decision) -> list[ReleaseTest]:
+    """A decision's tests of the release as :class:`ReleaseTest` (a report read back may hold them as dicts)."""
+    return [t if isinstance(t, ReleaseTest) else ReleaseTest.model_validate(t) for t in d.tests]
 
 
 def pr_body(dec: Decision, release: str, dry_run: bool = False) -> dict[str, str]:
     return {"title": f"{dec.name}: admit pytorch {release}",
-            "body": render("sweep_pr.md.j2", d=dec, release=release, dry_run=dry_run)}
+            "body": render("sweep_pr.md.j2", d=dec, tests=_tests(dec), release=release, dry_run=dry_run)}
 
 
 def _pin_cell(d: Decision) -> str:
@@ -32,7 +37,7 @@ def _ask(d: Decision, release: str) -> str:
     release too is not broken by this one: the issue says where it fails rather than blaming the release."""
     if d.status == "needs-new-version":
         return "publish the release made for this pytorch (a new version)"
-    older = sorted({t.pytorch for t in d.tests if t.status == "failed" and t.pytorch != release})
+    older = sorted({t.pytorch for t in _tests(d) if t.status == "failed" and t.pytorch != release})
     if older:
         return (f"fix the package: it fails on pytorch {', '.join(older)} too, already before {release} "
                 "(the log is below)")
