@@ -4,7 +4,7 @@
 
 Each command is run RUNS times as a fresh process (after one untimed warm-up run of each, so the
 files are in the page cache); the figures are medians of wall time, and of CPU time (user + sys), which
-stays meaningful when other processes share the cores. Target (issue 10): the whole of
+stays meaningful when other processes share the cores. Target: the whole of
 `--help` (interpreter start + CLI import + help text) under 0.3 s. Also lists the heavy libraries a
 bare `import conda_distro.cli` loads (there should be none: commands import them when they run).
 A command's own `--help` is shown for comparison, not held to the target: typer converts its

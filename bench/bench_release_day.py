@@ -1,6 +1,6 @@
 """Benchmark: release day, from a new PyTorch release appearing upstream to every passing package of the
-distribution promoted for it (issue 16). Target: < 120 s on the sandbox (``--standin``); < 3,600 s on the
-real world (``--real``, needs ``sandbox --real`` of issue 13).
+distribution promoted for it. Target: < 120 s on the sandbox (``--standin``); < 3,600 s on the
+real world (``--real``, needs ``sandbox --real``, docs/real-world.md).
 
     python bench/bench_release_day.py --standin [--compiled] [--keep DIR]
     python bench/bench_release_day.py --real [--keep DIR]
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--standin", action="store_true", help="the sandbox world with stand-in PyTorch releases")
-    mode.add_argument("--real", action="store_true", help="the real world (sandbox --real, issue 13)")
+    mode.add_argument("--real", action="store_true", help="the real world (sandbox --real)")
     ap.add_argument("--keep", type=Path, help="keep the world in this folder (default: a temporary one, removed)")
     ap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parent.parent,
                     help="--real: the repository whose recipes and distro.yaml make the world (default: this one)")

@@ -1,4 +1,4 @@
-"""Sandbox benchmark (issue 11): what running recipe code inside bubblewrap costs. Prints figures and
+"""Sandbox benchmark: what running recipe code inside bubblewrap costs. Prints figures and
 ratios measured in one run.
 
     python bench/bench_sandbox.py

@@ -1,4 +1,4 @@
-"""What verify-channel's file audit costs (issue 11): every file of main is read and hashed before solving.
+"""What verify-channel's file audit costs: every file of main is read and hashed before solving.
 
     python bench/bench_verify_audit.py [--files 2000] [--size-kib 512]
 

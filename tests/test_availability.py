@@ -1,4 +1,4 @@
-"""Test targets upstream cannot serve (issue 13's real world: PyPI has no CPU torch for 2.14/2.15, no
+"""Test targets upstream cannot serve (the real world: PyPI has no CPU torch for 2.14/2.15, no
 torchvision for 2.15, and only CUDA torchvision wheels).
 
 A release × variant with no pytorch build upstream, or with no build of a lockstep package

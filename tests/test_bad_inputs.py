@@ -1,4 +1,4 @@
-"""The bad-input harness (issue 11): every file the tool reads, broken in the ways people and crashes break
+"""The bad-input harness: every file the tool reads, broken in the ways people and crashes break
 them, and bad command-line arguments.
 
 Each case copies one small, valid distribution repository (distro.yaml, two recipes, a proposal, a ledger
@@ -764,7 +764,7 @@ def test_corrupt_staging_index_on_real_artifacts(staged_root, repro, capsys):
 
 
 def test_retire_with_an_unreadable_record_writes_nothing(staged_root, capsys):
-    """Issue 11 item 12: retire exited 2 *after* writing the ledger. Now it reads every record first."""
+    """A repro: retire exited 2 *after* writing the ledger. Now it reads every record first."""
     assert run(staged_root, ("promote",), capsys)[0] == 1
     ledger_before = (staged_root / "channel_state" / "alpha.json").read_text()
     bad = staged_root / "channel_state" / "retirements" / "alpha-20240101.yaml"

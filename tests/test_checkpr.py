@@ -1,4 +1,4 @@
-"""The PR gate (spec §2 `check-pr`, §5 proposals): `conda-distro check-pr --base REF`.
+"""The PR gate (`check-pr`, with the proposal checks): `conda-distro check-pr --base REF`.
 
 Each test makes a commit in a copy of the sandbox world (a git repository) and runs check-pr against
 the commit before it, asserting the affected set, the verdict, the exit code and the PR comment.

@@ -174,7 +174,7 @@ def test_version(capsys):
 
 
 def test_every_json_document_says_ok(make_distro, clean_recipe, capsys, tmp_path):
-    """spec §2: every JSON document has a top-level ok, true exactly when the exit code is 0."""
+    """every JSON document has a top-level ok, true exactly when the exit code is 0."""
     root = make_distro({"a": clean_recipe("a"), "b": clean_recipe("b", run=["numpy"])})
     for args in (["lint"], ["graph"], ["report", "unmaintained"], ["status", "--out", str(tmp_path / "st")],
                  ["propose", "newpkg", "--maintainer", "octocat", "--version", "1.0.0"]):

@@ -1,4 +1,4 @@
-"""What the terminal shows (issue 14): rattler-build's own progress bars stay out of it, every option has a
+"""What the terminal shows: rattler-build's own progress bars stay out of it, every option has a
 help text, commands are listed in the order of the flow."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The CLI holds no logic (issue 15): each command builds one options object (the root travels in it), calls
+"""The CLI holds no logic: each command builds one options object (the root travels in it), calls
 one library function, and hands the typed result to one ``emit()``, which prints it (text, JSON, markdown,
 …) and returns the result's exit code. The logic the commands used to hold is in the library, tested here
 without the CLI."""

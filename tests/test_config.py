@@ -185,7 +185,7 @@ def test_repository_distro_yaml_is_valid():
 
 
 # ---------------------------------------------------------------------------------------------
-# channels: distinct, not nested, inside the repository (issue 11 item 7)
+# channels: distinct, not nested, inside the repository
 
 LAYOUT = """\
 name: d

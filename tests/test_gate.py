@@ -1,4 +1,4 @@
-"""The promotion gate keeps main's promise (issue 12): reverse-dependency re-tests classified like
+"""The promotion gate keeps main's promise: reverse-dependency re-tests classified like
 britney (pass, regression, always-failed, error, neutral), candidates promoted only with what they were
 tested with, installability never decreasing, hints, excuses, and a file name never meaning two contents.
 

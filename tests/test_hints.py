@@ -1,4 +1,4 @@
-"""hints.yaml (issue 12): the schema, the API the promotion gate uses, and what `lint` says about it.
+"""hints.yaml: the schema, the API the promotion gate uses, and what `lint` says about it.
 
 Malformed files go through the real CLI: exit 2, the finding names hints.yaml, the line and the field,
 and nothing is written (not even the fixes `lint --fix` would otherwise apply).

@@ -1,11 +1,11 @@
-"""The package's imports flow one way (README, Architecture): no import circles, and no module reaching
+"""The package's imports flow one way (docs/architecture.md): no import circles, and no module reaching
 into another module's ``_private`` names.
 
 The graph is read from the source with the stdlib ``ast``: every ``import`` of a ``conda_distro`` module,
 at module level or inside a function (a lazy import only hides a circle), and under
 ``typing.TYPE_CHECKING`` too. Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py`` first,
 so an import of a module is also an edge to each package above it (except the importer's own packages).
-The cycle check is the stdlib's ``graphlib.TopologicalSorter``. The layer contract is the README's table of
+The cycle check is the stdlib's ``graphlib.TopologicalSorter``. The layer contract is the architecture table (docs/architecture.md) of
 layers (section Architecture), bottom to top: a module imports only from its own layer or a layer below.
 """
 
@@ -143,7 +143,7 @@ def test_imports_have_no_circles(graph):
 def test_packages_have_no_circles_either(graph):
     """Folders flow one way too: a subpackage (engine/, sweep/, reports/, ...) taken as one node and each
     top-level module as another, no two import each other, however indirectly (a circle only through
-    a folder's different files would leave the README's picture wrong)."""
+    a folder's different files would leave the architecture page's picture wrong)."""
     cycle = graph.folded().cycle()
     assert cycle is None, f"package circle: {' <- '.join(cycle)}"
 
@@ -195,20 +195,20 @@ def test_a_circle_through_a_package_init_counts(tmp_path):
     assert build_graph(pkg).cycle() is None
 
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+#: the page that holds the architecture: the layers table and the module table the tests read
+ARCHITECTURE = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
 
 
 def readme_layers(text: str) -> list[list[str]]:
-    """The README's layers, bottom to top: each a list of places, ``errors.py`` (a module) or ``util/`` (a
+    """The layers of docs/architecture.md, bottom to top: each a list of places, ``errors.py`` (a module) or ``util/`` (a
     room), from the rows ``| N | `place`, ... | ... |`` of the table under "Layers, bottom to top"."""
-    section = text.split("## Architecture\n", 1)[1].split("\n## ", 1)[0]
-    after = section.split("Layers, bottom to top", 1)[1]
+    after = text.split("Layers, bottom to top", 1)[1]
     table = after[after.index("\n|"):].split("\n\n", 1)[0]  # the table: from its first row to a blank line
     layers = []
     for line in table.splitlines():
         row = re.match(r"\| *(\d+) *\|([^|]*)\|", line)
         if row:
-            assert int(row.group(1)) == len(layers) + 1, f"README's layers out of order at: {line}"
+            assert int(row.group(1)) == len(layers) + 1, f"docs/architecture.md's layers out of order at: {line}"
             layers.append(re.findall(r"`([\w/]+(?:\.py|/))`", row.group(2)))
     return layers
 
@@ -225,7 +225,7 @@ def layer_of(layers: list[list[str]], module: str) -> int | None:
 
 def upward_imports(graph: ImportGraph, layers: list[list[str]]) -> list[str]:
     """Every import against the layers: an importer below what it imports, or a module in no layer."""
-    out = [f"{m} is in no layer of the README's table" for m in graph.modules if layer_of(layers, m) is None]
+    out = [f"{m} is in no layer of the architecture table (docs/architecture.md)" for m in graph.modules if layer_of(layers, m) is None]
     for importer, targets in graph.edges.items():
         low = layer_of(layers, importer)
         for target, line in targets.items():
@@ -236,7 +236,7 @@ def upward_imports(graph: ImportGraph, layers: list[list[str]]) -> list[str]:
 
 
 def test_imports_flow_down_the_readmes_layers(graph):
-    layers = readme_layers(README.read_text(encoding="utf-8"))
+    layers = readme_layers(ARCHITECTURE.read_text(encoding="utf-8"))
     assert len(layers) >= 8 and ["util/"] in layers  # the table was found, not an empty picture
     assert upward_imports(graph, layers) == []
 
@@ -255,7 +255,8 @@ def test_the_layer_check_fails_on_an_arrow_up(tmp_path):
     (pkg / "retire.py").write_text("from conda_distro.state.records import x\n")
     assert upward_imports(build_graph(pkg), layers) == []
     (pkg / "stray.py").write_text("")  # a module nobody placed is refused too
-    assert upward_imports(build_graph(pkg), layers) == ["conda_distro.stray is in no layer of the README's table"]
+    assert upward_imports(build_graph(pkg), layers) == [
+        "conda_distro.stray is in no layer of the architecture table (docs/architecture.md)"]
 
 
 def test_the_readme_layers_are_read_as_written():
@@ -268,14 +269,13 @@ def test_the_readme_layers_are_read_as_written():
 
 
 def test_readme_lists_every_module(graph):
-    """The README's architecture table names every module of the package (cli/ as ``cli/*.py``)."""
+    """docs/architecture.md's module table names every module of the package (cli/ as ``cli/*.py``)."""
     import re as _re
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Architecture\n", 1)[1].split("\n## ", 1)[0]
+    section = ARCHITECTURE.read_text(encoding="utf-8")
     listed = set(_re.findall(r"`([\w/]+\.py)`", section))
     modules = {p.relative_to(PACKAGE_DIR).as_posix() for p in graph.modules.values()}
     missing = sorted(m for m in modules if m not in listed and not (m.startswith("cli/") and "cli/*.py" in section))
-    assert not missing, f"README's architecture section does not list: {missing}"
+    assert not missing, f"docs/architecture.md does not list: {missing}"
     stale = sorted(m for m in listed if m not in modules and "*" not in m and not m.startswith("tests/"))
-    assert not stale, f"README's architecture section lists modules that do not exist: {stale}"
+    assert not stale, f"docs/architecture.md lists modules that do not exist: {stale}"

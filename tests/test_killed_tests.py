@@ -1,7 +1,7 @@
 """A test the kernel (or anyone outside) kills is an infrastructure error, not a verdict on the package;
 test environments go to a RAM disk only while memory has room for them.
 
-The repro (issue 13's real world): two builds with two jobs each put ~11 GB of PyTorch test environments
+The repro (the real world): two builds with two jobs each put ~11 GB of PyTorch test environments
 into RAM disks, the kernel's OOM killer ended gpytorch's test on pytorch 2.15.0 (cuda) with SIGKILL, and
 the run recorded it as gpytorch *failing* there.
 """

@@ -275,7 +275,7 @@ def test_bad_config_exits_2_and_writes_nothing(root, capsys):
 
 
 def test_corrupt_staging_file_is_held_and_never_placed(root, capsys):
-    """The sealed sha256 of the results is re-checked against the file's bytes (issue 11): a staging file
+    """The sealed sha256 of the results is re-checked against the file's bytes: a staging file
     that is not the one tested is held, the rest is promoted."""
     st = by_name(staging_files(root / "build" / "channels" / "staging"))
     (root / "build" / "channels" / "staging" / st["gamma"].artifact).write_bytes(b"garbage")

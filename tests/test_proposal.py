@@ -1,4 +1,4 @@
-"""`conda-distro propose`, the proposal schema and the proposal-* lint checks (spec §2, §5)."""
+"""`conda-distro propose`, the proposal schema and the proposal-* lint checks."""
 
 from __future__ import annotations
 

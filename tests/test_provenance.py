@@ -1,4 +1,4 @@
-"""Provenance (issue 12): artifacts and test results record the recipe input hash and the commit they
+"""Provenance: artifacts and test results record the recipe input hash and the commit they
 came from; `check-pr` builds in a scope of its own; `promote` takes only what this checkout's recipes
 built and tested (`not-from-this-checkout` otherwise); the ledger's commit is the build's commit.
 

@@ -471,7 +471,7 @@ def test_retired_dependents_do_not_block(promoted, capsys):
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 14: builds in staging, bot commits, the failing release, never-promoted packages
+# builds in staging, bot commits, the failing release, never-promoted packages
 
 
 def stage(root: Path, name: str, version: str, outcomes: dict[tuple[str, str], str], date: dt.datetime,

@@ -1,4 +1,4 @@
-"""The sandbox world (spec section 9): `create_sandbox`, its upstream channel, cache and CLI.
+"""The sandbox world: `create_sandbox`, its upstream channel, cache and CLI.
 
 The module fixture creates one world through the machine-wide cache ($CONDA_DISTRO_CACHE or
 ~/.cache/conda-distro): the first run on a machine builds python + 6 stand-ins (about 15 s; parallel

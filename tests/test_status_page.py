@@ -284,7 +284,7 @@ def test_as_of_shows_the_past(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 14: failures in staging, logs, per-release progress, excuses, recipe links
+# failures in staging, logs, per-release progress, excuses, recipe links
 
 
 def write_log(root: Path, name: str, text: str) -> str:
@@ -534,6 +534,12 @@ def test_a_package_blocked_by_a_failing_dependency_is_blocked_not_untested(tmp_p
     assert page.statuses()["onbroken"] == row(NT, NT, NT, NT, NT, NT)  # main: nothing there
     assert "not built: waits for broken" in res.stdout and "not built: waits for onbroken" in res.stdout
     assert "blocked: not built: broken fails or is blocked here" in page.staged[("onbroken", "2.4.1", "cpu")]["title"]
+    # the excuses name them too: the gate has no candidate for a package never built, so without this list
+    # a reader of "why is it not in main" would not find it
+    never = re.search(r'<div class="excuse-group never-built".*?</div>', res.stdout, re.S)
+    assert never is not None
+    assert re.findall(r'data-package="(\w+)" data-waits-for="([^"]*)"', never.group()) == [
+        ("onbroken", "broken"), ("onhooky", "hooky"), ("ononbroken", "onbroken")]
 
 
 def test_a_staged_infrastructure_error_reads_not_tested(tmp_path):
@@ -586,3 +592,30 @@ def test_progress_counts_packages_whose_pins_exclude_a_release(built_world: Path
     assert f"2.7.0: 1 of {len(recipes)} packages of the distribution admit and pass" in html
     assert '<span class="lag" data-package="layerkit" data-why="pins exclude it">' in html
     assert not re.search(r"2\.7\.0: \d+/\d+ pass", html)
+
+
+def test_page_shows_when_it_was_made_forced_promotions_and_does_not_clip_the_matrix(tmp_path):
+    """The header says when the page was generated; an artifact a `force` hint let into main is listed with
+    who forced it; the stylesheet gives the matrix the window's width (a max-width on the page clipped the
+    newest release's columns into a scroll box even on a wide screen)."""
+    from conda_distro.reports.status import StatusOptions, write_status
+    from conda_distro.state.ledger import Ledger
+
+    root = make_scenario(tmp_path / "distro")
+    ledger = Ledger(root / "channel_state")
+    state = ledger.load("fine")
+    assert state is not None
+    state.artifacts[0].forced_by = "octocat"
+    ledger.save(state)
+    before = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
+    written = write_status(StatusOptions(out=tmp_path / "site", root=root, as_of=AS_OF.isoformat())).written
+    html = written[0].read_text()
+    stamp = re.search(r'<time class="generated" datetime="([^"]+)">([^<]+) UTC</time>', html)
+    assert stamp is not None and dt.datetime.fromisoformat(stamp.group(1).replace("Z", "+00:00")) >= before
+    forced = re.search(r'<section id="forced">.*?</section>', html, re.S)
+    assert forced is not None
+    assert 'data-package="fine"' in forced.group() and "octocat" in forced.group()
+    assert state.artifacts[0].artifact.split("/")[-1] in forced.group()
+    css = (tmp_path / "site" / "style.css").read_text()
+    main_rule = re.search(r"^main \{([^}]*)\}", css, re.M)
+    assert main_rule is not None and "max-width" not in main_rule.group(1)

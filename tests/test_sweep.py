@@ -1,4 +1,4 @@
-"""Release-day sweep (spec §7): `conda-distro sweep --pytorch VER [--commit]`.
+"""Release-day sweep: `conda-distro sweep --pytorch VER [--commit]`.
 
 End to end on the sandbox world with a new stand-in release published into its upstream channel:
 statuses per package, recipe diffs line by line, the git branch and its commits, a bugfix release
@@ -180,7 +180,7 @@ def test_sweep_new_minor_release_commits_one_package_per_commit(world27: Path, c
 
     code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--commit")
 
-    assert code == 0  # the sweep ran: failures are statuses in the report (spec §7), `ok` says so
+    assert code == 0  # the sweep ran: failures are statuses in the report, `ok` says so
     assert doc["release"] == "2.7.0" and doc["ok"] is False
     status = {p["name"]: p["status"] for p in doc["packages"]}
     assert status == {**{n: "bumped" for n in BUMPED}, "visionkit": "needs-new-version", "hookprofiler": "failed",
@@ -681,7 +681,7 @@ def test_add_release_block_list_adds_one_line(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# sweep edits keep meaning (issue 10): only the version part of a pytorch pin is widened; build
+# sweep edits keep meaning: only the version part of a pytorch pin is widened; build
 # strings, brackets and channels stay; every pin the release must satisfy is edited; the recipe's own
 # outputs are never touched. Each edited text is also read and rendered by rattler-build itself.
 
@@ -922,7 +922,7 @@ def test_exact_pin_fails_that_package_with_the_reason():
 
 
 # ---------------------------------------------------------------------------------------------
-# sweep --commit is resumable (issue 11): kill -9 at each step, then a rerun finishes the branch
+# sweep --commit is resumable: kill -9 at each step, then a rerun finishes the branch
 
 
 def sweep_subprocess(world: Path, *argv: str, crash_at: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -1215,7 +1215,7 @@ def test_other_release_waits_for_the_unfinished_sweep(world27: Path, capsys):
 
 
 # ---------------------------------------------------------------------------------------------
-# sweep and build take a lock (issue 11): a second run waits (bounded) or exits 2
+# sweep and build take a lock: a second run waits (bounded) or exits 2
 
 HOLD_LOCK = ("import sys, time; from filelock import FileLock; l = FileLock(sys.argv[1]); l.acquire(); "
              "print('held', flush=True); time.sleep(float(sys.argv[2]))")

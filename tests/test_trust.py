@@ -1,4 +1,4 @@
-"""Trust (spec §11, issue 11 items 2 and 3): recipe code runs sandboxed, results are written by the
+"""Trust: recipe code runs sandboxed, results are written by the
 orchestrator and sealed with the artifact's sha256, and a recipe publishes only the names it declares.
 
 Real engines throughout: builds and tests with rattler-build inside bubblewrap, promotion into a local
@@ -150,8 +150,10 @@ def test_install_script_is_what_the_readme_and_ci_run(tmp_path):
     test_cmd = next(ln for ln in ci.splitlines() if "pytest" in ln)
     assert test_cmd.startswith(".ci/install-sandbox && ")
     assert f"\n{test_cmd}\n" in readme  # .ci/run runs exactly the README's test command
-    main_cmd = next(ln for ln in readme.splitlines() if "conda-distro sandbox /tmp/distro-world" in ln)
+    main_cmd = next(ln for ln in readme.splitlines() if "conda-distro sandbox " in ln and ln.startswith(".ci/"))
     assert main_cmd.startswith(".ci/install-sandbox && ")
+    # a world folder of its own per run (two people on one machine never wipe each other's), never --force
+    assert 'W=$(mktemp -d ' in main_cmd and 'conda-distro sandbox "$W"' in main_cmd and "--force" not in main_cmd
     script = REPO / ".ci/install-sandbox"
     assert os.access(script, os.X_OK)
     # where bwrap already is, it does nothing and succeeds; without it and without a way to install, it
@@ -181,7 +183,7 @@ PROBE = generic_recipe("probepkg", ["echo probe > $PREFIX/share/probepkg/README"
 
 @pytest.mark.slow
 def test_ci_env_cannot_rename_an_artifact_repro(sandbox_world, capsys, monkeypatch):
-    """Issue 11 item 2: `CI=true conda-distro build probepkg` built and promoted tensorutils-0.1.0."""
+    """A repro: `CI=true conda-distro build probepkg` built and promoted tensorutils-0.1.0."""
     add_recipe(sandbox_world, "probepkg", PROBE)
     monkeypatch.setenv("CI", "true")
     code, doc = run_json_at(capsys, sandbox_world, "build", "probepkg", "--pytorch", "2.6.0")
@@ -277,7 +279,7 @@ FORGE = ("for d in /proc/[0-9]*/cwd {root}; do for f in \"$d\"/build/results/*fa
 @pytest.mark.slow
 @needs_bwrap
 def test_a_test_script_cannot_forge_another_packages_results_repro(built_world, capsys):
-    """Issue 11 item 3: a test script looped over /proc/*/cwd and rewrote build/results/*fastquant*.json
+    """A repro: a test script looped over /proc/*/cwd and rewrote build/results/*fastquant*.json
     from failed to passed; promote then promoted fastquant, which fails everywhere."""
     add_recipe(built_world, "forger", generic_recipe("forger", [], [FORGE.format(root=built_world)]))
     before = results_files(built_world)

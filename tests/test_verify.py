@@ -2,7 +2,7 @@
 solving, the install uses a package cache of the run's own (a deleted file cannot come from a warm
 cache), and an ``anaconda://`` main is read through ``ANACONDA_API_URL``, not conda.anaconda.org.
 
-Repros (issue 11): delete an artifact from main / append a byte to one -> "ok"; ``--keep FILE`` ->
+Repros: delete an artifact from main / append a byte to one -> "ok"; ``--keep FILE`` ->
 traceback; an anaconda:// main ignored ANACONDA_API_URL.
 """
 
@@ -124,7 +124,7 @@ def test_verify_reads_an_anaconda_main_through_the_api_url(promoted, capsys, mon
 
 
 # ---------------------------------------------------------------------------------------------
-# cpu vs cuda from the solved pytorch record (issue 12): build string and __cuda, what users get;
+# cpu vs cuda from the solved pytorch record: build string and __cuda, what users get;
 # the import probe only where pytorch is a Python package
 
 

@@ -2,7 +2,7 @@
 
 actionlint, zizmor (the project's `[test]` extras) and shellcheck must report nothing; the security rules
 the workflows follow are also asserted directly on the parsed YAML, so that they hold even where a linter
-cannot be installed. Two rules of spec §11 are checked by rule *and* by running the steps
+cannot be installed. Two workflow rules (docs/operate.md) are checked by rule *and* by running the steps
 (tests/support/ghrunner.py runs a job's `run:` steps under the shell GitHub would use, with shims for the tools):
 - every `run:` step runs under bash with pipefail, so a failing gate fails its job;
 - recipe code (`conda-distro build|sweep|check-pr`) never shares a job with a write permission, a secret
@@ -400,7 +400,7 @@ def test_pull_request_template_checklist():
 
 
 # ---------------------------------------------------------------------------------------------
-# spec §11 as rules: pipefail everywhere; recipe code never next to a write permission, secret or token
+# the workflow rules (docs/operate.md): pipefail everywhere; recipe code never next to a write permission, secret or token
 
 # Commands that run recipe code (build and test scripts): `conda-distro build|sweep|check-pr`, however invoked.
 RECIPE_CODE = re.compile(r"(?:\bconda-distro|\bpython3?\s+-m\s+conda_distro)\s+(?:build|sweep|check-pr)\b"
@@ -433,7 +433,7 @@ def _runs_recipe_code(job: dict) -> list[str]:
 
 
 def workflow_violations(name: str, doc: dict) -> list[str]:
-    """Every breach of spec §11's two workflow rules in one parsed workflow."""
+    """Every breach of the two workflow rules in one parsed workflow."""
     found = []
     if ((doc.get("defaults") or {}).get("run") or {}).get("shell") != "bash":
         found.append(f"{name}: no `defaults: run: shell: bash`")
@@ -488,7 +488,7 @@ def test_the_token_jobs_run_no_recipe_code():
         assert _runs_recipe_code(job) and _perm_map(job["permissions"]) == {"contents": "read"} and not _job_tokens({}, job)
 
 
-# What the rules catch: the workflows as they were before spec §11 (trimmed to the parts that matter).
+# What the rules catch: the workflows as they were before those rules (trimmed to the parts that matter).
 _BEFORE = {
     "no shell anywhere": ({}, {"permissions": {"contents": "read"},
                                "steps": [{"run": "conda-distro check-pr | tee -a \"$GITHUB_STEP_SUMMARY\""}]},
@@ -556,7 +556,7 @@ def test_shellcheck_reports_nothing():
 
 
 # ---------------------------------------------------------------------------------------------
-# spec §11 by running the steps: a failing gate fails its job
+# the workflow rules by running the steps: a failing gate fails its job
 
 # A step is a piped gate when a conda-distro command's exit code would be lost in a pipe (`… | tee`).
 PIPED = re.compile(r"(?:\bconda-distro|-m\s+conda_distro)\s[^|\n]*(?<!\|)\|(?!\|)")
@@ -1011,7 +1011,7 @@ def test_comment_job_believes_the_artifact_only_as_data(tmp_path, case):
         assert run.ok is (case == "another PR's number")
 
 
-# --- variant runners (issue 16): the runners job reads distro.yaml's ci.runners, the build job tests the
+# --- variant runners: the runners job reads distro.yaml's ci.runners, the build job tests the
 # variants of its own runner, each other variant is tested by a job on its runner
 
 
@@ -1060,7 +1060,7 @@ def test_the_build_job_tests_its_variants_and_the_test_job_one_variant(wf, tmp_p
     assert test.startswith("build ") and "--variant cuda" in test and "--variant cpu" not in test
 
 
-# --- automerge (issue 16): the passing packages' PRs are labelled and auto-merged once the gate is green
+# --- automerge: the passing packages' PRs are labelled and auto-merged once the gate is green
 
 
 def test_automerge_off_in_distro_yaml_labels_and_merges_nothing(tmp_path):

@@ -1,4 +1,4 @@
-"""distro.yaml: the distribution's definition (spec §1), as a typed, strict model."""
+"""distro.yaml: the distribution's definition, as a typed, strict model."""
 
 from __future__ import annotations
 

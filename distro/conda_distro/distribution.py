@@ -1,4 +1,4 @@
-"""A distribution repository, loaded: distro.yaml + every recipe (spec §1)."""
+"""A distribution repository, loaded: distro.yaml + every recipe."""
 
 from __future__ import annotations
 

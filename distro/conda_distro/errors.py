@@ -13,7 +13,7 @@ from pathlib import Path
 
 
 class ExitCode(enum.IntEnum):
-    """Stable exit codes of every command (spec §2)."""
+    """Stable exit codes of every command."""
 
     OK = 0
     FAILURES = 1  # the command ran and found failures

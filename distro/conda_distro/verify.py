@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,8 @@ class VerifyOptions:
     pytorch: tuple[str, ...] = ()
     keep: Path | None = None  # keep the environments under this folder (default: temporary)
     root: Path | None = None  # the distribution's folder (None: found from the current one); for verify()
+    #: called before each release × variant is verified and once at the end: (done, total, what is next)
+    progress: Callable[[int, int, str], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -147,9 +150,9 @@ class VerifyResult:
         lines = []
         for r in self.results:
             if r.skipped:
-                lines.append(f"pytorch {r.pytorch} ({variant_label(r.variant, r.gpu)}): skipped — {r.skipped}")
+                lines.append(f"pytorch {r.pytorch} {variant_label(r.variant, r.gpu)}: skipped — {r.skipped}")
                 continue
-            lines.append(f"pytorch {r.pytorch} ({variant_label(r.variant, r.gpu)}): {'ok' if r.ok else 'FAILED'} — "
+            lines.append(f"pytorch {r.pytorch} {variant_label(r.variant, r.gpu)}: {'ok' if r.ok else 'FAILED'} — "
                          f"{len(r.installed)} packages installed, {sum(c.ok for c in r.checks)}/{len(r.checks)} "
                          "checks passed")
             for name, why in sorted(r.left_out.items()):
@@ -322,7 +325,10 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
         needs: dict[str, frozenset[str]] = {}
         for f in files:
             needs[f.name] = needs.get(f.name, frozenset()) | lockstep_of(f)
-        for target in (Target(r, v) for r in releases for v in dist.config.pytorch.variants):
+        targets = [Target(r, v) for r in releases for v in dist.config.pytorch.variants]
+        for i, target in enumerate(targets):
+            if options.progress:
+                options.progress(i, len(targets), f"verifying pytorch {target.pytorch} {target.variant}")
             if target in available.missing:
                 results.append(TargetVerification(target.pytorch, target.variant, True, skipped=available.missing[target]))
                 continue
@@ -331,6 +337,8 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
             res = _verify_target(solver, dist, target, [n for n in names if n not in left_out], workdir, cache, gpu)
             res.left_out = left_out
             results.append(res)
+        if options.progress:
+            options.progress(len(targets), len(targets), "verified")
     finally:
         _remove_tree(scratch)
     return VerifyResult(results, drift)

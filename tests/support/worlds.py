@@ -129,5 +129,5 @@ def built_world(built_template: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def built_report(built_template: Path) -> dict:
-    """The JSON report (spec §2 `build`) of the session's `build --all`."""
+    """The JSON report of the session's `build --all`."""
     return json.loads((built_template / REPORT).read_text())

@@ -49,7 +49,7 @@ BUILDABLE_FILES = ("distro.yaml",)
 class CheckPrOptions:
     base: str
     build: bool = True
-    jobs: int = 1
+    jobs: int | None = 1  # None: what the machine holds
     sandbox: bool = True  # False: --no-sandbox
     root: Path | None = None  # the distribution's folder (None: found from the current one)
     log_url: str | None = None  # where the CI run's logs can be read ('{path}' in it: the log's path); output only

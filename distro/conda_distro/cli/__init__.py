@@ -117,7 +117,9 @@ def command() -> Any:
     """
     from typer.main import get_command
 
-    return get_command(app)
+    from conda_distro.cli.app import guessable
+
+    return guessable(get_command(app))
 
 
 def _main(argv: list[str] | None) -> int:

@@ -30,8 +30,12 @@ class _FlowOrder(typer.core.TyperGroup):
         return sorted(names, key=lambda n: (rank.get(n, len(rank)), names.index(n)))
 
 
+#: ``-h`` as well as ``--help``, on every command (subcommands inherit it from the top context)
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     name="conda-distro",
+    context_settings=HELP_OPTIONS,
     help="Run an integration-tested conda distribution of PyTorch-ecosystem packages.",
     cls=_FlowOrder,
     no_args_is_help=True,
@@ -39,6 +43,70 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+#: the placeholder help shows for an option's or argument's value, by parameter name (default: the name in
+#: capitals); a choice shows its choices (``[text|json]``)
+METAVARS = {"changed_since": "REF", "base": "REF", "pytorch": "VERSION", "lock_timeout": "SECONDS", "root": "DIR",
+            "out": "DIR", "keep": "DIR", "jobs": "N", "shards": "N", "author": "'NAME <EMAIL>'", "log_url": "URL",
+            "maintainer": "HANDLE", "homepage": "URL", "repository": "URL", "by": "PERSON", "check": "CHECK_ID",
+            "affected_by": "NAME", "from_": "WHERE", "names": "NAME", "license": "SPDX_ID", "reason": "TEXT",
+            "summary": "TEXT"}
+
+
+class _Argument(typer.core.TyperArgument):
+    """An argument shown as its capitalised metavar (``NAME``, ``[NAME]...``), without a Python type."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+
+def _json_alias(args: list[str]) -> list[str]:
+    """``--json`` is ``--format json`` (arguments after ``--`` are left alone)."""
+    end = args.index("--") if "--" in args else len(args)
+    return [("--format=json" if a == "--json" and i < end else a) for i, a in enumerate(args)]
+
+
+def _choices(p: Any) -> list[str]:
+    desc = getattr(p, "type_descriptor", None)
+    return [str(c) for c in (desc.choices or ())] if desc is not None and desc.is_choice else []
+
+
+def _json_option() -> Any:
+    """The ``--json`` flag as help lists it (``_json_alias`` turns it into ``--format=json`` before parsing)."""
+    from typer.main import get_command
+
+    probe = typer.Typer()
+
+    @probe.command()
+    def _probe(json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False) -> None: ...
+
+    option = next(p for p in get_command(probe).params if p.name == "json")
+    option.expose_value = False
+    return option
+
+
+def guessable(cmd: Any) -> Any:
+    """What people guess, on every command of the tree built from ``app``: metavars in capitals instead of
+    Python types (``--pytorch VERSION``, ``NAME...``), and ``--json`` wherever ``--format`` takes ``json``."""
+    for p in cmd.params:
+        if isinstance(p, typer.core.TyperArgument) and not isinstance(p, _Argument):
+            p.__class__ = _Argument
+        if p.metavar is None and not getattr(p, "is_flag", False) and p.name:
+            choices = _choices(p)
+            p.metavar = ("[" + "|".join(str(c) for c in choices) + "]") if choices else METAVARS.get(p.name, p.name.upper())
+    fmt = next((p for p in cmd.params if p.name == "format"), None)
+    if fmt is not None and "json" in _choices(fmt):
+        cmd.params.insert(cmd.params.index(fmt) + 1, _json_option())
+        parse = cmd.parse_args
+        cmd.parse_args = lambda ctx, args, _parse=parse: _parse(ctx, _json_alias(list(args)))
+    for sub in getattr(cmd, "commands", {}).values():
+        guessable(sub)
+    return cmd
+
 
 def _version(value: bool) -> None:
     if value:
@@ -62,8 +130,6 @@ RootOpt = Annotated[
                  file_okay=False, show_default=False),
 ]
 
-JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256,
-                                      help="How many packages to build and test at once (one worker process each).")]
 NoSandboxOpt = Annotated[bool, typer.Option("--no-sandbox",
                                             help="Run build and test scripts unsandboxed (no bubblewrap); never in CI.")]
 
@@ -85,12 +151,15 @@ class _LazyConsole:
         self._kwargs = kwargs
         self._console: Console | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    def _get(self) -> Console:
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(**self._kwargs)
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)
 
 
 
@@ -117,6 +186,12 @@ LintFormat = Literal[Format.text, Format.json, Format.github]
 GraphFormat = Literal[Format.text, Format.json, Format.dot, Format.github_matrix, Format.github_runners]
 
 FormatOpt = Annotated[TextJson, typer.Option("--format", help="Output format.")]
+
+#: ``--jobs``/``-j`` of build, check-pr and sweep (None: what the machine holds, decided by the library)
+JobsOpt = Annotated[int | None, typer.Option(
+    "--jobs", "-j", min=1, max=256, show_default=False,
+    help="How many packages to build and test at once (one worker process each; default: one per core, "
+         "no more than the available memory holds at 2 GB each).")]
 
 
 def print_json(data: Any) -> None:
@@ -165,6 +240,44 @@ def emit(result: Result, format: Format) -> int:
         for line in getattr(result, f"{format.name}_lines")():
             out(line)
     return int(result.exit_code)
+
+
+def interactive() -> bool:
+    """Live progress only for a person watching: stderr is a terminal and not under CI (``CI=true``)."""
+    import os
+
+    return sys.stderr.isatty() and os.environ.get("CI", "").lower() not in ("true", "1")
+
+
+class StepProgress:
+    """A rich progress bar with the time left (ETA) on stderr, fed by a library's ``progress(done, total, what)``
+    callback (:func:`progress_bar`); it goes away when ``done`` reaches ``total`` (or at exit)."""
+
+    def __init__(self) -> None:
+        self._progress: Any = None
+        self._task: Any = None
+
+    def update(self, done: int, total: int, what: str) -> None:
+        if self._progress is None:
+            import atexit
+
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                      console=stderr._get(), transient=True)
+            self._progress.start()
+            atexit.register(self._progress.stop)
+            self._task = self._progress.add_task(what, total=total)
+        self._progress.update(self._task, completed=done, total=total, description=what)
+        if done >= total:
+            self._progress.stop()
+
+
+def progress_bar() -> Any:
+    """The ``progress`` callback a long command hands to the library: a bar with the time left on a terminal;
+    None (nothing shown, only the result printed) when stderr is not a terminal or under CI."""
+    return StepProgress().update if interactive() else None
 
 
 def warn_no_sandbox(no_sandbox: bool) -> None:

@@ -31,7 +31,7 @@ def build(
     variant: Annotated[list[str] | None, typer.Option("--variant",
             help="Test only this variant, cpu or cuda (repeatable; default: every variant of distro.yaml). CI runs "
                  "each on the runner distro.yaml's ci.runners names.")] = None,
-    jobs: JobsOpt = 1,
+    jobs: JobsOpt = None,
     engine: Annotated[str, typer.Option("--engine", help="rattler-build (default) or conda-build (when on PATH).")] = "rattler-build",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; build nothing.")] = False,
     retry_errors: Annotated[bool, typer.Option("--retry-errors",

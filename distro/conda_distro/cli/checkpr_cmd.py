@@ -13,7 +13,7 @@ from conda_distro.cli.app import Format, JobsOpt, NoSandboxOpt, RootOpt, TextJso
 def check_pr_cmd(
     base: Annotated[str, typer.Option("--base", help="The PR's base ref, e.g. origin/main.")] = "origin/main",
     no_build: Annotated[bool, typer.Option("--no-build", help="Skip build and test (when sharded jobs do them).")] = False,
-    jobs: JobsOpt = 1,
+    jobs: JobsOpt = None,
     no_sandbox: NoSandboxOpt = False,
     log_url: Annotated[str | None, typer.Option(
         "--log-url", envvar="CONDA_DISTRO_LOG_URL", show_default=False,

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from conda_distro.cli.app import Format, FormatOpt, app, emit, stderr
+from conda_distro.cli.app import HELP_OPTIONS, Format, FormatOpt, app, emit, stderr
 
 
 class _DefaultCreate(TyperGroup):
@@ -23,8 +23,16 @@ class _DefaultCreate(TyperGroup):
             args = ["create", *args]
         return super().parse_args(ctx, args)
 
+    def format_help(self, ctx, formatter):
+        """Help as the README writes the command: `sandbox [OPTIONS] DIR` with its options, then the other
+        subcommand (``create`` is the hidden name of the default)."""
+        create = self.commands["create"]
+        create.format_help(ctx.__class__(create, info_name=ctx.info_name, parent=ctx.parent), formatter)
+        self.format_commands(ctx, formatter)
+
 
 sandbox_app = typer.Typer(name="sandbox", cls=_DefaultCreate, no_args_is_help=True, add_completion=False,
+                          context_settings=HELP_OPTIONS,
                           rich_markup_mode=None,
                           help="The sandbox world: `sandbox DIR` creates one; `sandbox publish-release DIR VERSION` "
                                "adds a stand-in PyTorch release to its upstream channel.")
@@ -32,13 +40,13 @@ app.add_typer(sandbox_app, name="sandbox")
 
 
 def _progress(interactive: bool) -> Callable[[str], None] | None:
-    """Progress lines on a terminal; under CI or a pipe they go to the log only (spec section 2)."""
+    """Progress lines on a terminal; under CI or a pipe they go to the log only."""
     if not interactive:
         return None
     return lambda msg: stderr.print(f"[dim]{msg}[/]", markup=True, highlight=False)
 
 
-@sandbox_app.command("create")
+@sandbox_app.command("create", hidden=True)
 def sandbox(
     dir: Annotated[Path, typer.Argument(help="The folder to create the sandbox world in.", metavar="DIR", show_default=False)],
     force: Annotated[bool, typer.Option("--force", help="Delete the content of a non-empty DIR first.")] = False,
@@ -46,7 +54,7 @@ def sandbox(
                                            "copying it from $CONDA_DISTRO_CACHE (~/.cache/conda-distro).")] = False,
     real: Annotated[bool, typer.Option("--real", help="The real world: this repository's recipes/ and distro.yaml "
                                        "against real PyTorch, with an upstream channel converted from PyPI wheels "
-                                       "(first run downloads several GB; see README 'Against real PyTorch').")] = False,
+                                       "(first run downloads several GB; see docs/develop/real-world.md).")] = False,
     refresh: Annotated[bool, typer.Option("--refresh", help="With --real: resolve again with pip, rewrite the lock "
                                           "(real-world.lock.json) and print what changed; without it the world is "
                                           "made of exactly the locked files.")] = False,
@@ -56,7 +64,8 @@ def sandbox(
     format: FormatOpt = Format.text,
 ) -> int:
     """Create a self-contained, offline distribution world in DIR: an upstream channel with the host
-    python and stand-in pytorch releases (cpu and cuda builds), and a set of sandbox recipes."""
+    python and stand-in pytorch releases (cpu and cuda builds), and a set of sandbox recipes. A non-empty
+    DIR is refused unless --force, and --force refuses a folder that is not a sandbox world of this user."""
     from conda_distro.sandbox import SandboxOptions, create_world
 
     interactive = stderr.is_terminal and not os.environ.get("CI") and sys.stderr.isatty()

@@ -60,7 +60,7 @@ def sweep(
             help="Print the plan (as a real run would, marked dry); edit, build and commit nothing. The release must "
                  "be published upstream.")] = False,
     no_build: Annotated[bool, typer.Option("--no-build", help="Edit only; skip building and testing.")] = False,
-    jobs: JobsOpt = 1,
+    jobs: JobsOpt = None,
     no_sandbox: NoSandboxOpt = False,
     author: Annotated[str, typer.Option("--author", help="Commit author 'Name <email>'.")] = "conda-distro bot <bot@conda-distro.invalid>",
     lock_timeout: Annotated[float, lock_timeout_opt(

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, emit
+from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, emit, progress_bar
 
 
 @app.command("verify-channel")
@@ -18,7 +18,8 @@ def verify_channel_cmd(
     format: FormatOpt = Format.text,
 ) -> int:
     """Install from main + upstream as an end user would, for each release × variant; run import tests;
-    check channel_state/ against the channel."""
+    check channel_state/ against the channel. On a terminal, a progress bar with the time left."""
     from conda_distro.verify import VerifyOptions, verify
 
-    return emit(verify(VerifyOptions(pytorch=tuple(pytorch or ()), keep=keep, root=root)), format)
+    return emit(verify(VerifyOptions(pytorch=tuple(pytorch or ()), keep=keep, root=root, progress=progress_bar())),
+                format)

@@ -48,6 +48,29 @@ class NullReporter:
     def finished(self) -> None: ...
 
 
+#: what one package's build and test workers need at most, on a typical recipe (solver, rattler-build, the
+#: test environment): ``--jobs`` by default starts no more packages at once than the memory holds
+MEMORY_PER_JOB = 2 * 1024**3
+
+
+def machine_jobs() -> int:
+    """How many packages to build and test at once when ``--jobs`` is not given: one per core this process
+    may run on, and no more than the available memory holds (:data:`MEMORY_PER_JOB` each); at least 1."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    available = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    by_memory = cores if available is None else available // MEMORY_PER_JOB
+    return max(1, min(cores, by_memory))
+
+
 @dataclass(frozen=True)
 class ExecContext:
     staging: Path

@@ -63,11 +63,12 @@ class RichReporter(LogReporter):
     def __init__(self) -> None:
         super().__init__()
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         self.console = Console(stderr=True)
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=self.console, transient=True)
+                                 TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                 console=self.console, transient=True)
         self.task: TaskID | None = None
         self.running: list[str] = []
 

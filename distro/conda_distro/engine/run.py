@@ -11,7 +11,7 @@ from conda_distro.channels import crash_point, open_anaconda_channel
 from conda_distro.config import Limits
 from conda_distro.distribution import Distribution, Exclusions, load_distribution
 from conda_distro.engine.backends import make_builder
-from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter
+from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter, machine_jobs
 from conda_distro.engine.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.engine.limits import recipe_limits
 from conda_distro.engine.mirror import mirroring
@@ -37,7 +37,7 @@ class BuildOptions:
     all: bool = False
     changed_since: str | None = None
     pytorch: tuple[str, ...] = ()
-    jobs: int = 1
+    jobs: int | None = 1  # packages at once; None: what the machine holds (engine.executor.machine_jobs)
     engine: str = "rattler-build"
     dry_run: bool = False
     sandbox: bool = True  # False: --no-sandbox (recipe code runs unsandboxed; the CLI warns)
@@ -290,7 +290,7 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
         ctx = ExecContext(staging=paths.staging, main=main_channel(dist),
                           upstream=(*(f.as_uri() for f in fallback), *dist.distro.upstream_urls),
                           views=views, store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name,
-                          isolation=iso, jobs=options.jobs, fallback=fallback,
+                          isolation=iso, jobs=options.jobs or machine_jobs(), fallback=fallback,
                           provenance=build_provenance(dist.root, dist.distro.recipes_dir),
                           gpu=gpu is not None and gpu.available, root=dist.root, limits=limits,
                           default_limits=dist.config.limits, inputs=inputs)

@@ -1,4 +1,4 @@
-"""Where recipe code runs: a runner process with a fixed environment, inside bubblewrap (spec §11).
+"""Where recipe code runs: a runner process with a fixed environment, inside bubblewrap.
 
 Build and test scripts are recipe code. They run under the runner (``python -m
 conda_distro.engine.worker``) that calls rattler-build, and that process runs inside ``bwrap``. A

@@ -43,9 +43,10 @@ def _build_word(statuses: list[str]) -> str:
 
 
 def _where(pairs: list[tuple[str, str]]) -> str:
-    """[(2.4.1, cpu), (2.4.1, cuda), (2.5.1, cpu)] -> "2.4.1 (cpu, cuda), 2.5.1 (cpu)"."""
+    """[(2.4.1, cpu), (2.4.1, cuda), (2.5.1, cpu)] -> "2.4.1 (cpu, cuda), 2.5.1 (cpu)"; each variant once (a
+    package of several artifacts is tested once per artifact)."""
     by: dict[str, list[str]] = {}
-    for r, v in sorted(pairs, key=lambda rv: (_rkey(rv[0]), rv[1])):
+    for r, v in sorted(set(pairs), key=lambda rv: (_rkey(rv[0]), rv[1])):
         by.setdefault(r, []).append(v)
     return ", ".join(f"{r} ({', '.join(vs)})" for r, vs in by.items())
 

@@ -201,6 +201,8 @@ class Excuses(_Model):
                 old = e.old_version or "(new)"
                 lines.append(f"  {e.name} {old} -> {e.new_version}  {e.verdict}, {e.days_waiting} day(s) in staging")
                 lines += [f"    - {shown(r, 'text', width=REASON_WIDTH)}" for r in e.reasons]
+                lines += [f"    log: {r.package} on pytorch {r.pytorch} {r.variant}: {shown(r.log, 'text', width=600)}"
+                          for r in e.regressions if r.log]
                 if e.promote_with:
                     lines.append(f"    goes with: {', '.join(e.promote_with)}")
                 if e.verdict != "promote":
@@ -232,6 +234,7 @@ class Excuses(_Model):
                     "|---|---|---|---|---|"]
             for e in es:
                 why = "<br>".join(shown(r, width=REASON_WIDTH) for r in e.reasons) or "—"
+                why += "".join(f"<br>log: {_log_link(r)}" for r in e.regressions if r.log)
                 if e.promote_with:
                     why += f"<br>goes with {', '.join(e.promote_with)}"
                 if e.verdict != "promote" and e.advice:
@@ -243,6 +246,15 @@ class Excuses(_Model):
                 out += ["", "maintainers: " + " ".join(f"@{m}" for m in pings)]
             out.append("")
         return "\n".join(out + self._stale_markdown())
+
+
+def _log_link(r: Regression) -> str:
+    """A failing run's log in a markdown cell: a link when the log is a URL, its path as code otherwise."""
+    what = shown(f"{r.package} on pytorch {r.pytorch} {r.variant}", width=REASON_WIDTH)
+    log = r.log or ""
+    if log.startswith(("https://", "http://")) and not any(c in log for c in " ()<>|"):
+        return f"[{what}]({log})"
+    return f"{what}: {shown(log, 'code', width=600)}"
 
 
 def _first_seen(arts: list[str], inputs: Any) -> dt.datetime | None:

@@ -1,4 +1,4 @@
-"""``hints.yaml``: reviewed release-manager hints for the promotion gate (spec §10).
+"""``hints.yaml``: reviewed release-manager hints for the promotion gate.
 
 The file sits at the repository root, next to distro.yaml, and is optional (no file = no hints)::
 

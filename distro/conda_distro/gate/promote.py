@@ -1,4 +1,4 @@
-"""Promotion: staging -> main for every artifact whose tests all passed (spec §2 `promote`).
+"""Promotion: staging -> main for every artifact whose tests all passed.
 
 Two stages with a named type each:
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import difflib
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from conda_distro.distribution import Distribution, load_distribution, open_dist
 from conda_distro.engine.releases import Availability, Target, availability_if_readable
 from conda_distro.errors import ChannelError, ExitCode, LedgerError, UsageError
 from conda_distro.gate.excuses import EXCUSES_FILE, Excuses, ExcusesOptions, excuses_of, write_excuses
-from conda_distro.gate.hints import load_hints
+from conda_distro.gate.hints import HintSet, load_hints
 from conda_distro.gate.holds import Held, HoldClass, HoldReason
 from conda_distro.gate.installability import Installability, InstallabilityResult
 from conda_distro.gate.revdeps import Retest, RevdepInputs, Verdict, ident
@@ -138,6 +139,8 @@ class PlanInputs:
     owners: Mapping[str, Owner | None] | None = None
     #: staging builds that can never be promoted from this checkout (conda_distro.gate.staleness)
     stale: Mapping[str, Stale] = field(default_factory=dict)
+    #: what promote says about hints.yaml besides applying it (an expired hint does nothing: say so)
+    hint_notes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -151,6 +154,7 @@ class PromotionPlan:
     retests: list[Retest] = field(default_factory=list)  # reverse-dependency re-tests the promotion relies on
     forced: dict[str, str] = field(default_factory=dict)  # artifact -> who forced it (a force hint)
     hints_used: list[str] = field(default_factory=list)  # what each applied hint did
+    hint_notes: list[str] = field(default_factory=list)  # hints that did nothing, and why (expired)
     installability_solves: int = 0
 
     @property
@@ -179,6 +183,7 @@ class PromotionPlan:
             "sets": [list(s) for s in self.sets],
             "retests": [r.to_dict() for r in self.retests],
             "hints": list(self.hints_used),
+            "hint_notes": list(self.hint_notes),
         }
 
     def text_lines(self, done: bool = False) -> list[str]:
@@ -196,6 +201,7 @@ class PromotionPlan:
             if h.hold_class is not HoldClass.DONE:
                 lines.append(f"           what to do: {h.what_to_do}")
         lines += [f"  untested {a}  (no test results; run `conda-distro build`)" for a in self.untracked]
+        lines += [f"  hint     {n}" for n in self.hint_notes]
         failures = sum(h.reason.is_failure for h in self.held)
         stale = sum(h.hold_class is HoldClass.STALE for h in self.held)
         lines.append(f"{len(self.promote)} {'promoted' if done else 'to promote'}, {failures} held, "
@@ -322,6 +328,21 @@ def _hint(inputs: PlanInputs, action: str, f: ChannelFile) -> Any:
 def _hint_text(h: Any) -> str:
     line = f" (hints.yaml:{h.line})" if getattr(h, "line", None) else ""
     return f"{h.action} hint by {h.by}{line}: {h.reason}"
+
+
+def check_hints(hints: HintSet, today: dt.date, known: set[str]) -> tuple[str, ...]:
+    """What promote says of hints.yaml before it applies it: an expired hint does nothing (a note says so,
+    with what to do); a ``block`` hint naming a package neither a recipe, staging nor main knows is refused
+    (exit 2): it is a typo that would let through what someone meant to hold."""
+    for h in hints.active(today):
+        if h.action == "block" and h.package not in known:
+            close = difflib.get_close_matches(h.package, sorted(known), n=1, cutoff=0.6)
+            raise UsageError(f"block hint names package '{h.package}', which no recipe, staging "
+                             "or main knows: it would hold nothing", path=hints.path, line=h.line, field="package",
+                             hint=(f"did you mean '{close[0]}'? " if close else "")
+                                  + "fix the package name, or remove the hint")
+    return tuple(f"expired: {h.describe()}" + (f" (hints.yaml:{h.line})" if h.line else "")
+                 + " did nothing; renew its expires or remove it" for h in hints.expired(today))
 
 
 def _gate_hint_block(f: ChannelFile, inputs: PlanInputs) -> Held | None:
@@ -544,6 +565,7 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     plan.sets = _sets(plan.promote, plan.retests, needs)
     plan.held = sorted((_with_maintainers(h, inputs.maintainers) for h in plan.held), key=lambda h: h.artifact)
     plan.hints_used = list(dict.fromkeys(plan.hints_used))
+    plan.hint_notes = list(inputs.hint_notes)
     return plan
 
 
@@ -662,7 +684,9 @@ class PromotionContext:
                                                frozenset(retired))),
             evidence={a.artifact: {(t.release, t.variant): t.status for t in a.tests}
                       for st in states.values() for a in st.artifacts},
-            hints=load_hints(self.distro.root), today=self.today, owners=registry_of(self.dist, states).verdicts(),
+            hints=(hints := load_hints(self.distro.root)), today=self.today,
+            hint_notes=check_hints(hints, self.today, {f.name for f in files} | set(self.maintainers)),
+            owners=registry_of(self.dist, states).verdicts(),
             maintainers=self.maintainers, installability=Installability(
                 self.distro.upstream_urls, self.distro.subdirs, matrix.pytorch, matrix.required, distribution_closure(files)))
 

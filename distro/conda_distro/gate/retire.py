@@ -1,4 +1,4 @@
-"""Retirement: take a package out of the main channel and record why (spec §2 `retire`).
+"""Retirement: take a package out of the main channel and record why.
 
 Before anything is written, a package that other distribution packages depend on (run/host, by the
 RecipeGraph) is refused unless ``force``; dependents that are retired themselves don't count. Each

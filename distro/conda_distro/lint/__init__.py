@@ -200,7 +200,7 @@ def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) 
             findings = lint_recipe(recipe, ctx, checks)
         result.malformed |= name in named and any(CHECKS[f.check].fatal for f in findings)
         result.findings.extend(findings)
-    # --- proposals/<name>.yaml (spec §5): the proposal-* checks, see conda_distro.lint.proposals ---
+    # --- proposals/<name>.yaml: the proposal-* checks, see conda_distro.lint.proposals ---
     proposal_findings = lint_proposals(dist, ctx, names=options.names, checks=checks) if options.proposals else []
     result.malformed |= any(CHECKS[f.check].fatal for f in proposal_findings)
     result.findings.extend(proposal_findings)

@@ -1,4 +1,4 @@
-"""Checks on proposals/<name>.yaml (spec §5). Ids start with ``proposal-``; each docstring is the help.
+"""Checks on proposals/<name>.yaml. Ids start with ``proposal-``; each docstring is the help.
 
 They are registered in the same table as the recipe checks (so ``lint --list-checks`` / ``--check``
 know them), but they look at a proposal, not a recipe: :class:`ProposalCheck` yields nothing for

@@ -1,4 +1,4 @@
-"""Package proposals (spec §5, PyTorch RFC-0006 "Proposing a new package for inclusion").
+"""Package proposals (PyTorch RFC-0006 "Proposing a new package for inclusion").
 
 A proposal is ``proposals/<name>.yaml``: the RFC's intake questions as fields (what the package is,
 who maintains it and consented to, why PyTorch is a key dependency, ...). One job per module:

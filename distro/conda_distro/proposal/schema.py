@@ -1,4 +1,4 @@
-"""The schema of proposals/<name>.yaml (spec §5, PyTorch RFC-0006): :class:`ProposalData`, strict
+"""The schema of proposals/<name>.yaml (PyTorch RFC-0006): :class:`ProposalData`, strict
 (an unknown key is an error with a did-you-mean hint), and the checks of its single fields."""
 
 from __future__ import annotations

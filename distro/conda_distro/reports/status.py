@@ -116,7 +116,7 @@ class Cell:
 
     @property
     def title(self) -> str:
-        where = f"{self.package} on pytorch {self.release} ({variant_label(self.variant, self.gpu)}, {self.source})"
+        where = f"{self.package} on pytorch {self.release} {variant_label(self.variant, self.gpu)} in {self.source}"
         if self.artifact:
             text = f"{where}: {self.status} on {self.date:%Y-%m-%d}, {self.artifact.split('/')[-1]}"
             return text + (f": {shown(self.reason, 'text')}" if self.reason and self.status != "passed" else "")
@@ -291,6 +291,19 @@ class StatusPage:
     drawing: Drawing
     progress: list[ReleaseProgress] = field(default_factory=list)
     excuses: Excuses | None = None
+    #: when the page was made (shown in its header: a page is a snapshot, and readers must see how old)
+    generated: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+
+    def never_built(self) -> list[tuple[str, tuple[str, ...]]]:
+        """Packages with nothing in main nor staging that `build` does not attempt because a dependency
+        fails or is blocked: (package, the dependencies it waits for). The gate has no candidate for them,
+        so the excuses alone would leave them out."""
+        return [(r.name, r.staged.waits_for) for r in self.rows
+                if r.staged is not None and r.staged.artifact is None and r.staged.waits_for]
+
+    def forced(self) -> list[tuple[str, ArtifactEntry]]:
+        """Artifacts in main that a ``force`` hint of hints.yaml promoted past the gate: (package, entry)."""
+        return [(p.name, a) for p in self.facts.packages.values() for a in p.in_main if a.forced_by]
 
     def counts(self) -> dict[str, int]:
         """Cells by status, main and staging rows together."""

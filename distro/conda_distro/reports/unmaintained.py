@@ -1,4 +1,4 @@
-"""`report unmaintained` (spec §8): packages that lag behind the supported PyTorch releases.
+"""`report unmaintained`: packages that lag behind the supported PyTorch releases.
 
 A package is listed for one or more reasons:
 

@@ -1,4 +1,4 @@
-"""The sandbox world: a self-contained, offline distribution repository (spec section 9).
+"""The sandbox world: a self-contained, offline distribution repository.
 
 Public API:
 

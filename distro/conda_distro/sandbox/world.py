@@ -1,4 +1,4 @@
-"""``create_sandbox``: a complete, offline distribution repository in a folder (spec section 9).
+"""``create_sandbox``: a complete, offline distribution repository in a folder.
 
 The world::
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
 import time
@@ -144,6 +145,11 @@ def target_folder(options: FolderRequest) -> Path:
         if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
             raise UsageError(f"refusing to delete the content of {resolved}", path=resolved, field="DIR",
                              hint="create the sandbox in a folder of its own")
+        owner = resolved.stat().st_uid
+        if hasattr(os, "getuid") and owner != os.getuid():  # two people on one machine: never wipe another's world
+            raise UsageError(f"refusing to delete the content of {resolved}: it belongs to another user (uid {owner})",
+                             path=resolved, field="DIR",
+                             hint='create your own world in a new folder, e.g. conda-distro sandbox "$(mktemp -d)"')
     return path
 
 

@@ -1,4 +1,4 @@
-"""channel_state/: the ledger of what is in the main channel and how it was tested (spec §6).
+"""channel_state/: the ledger of what is in the main channel and how it was tested.
 
 One JSON file per package, ``channel_state/<name>.json``::
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
+from conda_distro.engine.gpu import variant_label
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline
 from conda_distro.util.safetext import shown
 from conda_distro.util.templating import render
@@ -40,7 +41,7 @@ class SweepOptions:
     commit: bool = False
     dry_run: bool = False
     build: bool = True
-    jobs: int = 1
+    jobs: int | None = 1  # None: what the machine holds
     author: str = "conda-distro bot <bot@conda-distro.invalid>"
     sandbox: bool = True  # False: --no-sandbox
     lock_timeout: float | Deadline = DEFAULT_LOCK_TIMEOUT  # seconds to wait for the repository's and staging's locks
@@ -209,6 +210,12 @@ class ReleaseTest(_Doc):
     variant: str
     status: str
     reason: str | None = None
+    gpu: bool | None = None  # cuda: whether the test ran on a machine with a working GPU (None: cpu, or unknown)
+
+    @property
+    def label(self) -> str:
+        """The variant as people read it: ``cuda (no GPU)`` for a cuda test run without a GPU."""
+        return variant_label(self.variant, self.gpu)
 
 
 class SweepCommit(_Doc):
@@ -331,7 +338,7 @@ class SweepResult:
 
     @property
     def exit_code(self) -> int:
-        return 0  # spec §7: the sweep ran; failures are statuses in the report, not an error
+        return 0  # the sweep ran; failures are statuses in the report, not an error
 
     @property
     def summary(self) -> dict[str, int]:

@@ -3,7 +3,7 @@
 Which packages are built and tested: the bumped ones and, when the release opens a new minor, the
 pytorch-dependent ones whose pins already admit it (their existing builds were never tested with
 it), plus every dependent of those (the affected set). A bugfix release of an already supported
-minor needs no new downstream build (spec §1), so it builds nothing.
+minor needs no new downstream build, so it builds nothing.
 """
 
 from __future__ import annotations

@@ -5,13 +5,18 @@ the JSON document is :class:`~conda_distro.sweep.model.SweepDocument`.)"""
 
 from __future__ import annotations
 
-from conda_distro.sweep.model import Outcome, SweepPlan, SweepResult
+from conda_distro.sweep.model import Outcome, ReleaseTest, SweepPlan, SweepResult
 from conda_distro.util.templating import render
+
+
+def _tests(d: Outcome) -> list[ReleaseTest]:
+    """An outcome's tests of the release as :class:`ReleaseTest` (a report read back may hold them as dicts)."""
+    return [t if isinstance(t, ReleaseTest) else ReleaseTest.model_validate(t) for t in d.tests]
 
 
 def pr_body(dec: Outcome, release: str, dry_run: bool = False) -> dict[str, str]:
     return {"title": f"{dec.name}: admit pytorch {release}",
-            "body": render("sweep_pr.md.j2", d=dec, release=release, dry_run=dry_run)}
+            "body": render("sweep_pr.md.j2", d=dec, tests=_tests(dec), release=release, dry_run=dry_run)}
 
 
 def _pin_cell(d: Outcome) -> str:
@@ -27,6 +32,18 @@ def _note_cell(d: Outcome) -> str:
     return d.reason.splitlines()[0] if d.reason else ""
 
 
+def _ask(d: Outcome, release: str) -> str:
+    """What the tracking issue asks of a package's maintainers. A package whose tests fail on an older
+    release too is not broken by this one: the issue says where it fails rather than blaming the release."""
+    if d.status == "needs-new-version":
+        return "publish the release made for this pytorch (a new version)"
+    older = sorted({t.pytorch for t in _tests(d) if t.status == "failed" and t.pytorch != release})
+    if older:
+        return (f"fix the package: it fails on pytorch {', '.join(older)} too, already before {release} "
+                "(the log is below)")
+    return f"fix the package for pytorch {release} (the log is below)"
+
+
 def tracking_issue(plan: SweepPlan, result: SweepResult | None = None) -> str:
     """The tracking issue's body: the summary, a checklist of the per-package pull requests (the
     release workflow replaces each ``branch`` by the link of the PR it opened), the table, the logs.
@@ -39,9 +56,7 @@ def tracking_issue(plan: SweepPlan, result: SweepResult | None = None) -> str:
             branch = prs.get(d.name, {}).get("branch")
             checklist.append((d.name, f"branch `{branch}`" if branch else
                               "planned" if plan.dry_run else "not committed yet"))
-    pings = [(d, "publish the release made for this pytorch (a new version)" if d.status == "needs-new-version"
-              else "fix the package for this release (the log is below)")
-             for d in outcomes if d.status in ("failed", "needs-new-version", "not-solvable")]
+    pings = [(d, _ask(d, plan.release)) for d in outcomes if d.status in ("failed", "needs-new-version", "not-solvable")]
     return render("sweep_issue.md.j2", plan=plan,
                   counts=", ".join(f"{n} {st}" for st, n in (result.summary if result else {}).items()),
                   prs=checklist, pings=pings, rows=[(d, _pin_cell(d), _note_cell(d)) for d in outcomes],

@@ -437,7 +437,8 @@ def _apply_results(outcomes: dict[str, Outcome], report: ExecutionResult | None,
             continue
         tests = by_name.get(name, [])
         o = dataclasses.replace(o, tests=[ReleaseTest(pytorch=t.pytorch, variant=t.variant, status=t.status,
-                                                      reason=t.reason or None) for t in tests])
+                                                      reason=t.reason or None, gpu=getattr(t, "gpu", None))
+                                                      for t in tests])
         failed_build = next((b for b in builds.get(name, []) if b.status in ("failed", "error")), None)
         blocked_build = next((b for b in builds.get(name, []) if b.status == "blocked"), None)
         bad = [t for t in tests if t.status == "failed"]
