@@ -134,11 +134,12 @@ def test_progress_bars_show_the_time_left():
 # the words
 
 
-def _decision(name, status, tests, **kw):
-    from conda_distro.sweep.model import Decision, ReleaseTest
+def _decision(name, status, tests, reason=None):
+    """A package's outcome after a sweep ran its tests (its decision planned as ``status``)."""
+    from conda_distro.sweep.model import Decision, Outcome, ReleaseTest
 
-    return Decision(name=name, status=status, maintainers=["alice"], old_pin="<2.7", new_pin="<2.8",
-                    tests=[ReleaseTest(**t) for t in tests], **kw)
+    dec = Decision(name=name, status=status, maintainers=("alice",), old_pin="<2.7", new_pin="<2.8", reason=reason)
+    return Outcome(dec, status, reason, tests=[ReleaseTest(**t) for t in tests])
 
 
 def test_sweep_pr_body_says_no_gpu():
@@ -151,13 +152,14 @@ def test_sweep_pr_body_says_no_gpu():
 
 
 def test_tracking_issue_does_not_blame_the_release_for_older_failures():
-    from conda_distro.sweep.model import SweepPlan
+    from conda_distro.sweep.model import SweepPlan, SweepResult
     from conda_distro.sweep.render import tracking_issue
 
     old = _decision("old", "failed", [{"pytorch": "2.6.0", "variant": "cpu", "status": "failed"},
                                       {"pytorch": "2.7.0", "variant": "cpu", "status": "failed"}], reason="boom")
     new = _decision("new", "failed", [{"pytorch": "2.7.0", "variant": "cpu", "status": "failed"}], reason="boom")
-    body = tracking_issue(SweepPlan(release="2.7.0", decisions=[old, new], tested=("2.6.0", "2.7.0")))
+    plan = SweepPlan(release="2.7.0", decisions=(old.decision, new.decision))
+    body = tracking_issue(plan, SweepResult(plan, [old, new]))
     old_line = next(ln for ln in body.splitlines() if ln.startswith("- [ ] `old`"))
     new_line = next(ln for ln in body.splitlines() if ln.startswith("- [ ] `new`"))
     assert "fails on pytorch 2.6.0 too" in old_line and "for pytorch 2.7.0" not in old_line
