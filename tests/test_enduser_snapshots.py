@@ -146,7 +146,7 @@ def test_promote_twice_snapshots_lockfiles_sbom_then_rollback(twice: Path, capsy
     # the gate keeps its word: the rolled-back build is never promoted again
     code, plan = run_json_at(capsys, world, "promote", "--dry-run")
     held = {h["artifact"]: h["reason"] for h in plan["held"]}
-    assert held.get(added[0]) == "retired" and added[0] not in {p["artifact"] for p in plan["promote"]}
+    assert held.get(added[0]) == "retired" and added[0] not in {p["artifact"] for p in plan["promoted"]}
 
     # back to the second snapshot: the file is restored from it (the same inode), its retirement lifted
     code, doc = run_json_at(capsys, world, "rollback", "--to", second["name"], "--why", "false alarm")

@@ -152,6 +152,14 @@ class SnapshotStore:
         return [r for p in sorted(self.rollbacks.glob("*.json")) if (r := self.load_rollback(p)) is not None]
 
 
+def files_of(record: SnapshotRecord, build_dir: Path) -> Path:
+    """Where a snapshot's lockfiles and SBOM are: inside the snapshot's folder (a local main, ``file://``
+    URL), else ``build/snapshots/<name>/``."""
+    if record.url.startswith("file://"):
+        return Path(record.url[len("file://"):])
+    return build_dir / SNAPSHOTS_DIR / record.name
+
+
 def sort_key(record: SnapshotRecord) -> tuple[str, int]:
     m = NAME_RE.match(record.name)
     assert m is not None

@@ -36,7 +36,7 @@ from conda_distro.config import DistroRepo
 from conda_distro.enduser.conda_solve import CondaSettings
 from conda_distro.enduser.lockfiles import LockInputs, LockResult, write_lockfiles
 from conda_distro.enduser.sbom import SbomPackage, packages_of, write_sbom
-from conda_distro.enduser.snapshots import LABEL_DIR, LOCKFILES_DIR, SBOM_FILE, SnapshotRecord, SnapshotStore
+from conda_distro.enduser.snapshots import LABEL_DIR, LOCKFILES_DIR, SBOM_FILE, SNAPSHOTS_DIR, SnapshotRecord, SnapshotStore
 from conda_distro.errors import ChannelError
 from conda_distro.gitutil import current_commit, find_repo, origin_url
 from conda_distro.installability import write_channel
@@ -56,10 +56,11 @@ def artifacts_of(files: dict[str, ChannelFile]) -> dict[str, str]:
 
 
 def files_folder(distro: DistroRepo, main: Channel, name: str) -> Path:
-    """Where a snapshot's lockfiles and SBOM are: inside the snapshot (local main), else under build/."""
+    """Where a snapshot's lockfiles and SBOM are: inside the snapshot (local main), else under build/
+    (as :func:`~conda_distro.enduser.snapshots.files_of` finds them again)."""
     if isinstance(main, LocalChannel):
         return main.path / LABEL_DIR / name
-    return distro.build_dir / "snapshots" / name
+    return distro.build_dir / SNAPSHOTS_DIR / name
 
 
 def ensure_snapshot(distro: DistroRepo, main: Channel, *, today: dt.date | None = None,
