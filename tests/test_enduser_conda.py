@@ -85,9 +85,8 @@ def test_pip_comes_with_python_unless_the_user_turns_it_off(tmp_path, upstream):
         assert set(names(solver.solve(["python"], cuda=False))) == {"python"}
     # an upstream without pip (the sandbox's before): nothing with python installs for a default conda user
     nopip = channel_with(tmp_path / "nopip", upstream, lambda fn: not fn.startswith("pip-"))
-    with CondaSolver([nopip.as_uri()], PLATFORMS) as solver:
-        with pytest.raises(SolverError, match="pip"):
-            solver.solve(["pytorch ==2.5.1"], cuda=False)
+    with CondaSolver([nopip.as_uri()], PLATFORMS) as solver, pytest.raises(SolverError, match="pip"):
+        solver.solve(["pytorch ==2.5.1"], cuda=False)
 
 
 def test_the_users_setting_is_read_as_conda_reads_it():
@@ -117,7 +116,7 @@ def test_the_docs_show_matchspecs_and_each_parses_strictly():
     specs = doc_specs()
     assert len(specs) >= 4, specs
     for doc, spec in specs:
-        MatchSpec(spec, strict=True)  # raises on what conda would not read the way the docs say
+        assert MatchSpec(spec, strict=True).name.normalized in ("pytorch", "torchvision"), (doc, spec)
 
 
 @pytest.mark.parametrize("spec,version,build,matches", [
