@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/bench_rollback.py [--n 1000] [--retire 20] [--target 300] [--keep]
 
-Setup (not timed): bench_promote.py's world (N small but valid ``.conda`` packages, 100 names, passing
-results) promoted into an empty local main; the promotion takes the first snapshot (its lockfiles and
-SBOM included: that time is reported too). Then ``--retire`` packages are retired (``--force``; with every
-version of each, N/100 artifacts apiece) and a no-op promote takes the second snapshot.
+Setup (not timed): N small but valid ``.conda`` packages of N names (bench_promote.py's writer; each
+depends on pytorch only), with passing results, promoted into an empty local main; the promotion takes
+the first snapshot (its lockfiles and SBOM included: that time is reported too). Then ``--retire``
+packages are retired and a no-op promote takes the second snapshot.
 Timed, each as ``python -m conda_distro rollback … --format json`` (the CLI's start-up included): rollback
 to the first snapshot (restores the retired artifacts), then back to the second (removes them again).
 After each, main's index must equal the snapshot's byte for byte. Exits 1 when a rollback misses the
@@ -23,11 +23,50 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_promote import make_world  # noqa: E402
+from bench_promote import DISTRO, RELEASES, VARIANTS, write_conda  # noqa: E402
 
 from conda_distro.enduser.snapshots import SnapshotStore  # noqa: E402
 from conda_distro.promote import PromoteOptions, promote  # noqa: E402
 from conda_distro.retire import RetireOptions, retire  # noqa: E402
+
+
+def make_world(root: Path, n: int) -> None:
+    import asyncio
+    import datetime as dt
+    import json
+
+    from rattler.index import index_fs
+
+    from conda_distro.channels import ChannelFile
+    from conda_distro.installability import write_channel
+    from conda_distro.provenance import recipe_digest
+    from conda_distro.results import ArtifactResults, ResultsStore, TestRecord
+
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "distro.yaml").write_text(DISTRO.format(releases=json.dumps(RELEASES), variants=json.dumps(VARIANTS)))
+    write_channel([ChannelFile("linux-64", f"pytorch-{r}-{v}_0.conda", "pytorch", r, f"{v}_0", 0, "0" * 64,
+                               ("__cuda",) if v == "cuda" else ()) for r in RELEASES for v in VARIANTS],
+                  root / "upstream")
+    staging = root / "build" / "channels" / "staging"
+    (staging / "noarch").mkdir(parents=True)
+    (staging / "linux-64").mkdir()
+    for i in range(n):
+        write_conda(staging / "noarch", f"bench-{i:04d}", "1.0.0", ["pytorch >=2.4,<2.7"])
+    asyncio.run(index_fs(staging, force=True, write_zst=False, write_shards=False))
+    store = ResultsStore(root / "build" / "results")
+    date = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
+    repodata = json.loads((staging / "noarch" / "repodata.json").read_text())
+    for fn, rec in repodata["packages.conda"].items():
+        folder = root / "recipes" / rec["name"]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "recipe.yaml").write_text(f"# {rec['name']} (rollback benchmark; not rendered)\n")
+        digest = recipe_digest(folder)
+        own = {f"recipes/{rec['name']}": digest}
+        tests = [TestRecord(name=rec["name"], artifact=f"noarch/{fn}", pytorch=r, variant=v, status="passed", date=date,
+                            recipes=own, against={}) for r in RELEASES for v in VARIANTS]
+        store.put(ArtifactResults(artifact=f"noarch/{fn}", name=rec["name"], version=rec["version"],
+                                  sha256=rec["sha256"], depends=rec["depends"], tests=tests,
+                                  recipe=f"recipes/{rec['name']}", recipe_hash=digest))
 
 
 def index_bytes(channel: Path) -> dict[str, bytes]:
@@ -66,7 +105,7 @@ def main() -> int:
               f"{time.perf_counter() - t0:.1f} s (not timed)")
         t0 = time.perf_counter()
         for i in range(args.retire):
-            retire(RetireOptions(name=f"bench-{99 - i:03d}", reason="bench", root=root, force=True))
+            retire(RetireOptions(name=f"bench-{args.n - 1 - i:04d}", reason="bench", root=root))
         second = promote(PromoteOptions(root=root))
         print(f"retire {args.retire} packages, then the second snapshot {second.snapshot}: "
               f"{time.perf_counter() - t0:.1f} s (not timed)")

@@ -859,6 +859,5 @@ def promote(options: PromoteOptions) -> PromoteResult:
         plan = ctx.plan(inputs)
         written = execute_plan(plan, ctx, inputs, options.progress)
         snap = ensure_snapshot(ctx.distro, ctx.main, progress=options.progress)  # main is always captured
-        written += [snap.recorded] if snap.recorded else []
     return PromoteResult(plan, dry_run=False, ledger_written=written, excuses=_write_excuses(ctx, plan, inputs),
                          snapshot=snap.record.name if snap.record else None)

@@ -65,7 +65,19 @@ def files_folder(distro: DistroRepo, main: Channel, name: str) -> Path:
 
 def ensure_snapshot(distro: DistroRepo, main: Channel, *, today: dt.date | None = None,
                     settings: CondaSettings | None = None, progress: Progress = no_progress) -> SnapshotOutcome:
-    """Take a snapshot of main unless one already holds exactly main's files. The caller holds main's lock."""
+    """Take a snapshot of main unless one already holds exactly main's files. The caller holds main's lock.
+    A file system error is a ChannelError naming the path (the next promote takes the snapshot)."""
+    try:
+        return _ensure_snapshot(distro, main, today=today, settings=settings, progress=progress)
+    except OSError as exc:
+        raise ChannelError(f"taking the snapshot of {main.describe()} failed: {exc.strerror or exc}",
+                           path=Path(exc.filename) if exc.filename else None,
+                           hint="main itself is promoted and recorded; fix the folder and run promote again: "
+                                "it takes the snapshot then") from None
+
+
+def _ensure_snapshot(distro: DistroRepo, main: Channel, *, today: dt.date | None, settings: CondaSettings | None,
+                     progress: Progress) -> SnapshotOutcome:
     store = SnapshotStore(distro.state_dir)
     if isinstance(main, LocalChannel):
         _clear_leftovers(main, store)
