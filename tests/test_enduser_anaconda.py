@@ -72,3 +72,19 @@ def test_a_locked_snapshot_label_refuses_writes(anaconda_world, capsys):
     beta = st["beta"]
     with pytest.raises(ChannelError, match="is locked"):
         snap.receive(staging, [beta])
+
+
+@pytest.mark.parametrize("step", ["snapshot-after-link", "snapshot-after-publish"])
+def test_a_promotion_killed_while_snapshotting_gets_its_snapshot_on_the_rerun(anaconda_world, step):
+    from test_promote import run_subprocess
+
+    root, srv, st = anaconda_world
+    killed = run_subprocess(root, "promote", env={"CONDA_DISTRO_TEST_CRASH_AT": step})
+    assert killed.returncode == -9
+    assert len(labelled(srv, "main")) == 2 and not (root / "channel_state" / "snapshots").exists()
+    again = run_subprocess(root, "promote")
+    assert again.returncode == 1, again.stderr[-2000:]  # (beta's tests failed: held)
+    snap = json.loads(again.stdout)["snapshot"]
+    assert snap and snap.endswith("-1")  # the label copied before the kill is adopted, not copied again (locked)
+    assert labelled(srv, snap) == labelled(srv, "main")
+    assert (root / "channel_state" / "snapshots" / f"{snap}.json").is_file()

@@ -76,6 +76,30 @@ def ensure_snapshot(distro: DistroRepo, main: Channel, *, today: dt.date | None 
                                 "it takes the snapshot then") from None
 
 
+@dataclass
+class _Place:
+    """Where one snapshot is made: its name, the URL users read it from, the URL its index is read from
+    while it is made, and the folder its lockfiles and SBOM are written to while it is made."""
+
+    name: str
+    url: str
+    index_url: str = ""
+    build: Path = Path()
+
+
+def _anaconda_name(distro: DistroRepo, main: AnacondaChannel, store: SnapshotStore, today: dt.date,
+                   current: dict[str, str]) -> tuple[str, bool]:
+    """The next free label name, and whether the label already holds exactly main (a run killed after
+    copying the label and before recording it: the label is locked, so it is adopted, not copied again)."""
+    taken: set[str] = set()
+    while True:
+        name = store.next_name(today, taken)
+        there = artifacts_of(main.with_label(name).list_files())
+        if not there or there == current:
+            return name, bool(there)
+        taken.add(name)
+
+
 def _ensure_snapshot(distro: DistroRepo, main: Channel, *, today: dt.date | None, settings: CondaSettings | None,
                      progress: Progress) -> SnapshotOutcome:
     store = SnapshotStore(distro.state_dir)
@@ -87,36 +111,37 @@ def _ensure_snapshot(distro: DistroRepo, main: Channel, *, today: dt.date | None
     current = artifacts_of(files)
     if any(r.artifacts == current for r in store.all()):
         return SnapshotOutcome(None)
-    name = store.next_name(today or utcnow().date())
-    url = distro.channel_url(f"anaconda://{main.owner}/{name}") if isinstance(main, AnacondaChannel) \
-        else (main.path / LABEL_DIR / name).as_uri() if isinstance(main, LocalChannel) else name
+    day = today or utcnow().date()
     with tempfile.TemporaryDirectory(prefix="conda-distro-snapshot-") as tmp:
         if isinstance(main, LocalChannel):
-            build = main.path / LABEL_DIR / f".{name}.tmp-{os.getpid()}"
-            _link_index(main, files, build)
-            index_url = build.as_uri()
+            name, copied = store.next_name(day), False
+            place = _Place(name, (main.path / LABEL_DIR / name).as_uri(), build=main.path / LABEL_DIR / f".{name}.tmp-{os.getpid()}")
+            _link_index(main, files, place.build)
+            place.index_url = place.build.as_uri()
         elif isinstance(main, AnacondaChannel):
-            build = Path(tmp) / "files"
-            index_url = write_channel(files.values(), Path(tmp) / "index").as_uri()
+            name, copied = _anaconda_name(distro, main, store, day, current)
+            place = _Place(name, distro.channel_url(f"anaconda://{main.owner}/{name}"), build=Path(tmp) / "files")
+            place.index_url = write_channel(files.values(), Path(tmp) / "index").as_uri()
         else:  # pragma: no cover - every backend is one of the two
             raise TypeError(type(main).__name__)
         crash_point("snapshot-after-link")
-        lockfiles, notes = _lockfiles_and_sbom(distro, files, index_url, url, build, name, settings or CondaSettings())
+        lockfiles, notes = _lockfiles_and_sbom(distro, files, place, settings or CondaSettings())
+        folder = files_folder(distro, main, name)
         if isinstance(main, LocalChannel):
-            os.rename(build, main.path / LABEL_DIR / name)
-            folder = main.path / LABEL_DIR / name
+            os.rename(place.build, folder)
         else:
-            main.copy_label(name)
-            folder = files_folder(distro, main, name)
+            assert isinstance(main, AnacondaChannel)
+            if not copied:
+                main.copy_label(name)
             shutil.rmtree(folder, ignore_errors=True)
             folder.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(build, folder)
+            shutil.copytree(place.build, folder)
         crash_point("snapshot-after-publish")
     record = SnapshotRecord(name=name, created_at=utcnow(), by=current_user(distro.root),
-                            commit=current_commit(distro.root), channel=str(main.ref), url=url, artifacts=current,
+                            commit=current_commit(distro.root), channel=str(main.ref), url=place.url, artifacts=current,
                             lockfiles=lockfiles, sbom=SBOM_FILE)
     path = store.save(record)
-    progress(f"snapshot {name} of {main.describe()}: {url}")
+    progress(f"snapshot {name} of {main.describe()}: {place.url}")
     for note in notes:
         progress(note)
     return SnapshotOutcome(record, folder, notes, path.relative_to(distro.root).as_posix()
@@ -177,11 +202,14 @@ def _source_urls(distro: DistroRepo, names: set[str]) -> dict[str, str | None]:
     return out
 
 
-def _lockfiles_and_sbom(distro: DistroRepo, files: dict[str, ChannelFile], index_url: str, url: str, folder: Path,
-                        name: str, settings: CondaSettings) -> tuple[dict[str, str], list[str]]:
+def _lockfiles_and_sbom(distro: DistroRepo, files: dict[str, ChannelFile], place: _Place,
+                        settings: CondaSettings) -> tuple[dict[str, str], list[str]]:
+    """Write the lockfiles and the SBOM into ``place.build``; returns the lockfiles (key -> relative path)
+    and notes for the log (packages left out, lockfiles that could not be solved)."""
+    url, folder, name = place.url, place.build, place.name
     config = distro.config
     targets = tuple((r, v) for r in config.pytorch.releases for v in config.pytorch.variants)
-    inputs = LockInputs(channel=index_url, served=url, upstream=tuple(distro.upstream_urls),
+    inputs = LockInputs(channel=place.index_url, served=url, upstream=tuple(distro.upstream_urls),
                         platform=config.platforms[0], pytorch=config.pytorch.name, targets=targets,
                         files=tuple(files.values()), settings=settings)
     try:
