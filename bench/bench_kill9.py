@@ -1,7 +1,7 @@
 """Crash safety: kill -9 at random moments of promote, retire, rollback, build, prune and sweep --commit; reruns converge.
 
     python bench/bench_kill9.py [--runs N] [--commit-runs N] [--seed S]
-                                [--only promote,retire,rollback,build,prune,prune-remove,sweep,sweep-commit] [--sweep-build]
+                                [--only promote,retire,rollback,rollback-locked,build,prune,prune-remove,sweep,sweep-commit] [--sweep-build]
                                 [--workdir DIR]
 
 Setup (not counted): the offline sandbox world, built once (``build --all --jobs 2``), promoted once
@@ -26,8 +26,10 @@ writes (``index.lock`` held, the work tree half switched): most kills land insid
   rerun (promote, retire);
 * after the rerun: the ledger (``channel_state/``) agrees with main (no drift), main holds exactly what
   the reference run left there; retire: the package is out of main and recorded as retired;
-* rollback (on a world promoted, then RETIRED retired and promoted again: two snapshots): after the
-  rerun main's index equals the first snapshot's byte for byte, RETIRED is back, the ledger agrees;
+* rollback (on a world promoted, then RETIRED retired and promoted again: two snapshots): right after the
+  kill, main's repodata names only files that exist with its sha256; after the rerun main's index equals
+  the first snapshot's byte for byte, RETIRED is back, the ledger agrees (``rollback-locked``: killed
+  within the part that holds main's lock, where every write happens);
 * build: staging's repodata names exactly the package files on disk with their sha256, every result
   in ``build/results`` is for the file that is there, the reference run's artifacts are all built and
   tested, and ``promote --dry-run`` holds nothing because results are "for another build of this file";
@@ -441,6 +443,9 @@ def scenarios(t: Templates, sweep_build: bool) -> dict[str, Scenario]:
                                  phase="prune-after-journal"),
         "rollback": Scenario("rollback", t.rolled, ("rollback", "--to", first_snapshot(t.rolled), "--why", "kill -9 bench"),
                              (0,), check_main, _rollback_final),
+        "rollback-locked": Scenario("rollback-locked", t.rolled, ("rollback", "--to", first_snapshot(t.rolled), "--why",
+                                                                  "kill -9 bench"), (0,), check_main, _rollback_final,
+                                    phase="rollback-locked"),
         "sweep": Scenario("sweep", t.sweep, sweep_argv, (0,), none, _sweep_final),
         "sweep-commit": Scenario("sweep-commit", t.sweep, sweep_argv, (0,), none, _sweep_final,
                                  phase="sweep-before-commits"),
@@ -536,7 +541,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commit-runs", type=int, default=None,
                     help="killed runs of sweep-commit (kills within the sweep's commit phase); default --runs")
-    ap.add_argument("--only", default="promote,retire,rollback,build,prune,prune-remove,sweep,sweep-commit")
+    ap.add_argument("--only", default="promote,retire,rollback,rollback-locked,build,prune,prune-remove,sweep,sweep-commit")
     ap.add_argument("--sweep-build", action="store_true", help="sweep with builds and tests (slow)")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the worlds here (default: a temp folder)")
     args = ap.parse_args()

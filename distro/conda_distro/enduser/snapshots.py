@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from conda_distro.errors import LedgerError, UsageError
+from conda_distro.errors import ChannelError, LedgerError, UsageError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.jsonio import read_json_text
 from conda_distro.ledger import UtcDatetime
@@ -215,8 +215,11 @@ def list_snapshots(options: SnapshotsOptions) -> SnapshotsResult:
     distro = open_distro(options.root)
     store = SnapshotStore(distro.state_dir)
     snaps = store.all()
-    main = open_channel(distro, distro.config.channels.main)
-    current_files = {a: f.sha256 for a, f in main.list_files().items()}
+    try:
+        main = open_channel(distro, distro.config.channels.main)
+        current_files: dict[str, str] | None = {a: f.sha256 for a, f in main.list_files().items()}
+    except ChannelError:  # main unreachable from here: the list stands without knowing which one main is
+        current_files = None
     current = next((s.name for s in reversed(snaps) if s.artifacts == current_files), None)
     return SnapshotsResult(snaps, current, store.rollback_history())
 
