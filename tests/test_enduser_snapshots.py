@@ -122,6 +122,15 @@ def test_promote_twice_snapshots_lockfiles_sbom_then_rollback(twice: Path, capsy
     trainloop = comps["trainloop"]
     assert trainloop["hashes"][0]["content"] == first["artifacts"][next(a for a in first["artifacts"] if "trainloop" in a)]
 
+    # the status page links each snapshot's lockfiles and SBOM, copied beside it
+    site = tmp_path / "site"
+    code, _, _ = run_cli_at(capsys, world, "status", "--out", str(site))
+    html = (site / "index.html").read_text()
+    for snap in (first, second):
+        for rel in [*snap["lockfiles"].values(), snap["sbom"]]:
+            assert f'href="snapshots/{snap["name"]}/{rel}"' in html
+            assert (site / "snapshots" / snap["name"] / rel).read_bytes() == (main / "label" / snap["name"] / rel).read_bytes()
+
     # rollback: the plan first; --dry-run changes nothing
     before = index_bytes(main), tree_digest(world, "channel_state")
     code, out, err = run_cli_at(capsys, world, "rollback", "--to", first["name"], "--dry-run")
