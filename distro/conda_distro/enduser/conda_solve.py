@@ -129,8 +129,9 @@ class CondaSolver:
         from rattler import Channel, SparseRepoData
 
         key = frozenset(names)
-        if key in self._sources:
-            return self._sources[key]
+        for known, sources in self._sources.items():
+            if key <= known:  # records read for more names serve fewer (what is not asked for is never chosen)
+                return sources
         sources = []
         base = Path(self._tmp.name) / str(len(self._sources))
         for i, (url, recs) in enumerate(zip(self.channels, self.records(names), strict=True)):
