@@ -99,7 +99,7 @@ def test_the_users_setting_is_read_as_conda_reads_it():
 # ---------------------------------------------------------------------------------------------
 # the MatchSpecs shown to users
 
-SPEC_RE = re.compile(r'"((?:pytorch|torchvision)\b[^"]*)"')
+SPEC_RE = re.compile(r'"((?:pytorch|torchvision)(?:[ =\[][^"]*)?)"')  # a quoted spec (not a file name)
 
 
 def doc_specs() -> list[tuple[str, str]]:
