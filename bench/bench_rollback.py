@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_promote import DISTRO, RELEASES, VARIANTS, write_conda  # noqa: E402
 
 from conda_distro.enduser.snapshots import SnapshotStore  # noqa: E402
-from conda_distro.promote import PromoteOptions, promote  # noqa: E402
-from conda_distro.retire import RetireOptions, retire  # noqa: E402
+from conda_distro.gate.promote import PromoteOptions, promote  # noqa: E402
+from conda_distro.gate.retire import RetireOptions, retire  # noqa: E402
 
 
 def make_world(root: Path, n: int) -> None:
@@ -38,9 +38,9 @@ def make_world(root: Path, n: int) -> None:
     from rattler.index import index_fs
 
     from conda_distro.channels import ChannelFile
-    from conda_distro.installability import write_channel
-    from conda_distro.provenance import recipe_digest
-    from conda_distro.results import ArtifactResults, ResultsStore, TestRecord
+    from conda_distro.gate.installability import write_channel
+    from conda_distro.state.provenance import recipe_digest
+    from conda_distro.state.results import ArtifactResults, ResultsStore, TestRecord
 
     root.mkdir(parents=True, exist_ok=True)
     (root / "distro.yaml").write_text(DISTRO.format(releases=json.dumps(RELEASES), variants=json.dumps(VARIANTS)))

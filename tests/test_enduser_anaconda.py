@@ -11,7 +11,7 @@ from anaconda_server import FakeAnaconda
 from test_channels import TOKEN, api_doc, by_name, staging_files, write_distro
 from test_promote import run, write_results
 
-from conda_distro.ledger import Ledger
+from conda_distro.state.ledger import Ledger
 
 
 @pytest.fixture()

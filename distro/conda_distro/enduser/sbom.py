@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from conda_distro.fsutil import atomic_write_text
+from conda_distro.util.fsutil import atomic_write_text
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.errors import ChannelError, LedgerError, UsageError
-from conda_distro.fsutil import atomic_write_text
-from conda_distro.jsonio import read_json_text
-from conda_distro.ledger import UtcDatetime
+from conda_distro.state.ledger import UtcDatetime
+from conda_distro.util.fsutil import atomic_write_text
+from conda_distro.util.jsonio import read_json_text
 
 SNAPSHOT_SCHEMA_VERSION = 1
 NAME_RE = re.compile(r"^snapshot-(\d{8})-([1-9]\d*)$")

@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,9 +39,8 @@ from conda_distro.enduser.lockfiles import LockInputs, LockResult, write_lockfil
 from conda_distro.enduser.sbom import SbomPackage, packages_of, write_sbom
 from conda_distro.enduser.snapshots import LABEL_DIR, LOCKFILES_DIR, SBOM_FILE, SNAPSHOTS_DIR, SnapshotRecord, SnapshotStore
 from conda_distro.errors import ChannelError
-from conda_distro.gitutil import current_commit, find_repo, origin_url
-from conda_distro.installability import write_channel
-from conda_distro.ledger import current_user, utcnow
+from conda_distro.state.ledger import current_user, utcnow
+from conda_distro.util.gitutil import current_commit, find_repo, origin_url
 
 
 @dataclass
@@ -121,7 +121,7 @@ def _ensure_snapshot(distro: DistroRepo, main: Channel, *, today: dt.date | None
         elif isinstance(main, AnacondaChannel):
             name, copied = _anaconda_name(distro, main, store, day, current)
             place = _Place(name, distro.channel_url(f"anaconda://{main.owner}/{name}"), build=Path(tmp) / "files")
-            place.index_url = write_channel(files.values(), Path(tmp) / "index").as_uri()
+            place.index_url = _write_index(files.values(), Path(tmp) / "index").as_uri()
         else:  # pragma: no cover - every backend is one of the two
             raise TypeError(type(main).__name__)
         crash_point("snapshot-after-link")
@@ -146,6 +146,24 @@ def _ensure_snapshot(distro: DistroRepo, main: Channel, *, today: dt.date | None
         progress(note)
     return SnapshotOutcome(record, folder, notes, path.relative_to(distro.root).as_posix()
                            if path.is_relative_to(distro.root) else str(path))
+
+
+def _write_index(files: Iterable[ChannelFile], folder: Path) -> Path:
+    """A channel whose repodata lists ``files`` (records only, no package files: enough to solve)."""
+    subdirs: dict[str, dict[str, dict]] = {"noarch": {}}
+    for f in files:
+        subdirs.setdefault(f.subdir, {})[f.filename] = {
+            "name": f.name, "version": f.version, "build": f.build, "build_number": f.build_number,
+            "depends": list(f.depends), "subdir": f.subdir, "sha256": f.sha256,
+            **({"timestamp": f.timestamp} if f.timestamp is not None else {}),
+            **({"track_features": " ".join(f.track_features)} if f.track_features else {})}
+    for subdir, records in subdirs.items():
+        (folder / subdir).mkdir(parents=True, exist_ok=True)
+        conda = {k: v for k, v in records.items() if k.endswith(".conda")}
+        bz2 = {k: v for k, v in records.items() if not k.endswith(".conda")}
+        (folder / subdir / REPODATA).write_text(json.dumps({"info": {"subdir": subdir}, "packages": bz2,
+                                                            "packages.conda": conda, "repodata_version": 1}))
+    return folder
 
 
 def _clear_leftovers(main: LocalChannel, store: SnapshotStore) -> None:
