@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from anaconda_server import FakeAnaconda
+from support.anaconda_server import FakeAnaconda
 from test_channels import TOKEN, api_doc, by_name, staging_files, write_distro
 from test_promote import run, write_results
 

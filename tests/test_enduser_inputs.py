@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import run_cli_at, run_json_at
+from support.helpers import run_cli_at, run_json_at
 
 
 def test_no_snapshots_yet(make_distro, capsys):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import git
 import pytest
-from helpers import run_cli_at, run_json_at
+from support.helpers import run_cli_at, run_json_at
 
 from conda_distro.channels import LocalChannel
 from conda_distro.enduser.lockfiles import locked_records
