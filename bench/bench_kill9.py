@@ -1,7 +1,7 @@
-"""Crash safety: kill -9 at random moments of promote, retire, build, prune and sweep --commit; reruns converge.
+"""Crash safety: kill -9 at random moments of promote, retire, rollback, build, prune and sweep --commit; reruns converge.
 
     python bench/bench_kill9.py [--runs N] [--commit-runs N] [--seed S]
-                                [--only promote,retire,build,prune,prune-remove,sweep,sweep-commit] [--sweep-build]
+                                [--only promote,retire,rollback,rollback-locked,build,prune,prune-remove,sweep,sweep-commit] [--sweep-build]
                                 [--workdir DIR]
 
 Setup (not counted): the offline sandbox world, built once (``build --all --jobs 2``), promoted once
@@ -26,6 +26,10 @@ writes (``index.lock`` held, the work tree half switched): most kills land insid
   rerun (promote, retire);
 * after the rerun: the ledger (``channel_state/``) agrees with main (no drift), main holds exactly what
   the reference run left there; retire: the package is out of main and recorded as retired;
+* rollback (on a world promoted, then RETIRED retired and promoted again: two snapshots): right after the
+  kill, main's repodata names only files that exist with its sha256; after the rerun main's index equals
+  the first snapshot's byte for byte, RETIRED is back, the ledger agrees (``rollback-locked``: killed
+  within the part that holds main's lock, where every write happens);
 * build: staging's repodata names exactly the package files on disk with their sha256, every result
   in ``build/results`` is for the file that is there, the reference run's artifacts are all built and
   tested, and ``promote --dry-run`` holds nothing because results are "for another build of this file";
@@ -100,6 +104,7 @@ class Templates:
     promoted: Path  # after build --all and promote
     sweep: Path  # fresh sandbox world whose upstream also holds pytorch 2.7.0
     stale: Path  # after build --all, then DROPPED's recipes removed and committed (their builds are stale)
+    rolled: Path  # promoted (snapshot 1), RETIRED retired, promoted again (snapshot 2: main without RETIRED)
 
 
 def make_templates(workdir: Path, *, sandbox: Path | None = None, built: Path | None = None,
@@ -151,7 +156,15 @@ def make_templates(workdir: Path, *, sandbox: Path | None = None, built: Path | 
             copy_world(sandbox, sweep)
             publish_release(PublishOptions(world=sweep, version=SWEEP_RELEASE))
             (sweep / ready).write_text("")
-    return Templates(sandbox=sandbox, built=built, promoted=promoted, sweep=sweep, stale=stale)
+    rolled = workdir / "t-rolled"
+    if fresh(rolled):
+        copy_world(promoted, rolled)
+        for argv in (("retire", RETIRED, "--reason", "kill -9 bench"), ("promote",)):
+            res = cli(rolled, *argv)
+            if res.returncode not in (0, 1):
+                raise SystemExit(f"setup: {' '.join(argv)} failed ({res.returncode}):\n{res.stderr[-3000:]}")
+        (rolled / ready).write_text("")
+    return Templates(sandbox=sandbox, built=built, promoted=promoted, sweep=sweep, stale=stale, rolled=rolled)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,6 +406,30 @@ def _sweep_final(world: Path, ref: Reference) -> list[str]:
     return bad
 
 
+def first_snapshot(world: Path) -> str:
+    from conda_distro.enduser.snapshots import SnapshotStore
+
+    snaps = SnapshotStore(world / "channel_state").all()
+    if len(snaps) < 2:
+        raise SystemExit(f"setup: {world} should hold two snapshots, not {len(snaps)}")
+    return snaps[0].name
+
+
+def _rollback_final(world: Path, ref: Reference) -> list[str]:
+    """Main is exactly the first snapshot (its index byte for byte, RETIRED back in), no ledger drift."""
+    bad = check_ledger(world)
+    main = main_dir(world)
+    snap = main / "label" / first_snapshot(world)
+    for rd in sorted(snap.glob("*/repodata.json")):
+        mine = main / rd.parent.name / "repodata.json"
+        if not mine.is_file() or mine.read_bytes() != rd.read_bytes():
+            bad.append(f"main's {rd.parent.name}/repodata.json differs from {snap.name}'s")
+    named, _ = indexed_files(main)
+    if RETIRED not in _names(named):
+        bad.append(f"{RETIRED} was not restored")
+    return bad
+
+
 def scenarios(t: Templates, sweep_build: bool) -> dict[str, Scenario]:
     none = lambda world: []  # noqa: E731
     sweep_argv = ("sweep", "--pytorch", SWEEP_RELEASE, "--commit", *(() if sweep_build else ("--no-build",)))
@@ -404,6 +441,11 @@ def scenarios(t: Templates, sweep_build: bool) -> dict[str, Scenario]:
         "prune": Scenario("prune", t.stale, ("prune",), (0,), check_staging_index, _prune_final),
         "prune-remove": Scenario("prune-remove", t.stale, ("prune",), (0,), check_staging_index, _prune_final,
                                  phase="prune-after-journal"),
+        "rollback": Scenario("rollback", t.rolled, ("rollback", "--to", first_snapshot(t.rolled), "--why", "kill -9 bench"),
+                             (0,), check_main, _rollback_final),
+        "rollback-locked": Scenario("rollback-locked", t.rolled, ("rollback", "--to", first_snapshot(t.rolled), "--why",
+                                                                  "kill -9 bench"), (0,), check_main, _rollback_final,
+                                    phase="rollback-locked"),
         "sweep": Scenario("sweep", t.sweep, sweep_argv, (0,), none, _sweep_final),
         "sweep-commit": Scenario("sweep-commit", t.sweep, sweep_argv, (0,), none, _sweep_final,
                                  phase="sweep-before-commits"),
@@ -499,7 +541,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commit-runs", type=int, default=None,
                     help="killed runs of sweep-commit (kills within the sweep's commit phase); default --runs")
-    ap.add_argument("--only", default="promote,retire,build,prune,prune-remove,sweep,sweep-commit")
+    ap.add_argument("--only", default="promote,retire,rollback,rollback-locked,build,prune,prune-remove,sweep,sweep-commit")
     ap.add_argument("--sweep-build", action="store_true", help="sweep with builds and tests (slow)")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the worlds here (default: a temp folder)")
     args = ap.parse_args()

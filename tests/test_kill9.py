@@ -27,7 +27,9 @@ def test_kill9_at_random_moments_then_rerun_converges(tmp_path, tmp_path_factory
     templates = make_templates(tmp_path, sandbox=sandbox_template, built=built_template, sweep=sweep_template)
     lines: list[str] = []
     results = run_bench(templates, tmp_path, runs=2, seed=11,
-                        only=("promote", "retire", "prune", "prune-remove", "sweep", "sweep-commit"), log=lines.append)
+                        only=("promote", "retire", "rollback", "rollback-locked", "prune", "prune-remove", "sweep",
+                              "sweep-commit"), log=lines.append)
     results += run_bench(templates, tmp_path, runs=1, seed=12, only=("build",), log=lines.append)
-    assert {r.scenario for r in results} == {"promote", "retire", "prune", "prune-remove", "sweep", "sweep-commit", "build"}
+    assert {r.scenario for r in results} == {"promote", "retire", "rollback", "rollback-locked", "prune", "prune-remove",
+                                             "sweep", "sweep-commit", "build"}
     assert [v for r in results for v in r.violations] == [], "\n".join(lines)

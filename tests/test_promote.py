@@ -225,7 +225,7 @@ def test_promote_local_end_to_end_and_idempotent_rerun(root, capsys):
         ("2.4.1", "cpu", "passed"), ("2.4.1", "cuda", "passed"), ("2.5.1", "cpu", "passed"), ("2.5.1", "cuda", "passed")]
     assert entry["tests"][0]["date"] == "2025-03-01T12:00:00Z"
     assert dt.datetime.fromisoformat(entry["promoted_at"]).tzinfo is not None
-    before = {p: p.read_bytes() for p in [*main_dir(root).rglob("repodata.json"), *(root / "channel_state").iterdir()]}
+    before = {p: p.read_bytes() for p in [*main_dir(root).rglob("repodata.json"), *(root / "channel_state").rglob("*.json")]}
 
     code, doc = run(root, "promote", capsys=capsys)
     assert code == 1 and doc["promoted"] == [] and doc["ledger"] == []
@@ -488,6 +488,7 @@ def anaconda_root(template, tmp_path, monkeypatch):
 def test_promote_and_retire_on_anaconda(anaconda_root, capsys):
     root, srv, st = anaconda_root
     code, doc = run(root, "promote", capsys=capsys)
+    doc_first = doc
     assert code == 1 and names(doc["promoted"]) == {"alpha", "gamma"}
     copies = [r for r in srv.requests() if r["path"].startswith("/copy/")]
     assert [r["path"] for r in copies] == [f"/copy/package/builds/{n}/1.0/{st[n].artifact}" for n in ("alpha", "gamma")]
@@ -504,7 +505,7 @@ def test_promote_and_retire_on_anaconda(anaconda_root, capsys):
     code, doc = run(root, "retire", "gamma", "--reason", "bad", capsys=capsys)
     assert code == 0 and names(doc["retired"]) == {"gamma"}
     (gamma,) = [f for f in srv.files() if f["owner"] == "distro" and f["attrs"]["name"] == "gamma"]
-    assert gamma["labels"] == ["broken"]
+    assert gamma["labels"] == ["broken", doc_first["snapshot"]]  # (the snapshot label keeps it)
     assert Ledger(root / "channel_state").load("gamma").artifacts[0].retired.reason == "bad"
     out = capsys.readouterr()
     assert TOKEN not in out.out + out.err

@@ -10,10 +10,12 @@ other ``pytorch.name`` package (a ``libtorch``-like one) the record check is the
 the result names its ``evidence``: ``record``, ``import-probe`` (torch's own view) or ``import`` (a
 package's import test).
 
-What a user runs: ``conda install -c <main> -c conda-forge --strict-channel-priority pytorch=R pkg…``.
-Here: ``rattler.solve`` over [main, *upstream] with strict priority, the virtual packages of a machine
-with (cuda) or without (cpu) a GPU, then ``rattler.install`` into a fresh prefix, from a package cache
-of this run's own (a file deleted from main cannot be served from a warm cache).
+What a user runs: ``conda install -c <main> -c conda-forge --strict-channel-priority "pytorch ==R" pkg…``.
+Here: a solve over [main, *upstream] with conda's semantics (:class:`~conda_distro.enduser.conda_solve.CondaSolver`:
+a name main has is never taken from upstream; ``pip`` added to ``python`` records unless
+``add_pip_as_python_dependency`` is off), the virtual packages of a machine with (cuda) or without (cpu) a
+GPU, then ``rattler.install`` into a fresh prefix, from a package cache of this run's own (a file deleted
+from main cannot be served from a warm cache).
 
 Before solving, every file of main is checked against main's own index (``Channel.audit``: the sha256 of
 the bytes, files the index names but lacks, package files it does not name) and the index against the
@@ -35,16 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from conda_distro.channels import open_channel
-from conda_distro.channels.base import ChannelFile, FileProblem
+from conda_distro.channels.base import FileProblem
 from conda_distro.channels.depends import lockstep_of_files
 from conda_distro.channels.pytorch_record import TorchBuild
 from conda_distro.distribution import Distribution, load_distribution
+from conda_distro.enduser.conda_solve import CondaSettings, CondaSolver, admitting
 from conda_distro.engine.gpu import probe_gpu, variant_label
 from conda_distro.engine.releases import Target, select_releases, upstream_availability
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.recipe.model import Recipe
-from conda_distro.recipe.specs import admits, parse_spec
-from conda_distro.solve import RattlerSolver
 from conda_distro.state.ledger import Drift, Ledger, compare_with_channel
 from conda_distro.util.fsutil import check_writable
 
@@ -73,6 +74,7 @@ class VerifyOptions:
     root: Path | None = None  # the distribution's folder (None: found from the current one); for verify()
     #: called before each release × variant is verified and once at the end: (done, total, what is next)
     progress: Callable[[int, int, str], None] | None = None
+    conda: CondaSettings = CondaSettings()  # the user's conda settings that change a solve
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,7 @@ class VerifyResult:
     drift: list[DriftItem]
     notices: list[str] = field(default_factory=list)  # stderr: the recipes left out (unreadable), and why
     unreadable: int = 0  # how many recipes could not be read (they make the exit code 1)
+    conda: CondaSettings = CondaSettings()
 
     @property
     def ok(self) -> bool:
@@ -141,7 +144,9 @@ class VerifyResult:
         return 0 if self.ok and not self.unreadable else 1
 
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "results": [r.to_dict() for r in self.results], "drift": [_drift_dict(d) for d in self.drift]}
+        return {"ok": self.ok, "conda": {"channel_priority": "strict",
+                                         "add_pip_as_python_dependency": self.conda.add_pip_as_python_dependency},
+                "results": [r.to_dict() for r in self.results], "drift": [_drift_dict(d) for d in self.drift]}
 
     def text_lines(self) -> list[str]:
         """Per release × variant: the verdict (or why it was skipped), the packages left out and why, and for
@@ -170,30 +175,6 @@ class VerifyResult:
         lines += [f"drift: {d.kind}: {d.artifact} ({d.detail})" for d in self.drift]
         lines.append("ok" if self.ok else "FAILED")
         return lines
-
-
-def _admitting(files: list[ChannelFile], pytorch: str, release: str) -> list[str]:
-    """Names in main with a build that admits ``release`` and whose distribution deps do too."""
-    names = {f.name for f in files}
-    ok: dict[str, bool] = {}
-
-    def admits_release(name: str, seen: frozenset = frozenset()) -> bool:
-        if name in ok:
-            return ok[name]
-        if name in seen:
-            return False
-        result = False
-        for f in (f for f in files if f.name == name):
-            specs = [s for s in (parse_spec(d) for d in f.depends) if s.ok]
-            if not all(admits(s.version, release) for s in specs if s.name == pytorch):
-                continue
-            if all(admits_release(s.name, seen | {name}) for s in specs if s.name in names):
-                result = True
-                break
-        ok[name] = result
-        return result
-
-    return sorted(n for n in names if admits_release(n))
 
 
 def _import_names(recipe: Recipe | None) -> list[str]:
@@ -227,7 +208,7 @@ def cuda_probe(prefix: Path, package: str = "pytorch") -> Check:
     return Check(package, "cuda op on the GPU", "gpu-probe", ok, output)
 
 
-def _verify_target(solver: RattlerSolver, dist: Distribution, target: Target, names: list[str], workdir: Path,
+def _verify_target(solver: CondaSolver, dist: Distribution, target: Target, names: list[str], workdir: Path,
                    cache: Path, gpu: bool = False) -> TargetVerification:
     from rattler import install
     from rattler.exceptions import SolverError
@@ -315,7 +296,7 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
     try:
         audit = main.audit(scratch / "channel")
         drift: list[DriftItem] = sorted([*audit.problems, *ledger_drift], key=lambda d: (d.artifact, d.kind))
-        solver = RattlerSolver([audit.url, *dist.distro.upstream_urls], dist.distro.subdirs)
+        solver = CondaSolver([audit.url, *dist.distro.upstream_urls], dist.distro.subdirs, options.conda)
         workdir = options.keep or scratch / "envs"
         workdir.mkdir(parents=True, exist_ok=True)
         cache = scratch / "pkgs"  # this run's own package cache
@@ -332,16 +313,17 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
             if target in available.missing:
                 results.append(TargetVerification(target.pytorch, target.variant, True, skipped=available.missing[target]))
                 continue
-            names = _admitting(files, pytorch, target.pytorch)
+            names = admitting(files, pytorch, target.pytorch)
             left_out = {n: why for n in names if (why := available.why_not(target, needs.get(n, ())))}
             res = _verify_target(solver, dist, target, [n for n in names if n not in left_out], workdir, cache, gpu)
             res.left_out = left_out
             results.append(res)
         if options.progress:
             options.progress(len(targets), len(targets), "verified")
+        solver.close()
     finally:
         _remove_tree(scratch)
-    return VerifyResult(results, drift)
+    return VerifyResult(results, drift, conda=options.conda)
 
 
 def _remove_tree(path: Path, attempts: int = 10) -> None:

@@ -83,6 +83,7 @@ class State:
         self.staged: dict[str, dict[str, Any]] = {}  # dist_id -> stage request (+ "sha256"/"size" once sent)
         self.blobs: dict[tuple[str, str], bytes] = {}  # (owner, basename) -> the file's bytes
         self.fail_status = 0  # answer every API path with this status (0: behave)
+        self.locked: set[tuple[str, str]] = set()  # (owner, label) locked by POST /channels/OWNER/LABEL/lock
 
     def has_package(self, owner: str, name: str) -> bool:
         return (owner, name) in self.packages or bool(self.of(owner, package=name))
@@ -249,9 +250,29 @@ def route(st: State, method: str, parts: list[str], body: dict[str, Any]) -> tup
         for f in st.of(parts[1]):
             for label in f["labels"]:
                 labels[label] = labels.get(label, 0) + 1
-        return 200, {k: {"is_locked": False, "num_files": n} for k, n in sorted(labels.items())}
+        return 200, {k: {"is_locked": (parts[1], k) in st.locked, "num_files": n} for k, n in sorted(labels.items())}
     if parts[0] == "channels" and len(parts) == 3:
+        if method != "GET" and (parts[1], parts[2]) in st.locked:
+            return 403, {"error": f"label {parts[2]} of {parts[1]} is locked"}
         return _label(st, method, parts[1], parts[2], body)
+    if parts[0] == "channels" and len(parts) == 5 and parts[3] == "copy" and method == "POST":
+        # anaconda-client's copy_channel (`anaconda label --copy FROM TO`): every file of FROM also gets TO
+        owner, src, dest = parts[1], parts[2], parts[4]
+        if (owner, dest) in st.locked:
+            return 403, {"error": f"label {dest} of {owner} is locked"}
+        files = st.of(owner, src)
+        if not files:
+            return 404, {"error": f"label {src} of {owner} not found"}
+        for f in files:
+            f["labels"] = sorted(set(f["labels"]) | {dest})
+        return 201, None
+    if parts[0] == "channels" and len(parts) == 4 and parts[3] in ("lock", "unlock") and method == "POST":
+        key = (parts[1], parts[2])
+        if parts[3] == "lock":
+            st.locked.add(key)
+        else:
+            st.locked.discard(key)
+        return 201, None
     if parts[0] == "package" and len(parts) == 3 and method == "GET":
         files = st.of(parts[1], package=parts[2])
         if not st.has_package(parts[1], parts[2]):
@@ -338,7 +359,7 @@ def _label(st: State, method: str, owner: str, label: str, body: dict[str, Any])
         files = st.of(owner, label)
         if not files:
             return 404, {"error": f"label {label} of {owner} not found"}
-        return 200, {"is_locked": False, "files": files}
+        return 200, {"is_locked": (owner, label) in st.locked, "files": files}
     targets = [f for f in st.of(owner) if (not body.get("package") or f["attrs"]["name"] == body["package"])
                and (not body.get("version") or f["version"] == body["version"])
                and (not body.get("basename") or f["basename"] == body["basename"])]
@@ -357,6 +378,8 @@ def _copy(st: State, owner: str, pkg: str, ver: str, basename: str, body: dict[s
             or body.get("from_channel", "main") not in src["labels"]):
         return 404, {"error": f"{owner}/{pkg}/{ver}/{basename} not found in label {body.get('from_channel')}"}
     to_owner, to_label = body.get("to_owner") or owner, body.get("to_channel", "main")
+    if (to_owner, to_label) in st.locked:
+        return 403, {"error": f"label {to_label} of {to_owner} is locked"}
     dest = st.files.get((to_owner, basename))
     if dest is not None and (to_label in dest["labels"] or dest["sha256"] != src["sha256"] or to_owner != owner):
         return 409, {"error": f"file {basename} already exists for {to_owner}"}

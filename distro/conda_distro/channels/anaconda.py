@@ -387,6 +387,20 @@ class AnacondaChannel:
         if self._get_or_none(what, self.api.release, self.owner, name, version) is None:
             self._call(what, self.api.add_release, self.owner, name, version, [], None, dict(release_data))
 
+    def with_label(self, label: str) -> AnacondaChannel:
+        """The same owner, server and token, another label (a snapshot's)."""
+        return AnacondaChannel(self.owner, label, api_url=self.api_url, token=self._token, lock_dir=self.lock_dir,
+                               ref=f"anaconda://{self.owner}/{label}")
+
+    def copy_label(self, to_label: str) -> None:
+        """Label every file of this label also ``to_label`` on the server, then lock ``to_label`` (no later
+        upload or copy changes it): what ``anaconda label --copy LABEL TO`` and ``anaconda label --lock TO``
+        send (``POST /channels/OWNER/LABEL/copy/TO``, ``POST /channels/OWNER/TO/lock``)."""
+        self._require_token()
+        self._call(f"copying label '{self.label}' to '{to_label}'", self.api.copy_channel, self.label, self.owner,
+                   to_label)
+        self._call(f"locking label '{to_label}'", self.api.lock_channel, to_label, self.owner)
+
     def withdraw(self, files: Sequence[ChannelFile], progress: Progress = no_progress) -> list[str]:
         self._require_token()
         out = []

@@ -35,6 +35,7 @@ from conda_distro.channels.depends import (
 from conda_distro.channels.local import REPODATA, LocalChannel, sha256_of
 from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import Distribution, load_distribution, open_distro
+from conda_distro.enduser.take import ensure_snapshot
 from conda_distro.engine.releases import Availability, Target, availability_if_readable
 from conda_distro.errors import ChannelError, ExitCode, LedgerError, UsageError
 from conda_distro.gate.excuses import EXCUSES_FILE, Excuses, ExcusesOptions, excuses_of, write_excuses
@@ -632,6 +633,7 @@ class PromoteResult:
     dry_run: bool
     ledger_written: list[str] = field(default_factory=list)
     excuses: str | None = None  # where the excuses were written (build/excuses.json)
+    snapshot: str | None = None  # the snapshot of main this promotion took (conda_distro.enduser.take)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -639,13 +641,15 @@ class PromoteResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.exit_code == ExitCode.OK, **self.plan.to_dict(), "dry_run": self.dry_run,
-                "ledger": list(self.ledger_written), "excuses": self.excuses}
+                "ledger": list(self.ledger_written), "excuses": self.excuses, "snapshot": self.snapshot}
 
     def text_lines(self) -> list[str]:
         lines = self.plan.text_lines(done=not self.dry_run)
         if self.dry_run:
             lines.append("dry run: nothing was written to main or channel_state/")
         lines += [f"recorded {p}" for p in self.ledger_written]
+        if self.snapshot:
+            lines.append(f"snapshot of main: {self.snapshot} (`conda-distro snapshots`)")
         if self.excuses:
             lines.append(f"why each candidate waits: `conda-distro excuses` (also {self.excuses})")
         return lines
@@ -878,4 +882,6 @@ def promote(options: PromoteOptions) -> PromoteResult:
             options.progress(f"staging {ctx.staging.describe()} has no indexed packages")
         plan = ctx.plan(inputs)
         written = execute_plan(plan, ctx, inputs, options.progress)
-    return PromoteResult(plan, dry_run=False, ledger_written=written, excuses=_write_excuses(ctx, plan, inputs))
+        snap = ensure_snapshot(ctx.distro, ctx.main, progress=options.progress)  # main is always captured
+    return PromoteResult(plan, dry_run=False, ledger_written=written, excuses=_write_excuses(ctx, plan, inputs),
+                         snapshot=snap.record.name if snap.record else None)

@@ -37,6 +37,7 @@ from urllib.parse import quote_plus
 
 from conda_distro.config import DistroRepo
 from conda_distro.distribution import Distribution, load_distribution
+from conda_distro.enduser.snapshots import SNAPSHOTS_DIR, SnapshotRecord, SnapshotStore, files_of
 from conda_distro.engine.gpu import variant_label
 from conda_distro.errors import UsageError
 from conda_distro.gate.excuses import Excuse, Excuses, read_excuses
@@ -291,6 +292,7 @@ class StatusPage:
     drawing: Drawing
     progress: list[ReleaseProgress] = field(default_factory=list)
     excuses: Excuses | None = None
+    snapshots: list[SnapshotRecord] = field(default_factory=list)  # newest first
     #: when the page was made (shown in its header: a page is a snapshot, and readers must see how old)
     generated: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
 
@@ -681,6 +683,30 @@ def _tail(path: Path) -> bytes:
     return (b"[... the beginning of the log is cut ...]\n" + data) if size > LOG_TAIL else data
 
 
+def _snapshot_files(snapshots: list[SnapshotRecord], build_dir: Path, out: Path) -> list[Path]:
+    """Each snapshot's lockfiles and SBOM, copied to ``snapshots/<name>/`` beside the page (what exists on
+    this machine; regular files only, read without following a symbolic link)."""
+    written = []
+    for s in snapshots:
+        base = files_of(s, build_dir)
+        for rel in [*s.lockfiles.values(), *([s.sbom] if s.sbom else [])]:
+            try:
+                data = _read_regular(base / rel)
+            except OSError:
+                continue
+            _write(out / SNAPSHOTS_DIR / s.name / rel, data)
+            written.append(out / SNAPSHOTS_DIR / s.name / rel)
+    return written
+
+
+def _read_regular(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return fh.read()
+
+
 def write_status(options: StatusOptions) -> StatusResult:
     as_of = parse_as_of(options.as_of)
     dist = load_distribution(options.root)
@@ -689,9 +715,10 @@ def write_status(options: StatusOptions) -> StatusResult:
     stale = frozenset(b.artifact for b in excuses.stale) if excuses else frozenset()
     page = build_page(gather(dist, as_of, sweeps=False, skip=stale), excuses, repo_links(dist.root, options.repo_url),
                       untestable_of(dist))
+    page.snapshots = list(reversed(SnapshotStore(dist.distro.state_dir).all()))
     logs = _log_copies(page, dist.root, dist.distro.build_dir)
     html, css = render_page(page, logs), static("style.css")
-    written = []
+    written = _snapshot_files(page.snapshots, dist.distro.build_dir, out)
     for name, text in zip(PAGE_FILES, (html, css), strict=True):
         _write(out / name, text)
         written.append(out / name)

@@ -5,6 +5,9 @@ Everything is built offline with rattler-build from the recipes in ``sandbox/dat
 * ``python``: the running interpreter (``sys.base_prefix``, a pyenv ``--enable-shared`` CPython),
   copied into a conda package (engine-notes section 2). Its source folder and version are passed
   through ``RenderConfig(extra_context=...)``.
+* ``pip``: the wheel the interpreter bundles for ``ensurepip``, as a ``noarch: python`` package: conda
+  adds ``pip`` to every ``python`` record by default (``add_pip_as_python_dependency``), so without it a
+  user with conda's default settings could install nothing.
 * ``pytorch``: per release, a cpu build (``cpu_h<hash>_0``) and a cuda build
   (``cuda<ver>_h<hash>_200``, depends on ``__cuda``), both linux-64, ``python`` in host and run,
   run_export ``pytorch >=X.Y.Z,<X.(Y+1).0a0``, and a small shared library whose symbols carry the minor
@@ -277,6 +280,33 @@ def build_compiler_packages(work_dir: Path, toolchain: Toolchain) -> list[Path]:
     return out
 
 
+def bundled_pip_wheel(host: HostPython) -> Path:
+    """The pip wheel ``ensurepip`` bundles with the host interpreter."""
+    wheels = sorted((host.prefix / "lib" / f"python{host.short}" / "ensurepip" / "_bundled").glob("pip-*-py3-none-any.whl"))
+    if not wheels:
+        raise SandboxError(f"the host python at {host.prefix} bundles no pip wheel (ensurepip/_bundled/pip-*.whl)",
+                           path=host.prefix, hint="use a CPython built with ensurepip (pyenv's are)")
+    return wheels[-1]
+
+
+def build_pip_package(work_dir: Path, host: HostPython) -> list[Path]:
+    """pip, from the host's bundled wheel, built against the python package already in ``work_dir``."""
+    from rattler_build import RattlerBuildError, RenderConfig, Stage0Recipe, VariantConfig
+    from rattler_build.render import ContextValue
+
+    wheel = bundled_pip_wheel(host)
+    assert_no_colon(wheel, what="pip wheel")
+    ctx: dict[str, ContextValue] = {"wheel": str(wheel), "pip_version": wheel.name.split("-")[1]}
+    out: list[Path] = []
+    for variant in Stage0Recipe.from_file(str(upstream_recipe("pip"))).render(VariantConfig(), RenderConfig(extra_context=ctx)):
+        try:
+            res = run_build(variant, output_dir=work_dir, channels=[work_dir], rattler_cache=work_dir / RATTLER_CACHE)
+        except RattlerBuildError as exc:
+            raise _build_failed(f"pip {ctx['pip_version']}", exc) from None
+        out.extend(Path(p) for p in res.packages)
+    return out
+
+
 def _build_standins(work_dir: Path, channels: Sequence[str | Path], wanted: Sequence[tuple[str, str]]) -> list[Path]:
     """Build the wanted ``(release, variant)`` stand-ins into ``work_dir``; ``channels`` must provide python."""
     from rattler_build import RattlerBuildError, Stage0Recipe, VariantConfig
@@ -377,7 +407,7 @@ class UpstreamChannel:
 def build_upstream_channel(channel_dir: str | os.PathLike[str], releases: Sequence[str] = DEFAULT_RELEASES,
                            host: HostPython | None = None, toolchain: Toolchain | None = None) -> UpstreamChannel:
     """Build a fresh upstream channel in ``channel_dir`` (created; must not hold packages yet):
-    the host python plus cpu and cuda pytorch stand-ins for each release. About 15 s on 2 cores."""
+    the host python, pip, and cpu and cuda pytorch stand-ins for each release. About 15 s on 2 cores."""
     t0 = time.monotonic()
     channel = assert_no_colon(channel_dir, what="channel")
     wanted_releases = check_releases(releases)
@@ -389,6 +419,7 @@ def build_upstream_channel(channel_dir: str | os.PathLike[str], releases: Sequen
     with _workdir() as td:
         work = Path(td)
         py = build_python_package(work, host)
+        py += build_pip_package(work, host)
         standins = _build_standins(work, [], [(r, v) for r in wanted_releases for v in VARIANTS])
         compilers = build_compiler_packages(work, toolchain or Toolchain.detect())
         published = publish_packages([*py, *standins, *compilers], channel)

@@ -32,6 +32,7 @@ BUILD_FOLDERS = {
     "locks": "the lock files (build/locks/)",
     "work": "the build work folders (build/work/)",
     "release-views": "the release views (build/release-views/)",
+    "snapshots": "the lockfiles and SBOMs of an anaconda.org main's snapshots (build/snapshots/)",
 }
 
 
