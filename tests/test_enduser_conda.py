@@ -3,7 +3,7 @@ from upstream; rattler's own Strict still does), pip added to python records unl
 add_pip_as_python_dependency is off, and the MatchSpecs the docs show users are conda syntax that
 rattler's strict parser reads with the meaning the docs give them.
 
-Repros (issue 27): main holding pytorch 2.5.1 only, ``pytorch ==2.6.0`` passed with rattler's Strict and is
+Repros: main holding pytorch 2.5.1 only, ``pytorch ==2.6.0`` passed with rattler's Strict and is
 unsatisfiable for conda; the sandbox's upstream had no pip, so a conda user with default settings could
 install nothing; ``"pytorch=2.9=cuda*"`` in the README means exactly 2.9 to conda.
 """

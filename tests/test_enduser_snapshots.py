@@ -1,6 +1,6 @@
 """Snapshots, lockfiles, SBOMs and rollback on the sandbox world (real builds, real solves, real installs).
 
-Bars (issue 27): promote twice, rollback to the first snapshot: main's index equals the first snapshot's;
+Bars: promote twice, rollback to the first snapshot: main's index equals the first snapshot's;
 a lockfile of each snapshot installs and gives the environment verify-channel checked; a rollback killed
 at any point is completed by running it again; every bad input is exit 2 with nothing written.
 """
