@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from conda_distro.channels.base import ChannelFile, newest_by_name
+from conda_distro.dates import utcnow
 from conda_distro.errors import UsageError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.holds import PRUNE_ADVICE, Held, HoldClass, HoldReason
@@ -254,7 +255,7 @@ def _first_seen(arts: list[str], inputs: Any) -> dt.datetime | None:
 def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuses:
     """The excuses of a promotion plan (:class:`conda_distro.promote.PromotionPlan`) made from
     ``inputs`` (:class:`conda_distro.promote.PlanInputs`)."""
-    now = now or dt.datetime.now(dt.UTC)
+    now = now or utcnow()
     held: dict[str, Held] = {h.artifact: h for h in plan.held}
     promoted = {f.artifact for f in plan.promote}
     untracked = set(plan.untracked)

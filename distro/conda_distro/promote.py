@@ -33,6 +33,7 @@ from conda_distro.channels.depends import (
 )
 from conda_distro.channels.local import REPODATA, LocalChannel, sha256_of
 from conda_distro.config import DistroConfig, DistroRepo
+from conda_distro.dates import utcnow
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.engine.releases import Availability, Target, availability_if_readable
 from conda_distro.errors import ChannelError, ExitCode, LedgerError, UsageError
@@ -41,7 +42,7 @@ from conda_distro.fsutil import check_writable
 from conda_distro.hints import load_hints
 from conda_distro.holds import Held, HoldClass, HoldReason
 from conda_distro.installability import Installability, InstallabilityResult
-from conda_distro.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence, utcnow
+from conda_distro.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence
 from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, Deadline, repository_lock, staging_folder, staging_lock
 from conda_distro.owners import Owner, registry_of
 from conda_distro.provenance import CheckoutRecipes

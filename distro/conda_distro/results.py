@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.config import RELEASE_RE, Variant
+from conda_distro.dates import utcnow
 from conda_distro.errors import DistroError
 from conda_distro.fsutil import atomic_write_text
 from conda_distro.jsonio import parse_json, read_json_text
@@ -45,7 +46,7 @@ _COMMIT = r"^[0-9a-f]{7,64}$"  # a git commit id
 
 
 def now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+    return utcnow()
 
 
 class _Model(BaseModel):

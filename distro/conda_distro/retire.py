@@ -23,12 +23,12 @@ from typing import Any
 
 from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, no_progress, open_channel
 from conda_distro.channels.depends import depends_names
-from conda_distro.dates import parse_as_of
+from conda_distro.dates import parse_as_of, utcnow
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.errors import DistroError, ExitCode, LedgerError, UsageError
 from conda_distro.fsutil import check_writable
 from conda_distro.graph import RecipeGraph
-from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, Retirement, current_user, utcnow
+from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, Retirement, current_user
 from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock
 from conda_distro.promote import check_channel_writable, check_ledger_writable, ledger_entry
 from conda_distro.reports.facts import gather, newest_artifact

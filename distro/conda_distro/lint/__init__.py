@@ -6,11 +6,10 @@ import datetime as dt
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from conda_distro.dates import parse_as_of
+from conda_distro.dates import parse_as_of, utcnow
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import DistroError, ExitCode
 from conda_distro.fsutil import atomic_write_text, paused_gc
-from conda_distro.ledger import utcnow
 from conda_distro.lint import checks as _checks  # noqa: F401  (registers the checks)
 from conda_distro.lint import proposal_checks as _proposal_checks  # noqa: F401  (registers proposal-* checks)
 from conda_distro.lint.base import CHECKS, Check, Finding, Severity

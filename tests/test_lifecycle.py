@@ -1,0 +1,31 @@
+"""A life of the channel: months of a sandbox world played through the CLI (``bench/bench_lifecycle.py``),
+shortened; and the test clock it moves days with.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from conda_distro.dates import TEST_TODAY_ENV, parse_as_of, utcnow
+from conda_distro.errors import UsageError
+
+
+def test_the_test_clock_moves_every_date_the_tool_takes_to_the_given_day(monkeypatch):
+    monkeypatch.delenv(TEST_TODAY_ENV, raising=False)
+    real = utcnow()
+    assert abs((real - dt.datetime.now(dt.UTC)).total_seconds()) < 5 and real.microsecond == 0
+    monkeypatch.setenv(TEST_TODAY_ENV, "2031-02-03")
+    moved = utcnow()
+    assert moved.date() == dt.date(2031, 2, 3) and moved.tzinfo is not None
+    assert abs((moved.time().hour * 3600 + moved.time().minute * 60) - (real.hour * 3600 + real.minute * 60)) <= 120
+    assert parse_as_of(None) == dt.date(2031, 2, 3)  # the reports' default day
+    assert parse_as_of("2030-01-01") == dt.date(2030, 1, 1)  # --as-of still wins
+    from conda_distro.results import TestRecord
+
+    rec = TestRecord(name="a", artifact="noarch/a-1-h0_0.conda", pytorch="2.5.1", variant="cpu", status="passed")
+    assert rec.date.date() == dt.date(2031, 2, 3)  # test results are stamped by the same clock
+    monkeypatch.setenv(TEST_TODAY_ENV, "next tuesday")
+    with pytest.raises(UsageError, match=TEST_TODAY_ENV):
+        utcnow()
