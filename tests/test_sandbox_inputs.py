@@ -1,7 +1,7 @@
 """What a build sandbox is given, wherever things live: url sources fetched beforehand into the cache,
 path sources only from inside the repository, local channels at plain paths (any repository path),
-limits from distro.yaml and the recipe, no temporary folder left behind; a remote upstream is refused
-(sandboxes have no network)."""
+limits from distro.yaml and the recipe, no temporary folder left behind (remote upstream channels:
+tests/test_mirror.py)."""
 
 from __future__ import annotations
 
@@ -260,17 +260,6 @@ def test_limits_read_from_distro_yaml_and_the_recipe(tmp_path):
     got = recipe_limits(tmp_path / "recipe.yaml", text, defaults)
     assert (got.build_timeout, got.test_timeout, got.log_limit) == (7200, 30, 256 << 20)
     assert recipe_limits(tmp_path / "recipe.yaml", _generic("probe"), defaults) == defaults
-
-
-def test_a_remote_upstream_is_refused_for_sandboxed_builds(make_distro, capsys):
-    root = make_distro({"probe": _generic("probe")})
-    if bwrap_path() is None:
-        pytest.skip("bubblewrap is not installed")
-    code, out, err = run_cli_at(capsys, root, "build", "probe")
-    assert code == 2, (out, err)
-    assert "upstream channel 'conda-forge' is remote" in err and "no network" in err
-    assert "field 'channels.upstream.0'" in err and "--no-sandbox" in err
-    assert not (root / "build").exists()
 
 
 def test_the_sandbox_layout_is_plain_whatever_the_host_path(tmp_path):

@@ -3,8 +3,11 @@
 A :class:`~conda_distro.checkpr.CheckPrResult` becomes a :class:`PrReport`:
 
 * the verdict, first;
-* one row per package: ``pass / fail / needs-pin-update / blocked / n-a`` and the release × variant
-  targets that failed (``all 6``, or ``2.6.0 cpu/cuda``), not one line per target;
+* one row per package: ``pass / fail / error / needs-pin-update / blocked / n-a`` and the release ×
+  variant targets that failed (``all 6``, or ``2.6.0 cpu/cuda``), not one line per target; ``error`` is an
+  infrastructure error (a build or test killed at its time or output limit, or out of memory; a sandbox
+  that could not get its environment from the mirror of a remote channel), with its cause: it says
+  nothing about the package, and a rerun runs it again;
 * the findings: each with its ``file:line``, a hint saying what to do and a link to its log (identical
   failures on several targets are one finding);
 * the downstream maintainers (of affected packages the PR does not change) that must act, each
@@ -36,8 +39,11 @@ from conda_distro.results import BuildRecord, TestRecord
 from conda_distro.safetext import shown
 from conda_distro.templating import render
 
-STATUSES = ("pass", "fail", "needs-pin-update", "blocked", "n-a")
-ICONS = {"pass": "✅", "fail": "❌", "needs-pin-update": "📌", "blocked": "⛔", "n-a": "➖"}
+STATUSES = ("pass", "fail", "error", "needs-pin-update", "blocked", "n-a")
+ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "needs-pin-update": "📌", "blocked": "⛔", "n-a": "➖"}
+#: the causes of an infrastructure ``error`` (a build or test that could not finish), as its reason begins
+CAUSES = (("timeout", "timeout"), ("output limit", "output limit"), ("mirror", "mirror"))
+RERUN_HINT = ("not a failure of the package: `conda-distro build --retry-errors` runs it again")
 MARKER = "<!-- conda-distro:check-pr -->"  # the sticky comment's hidden marker (the comment workflow adds it)
 
 
@@ -182,7 +188,9 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
     if res.malformed:
         return _malformed(res)
     facts = _Facts.of(res)
-    rep = PrReport("ready to merge" if res.ok else "changes needed", "✅" if res.ok else "❌", "", res.base,
+    verdict, icon = ("ready to merge", "✅") if res.ok else \
+        ("infrastructure error, run it again", "⚠️") if _only_errors(res) else ("changes needed", "❌")
+    rep = PrReport(verdict, icon, "", res.base,
                    targets=len(facts.every), not_built=not res.built and bool(res.affected),
                    scope=res.scope if res.built else None)
     rep.items, rep.solver = _findings(res, facts, links)
@@ -244,6 +252,7 @@ def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[
             items.append(Item("error", f"`{b.name}` build failed", b.name, _loc(where.path, where.build) if where else None,
                               f"reproduce with `{reproduce(res, b.name)}`", links.path(b.log), links.url(b.log),
                               detail=b.reason or "failed"))
+    items += _error_items(res, links)
     for (name, reason), tests in failed_tests.items():
         where = loc.get(name)
         targets = [(t.pytorch, t.variant) for t in tests]
@@ -278,6 +287,15 @@ def reproduce(res: CheckPrResult, name: str, release: str | None = None) -> str:
     return f"conda-distro check-pr --base {base} --only {name}" + (f" --pytorch {release}" if release else "")
 
 
+def _only_errors(res: CheckPrResult) -> bool:
+    """Nothing is wrong with the PR's packages, but some build or test could not finish."""
+    errors = any(t.status == "error" for t in res.tests) or any(b.status == "error" for b in res.builds)
+    wrong = (any(f.severity == "error" for f in res.lint + res.proposals) or any(not s.ok for s in res.solve)
+             or res.needs_pin_update or res.excluded.unreadable
+             or any(t.status == "failed" for t in res.tests) or any(b.status == "failed" for b in res.builds))
+    return errors and not wrong
+
+
 def _rows(res: CheckPrResult, facts: _Facts) -> list[Row]:
     """One row per package: affected ones, and changed or blocked ones that could not be read."""
     names = list(res.affected) + [n for n in (*facts.unreadable, *facts.blocked_by) if n not in res.affected
@@ -288,6 +306,7 @@ def _rows(res: CheckPrResult, facts: _Facts) -> list[Row]:
         tests = [t for t in res.tests if t.name == name]
         failed = [(t.pytorch, t.variant) for t in tests if t.status == "failed"]
         blocked = [(t.pytorch, t.variant) for t in tests if t.status == "blocked"]
+        errored = [(t.pytorch, t.variant) for t in tests if t.status == "error"]
         bstat = {b.status for b in facts.builds.get(name, [])}
         if name in facts.pins:
             p = facts.pins[name]
@@ -301,6 +320,10 @@ def _rows(res: CheckPrResult, facts: _Facts) -> list[Row]:
             row.status = "fail"
             row.failed_on = targets_text(failed or facts.conflicts.get(name, []), _targets_of(res, name) or facts.every)
             row.note = "tests failed" if failed else ("lint errors" if name in facts.lint_errors else "not co-installable")
+        elif errored or "error" in bstat:
+            row.status = "error"
+            row.failed_on = targets_text(errored, _targets_of(res, name)) if errored else "build"
+            row.note = f"infrastructure error ({', '.join(_causes(res, name))})"
         elif name in facts.blocked_by:
             row.status, row.note = "blocked", f"waits for `{facts.blocked_by[name]}` (unreadable)"
         elif "blocked" in bstat or (tests and len(blocked) == len(tests)):
@@ -363,7 +386,49 @@ def _next_steps(res: CheckPrResult, rep: PrReport) -> list[str]:
         steps.append("make the pins co-installable (`conda-distro solve` explains the conflict)")
     if res.needs_pin_update:
         steps.append("update the dependents' pins listed above")
+    if any(t.status == "error" for t in res.tests) or any(b.status == "error" for b in res.builds):
+        steps.append("run the infrastructure errors again (rerun the check; locally `conda-distro build "
+                     "--retry-errors`); a package that needs more time or output sets `extra: limits:` in its recipe")
     return steps or ["see the findings above"]
+
+
+def infra_cause(reason: str | None) -> str:
+    """The cause of an infrastructure error, from its reason: ``timeout``, ``output limit``, ``mirror``,
+    ``killed`` (SIGKILL, out of memory) or ``infrastructure``."""
+    text = (reason or "").strip().lower()
+    for prefix, cause in CAUSES:
+        if text.startswith(prefix):
+            return cause
+    return "killed" if "killed" in text or "sigkill" in text else "infrastructure"
+
+
+def _causes(res: CheckPrResult, name: str) -> list[str]:
+    got = [b.reason for b in res.builds if b.name == name and b.status == "error"] + \
+          [t.reason for t in res.tests if t.name == name and t.status == "error"]
+    return list(dict.fromkeys(infra_cause(r) for r in got)) or ["infrastructure"]
+
+
+def _error_items(res: CheckPrResult, links: LogLinks) -> list[Item]:
+    """Builds and tests that could not finish: one finding per package, cause and reason (warnings: they
+    are not the package's failures)."""
+    items: list[Item] = []
+    for b in res.builds:
+        if b.status == "error":
+            items.append(Item("warning", f"`{b.name}` build could not finish (infrastructure error: "
+                                         f"{infra_cause(b.reason)})", b.name, hint=RERUN_HINT,
+                              log_path=links.path(b.log), log_url=links.url(b.log), detail=b.reason or "no reason given"))
+    grouped: dict[tuple[str, str], list[TestRecord]] = {}
+    for t in res.tests:
+        if t.status == "error":
+            grouped.setdefault((t.name, _one_line(t.reason or "no reason given")), []).append(t)
+    for (name, reason), tests in grouped.items():
+        first = sorted(tests, key=lambda t: (_version_key(t.pytorch), t.variant))[0]
+        on = targets_text([(t.pytorch, t.variant) for t in tests], _targets_of(res, name))
+        items.append(Item("warning", f"`{name}` test could not finish on {on} (infrastructure error: "
+                                     f"{infra_cause(first.reason)})", name, hint=RERUN_HINT,
+                          log_path=links.path(first.log), log_url=links.url(first.log), more_logs=len(tests) - 1,
+                          detail=reason))
+    return items
 
 
 def _finding(f: Finding) -> Item:

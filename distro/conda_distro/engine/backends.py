@@ -7,6 +7,7 @@ A backend turns plain data (:class:`BuildJob`, :class:`TestJob`) into plain data
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -93,6 +94,10 @@ class TestOutcome:
     env: dict[str, str] = field(default_factory=dict)
     #: the package has no tests (rattler-build ran nothing): passed, and `neutral` in the gate
     no_tests: bool = False
+    #: a test environment could not be set up, and no test script had run (rattler-build's own words)
+    env_failed: bool = False
+    #: what rattler-build found no candidates for, when ``env_failed`` (specs, from its solver's report)
+    missing: tuple[str, ...] = ()
 
 
 class Builder(Protocol):
@@ -158,6 +163,26 @@ def _failure_line(output: list) -> str:
 
 
 _ENV_DONE = "Successfully updated the test environment"
+_ENV_FAILED = "failed to setup test environment"
+_NO_CANDIDATES = re.compile(r"No candidates were found for ([^\s,]+(?: [^\s,]+)?)"
+                            r"|([A-Za-z0-9_][A-Za-z0-9_.\-]*(?: [^\s,]+)?), for which no candidates were found")
+
+
+def missing_specs(text: str) -> tuple[str, ...]:
+    """The specs a solver report (rattler's or rattler-build's) says nothing can satisfy."""
+    found = (m.group(1) or m.group(2) for m in _NO_CANDIDATES.finditer(text))
+    return tuple(dict.fromkeys(s.rstrip(".:") for s in found if s))
+
+
+def env_setup_failure(output: list) -> tuple[str, ...] | None:
+    """When a failed test's environment could not be set up before any of its scripts ran, the specs
+    rattler-build's solver found no candidates for (possibly none); None otherwise. Only then is every
+    line rattler-build's own: a script that ran would have followed rattler-build's report that the
+    environment was ready, which recipe code cannot take back."""
+    lines = [ln.strip() for chunk in output for ln in str(chunk).splitlines() if ln.strip()]
+    if any(_ENV_DONE in ln for ln in lines) or not any(_ENV_FAILED in ln for ln in lines):
+        return None
+    return missing_specs("\n".join(lines))
 
 
 def environment_of(output: list) -> dict[str, str]:
@@ -196,7 +221,7 @@ def _explain_unsolvable(spec: str, job: TestJob) -> str | None:
     return None
 
 
-def _blocking_requirement(explanation: str) -> str:
+def blocking_requirement(explanation: str) -> str:
     """The line of a solver report naming the requirement that cannot be met, without the tree."""
     lines = [ln.strip(" │├└─").strip() for ln in explanation.splitlines() if ln.strip(" │├└─").strip()]
     hit = next((ln for ln in lines if ", which cannot be installed" in ln or ", for which no candidates" in ln), None)
@@ -272,17 +297,21 @@ class RattlerBuildBackend:
         lines: list[str] = []
         failed = None
         env: dict[str, str] = {}
+        setup: tuple[str, ...] | None = None
         for r in results:
             lines.append(f"=== test {r.test_index}: {'passed' if r.success else 'FAILED'}")
             for name, ident in environment_of(r.output).items():
                 env.setdefault(name, ident)
             if not r.success and failed is None:
+                setup = env_setup_failure(r.output)
                 failed = f"test {r.test_index} failed: {_failure_line(r.output)}"
                 if "failed to setup test environment" in failed:  # rattler-build gives no reason (gotcha 11)
                     why = _explain_unsolvable(f"{pkg.name} =={pkg.version} {pkg.build_string}", job)
                     if why:
                         lines += ["=== why the test environment cannot be solved (rattler solver):", why]
-                        failed += f": {_blocking_requirement(why)}"
+                        failed += f": {blocking_requirement(why)}"
+                        if setup is not None:  # (this runner's own solve, in the sandbox's channels)
+                            setup = tuple(dict.fromkeys((*setup, *missing_specs(why))))
                     # (an environment rattler-build cannot set up is the package's failure even when
                     # rattler's own solve finds one: their channel priorities differ)
         if not results:
@@ -293,7 +322,8 @@ class RattlerBuildBackend:
             lines.append(f"=== {KILLED_WHY}: recorded as an infrastructure error; `build --retry-errors` runs it again")
         _send(job.sink, lines)
         env.pop(pkg.name, None)
-        return TestOutcome(failed is None, failed, error=killed, env=env, no_tests=not results)
+        return TestOutcome(failed is None, failed, error=killed, env=env, no_tests=not results,
+                           env_failed=setup is not None, missing=setup or ())
 
 
 class CondaBuildBackend:

@@ -192,6 +192,8 @@ class Executor:
         for junk in ("bld", "test", ".tmp", "src_cache"):  # rattler-build scratch from earlier runs
             shutil.rmtree(self.ctx.staging / junk, ignore_errors=True)
         clear_stale_folders(self.ctx.isolation.work_root)  # left by a build killed with -9
+        if self.ctx.isolation.mirror is not None:  # mirrored files unused for long (a cache never grows for ever)
+            self.ctx.isolation.mirror.store.prune()
 
     def run(self) -> ExecutionResult:
         self._prepare_staging()

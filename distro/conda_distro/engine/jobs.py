@@ -91,6 +91,8 @@ class TestedMsg(_Model):
     message: str | None = None
     env: dict[str, str] = Field(default_factory=dict)  # the test environment: name -> "name-version-build"
     no_tests: bool = False  # the package has no tests (rattler-build ran nothing)
+    env_failed: bool = False  # a test environment could not be set up before any script ran
+    missing: list[str] = Field(default_factory=list, max_length=50)  # what its solver found no candidates for
 
     @model_validator(mode="after")
     def _one_outcome(self) -> TestedMsg:

@@ -5,6 +5,10 @@ Each phase makes a fresh private folder, writes the runner's job, shows the sand
 phase reads (:class:`~conda_distro.engine.sandbox.Layout`: the recipe folder or its copy with fetched
 sources, the channels, the job file; for a test, the artifact from staging, read-only), runs the runner
 under :func:`~conda_distro.engine.supervise.supervise` (limits, streamed log) and removes the folder.
+When an upstream channel is remote, a phase first asks the engines what its environments install
+(:mod:`.needs`) and shows the sandbox mirror views of those records in that channel's place
+(:mod:`.mirror`); a sandbox that still lacks something is judged here (an infrastructure ``error`` when
+the upstream channels can serve it, the package's failure when they cannot).
 
 Sealing: the moment the build sandbox has exited (and with it every process it started), the
 orchestrator hashes every package file it left (:func:`~conda_distro.engine.intake.seal`); intake
@@ -22,15 +26,18 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from conda_distro.engine import intake
+from conda_distro.engine.backends import blocking_requirement
 from conda_distro.engine.jobs import BuildPhaseJob, BuiltMsg, TestedMsg, TestPhaseJob
 from conda_distro.engine.limits import describe
+from conda_distro.engine.mirror import MirrorError, Mirroring, shown_url
+from conda_distro.engine.needs import Needs, build_needs, test_needs
 from conda_distro.engine.sandbox import Layout, file_url_path, worker_env
 from conda_distro.engine.sources import SourceFetchError, fetch_source, recipe_copy
 from conda_distro.engine.supervise import Launch, supervise
@@ -54,6 +61,7 @@ class Isolation:
     work_root: Path
     sources: Path
     devices: tuple[Path, ...] = ()  # device nodes a GPU test's sandbox puts back (the GPU's, when there is one)
+    mirror: Mirroring | None = None  # remote upstream channels, mirrored for each sandbox (None: all local)
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,8 @@ class TestOut:
     log: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     no_tests: bool = False
+    env_failed: bool = False  # its environment could not be set up before any script ran
+    missing: tuple[str, ...] = ()  # what rattler-build's solver found no candidates for, then
 
 
 def remove_tree(folder: Path) -> None:
@@ -227,7 +237,13 @@ def run_build_phase(unit: PhaseContext, to_build: list[VariantSpec], gate: threa
             recipe_in = _show_recipe(unit, lay, folder)
         except SourceFetchError as exc:
             return {s.artifact: BuildOut("failed", f"the source could not be fetched: {exc}") for s in to_build}
-        channels = [lay.channel(url) for url in unit.channels]
+        mirrored, mirror_errors = _mirror_build(unit, to_build, folder)
+        if mirror_errors:  # (those are not built: the others keep their logs' order)
+            to_build = [s for s in to_build if s.artifact not in mirror_errors]
+            logs = tuple(unit.logs / f"{s.build_string}.build.log" for s in to_build)
+            if not to_build:
+                return mirror_errors
+        channels = [lay.channel(mirrored.views.get(url, url)) for url in unit.channels]
         job = BuildPhaseJob(recipe=str(recipe_in), variant_config=BuildPhaseJob.settings_data(unit.variant_config),
                             engine=unit.engine,
                             out_dir=str(work_in / "out"), channels=channels, variants=to_build)
@@ -264,7 +280,8 @@ def run_build_phase(unit: PhaseContext, to_build: list[VariantSpec], gate: threa
                 out[spec.artifact] = BuildOut("error", why, log)
             else:
                 out[spec.artifact] = BuildOut("failed", ran.why(describe(unit.limits)), log)
-        return out
+            out[spec.artifact] = mirrored.judge(unit, spec.artifact, out[spec.artifact])
+        return {**out, **mirror_errors}
     finally:
         remove_tree(folder)
 
@@ -280,8 +297,12 @@ def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: 
     try:
         work_in = lay.show(rw, "work", writable=True)
         assert target.url is not None  # (a target without a release view is never run)
-        channels = [lay.channel(target.url), *([lay.channel(unit.dep_view)] if unit.dep_view else []),
-                    *(lay.channel(url) for url in unit.channels)]
+        outside = [target.url, *([unit.dep_view] if unit.dep_view else []), *unit.channels]
+        mirrored = _mirror_test(unit, staged, outside, bool(target.cuda), folder)
+        if isinstance(mirrored, TestOut):
+            return mirrored
+        views, needs = mirrored
+        channels = [lay.channel(views.get(url, url)) for url in outside]
         staging_in = file_url_path(lay.channel(unit.staging.as_uri()))
         assert staging_in is not None
         job = TestPhaseJob(engine=unit.engine, artifact=str(staging_in / staged.relative_to(unit.staging)),
@@ -297,8 +318,145 @@ def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: 
         kept = str(log) if log.is_file() else None
         if said is None or ran.killed:  # no verdict: killed, crashed, timed out
             return TestOut(False, error=True, message=ran.why(describe(unit.limits)), log=kept)
-        return TestOut(said.ok, said.error, said.message, kept, said.env, said.no_tests)
+        got = TestOut(said.ok, said.error, said.message, kept, said.env, said.no_tests, said.env_failed,
+                      tuple(said.missing))
+        return _judge_mirrored(unit, got, needs) if views else got
     finally:
         remove_tree(folder)
         if scratch is not None:
             remove_tree(scratch)
+
+
+# ------------------------------------------------------------------------------------ remote upstream channels
+
+#: the beginnings of rattler-build's own messages for a build whose environments could not be set up
+#: (said before any build script runs: a script's failure is "Script failed to execute")
+ENV_SETUP_MESSAGES = ("Failed to resolve dependencies", "Failed to install", "Failed to fetch", "Failed to download",
+                      "Could not solve", "Cannot solve")
+
+
+def _said(exc: Exception) -> str:
+    if isinstance(exc, MirrorError):
+        return str(exc)
+    return shown_url(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+
+
+def env_setup_message(reason: str | None) -> bool:
+    """Whether a build's reason is rattler-build's own word for environments it could not set up (with or
+    without the exception's class name before it, as rattler-build's Python binding sometimes says it)."""
+    text = str(reason or "").removeprefix("PyRattlerBuildError: ")
+    return any(text.startswith(m) for m in ENV_SETUP_MESSAGES)
+
+
+def mirror_gap(unit: PhaseContext, what: str, why: str | None) -> str:
+    """The reason recorded when a sandbox could not set up an environment the remote channels can serve."""
+    names = ", ".join(f"'{shown_url(ch.ref)}'" for ch in unit.isolation.mirror.remotes) if unit.isolation.mirror else ""
+    return (f"mirror: the {what} environment could not be set up from the local mirror of upstream channel {names}, "
+            f"although rattler's solve against the channel found one ({why or 'no reason given'}); an infrastructure "
+            "error, not the package's: the next attempt (`build --retry-errors`) solves and mirrors again, with "
+            "what rattler-build found missing")
+
+
+def _solver_report(log: str | None) -> str | None:
+    """What a build's log says of the environment that could not be solved: the solver's line naming
+    what is missing when there is one, else the specs rattler-build asked for (its exception says only
+    "Failed to resolve dependencies")."""
+    from conda_distro.engine.needs import SOLVER_REPORT_WORDS
+
+    if not log or not Path(log).is_file():
+        return None
+    with open(log, "rb") as fh:  # the first 1 MiB: an environment is set up before any script speaks
+        text = fh.read(1 << 20).decode("utf-8", "replace")
+    lines = [ln.strip(" │×╰─▶\t") for ln in text.splitlines()]
+    for words in SOLVER_REPORT_WORDS:
+        hit = next((ln for ln in lines if words in ln), None)
+        if hit:
+            return hit[:300]
+    specs: list[str] = []
+    for i, ln in enumerate(lines):
+        if ln == "Specs:":
+            specs = []
+            for item in lines[i + 1:]:
+                if not item.startswith("- "):
+                    break
+                specs.append(item[2:])
+    return f"no solution for the specs {', '.join(specs)}"[:300] if specs else None
+
+
+@dataclass
+class _BuildMirror:
+    """The build sandbox's mirror views (remote channel URL -> view URL; empty: no mirroring) and what
+    rattler-build's solve outside said of each variant's environments (artifact -> needs)."""
+
+    views: dict[str, str] = field(default_factory=dict)
+    needs: dict[str, Needs] = field(default_factory=dict)
+
+    def judge(self, unit: PhaseContext, artifact: str, out: BuildOut) -> BuildOut:
+        """A build that failed setting up its environments in the sandbox: the package's failure when the
+        upstream channels cannot serve them either (with their solver's report), an infrastructure error
+        when rattler-build's own solve against them succeeded."""
+        if not self.views or out.status != "failed" or not env_setup_message(out.reason):
+            return out
+        n = self.needs.get(artifact)
+        if n is not None and n.unsolvable:
+            why = _solver_report(out.log) or n.unsolvable[0]
+            return BuildOut("failed", f"the build environments cannot be solved from the upstream channels: {why}",
+                            out.log)
+        return BuildOut("error", mirror_gap(unit, "build", out.reason), out.log)
+
+
+def _mirror_build(unit: PhaseContext, to_build: list[VariantSpec], folder: Path) -> tuple[_BuildMirror, dict[str, BuildOut]]:
+    """The build sandbox's mirror views, and the variants that cannot be built for want of a mirror.
+    Nothing to do when every upstream channel is local or recipe code runs unsandboxed."""
+    m = unit.isolation.mirror
+    if m is None or unit.isolation.bwrap is None:
+        return _BuildMirror(), {}
+    needs = build_needs(unit.recipe, unit.variant_config, unit.channels, to_build, folder)
+    errors = {a: BuildOut("error", f"mirror: {n.problem}") for a, n in needs.items() if n.problem}
+    try:
+        views = m.store.views(folder / "mirror", m.remotes, (r for n in needs.values() for r in n.records))
+    except Exception as exc:  # noqa: BLE001 - a download, a link or the indexer: infrastructure, never a traceback
+        return _BuildMirror(), {s.artifact: BuildOut("error", f"mirror: {_said(exc)}") for s in to_build}
+    return _BuildMirror({url: view.as_uri() for url, view in views.items()}, needs), errors
+
+
+def _mirror_test(unit: PhaseContext, staged: Path, outside: list[str], cuda: bool,
+                 folder: Path) -> tuple[dict[str, str], Needs | None] | TestOut:
+    """The mirror views a test sandbox reads in place of the remote channels (and what they were made
+    from), or the test's ``error`` when they cannot be made."""
+    m = unit.isolation.mirror
+    if m is None or unit.isolation.bwrap is None:
+        return {}, None
+    needs = test_needs(staged, outside, cuda, extra=m.store.wanted(unit.name))
+    if needs.problem:
+        return TestOut(False, error=True, message=f"mirror: {needs.problem}")
+    try:
+        views = m.store.views(folder / "mirror", m.remotes, needs.records)
+    except Exception as exc:  # noqa: BLE001 - a download, a link or the indexer: infrastructure, never a traceback
+        return TestOut(False, error=True, message=f"mirror: {_said(exc)}")
+    return {url: view.as_uri() for url, view in views.items()}, needs
+
+
+def _judge_mirrored(unit: PhaseContext, got: TestOut, needs: Needs | None) -> TestOut:
+    """A test whose environment could not be set up from the mirror views:
+
+    * the remote channels cannot serve it either (our solve against them failed): the package's failure,
+      said with their solver's report;
+    * the sandbox's channels had no candidates for something our solves had not asked for (the runner's
+      own solve says what): an infrastructure ``error``; it is remembered, and the next sandbox of the
+      package solves it too (with the package: if the channels cannot serve that, it is the package's
+      failure then);
+    * otherwise (nothing new to fetch): rattler-build's verdict stands, a failure, as without a mirror.
+    """
+    if got.ok or got.error or not got.env_failed or needs is None or unit.isolation.mirror is None:
+        return got
+    if needs.unsolvable:
+        why = blocking_requirement(needs.unsolvable[0])
+        return replace(got, message=f"the test environment cannot be solved from the upstream channels: {why}")
+    store = unit.isolation.mirror.store
+    known = set(store.wanted(unit.name))
+    if not [m for m in got.missing if m not in known]:
+        return got
+    store.want(unit.name, got.missing)
+    return replace(got, error=True, message=mirror_gap(unit, "test", got.message))
+

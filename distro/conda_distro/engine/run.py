@@ -13,11 +13,12 @@ from conda_distro.distribution import Distribution, Exclusions, load_distributio
 from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter
 from conda_distro.engine.limits import recipe_limits
+from conda_distro.engine.mirror import mirroring
 from conda_distro.engine.phases import Isolation
 from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
 from conda_distro.engine.progress import make_reporter
 from conda_distro.engine.releases import Availability, availability_if_readable, build_release_views
-from conda_distro.engine.sandbox import refuse_remote_upstream, require_bwrap
+from conda_distro.engine.sandbox import require_bwrap
 from conda_distro.engine.sources import RecipeInputs, recipe_inputs, sources_cache
 from conda_distro.engine.summary import build_table, plan_lines, untested_lines
 from conda_distro.errors import UsageError
@@ -190,14 +191,15 @@ def probe_for(plan: BuildPlan) -> GpuProbe | None:
 def isolation(dist: Distribution, paths: Paths, sandbox: bool, gpu: bool = False) -> Isolation:
     """How this run's runners are isolated: each sandbox shows only what its phase reads (the sandbox
     module's docstring says what). Fails closed (exit 2) when the sandbox cannot run, unless ``sandbox``
-    is False (--no-sandbox), and when an upstream channel is remote (a sandbox has no network)."""
+    is False (--no-sandbox), and when a remote upstream channel, which each sandbox reads through a
+    local mirror (:mod:`.mirror`), cannot be reached."""
     d = dist.distro
     work_root = d.build_dir / "work"
     if not sandbox:
         return Isolation(bwrap=None, work_root=work_root, sources=sources_cache())
-    refuse_remote_upstream(d)
+    bwrap = require_bwrap()
     devices = gpu_devices() if gpu else ()
-    return Isolation(bwrap=require_bwrap(), work_root=work_root, sources=sources_cache(), devices=devices)
+    return Isolation(bwrap=bwrap, work_root=work_root, sources=sources_cache(), devices=devices, mirror=mirroring(d))
 
 
 def unit_settings(dist: Distribution, plan: BuildPlan) -> tuple[dict[str, Limits], dict[str, RecipeInputs]]:

@@ -12,7 +12,8 @@ sandbox starts from an empty, read-only root and shows only what is listed here:
   prefix, e.g. ``/root/.pyenv/versions/3.11.7``, the virtualenv and this package's source; never the
   home folder around them);
 * under ``/job`` (:data:`INSIDE`), read-only: the recipe folder, the url sources fetched beforehand,
-  the staging channel, release views, the dependency view and local upstream channels; read-write:
+  the staging channel, release views, the dependency view, local upstream channels and the mirror
+  views standing in for remote ones (:mod:`.mirror`); read-write:
   ``/job/work``, the run's own fresh folder (output folder, ``HOME``, package cache);
 * a fresh ``/dev``, a fresh ``/proc``, a fresh ``/tmp`` (memory); no ``/run``, ``/var``, ``/home``,
   ``/root``, ``/opt``, host ``/tmp`` or host ``/dev/shm``; ``/sys`` only for a GPU test;
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 import conda_distro
-from conda_distro.errors import ConfigError, EngineUnavailableError
+from conda_distro.errors import EngineUnavailableError
 from conda_distro.rattler_env import SAFE_PATH, SCRATCH_VAR
 
 if TYPE_CHECKING:
@@ -114,23 +115,13 @@ def require_bwrap() -> str:
 
 def check_sandbox(sandbox: bool, distro: DistroRepo | None = None) -> None:
     """Fail closed before anything is written: the sandbox is wanted (the default) but cannot run, or
-    (``distro`` given) an upstream channel it would need is remote."""
+    (``distro`` given) a remote upstream channel, mirrored for the sandboxes, cannot be reached."""
     if sandbox:
         require_bwrap()
         if distro is not None:
-            refuse_remote_upstream(distro)
+            from conda_distro.engine.mirror import check_reachable, remote_upstreams
 
-
-def refuse_remote_upstream(d: DistroRepo) -> None:
-    """A sandboxed build needs every upstream channel on this machine: sandboxes have no network, and
-    mirroring what a remote channel's environments need beforehand is not done (yet)."""
-    for i, (ref, url) in enumerate(zip(d.config.channels.upstream, d.upstream_urls, strict=True)):
-        if not url.startswith("file://"):
-            raise ConfigError(f"upstream channel '{ref}' is remote ({url}): build and test sandboxes have no network, "
-                              "and a remote upstream is not mirrored into a local channel for them",
-                              path=d.path, field=f"channels.upstream.{i}",
-                              hint="list a local copy of the channel (a folder) in channels.upstream, or pass "
-                                   "--no-sandbox (recipe code then runs unsandboxed, with your files and network)")
+            check_reachable(distro, remote_upstreams(distro))
 
 
 def runtime_paths() -> list[Path]:

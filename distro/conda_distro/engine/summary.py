@@ -1,11 +1,16 @@
 """The text of a build run: the dry run's plan, or the table of results (one row per package, a column per
-release × variant), each failure once with one log, the verdict, and the targets nobody could test against."""
+release × variant), each failure once with one log, the verdict, and the targets nobody could test against.
+
+A failure's reason is text from recipe code (a script's last output line, a solver's words about the
+recipe's requirements): it is shown through :func:`conda_distro.safetext.shown` (``text``: no escape
+sequences or control characters, no mentions, one bounded line)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from conda_distro.gpu import variant_label
+from conda_distro.safetext import shown
 
 if TYPE_CHECKING:
     from conda_distro.engine.executor import ExecutionResult
@@ -74,7 +79,7 @@ def build_table(report: ExecutionResult) -> list[str]:
     for b in report.builds:
         if b.status in ("failed", "error"):
             word = "build failed" if b.status == "failed" else "build stopped (error)"
-            problems.append(f"  {b.name} {b.version}: {word}" + (f": {b.reason}" if b.reason else "")
+            problems.append(f"  {b.name} {b.version}: {word}" + (f": {_reason(b.reason)}" if b.reason else "")
                             + (f"\n      log: {b.log}" if b.log else ""))
     for name in names:
         groups: dict[tuple[str, str], list] = {}
@@ -86,22 +91,29 @@ def build_table(report: ExecutionResult) -> list[str]:
                 where = "everything"
             else:
                 where = "pytorch " + _where([(t.pytorch, t.variant) for t in tests])
-            line = f"  {name} {version.get(name, '')}: {status} on {where}" + (f": {reason}" if reason else "")
+            line = f"  {name} {version.get(name, '')}: {status} on {where}" + (f": {_reason(reason)}" if reason else "")
             log = next((t.log for t in tests if t.log), None)
             problems.append(line + (f"\n      log: {log}" if log else ""))
     if problems:
         lines += ["", "failures:", *problems]
     bad = [n for n in names if any(r.name == n and r.status in ("failed", "error", "blocked")
                                    for r in records)]
-    counts = {s: sum(t.status == s for t in report.tests) for s in ("passed", "failed", "blocked")}
+    counts = {s: sum(t.status == s for t in report.tests) for s in ("passed", "failed", "error", "blocked")}
     cached = sum(t.cached for t in report.tests)
     tail = f"{counts['passed']} tests passed" + (f"; {cached} results reused, their inputs unchanged" if cached else "")
     if report.ok:
         lines += ["", f"ok: {len(names)} package(s), {tail}"]
     else:
         lines += ["", f"FAILED: {len(bad)} of {len(names)} package(s) failed or blocked "
-                      f"({counts['failed']} tests failed, {counts['blocked']} blocked; {tail})"]
+                      f"({counts['failed']} tests failed, "
+                      + (f"{counts['error']} could not finish (infrastructure error), " if counts["error"] else "")
+                      + f"{counts['blocked']} blocked; {tail})"]
     return lines
+
+
+def _reason(text: str) -> str:
+    """A failure's reason as a terminal shows it (text from recipe code: see the module docstring)."""
+    return shown(" ".join(text.split()), "text")
 
 
 def plan_lines(plan: BuildPlan) -> list[str]:
