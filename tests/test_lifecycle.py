@@ -29,3 +29,24 @@ def test_the_test_clock_moves_every_date_the_tool_takes_to_the_given_day(monkeyp
     monkeypatch.setenv(TEST_TODAY_ENV, "next tuesday")
     with pytest.raises(UsageError, match=TEST_TODAY_ENV):
         utcnow()
+
+
+@pytest.mark.slow
+def test_a_short_life_of_the_channel_leaves_no_candidate_stuck(tmp_path):
+    """``bench/bench_lifecycle.py`` shortened to one minor (2.6.0) with the same invariants after every step:
+    a new package, a PR that breaks a dependent (check-pr fails it) fixed in the same PR, a package broken
+    since day 0 fixed, release day with the lockstep package's new version; main installable, ledger equal
+    to main, promote/excuses/page agreeing, the repository clean, nothing left in the temp folders."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from bench_lifecycle import Life, play, summary
+
+    lines: list[str] = []
+    life = Life(tmp_path, minors=1, say=lines.append)
+    play(life, short=True)
+    report = summary(life, 0.0)
+    assert life.steps >= 6 and life.checks >= 40, report
+    assert life.findings == [] and life.stuck == [], "\n".join(lines) + "\n" + report
+    assert "promoted gradclip" in "\n".join(lines) and "quantserve" in "\n".join(lines)
