@@ -703,8 +703,10 @@ def play(life: Life, short: bool = False) -> None:
             life.step(day + 8, "upstream: tinyjson 1.1.0 breaks gradclip in main", break_upstream)
 
             def bound_pin() -> None:
-                life.write("recipes/gradclip/recipe.yaml",
-                           GRADCLIP_RECIPE.format(version="0.2.0", number=1, upper="2.8", tinyjson=">=1.0,<1.1"))
+                life.edit("recipes/gradclip/recipe.yaml", "tinyjson >=1.0,<2", "tinyjson >=1.0,<1.1")
+                text = (root / "recipes/gradclip/recipe.yaml").read_text()
+                number = int(_find(r"number: (\d+)", text).group(1))
+                life.edit("recipes/gradclip/recipe.yaml", f"number: {number}", f"number: {number + 1}")
 
             def pin_pr() -> None:
                 life.broken_main = None
@@ -738,7 +740,8 @@ def play(life: Life, short: bool = False) -> None:
     life.move_to(day)
 
     def the_end() -> None:
-        life.cli("build", "--all", "--jobs", "2")
+        if not short:
+            life.cli("build", "--all", "--jobs", "2")
         life.tend()
         for name, why in life.expected.items():
             life.stuck.append(f"{name}: still expected to be fixed at the end ({why})")
