@@ -8,8 +8,8 @@ import datetime as dt
 
 import pytest
 
-from conda_distro.dates import TEST_TODAY_ENV, parse_as_of, utcnow
 from conda_distro.errors import UsageError
+from conda_distro.util.dates import TEST_TODAY_ENV, parse_as_of, utcnow
 
 
 def test_the_test_clock_moves_every_date_the_tool_takes_to_the_given_day(monkeypatch):
@@ -22,7 +22,7 @@ def test_the_test_clock_moves_every_date_the_tool_takes_to_the_given_day(monkeyp
     assert abs((moved.time().hour * 3600 + moved.time().minute * 60) - (real.hour * 3600 + real.minute * 60)) <= 120
     assert parse_as_of(None) == dt.date(2031, 2, 3)  # the reports' default day
     assert parse_as_of("2030-01-01") == dt.date(2030, 1, 1)  # --as-of still wins
-    from conda_distro.results import TestRecord
+    from conda_distro.state.results import TestRecord
 
     rec = TestRecord(name="a", artifact="noarch/a-1-h0_0.conda", pytorch="2.5.1", variant="cpu", status="passed")
     assert rec.date.date() == dt.date(2031, 2, 3)  # test results are stamped by the same clock
