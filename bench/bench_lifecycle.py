@@ -331,6 +331,12 @@ class Life:
         self.git("commit", "-qm", title, author=author)
         code, doc = self.cli("check-pr", "--base", "main")
         self.checks += 1
+        known = [n for n in _failing(doc) if n not in self.expected]
+        if code == 1 and expect == 0 and _failing(doc) and not known:
+            # only packages already known broken on main fail (a distro.yaml change affects every package):
+            # the release managers merge over them, as the PR does not make them worse
+            self.say(f"           check-pr fails only known-broken packages {_failing(doc)}: merged over them")
+            code = 0
         if code != expect:
             self.git("checkout", "-q", "-f", "main")
             self.git("branch", "-D", branch)
