@@ -50,3 +50,20 @@ def test_a_short_life_of_the_channel_leaves_no_candidate_stuck(tmp_path):
     assert life.steps >= 6 and life.checks >= 40, report
     assert life.findings == [] and life.stuck == [], "\n".join(lines) + "\n" + report
     assert "promoted gradclip" in "\n".join(lines) and "quantserve" in "\n".join(lines)
+
+
+def test_a_new_repository_is_dated_by_the_tools_clock_whatever_git_date_the_environment_holds(tmp_path, monkeypatch):
+    """`sandbox DIR` commits the world with GitPython, which parsed $GIT_AUTHOR_DATE itself when no date was
+    given and raised (a traceback) on ISO 8601 with a "+00:00" offset, a form git accepts; the commit is now
+    dated by the tool's clock (the test hook moves it)."""
+    import git
+
+    from conda_distro.util.gitutil import init_repository
+
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-11-26T12:00:00+00:00")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-26T12:00:00+00:00")
+    monkeypatch.setenv(TEST_TODAY_ENV, "2031-02-03")
+    (tmp_path / "a.txt").write_text("a\n")
+    sha = init_repository(tmp_path, "first", "bot", "bot@example.invalid")
+    commit = git.Repo(tmp_path).commit(sha)
+    assert commit.authored_datetime.date() == dt.date(2031, 2, 3) == commit.committed_datetime.date()
