@@ -160,7 +160,8 @@ def publish(files: list[Path], channel: Path) -> list[Path]:
 
 def record_in_ledger(root: Path, main: Path) -> None:
     """channel_state/ entries for everything in main (what promote would have recorded)."""
-    from conda_distro.state.ledger import ArtifactEntry, Ledger, utcnow
+    from conda_distro.state.ledger import ArtifactEntry, Ledger
+    from conda_distro.util.dates import utcnow
 
     ledger = Ledger(root / "channel_state")
     for f in LocalChannel(main).list_files().values():

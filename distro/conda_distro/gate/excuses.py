@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.errors import UsageError
 from conda_distro.gate.holds import PRUNE_ADVICE, Held, HoldClass, HoldReason
+from conda_distro.util.dates import utcnow
 from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.safetext import shown
@@ -266,7 +267,7 @@ def _first_seen(arts: list[str], inputs: Any) -> dt.datetime | None:
 def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuses:
     """The excuses of a promotion plan (:class:`conda_distro.gate.promote.PromotionPlan`) made from
     ``inputs`` (:class:`conda_distro.gate.promote.PlanInputs`)."""
-    now = now or dt.datetime.now(dt.UTC)
+    now = now or utcnow()
     held: dict[str, Held] = {h.artifact: h for h in plan.held}
     promoted = {f.artifact for f in plan.promote}
     untracked = set(plan.untracked)

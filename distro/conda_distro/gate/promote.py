@@ -46,11 +46,12 @@ from conda_distro.gate.revdeps import Retest, RevdepInputs, Verdict, ident
 from conda_distro.gate.revdeps import check as check_revdeps
 from conda_distro.gate.staleness import Stale, StalenessInputs, recipe_outputs, stale_builds
 from conda_distro.recipe.specs import admits
-from conda_distro.state.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence, utcnow
+from conda_distro.state.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, Deadline, repository_lock, staging_folder, staging_lock
 from conda_distro.state.owners import Owner, registry_of
 from conda_distro.state.provenance import CheckoutRecipes
 from conda_distro.state.results import ArtifactResults, ResultsStore, TestRecord, Variant
+from conda_distro.util.dates import utcnow
 from conda_distro.util.fsutil import check_writable
 from conda_distro.util.safetext import shown
 

@@ -28,9 +28,10 @@ from conda_distro.distribution import Distribution, load_distribution, open_dist
 from conda_distro.errors import DistroError, ExitCode, LedgerError, UsageError
 from conda_distro.gate.promote import check_channel_writable, check_ledger_writable, ledger_entry
 from conda_distro.graph import RecipeGraph
-from conda_distro.state.ledger import ArtifactEntry, Ledger, PackageState, Retirement, current_user, newest_artifact, utcnow
+from conda_distro.state.ledger import ArtifactEntry, Ledger, PackageState, Retirement, current_user, newest_artifact
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock
 from conda_distro.state.records import RecordEvidence, RetirementRecord, RetirementRecords, last_tests
+from conda_distro.util.dates import utcnow
 from conda_distro.util.fsutil import check_writable
 
 MAX_REASON = 1000  # characters of a retirement's reason (recorded in the ledger and the request record)

@@ -17,8 +17,7 @@ from conda_distro.lint.owner_checks import owner_registry  # (registers package-
 from conda_distro.lint.proposals import lint_proposals
 from conda_distro.recipe.edit import TreeEditor
 from conda_distro.recipe.model import Recipe, parse_recipe
-from conda_distro.state.ledger import utcnow
-from conda_distro.util.dates import parse_as_of
+from conda_distro.util.dates import parse_as_of, utcnow
 from conda_distro.util.fsutil import atomic_write_text, paused_gc
 
 __all__ = ["CHECKS", "Check", "CheckList", "Finding", "LintOptions", "LintResult", "Severity", "lint", "lint_distribution",

@@ -55,10 +55,6 @@ RECIPE_RE = re.compile(r"^recipes/[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _HINT = "fix the file by hand or restore it from git (`git checkout -- channel_state/`)"
 
 
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0)
-
-
 def _utc(value: dt.datetime) -> dt.datetime:
     if value.tzinfo is None:
         raise ValueError("date has no time zone; write it in UTC like 2025-01-01T12:00:00Z")

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from conda_distro.config import RELEASE_RE, Variant
 from conda_distro.errors import DistroError
 from conda_distro.state.ledger import RECIPE_RE
+from conda_distro.util.dates import utcnow
 from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.jsonio import parse_json, read_json_text
 from conda_distro.util.validation import to_error
@@ -45,7 +46,7 @@ _COMMIT = r"^[0-9a-f]{7,64}$"  # a git commit id
 
 
 def now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+    return utcnow()
 
 
 class _Model(BaseModel):

@@ -239,9 +239,11 @@ def init_repository(root: Path, message: str, author_name: str, author_email: st
         cw.set_value("user", "email", author_email)
     repo.git.add("-A")
     actor = git.Actor(author_name, author_email)
-    stamp = None  # None: now
-    if date is not None:
-        stamp = date if date.tzinfo else date.astimezone()  # gitpython wants an aware datetime
+    # always a date of our own: left None, GitPython parses $GIT_AUTHOR_DATE / $GIT_COMMITTER_DATE itself and
+    # raises on forms git accepts (ISO 8601 with a "+00:00" offset); now is the tool's clock (util/dates.py)
+    from conda_distro.util.dates import utcnow
+
+    stamp = utcnow() if date is None else date if date.tzinfo else date.astimezone()  # GitPython wants it aware
     commit = repo.index.commit(message, author=actor, committer=actor, author_date=stamp, commit_date=stamp)
     repo.close()
     return commit.hexsha
