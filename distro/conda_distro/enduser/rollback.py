@@ -38,8 +38,9 @@ from conda_distro.config import DistroRepo
 from conda_distro.distribution import open_distro
 from conda_distro.enduser.snapshots import LABEL_DIR, RollbackRecord, SnapshotRecord, SnapshotStore, check_name
 from conda_distro.errors import ChannelError, ExitCode, UsageError
-from conda_distro.state.ledger import ArtifactEntry, Ledger, Retirement, current_user, utcnow
+from conda_distro.state.ledger import ArtifactEntry, Ledger, Retirement, current_user
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock
+from conda_distro.util.dates import utcnow
 from conda_distro.util.fsutil import atomic_write_text, check_writable
 
 MAX_WHY = 1000

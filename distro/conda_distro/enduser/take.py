@@ -39,7 +39,8 @@ from conda_distro.enduser.lockfiles import LockInputs, LockResult, write_lockfil
 from conda_distro.enduser.sbom import SbomPackage, packages_of, write_sbom
 from conda_distro.enduser.snapshots import LABEL_DIR, LOCKFILES_DIR, SBOM_FILE, SNAPSHOTS_DIR, SnapshotRecord, SnapshotStore
 from conda_distro.errors import ChannelError
-from conda_distro.state.ledger import current_user, utcnow
+from conda_distro.state.ledger import current_user
+from conda_distro.util.dates import utcnow
 from conda_distro.util.gitutil import current_commit, find_repo, origin_url
 
 
