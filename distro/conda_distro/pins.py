@@ -9,7 +9,7 @@ that produces ``pytorch`` itself has none.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from conda_distro.graph import RecipeGraph
 from conda_distro.recipe.model import SECTIONS, Dep, Recipe, written_items
@@ -68,14 +68,14 @@ def depends_on(recipe: Recipe, pytorch: str) -> bool:
         bool(_written_pins(recipe, pytorch))
 
 
-def own_admitted(recipe: Recipe, pytorch: str, releases: list[str]) -> set[str]:
+def own_admitted(recipe: Recipe, pytorch: str, releases: Sequence[str]) -> set[str]:
     """Releases admitted by every pytorch pin (pin functions follow the host spec, which is what they
     pin against)."""
     specs = [d.version for d in pytorch_pins(recipe, pytorch, all_branches=False)]
     return {r for r in releases if all(admits(s, r) for s in specs)}
 
 
-def admitted_releases(recipes: Mapping[str, Recipe], graph: RecipeGraph, pytorch: str, releases: list[str]) -> dict[str, set[str]]:
+def admitted_releases(recipes: Mapping[str, Recipe], graph: RecipeGraph, pytorch: str, releases: Sequence[str]) -> dict[str, set[str]]:
     """folder name -> releases admitted by the recipe and all its distribution dependencies."""
     out: dict[str, set[str]] = {}
     for name in graph.order():

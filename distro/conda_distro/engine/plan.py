@@ -11,14 +11,15 @@ from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.channels.local import LocalChannel
 from conda_distro.distribution import Distribution
 from conda_distro.engine.backends import Builder, VariantSpec
-from conda_distro.engine.releases import Availability, Target, select_releases
+from conda_distro.engine.releases import Availability, select_releases
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases
 from conda_distro.recipe.render import RenderSettings
 from conda_distro.recipe.specs import minor_of
 from conda_distro.state.provenance import recipe_digest
-from conda_distro.state.results import ArtifactResults, ResultsStore, Variant
+from conda_distro.state.results import ArtifactResults, ResultsStore
+from conda_distro.vocab import Target, Variant
 
 PLAN_VERSION = "1"  # bump to invalidate every input hash
 
@@ -56,8 +57,8 @@ class PackagePlan:
             "version": self.version,
             "deps": list(self.deps),
             "variants": [{"artifact": v.spec.artifact, "action": v.action, "variant": v.spec.variant} for v in self.variants],
-            "tests": [{"pytorch": t.pytorch, "variant": t.variant} for t in self.targets],
-            **({"not_tested": [{"pytorch": t.pytorch, "variant": t.variant, "why": why} for t, why in self.unavailable]}
+            "tests": [{"pytorch": t.release, "variant": t.variant} for t in self.targets],
+            **({"not_tested": [{"pytorch": t.release, "variant": t.variant, "why": why} for t, why in self.unavailable]}
                if self.unavailable else {}),
         }
 
@@ -77,7 +78,7 @@ class BuildPlan:
             "engine": self.engine,
             "order": [p.name for p in self.packages],
             "levels": [list(level) for level in self.levels],
-            "targets": [{"pytorch": t.pytorch, "variant": t.variant} for t in self.targets],
+            "targets": [{"pytorch": t.release, "variant": t.variant} for t in self.targets],
             "packages": [p.to_dict() for p in self.packages],
         }
 

@@ -135,4 +135,4 @@ def untested_lines(plan: BuildPlan) -> list[str]:
     if not untested:
         return []
     return ["", "not tested (upstream has no build to test with; not required by promote):",
-            *(f"  {name}: pytorch {t.pytorch} {t.variant}: {why}" for name, t, why in untested)]
+            *(f"  {name}: pytorch {t.release} {t.variant}: {why}" for name, t, why in untested)]

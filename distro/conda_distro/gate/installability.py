@@ -25,6 +25,7 @@ from pathlib import Path
 from conda_distro.channels.base import ChannelFile
 from conda_distro.errors import ChannelError
 from conda_distro.solve import RattlerSolver
+from conda_distro.vocab import Variant
 
 Required = Callable[[ChannelFile], "Sequence[tuple[str, str]] | None"]
 
@@ -119,7 +120,7 @@ class Installability:
             solve_after = RattlerSolver([after.as_uri(), up_after.as_uri()], self.platforms)
             solve_before = RattlerSolver([before.as_uri(), up_before.as_uri()], self.platforms)
             for r, v in pairs:
-                cuda = v == "cuda"
+                cuda = Variant(v).cuda
                 names = [n for n in subjects if any(self._admits(f, (r, v)) for f in by_name[n])]
                 for name, why in self._failing(solve_after, names, r, cuda):
                     if name in main_names and self._installable(solve_before, name, r, cuda):

@@ -34,7 +34,7 @@ from conda_distro.channels.depends import (
 from conda_distro.channels.local import REPODATA, LocalChannel, sha256_of
 from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import Distribution, load_distribution, open_distro
-from conda_distro.engine.releases import Availability, Target, availability_if_readable
+from conda_distro.engine.releases import Availability, availability_if_readable
 from conda_distro.errors import ChannelError, ExitCode, LedgerError, UsageError
 from conda_distro.gate.excuses import EXCUSES_FILE, Excuses, ExcusesOptions, excuses_of, write_excuses
 from conda_distro.gate.hints import load_hints
@@ -48,9 +48,10 @@ from conda_distro.state.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, 
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, Deadline, repository_lock, staging_folder, staging_lock
 from conda_distro.state.owners import Owner, registry_of
 from conda_distro.state.provenance import CheckoutRecipes
-from conda_distro.state.results import ArtifactResults, ResultsStore, TestRecord, Variant
+from conda_distro.state.results import ArtifactResults, ResultsStore, TestRecord
 from conda_distro.util.fsutil import check_writable
 from conda_distro.util.safetext import shown
+from conda_distro.vocab import Target, Variant
 
 # ---------------------------------------------------------------------------------------------
 # the test matrix
@@ -90,7 +91,7 @@ class TestMatrix:
         pins = [d for d in deps if d.name == self.pytorch]
         if not pins:
             return None
-        variants = [v for v in self.variants if v == "cuda" or not any(d.name == "__cuda" for d in deps)]
+        variants = [v for v in self.variants if v.cuda or not any(d.name == "__cuda" for d in deps)]
         return [(r, v) for r in self.releases if all(admits(p.version, r) for p in pins) for v in variants]
 
 

@@ -51,6 +51,7 @@ from conda_distro.util.gitutil import find_repo, origin_url
 from conda_distro.util.layout import clash
 from conda_distro.util.safetext import shown
 from conda_distro.util.templating import render, static
+from conda_distro.vocab import Variant
 
 CellStatus = Literal["passed", "failed", "blocked", "not-applicable", "not-tested"]
 CELL_STATUSES: tuple[CellStatus, ...] = ("passed", "failed", "blocked", "not-applicable", "not-tested")
@@ -108,7 +109,7 @@ class Cell:
 
     @property
     def no_gpu(self) -> bool:
-        return self.variant == "cuda" and self.gpu is False
+        return Variant(self.variant).cuda and self.gpu is False
 
     @property
     def anchor(self) -> str:
@@ -324,7 +325,7 @@ def make_cell(pkg: PackageFacts, release: str, variant: str, facts: Facts) -> Ce
         same = run if run is not None and run.status == t.status else None  # the ledger keeps no reason or log: the build's results do
         return Cell(pkg.name, release, variant, t.status, a.artifact, t.date,
                     reason=same.reason if same else None, log=same.log if same else None, gpu=t.gpu)
-    gpu_only = variant == "cpu" and pkg.name in facts.cuda_only
+    gpu_only = not Variant(variant).cuda and pkg.name in facts.cuda_only
     not_admitted = pkg.admitted is not None and release not in pkg.admitted
     if gpu_only or not_admitted or not pkg.tracks_pytorch:
         return Cell(pkg.name, release, variant, "not-applicable")
@@ -547,7 +548,8 @@ def untestable_of(dist: Distribution) -> Untestable | None:
     """Which tests upstream cannot serve (no pytorch build of the release and variant, or none of a lockstep
     package the recipe needs, itself or through its distribution dependencies); None when upstream cannot
     be read (nothing is then said of it)."""
-    from conda_distro.engine.releases import Target, availability_if_readable
+    from conda_distro.engine.releases import availability_if_readable
+    from conda_distro.vocab import Target
 
     available = availability_if_readable(dist.distro)
     if available is None:
@@ -561,7 +563,7 @@ def untestable_of(dist: Distribution) -> Untestable | None:
         return {d for n in names if n in by_name for d in by_name[n].dep_names("host", "run") if d in lockstep}
 
     def why(name: str, release: str, variant: str) -> str | None:
-        return available.why_not(Target(release, "cuda" if variant == "cuda" else "cpu"), needs(name))
+        return available.why_not(Target(release, Variant(variant)), needs(name))
 
     return why
 

@@ -70,6 +70,7 @@ from conda_distro.upstream.pypi import BridgeSummary, NotConverted, Unavailable
 from conda_distro.util.cachedir import default_cache_dir
 from conda_distro.util.fsutil import clear_folder
 from conda_distro.util.jsonio import read_json_text
+from conda_distro.vocab import Variant
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +259,7 @@ def torch_builds(releases: tuple[str, ...], variants: tuple[str, ...], cuda: boo
     out = []
     for r in releases:
         for v in variants:
-            if v == "cuda" and not cuda:
+            if Variant(v).cuda and not cuda:
                 continue
             out.append(TorchBuild(r, v))
     return tuple(out)

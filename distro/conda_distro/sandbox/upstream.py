@@ -33,6 +33,7 @@ from pathlib import Path
 from conda_distro.errors import ChannelError, DistroError
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.rattler_env import assert_no_colon, channel_url, index_channel, run_build
+from conda_distro.vocab import Variant
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +231,7 @@ def _build_standins(work_dir: Path, channels: Sequence[str | Path], wanted: Sequ
             continue
         t0 = time.monotonic()
         # The cuda build's own test needs __cuda in its test environment.
-        cuda = str(variant.variant["cuda_version"]) if kind == "cuda" else None
+        cuda = str(variant.variant["cuda_version"]) if Variant(kind).cuda else None
         try:
             res = run_build(variant, output_dir=work_dir, channels=[work_dir, *channels], cuda=cuda,
                             rattler_cache=work_dir / RATTLER_CACHE)

@@ -47,6 +47,7 @@ from conda_distro.util.gitutil import configured_user
 from conda_distro.util.jsonio import parse_json, read_json_text
 from conda_distro.util.validation import to_error
 from conda_distro.util.yamlio import load_fast
+from conda_distro.vocab import Variant
 
 LEDGER_SCHEMA_VERSION = 1
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -79,7 +80,7 @@ class TestEvidence(_Strict):
     __test__ = False  # not a pytest class
 
     release: str = Field(pattern=RELEASE_RE.pattern)
-    variant: Literal["cpu", "cuda"]
+    variant: Variant
     status: EvidenceStatus
     date: UtcDatetime
     # a cuda test: whether it ran on a machine with a working GPU (false: "cuda (no GPU)", an install +

@@ -17,13 +17,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from conda_distro.config import RELEASE_RE, Variant
 from conda_distro.errors import DistroError
 from conda_distro.state.ledger import RECIPE_RE
 from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.jsonio import parse_json, read_json_text
 from conda_distro.util.validation import to_error
 from conda_distro.util.yamlio import load_fast
+from conda_distro.vocab import RELEASE_RE, Variant
 
 SCHEMA_VERSION = 2  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit)
 #: ``error``: the build was stopped at a limit (``timeout``, ``output limit``), not judged: built again next time

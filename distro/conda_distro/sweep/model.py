@@ -20,12 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline
 from conda_distro.util.safetext import shown
 from conda_distro.util.templating import render
+from conda_distro.vocab import SweepStatus
 
-STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "awaiting-upstream", "not-solvable",
-            "unreadable")
-FAILURES = ("failed", "not-solvable", "unreadable")  # statuses that make the report's `ok` false
-#: their dependents wait (``awaiting-upstream``: no test of the release could run, upstream lacks a build it needs)
-BLOCKING = ("failed", "not-solvable", "needs-new-version", "awaiting-parents", "awaiting-upstream", "unreadable")
+STATUSES = tuple(SweepStatus)  # in the report's order
+FAILURES = tuple(s for s in SweepStatus if s.is_failure)  # statuses that make the report's `ok` false
+BLOCKING = tuple(s for s in SweepStatus if s.is_blocking)  # their dependents wait
 MODES = ("release-day", "admission")
 #: where a release stands, from the repository (see :mod:`conda_distro.sweep.state`)
 RELEASE_STATES = ("not-swept", "interrupted", "uncommitted", "committed", "supported")

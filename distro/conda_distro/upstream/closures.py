@@ -32,6 +32,7 @@ from conda_distro.errors import BridgeError
 from conda_distro.upstream.lock import LockBuilder, LockedWheel, RealLock
 from conda_distro.upstream.names import normalize
 from conda_distro.upstream.resolve import Closure, PipFailed, PipOptions, Wheel, resolve
+from conda_distro.vocab import Variant
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class TorchBuild:
     def pip_requirement(self) -> str:
         if self.requirement:
             return self.requirement
-        return f"torch=={self.release}+cpu" if self.variant == "cpu" else f"torch==={self.release}"
+        return f"torch=={self.release}+cpu" if not Variant(self.variant).cuda else f"torch==={self.release}"
 
 
 #: Packages released in lockstep with torch, and the version that goes with torch X.Y (PyTorch's

@@ -51,6 +51,7 @@ from conda_distro.upstream.lock import LockedClosure, RealLock
 from conda_distro.upstream.names import normalize
 from conda_distro.upstream.resolve import Closure, PipOptions, Wheel, download, wheel_from_file
 from conda_distro.util.rattler_env import assert_no_colon, index_channel
+from conda_distro.vocab import Variant
 
 log = logging.getLogger(__name__)
 
@@ -295,7 +296,7 @@ def bridge_locked(options: BridgeOptions, lock: RealLock) -> BridgeResult:
         if build is not None:
             torch_wheel = next((x for x in job.closure.wheels if x.name == "torch"), None)
             tag = cuda_tag(dl.files[torch_wheel.filename]) if torch_wheel else None
-            if build.variant == "cuda":
+            if Variant(build.variant).cuda:
                 if tag is None:
                     raise BridgeError(f"{build.pip_requirement} gave a wheel without CUDA ({w.filename})",
                                       field="torch", hint="ask for a CUDA build's requirement (torch==X from PyPI)")
@@ -308,7 +309,7 @@ def bridge_locked(options: BridgeOptions, lock: RealLock) -> BridgeResult:
             if w.name == "torch":
                 kw["run_exports"] = {"weak": [_minor_bound(build.release)]}
             else:
-                if build.variant == "cpu" and wheel_is_cuda(dl.files[w.filename], w.name):
+                if not Variant(build.variant).cuda and wheel_is_cuda(dl.files[w.filename], w.name):
                     unavailable.append((build.release, build.variant,
                                         f"{w.name} {w.version} on PyPI is a CUDA build only: no CPU build to pair with "
                                         f"a CPU torch (its CUDA extension cannot load there)"))
