@@ -25,8 +25,8 @@ from conda_distro.errors import ChannelError, EngineUnavailableError, UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases, uses_pytorch_variant
 from conda_distro.recipe.model import Recipe
-from conda_distro.recipe.specs import minor_of, next_minor_bound
-from conda_distro.vocab import Target, virtual_packages
+from conda_distro.recipe.specs import next_minor_bound
+from conda_distro.vocab import Release, Target, virtual_packages
 
 if TYPE_CHECKING:
     from rattler import RepoDataRecord
@@ -112,7 +112,7 @@ def write_recipe_channel(dist: Distribution, releases: Sequence[str], folder: Pa
     """A channel whose repodata describes what the recipes would build (no package files needed)."""
     pytorch = dist.config.pytorch.name
     platform = dist.config.platforms[0]
-    minors = sorted({".".join(map(str, minor_of(r))) for r in releases})
+    minors = [m for _, m in sorted({(Release(r).major_minor, Release(r).minor) for r in releases})]
     subdirs: dict[str, dict] = {s: {} for s in ("noarch", platform)}
     for recipe in dist.recipes.values():
         subdir = "noarch" if recipe.noarch else platform

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 #: a PyTorch release: MAJOR.MINOR.PATCH, each a number of at most 6 digits without leading zeros (a
 #: 5,000-digit component is no version any tool can compare)
@@ -115,17 +115,31 @@ def virtual_packages(cuda: bool) -> list:
     return out
 
 
-class Target(NamedTuple):
-    """One (release, variant) combination a package is tested against. A tuple: ``(release, variant)``
-    keys written before this type find it, and it unpacks as one. ``str()``: ``2.5.0/cuda``."""
+class Target(tuple[str, Variant]):
+    """One (release, variant) combination a package is tested against. A tuple ``(release, variant)``: keys
+    and documents written before this type find it, and it unpacks as one. Made from text, its variant
+    is parsed (a :class:`Variant`, or ``ValueError``) and so is its release when it reads as one (a
+    :class:`Release`). ``str()``: ``2.5.0/cuda``."""
 
-    release: str
-    variant: Variant
+    __slots__ = ()
 
-    @classmethod
-    def of(cls, release: str, variant: str) -> Target:
-        """Parsed: a :class:`Release` and a :class:`Variant` (``ValueError`` on anything else)."""
-        return cls(Release(release), Variant(variant))
+    def __new__(cls, release: str, variant: str) -> Target:
+        rel = release if isinstance(release, Release) or not RELEASE_RE.match(release) else Release(release)
+        return super().__new__(cls, (rel, Variant(variant)))
+
+    def __getnewargs__(self) -> tuple[str, str]:
+        return self[0], self[1]
+
+    @property
+    def release(self) -> str:
+        return self[0]
+
+    @property
+    def variant(self) -> Variant:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"Target({str(self[0])!r}, {str(self[1])!r})"
 
     def __str__(self) -> str:
         return f"{self.release}/{self.variant}"

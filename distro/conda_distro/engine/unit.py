@@ -381,7 +381,7 @@ class _TestRecorder:
             gpu = t.gpu if Variant(t.variant).cuda else None  # cuda: said, never hidden, whether a GPU was there
             old = _stored_run(results, t, unit.deps_digest)
             if old is not None:
-                if old is not results.latest().get((t.pytorch, t.variant)):  # back to an environment seen before
+                if old is not results.latest().get(Target(t.pytorch, t.variant)):  # back to an environment seen before
                     results.record(old.model_copy(update={"date": max(now(), old.date)}))
                 out.tests.append(old.model_copy(update={"cached": True}))
                 out.cached_tests += 1

@@ -77,25 +77,25 @@ class TestMatrix:
         return cls(config.pytorch.name, tuple(config.pytorch.releases), tuple(config.pytorch.variants), available,
                    lockstep_of)
 
-    def required(self, f: ChannelFile) -> list[tuple[str, Variant]] | None:
+    def required(self, f: ChannelFile) -> list[Target] | None:
         """(release, variant) pairs the artifact's own pytorch pin admits and upstream can serve; None when
         it has no pytorch dependency. A cuda-only artifact (depends on ``__cuda``) needs only the cuda variant."""
         pairs = self.admitted(f)
         if pairs is None or self.available is None:
             return pairs
         needs = self.lockstep_of(f)
-        return [(r, v) for r, v in pairs if self.available.why_not(Target(r, v), needs) is None]
+        return [t for t in pairs if self.available.why_not(t, needs) is None]
 
-    def admitted(self, f: ChannelFile) -> list[tuple[str, Variant]] | None:
+    def admitted(self, f: ChannelFile) -> list[Target] | None:
         deps = [d for d in (parse_dep(t) for t in f.depends) if d is not None]
         pins = [d for d in deps if d.name == self.pytorch]
         if not pins:
             return None
-        variants = [v for v in self.variants if v.cuda or not any(d.name == "__cuda" for d in deps)]
-        return [(r, v) for r in self.releases if all(admits(p.version, r) for p in pins) for v in variants]
+        variants = [Variant(v) for v in self.variants if Variant(v).cuda or not any(d.name == "__cuda" for d in deps)]
+        return [Target(r, v) for r in self.releases if all(admits(p.version, r) for p in pins) for v in variants]
 
 
-def _pairs(pairs: Sequence[tuple[str, str]]) -> str:
+def _pairs(pairs: Sequence[Target]) -> str:
     return ", ".join(f"pytorch {r} {v}" for r, v in pairs)
 
 
@@ -111,7 +111,7 @@ class HintLookup(Protocol):
 
 class InstallabilityCheck(Protocol):
     def check(self, main: Mapping[str, ChannelFile], candidates: Sequence[ChannelFile],
-              pairs: Sequence[tuple[str, str]]) -> InstallabilityResult: ...
+              pairs: Sequence[Target]) -> InstallabilityResult: ...
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class PlanInputs:
     #: results name; None: provenance is not checked (a plan made without a checkout)
     recipes: Mapping[str, str | None] | None = None
     #: main's test evidence from the ledger: artifact -> {(release, variant): status}
-    evidence: Mapping[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
+    evidence: Mapping[str, Mapping[Target, str]] = field(default_factory=dict)
     hints: HintLookup | None = None
     today: dt.date = field(default_factory=lambda: utcnow().date())
     #: package name -> its recipe's maintainers
@@ -260,7 +260,7 @@ def _gate_provenance(f: ChannelFile, res: ArtifactResults, recipes: Mapping[str,
         return Held(f, HoldReason.NOT_FROM_THIS_CHECKOUT,
                     f"built from another version of {res.recipe}{at} (recipe input hash {_short(res.recipe_hash)}, "
                     f"this checkout's is {_short(here)})" + rebuild)
-    other: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    other: dict[str, list[Target]] = defaultdict(list)
     for pair, t in sorted(res.latest().items()):
         differing = sorted(r for r, h in t.recipes.items() if recipes.get(r) != h) if t.recipes else ["(unrecorded)"]
         for r in differing:
@@ -297,7 +297,7 @@ def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Hel
     failed = sorted(p for p, t in latest.items() if t.status == "failed")
     if failed:
         return Held(f, HoldReason.TEST_FAILED, f"failed against {_pairs(failed)}",
-                    regressions=tuple({"package": f.name, "pytorch": r, "variant": v, "log": latest[(r, v)].log}
+                    regressions=tuple({"package": f.name, "pytorch": r, "variant": v, "log": latest[Target(r, v)].log}
                                       for r, v in failed))
     errors = sorted(p for p, t in latest.items() if t.status == "error")
     if errors:
@@ -403,7 +403,7 @@ def _held_for_retests(f: ChannelFile, retests: list[Retest], inputs: PlanInputs 
     worst = min((r.verdict for r in retests), key=_VERDICT_ORDER.index)
     these = [r for r in retests if r.verdict is worst]
     names = tuple(sorted({r.dependent.name for r in these}))
-    pairs = sorted({(r.pytorch, r.variant) for r in these})
+    pairs = sorted({Target(r.pytorch, Variant(r.variant)) for r in these})
     if worst is Verdict.REGRESSION:
         regs = tuple({"package": r.dependent.name, "artifact": r.dependent.artifact, "pytorch": r.pytorch,
                       "variant": r.variant, "log": r.log} for r in these)
@@ -507,7 +507,7 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             candidates.append(f)
     names = {f.name for f in (*inputs.staging.values(), *inputs.main.values())}  # distribution packages
     closure = distribution_closure([*inputs.staging.values(), *inputs.main.values()])
-    pairs = [(r, v) for r in inputs.matrix.releases for v in inputs.matrix.variants]
+    pairs = [Target(r, v) for r in inputs.matrix.releases for v in inputs.matrix.variants]
 
     def ignore_test(f: ChannelFile) -> bool:
         return _hint(inputs, "force-badtest", f) is not None
@@ -548,7 +548,7 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     return plan
 
 
-def _installability_holds(plan: PromotionPlan, inputs: PlanInputs, pairs: Sequence[tuple[str, str]]) -> list[Held]:
+def _installability_holds(plan: PromotionPlan, inputs: PlanInputs, pairs: Sequence[Target]) -> list[Held]:
     assert inputs.installability is not None
     report = inputs.installability.check(inputs.main, plan.promote, pairs)
     plan.installability_solves += report.solves
@@ -661,7 +661,7 @@ class PromotionContext:
             on_disk=self._on_disk(staging, main, results), recipes=recipes,
             stale=stale_builds(StalenessInputs(staging, main, results, recipes, recipe_outputs(self.dist.recipes.values()),
                                                frozenset(retired))),
-            evidence={a.artifact: {(t.release, t.variant): t.status for t in a.tests}
+            evidence={a.artifact: {t.target: t.status for t in a.tests}
                       for st in states.values() for a in st.artifacts},
             hints=load_hints(self.distro.root), today=self.today, owners=registry_of(self.dist, states).verdicts(),
             maintainers=self.maintainers, installability=Installability(

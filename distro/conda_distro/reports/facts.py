@@ -37,6 +37,7 @@ from conda_distro.sweep.model import SweepDocument
 from conda_distro.util.gitutil import file_versions, folder_log
 from conda_distro.util.jsonio import read_json_text
 from conda_distro.util.yamlio import load_fast
+from conda_distro.vocab import Target
 
 OPEN_SWEEP_STATUSES = ("failed", "needs-new-version", "awaiting-parents", "awaiting-upstream", "not-solvable")
 
@@ -95,7 +96,7 @@ class StagedBuild:
 
     artifact: str
     version: str
-    tests: dict[tuple[str, str], TestRecord]
+    tests: dict[Target, TestRecord]
 
     @property
     def promotable(self) -> bool:
@@ -314,9 +315,9 @@ def staged_build(name: str, results: Iterable[ArtifactResults], in_main: Iterabl
     for r in results:
         if r.name != name or r.artifact in known:
             continue
-        tests: dict[tuple[str, str], TestRecord] = {}
+        tests: dict[Target, TestRecord] = {}
         for t in sorted((t for t in r.tests if t.date < cutoff), key=lambda t: t.date):
-            tests[(t.pytorch, t.variant)] = t
+            tests[t.target] = t
         if not tests or (floor is not None and Version(r.version) < floor):
             continue
         found.append((Version(r.version), max(t.date for t in tests.values()), r.artifact,

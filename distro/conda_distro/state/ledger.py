@@ -47,7 +47,7 @@ from conda_distro.util.gitutil import configured_user
 from conda_distro.util.jsonio import parse_json, read_json_text
 from conda_distro.util.validation import to_error
 from conda_distro.util.yamlio import load_fast
-from conda_distro.vocab import Variant
+from conda_distro.vocab import Target, Variant
 
 LEDGER_SCHEMA_VERSION = 1
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -86,6 +86,10 @@ class TestEvidence(_Strict):
     # a cuda test: whether it ran on a machine with a working GPU (false: "cuda (no GPU)", an install +
     # import test under the __cuda override); absent (None): unknown (older evidence) or a cpu test
     gpu: bool | None = None
+
+    @property
+    def target(self) -> Target:
+        return Target(self.release, self.variant)
 
     @model_serializer(mode="wrap")
     def _drop_unknown_gpu(self, handler):  # older files stay byte-identical: no `"gpu": null` everywhere
@@ -201,9 +205,9 @@ def parse_state(text: str, path: Path) -> PackageState:
 
 
 def _merge_tests(old: list[TestEvidence], new: list[TestEvidence]) -> list[TestEvidence]:
-    latest: dict[tuple[str, str], TestEvidence] = {}
+    latest: dict[Target, TestEvidence] = {}
     for t in sorted([*old, *new], key=lambda t: t.date):
-        latest[(t.release, t.variant)] = t
+        latest[t.target] = t
     return list(latest.values())
 
 
@@ -340,9 +344,9 @@ def newest_artifact(entries: Iterable[ArtifactEntry]) -> ArtifactEntry | None:
     return max(entries, key=lambda a: (Version(a.version), a.build_number, a.promoted_at or epoch, a.artifact))
 
 
-def latest_tests(entry: ArtifactEntry) -> dict[tuple[str, str], TestEvidence]:
+def latest_tests(entry: ArtifactEntry) -> dict[Target, TestEvidence]:
     """The newest result per (release, variant)."""
-    out: dict[tuple[str, str], TestEvidence] = {}
+    out: dict[Target, TestEvidence] = {}
     for t in sorted(entry.tests, key=lambda t: t.date):
-        out[(t.release, t.variant)] = t
+        out[t.target] = t
     return out
