@@ -93,7 +93,6 @@ class TestRecord(_Model):
     gpu: bool | None = None
 
     @property
-    @property
     def target(self) -> Target:
         return Target(self.pytorch, self.variant)
 
