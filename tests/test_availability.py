@@ -20,12 +20,13 @@ from support.helpers import run_cli_at
 from conda_distro.channels import ChannelFile
 from conda_distro.channels.depends import distribution_closure, lockstep_of_files
 from conda_distro.config import DistroRepo, load_config
-from conda_distro.engine.releases import Target, upstream_availability
+from conda_distro.engine.releases import upstream_availability
 from conda_distro.gate.installability import write_channel
 from conda_distro.gate.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
 from conda_distro.state.results import ArtifactResults
 from conda_distro.state.results import TestRecord as Run
 from conda_distro.upstream.pypi import _lockstep_pin, wheel_is_cuda
+from conda_distro.vocab import Target
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
 VARIANTS = ("cpu", "cuda")

@@ -1384,10 +1384,10 @@ def test_a_bump_that_upstream_lets_nobody_test_awaits_upstream():
 
     from conda_distro.engine.executor import ExecutionResult
     from conda_distro.engine.plan import BuildPlan, PackagePlan
-    from conda_distro.engine.releases import Target
     from conda_distro.state.results import TestRecord
     from conda_distro.sweep.model import BLOCKING, Decision, SweepPlan, planned_outcomes
     from conda_distro.sweep.run import _apply_results
+    from conda_distro.vocab import Target
 
     why = "no cuda build of torchvision for pytorch 2.15.0 in the upstream channels"
     pkg = PackagePlan(name="timm", recipe=Path("recipes/timm/recipe.yaml"), version="1.0", deps=(), closure=(),

@@ -13,6 +13,7 @@ from conda_distro.errors import ConfigError
 from conda_distro.util.layout import clash
 from conda_distro.util.validation import line_at, to_error
 from conda_distro.util.yamlio import load_fast_file
+from conda_distro.vocab import RELEASE_RE, Release, Variant
 
 DISTRO_FILE = "distro.yaml"
 KNOWN_SUBDIRS = {
@@ -22,16 +23,11 @@ ANACONDA_SCHEME = "anaconda://"
 _URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 
 
-#: a PyTorch release: MAJOR.MINOR.PATCH, each a number of at most 6 digits without leading zeros (a
-#: 5,000-digit component is no version any tool can compare)
-RELEASE_RE = re.compile(r"^(0|[1-9]\d{0,5})\.(0|[1-9]\d{0,5})\.(0|[1-9]\d{0,5})$")
-
-Variant = Literal["cpu", "cuda"]
 PinExpr = Literal["x", "x.x", "x.x.x"]  # granularity of an upper bound, as rattler-build writes it
 
 
 def _all_variants() -> list[Variant]:
-    return ["cpu", "cuda"]
+    return list(Variant)
 
 
 def _pytorch_run_exports() -> dict[str, PinExpr]:
@@ -128,7 +124,7 @@ class PyTorch(Strict):
 
     @field_validator("releases")
     @classmethod
-    def _ordered(cls, v: list[str]) -> list[str]:
+    def _ordered(cls, v: list[str]) -> list[Release]:
         from rattler import Version
 
         parsed = []
@@ -141,7 +137,7 @@ class PyTorch(Strict):
             raise ValueError("releases contain a duplicate")
         if parsed != sorted(parsed):
             raise ValueError("releases must be listed oldest first")
-        return v
+        return [Release(s) for s in v]
 
 
 class Policy(Strict):

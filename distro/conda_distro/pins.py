@@ -10,7 +10,7 @@ that produces ``pytorch`` itself has none.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from conda_distro.graph import RecipeGraph
 from conda_distro.recipe.model import SECTIONS, Dep, Recipe, written_items
@@ -100,7 +100,7 @@ def depends_on(recipe: Recipe, pytorch: str) -> bool:
         bool(_written_pins(recipe, pytorch))
 
 
-def own_admitted(recipe: Recipe, pytorch: str, releases: list[str]) -> set[str]:
+def own_admitted(recipe: Recipe, pytorch: str, releases: Sequence[str]) -> set[str]:
     """Releases admitted by the recipe's pytorch pins (pin functions follow the host spec, which is what
     they pin against), read per rendered variant as rattler-build renders it: a release is admitted by an
     output when one of its variants' pins all admit it (``pytorch ${{ pytorch }}.*`` in host renders
@@ -122,7 +122,7 @@ def own_admitted(recipe: Recipe, pytorch: str, releases: list[str]) -> set[str]:
     return out
 
 
-def admitted_releases(recipes: Mapping[str, Recipe], graph: RecipeGraph, pytorch: str, releases: list[str]) -> dict[str, set[str]]:
+def admitted_releases(recipes: Mapping[str, Recipe], graph: RecipeGraph, pytorch: str, releases: Sequence[str]) -> dict[str, set[str]]:
     """folder name -> releases admitted by the recipe and all its distribution dependencies."""
     out: dict[str, set[str]] = {}
     for name in graph.order():

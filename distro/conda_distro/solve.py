@@ -13,18 +13,20 @@ import asyncio
 import hashlib
 import json
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conda_distro.channels.local import LocalChannel
 from conda_distro.distribution import Distribution, load_distribution
-from conda_distro.engine.releases import SOLVE_TIMEOUT, Target, is_cuda_record, select_releases, virtual_packages
+from conda_distro.engine.releases import SOLVE_TIMEOUT, is_cuda_record, select_releases
 from conda_distro.errors import ChannelError, EngineUnavailableError, UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases, builds_per_minor, uses_pytorch_variant
 from conda_distro.recipe.model import Recipe
-from conda_distro.recipe.specs import minor_of, next_minor_bound, parse_spec
+from conda_distro.recipe.specs import next_minor_bound, parse_spec
+from conda_distro.vocab import Release, Target, virtual_packages
 
 if TYPE_CHECKING:
     from rattler import RepoDataRecord
@@ -128,11 +130,11 @@ def _builds(recipe: Recipe, pytorch: str, minors: list[str]) -> list[tuple[str |
     return [(m, _run_depends(recipe, pytorch, m)) for m in (minors if uses_pytorch_variant(recipe, pytorch) else [None])]
 
 
-def write_recipe_channel(dist: Distribution, releases: list[str], folder: Path) -> Path:
+def write_recipe_channel(dist: Distribution, releases: Sequence[str], folder: Path) -> Path:
     """A channel whose repodata describes what the recipes would build (no package files needed)."""
     pytorch = dist.config.pytorch.name
     platform = dist.config.platforms[0]
-    minors = sorted({".".join(map(str, minor_of(r))) for r in releases})
+    minors = [m for _, m in sorted({(Release(r).major_minor, Release(r).minor) for r in releases})]
     subdirs: dict[str, dict] = {s: {} for s in ("noarch", platform)}
     for recipe in dist.recipes.values():
         subdir = "noarch" if recipe.noarch else platform
@@ -252,22 +254,22 @@ def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions(
         results = []
         for target in (Target(r, v) for r in releases for v in dist.config.pytorch.variants):
             # dependents last: the deletion filter then drops dependents first and names the root cause
-            names = [by_name[f] for f in graph.order() if target.pytorch in admitted[f]
+            names = [by_name[f] for f in graph.order() if target.release in admitted[f]
                      and (available is None or by_name[f] in available)]
             results.append(_solve_target(solver, pytorch, target, names, options.explain))
     return SolveResult(results)
 
 
 def _solve_target(solver: RattlerSolver, pytorch: str, target: Target, names: list[str], explain: bool) -> TargetSolve:
-    cuda = target.variant == "cuda"
-    fixed = [f"{pytorch} =={target.pytorch}"]
+    cuda = target.variant.cuda
+    fixed = [f"{pytorch} =={target.release}"]
     records, error = _try(solver, fixed + names, cuda)
-    res = TargetSolve(target.pytorch, target.variant, records is not None, requested=fixed + names)
+    res = TargetSolve(target.release, target.variant, records is not None, requested=fixed + names)
     if records is None:
         res.conflict = error
         if explain and _try(solver, fixed, cuda)[0] is not None:
             res.conflicting = minimal_conflict(solver, fixed, names, cuda)
-            res.conflict = f"{pytorch} {target.pytorch} ({target.variant}) cannot be installed together with " \
+            res.conflict = f"{pytorch} {target.release} ({target.variant}) cannot be installed together with " \
                            f"{', '.join(res.conflicting)}\n{error}"
         return res
     res.packages = sorted(f"{r.name.normalized} {r.version} {r.build}" for r in records)

@@ -43,11 +43,12 @@ from conda_distro.channels.pytorch_record import TorchBuild
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.enduser.conda_solve import CondaSettings, CondaSolver, admitting
 from conda_distro.engine.gpu import probe_gpu, variant_label
-from conda_distro.engine.releases import Target, select_releases, upstream_availability
+from conda_distro.engine.releases import select_releases, upstream_availability
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.recipe.model import Recipe
 from conda_distro.state.ledger import Drift, Ledger, compare_with_channel
 from conda_distro.util.fsutil import check_writable
+from conda_distro.vocab import Target
 
 SMOKE_TIMEOUT = 300
 # Real torch and the sandbox stand-ins share this API: torch.version.cuda is None in cpu builds.
@@ -214,9 +215,9 @@ def _verify_target(solver: CondaSolver, dist: Distribution, target: Target, name
     from rattler.exceptions import SolverError
 
     pytorch = dist.config.pytorch.name
-    cuda = target.variant == "cuda"
-    specs = [f"{pytorch} =={target.pytorch}", *names]
-    res = TargetVerification(target.pytorch, target.variant, False, requested=specs, gpu=gpu if cuda else None)
+    cuda = target.variant.cuda
+    specs = [f"{pytorch} =={target.release}", *names]
+    res = TargetVerification(target.release, target.variant, False, requested=specs, gpu=gpu if cuda else None)
     try:
         records = solver.solve(specs, cuda)
     except SolverError as exc:
@@ -233,7 +234,7 @@ def _verify_target(solver: CondaSolver, dist: Distribution, target: Target, name
     if kind.variant != target.variant:
         res.error = f"the {target.variant} variant installed {pytorch} build {torch.build}, a {kind.evidence} build"
         return res
-    prefix = workdir / f"env-{target.pytorch}-{target.variant}"
+    prefix = workdir / f"env-{target.release}-{target.variant}"
     try:
         asyncio.run(install(records, target_prefix=str(prefix), cache_dir=cache, show_progress=False))
     except Exception as exc:  # rattler raises several install errors
@@ -309,11 +310,11 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
         targets = [Target(r, v) for r in releases for v in dist.config.pytorch.variants]
         for i, target in enumerate(targets):
             if options.progress:
-                options.progress(i, len(targets), f"verifying pytorch {target.pytorch} {target.variant}")
+                options.progress(i, len(targets), f"verifying pytorch {target.release} {target.variant}")
             if target in available.missing:
-                results.append(TargetVerification(target.pytorch, target.variant, True, skipped=available.missing[target]))
+                results.append(TargetVerification(target.release, target.variant, True, skipped=available.missing[target]))
                 continue
-            names = admitting(files, pytorch, target.pytorch)
+            names = admitting(files, pytorch, target.release)
             left_out = {n: why for n in names if (why := available.why_not(target, needs.get(n, ())))}
             res = _verify_target(solver, dist, target, [n for n in names if n not in left_out], workdir, cache, gpu)
             res.left_out = left_out

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from conda_distro.vocab import Variant
+
 
 def _dep_names(depends: Iterable[str]) -> set[str]:
     return {d.split()[0] for d in depends if d.strip()}
@@ -37,7 +39,7 @@ class TorchBuild:
     @property
     def evidence(self) -> str:
         """``cuda (depends on __cuda; build string 'cuda126_h…_200' starts with 'cuda')``"""
-        if self.variant == "cuda":
+        if Variant(self.variant).cuda:
             why = [*(["depends on __cuda"] if self.needs_cuda else []),
                    *([f"build string '{self.build}' starts with 'cuda'"] if self.cuda_build_string else [])]
         else:

@@ -37,6 +37,7 @@ from conda_distro.lint.base import CHECKS, Finding
 from conda_distro.state.results import BuildRecord, TestRecord
 from conda_distro.util.safetext import shown
 from conda_distro.util.templating import render
+from conda_distro.vocab import Target, Variant
 
 STATUSES = ("pass", "fail", "error", "needs-pin-update", "blocked", "n-a")
 ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "needs-pin-update": "📌", "blocked": "⛔", "n-a": "➖"}
@@ -145,7 +146,7 @@ def _version_key(release: str) -> tuple:
     return tuple(int(x) if x.isdigit() else 0 for x in release.split("."))
 
 
-def targets_text(failed: Sequence[tuple[str, str]], every: Sequence[tuple[str, str]]) -> str:
+def targets_text(failed: Sequence[Target], every: Sequence[Target]) -> str:
     """``all 6`` when every target failed, else per release: ``2.5.1 cuda, 2.6.0 cpu/cuda``."""
     got = sorted(set(failed), key=lambda t: (_version_key(t[0]), t[1]))
     if not got:
@@ -210,22 +211,22 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
 class _Facts:
     """What the parts of the report look up in a check-pr result, gathered once."""
 
-    every: list[tuple[str, str]]  # every release × variant solved or tested, in release order
+    every: list[Target]  # every release × variant solved or tested, in release order
     pins: dict[str, PinUpdate]  # dependent -> its pin that must change
     unreadable: dict[str, Unreadable]
     blocked_by: dict[str, str]  # recipe -> the unreadable recipe it waits for
     lint_errors: set[str]
-    conflicts: dict[str, list[tuple[str, str]]]  # package -> the targets where it is not co-installable
+    conflicts: dict[str, list[Target]]  # package -> the targets where it is not co-installable
     builds: dict[str, list[BuildRecord]]
 
     @classmethod
     def of(cls, res: CheckPrResult) -> _Facts:
-        every = sorted({(t.pytorch, t.variant) for t in res.tests} | {(s.pytorch, s.variant) for s in res.solve},
+        every = sorted({t.target for t in res.tests} | {Target(s.pytorch, Variant(s.variant)) for s in res.solve},
                        key=lambda t: (_version_key(t[0]), t[1]))
-        conflicts: dict[str, list[tuple[str, str]]] = {}
+        conflicts: dict[str, list[Target]] = {}
         for s in res.solve:
             for name in s.conflicting:
-                conflicts.setdefault(name, []).append((s.pytorch, s.variant))
+                conflicts.setdefault(name, []).append(Target(s.pytorch, Variant(s.variant)))
         builds: dict[str, list[BuildRecord]] = {}
         for b in res.builds:
             builds.setdefault(b.name, []).append(b)
@@ -254,7 +255,7 @@ def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[
     items += _error_items(res, links)
     for (name, reason), tests in failed_tests.items():
         where = loc.get(name)
-        targets = [(t.pytorch, t.variant) for t in tests]
+        targets = [t.target for t in tests]
         first = sorted(tests, key=lambda t: (_version_key(t.pytorch), t.variant))[0]
         items.append(Item("error", f"`{name}` test failed on {targets_text(targets, _targets_of(res, name))}",
                           name, _loc(where.path, where.tests) if where else None,
@@ -270,7 +271,7 @@ def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[
         if key in culprits_seen:
             continue
         culprits_seen.add(key)
-        on = [(x.pytorch, x.variant) for x in bad_solves if tuple(x.conflicting) == key]
+        on = [Target(x.pytorch, Variant(x.variant)) for x in bad_solves if tuple(x.conflicting) == key]
         who = ", ".join(f"`{c}`" for c in key) or "the distribution"
         items.append(Item("error", f"not co-installable on {targets_text(on, facts.every)}: {who}",
                           hint="`conda-distro solve` explains the conflict (below)"))
@@ -303,9 +304,9 @@ def _rows(res: CheckPrResult, facts: _Facts) -> list[Row]:
     for name in names:
         row = Row(name, "pass", changed=name in res.changed)
         tests = [t for t in res.tests if t.name == name]
-        failed = [(t.pytorch, t.variant) for t in tests if t.status == "failed"]
-        blocked = [(t.pytorch, t.variant) for t in tests if t.status == "blocked"]
-        errored = [(t.pytorch, t.variant) for t in tests if t.status == "error"]
+        failed = [t.target for t in tests if t.status == "failed"]
+        blocked = [t.target for t in tests if t.status == "blocked"]
+        errored = [t.target for t in tests if t.status == "error"]
         bstat = {b.status for b in facts.builds.get(name, [])}
         if name in facts.pins:
             p = facts.pins[name]
@@ -357,8 +358,8 @@ def _asks(res: CheckPrResult, rows: list[Row], pins: dict[str, PinUpdate]) -> li
     return list(by_handle.values())
 
 
-def _targets_of(res: CheckPrResult, name: str) -> list[tuple[str, str]]:
-    return [(t.pytorch, t.variant) for t in res.tests if t.name == name]
+def _targets_of(res: CheckPrResult, name: str) -> list[Target]:
+    return [t.target for t in res.tests if t.name == name]
 
 
 def _waits_for(reason: str | None, names: list[str]) -> str | None:
@@ -422,7 +423,7 @@ def _error_items(res: CheckPrResult, links: LogLinks) -> list[Item]:
             grouped.setdefault((t.name, _one_line(t.reason or "no reason given")), []).append(t)
     for (name, reason), tests in grouped.items():
         first = sorted(tests, key=lambda t: (_version_key(t.pytorch), t.variant))[0]
-        on = targets_text([(t.pytorch, t.variant) for t in tests], _targets_of(res, name))
+        on = targets_text([t.target for t in tests], _targets_of(res, name))
         items.append(Item("warning", f"`{name}` test could not finish on {on} (infrastructure error: "
                                      f"{infra_cause(first.reason)})", name, hint=RERUN_HINT,
                           log_path=links.path(first.log), log_url=links.url(first.log), more_logs=len(tests) - 1,

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conda_distro.channels.base import ChannelFile
-from conda_distro.engine.releases import SOLVE_TIMEOUT, virtual_packages
+from conda_distro.engine.releases import SOLVE_TIMEOUT
 from conda_distro.errors import ChannelError
 from conda_distro.recipe.specs import admits, parse_spec
+from conda_distro.vocab import virtual_packages
 
 if TYPE_CHECKING:
     from rattler import RepoDataRecord

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from conda_distro.channels.base import ChannelFile
 from conda_distro.enduser.conda_solve import CondaSettings, CondaSolver, admitting
+from conda_distro.vocab import Target, Variant
 
 if TYPE_CHECKING:
     from rattler import RepoDataRecord
@@ -30,7 +31,7 @@ class LockInputs:
     upstream: tuple[str, ...]
     platform: str  # linux-64
     pytorch: str  # the pytorch package name
-    targets: tuple[tuple[str, str], ...]  # (release, variant)
+    targets: tuple[Target, ...]
     files: tuple[ChannelFile, ...]  # the snapshot's files
     settings: CondaSettings = CondaSettings()
 
@@ -76,7 +77,7 @@ def write_lockfiles(inputs: LockInputs, folder: Path) -> LockResult:
                      serve_as={inputs.channel: inputs.served}) as solver:
         for release, variant in inputs.targets:
             key = f"{release}-{variant}"
-            cuda = variant == "cuda"
+            cuda = Variant(variant).cuda
             fixed = [f"{inputs.pytorch} =={release}"] + (["__cuda"] if cuda else [])
             try:
                 records, left_out = _solve_most(solver, fixed, admitting(files, inputs.pytorch, release), cuda)

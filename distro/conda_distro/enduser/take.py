@@ -42,6 +42,7 @@ from conda_distro.errors import ChannelError
 from conda_distro.state.ledger import current_user
 from conda_distro.util.dates import utcnow
 from conda_distro.util.gitutil import current_commit, find_repo, origin_url
+from conda_distro.vocab import Target
 
 
 @dataclass
@@ -227,7 +228,7 @@ def _lockfiles_and_sbom(distro: DistroRepo, files: dict[str, ChannelFile], place
     and notes for the log (packages left out, lockfiles that could not be solved)."""
     url, folder, name = place.url, place.build, place.name
     config = distro.config
-    targets = tuple((r, v) for r in config.pytorch.releases for v in config.pytorch.variants)
+    targets = tuple(Target(r, v) for r in config.pytorch.releases for v in config.pytorch.variants)
     inputs = LockInputs(channel=place.index_url, served=url, upstream=tuple(distro.upstream_urls),
                         platform=config.platforms[0], pytorch=config.pytorch.name, targets=targets,
                         files=tuple(files.values()), settings=settings)

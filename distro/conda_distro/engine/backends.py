@@ -209,7 +209,8 @@ def _explain_unsolvable(spec: str, job: TestJob) -> str | None:
     from rattler import Subdir, solve
     from rattler.exceptions import SolverError
 
-    from conda_distro.engine.releases import SOLVE_TIMEOUT, virtual_packages
+    from conda_distro.engine.releases import SOLVE_TIMEOUT
+    from conda_distro.vocab import virtual_packages
 
     try:
         asyncio.run(solve(list(job.channels), [spec], platforms=[Subdir.current(), Subdir("noarch")],

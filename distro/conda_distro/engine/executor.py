@@ -18,7 +18,7 @@ from conda_distro.channels.local import LocalChannel
 from conda_distro.config import Limits
 from conda_distro.engine.phases import Isolation, clear_stale_folders
 from conda_distro.engine.plan import BuildPlan, PackagePlan
-from conda_distro.engine.releases import ReleaseView, Target
+from conda_distro.engine.releases import ReleaseView
 from conda_distro.engine.sources import RecipeInputs
 from conda_distro.engine.unit import TargetView, Unit, UnitOutcome, blocked_outcome, finish, is_cached, launch, prepare, reuse
 from conda_distro.errors import ExitCode
@@ -26,6 +26,7 @@ from conda_distro.state.provenance import BuildProvenance, Stamp
 from conda_distro.state.results import BuildRecord, TestRecord
 from conda_distro.util.fsutil import link_or_copy
 from conda_distro.util.rattler_env import index_channel
+from conda_distro.vocab import Target
 
 
 class Reporter(Protocol):
@@ -170,7 +171,7 @@ class Executor:
         pinned = {a: sha for d in sorted(in_run) for a, sha in self.artifacts[d].items()}
         views = tuple(
             TargetView(t, self.ctx.views[t].url, self.ctx.views[t].sha256, self.ctx.views[t].cuda_override, self.ctx.views[t].reason,
-                       gpu=self.ctx.gpu and t.variant == "cuda")
+                       gpu=self.ctx.gpu and t.variant.cuda)
             for t in pkg.targets
         )
         return Unit(

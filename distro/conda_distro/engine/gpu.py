@@ -13,6 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from conda_distro.vocab import Variant
+
 PROBE_TIMEOUT = 30
 NO_GPU = "no GPU"  # what "cuda (no GPU)" says
 
@@ -52,4 +54,4 @@ def gpu_devices() -> tuple[Path, ...]:
 def variant_label(variant: str, gpu: bool | None) -> str:
     """``cuda (no GPU)`` for a cuda test run without a working GPU; the variant otherwise (a run on a
     GPU, a cpu test, or an older record that does not say)."""
-    return f"{variant} ({NO_GPU})" if variant == "cuda" and gpu is False else variant
+    return f"{variant} ({NO_GPU})" if Variant(variant).cuda and gpu is False else variant

@@ -257,7 +257,8 @@ def test_needs(artifact: Path, channels: Sequence[str], cuda: bool, extra: Seque
     from rattler.exceptions import SolverError
     from rattler_build import Package
 
-    from conda_distro.engine.releases import SOLVE_TIMEOUT, virtual_packages
+    from conda_distro.engine.releases import SOLVE_TIMEOUT
+    from conda_distro.vocab import virtual_packages
 
     pkg = Package.from_file(str(artifact))
     gw = Gateway()

@@ -41,8 +41,8 @@ from conda_distro.engine.needs import Needs, build_needs, test_needs
 from conda_distro.engine.sandbox import Layout, file_url_path, worker_env
 from conda_distro.engine.sources import SourceFetchError, fetch_source, recipe_copy
 from conda_distro.engine.supervise import Launch, supervise
-from conda_distro.state.results import Variant
 from conda_distro.util.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
+from conda_distro.vocab import Variant
 
 if TYPE_CHECKING:
     from conda_distro.config import Limits

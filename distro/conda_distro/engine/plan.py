@@ -11,14 +11,14 @@ from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.channels.local import LocalChannel
 from conda_distro.distribution import Distribution
 from conda_distro.engine.backends import Builder, VariantSpec
-from conda_distro.engine.releases import Availability, Target, select_releases
+from conda_distro.engine.releases import Availability, select_releases
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases
 from conda_distro.recipe.render import RenderSettings
-from conda_distro.recipe.specs import minor_of
 from conda_distro.state.provenance import recipe_digest
-from conda_distro.state.results import ArtifactResults, ResultsStore, Variant
+from conda_distro.state.results import ArtifactResults, ResultsStore
+from conda_distro.vocab import Release, Target, Variant
 
 PLAN_VERSION = "1"  # bump to invalidate every input hash
 
@@ -56,8 +56,8 @@ class PackagePlan:
             "version": self.version,
             "deps": list(self.deps),
             "variants": [{"artifact": v.spec.artifact, "action": v.action, "variant": v.spec.variant} for v in self.variants],
-            "tests": [{"pytorch": t.pytorch, "variant": t.variant} for t in self.targets],
-            **({"not_tested": [{"pytorch": t.pytorch, "variant": t.variant, "why": why} for t, why in self.unavailable]}
+            "tests": [{"pytorch": t.release, "variant": t.variant} for t in self.targets],
+            **({"not_tested": [{"pytorch": t.release, "variant": t.variant, "why": why} for t, why in self.unavailable]}
                if self.unavailable else {}),
         }
 
@@ -77,7 +77,7 @@ class BuildPlan:
             "engine": self.engine,
             "order": [p.name for p in self.packages],
             "levels": [list(level) for level in self.levels],
-            "targets": [{"pytorch": t.pytorch, "variant": t.variant} for t in self.targets],
+            "targets": [{"pytorch": t.release, "variant": t.variant} for t in self.targets],
             "packages": [p.to_dict() for p in self.packages],
         }
 
@@ -111,7 +111,7 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
     pytorch = dist.config.pytorch.name
     names = graph.order() if options.all else graph.affected(options.names)
     admitted = admitted_releases(dist.recipes, graph, pytorch, releases)
-    minors = sorted({".".join(map(str, minor_of(r))) for r in releases}, key=lambda m: tuple(map(int, m.split("."))))
+    minors = [m for _, m in sorted({(r.major_minor, r.minor) for r in releases})]
     input_hashes: dict[str, list[str]] = {}
     recipe_hashes: dict[str, tuple[str, str]] = {}  # name -> (recipe folder, recipe input hash)
     packages = []
@@ -126,7 +126,7 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
         specs = builder.render(recipe.path, vc)
         # keep only variants whose pytorch minor is admitted
         specs = [s for s in specs if pytorch not in s.variant
-                 or any(".".join(map(str, minor_of(r))) == s.variant.get(pytorch) for r in admitted[name])]
+                 or any(Release(r).minor == s.variant.get(pytorch) for r in admitted[name])]
         host_deps = sorted({d for d in graph.dependencies(name) if d in recipe.dep_names("host")})
         base = recipe_digest(recipe.folder)
         recipe_hashes[name] = (_relative(recipe.folder, dist.root), base)

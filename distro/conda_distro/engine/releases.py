@@ -17,27 +17,15 @@ from conda_distro.errors import ChannelError, UsageError
 from conda_distro.util.fsutil import link_or_copy
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.rattler_env import index_channel
+from conda_distro.vocab import Release, Target, Variant
 
 if TYPE_CHECKING:  # annotations only: the build worker imports this module and stays small
     from rattler import RepoDataRecord
 
     from conda_distro.config import DistroRepo
     from conda_distro.distribution import Distribution
-    from conda_distro.state.results import Variant
 
-CUDA_VERSION = "12.4"  # the __cuda version announced in the cuda variant (CONDA_OVERRIDE_CUDA)
 SOLVE_TIMEOUT = dt.timedelta(seconds=60)  # one rattler solve (`solve`, and a failed test's explanation)
-
-
-@dataclass(frozen=True, order=True)
-class Target:
-    """One (release, variant) combination a package is tested against."""
-
-    pytorch: str
-    variant: Variant
-
-    def __str__(self) -> str:
-        return f"{self.pytorch}/{self.variant}"
 
 
 @dataclass(frozen=True)
@@ -52,15 +40,15 @@ class ReleaseView:
 
     @property
     def cuda_override(self) -> str:
-        return CUDA_VERSION if self.target.variant == "cuda" else ""
+        return self.target.variant.cuda_override
 
 
 def all_targets(distro: DistroRepo) -> list[Target]:
     cfg = distro.config.pytorch
-    return [Target(r, v) for r in cfg.releases for v in cfg.variants]
+    return [Target(Release(r), Variant(v)) for r in cfg.releases for v in cfg.variants]
 
 
-def select_releases(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
+def select_releases(dist: Distribution, wanted: tuple[str, ...]) -> list[Release]:
     """The pytorch releases to work on (distro.yaml order): ``wanted`` (``--pytorch``), or all of them.
     A value that is not a supported release is bad input (exit 2)."""
     releases = dist.config.pytorch.releases
@@ -68,19 +56,7 @@ def select_releases(dist: Distribution, wanted: tuple[str, ...]) -> list[str]:
         if r not in releases:
             raise UsageError(f"pytorch {r} is not a supported release", field="--pytorch",
                              hint=f"supported: {', '.join(releases)} (distro.yaml pytorch.releases)")
-    return [r for r in releases if not wanted or r in wanted]
-
-
-def virtual_packages(cuda: bool) -> list:
-    """This machine's virtual packages for a solve, with ``__cuda`` exactly when ``cuda`` (announced as
-    :data:`CUDA_VERSION`, whether or not a GPU is present)."""
-    from rattler import BuildString, GenericVirtualPackage, PackageName, Version, VirtualPackage
-
-    out = [v.into_generic() for v in VirtualPackage.detect()]
-    out = [g for g in out if g.name.normalized != "__cuda"]
-    if cuda:
-        out.append(GenericVirtualPackage(PackageName("__cuda"), Version(CUDA_VERSION), BuildString("0")))
-    return out
+    return [Release(r) for r in releases if not wanted or r in wanted]
 
 
 def is_cuda_record(depends: list[str]) -> bool:
@@ -104,7 +80,7 @@ def _target_record(records: list[RepoDataRecord], target: Target) -> RepoDataRec
     variant is decided as verify-channel decides it (:class:`~conda_distro.channels.pytorch_record.TorchBuild`: a
     ``__cuda`` dependency or a ``cuda`` build string), so a release view, the test matrix and
     verify-channel never disagree on what a record is."""
-    matching = [r for r in records if str(r.version) == target.pytorch
+    matching = [r for r in records if str(r.version) == target.release
                 and TorchBuild.of(str(r.build), list(r.depends)).variant == target.variant]
     return max(matching, key=lambda r: (r.build_number, r.build)) if matching else None
 
@@ -159,20 +135,20 @@ def upstream_availability(distro: DistroRepo) -> Availability:
     for target in all_targets(distro):
         rec = _target_record(torch, target)
         if rec is None:
-            missing[target] = f"no {target.variant} build of {cfg.name} {target.pytorch} in the upstream channels"
+            missing[target] = f"no {target.variant} build of {cfg.name} {target.release} in the upstream channels"
             continue
         chosen[target] = rec
         for name in cfg.lockstep:
             ok = False
             for r in (x for x in records if x.name.normalized == name):
-                if is_cuda_record(list(r.depends)) and target.variant != "cuda":
+                if is_cuda_record(list(r.depends)) and not target.variant.cuda:
                     continue
                 pins = [MatchSpec(d) for d in r.depends if d.split()[0] == cfg.name]
                 if pins and all(p.matches(rec) for p in pins):
                     ok = True
                     break
             if not ok:
-                lockstep_missing[name][target] = (f"no {target.variant} build of {name} for {cfg.name} {target.pytorch} "
+                lockstep_missing[name][target] = (f"no {target.variant} build of {name} for {cfg.name} {target.release} "
                                                   "in the upstream channels")
     return Availability(missing, lockstep_missing, chosen)
 
@@ -196,7 +172,7 @@ def build_release_views(distro: DistroRepo, folder: Path, available: Availabilit
         if rec is None:
             views[target] = ReleaseView(target, None, None, None, reason=available.missing[target])
             continue
-        view_dir = folder / f"{target.pytorch}-{target.variant}"
+        view_dir = folder / f"{target.release}-{target.variant}"
         stamp = view_dir / ".source.json"
         sha = rec.sha256.hex() if rec.sha256 else None
         want = {"url": rec.url, "sha256": sha}

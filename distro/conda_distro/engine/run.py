@@ -185,7 +185,7 @@ def plan_build(dist: Distribution, options: BuildOptions, available: Availabilit
 
 def probe_for(plan: BuildPlan) -> GpuProbe | None:
     """Probe the GPU when the plan tests a cuda variant: its tests run on the GPU, or say they had none."""
-    return probe_gpu() if any(t.variant == "cuda" for p in plan.packages for t in p.targets) else None
+    return probe_gpu() if any(t.variant.cuda for p in plan.packages for t in p.targets) else None
 
 
 def isolation(dist: Distribution, paths: Paths, sandbox: bool, gpu: bool = False) -> Isolation:

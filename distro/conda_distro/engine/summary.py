@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from conda_distro.engine.gpu import variant_label
 from conda_distro.util.safetext import shown
+from conda_distro.vocab import Target
 
 if TYPE_CHECKING:
     from conda_distro.engine.executor import ExecutionResult
@@ -42,7 +43,7 @@ def _build_word(statuses: list[str]) -> str:
     return "–"
 
 
-def _where(pairs: list[tuple[str, str]]) -> str:
+def _where(pairs: list[Target]) -> str:
     """[(2.4.1, cpu), (2.4.1, cuda), (2.5.1, cpu)] -> "2.4.1 (cpu, cuda), 2.5.1 (cpu)"; each variant once (a
     package of several artifacts is tested once per artifact)."""
     by: dict[str, list[str]] = {}
@@ -53,7 +54,7 @@ def _where(pairs: list[tuple[str, str]]) -> str:
 
 def _variant_head(report: ExecutionResult, release: str, variant: str) -> str:
     """``cuda (no GPU)`` when this release's cuda tests ran on a machine without a working GPU."""
-    seen = {t.gpu for t in report.tests if (t.pytorch, t.variant) == (release, variant) and t.gpu is not None}
+    seen = {t.gpu for t in report.tests if t.target == (release, variant) and t.gpu is not None}
     return variant_label(variant, False if seen == {False} else None)
 
 
@@ -65,12 +66,12 @@ def build_table(report: ExecutionResult) -> list[str]:
     for rec in records:
         if rec.name not in names:
             names.append(rec.name)
-    targets = sorted({(t.pytorch, t.variant) for t in report.tests}, key=lambda rv: (_rkey(rv[0]), rv[1]))
+    targets = sorted({t.target for t in report.tests}, key=lambda rv: (_rkey(rv[0]), rv[1]))
     version = {b.name: b.version for b in report.builds}
     head = ["package", "version", "build", *(f"{r} {_variant_head(report, r, v)}" for r, v in targets)]
     rows = [head]
     for name in names:
-        cells = [_cell([t.status for t in report.tests if t.name == name and (t.pytorch, t.variant) == rv])
+        cells = [_cell([t.status for t in report.tests if t.name == name and t.target == rv])
                  for rv in targets]
         rows.append([name, version.get(name, ""), _build_word([b.status for b in report.builds if b.name == name]),
                      *cells])
@@ -91,7 +92,7 @@ def build_table(report: ExecutionResult) -> list[str]:
             if status == "blocked" and any(b.name == name and b.status == "blocked" for b in report.builds):
                 where = "everything"
             else:
-                where = "pytorch " + _where([(t.pytorch, t.variant) for t in tests])
+                where = "pytorch " + _where([t.target for t in tests])
             line = f"  {name} {version.get(name, '')}: {status} on {where}" + (f": {_reason(reason)}" if reason else "")
             log = next((t.log for t in tests if t.log), None)
             problems.append(line + (f"\n      log: {log}" if log else ""))
@@ -136,4 +137,4 @@ def untested_lines(plan: BuildPlan) -> list[str]:
     if not untested:
         return []
     return ["", "not tested (upstream has no build to test with; not required by promote):",
-            *(f"  {name}: pytorch {t.pytorch} {t.variant}: {why}" for name, t, why in untested)]
+            *(f"  {name}: pytorch {t.release} {t.variant}: {why}" for name, t, why in untested)]

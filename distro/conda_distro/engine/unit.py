@@ -36,7 +36,6 @@ from conda_distro.engine.phases import (
     run_build_phase,
     run_test_phase,
 )
-from conda_distro.engine.releases import Target
 from conda_distro.engine.sources import RecipeInputs
 from conda_distro.recipe.render import RenderSettings
 from conda_distro.recipe.specs import admits, parse_spec
@@ -55,6 +54,7 @@ from conda_distro.state.results import (
 )
 from conda_distro.util.fsutil import link_or_copy
 from conda_distro.util.rattler_env import index_channel
+from conda_distro.vocab import Target
 
 
 class _TestBase(TypedDict):
@@ -90,7 +90,7 @@ def admitted_targets(depends: list[str], pytorch: str, targets: list[TargetIn]) 
     pins = [p for p in (parse_spec(d) for d in depends) if p.ok and p.name == pytorch]
     cuda_only = any(parse_spec(d).name == "__cuda" for d in depends)
     return [t for t in targets if all(admits(p.version, t.pytorch) for p in pins)
-            and (not cuda_only or t.variant == "cuda")]
+            and (not cuda_only or Variant(t.variant).cuda)]
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class TargetView:
     gpu: bool = False  # a cuda target, run on a machine with a working GPU
 
     def to_in(self) -> TargetIn:
-        return TargetIn(pytorch=self.target.pytorch, variant=self.target.variant, url=self.url, sha256=self.sha256,
+        return TargetIn(pytorch=self.target.release, variant=self.target.variant, url=self.url, sha256=self.sha256,
                         cuda=self.cuda, missing_reason=self.missing_reason, gpu=self.gpu)
 
 
@@ -280,7 +280,7 @@ def blocked_outcome(unit: Unit) -> UnitOutcome:
         out.builds.append(BuildRecord(name=unit.name, version=spec.version, artifact=spec.artifact, status="blocked",
                                       reason=unit.block_build, variant=spec.variant))
         for tv in unit.targets:
-            out.tests.append(TestRecord(name=unit.name, artifact=spec.artifact, pytorch=tv.target.pytorch,
+            out.tests.append(TestRecord(name=unit.name, artifact=spec.artifact, pytorch=tv.target.release,
                                         variant=tv.target.variant, status="blocked", reason=unit.block_build))
     return out
 
@@ -316,7 +316,7 @@ def collect(unit: Unit, done: Launched | None) -> UnitOutcome:
                                               log=b.log, reason=b.reason or "the build produced nothing",
                                               variant=spec.variant))
                 for tv in unit.targets:
-                    out.tests.append(TestRecord(name=unit.name, artifact=spec.artifact, pytorch=tv.target.pytorch,
+                    out.tests.append(TestRecord(name=unit.name, artifact=spec.artifact, pytorch=tv.target.release,
                                                 variant=tv.target.variant, status="blocked", reason="the build failed"))
                 continue
             path, sha, build_log = b.path, b.sha256, b.log
@@ -382,10 +382,10 @@ class _TestRecorder:
                 out.tests.append(TestRecord(**base, status="blocked", reason=t.missing_reason))
                 continue
             key = test_key(sha, t, unit.deps_digest)
-            gpu = t.gpu if t.variant == "cuda" else None  # cuda: said, never hidden, whether a GPU was there
+            gpu = t.gpu if Variant(t.variant).cuda else None  # cuda: said, never hidden, whether a GPU was there
             old = _stored_run(results, t, unit.deps_digest)
             if old is not None:
-                if old is not results.latest().get((t.pytorch, t.variant)):  # back to an environment seen before
+                if old is not results.latest().get(Target(t.pytorch, t.variant)):  # back to an environment seen before
                     results.record(old.model_copy(update={"date": max(now(), old.date)}))
                 out.tests.append(old.model_copy(update={"cached": True}))
                 out.cached_tests += 1

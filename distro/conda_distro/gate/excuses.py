@@ -6,7 +6,8 @@ plan, read from the hold's class (:class:`conda_distro.gate.holds.HoldClass`, th
 still to run, infrastructure errors, tests seen with other recipes: a build decides it);
 ``held-temporarily`` (its tests, a dependent's regression, installability, a held dependency: fixed by
 a new build or a fix elsewhere); ``held-permanently`` (needs a decision: a block hint, a build number
-bump, the owner of its name). Each entry carries the advice of its holds (``advice``: followed, it
+bump, the owner of its name); the worst of its holds decides. Every hold of every artifact is listed
+(``reasons``: a check's hold never hides another's). Each entry carries the advice of its holds (``advice``: followed, it
 unblocks the candidate). Builds that can never be promoted (superseded, reverted, from other recipes,
 retired: :mod:`conda_distro.gate.staleness`) are no candidates: they are listed apart (``stale``), do not make
 `excuses` exit 1, and `conda-distro prune` removes them. Entries are grouped by what blocks them, not
@@ -288,7 +289,7 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
     out = []
     for (name, version), files in sorted(groups.items()):
         arts = sorted(f.artifact for f in files)
-        hs = [held[a] for a in arts if a in held]
+        hs = [x for a in arts if a in held for x in held[a].holds]  # every hold of every artifact, in order
         worst: Verdict = min((verdict_of(h.reason) for h in hs), key=VERDICTS.index, default="promote")
         if any(a in untracked for a in arts) and worst == "promote":
             worst = "waiting"

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +61,11 @@ class HoldReason(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/f
         """Held for a reason that makes the command exit 1 (a hold a person can act on)."""
         return self.hold_class.counts
 
+    @property
+    def description(self) -> str:
+        """What the reason means, in one line."""
+        return _DESCRIPTION[self]
+
 
 _CLASS = {
     HoldReason.ALREADY_IN_MAIN: HoldClass.DONE,
@@ -70,6 +77,24 @@ _CLASS = {
     HoldReason.UNINSTALLABLE: HoldClass.FAILURE, HoldReason.DEPENDENCY_NOT_IN_MAIN: HoldClass.FAILURE,
     HoldReason.BLOCKED_BY_HINT: HoldClass.PERMANENT, HoldReason.SHA256_MISMATCH: HoldClass.PERMANENT,
     HoldReason.NOT_OWNER: HoldClass.PERMANENT,
+}
+
+_DESCRIPTION = {
+    HoldReason.TEST_FAILED: "its own tests fail",
+    HoldReason.NOT_TESTED: "not tested (or not against every release and variant it must pass)",
+    HoldReason.DEPENDENCY_NOT_IN_MAIN: "a dependency is neither in main nor promoted with it",
+    HoldReason.ALREADY_IN_MAIN: "the same file is in main",
+    HoldReason.SHA256_MISMATCH: "main has another file of the same name",
+    HoldReason.RETIRED: "its package was retired from main",
+    HoldReason.NOT_FROM_THIS_CHECKOUT: "built from recipes this checkout does not have",
+    HoldReason.TESTED_WITH_OTHER_RECIPES: "tested with other recipes than this checkout's",
+    HoldReason.SUPERSEDED: "a newer build of its name is in staging or main",
+    HoldReason.REVERTED: "built from a recipe edit this checkout reverted",
+    HoldReason.REGRESSION: "a dependent in main passed before and fails with it",
+    HoldReason.UNINSTALLABLE: "a package in main could no longer be installed",
+    HoldReason.WAITING: "waits for tests, re-tests or a retry of an infrastructure error",
+    HoldReason.BLOCKED_BY_HINT: "a block hint in hints.yaml",
+    HoldReason.NOT_OWNER: "its name belongs to another recipe",
 }
 
 PRUNE_ADVICE = "`conda-distro prune` removes it from staging (it can never be promoted)"
@@ -109,6 +134,9 @@ class Held:
     regressions: tuple[dict, ...] = ()  # {package, pytorch, variant, log}
     maintainers: tuple[str, ...] = ()  # who to tell: its own, and the broken dependents'
     advice: str = ""  # what to do (empty: :func:`default_advice`)
+    policy: str = ""  # the id of the check that holds it (:mod:`conda_distro.gate.policies`)
+    #: the candidate's further holds, in the gate's order (each check's hold is kept: none hides another)
+    also: tuple[Held, ...] = ()
 
     @property
     def artifact(self) -> str:
@@ -122,8 +150,21 @@ class Held:
     def what_to_do(self) -> str:
         return self.advice or default_advice(self.reason, self.file.name, self.blocked_by)
 
+    @property
+    def holds(self) -> tuple[Held, ...]:
+        """Every hold of the artifact, this one (the first in the gate's order) first."""
+        return (self, *self.also)
+
+    def with_also(self, more: Sequence[Held]) -> Held:
+        return dataclasses.replace(self, also=(*self.also, *(x for m in more for x in m.holds)))
+
+    def reason_dict(self) -> dict[str, Any]:
+        return {"policy": self.policy, "reason": self.reason.value, "class": self.hold_class.value,
+                "description": self.reason.description, "detail": self.detail, "advice": self.what_to_do}
+
     def to_dict(self) -> dict[str, Any]:
         return {"artifact": self.artifact, "name": self.file.name, "reason": self.reason.value, "detail": self.detail,
                 "class": self.hold_class.value, "advice": self.what_to_do,
                 "blocked_by": list(self.blocked_by), "regressions": [dict(r) for r in self.regressions],
-                "maintainers": list(self.maintainers)}
+                "maintainers": list(self.maintainers), "policy": self.policy,
+                "reasons": [h.reason_dict() for h in self.holds]}

@@ -25,8 +25,9 @@ from pathlib import Path
 from conda_distro.channels.base import ChannelFile
 from conda_distro.errors import ChannelError
 from conda_distro.solve import RattlerSolver
+from conda_distro.vocab import Target, Variant
 
-Required = Callable[[ChannelFile], "Sequence[tuple[str, str]] | None"]
+Required = Callable[[ChannelFile], "Sequence[Target] | None"]
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class Installability:
         self._before: dict[tuple[str, str, str], bool] = {}
 
     def check(self, main: Mapping[str, ChannelFile], candidates: Sequence[ChannelFile],
-              pairs: Sequence[tuple[str, str]]) -> InstallabilityResult:
+              pairs: Sequence[Target]) -> InstallabilityResult:
         report = InstallabilityResult()
         try:
             self._check(main, candidates, pairs, report)
@@ -96,7 +97,7 @@ class Installability:
         return report
 
     def _check(self, main: Mapping[str, ChannelFile], candidates: Sequence[ChannelFile],
-               pairs: Sequence[tuple[str, str]], report: InstallabilityResult) -> None:
+               pairs: Sequence[Target], report: InstallabilityResult) -> None:
         if not candidates:
             return
         cand_names = {c.name for c in candidates}
@@ -119,8 +120,8 @@ class Installability:
             solve_after = RattlerSolver([after.as_uri(), up_after.as_uri()], self.platforms)
             solve_before = RattlerSolver([before.as_uri(), up_before.as_uri()], self.platforms)
             for r, v in pairs:
-                cuda = v == "cuda"
-                names = [n for n in subjects if any(self._admits(f, (r, v)) for f in by_name[n])]
+                cuda = Variant(v).cuda
+                names = [n for n in subjects if any(self._admits(f, Target(r, v)) for f in by_name[n])]
                 for name, why in self._failing(solve_after, names, r, cuda):
                     if name in main_names and self._installable(solve_before, name, r, cuda):
                         culprits = tuple(sorted(c.artifact for c in candidates
@@ -155,7 +156,7 @@ class Installability:
                 out.append(rec)
         return out
 
-    def _admits(self, f: ChannelFile, pair: tuple[str, str]) -> bool:
+    def _admits(self, f: ChannelFile, pair: Target) -> bool:
         req = self.required(f)
         return req is None or pair in req
 

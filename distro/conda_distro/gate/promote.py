@@ -3,8 +3,10 @@
 Two stages with a named type each:
 
 * :func:`plan_gate` — pure: :class:`PlanInputs` (what staging and main hold, the test results, the
-  ledger's retirements, the release × variant matrix) in, :class:`PromotionPlan` out. Every artifact
-  is either promoted or held with a named reason (:class:`HoldReason`). ``--dry-run`` prints this.
+  ledger's retirements, the release × variant matrix: :mod:`conda_distro.gate.inputs`) in,
+  :class:`PromotionPlan` out. Every artifact is either promoted or held with named reasons
+  (:class:`HoldReason`; every check's hold is kept: :mod:`conda_distro.gate.policies`). ``--dry-run``
+  prints this.
 * :func:`execute_plan` — side effects, under the main channel's lock: recover what an interrupted run
   left, copy + verify the files, publish (re-index), then record them in channel_state/.
 
@@ -17,11 +19,11 @@ import dataclasses
 import datetime as dt
 import difflib
 from collections import defaultdict, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, no_progress, open_channel
 from conda_distro.channels.depends import (
@@ -33,116 +35,35 @@ from conda_distro.channels.depends import (
     subdir_compatible,
 )
 from conda_distro.channels.local import REPODATA, LocalChannel, sha256_of
-from conda_distro.config import DistroConfig, DistroRepo
+from conda_distro.config import DistroRepo
 from conda_distro.distribution import Distribution, load_distribution, open_distro
 from conda_distro.enduser.take import ensure_snapshot
-from conda_distro.engine.releases import Availability, Target, availability_if_readable
+from conda_distro.engine.releases import Availability, availability_if_readable
 from conda_distro.errors import ChannelError, ExitCode, LedgerError, UsageError
 from conda_distro.gate.excuses import EXCUSES_FILE, Excuses, ExcusesOptions, excuses_of, write_excuses
 from conda_distro.gate.hints import HintSet, load_hints
 from conda_distro.gate.holds import Held, HoldClass, HoldReason
-from conda_distro.gate.installability import Installability, InstallabilityResult
+from conda_distro.gate.inputs import (
+    PlanInputs,
+    TestMatrix,
+    hint_for,
+    hint_text,
+    pairs_text,
+)
+from conda_distro.gate.installability import Installability
+from conda_distro.gate.policies import DEPENDENCIES, INSTALLABILITY, REVDEPS, Candidate, judge, lifted_text, stale_hold
 from conda_distro.gate.revdeps import Retest, RevdepInputs, Verdict, ident
 from conda_distro.gate.revdeps import check as check_revdeps
-from conda_distro.gate.staleness import Stale, StalenessInputs, recipe_outputs, stale_builds
-from conda_distro.recipe.specs import admits
-from conda_distro.state.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, Retirement, TestEvidence
+from conda_distro.gate.staleness import StalenessInputs, recipe_outputs, stale_builds
+from conda_distro.state.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, TestEvidence
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, Deadline, repository_lock, staging_folder, staging_lock
-from conda_distro.state.owners import Owner, registry_of
+from conda_distro.state.owners import registry_of
 from conda_distro.state.provenance import CheckoutRecipes
-from conda_distro.state.results import ArtifactResults, ResultsStore, TestRecord, Variant
+from conda_distro.state.results import ArtifactResults, ResultsStore, TestRecord
 from conda_distro.util.dates import utcnow
 from conda_distro.util.fsutil import check_writable
 from conda_distro.util.safetext import shown
-
-# ---------------------------------------------------------------------------------------------
-# the test matrix
-
-
-@dataclass(frozen=True)
-class TestMatrix:
-    """The supported releases × variants of distro.yaml, and which of them an artifact must pass."""
-
-    __test__ = False  # not a pytest class
-
-    pytorch: str
-    releases: tuple[str, ...]
-    variants: tuple[Variant, ...]
-    #: what upstream can serve (None: unknown): a pair with no pytorch build, or none of a lockstep package
-    #: the artifact needs, is not required (nobody can install the artifact with it)
-    available: Availability | None = None
-    lockstep_of: Callable[[ChannelFile], frozenset[str]] = field(default=lambda f: frozenset(), compare=False)
-
-    @classmethod
-    def from_config(cls, config: DistroConfig, available: Availability | None,
-                    lockstep_of: Callable[[ChannelFile], frozenset[str]]) -> TestMatrix:
-        return cls(config.pytorch.name, tuple(config.pytorch.releases), tuple(config.pytorch.variants), available,
-                   lockstep_of)
-
-    def required(self, f: ChannelFile) -> list[tuple[str, Variant]] | None:
-        """(release, variant) pairs the artifact's own pytorch pin admits and upstream can serve; None when
-        it has no pytorch dependency. A cuda-only artifact (depends on ``__cuda``) needs only the cuda variant."""
-        pairs = self.admitted(f)
-        if pairs is None or self.available is None:
-            return pairs
-        needs = self.lockstep_of(f)
-        return [(r, v) for r, v in pairs if self.available.why_not(Target(r, v), needs) is None]
-
-    def admitted(self, f: ChannelFile) -> list[tuple[str, Variant]] | None:
-        deps = [d for d in (parse_dep(t) for t in f.depends) if d is not None]
-        pins = [d for d in deps if d.name == self.pytorch]
-        if not pins:
-            return None
-        variants = [v for v in self.variants if v == "cuda" or not any(d.name == "__cuda" for d in deps)]
-        return [(r, v) for r in self.releases if all(admits(p.version, r) for p in pins) for v in variants]
-
-
-def _pairs(pairs: Sequence[tuple[str, str]]) -> str:
-    return ", ".join(f"pytorch {r} {v}" for r, v in pairs)
-
-
-# ---------------------------------------------------------------------------------------------
-# the plan
-
-
-class HintLookup(Protocol):
-    """What the gate asks of hints.yaml (:mod:`conda_distro.gate.hints`)."""
-
-    def find(self, action: str, name: str, version: str, today: dt.date) -> Any: ...
-
-
-class InstallabilityCheck(Protocol):
-    def check(self, main: Mapping[str, ChannelFile], candidates: Sequence[ChannelFile],
-              pairs: Sequence[tuple[str, str]]) -> InstallabilityResult: ...
-
-
-@dataclass(frozen=True)
-class PlanInputs:
-    staging: Mapping[str, ChannelFile]
-    main: Mapping[str, ChannelFile]
-    results: Mapping[str, ArtifactResults]
-    retired: Mapping[str, Retirement]
-    matrix: TestMatrix
-    #: sha256 of the staging files as they are on disk (local staging), re-checked against the results
-    on_disk: Mapping[str, str] | None = None
-    #: this checkout's recipe input hashes ({recipe folder: hash, None when absent}) of every recipe the
-    #: results name; None: provenance is not checked (a plan made without a checkout)
-    recipes: Mapping[str, str | None] | None = None
-    #: main's test evidence from the ledger: artifact -> {(release, variant): status}
-    evidence: Mapping[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
-    hints: HintLookup | None = None
-    today: dt.date = field(default_factory=lambda: utcnow().date())
-    #: package name -> its recipe's maintainers
-    maintainers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    #: main ∪ candidates may not install less than main (None: not checked)
-    installability: InstallabilityCheck | None = None
-    #: package name -> the recipe that owns it (conda_distro.state.owners), None for a name several recipes
-    #: declare and none owns; None: ownership is not checked (a plan made without a checkout)
-    owners: Mapping[str, Owner | None] | None = None
-    #: staging builds that can never be promoted from this checkout (conda_distro.gate.staleness)
-    stale: Mapping[str, Stale] = field(default_factory=dict)
-    #: what promote says about hints.yaml besides applying it (an expired hint does nothing: say so)
-    hint_notes: tuple[str, ...] = ()
+from conda_distro.vocab import Target, Variant
 
 
 @dataclass
@@ -202,6 +123,9 @@ class PromotionPlan:
                          f"{shown(h.detail, 'text', width=600)}")
             if h.hold_class is not HoldClass.DONE:
                 lines.append(f"           what to do: {h.what_to_do}")
+            for more in h.also:  # every further hold of it, in the gate's order
+                lines.append(f"           also {more.reason.value}: {shown(more.detail, 'text', width=600)}")
+                lines.append(f"           what to do: {more.what_to_do}")
         lines += [f"  untested {a}  (no test results; run `conda-distro build`)" for a in self.untracked]
         lines += [f"  hint     {n}" for n in self.hint_notes]
         failures = sum(h.reason.is_failure for h in self.held)
@@ -210,126 +134,6 @@ class PromotionPlan:
                      + (f"{stale} stale (never promotable: `conda-distro prune` removes them), " if stale else "")
                      + f"{len(self.held) - failures - stale} already done")
         return lines
-
-
-def _gate_main(f: ChannelFile, main: Mapping[str, ChannelFile]) -> Held | None:
-    there = main.get(f.artifact)
-    if there is None:
-        return None
-    if there.sha256 == f.sha256:
-        return Held(f, HoldReason.ALREADY_IN_MAIN, "the same file (same sha256) is already in main")
-    return Held(f, HoldReason.SHA256_MISMATCH,
-                f"main already has {f.filename} with sha256 {there.sha256[:12]}…, staging has {f.sha256[:12]}…; "
-                "files are never overwritten: bump the build number")
-
-
-def _gate_stale(f: ChannelFile, stale: Mapping[str, Stale]) -> Held | None:
-    s = stale.get(f.artifact)
-    return Held(f, s.reason, s.detail) if s is not None else None
-
-
-def _gate_retired(f: ChannelFile, retired: Mapping[str, Retirement]) -> Held | None:
-    r = retired.get(f.artifact)
-    return Held(f, HoldReason.RETIRED, f"retired {r.at:%Y-%m-%d} by {r.by}: {r.reason}") if r else None
-
-
-def _gate_sealed(f: ChannelFile, res: ArtifactResults, on_disk: str | None = None) -> Held | None:
-    if res.sha256 != f.sha256:
-        return Held(f, HoldReason.NOT_TESTED, f"the test results are for another build of this file "
-                                              f"(sha256 {res.sha256[:12]}…, staging has {f.sha256[:12]}…)")
-    if on_disk is not None and on_disk != res.sha256:  # the sealed sha256, re-checked against the bytes
-        return Held(f, HoldReason.NOT_TESTED, f"the test results are for another build of this file "
-                                              f"(sha256 {res.sha256[:12]}…, the staging file on disk has {on_disk[:12]}…); "
-                                              "rebuild it with `conda-distro build`")
-    return None
-
-
-def _short(h: str | None) -> str:
-    return f"{h[:12]}…" if h else "none"
-
-
-def _gate_provenance(f: ChannelFile, res: ArtifactResults, recipes: Mapping[str, str | None] | None) -> Held | None:
-    """Only what the recipes of this checkout built and tested goes to main: the artifact's recipe input
-    hash, and that of every recipe its tests saw (its own and its distribution dependencies'), must be
-    this checkout's."""
-    if recipes is None:
-        return None
-    rebuild = "; build and test it from this checkout with `conda-distro build`"
-    if not res.recipe or not res.recipe_hash:
-        return Held(f, HoldReason.NOT_FROM_THIS_CHECKOUT,
-                    "its results record no recipe input hash (made before provenance was recorded)" + rebuild)
-    here = recipes.get(res.recipe)
-    at = f" at commit {res.commit[:12]}" if res.commit else ""
-    if here is None:
-        return Held(f, HoldReason.NOT_FROM_THIS_CHECKOUT,
-                    f"built from {res.recipe}{at}, which this checkout does not have")
-    if here != res.recipe_hash:
-        return Held(f, HoldReason.NOT_FROM_THIS_CHECKOUT,
-                    f"built from another version of {res.recipe}{at} (recipe input hash {_short(res.recipe_hash)}, "
-                    f"this checkout's is {_short(here)})" + rebuild)
-    other: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for pair, t in sorted(res.latest().items()):
-        differing = sorted(r for r, h in t.recipes.items() if recipes.get(r) != h) if t.recipes else ["(unrecorded)"]
-        for r in differing:
-            other[r].append(pair)
-    if other:
-        what = "; ".join(f"{r} against {_pairs(p)}" for r, p in sorted(other.items()))
-        return Held(f, HoldReason.TESTED_WITH_OTHER_RECIPES,
-                    f"tested with other recipes than this checkout's: {what}" + rebuild.replace("build and test", "re-test"),
-                    advice=f"`conda-distro build {f.name}` re-tests it with this checkout's recipes")
-    return None
-
-
-def _gate_owner(f: ChannelFile, res: ArtifactResults, owners: Mapping[str, Owner | None] | None) -> Held | None:
-    """A name goes to main only from the recipe that owns it (conda_distro.state.owners): the recipe the
-    results say the artifact was built from must be its owner."""
-    if owners is None or f.name not in owners:
-        return None  # no recipe of this checkout declares the name and nobody owns it: provenance decides
-    owner = owners[f.name]
-    built = res.recipe or "a recipe its results do not name"
-    fix = "; the owner registry is package_owners.yaml and channel_state/ (README \"Owned package names\")"
-    if owner is None:
-        return Held(f, HoldReason.NOT_OWNER, f"several recipes declare '{f.name}' and none owns it (this file was "
-                                             f"built from {built})" + fix)
-    if res.recipe != owner.path:
-        return Held(f, HoldReason.NOT_OWNER, f"'{f.name}' belongs to {owner.describe()}; this file was built from "
-                                             f"{built}" + fix, blocked_by=(owner.path,))
-    return None
-
-
-def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Held | None:
-    required = matrix.required(f)
-    untestable = set(matrix.admitted(f) or ()) - set(required or ())  # upstream cannot serve them
-    latest = {p: t for p, t in res.latest().items() if p not in untestable}
-    failed = sorted(p for p, t in latest.items() if t.status == "failed")
-    if failed:
-        return Held(f, HoldReason.TEST_FAILED, f"failed against {_pairs(failed)}",
-                    regressions=tuple({"package": f.name, "pytorch": r, "variant": v, "log": latest[(r, v)].log}
-                                      for r, v in failed))
-    errors = sorted(p for p, t in latest.items() if t.status == "error")
-    if errors:
-        why = latest[errors[0]].reason
-        return Held(f, HoldReason.WAITING, f"infrastructure error testing against {_pairs(errors)}"
-                    + (f" ({why})" if why else "") + "; run `conda-distro build --retry-errors`")
-    blocked = sorted(p for p, t in latest.items() if t.status == "blocked")
-    if blocked:
-        return Held(f, HoldReason.NOT_TESTED, f"blocked (a dependency failed) against {_pairs(blocked)}")
-    missing = [p for p in required or () if p not in latest]
-    if missing:
-        return Held(f, HoldReason.NOT_TESTED, f"not tested against {_pairs(missing)}")
-    if not latest:
-        why = "its pytorch pin admits no supported release" if required == [] else "no test results recorded"
-        return Held(f, HoldReason.NOT_TESTED, why)
-    return None
-
-
-def _hint(inputs: PlanInputs, action: str, f: ChannelFile) -> Any:
-    return inputs.hints.find(action, f.name, f.version, inputs.today) if inputs.hints is not None else None
-
-
-def _hint_text(h: Any) -> str:
-    line = f" (hints.yaml:{h.line})" if getattr(h, "line", None) else ""
-    return f"{h.action} hint by {h.by}{line}: {h.reason}"
 
 
 def check_hints(hints: HintSet, today: dt.date, known: set[str]) -> tuple[str, ...]:
@@ -345,13 +149,6 @@ def check_hints(hints: HintSet, today: dt.date, known: set[str]) -> tuple[str, .
                                   + "fix the package name, or remove the hint")
     return tuple(f"expired: {h.describe()}" + (f" (hints.yaml:{h.line})" if h.line else "")
                  + " did nothing; renew its expires or remove it" for h in hints.expired(today))
-
-
-def _gate_hint_block(f: ChannelFile, inputs: PlanInputs) -> Held | None:
-    block = _hint(inputs, "block", f)
-    if block is None or _hint(inputs, "unblock", f) is not None:
-        return None
-    return Held(f, HoldReason.BLOCKED_BY_HINT, _hint_text(block), blocked_by=(f"hint:{block.by}",))
 
 
 @dataclass
@@ -425,11 +222,11 @@ def _held_for_retests(f: ChannelFile, retests: list[Retest], inputs: PlanInputs 
     worst = min((r.verdict for r in retests), key=_VERDICT_ORDER.index)
     these = [r for r in retests if r.verdict is worst]
     names = tuple(sorted({r.dependent.name for r in these}))
-    pairs = sorted({(r.pytorch, r.variant) for r in these})
+    pairs = sorted({Target(r.pytorch, Variant(r.variant)) for r in these})
     if worst is Verdict.REGRESSION:
         regs = tuple({"package": r.dependent.name, "artifact": r.dependent.artifact, "pytorch": r.pytorch,
                       "variant": r.variant, "log": r.log} for r in these)
-        return Held(f, HoldReason.REGRESSION, f"breaks {', '.join(names)} (in main) on {_pairs(pairs)}: "
+        return Held(f, HoldReason.REGRESSION, f"breaks {', '.join(names)} (in main) on {pairs_text(pairs)}: "
                     + these[0].detail, blocked_by=names, regressions=regs)
     if worst is Verdict.FAILED:
         regs = tuple({"package": f.name, "pytorch": r.pytorch, "variant": r.variant, "log": r.log} for r in these)
@@ -506,33 +303,26 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     for art, f in sorted(inputs.staging.items()):
         res = inputs.results.get(art)
         if res is None:
-            stale = _gate_stale(f, inputs.stale)
+            stale = stale_hold(f, inputs)
             if stale is not None:
                 plan.held.append(stale)
             else:
                 plan.untracked.append(art)
             continue
-        held = (_gate_stale(f, inputs.stale) or _gate_main(f, inputs.main) or _gate_retired(f, inputs.retired)
-                or _gate_sealed(f, res, (inputs.on_disk or {}).get(art))
-                or _gate_provenance(f, res, inputs.recipes) or _gate_owner(f, res, inputs.owners)
-                or _gate_hint_block(f, inputs))
-        if held is None:
-            held = _gate_tests(f, res, inputs.matrix)
-            if (held is not None and held.reason in (HoldReason.TEST_FAILED, HoldReason.WAITING, HoldReason.NOT_TESTED)
-                    and (force := _hint(inputs, "force", f)) is not None):
-                plan.forced[f.artifact] = force.by
-                plan.hints_used.append(f"{f.artifact}: promoted despite '{held.reason.value}' ({_hint_text(force)})")
-                held = None
-        if held:
-            plan.held.append(held)
-        else:
-            candidates.append(f)
+        judged = judge(Candidate(f, res, inputs))
+        if judged.held is not None:
+            plan.held.append(judged.held)
+            continue
+        for lifted, hint in judged.lifted:  # it goes despite these: say so
+            plan.forced[f.artifact] = hint.by
+            plan.hints_used.append(lifted_text(f, lifted, hint))
+        candidates.append(f)
     names = {f.name for f in (*inputs.staging.values(), *inputs.main.values())}  # distribution packages
     closure = distribution_closure([*inputs.staging.values(), *inputs.main.values()])
-    pairs = [(r, v) for r in inputs.matrix.releases for v in inputs.matrix.variants]
+    pairs = [Target(r, v) for r in inputs.matrix.releases for v in inputs.matrix.variants]
 
     def ignore_test(f: ChannelFile) -> bool:
-        return _hint(inputs, "force-badtest", f) is not None
+        return hint_for(inputs, "force-badtest", f) is not None
 
     held_by_name: dict[str, list[Held]] = defaultdict(list)
     for h in plan.held:
@@ -540,7 +330,7 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     while True:
         plan.promote, unmet, needs = _resolve_dependencies(candidates, inputs.main, names)
         for s in unmet.values():
-            h = _dependency_held(s, held_by_name)
+            h = dataclasses.replace(_dependency_held(s, held_by_name), policy=DEPENDENCIES.id)
             plan.held.append(h)
             held_by_name[h.file.name].append(h)
         candidates = list(plan.promote)
@@ -553,11 +343,16 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             f = by_artifact[art]
             if _forgiven(f, retests, inputs, plan):
                 continue
-            holds[art] = _held_for_retests(f, retests, inputs)
+            holds[art] = dataclasses.replace(_held_for_retests(f, retests, inputs), policy=REVDEPS.id)
         if inputs.installability is not None and plan.promote:
-            for h in _installability_holds(plan, inputs, pairs):
-                if h.artifact not in holds or holds[h.artifact].reason is HoldReason.WAITING:
-                    holds[h.artifact] = h  # a structural finding outranks waiting for re-tests
+            for h in (dataclasses.replace(x, policy=INSTALLABILITY.id) for x in _installability_holds(plan, inputs, pairs)):
+                before = holds.get(h.artifact)
+                if before is None:
+                    holds[h.artifact] = h
+                elif before.reason is HoldReason.WAITING:  # a structural finding outranks waiting for re-tests
+                    holds[h.artifact] = h.with_also([before])
+                else:
+                    holds[h.artifact] = before.with_also([h])
         if not holds:
             break
         for h in holds.values():
@@ -571,7 +366,7 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     return plan
 
 
-def _installability_holds(plan: PromotionPlan, inputs: PlanInputs, pairs: Sequence[tuple[str, str]]) -> list[Held]:
+def _installability_holds(plan: PromotionPlan, inputs: PlanInputs, pairs: Sequence[Target]) -> list[Held]:
     assert inputs.installability is not None
     report = inputs.installability.check(inputs.main, plan.promote, pairs)
     plan.installability_solves += report.solves
@@ -592,24 +387,25 @@ def _installability_holds(plan: PromotionPlan, inputs: PlanInputs, pairs: Sequen
 def _forgiven(f: ChannelFile, retests: list[Retest], inputs: PlanInputs, plan: PromotionPlan) -> bool:
     """A force hint promotes despite everything; urgent despite re-tests that have not run (never over
     a regression or a failure)."""
-    force = _hint(inputs, "force", f)
+    force = next((h for a in sorted(REVDEPS.lifted_by) if (h := hint_for(inputs, a, f)) is not None), None)
     if force is not None:
         plan.forced[f.artifact] = force.by
-        plan.hints_used.append(f"{f.artifact}: promoted despite its dependents' re-tests ({_hint_text(force)})")
+        plan.hints_used.append(f"{f.artifact}: promoted despite its dependents' re-tests ({hint_text(force)})")
         return True
     if all(r.verdict in (Verdict.MISSING, Verdict.ERROR) for r in retests):
-        urgent = _hint(inputs, "urgent", f)
+        urgent = hint_for(inputs, "urgent", f)
         if urgent is not None:
-            plan.hints_used.append(f"{f.artifact}: not waiting for re-tests ({_hint_text(urgent)})")
+            plan.hints_used.append(f"{f.artifact}: not waiting for re-tests ({hint_text(urgent)})")
             return True
     return False
 
 
 def _with_maintainers(h: Held, maintainers: Mapping[str, tuple[str, ...]]) -> Held:
     """Who to tell: the held package's maintainers, then those of the dependents it breaks."""
-    names = [h.file.name, *(r["package"] for r in h.regressions if r.get("package") != h.file.name)]
-    if h.reason in (HoldReason.REGRESSION, HoldReason.WAITING, HoldReason.UNINSTALLABLE):
-        names += list(h.blocked_by)
+    names = [h.file.name, *(r["package"] for x in h.holds for r in x.regressions if r.get("package") != h.file.name)]
+    for x in h.holds:
+        if x.reason in (HoldReason.REGRESSION, HoldReason.WAITING, HoldReason.UNINSTALLABLE):
+            names += list(x.blocked_by)
     who: list[str] = []
     for n in names:
         who += [m for m in maintainers.get(n, ()) if m not in who]
@@ -687,7 +483,7 @@ class PromotionContext:
             on_disk=self._on_disk(staging, main, results), recipes=recipes,
             stale=stale_builds(StalenessInputs(staging, main, results, recipes, recipe_outputs(self.dist.recipes.values()),
                                                frozenset(retired))),
-            evidence={a.artifact: {(t.release, t.variant): t.status for t in a.tests}
+            evidence={a.artifact: {t.target: t.status for t in a.tests}
                       for st in states.values() for a in st.artifacts},
             hints=(hints := load_hints(self.distro.root)), today=self.today,
             hint_notes=check_hints(hints, self.today, {f.name for f in files} | set(self.maintainers)),

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.channels.order import InstallOrder, pool_of
 from conda_distro.state.results import NO_TESTS, ArtifactResults, TestRecord
+from conda_distro.vocab import Target
 
 
 class Verdict(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)
@@ -89,7 +90,7 @@ class RevdepResult:
 
 
 #: (release, variant) pairs a file's own pytorch pin admits; None: it has no pytorch dependency
-Required = Callable[[ChannelFile], "Sequence[tuple[str, str]] | None"]
+Required = Callable[[ChannelFile], "Sequence[Target] | None"]
 #: (dependency text of a file) -> (name, admits(file) predicate); built by the caller with rattler
 Satisfies = Callable[[str, ChannelFile], bool]
 
@@ -108,11 +109,11 @@ class Environments:
             self.by_name[name] = order.sort(fs)
         self._cache: dict[tuple[str, str, str], ChannelFile | None] = {}
 
-    def admits(self, f: ChannelFile, pair: tuple[str, str]) -> bool:
+    def admits(self, f: ChannelFile, pair: Target) -> bool:
         req = self.required(f)
         return req is None or pair in req
 
-    def provider(self, name: str, pair: tuple[str, str]) -> ChannelFile | None:
+    def provider(self, name: str, pair: Target) -> ChannelFile | None:
         key = (name, *pair)
         if key not in self._cache:
             self._cache[key] = next((f for f in self.by_name.get(name, ()) if self.admits(f, pair)), None)
@@ -131,7 +132,7 @@ class RevdepInputs:
     required: Required
     closure: Callable[[str], frozenset[str]]  # a package name -> the distribution names it depends on (transitively)
     #: a main artifact's test evidence from the ledger: (release, variant) -> status at promotion
-    evidence: Mapping[str, Mapping[tuple[str, str], str]] = field(default_factory=dict)
+    evidence: Mapping[str, Mapping[Target, str]] = field(default_factory=dict)
     #: force-badtest: True when the dependent's failing test is to be ignored (a hint)
     ignore_test: Callable[[ChannelFile], bool] = lambda f: False
 
@@ -141,11 +142,11 @@ def newest_in_main(main: Mapping[str, ChannelFile]) -> list[ChannelFile]:
     return [f for fs in newest_by_name(main.values()).values() for f in fs]
 
 
-def _pairs_of(f: ChannelFile, required: Required, res: ArtifactResults | None) -> Sequence[tuple[str, str]]:
+def _pairs_of(f: ChannelFile, required: Required, res: ArtifactResults | None) -> Sequence[Target]:
     req = required(f)
     if req is not None:
         return req
-    return sorted({(t.pytorch, t.variant) for t in (res.tests if res else ())})
+    return sorted({t.target for t in (res.tests if res else ())})
 
 
 def check(inputs: RevdepInputs) -> RevdepResult:
@@ -188,7 +189,7 @@ class _Scope:
     main_idents: Mapping[str, frozenset[str]]  # name -> ``ident`` of each of main's files of that name
 
 
-def _classify(f: ChannelFile, is_candidate: bool, pair: tuple[str, str], providers: dict[str, ChannelFile],
+def _classify(f: ChannelFile, is_candidate: bool, pair: Target, providers: dict[str, ChannelFile],
               res: ArtifactResults | None, inputs: RevdepInputs, scope: _Scope) -> Retest:
     cand = scope.candidates
     names = tuple(sorted(c.artifact for c in providers.values() if c.artifact in cand))

@@ -21,9 +21,9 @@ from conda_distro.proposal.schema import (
 )
 from conda_distro.recipe.edit import TreeEditor, double_quoted
 from conda_distro.recipe.model import RECIPE_FILE, parse_recipe
-from conda_distro.recipe.specs import minor_of, next_minor_bound
 from conda_distro.recipe.variants import render_settings
 from conda_distro.util.fsutil import atomic_write_text
+from conda_distro.vocab import Release
 
 # the skeleton's sha256 (well-formed, so rattler-build renders the recipe; lint's source-missing-sha256 flags it)
 PLACEHOLDER_SHA256 = "0" * 64
@@ -64,8 +64,7 @@ class ProposeResult:
 def pytorch_pin(releases: list[str]) -> str:
     """The version part of the run pin admitting every supported release at minor granularity:
     ['2.4.1', '2.5.1', '2.6.0'] -> '>=2.4,<2.7'."""
-    major, minor = minor_of(releases[0])
-    return f">={major}.{minor},<{next_minor_bound(releases[-1])}"
+    return f">={Release(releases[0]).minor},<{Release(releases[-1]).next_minor}"
 
 
 def _sdist_url(name: str) -> str:

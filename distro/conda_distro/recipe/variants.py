@@ -16,17 +16,16 @@ from pathlib import Path
 from conda_distro.config import DistroRepo
 from conda_distro.errors import ConfigError
 from conda_distro.recipe.render import RenderSettings
-from conda_distro.recipe.specs import minor_of
 from conda_distro.util.cachedir import default_cache_dir
 from conda_distro.util.rattler_env import fixed_environment
 from conda_distro.util.yamlio import load_fast_file
+from conda_distro.vocab import Release
 
 RENDER_CACHE = "render"  # under the tool cache ($CONDA_DISTRO_CACHE): content-addressed, shared by checkouts
 
 
 def pytorch_minors(releases: list[str]) -> list[str]:
-    minors = sorted({minor_of(r) for r in releases})
-    return [".".join(map(str, m)) for m in minors]
+    return [m for _, m in sorted({(Release(r).major_minor, Release(r).minor) for r in releases})]
 
 
 def load_variant_files(distro: DistroRepo) -> tuple[dict[str, list], list[list[str]]]:

@@ -37,6 +37,7 @@ from conda_distro.sweep.model import SweepDocument
 from conda_distro.util.gitutil import file_versions, folder_log
 from conda_distro.util.jsonio import read_json_text
 from conda_distro.util.yamlio import load_fast
+from conda_distro.vocab import Target
 
 OPEN_SWEEP_STATUSES = ("failed", "needs-new-version", "awaiting-parents", "awaiting-upstream", "not-solvable")
 
@@ -95,7 +96,7 @@ class StagedBuild:
 
     artifact: str
     version: str
-    tests: dict[tuple[str, str], TestRecord]
+    tests: dict[Target, TestRecord]
 
     @property
     def promotable(self) -> bool:
@@ -107,7 +108,7 @@ class StagedBuild:
 
 
 @dataclass(frozen=True)
-class SweepStatus:
+class SweepMark:
     release: str
     status: str
     reason: str | None
@@ -126,7 +127,7 @@ class PackageFacts:
     tracks_pytorch: bool  # depends on pytorch, directly or through distribution packages
     admitted: set[str] | None  # supported releases its recipe's pins admit; None without a recipe
     history: RecipeHistory | None = None
-    sweep: SweepStatus | None = None
+    sweep: SweepMark | None = None
     record: str | None = None  # newest retirement request record (repository-relative path)
     staged: StagedBuild | None = None  # newest build in staging not in main (and not older than main's newest)
     recipe_path: str | None = None  # repository-relative path of its recipe.yaml
@@ -249,7 +250,7 @@ def recipe_histories(root: Path, recipes_dir: Path, cutoff: dt.datetime,
 # sweeps (optional)
 
 
-def sweep_statuses(build_dir: Path, root: Path) -> dict[str, SweepStatus]:
+def sweep_statuses(build_dir: Path, root: Path) -> dict[str, SweepMark]:
     """Open statuses of the saved sweep results (``build/sweep/*.json``, the `sweep --format json`
     document); the newest release wins. Files of another shape are ignored: they are optional."""
     from rattler import Version
@@ -273,11 +274,11 @@ def sweep_statuses(build_dir: Path, root: Path) -> dict[str, SweepStatus]:
                              field="release", hint="delete the file (rerun `conda-distro sweep --pytorch VER` "
                                                    "to make a new one) or fix its release") from None
         docs.append((release, path, doc))
-    out: dict[str, SweepStatus] = {}
+    out: dict[str, SweepMark] = {}
     for _, path, doc in sorted(docs, key=lambda vpd: vpd[0]):
         for p in doc.packages:
             if p.status in OPEN_SWEEP_STATUSES:
-                out[p.name] = SweepStatus(doc.release, p.status, p.reason, _relpath(path, root))
+                out[p.name] = SweepMark(doc.release, p.status, p.reason, _relpath(path, root))
             else:
                 out.pop(p.name, None)
     return out
@@ -314,9 +315,9 @@ def staged_build(name: str, results: Iterable[ArtifactResults], in_main: Iterabl
     for r in results:
         if r.name != name or r.artifact in known:
             continue
-        tests: dict[tuple[str, str], TestRecord] = {}
+        tests: dict[Target, TestRecord] = {}
         for t in sorted((t for t in r.tests if t.date < cutoff), key=lambda t: t.date):
-            tests[(t.pytorch, t.variant)] = t
+            tests[t.target] = t
         if not tests or (floor is not None and Version(r.version) < floor):
             continue
         found.append((Version(r.version), max(t.date for t in tests.values()), r.artifact,

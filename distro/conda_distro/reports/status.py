@@ -52,6 +52,7 @@ from conda_distro.util.gitutil import find_repo, origin_url
 from conda_distro.util.layout import clash
 from conda_distro.util.safetext import shown
 from conda_distro.util.templating import render, static
+from conda_distro.vocab import Target, Variant
 
 CellStatus = Literal["passed", "failed", "blocked", "not-applicable", "not-tested"]
 CELL_STATUSES: tuple[CellStatus, ...] = ("passed", "failed", "blocked", "not-applicable", "not-tested")
@@ -109,7 +110,7 @@ class Cell:
 
     @property
     def no_gpu(self) -> bool:
-        return self.variant == "cuda" and self.gpu is False
+        return Variant(self.variant).cuda and self.gpu is False
 
     @property
     def anchor(self) -> str:
@@ -330,16 +331,17 @@ class StatusPage:
 
 
 def make_cell(pkg: PackageFacts, release: str, variant: str, facts: Facts) -> Cell:
-    tested = [a for a in pkg.in_main if (release, variant) in latest_tests(a)]
+    target = Target(release, Variant(variant))
+    tested = [a for a in pkg.in_main if target in latest_tests(a)]
     if tested:
         a = newest_artifact(tested)
         assert a is not None  # tested is not empty
-        t = latest_tests(a)[(release, variant)]
-        run = facts.results[a.artifact].latest().get((release, variant)) if a.artifact in facts.results else None
+        t = latest_tests(a)[target]
+        run = facts.results[a.artifact].latest().get(target) if a.artifact in facts.results else None
         same = run if run is not None and run.status == t.status else None  # the ledger keeps no reason or log: the build's results do
         return Cell(pkg.name, release, variant, t.status, a.artifact, t.date,
                     reason=same.reason if same else None, log=same.log if same else None, gpu=t.gpu)
-    gpu_only = variant == "cpu" and pkg.name in facts.cuda_only
+    gpu_only = not Variant(variant).cuda and pkg.name in facts.cuda_only
     not_admitted = pkg.admitted is not None and release not in pkg.admitted
     if gpu_only or not_admitted or not pkg.tracks_pytorch:
         return Cell(pkg.name, release, variant, "not-applicable")
@@ -359,7 +361,7 @@ def staged_row(pkg: PackageFacts, main: list[Cell], excuse: Excuse | None = None
         return None
     cells = []
     for m in main:
-        t = b.tests.get((m.release, m.variant))
+        t = b.tests.get(Target(m.release, Variant(m.variant)))
         cells.append(Cell(pkg.name, m.release, m.variant, _staged_status(t.status), b.artifact, t.date, "staging", t.reason, t.log,
                           gpu=t.gpu)
                      if t else Cell(pkg.name, m.release, m.variant,
@@ -562,7 +564,7 @@ def untestable_of(dist: Distribution) -> Untestable | None:
     """Which tests upstream cannot serve (no pytorch build of the release and variant, or none of a lockstep
     package the recipe needs, itself or through its distribution dependencies); None when upstream cannot
     be read (nothing is then said of it)."""
-    from conda_distro.engine.releases import Target, availability_if_readable
+    from conda_distro.engine.releases import availability_if_readable
 
     available = availability_if_readable(dist.distro)
     if available is None:
@@ -576,7 +578,7 @@ def untestable_of(dist: Distribution) -> Untestable | None:
         return {d for n in names if n in by_name for d in by_name[n].dep_names("host", "run") if d in lockstep}
 
     def why(name: str, release: str, variant: str) -> str | None:
-        return available.why_not(Target(release, "cuda" if variant == "cuda" else "cpu"), needs(name))
+        return available.why_not(Target(release, Variant(variant)), needs(name))
 
     return why
 

@@ -70,6 +70,7 @@ from conda_distro.upstream.pypi import BridgeSummary, NotConverted, Unavailable
 from conda_distro.util.cachedir import default_cache_dir
 from conda_distro.util.fsutil import clear_folder
 from conda_distro.util.jsonio import read_json_text
+from conda_distro.vocab import Target, Variant
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ class RealResult:
     upstream: Path
     recipes: list[str]
     releases: tuple[str, ...]
-    pytorch: dict[tuple[str, str], str]  # (release, variant) -> filename
+    pytorch: dict[Target, str]  # (release, variant) -> filename
     unavailable: list[Unavailable]
     not_converted: list[NotConverted]
     cache_hit: bool
@@ -260,7 +261,7 @@ def torch_builds(releases: tuple[str, ...], variants: tuple[str, ...], cuda: boo
     out = []
     for r in releases:
         for v in variants:
-            if v == "cuda" and not cuda:
+            if Variant(v).cuda and not cuda:
                 continue
             out.append(TorchBuild(r, v))
     return tuple(out)
@@ -270,7 +271,7 @@ def torch_builds(releases: tuple[str, ...], variants: tuple[str, ...], cuda: boo
 
 
 def _wanted(needs: RealWorldNeeds, releases: tuple[str, ...], variants: tuple[str, ...], host: HostPython) -> Wanted:
-    return Wanted(python=host.short, targets=tuple((r, v) for r in releases for v in variants), lockstep=LOCKSTEP,
+    return Wanted(python=host.short, targets=tuple(Target(r, Variant(v)) for r in releases for v in variants), lockstep=LOCKSTEP,
                   requirements=needs.requirements)
 
 
@@ -520,7 +521,7 @@ def create_real_world(options: RealOptions) -> RealResult:
         shutil.rmtree(entry.parent, ignore_errors=True)
     timings["world"] = time.monotonic() - t
 
-    pytorch = {(p.release, p.variant): p.file for p in summary.pytorch}
+    pytorch = {Target(p.release, Variant(p.variant)): p.file for p in summary.pytorch}
     return RealResult(
         path=path, upstream=upstream, recipes=sorted(dist.recipes), releases=releases, pytorch=pytorch,
         unavailable=list(summary.unavailable), not_converted=list(summary.not_converted), cache_hit=not built,

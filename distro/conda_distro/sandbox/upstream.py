@@ -42,6 +42,7 @@ from pathlib import Path
 from conda_distro.errors import ChannelError, DistroError
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.rattler_env import assert_no_colon, channel_url, index_channel, run_build
+from conda_distro.vocab import Release, Target, Variant
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +86,7 @@ def iter_data_files(root: Path) -> Iterable[Path]:
 
 def cuda_version_for(release: str) -> str:
     """The CUDA version of the stand-in cuda build for a PyTorch release (``2.5.1`` -> ``12.4``)."""
-    major, minor = (int(x) for x in release.split(".")[:2])
-    return CUDA_BY_MINOR.get((major, minor), DEFAULT_CUDA)
+    return CUDA_BY_MINOR.get(Release(release).major_minor, DEFAULT_CUDA)
 
 
 # ---------------------------------------------------------------------------------------- host python
@@ -221,15 +221,15 @@ def publish_packages(files: Iterable[Path], channel_dir: Path) -> list[Path]:
     return out
 
 
-def pytorch_packages(channel_dir: str | os.PathLike[str]) -> dict[tuple[str, str], Path]:
+def pytorch_packages(channel_dir: str | os.PathLike[str]) -> dict[Target, Path]:
     """The pytorch packages in a channel's linux-64 subdir: ``(version, "cpu"|"cuda") -> file``."""
     root = Path(channel_dir)
-    out: dict[tuple[str, str], Path] = {}
+    out: dict[Target, Path] = {}
     for key in ("packages", "packages.conda"):
         for fn, rec in (read_repodata(root, PLATFORM).get(key) or {}).items():
             if rec.get("name") == "pytorch":
                 variant = "cuda" if any(d.split()[0] == "__cuda" for d in rec.get("depends", [])) else "cpu"
-                out[(rec["version"], variant)] = root / PLATFORM / fn
+                out[Target(rec["version"], Variant(variant))] = root / PLATFORM / fn
     return out
 
 
@@ -307,7 +307,7 @@ def build_pip_package(work_dir: Path, host: HostPython) -> list[Path]:
     return out
 
 
-def _build_standins(work_dir: Path, channels: Sequence[str | Path], wanted: Sequence[tuple[str, str]]) -> list[Path]:
+def _build_standins(work_dir: Path, channels: Sequence[str | Path], wanted: Sequence[Target]) -> list[Path]:
     """Build the wanted ``(release, variant)`` stand-ins into ``work_dir``; ``channels`` must provide python."""
     from rattler_build import RattlerBuildError, Stage0Recipe, VariantConfig
 
@@ -327,7 +327,7 @@ def _build_standins(work_dir: Path, channels: Sequence[str | Path], wanted: Sequ
             continue
         t0 = time.monotonic()
         # The cuda build's own test needs __cuda in its test environment.
-        cuda = str(variant.variant["cuda_version"]) if kind == "cuda" else None
+        cuda = str(variant.variant["cuda_version"]) if Variant(kind).cuda else None
         try:
             res = run_build(variant, output_dir=work_dir, channels=[work_dir, *channels], cuda=cuda,
                             rattler_cache=work_dir / RATTLER_CACHE)
@@ -384,7 +384,7 @@ def build_pytorch_standins(channel_dir: str | os.PathLike[str], releases: Sequen
                            hint="stand-ins are built against the channel's python: create the channel with "
                                 "build_upstream_channel() or `conda-distro sandbox` first")
     have = pytorch_packages(channel)
-    wanted = [(r, v) for r in wanted_releases for v in variants if (r, v) not in have]
+    wanted = [t for t in (Target(r, Variant(v)) for r in wanted_releases for v in variants) if t not in have]
     if not wanted:
         return []
     with _workdir() as td:
@@ -400,7 +400,7 @@ class UpstreamChannel:
 
     path: Path
     python: Path
-    pytorch: dict[tuple[str, str], Path]  # (release, "cpu"|"cuda") -> package file
+    pytorch: dict[Target, Path]  # (release, "cpu"|"cuda") -> package file
     build_seconds: float
 
 
@@ -420,7 +420,7 @@ def build_upstream_channel(channel_dir: str | os.PathLike[str], releases: Sequen
         work = Path(td)
         py = build_python_package(work, host)
         py += build_pip_package(work, host)
-        standins = _build_standins(work, [], [(r, v) for r in wanted_releases for v in VARIANTS])
+        standins = _build_standins(work, [], [Target(r, Variant(v)) for r in wanted_releases for v in VARIANTS])
         compilers = build_compiler_packages(work, toolchain or Toolchain.detect())
         published = publish_packages([*py, *standins, *compilers], channel)
     reindex(channel)

@@ -44,6 +44,7 @@ from conda_distro.sandbox.upstream import (
 from conda_distro.util.fsutil import clear_folder
 from conda_distro.util.gitutil import init_repository
 from conda_distro.util.rattler_env import assert_no_colon
+from conda_distro.vocab import Target
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class SandboxResult:
     distro_file: Path
     recipes: list[str]  # recipe names, sorted
     python: Path  # the python package in upstream/linux-64
-    pytorch: dict[tuple[str, str], Path]  # (release, "cpu"|"cuda") -> package in upstream/linux-64
+    pytorch: dict[Target, Path]  # (release, "cpu"|"cuda") -> package in upstream/linux-64
     releases: tuple[str, ...]
     cache_hit: bool  # the upstream channel was copied from an existing cache entry
     cache_entry: Path | None  # the cache entry used (None with use_cache=False)

@@ -47,6 +47,7 @@ from conda_distro.util.gitutil import configured_user
 from conda_distro.util.jsonio import parse_json, read_json_text
 from conda_distro.util.validation import to_error
 from conda_distro.util.yamlio import load_fast
+from conda_distro.vocab import Target, Variant
 
 LEDGER_SCHEMA_VERSION = 1
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -75,12 +76,16 @@ class TestEvidence(_Strict):
     __test__ = False  # not a pytest class
 
     release: str = Field(pattern=RELEASE_RE.pattern)
-    variant: Literal["cpu", "cuda"]
+    variant: Variant
     status: EvidenceStatus
     date: UtcDatetime
     # a cuda test: whether it ran on a machine with a working GPU (false: "cuda (no GPU)", an install +
     # import test under the __cuda override); absent (None): unknown (older evidence) or a cpu test
     gpu: bool | None = None
+
+    @property
+    def target(self) -> Target:
+        return Target(self.release, self.variant)
 
     @model_serializer(mode="wrap")
     def _drop_unknown_gpu(self, handler):  # older files stay byte-identical: no `"gpu": null` everywhere
@@ -196,9 +201,9 @@ def parse_state(text: str, path: Path) -> PackageState:
 
 
 def _merge_tests(old: list[TestEvidence], new: list[TestEvidence]) -> list[TestEvidence]:
-    latest: dict[tuple[str, str], TestEvidence] = {}
+    latest: dict[Target, TestEvidence] = {}
     for t in sorted([*old, *new], key=lambda t: t.date):
-        latest[(t.release, t.variant)] = t
+        latest[t.target] = t
     return list(latest.values())
 
 
@@ -335,9 +340,9 @@ def newest_artifact(entries: Iterable[ArtifactEntry]) -> ArtifactEntry | None:
     return max(entries, key=lambda a: (Version(a.version), a.build_number, a.promoted_at or epoch, a.artifact))
 
 
-def latest_tests(entry: ArtifactEntry) -> dict[tuple[str, str], TestEvidence]:
+def latest_tests(entry: ArtifactEntry) -> dict[Target, TestEvidence]:
     """The newest result per (release, variant)."""
-    out: dict[tuple[str, str], TestEvidence] = {}
+    out: dict[Target, TestEvidence] = {}
     for t in sorted(entry.tests, key=lambda t: t.date):
-        out[(t.release, t.variant)] = t
+        out[t.target] = t
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +120,7 @@ def last_tests(entry: ArtifactEntry | None) -> list[dict[str, Any]]:
     return [_test_dict(entry.artifact, t) for _, t in sorted(latest_tests(entry).items(), key=lambda kv: release_key(kv[0]))]
 
 
-def release_key(pair: tuple[str, str]) -> tuple:
+def release_key(pair: Sequence[str]) -> tuple:
     """(release, variant) in release order."""
     from rattler import Version
 

@@ -17,7 +17,6 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from conda_distro.config import RELEASE_RE, Variant
 from conda_distro.errors import DistroError
 from conda_distro.state.ledger import RECIPE_RE
 from conda_distro.util.dates import utcnow
@@ -25,6 +24,7 @@ from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.jsonio import parse_json, read_json_text
 from conda_distro.util.validation import to_error
 from conda_distro.util.yamlio import load_fast
+from conda_distro.vocab import RELEASE_RE, Target, Variant
 
 SCHEMA_VERSION = 2  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit)
 #: ``error``: the build was stopped at a limit (``timeout``, ``output limit``), not judged: built again next time
@@ -93,6 +93,10 @@ class TestRecord(_Model):
     # an install + import test under the __cuda override. None: a cpu test, not run, or not recorded
     gpu: bool | None = None
 
+    @property
+    def target(self) -> Target:
+        return Target(self.pytorch, self.variant)
+
     def to_dict(self) -> dict:
         """As commands print it (JSON): the fields that are set, without the reuse key."""
         return self.model_dump(mode="json", exclude={"key"}, exclude_none=True)
@@ -115,24 +119,24 @@ class ArtifactResults(_Model):
     commit: str | None = Field(default=None, pattern=_COMMIT)
     tests: list[TestRecord] = Field(default_factory=list)
 
-    def latest(self) -> dict[tuple[str, str], TestRecord]:
-        out: dict[tuple[str, str], TestRecord] = {}
+    def latest(self) -> dict[Target, TestRecord]:
+        out: dict[Target, TestRecord] = {}
         for t in sorted(self.tests, key=lambda t: t.date):
-            out[(t.pytorch, t.variant)] = t
+            out[t.target] = t
         return out
 
     def record(self, test: TestRecord) -> None:
         """Add ``test``: it replaces the outcome of the same (release, variant) against the same
         distribution packages; outcomes against other ones are kept (the newest :data:`HISTORY`)."""
         pair = (test.pytorch, test.variant)
-        same = [t for t in self.tests if (t.pytorch, t.variant) == pair and t.against != test.against
+        same = [t for t in self.tests if t.target == pair and t.against != test.against
                 and t.against is not None]
         keep = sorted(same, key=lambda t: t.date)[-(HISTORY - 1):] if HISTORY > 1 else []
-        self.tests = [t for t in self.tests if (t.pytorch, t.variant) != pair] + keep + [test]
+        self.tests = [t for t in self.tests if t.target != pair] + keep + [test]
 
     def runs(self, pytorch: str, variant: str) -> list[TestRecord]:
         """Every kept outcome for one (release, variant), oldest first."""
-        return sorted((t for t in self.tests if (t.pytorch, t.variant) == (pytorch, variant)), key=lambda t: t.date)
+        return sorted((t for t in self.tests if t.target == (pytorch, variant)), key=lambda t: t.date)
 
 
 _HINT = "delete it; the next `conda-distro build` re-tests the artifact"

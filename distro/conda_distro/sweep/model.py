@@ -22,12 +22,11 @@ from conda_distro.engine.gpu import variant_label
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline
 from conda_distro.util.safetext import shown
 from conda_distro.util.templating import render
+from conda_distro.vocab import SweepStatus
 
-STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "awaiting-upstream", "not-solvable",
-            "unreadable")
-FAILURES = ("failed", "not-solvable", "unreadable")  # statuses that make the report's `ok` false
-#: their dependents wait (``awaiting-upstream``: no test of the release could run, upstream lacks a build it needs)
-BLOCKING = ("failed", "not-solvable", "needs-new-version", "awaiting-parents", "awaiting-upstream", "unreadable")
+STATUSES = tuple(SweepStatus)  # in the report's order
+FAILURES = tuple(s for s in SweepStatus if s.is_failure)  # statuses that make the report's `ok` false
+BLOCKING = tuple(s for s in SweepStatus if s.is_blocking)  # their dependents wait
 MODES = ("release-day", "admission")
 WIDEN, NEW_BUILD, TEST = "widen the pins", "build for the new minor", "test the existing builds"
 ACTIONS = (WIDEN, NEW_BUILD, TEST)

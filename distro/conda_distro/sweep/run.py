@@ -422,7 +422,7 @@ def _apply_results(outcomes: dict[str, Outcome], report: ExecutionResult | None,
     release = releases[-1]
     # targets of the release the build could not test for a package (upstream lacks pytorch or a
     # lockstep build of them): a bump with no test of the release at all would be admitted untested
-    untestable = {p.name: [why for t, why in p.unavailable if t.pytorch in releases]
+    untestable = {p.name: [why for t, why in p.unavailable if t.release in releases]
                   for p in (build_plan.packages if build_plan is not None else ())}
     by_name: dict[str, list] = {}
     for t in report.tests:

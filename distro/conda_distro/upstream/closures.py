@@ -32,6 +32,7 @@ from conda_distro.errors import BridgeError
 from conda_distro.upstream.lock import LockBuilder, LockedWheel, RealLock
 from conda_distro.upstream.names import normalize
 from conda_distro.upstream.resolve import Closure, PipFailed, PipOptions, Wheel, resolve
+from conda_distro.vocab import Release, Variant
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class TorchBuild:
     def pip_requirement(self) -> str:
         if self.requirement:
             return self.requirement
-        return f"torch=={self.release}+cpu" if self.variant == "cpu" else f"torch==={self.release}"
+        return f"torch=={self.release}+cpu" if not Variant(self.variant).cuda else f"torch==={self.release}"
 
 
 #: Packages released in lockstep with torch, and the version that goes with torch X.Y (PyTorch's
@@ -73,7 +74,7 @@ LOCKSTEP_VERSIONS: dict[str, Callable[[int, int], str]] = {
 
 
 def lockstep_requirement(name: str, release: str) -> str:
-    major, minor = (int(x) for x in release.split(".")[:2])
+    major, minor = Release(release).major_minor
     rule = LOCKSTEP_VERSIONS.get(normalize(name))
     return f"{name}{rule(major, minor)}" if rule else name
 

@@ -41,6 +41,7 @@ from conda_distro.upstream.names import normalize
 from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.validation import to_error
+from conda_distro.vocab import Target, Variant
 
 SCHEMA_VERSION: Literal[1] = 1
 LOCK_FILE = "real-world.lock.json"
@@ -85,8 +86,8 @@ class LockedClosure(_Strict):
         return f"{self.release} {self.variant}" if self.release else "requirements"
 
     @property
-    def target(self) -> tuple[str, str] | None:
-        return (self.release, self.variant) if self.release and self.variant else None
+    def target(self) -> Target | None:
+        return Target(self.release, Variant(self.variant)) if self.release and self.variant else None
 
 
 class LockedSource(_Strict):
@@ -202,7 +203,7 @@ class Wanted:
     """What the repository asks of the lock now."""
 
     python: str  # 3.11
-    targets: tuple[tuple[str, str], ...]  # (release, variant)
+    targets: tuple[Target, ...]  # (release, variant)
     lockstep: tuple[str, ...]
     requirements: tuple[str, ...]  # pip requirements of the recipes
 

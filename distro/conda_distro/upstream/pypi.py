@@ -51,6 +51,7 @@ from conda_distro.upstream.lock import LockedClosure, RealLock
 from conda_distro.upstream.names import normalize
 from conda_distro.upstream.resolve import Closure, PipOptions, Wheel, download, wheel_from_file
 from conda_distro.util.rattler_env import assert_no_colon, index_channel
+from conda_distro.vocab import Release, Target, Variant
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class BridgeResult:
 
     channel: Path
     packages: tuple[Converted, ...]
-    pytorch: dict[tuple[str, str], Path]  # (release, variant) -> package
+    pytorch: dict[Target, Path]  # (release, variant) -> package
     excluded: tuple[str, ...]  # wheels of the closure not converted (the distribution builds them)
     unavailable: tuple[tuple[str, str, str], ...]  # (release, variant, why) of builds left out
     not_converted: tuple[tuple[str, str], ...]  # (wheel filename, why) of wheels whl2conda could not convert
@@ -172,15 +173,14 @@ def wheel_is_cuda(wheel_file: Path, name: str) -> bool:
 
 
 def _minor_bound(release: str) -> str:
-    major, minor = (int(x) for x in release.split(".")[:2])
-    return f"pytorch >={release},<{major}.{minor + 1}.0a0"
+    return f"pytorch >={release},<{Release(release).next_minor}.0a0"
 
 
 def _lockstep_pin(release: str, variant: str) -> str:
     """What a lockstep package (torchvision) of one pytorch build depends on, as conda-forge's do: that
     minor of pytorch, and the same variant (a CUDA torchvision cannot load with a CPU torch)."""
-    major, minor = (int(x) for x in release.split(".")[:2])
-    return f"pytorch >={major}.{minor}.0,<{major}.{minor + 1}.0a0 {variant}*"
+    r = Release(release)
+    return f"pytorch >={r.minor}.0,<{r.next_minor}.0a0 {variant}*"
 
 
 @dataclass(frozen=True)
@@ -286,7 +286,7 @@ def bridge_locked(options: BridgeOptions, lock: RealLock) -> BridgeResult:
 
     t2 = time.monotonic()
     converted: list[Converted] = []
-    pytorch: dict[tuple[str, str], Path] = {}
+    pytorch: dict[Target, Path] = {}
     work: list[tuple[_Job, ConvertOptions]] = []
     not_converted: list[tuple[str, str]] = []
     for job in jobs:
@@ -295,7 +295,7 @@ def bridge_locked(options: BridgeOptions, lock: RealLock) -> BridgeResult:
         if build is not None:
             torch_wheel = next((x for x in job.closure.wheels if x.name == "torch"), None)
             tag = cuda_tag(dl.files[torch_wheel.filename]) if torch_wheel else None
-            if build.variant == "cuda":
+            if Variant(build.variant).cuda:
                 if tag is None:
                     raise BridgeError(f"{build.pip_requirement} gave a wheel without CUDA ({w.filename})",
                                       field="torch", hint="ask for a CUDA build's requirement (torch==X from PyPI)")
@@ -308,7 +308,7 @@ def bridge_locked(options: BridgeOptions, lock: RealLock) -> BridgeResult:
             if w.name == "torch":
                 kw["run_exports"] = {"weak": [_minor_bound(build.release)]}
             else:
-                if build.variant == "cpu" and wheel_is_cuda(dl.files[w.filename], w.name):
+                if not Variant(build.variant).cuda and wheel_is_cuda(dl.files[w.filename], w.name):
                     unavailable.append((build.release, build.variant,
                                         f"{w.name} {w.version} on PyPI is a CUDA build only: no CPU build to pair with "
                                         f"a CPU torch (its CUDA extension cannot load there)"))
@@ -326,7 +326,7 @@ def bridge_locked(options: BridgeOptions, lock: RealLock) -> BridgeResult:
             continue
         converted.append(pkg)
         if job.build is not None and job.wheel.name == "torch":
-            pytorch[(job.build.release, job.build.variant)] = pkg.path
+            pytorch[Target(job.build.release, Variant(job.build.variant))] = pkg.path
     py = options.python
     cp = f"cp{py.short.replace('.', '')}"
     metadata_package(channel, name="python_abi", version=py.short, build=f"8_{cp}", subdir="linux-64",
