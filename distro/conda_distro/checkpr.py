@@ -28,6 +28,7 @@ from conda_distro.distribution import Distribution, Exclusions, load_distributio
 from conda_distro.engine.executor import Reporter
 from conda_distro.engine.run import SCOPES, BuildOptions, run_build
 from conda_distro.errors import ExitCode, UsageError
+from conda_distro.fanout.fanin import FanIn, merge_shards
 from conda_distro.fsutil import clear_folder
 from conda_distro.gitutil import changed_files, recipe_names, scope_name
 from conda_distro.graph import RecipeGraph
@@ -55,6 +56,8 @@ class CheckPrOptions:
     log_url: str | None = None  # where the CI run's logs can be read ('{path}' in it: the log's path); output only
     only: str | None = None  # --only NAME: reproduce NAME's failure (its PR-scope dependencies built with it)
     pytorch: tuple[str, ...] = ()  # --pytorch: test only against these releases (solve only them)
+    solve: bool = True  # False: stop once the affected set is known (the fan-out's plan and shard jobs)
+    fanin: FanIn | None = None  # take the build and test records from the shards' bundles; build nothing
 
 
 @dataclass
@@ -208,6 +211,12 @@ def owner_conflicts(dist: Distribution, linted: list[str]) -> list[Finding]:
     return out
 
 
+def _shown(dist: Distribution, scope: str) -> str:
+    """The scope's folder as the result shows it (relative to the root when inside it)."""
+    folder = dist.distro.build_dir / SCOPES / scope
+    return folder.relative_to(dist.root).as_posix() if dist.distro.build_dir.is_relative_to(dist.root) else str(folder)
+
+
 def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> CheckPrResult:
     if options.log_url is not None and not re.match(r"^https?://[^\s]+$", options.log_url):
         raise UsageError(f"'{options.log_url[:80]}' is not an http(s) URL", field="--log-url",
@@ -249,7 +258,15 @@ def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> Check
                                        dist.recipes[n].lines.get("build"), dist.recipes[n].lines.get("tests"))
                      for n in res.affected}
     res.needs_pin_update = pin_updates(dist, graph, present)
+    if not options.solve:
+        return res
     res.solve = solve_distribution(dist, SolveOptions(pytorch=options.pytorch)).results
+    if options.fanin is not None and res.affected:  # the fan-in: the shards built and tested; nothing runs here
+        scope = scope_name(dist.root)
+        res.scope = _shown(dist, scope)
+        merged = merge_shards(dist, res.affected, options.fanin, scope)
+        res.builds, res.tests, res.built = merged.builds, merged.tests, True
+        return res
     if options.build and res.affected:
         scope = scope_name(dist.root)
         built = dist
@@ -260,8 +277,7 @@ def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> Check
                                  dist.loaded_state)
             if (dist.distro.build_dir / SCOPES / scope).is_dir():
                 clear_folder(dist.distro.build_dir / SCOPES / scope)
-        res.scope = (dist.distro.build_dir / SCOPES / scope).relative_to(dist.root).as_posix() \
-            if dist.distro.build_dir.is_relative_to(dist.root) else str(dist.distro.build_dir / SCOPES / scope)
+        res.scope = _shown(dist, scope)
         run = run_build(built, BuildOptions(names=tuple(res.affected), jobs=options.jobs, sandbox=options.sandbox,
                                             scope=scope, pytorch=options.pytorch), reporter)
         if run.report is not None:
