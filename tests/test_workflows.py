@@ -638,13 +638,13 @@ def _failing_tool(shims: Path, code: int = 1) -> None:
     write_shim(shims, "conda-distro", f'echo "conda-distro $* (test: exits {code})"\nexit {code}\n')
 
 
-_EXPRESSIONS = {"github.base_ref": "main", "matrix.packages": "a b", "matrix.shard": "0",
+_EXPRESSIONS = {"github.base_ref": "main", "matrix.packages": "a b", "matrix.shard": "s0-0",
                 "secrets.ANACONDA_API_TOKEN": "anaconda-test-token", "github.token": "gh-test-token",
                 "github.event.before": "0" * 40, "inputs.pytorch_version": "2.7.0",
                 "github.event.pull_request.number": "7", "github.event.pull_request.head.sha": "a" * 40,
                 "github.server_url": "https://github.com", "github.repository": "owner/repo", "github.run_id": "99",
                 "needs.runners.outputs.build-variants": "cpu", "matrix.variant": "cuda",
-                "needs.plan.outputs.base": "b" * 40, "matrix.shard": "s0-0", "github.run_attempt": "1"}
+                "needs.plan.outputs.base": "b" * 40, "github.run_attempt": "1"}
 
 
 @pytest.mark.parametrize("gate", sorted(EXPECTED_PIPED_GATES), ids=lambda g: f"{g[0]}:{g[1]}:{g[2]}")
