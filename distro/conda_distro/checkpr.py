@@ -28,7 +28,6 @@ from conda_distro.distribution import Distribution, Exclusions, load_distributio
 from conda_distro.engine.executor import Reporter
 from conda_distro.engine.run import SCOPES, BuildOptions, run_build
 from conda_distro.errors import ExitCode, UsageError
-from conda_distro.fanout.fanin import FanIn, merge_shards
 from conda_distro.fsutil import clear_folder
 from conda_distro.gitutil import changed_files, recipe_names, scope_name
 from conda_distro.graph import RecipeGraph
@@ -57,7 +56,19 @@ class CheckPrOptions:
     only: str | None = None  # --only NAME: reproduce NAME's failure (its PR-scope dependencies built with it)
     pytorch: tuple[str, ...] = ()  # --pytorch: test only against these releases (solve only them)
     solve: bool = True  # False: stop once the affected set is known (the fan-out's plan and shard jobs)
-    fanin: FanIn | None = None  # take the build and test records from the shards' bundles; build nothing
+    shards: ShardInputs | None = None  # the fan-in: build nothing, take the shards' records (conda_distro.fanout)
+
+
+@dataclass(frozen=True)
+class ShardInputs:
+    """``check-pr --from-shards``: where the shards' bundles were downloaded, this run's id, and how the run
+    was cut (as the plan job's options); :func:`conda_distro.fanout.flows.pr_gate` reads them."""
+
+    folder: Path
+    run: str = "local"
+    runners: int = 20
+    per_shard: int = 4
+    stages: int = 6
 
 
 @dataclass
@@ -211,7 +222,7 @@ def owner_conflicts(dist: Distribution, linted: list[str]) -> list[Finding]:
     return out
 
 
-def _shown(dist: Distribution, scope: str) -> str:
+def scope_shown(dist: Distribution, scope: str) -> str:
     """The scope's folder as the result shows it (relative to the root when inside it)."""
     folder = dist.distro.build_dir / SCOPES / scope
     return folder.relative_to(dist.root).as_posix() if dist.distro.build_dir.is_relative_to(dist.root) else str(folder)
@@ -261,12 +272,6 @@ def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> Check
     if not options.solve:
         return res
     res.solve = solve_distribution(dist, SolveOptions(pytorch=options.pytorch)).results
-    if options.fanin is not None and res.affected:  # the fan-in: the shards built and tested; nothing runs here
-        scope = scope_name(dist.root)
-        res.scope = _shown(dist, scope)
-        merged = merge_shards(dist, res.affected, options.fanin, scope)
-        res.builds, res.tests, res.built = merged.builds, merged.tests, True
-        return res
     if options.build and res.affected:
         scope = scope_name(dist.root)
         built = dist
@@ -277,7 +282,7 @@ def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> Check
                                  dist.loaded_state)
             if (dist.distro.build_dir / SCOPES / scope).is_dir():
                 clear_folder(dist.distro.build_dir / SCOPES / scope)
-        res.scope = _shown(dist, scope)
+        res.scope = scope_shown(dist, scope)
         run = run_build(built, BuildOptions(names=tuple(res.affected), jobs=options.jobs, sandbox=options.sandbox,
                                             scope=scope, pytorch=options.pytorch), reporter)
         if run.report is not None:

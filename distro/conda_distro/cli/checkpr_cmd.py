@@ -42,12 +42,10 @@ def check_pr_cmd(
 
     Exit 0 ready to merge, 1 changes needed, 2 bad input. With --format markdown, bad input (exit 2)
     still prints a comment saying what cannot be read and what to do."""
-    from conda_distro.checkpr import CheckPrOptions
-    from conda_distro.fanout.fanin import FanIn
-    from conda_distro.fanout.plan import ShardSpec
-    from conda_distro.prcomment import run_check_pr
+    from conda_distro.checkpr import CheckPrOptions, ShardInputs
+    from conda_distro.fanout.flows import pr_gate
 
     warn_no_sandbox(no_sandbox)
-    fanin = FanIn(from_shards, run, ShardSpec(runners, per_shard, stages)) if from_shards is not None else None
-    return emit(run_check_pr(CheckPrOptions(base=base, build=not no_build, jobs=jobs, sandbox=not no_sandbox, root=root,
-                                            log_url=log_url, only=only, pytorch=tuple(pytorch or ()), fanin=fanin)), format)
+    shards = ShardInputs(from_shards, run, runners, per_shard, stages) if from_shards is not None else None
+    return emit(pr_gate(CheckPrOptions(base=base, build=not no_build, jobs=jobs, sandbox=not no_sandbox, root=root,
+                                       log_url=log_url, only=only, pytorch=tuple(pytorch or ()), shards=shards)), format)

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 import typer
 
 from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, emit, warn_no_sandbox
-
-if TYPE_CHECKING:
-    from conda_distro.fanout.flows import FanoutOptions
 
 fanout_app = typer.Typer(help="Fan a build out over CI runners by dependency level, and fan it in.", no_args_is_help=True)
 app.add_typer(fanout_app, name="fanout")
@@ -34,20 +31,6 @@ FromOpt = Annotated[Path | None, typer.Option("--from", help="Where the shards' 
 PlanFormat = Literal[Format.text, Format.json, Format.github]
 
 
-def _options(flow: str, base: str, names: list[str] | None, all_: bool, changed_since: str | None,
-             variant: list[str] | None, pytorch: list[str] | None, runners: int, per_shard: int, stages: int,
-             root: Path | None, **extra: object) -> FanoutOptions:
-    from conda_distro.errors import UsageError
-    from conda_distro.fanout.flows import FanoutOptions
-    from conda_distro.fanout.plan import ShardSpec
-
-    if flow not in ("pr", "build"):
-        raise UsageError(f"'{flow}' is not a flow", field="--flow", hint="pr or build")
-    return FanoutOptions(flow=flow, base=base, names=tuple(names or ()), all=all_, changed_since=changed_since,  # type: ignore[arg-type]
-                         variants=tuple(variant or ()), pytorch=tuple(pytorch or ()),
-                         spec=ShardSpec(runners=runners, per_shard=per_shard, stages=stages), root=root, **extra)  # type: ignore[arg-type]
-
-
 @fanout_app.command("plan")
 def plan_cmd(names: NamesArg = None, flow: FlowOpt = "build", base: BaseOpt = "origin/main", all_: AllOpt = False,
              changed_since: SinceOpt = None, variant: VariantOpt = None, pytorch: PytorchOpt = None,
@@ -55,15 +38,18 @@ def plan_cmd(names: NamesArg = None, flow: FlowOpt = "build", base: BaseOpt = "o
              format: Annotated[PlanFormat, typer.Option("--format", help="text, json, or github (lines for "
                                                         "$GITHUB_OUTPUT: stage-N matrices, count-N).")] = Format.text) -> int:
     """The plan job: the run's shards by dependency level (no recipe code runs)."""
-    from conda_distro.fanout.flows import plan_run
+    from conda_distro.fanout.flows import FanoutOptions, plan_run
+    from conda_distro.fanout.plan import ShardSpec
 
-    return emit(plan_run(_options(flow, base, names, all_, changed_since, variant, pytorch, runners, per_shard, stages,
-                                  root)), format)
+    return emit(plan_run(FanoutOptions(
+        flow=flow, base=base, names=tuple(names or ()), all=all_, changed_since=changed_since,  # type: ignore[arg-type]
+        variants=tuple(variant or ()), pytorch=tuple(pytorch or ()), root=root,
+        spec=ShardSpec(runners=runners, per_shard=per_shard, stages=stages))), format)
 
 
 @fanout_app.command("shard")
 def shard_cmd(shard: Annotated[str, typer.Option("--shard", help="This job's shard id (from the plan's matrix).")],
-              out: Annotated[Path, typer.Option("--out", help="Where its bundle goes (emptied first).", file_okay=False)],
+              out_dir: Annotated[Path, typer.Option("--out", help="Where its bundle goes (emptied first).", file_okay=False)],
               names: NamesArg = None, flow: FlowOpt = "build", base: BaseOpt = "origin/main", all_: AllOpt = False,
               changed_since: SinceOpt = None, variant: VariantOpt = None, pytorch: PytorchOpt = None,
               runners: RunnersOpt = 20, per_shard: PerShardOpt = 4, stages: StagesOpt = 6, run: RunOpt = "local",
@@ -72,12 +58,15 @@ def shard_cmd(shard: Annotated[str, typer.Option("--shard", help="This job's sha
               no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Unsandboxed; never in CI.")] = False,
               root: RootOpt = None, format: FormatOpt = Format.text) -> int:
     """A shard job: earlier stages' bundles (checked) in, its packages built and tested, its bundle out."""
-    from conda_distro.fanout.flows import run_shard
+    from conda_distro.fanout.flows import FanoutOptions, run_shard
+    from conda_distro.fanout.plan import ShardSpec
 
     warn_no_sandbox(no_sandbox)
-    return emit(run_shard(_options(flow, base, names, all_, changed_since, variant, pytorch, runners, per_shard, stages,
-                                   root, run=run, shard=shard, bundles=from_, out=out, jobs=jobs,
-                                   sandbox=not no_sandbox)), format)
+    return emit(run_shard(FanoutOptions(
+        flow=flow, base=base, names=tuple(names or ()), all=all_, changed_since=changed_since,  # type: ignore[arg-type]
+        variants=tuple(variant or ()), pytorch=tuple(pytorch or ()), root=root, run=run, shard=shard, bundles=from_,
+        out=out_dir, jobs=jobs, sandbox=not no_sandbox,
+        spec=ShardSpec(runners=runners, per_shard=per_shard, stages=stages))), format)
 
 
 @fanout_app.command("merge")
@@ -86,7 +75,10 @@ def merge_cmd(names: NamesArg = None, all_: AllOpt = False, changed_since: Since
               run: RunOpt = "local", from_: FromOpt = None, root: RootOpt = None, format: FormatOpt = Format.text) -> int:
     """The fan-in of a build run (promote, nightly): the shards' bundles, checked, into staging and results.
     No recipe code, no build. (A PR's fan-in is `check-pr --from-shards`.)"""
-    from conda_distro.fanout.flows import merge_build
+    from conda_distro.fanout.flows import FanoutOptions, merge_build
+    from conda_distro.fanout.plan import ShardSpec
 
-    return emit(merge_build(_options("build", "origin/main", names, all_, changed_since, variant, pytorch, runners,
-                                     per_shard, stages, root, run=run, bundles=from_)), format)
+    return emit(merge_build(FanoutOptions(
+        flow="build", names=tuple(names or ()), all=all_, changed_since=changed_since, variants=tuple(variant or ()),
+        pytorch=tuple(pytorch or ()), root=root, run=run, bundles=from_,
+        spec=ShardSpec(runners=runners, per_shard=per_shard, stages=stages))), format)

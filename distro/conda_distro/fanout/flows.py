@@ -6,25 +6,28 @@ staging that promote reads). Each job computes the same :class:`~.plan.ShardPlan
 * :func:`run_shard` — a shard job: the checked bundles of earlier stages into a fresh staging, then the
   single-machine build restricted to its packages (the others' outcomes seeded), then its bundle.
 * :func:`merge_build` — the fan-in of a ``build`` run (promote, nightly): the checked bundles into the
-  shared staging and results store, one report. (The fan-in of a ``pr`` run is ``check-pr --from-shards``.)
+  shared staging and results store, one report.
+* :func:`pr_gate` — `check-pr`; with ``--from-shards``, the fan-in of a ``pr`` run: check-pr without its
+  build, its build and test records taken from the checked bundles.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from conda_distro.checkpr import CheckPrOptions, check_pr
+from conda_distro.checkpr import CheckPrOptions, check_pr, scope_shown
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.executor import ExecutionResult
 from conda_distro.engine.run import SCOPES, BuildOptions, BuildRun, build_paths, run_build
-from conda_distro.errors import ExitCode, UsageError
+from conda_distro.errors import DistroError, ExitCode, UsageError
 from conda_distro.fanout.bundle import Manifest, write_bundle
 from conda_distro.fanout.fanin import FanIn, checkout_of, merge_shards, shard_plan, take_earlier
 from conda_distro.fanout.plan import ShardPlan, ShardSpec
 from conda_distro.fsutil import clear_folder
 from conda_distro.gitutil import changed_recipes, scope_name
+from conda_distro.prcomment import PrGate, error_report, run_check_pr
 from conda_distro.results import ResultsStore
 
 Flow = Literal["pr", "build"]
@@ -61,6 +64,8 @@ class RunScope:
 
 def run_scope(options: FanoutOptions) -> RunScope:
     """The affected set and the single-machine build's options, as `check-pr` or `build` would have them."""
+    if options.flow not in ("pr", "build"):
+        raise UsageError(f"'{options.flow}' is not a flow", field="--flow", hint="pr (check-pr's run) or build (build's)")
     if options.flow == "pr":
         res = check_pr(CheckPrOptions(base=options.base, build=False, solve=False, root=options.root,
                                       pytorch=options.pytorch))
@@ -184,3 +189,24 @@ def merge_build(options: FanoutOptions) -> MergeResult:
     rs = run_scope(options)
     merged = merge_shards(rs.dist, rs.affected, FanIn(options.bundles, options.run, options.spec), rs.scope)
     return MergeResult(ExecutionResult(merged.builds, merged.tests), merged.artifacts)
+
+
+def pr_gate(options: CheckPrOptions) -> PrGate:
+    """`check-pr`: :func:`~conda_distro.prcomment.run_check_pr`, or with ``options.shards`` the PR gate's
+    fan-in: check-pr (lint, proposals, affected set, solve) without its build; the shards' checked bundles
+    go into check-pr's scope and their records into the result, in one run's order. Bad input or a bad
+    bundle is the gate's error, with its PR comment (exit 2)."""
+    if options.shards is None:
+        return run_check_pr(options)
+    shards = options.shards
+    fanin = FanIn(shards.folder, shards.run, ShardSpec(shards.runners, shards.per_shard, shards.stages))
+    try:
+        res = check_pr(replace(options, build=False))
+        if res.affected:  # (check-pr stops before the affected set on bad input and ownership conflicts)
+            dist = load_distribution(options.root, strict=False).readable()
+            scope = scope_name(dist.root)
+            merged = merge_shards(dist, res.affected, fanin, scope)
+            res.builds, res.tests, res.built, res.scope = merged.builds, merged.tests, True, scope_shown(dist, scope)
+        return PrGate(res, options.log_url)
+    except DistroError as exc:
+        return PrGate(None, error=exc, comment=error_report(exc, options.base, options.root).markdown())
