@@ -62,7 +62,8 @@ class Costs:
     build: float  # one noarch package built
     target: float  # one test target: its test environment created, its tests run
     job: float  # a job's fixed cost besides rendering (here: fresh clone and process start)
-    compiled_build: float = 600.0  # one compiled build (per minor x variant); PARAMETER: no compiler here
+    build_fixed: float = 0.0  # a shard's build command before its first package (plan, release views, sandbox)
+    compiled_build: float = 300.0  # one compiled build (per minor x variant); PARAMETER: no compiler here
     solve: float = 2.0  # the fan-in's solve, per release x variant; PARAMETER (small next to the rest)
 
 
@@ -102,20 +103,22 @@ def package_cost(name: str, run: Run, c: Costs) -> float:
     return builds + run.targets * c.target
 
 
-def predict(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: int = 5) -> float:
+def predict(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: int = 8) -> float:
     """Wall time of ``run`` with at most ``k`` shards per stage (module docstring, point 2)."""
     weights = {n: COMPILED_WEIGHT for n in run.compiled}
     plan = make_shards(run.graph, run.affected, weights, ShardSpec(runners=k, per_shard=per_shard, stages=stages))
     job = r.start + r.install + c.job + c.render * run.n_recipes
     mb = {n: r.mb_per_package * (10 if n in run.compiled else 1) for n in run.affected}
     wall = job  # the plan job
-    done: list[str] = []
+    done: list[str] = []  # packages of earlier stages: their bundles are downloaded, one artifact per shard
+    bundles = 0
     for stage in plan.stages:
-        down = r.per_artifact * len(done) + sum(mb[n] for n in done) / r.mb_per_s if done else 0.0
-        shard_times = [job + down + sum(package_cost(p, run, c) for p in s.packages)
+        down = r.per_artifact * bundles + sum(mb[n] for n in done) / r.mb_per_s if done else 0.0
+        shard_times = [job + down + c.build_fixed + sum(package_cost(p, run, c) for p in s.packages)
                        + r.per_artifact + sum(mb[p] for p in s.packages) / r.mb_per_s for s in stage]
         wall += max(shard_times)
         done += [p for s in stage for p in s.packages]
+        bundles += len(stage)
     fanin = job + (r.per_artifact * len(plan.shards) + sum(mb.values()) / r.mb_per_s if plan.shards else 0.0) \
         + c.solve * run.targets
     if run.promote:
@@ -149,22 +152,28 @@ def make_world(where: Path) -> Path:
 
 
 def measure_costs(world: Path, work: Path) -> Costs:
+    """Each cost from fresh clones, after a warm-up build (the package cache filled, as on a runner that
+    restored its cache): start, `fanout plan --all` (render), `build hookprofiler --dry-run` (the build
+    command's own planning), then hookprofiler built with one test target and with six."""
     from ghworkflow import clone
 
     n = len(list((world / "recipes").iterdir()))
-    a = clone(world, "main", work / "render")
-    t_start = _sh([str(CD), "--version"], a)
-    t_plan = _sh([str(CD), "fanout", "plan", "--all"], a)
-    render = max(0.0, t_plan - t_start) / n
-    one = clone(world, "main", work / "one")
-    t1 = _sh([str(CD), "build", "metrickit", "--pytorch", "2.5.1", "--variant", "cpu"], one)
-    six = clone(world, "main", work / "six")
-    t6 = _sh([str(CD), "build", "metrickit"], six)
-    target = max(0.1, (t6 - t1) / 5)
-    t0 = time.monotonic()
-    clone(world, "main", work / "job")
-    job = time.monotonic() - t0 + t_start
-    return Costs(render=render, build=max(0.1, t1 - target - t_start), target=target, job=job)
+    _sh([str(CD), "build", "metrickit", "--pytorch", "2.5.1", "--variant", "cpu"], clone(world, "main", work / "warm"))
+
+    def timed(name: str, *argv: str) -> float:
+        t0 = time.monotonic()
+        ws = clone(world, "main", work / name)
+        t_clone = time.monotonic() - t0
+        return t_clone + _sh([str(CD), *argv], ws)
+
+    t_start = timed("start", "--version")
+    t_plan = timed("plan", "fanout", "plan", "--all")
+    t_dry = timed("dry", "build", "hookprofiler", "--dry-run")
+    t_one = timed("one", "build", "hookprofiler", "--pytorch", "2.5.1", "--variant", "cpu")
+    t_six = timed("six", "build", "hookprofiler")
+    target = max(0.1, (t_six - t_one) / 5)
+    return Costs(render=max(0.0, t_plan - t_start) / n, build=max(0.1, t_one - t_dry - target), target=target,
+                 job=t_start, build_fixed=max(0.0, t_dry - t_plan))
 
 
 def cut_world(world: Path, work: Path) -> tuple[Path, str]:
@@ -254,10 +263,37 @@ def generated_graph(n: int, seed: int = 0) -> RecipeGraph:
     return RecipeGraph(g)
 
 
-def table(c: Costs, r: Runner) -> list[str]:
+def layered_graph(n: int, depth: int = 6, seed: int = 0) -> RecipeGraph:
+    """A distribution shaped like an ecosystem: ``depth`` levels, each half the size of the one before
+    (many leaves on top of few roots: pytorch's direct dependents, then theirs), each package depending
+    on 1-3 packages of the levels below it."""
+    rng = random.Random(seed)
+    sizes = [max(1, round(n * 2 ** -(i + 1))) for i in range(depth)]
+    sizes[0] += n - sum(sizes)
+    levels: list[list[str]] = []
+    g: nx.DiGraph[str] = nx.DiGraph()
+    count = 0
+    for size in reversed(sizes):  # roots first: the smallest level
+        names = [f"pkg-{count + j:05d}" for j in range(size)]
+        count += size
+        g.add_nodes_from(names)
+        below = [x for lv in levels for x in lv]
+        for name in names:
+            if below:
+                g.add_edge(rng.choice(levels[-1]), name)  # one in the level just below: its level is i
+                for d in rng.sample(below, min(len(below), rng.randint(0, 2))):
+                    g.add_edge(d, name)
+        levels.append(names)
+    return RecipeGraph(g)
+
+
+SHAPES = {"gen_recipes.py": generated_graph, "layered": layered_graph}
+
+
+def table(c: Costs, r: Runner, shape: str) -> list[str]:
     rows = ["| N | K | PR gate | promote | release day | levels | PR affected |", "|---|---|---|---|---|---|---|"]
     for n in (50, 300, 1000):
-        graph = generated_graph(n)
+        graph = SHAPES[shape](n)
         rng = random.Random(n)
         compiled = set(rng.sample(graph.names, n // 5))  # a realistic mix: 20 % compiled
         sizes = sorted((len(graph.descendants(x)) + 1, x) for x in graph.names)
@@ -281,14 +317,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="work here (kept) instead of a temporary folder")
     ap.add_argument("--table-only", action="store_true", help="skip the validation runs (costs still measured)")
     ap.add_argument("--ks", default="1,2,4", help="validation runners per stage (default 1,2,4)")
+    ap.add_argument("--costs", help="render,build,target,job,build_fixed in seconds: skip measuring them")
     args = ap.parse_args(argv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RATTLER_CACHE_DIR", str(work / "rattler-cache"))
     world = make_world(work)
-    c = measure_costs(world, work / "costs")
+    if args.costs:
+        render, build, target, job, fixed = (float(x) for x in args.costs.split(","))
+        c = Costs(render=render, build=build, target=target, job=job, build_fixed=fixed)
+    else:
+        shutil.rmtree(work / "costs", ignore_errors=True)
+        c = measure_costs(world, work / "costs")
     print(f"per-unit costs on this machine: render {c.render:.2f} s/recipe, noarch build {c.build:.1f} s, "
-          f"test target {c.target:.1f} s, job {c.job:.1f} s; compiled build {c.compiled_build:.0f} s (parameter)")
+          f"test target {c.target:.1f} s, job {c.job:.1f} s, a build command's planning {c.build_fixed:.1f} s; "
+          f"compiled build {c.compiled_build:.0f} s (parameter)")
     worst = 0.0
     if not args.table_only:
         print("\nvalidation: the sandbox PR gate (11 packages, 3 levels, 1 target each) through pr.yml")
@@ -298,10 +341,12 @@ def main(argv: list[str] | None = None) -> int:
             worst = max(worst, abs(err))
             print(f"| {k} | {pred:.0f} s | {meas:.0f} s | {err:+.0%} |")
     r = Runner()
-    print(f"\nprediction on GitHub-hosted runners (start {r.start:.0f} s, install {r.install:.0f} s, "
-          f"{r.per_artifact:.0f} s + {r.mb_per_s:.0f} MB/s per artifact; 6 targets per package, 20 % compiled)")
-    for line in table(c, r):
-        print(line)
+    for shape in SHAPES:
+        print(f"\nprediction on GitHub-hosted runners, {shape} dependency graph (start {r.start:.0f} s, install "
+              f"{r.install:.0f} s, {r.per_artifact:.0f} s + {r.mb_per_s:.0f} MB/s per artifact; PR and promote: 6 "
+              f"targets per package; release day: 2; 20 % compiled)")
+        for line in table(c, r, shape):
+            print(line)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if worst > 0.25 else 0

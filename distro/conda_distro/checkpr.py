@@ -68,7 +68,7 @@ class ShardInputs:
     run: str = "local"
     runners: int = 20
     per_shard: int = 4
-    stages: int = 6
+    stages: int = 8
 
 
 @dataclass

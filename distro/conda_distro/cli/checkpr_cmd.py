@@ -34,7 +34,7 @@ def check_pr_cmd(
     run: Annotated[str, typer.Option("--run", envvar="CONDA_DISTRO_RUN", help="With --from-shards: this CI run's id.")] = "local",
     runners: Annotated[int, typer.Option("--runners", min=1, max=256, help="With --from-shards: as the plan job's.")] = 20,
     per_shard: Annotated[int, typer.Option("--per-shard", min=1, max=10000, help="With --from-shards: as the plan job's.")] = 4,
-    stages: Annotated[int, typer.Option("--stages", min=1, max=64, help="With --from-shards: as the plan job's.")] = 6,
+    stages: Annotated[int, typer.Option("--stages", min=1, max=64, help="With --from-shards: as the plan job's.")] = 8,
     root: RootOpt = None,
     format: Annotated[TextJsonMarkdown, typer.Option("--format", help="text, json or markdown (a PR comment).")] = Format.text,
 ) -> int:

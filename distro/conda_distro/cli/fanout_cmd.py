@@ -34,7 +34,7 @@ PlanFormat = Literal[Format.text, Format.json, Format.github]
 @fanout_app.command("plan")
 def plan_cmd(names: NamesArg = None, flow: FlowOpt = "build", base: BaseOpt = "origin/main", all_: AllOpt = False,
              changed_since: SinceOpt = None, variant: VariantOpt = None, pytorch: PytorchOpt = None,
-             runners: RunnersOpt = 20, per_shard: PerShardOpt = 4, stages: StagesOpt = 6, root: RootOpt = None,
+             runners: RunnersOpt = 20, per_shard: PerShardOpt = 4, stages: StagesOpt = 8, root: RootOpt = None,
              format: Annotated[PlanFormat, typer.Option("--format", help="text, json, or github (lines for "
                                                         "$GITHUB_OUTPUT: stage-N matrices, count-N).")] = Format.text) -> int:
     """The plan job: the run's shards by dependency level (no recipe code runs)."""
@@ -52,7 +52,7 @@ def shard_cmd(shard: Annotated[str, typer.Option("--shard", help="This job's sha
               out_dir: Annotated[Path, typer.Option("--out", help="Where its bundle goes (emptied first).", file_okay=False)],
               names: NamesArg = None, flow: FlowOpt = "build", base: BaseOpt = "origin/main", all_: AllOpt = False,
               changed_since: SinceOpt = None, variant: VariantOpt = None, pytorch: PytorchOpt = None,
-              runners: RunnersOpt = 20, per_shard: PerShardOpt = 4, stages: StagesOpt = 6, run: RunOpt = "local",
+              runners: RunnersOpt = 20, per_shard: PerShardOpt = 4, stages: StagesOpt = 8, run: RunOpt = "local",
               from_: FromOpt = None,
               jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Packages at once.")] = 1,
               no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Unsandboxed; never in CI.")] = False,
@@ -71,7 +71,7 @@ def shard_cmd(shard: Annotated[str, typer.Option("--shard", help="This job's sha
 
 @fanout_app.command("merge")
 def merge_cmd(names: NamesArg = None, all_: AllOpt = False, changed_since: SinceOpt = None, variant: VariantOpt = None,
-              pytorch: PytorchOpt = None, runners: RunnersOpt = 20, per_shard: PerShardOpt = 4, stages: StagesOpt = 6,
+              pytorch: PytorchOpt = None, runners: RunnersOpt = 20, per_shard: PerShardOpt = 4, stages: StagesOpt = 8,
               run: RunOpt = "local", from_: FromOpt = None, root: RootOpt = None, format: FormatOpt = Format.text) -> int:
     """The fan-in of a build run (promote, nightly): the shards' bundles, checked, into staging and results.
     No recipe code, no build. (A PR's fan-in is `check-pr --from-shards`.)"""

@@ -27,6 +27,7 @@ from conda_distro.fanout.fanin import FanIn, checkout_of, merge_shards, shard_pl
 from conda_distro.fanout.plan import ShardPlan, ShardSpec
 from conda_distro.fsutil import clear_folder
 from conda_distro.gitutil import changed_recipes, scope_name
+from conda_distro.graph import RecipeGraph
 from conda_distro.prcomment import PrGate, error_report, run_check_pr
 from conda_distro.results import ResultsStore
 
@@ -81,7 +82,7 @@ def run_scope(options: FanoutOptions) -> RunScope:
     if not (names or options.all or options.changed_since):
         raise UsageError("nothing selected to build", field="NAME",
                          hint="name packages, or pass --all or --changed-since REF")
-    graph, _ = shard_plan(dist, [], options.spec)
+    graph = RecipeGraph.from_recipes(dist.recipes)
     affected = graph.order() if options.all else graph.affected([n for n in names if n in dist.recipes])
     return RunScope(dist, affected, BuildOptions(
         names=tuple(options.names), all=options.all, changed_since=options.changed_since, pytorch=options.pytorch,
@@ -150,8 +151,7 @@ def run_shard(options: FanoutOptions) -> ShardResult:
             raise UsageError(f"shard {shard.id} builds on earlier stages: pass --from DIR (their bundles)", field="--from")
         prior = take_earlier(rs.dist, plan, shard.id, FanIn(options.bundles, options.run, options.spec),
                              paths.staging, paths.store)
-    build = BuildOptions(**{**rs.build.__dict__, "only": shard.packages,
-                            "prior": ExecutionResult(prior.builds, prior.tests) if prior else None})
+    build = replace(rs.build, only=shard.packages, prior=ExecutionResult(prior.builds, prior.tests) if prior else None)
     run = run_build(rs.dist, build)
     report = run.report or ExecutionResult()
     own = set(shard.packages)

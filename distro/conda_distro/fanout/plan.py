@@ -23,8 +23,8 @@ from conda_distro.graph import RecipeGraph
 
 #: how many noarch packages one compiled package (a recipe that is not noarch) weighs when shards are cut
 COMPILED_WEIGHT = 5
-#: stage jobs a workflow defines (``level-0`` … ``level-5``); deeper levels fold into the last one
-DEFAULT_STAGES = 6
+#: stage jobs a workflow defines (``level-0`` … ``level-7``); deeper levels fold into the last one
+DEFAULT_STAGES = 8
 
 
 @dataclass(frozen=True)
