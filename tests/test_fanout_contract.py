@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -91,6 +92,14 @@ def test_pr_fan_out_gives_the_single_machine_comment_and_verdict(world, tmp_path
     assert sorted(built) == sorted(set(built)) and set(built) == {"fastquant", "metrickit", "textmetrics", "visionmetrics",
                                                                    "evalsuite"}
     assert not list((gate_ws / "build").glob("work/*"))
+    # a shard job that failed left no bundle: the fan-in fails closed, with a comment saying so
+    partial = tmp_path / "partial"
+    shutil.copytree(run.work / "artifacts", partial, ignore=shutil.ignore_patterns("shard-s1-1"))
+    gone = subprocess.run([str(BIN / "conda-distro"), "check-pr", "--base", "origin/main", "--from-shards", str(partial),
+                           "--runners", "2", "--per-shard", "1", "--stages", "8", "--run", "99-1", "--format", "markdown"],
+                          cwd=gate_ws, capture_output=True, text=True, timeout=600, check=False)
+    assert gone.returncode == 2 and "the bundle of shard s1-1" in gone.stdout + gone.stderr, (gone.stdout, gone.stderr)
+    assert gone.stdout.startswith("### "), gone.stdout  # still a PR comment
 
 
 @pytest.mark.slow
