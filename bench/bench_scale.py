@@ -16,7 +16,7 @@ day take for N packages on K runners per stage.
    per target. On GitHub a job also costs the runner's start, checkout + setup-python + install, and its
    artifacts' transfer (:class:`Runner`, documented parameters, not measured here).
 3. **Validation**: the PR gate of the sandbox world (one release, one variant; every root recipe changed:
-   all 11 packages over 3 levels) run job by job through tests/ghworkflow.py (pr.yml as GitHub runs it:
+   all 11 packages over 3 levels) run job by job through tests/support/ghworkflow.py (pr.yml as GitHub runs it:
    plan matrices, needs order, a fresh clone per job, the artifacts the YAML names) at K = 1, 2, 4. Jobs
    run one after another on this machine, each taking what it would take on a runner of its own, so the
    measured wall time is the needs graph's critical path over the measured job times (a stage: its
@@ -155,7 +155,7 @@ def measure_costs(world: Path, work: Path) -> Costs:
     """Each cost from fresh clones, after a warm-up build (the package cache filled, as on a runner that
     restored its cache): start, `fanout plan --all` (render), `build hookprofiler --dry-run` (the build
     command's own planning), then hookprofiler built with one test target and with six."""
-    from ghworkflow import clone
+    from support.ghworkflow import clone
 
     n = len(list((world / "recipes").iterdir()))
     _sh([str(CD), "build", "metrickit", "--pytorch", "2.5.1", "--variant", "cpu"], clone(world, "main", work / "warm"))
@@ -181,7 +181,7 @@ def cut_world(world: Path, work: Path) -> tuple[Path, str]:
     w = work / "cut"
     if w.exists():
         shutil.rmtree(w)
-    from worlds import copy_world
+    from support.worlds import copy_world
 
     copy_world(world, w)
     text = (w / "distro.yaml").read_text()
@@ -201,7 +201,7 @@ def cut_world(world: Path, work: Path) -> tuple[Path, str]:
 
 def measured_wall(wf_run) -> float:
     """The needs graph's critical path over the measured job times (a job: its slowest matrix run)."""
-    from ghrunner import load_workflow
+    from support.ghrunner import load_workflow
 
     doc = load_workflow(wf_run.workflow)
     took: dict[str, float] = {}
@@ -221,7 +221,7 @@ def measured_wall(wf_run) -> float:
 
 
 def validate(world: Path, work: Path, c: Costs, ks: tuple[int, ...]) -> list[tuple[int, float, float]]:
-    from ghworkflow import WorkflowRun
+    from support.ghworkflow import WorkflowRun
 
     from conda_distro.distribution import load_distribution
 

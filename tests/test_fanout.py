@@ -19,7 +19,7 @@ from conda_distro.errors import ShardError
 from conda_distro.fanout.bundle import MANIFEST, Checkout, read_bundles
 from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardSpec, make_shards
 from conda_distro.graph import RecipeGraph
-from conda_distro.provenance import recipe_digest
+from conda_distro.state.provenance import recipe_digest
 
 
 def _graph(edges: list[tuple[str, str]], nodes: list[str] = ()) -> RecipeGraph:

@@ -1,4 +1,4 @@
-"""The fan-out contract: pr.yml and promote.yml, run job by job the way GitHub would (tests/ghworkflow.py:
+"""The fan-out contract: pr.yml and promote.yml, run job by job the way GitHub would (tests/support/ghworkflow.py:
 the plan job's matrices, `needs` order, a fresh clone per job, exactly the artifact paths the YAML
 names), give the same PR comment, the same verdict and the same promoted set as one machine.
 
@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ghworkflow import BIN, WorkflowRun, clone
+from support.ghworkflow import BIN, WorkflowRun, clone
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOWS = REPO / ".github" / "workflows"
@@ -33,7 +33,7 @@ def _git(cwd: Path, *args: str) -> str:
 @pytest.fixture(scope="module")
 def world(sandbox_template: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The world (main: one release, one variant) and its branch `change` (metrickit and fastquant edited)."""
-    from worlds import copy_world
+    from support.worlds import copy_world
 
     w = copy_world(sandbox_template, tmp_path_factory.mktemp("contract") / "world")
     text = (w / "distro.yaml").read_text()

@@ -42,7 +42,7 @@ def check_pr_cmd(
 
     Exit 0 ready to merge, 1 changes needed, 2 bad input. With --format markdown, bad input (exit 2)
     still prints a comment saying what cannot be read and what to do."""
-    from conda_distro.checkpr import CheckPrOptions, ShardInputs
+    from conda_distro.checkpr.check import CheckPrOptions, ShardInputs
     from conda_distro.fanout.flows import pr_gate
 
     warn_no_sandbox(no_sandbox)

@@ -30,9 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.errors import ShardError
 from conda_distro.fanout.plan import Shard, ShardPlan
-from conda_distro.fsutil import atomic_write_text, hash_file
-from conda_distro.provenance import CheckoutRecipes
-from conda_distro.results import ArtifactResults, BuildRecord, ResultsStore, TestRecord, read_results
+from conda_distro.state.provenance import CheckoutRecipes
+from conda_distro.state.results import ArtifactResults, BuildRecord, ResultsStore, TestRecord, read_results
+from conda_distro.util.fsutil import atomic_write_text, hash_file
 
 MANIFEST = "shard.json"
 BUNDLE_VERSION = 1

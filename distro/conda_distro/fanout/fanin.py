@@ -17,12 +17,12 @@ from conda_distro.distribution import Distribution
 from conda_distro.engine.run import SCOPES, build_paths
 from conda_distro.fanout.bundle import Checkout, Merged, read_bundles, take_bundles
 from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardPlan, ShardSpec, make_shards
-from conda_distro.fsutil import clear_folder
-from conda_distro.gitutil import find_repo, head_sha
 from conda_distro.graph import RecipeGraph
-from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, Deadline, staging_lock
-from conda_distro.rattler_env import index_channel
-from conda_distro.results import ResultsStore
+from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, staging_lock
+from conda_distro.state.results import ResultsStore
+from conda_distro.util.fsutil import clear_folder
+from conda_distro.util.gitutil import find_repo, head_sha
+from conda_distro.util.rattler_env import index_channel
 
 
 @dataclass(frozen=True)

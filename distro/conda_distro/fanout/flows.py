@@ -17,7 +17,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from conda_distro.checkpr import CheckPrOptions, check_pr, scope_shown
+from conda_distro.checkpr.check import CheckPrOptions, check_pr, scope_shown
+from conda_distro.checkpr.comment import error_report
+from conda_distro.checkpr.run import PrGate, run_check_pr
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.executor import ExecutionResult
 from conda_distro.engine.run import SCOPES, BuildOptions, BuildRun, build_paths, run_build
@@ -25,11 +27,10 @@ from conda_distro.errors import DistroError, ExitCode, UsageError
 from conda_distro.fanout.bundle import Manifest, write_bundle
 from conda_distro.fanout.fanin import FanIn, checkout_of, merge_shards, shard_plan, take_earlier
 from conda_distro.fanout.plan import ShardPlan, ShardSpec
-from conda_distro.fsutil import clear_folder
-from conda_distro.gitutil import changed_recipes, scope_name
 from conda_distro.graph import RecipeGraph
-from conda_distro.prcomment import PrGate, error_report, run_check_pr
-from conda_distro.results import ResultsStore
+from conda_distro.state.results import ResultsStore
+from conda_distro.util.fsutil import clear_folder
+from conda_distro.util.gitutil import changed_recipes, scope_name
 
 Flow = Literal["pr", "build"]
 
