@@ -18,9 +18,10 @@ from conda_distro.cli import main
 # Libraries that take tens to hundreds of ms to import; none is needed to parse arguments or print help.
 HEAVY = ("networkx", "rattler", "rattler_build", "rich", "ruamel", "yaml", "git", "jinja2", "filelock",
          "binstar_client")
-COMMANDS = ["sandbox", "propose", "lint", "graph", "solve", "check-pr", "build", "upload", "promote", "excuses",
+COMMANDS = ["sandbox", "propose", "lint", "graph", "solve", "check-pr", "build", "fanout", "upload", "promote", "excuses",
             "prune", "verify-channel", "snapshots", "rollback", "sweep", "report", "status", "retire", "sandbox create",
-            "sandbox publish-release", "report unmaintained", "sweep report"]  # in flow order (cli.app.FLOW_ORDER)
+            "sandbox publish-release", "report unmaintained", "sweep report", "fanout plan", "fanout shard",
+            "fanout merge"]  # in flow order (cli.app.FLOW_ORDER)
 
 
 def _loaded_after(code: str) -> set[str]:

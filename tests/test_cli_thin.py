@@ -18,7 +18,7 @@ from conda_distro.errors import RecipeError
 
 CLI = Path(conda_distro.cli.__file__).parent
 COMMAND_FILES = sorted(p for p in CLI.glob("*_cmd.py"))
-DECORATORS = {"app", "sandbox_app", "report_app", "sweep_app"}
+DECORATORS = {"app", "sandbox_app", "report_app", "sweep_app", "fanout_app"}
 
 
 def _commands() -> list[tuple[str, ast.FunctionDef]]:
@@ -38,8 +38,9 @@ COMMANDS = _commands()
 
 def test_every_command_is_found():
     # promote_cmd holds promote, excuses and retire; build_cmd build and upload; sandbox_cmd two; report_cmd two;
-    # sweep_cmd the sweep (the group's callback: `sweep` runs it) and `sweep report`; prune_cmd prune
-    assert len(COMMANDS) == 20, [n for n, _ in COMMANDS]
+    # sweep_cmd the sweep (the group's callback: `sweep` runs it) and `sweep report`; prune_cmd prune;
+    # fanout_cmd `fanout plan|shard|merge`
+    assert len(COMMANDS) == 22, [n for n, _ in COMMANDS]
 
 
 @pytest.mark.parametrize("name,func", COMMANDS, ids=[n for n, _ in COMMANDS])

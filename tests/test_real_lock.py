@@ -404,7 +404,7 @@ def _summary_step(committed: dict, refreshed: dict, tmp_path: Path):
     doc = load_workflow(Path(__file__).resolve().parents[1] / ".github" / "workflows" / "nightly.yml")
     job = doc["jobs"]["real-world"]
     [step] = [s for s in job["steps"] if step_name(s) == "what moved since the committed lock"]
-    runner = Runner(workspace=work, shims=tmp_path / "shims", temp=temp, expressions={})
+    runner = Runner(workspace=work, shims=tmp_path / "shims", temp=temp, expressions={"github.run_id": "99", "github.run_attempt": "1"})
     run = runner.run_step(doc, job, step)
     summary = (temp / "step_summary.md").read_text() if (temp / "step_summary.md").exists() else ""
     return run, summary, work

@@ -243,15 +243,33 @@ def _steps_text(job: dict) -> str:
     return "\n".join(str(s.get("run", "")) for s in job.get("steps", []))
 
 
-def test_pr_workflow_plans_shards_and_runs_check_pr():
+def _levels(doc: dict) -> list[str]:
+    return sorted((j for j in doc["jobs"] if j.startswith("level-")), key=lambda j: int(j.split("-")[1]))
+
+
+def test_pr_workflow_fans_out_by_level_and_fans_in_to_check_pr():
     doc = _load(GITHUB / "workflows/pr.yml")
     assert _triggers(doc) == {"pull_request"}
-    plan, build, gate = doc["jobs"]["plan"], doc["jobs"]["build"], doc["jobs"]["check-pr"]
-    assert "--format github-matrix" in _steps_text(plan) and "--changed-since" in _steps_text(plan)
-    assert build["needs"] == "plan" and "fromJSON(needs.plan.outputs.matrix)" in build["strategy"]["matrix"]
-    assert "conda-distro build" in _steps_text(build)
+    plan, gate = doc["jobs"]["plan"], doc["jobs"]["check-pr"]
+    levels = _levels(doc)
+    assert levels == [f"level-{i}" for i in range(int(doc["env"]["FANOUT_STAGES"]))]
+    assert "conda-distro fanout plan --flow pr" in _steps_text(plan) and "--format github" in _steps_text(plan)
+    assert not _runs_recipe_code(plan)
+    for i, job_id in enumerate(levels):
+        job = doc["jobs"][job_id]
+        assert job["needs"] == (["plan"] if i == 0 else ["plan", f"level-{i - 1}"])
+        assert job["strategy"]["matrix"] == f"${{{{ fromJSON(needs.plan.outputs.stage-{i}) }}}}"
+        assert job["if"] == f"needs.plan.outputs.count-{i} != '0'"
+        assert plan["outputs"][f"stage-{i}"] == f"${{{{ steps.plan.outputs.stage-{i} }}}}"
+        assert "conda-distro fanout shard --flow pr" in _steps_text(job) and _runs_recipe_code(job)
+        assert _perm_map(job["permissions"]) == {"contents": "read"} and not _job_tokens(doc, job)
+        uploads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+        assert [u["with"]["name"] for u in uploads] == ["shard-${{ matrix.shard }}"]
+        downloads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+        assert [d["with"]["pattern"] for d in downloads] == ([] if i == 0 else ["shard-*"])
+    assert gate["needs"] == ["plan", *levels]
     gate_text = _steps_text(gate)
-    assert "conda-distro check-pr --base" in gate_text and "--format markdown" in gate_text
+    assert "conda-distro check-pr --base" in gate_text and "--from-shards" in gate_text and "--format markdown" in gate_text
     assert "GITHUB_STEP_SUMMARY" in gate_text
     uploads = {s["with"]["name"]: s for s in gate["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")}
     assert set(uploads) == {"check-pr-comment", "check-pr-logs"}
@@ -260,6 +278,26 @@ def test_pr_workflow_plans_shards_and_runs_check_pr():
     assert check["env"]["CONDA_DISTRO_LOG_URL"].startswith("${{ github.server_url }}/${{ github.repository }}/actions/runs/")
     assert any(str(s.get("env", {}).get("BASE_REF", "")) == "${{ github.base_ref }}" for s in gate["steps"])
     assert not any(j.get("environment") for j in doc["jobs"].values())
+
+
+def test_fanout_plan_output_fits_the_workflows(tmp_path, capsys):
+    """The workflows read `stage-<i>` (a matrix of shard / stage / packages), `count-<i>` and `shards` from
+    `fanout plan --format github`, one pair per stage job."""
+    (tmp_path / "distro.yaml").write_text("name: t\npytorch:\n  releases: ['2.5.1']\nplatforms: [linux-64]\n")
+    for name, run in (("a", ["pytorch >=2.5,<2.6"]), ("b", ["a >=1,<2", "pytorch >=2.5,<2.6"]),
+                      ("c", ["pytorch >=2.5,<2.6"])):
+        (tmp_path / "recipes" / name).mkdir(parents=True)
+        (tmp_path / "recipes" / name / "recipe.yaml").write_text(
+            f"package: {{name: {name}, version: '1.0'}}\nrequirements:\n  run: {json.dumps(run)}\n")
+    capsys.readouterr()
+    assert main(["fanout", "plan", "--all", "--root", str(tmp_path), "--runners", "2", "--per-shard", "1",
+                 "--stages", "5", "--format", "github"]) == 0
+    out = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
+    assert set(out) == {*(f"stage-{i}" for i in range(5)), *(f"count-{i}" for i in range(5)), "shards"}
+    stage0, stage1 = json.loads(out["stage-0"]), json.loads(out["stage-1"])
+    assert [e["packages"] for e in stage0["include"]] == ["a", "c"] and [e["packages"] for e in stage1["include"]] == ["b"]
+    assert out["count-0"] == "2" and out["count-1"] == "1" and out["count-2"] == "0" and out["shards"] == "3"
+    assert json.loads(out["stage-4"]) == {"include": []}
 
 
 def test_graph_github_matrix_output_fits_the_pr_workflow(tmp_path, capsys):
@@ -279,15 +317,17 @@ def test_graph_github_matrix_output_fits_the_pr_workflow(tmp_path, capsys):
 def test_promote_workflow_keeps_the_token_in_the_production_job():
     doc = _load(GITHUB / "workflows/promote.yml")
     assert _triggers(doc) == {"push"} and doc["on"]["push"]["branches"] == ["main"]
-    build, promote, test = doc["jobs"]["build"], doc["jobs"]["promote"], doc["jobs"]["test"]
-    assert "secrets." not in json.dumps(build) and not build.get("environment")
-    assert "secrets." not in json.dumps(test) and not test.get("environment")
-    assert promote["environment"] == "production" and promote["needs"] == ["build", "test"]
+    levels = _levels(doc)
+    build, promote, test = doc["jobs"]["level-0"], doc["jobs"]["promote"], doc["jobs"]["test"]
+    for job in (*(doc["jobs"][j] for j in levels), test, doc["jobs"]["plan"]):
+        assert "secrets." not in json.dumps(job) and not job.get("environment")
+    assert promote["environment"] == "production" and promote["needs"] == ["runners", "plan", *levels, "test"]
+    assert not _runs_recipe_code(promote) and "conda-distro fanout merge" in _steps_text(promote)
     token_steps = [s for s in promote["steps"] if "ANACONDA_API_TOKEN" in s.get("env", {})]
     assert {s["env"]["ANACONDA_API_TOKEN"] for s in token_steps} == {"${{ secrets.ANACONDA_API_TOKEN }}"}
     commands = [re.findall(r"conda-distro (\w+) --format", s["run"]) for s in token_steps]
     assert commands == [["upload"], ["promote"]], "upload and promote are separate steps, upload first"
-    assert "--changed-since" in _steps_text(build)
+    assert "--changed-since" in _steps_text(build) and "conda-distro fanout shard" in _steps_text(build)
 
 
 def test_release_sweep_takes_the_version_through_env():
@@ -307,10 +347,11 @@ def test_release_sweep_takes_the_version_through_env():
 def test_nightly_builds_reports_and_deploys_pages():
     doc = _load(GITHUB / "workflows/nightly.yml")
     assert "schedule" in _triggers(doc) and doc["on"]["schedule"][0]["cron"]
-    build, deploy, issue = doc["jobs"]["build"], doc["jobs"]["deploy"], doc["jobs"]["issue"]
+    build, deploy, issue = doc["jobs"]["level-0"], doc["jobs"]["deploy"], doc["jobs"]["issue"]
     report, test = doc["jobs"]["report"], doc["jobs"]["test"]
     text = _steps_text(build) + _steps_text(test) + _steps_text(report)
-    for command in ("conda-distro build --all", "conda-distro report unmaintained --format markdown",
+    for command in ("conda-distro fanout shard --all", "conda-distro fanout merge --all", "conda-distro build --all",
+                    "conda-distro report unmaintained --format markdown",
                     "conda-distro status --out site/ --repo-url", '--variant "${VARIANT}"'):
         assert command in text
     assert "|| true" not in text  # exit 2 (bad input) must fail the night, only exit 1 goes on
@@ -403,7 +444,7 @@ def test_pull_request_template_checklist():
 # the workflow rules (docs/operate.md): pipefail everywhere; recipe code never next to a write permission, secret or token
 
 # Commands that run recipe code (build and test scripts): `conda-distro build|sweep|check-pr`, however invoked.
-RECIPE_CODE = re.compile(r"(?:\bconda-distro|\bpython3?\s+-m\s+conda_distro)\s+(?:build|sweep|check-pr)\b"
+RECIPE_CODE = re.compile(r"(?:\bconda-distro|\bpython3?\s+-m\s+conda_distro)\s+(?:build|sweep|check-pr|fanout\s+shard)\b"
                          r"|\brattler-build\s+(?:build|test)\b")
 TOKEN_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|CREDENTIAL", re.IGNORECASE)
 # pip-installing anything out of recipes/ would run recipe code (setup.py, build backends)
@@ -561,7 +602,6 @@ def test_shellcheck_reports_nothing():
 # A step is a piped gate when a conda-distro command's exit code would be lost in a pipe (`… | tee`).
 PIPED = re.compile(r"(?:\bconda-distro|-m\s+conda_distro)\s[^|\n]*(?<!\|)\|(?!\|)")
 EXPECTED_PIPED_GATES = {
-    ("pr.yml", "build", "build and test the shard"),
     ("pr.yml", "check-pr", "check-pr"),
     ("promote.yml", "promote", "upload the builds to the staging label"),
 }
@@ -589,19 +629,22 @@ def _runner(tmp_path: Path, expressions: dict[str, str] | None = None, **kw) -> 
     # `python -m pip install …` succeeds without installing; any other python is the real one
     write_shim(shims, "python", f'if [[ "$1 $2" == "-m pip" ]]; then echo "pip: skipped (test)"; exit 0; fi\n'
                                 f'exec {shlex.quote(sys.executable)} "$@"\n')
-    return Runner(workspace=workspace, shims=shims, temp=temp, expressions=expressions or {}, **kw)
+    # every workflow's env names this run (CONDA_DISTRO_RUN: the id each shard's bundle must carry)
+    expressions = {"github.run_id": "99", "github.run_attempt": "1", **(expressions or {})}
+    return Runner(workspace=workspace, shims=shims, temp=temp, expressions=expressions, **kw)
 
 
 def _failing_tool(shims: Path, code: int = 1) -> None:
     write_shim(shims, "conda-distro", f'echo "conda-distro $* (test: exits {code})"\nexit {code}\n')
 
 
-_EXPRESSIONS = {"github.base_ref": "main", "matrix.packages": "a b", "matrix.shard": "0",
+_EXPRESSIONS = {"github.base_ref": "main", "matrix.packages": "a b", "matrix.shard": "s0-0",
                 "secrets.ANACONDA_API_TOKEN": "anaconda-test-token", "github.token": "gh-test-token",
                 "github.event.before": "0" * 40, "inputs.pytorch_version": "2.7.0",
                 "github.event.pull_request.number": "7", "github.event.pull_request.head.sha": "a" * 40,
                 "github.server_url": "https://github.com", "github.repository": "owner/repo", "github.run_id": "99",
-                "needs.runners.outputs.build-variants": "cpu", "matrix.variant": "cuda"}
+                "needs.runners.outputs.build-variants": "cpu", "matrix.variant": "cuda",
+                "needs.plan.outputs.base": "b" * 40, "github.run_attempt": "1"}
 
 
 @pytest.mark.parametrize("gate", sorted(EXPECTED_PIPED_GATES), ids=lambda g: f"{g[0]}:{g[1]}:{g[2]}")
@@ -672,6 +715,8 @@ def _promote_job(tmp_path: Path, upload: int, promote: int, shell_override: str 
     log = tmp_path / "calls.log"
     write_shim(runner.shims, "conda-distro", f"""echo "$*" >> {shlex.quote(str(log))}
 case "$1" in
+  fanout) mkdir -p build/channels/staging/noarch build/results && echo conda > build/channels/staging/noarch/a-1.0-0.conda
+          echo '{{}}' > build/results/noarch__a-1.0-0.conda.json; echo '{{"builds": []}}'; exit 0 ;;
   upload) echo '{{"uploaded": []}}'; exit {upload} ;;
   promote) echo '{{"promoted": ["b"]}}' > channel_state/b.json; echo '{{"ok": {str(promote == 0).lower()}}}'; exit {promote} ;;
 esac
@@ -686,7 +731,7 @@ exit 99
 def test_promote_job_commits_the_ledger_after_a_clean_promotion(tmp_path):
     run, calls, pushed = _promote_job(tmp_path, upload=0, promote=0)
     assert run.ok, run.steps
-    assert calls == ["upload", "promote"]
+    assert calls == ["fanout", "upload", "promote"]
     assert pushed[0].startswith("channel_state: promotion of ")
     work = tmp_path / "work"
     assert (work / "build/channels/staging/noarch/a-1.0-0.conda").is_file()
@@ -717,16 +762,17 @@ def test_promote_job_refuses_symlinks_from_the_build_job(tmp_path):
     runner = _runner(tmp_path, {**_EXPRESSIONS, "runner.temp": str(tmp_path / "runner-temp")})
     runner.workspace, runner.github_env = work, _github_env(tmp_path, "gh-test-token", sha)
     runner.handlers = {"actions/download-artifact": lambda with_, r: with_link(r.workspace / with_["path"], _HANDED)}
-    write_shim(runner.shims, "conda-distro", "echo called >> calls.log\n")
+    write_shim(runner.shims, "conda-distro", "echo \"$1\" >> calls.log\n")
     run = runner.run_job(_load(GITHUB / "workflows/promote.yml"), "promote")
-    assert not run.ok and run.steps[-1].name == "take staging and the test results from the build job"
-    assert not (work / "calls.log").exists() and not (work / "build").exists()
+    assert not run.ok and run.steps[-1].name == "merge the shards' staging and test results"
+    assert (work / "calls.log").read_text() == "fanout\n"  # the merge (which checks its bundles), then nothing
+    assert not (work / "build/results/stolen.json").exists()
 
 
 def test_promote_job_records_what_it_promoted_when_some_artifacts_are_held(tmp_path):
     """Exit 1 = promote ran and held some artifacts: what it promoted is in main, so the ledger is committed."""
     run, calls, pushed = _promote_job(tmp_path, upload=0, promote=1)
-    assert run.ok and calls == ["upload", "promote"]
+    assert run.ok and calls == ["fanout", "upload", "promote"]
     assert pushed[0].startswith("channel_state: promotion of ")
     assert "::warning::" in run.step("promote").stdout
 
@@ -734,21 +780,21 @@ def test_promote_job_records_what_it_promoted_when_some_artifacts_are_held(tmp_p
 def test_a_failed_upload_stops_before_promote(tmp_path):
     run, calls, pushed = _promote_job(tmp_path, upload=2, promote=0)
     assert not run.ok and run.steps[-1].name == "upload the builds to the staging label"
-    assert calls == ["upload"]
+    assert calls == ["fanout", "upload"]
     assert pushed == ["initial"]
 
 
 def test_a_failed_promote_never_commits_the_ledger(tmp_path):
     run, calls, pushed = _promote_job(tmp_path, upload=0, promote=2)
     assert not run.ok and run.steps[-1].name == "promote" and not run.ran("record the ledger")
-    assert calls == ["upload", "promote"]
+    assert calls == ["fanout", "upload", "promote"]
     assert pushed == ["initial"]
 
 
 def test_without_pipefail_a_failed_upload_went_on_to_promote(tmp_path):
     """The same job under GitHub's old default shell: the failed upload is lost in `| tee`."""
     run, calls, pushed = _promote_job(tmp_path, upload=2, promote=0, shell_override="bash -e {0}")
-    assert calls == ["upload", "promote"]
+    assert calls == ["fanout", "upload", "promote"]
     assert pushed[0].startswith("channel_state: promotion of ")
 
 
@@ -758,9 +804,9 @@ def test_promote_build_job_goes_on_only_when_the_build_ran(code, ok, tmp_path):
     runner = _runner(tmp_path, _EXPRESSIONS)
     git(runner.workspace, "init", "-q")
     write_shim(runner.shims, "conda-distro", f'echo \'{{"builds": []}}\'\nexit {code}\n')
-    run = runner.run_job(_load(GITHUB / "workflows/promote.yml"), "build")
+    run = runner.run_job(_load(GITHUB / "workflows/promote.yml"), "level-0")
     assert run.ok is ok
-    assert '{"builds": []}' in run.step("build and test").stdout
+    assert '{"builds": []}' in run.step("build and test the shard").stdout
 
 
 # --- release-sweep.yml: the untrusted job bundles its commits; the publish job verifies and pushes
@@ -1029,10 +1075,10 @@ def test_the_test_matrix_is_split_by_variant_on_the_runners_distro_yaml_names(wf
     assert run.outputs["count"] == "1"
     jobs = doc["jobs"]
     assert jobs["runners"]["outputs"]["tests"] == "${{ steps.runners.outputs.tests }}"
-    assert jobs["build"]["runs-on"] == "${{ needs.runners.outputs.build-runner }}"
+    assert all(jobs[j]["runs-on"] == "${{ needs.runners.outputs.build-runner }}" for j in _levels(doc))
     test = jobs["test"]
     assert test["runs-on"] == "${{ matrix.runner }}" and test["strategy"]["matrix"] == "${{ fromJSON(needs.runners.outputs.tests) }}"
-    assert test["if"] == "needs.runners.outputs.count != '0'" and test["needs"] == ["runners", "build"]
+    assert "needs.runners.outputs.count != '0'" in test["if"] and test["needs"] == ["runners", "plan", *_levels(doc)]
     assert _perm_map(test["permissions"]) == {"contents": "read"} and not _job_tokens(doc, test)
 
 
@@ -1052,11 +1098,12 @@ def _variant_calls(tmp_path: Path, wf: str, job_id: str, variants: str) -> list[
 
 @pytest.mark.parametrize("wf", ["promote.yml", "nightly.yml"])
 def test_the_build_job_tests_its_variants_and_the_test_job_one_variant(wf, tmp_path):
-    [build] = _variant_calls(tmp_path / "one", wf, "build", "cpu")
-    assert "--variant cpu" in build and "--variant cuda" not in build
-    [both] = _variant_calls(tmp_path / "both", wf, "build", "cpu cuda")  # cuda on the same runner: one job
+    [build] = _variant_calls(tmp_path / "one", wf, "level-0", "cpu")
+    assert build.startswith("fanout shard ") and "--variant cpu" in build and "--variant cuda" not in build
+    [both] = _variant_calls(tmp_path / "both", wf, "level-1", "cpu cuda")  # cuda on the same runner: one job
     assert "--variant cpu --variant cuda" in both
-    [test] = _variant_calls(tmp_path / "test", wf, "test", "cpu")
+    [merge, test] = _variant_calls(tmp_path / "test", wf, "test", "cpu")
+    assert merge.startswith("fanout merge ") and "--variant" not in merge
     assert test.startswith("build ") and "--variant cuda" in test and "--variant cpu" not in test
 
 

@@ -133,3 +133,9 @@ class FileSystemError(DistroError):
 
 class BridgeError(DistroError):
     """The PyPI bridge cannot resolve, download or convert what it was asked for (conda_distro.upstream)."""
+
+
+class ShardError(DistroError):
+    """The shards of a fanned-out run do not add up: a bundle is missing, comes from another run or
+    checkout, speaks for a package another shard owns, or its files differ from its sha256s. Nothing
+    is merged (fail closed)."""

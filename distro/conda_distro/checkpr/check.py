@@ -55,6 +55,20 @@ class CheckPrOptions:
     log_url: str | None = None  # where the CI run's logs can be read ('{path}' in it: the log's path); output only
     only: str | None = None  # --only NAME: reproduce NAME's failure (its PR-scope dependencies built with it)
     pytorch: tuple[str, ...] = ()  # --pytorch: test only against these releases (solve only them)
+    solve: bool = True  # False: stop once the affected set is known (the fan-out's plan and shard jobs)
+    shards: ShardInputs | None = None  # the fan-in: build nothing, take the shards' records (conda_distro.fanout)
+
+
+@dataclass(frozen=True)
+class ShardInputs:
+    """``check-pr --from-shards``: where the shards' bundles were downloaded, this run's id, and how the run
+    was cut (as the plan job's options); :func:`conda_distro.fanout.flows.pr_gate` reads them."""
+
+    folder: Path
+    run: str = "local"
+    runners: int = 20
+    per_shard: int = 4
+    stages: int = 8
 
 
 @dataclass
@@ -208,6 +222,12 @@ def owner_conflicts(dist: Distribution, linted: list[str]) -> list[Finding]:
     return out
 
 
+def scope_shown(dist: Distribution, scope: str) -> str:
+    """The scope's folder as the result shows it (relative to the root when inside it)."""
+    folder = dist.distro.build_dir / SCOPES / scope
+    return folder.relative_to(dist.root).as_posix() if dist.distro.build_dir.is_relative_to(dist.root) else str(folder)
+
+
 def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> CheckPrResult:
     if options.log_url is not None and not re.match(r"^https?://[^\s]+$", options.log_url):
         raise UsageError(f"'{options.log_url[:80]}' is not an http(s) URL", field="--log-url",
@@ -249,6 +269,8 @@ def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> Check
                                        dist.recipes[n].lines.get("build"), dist.recipes[n].lines.get("tests"))
                      for n in res.affected}
     res.needs_pin_update = pin_updates(dist, graph, present)
+    if not options.solve:
+        return res
     res.solve = solve_distribution(dist, SolveOptions(pytorch=options.pytorch)).results
     if options.build and res.affected:
         scope = scope_name(dist.root)
@@ -260,8 +282,7 @@ def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> Check
                                  dist.loaded_state)
             if (dist.distro.build_dir / SCOPES / scope).is_dir():
                 clear_folder(dist.distro.build_dir / SCOPES / scope)
-        res.scope = (dist.distro.build_dir / SCOPES / scope).relative_to(dist.root).as_posix() \
-            if dist.distro.build_dir.is_relative_to(dist.root) else str(dist.distro.build_dir / SCOPES / scope)
+        res.scope = scope_shown(dist, scope)
         run = run_build(built, BuildOptions(names=tuple(res.affected), jobs=options.jobs, sandbox=options.sandbox,
                                             scope=scope, pytorch=options.pytorch), reporter)
         if run.report is not None:

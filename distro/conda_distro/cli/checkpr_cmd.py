@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -25,6 +26,13 @@ def check_pr_cmd(
                  "staging is only read.")] = None,
     pytorch: Annotated[list[str] | None, typer.Option("--pytorch", metavar="VER",
             help="Test (and solve) only against this release (repeatable).")] = None,
+    from_shards: Annotated[Path | None, typer.Option("--from-shards", file_okay=False, show_default=False,
+            help="The fan-in: take the build and test records from the shards' bundles downloaded here (each "
+                 "checked: this run, this checkout's recipes, its own packages); build nothing.")] = None,
+    run: Annotated[str, typer.Option("--run", envvar="CONDA_DISTRO_RUN", help="With --from-shards: this CI run's id.")] = "local",
+    runners: Annotated[int, typer.Option("--runners", min=1, max=256, help="With --from-shards: as the plan job's.")] = 20,
+    per_shard: Annotated[int, typer.Option("--per-shard", min=1, max=10000, help="With --from-shards: as the plan job's.")] = 4,
+    stages: Annotated[int, typer.Option("--stages", min=1, max=64, help="With --from-shards: as the plan job's.")] = 8,
     root: RootOpt = None,
     format: Annotated[TextJsonMarkdown, typer.Option("--format", help="text, json or markdown (a PR comment).")] = Format.text,
 ) -> int:
@@ -32,9 +40,10 @@ def check_pr_cmd(
 
     Exit 0 ready to merge, 1 changes needed, 2 bad input. With --format markdown, bad input (exit 2)
     still prints a comment saying what cannot be read and what to do."""
-    from conda_distro.checkpr.check import CheckPrOptions
-    from conda_distro.checkpr.run import run_check_pr
+    from conda_distro.checkpr.check import CheckPrOptions, ShardInputs
+    from conda_distro.fanout.flows import pr_gate
 
     warn_no_sandbox(no_sandbox)
-    return emit(run_check_pr(CheckPrOptions(base=base, build=not no_build, jobs=jobs, sandbox=not no_sandbox, root=root,
-                                            log_url=log_url, only=only, pytorch=tuple(pytorch or ()))), format)
+    shards = ShardInputs(from_shards, run, runners, per_shard, stages) if from_shards is not None else None
+    return emit(pr_gate(CheckPrOptions(base=base, build=not no_build, jobs=jobs, sandbox=not no_sandbox, root=root,
+                                       log_url=log_url, only=only, pytorch=tuple(pytorch or ()), shards=shards)), format)

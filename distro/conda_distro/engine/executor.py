@@ -90,6 +90,7 @@ class ExecContext:
     limits: dict[str, Limits] = field(default_factory=dict)  # package -> its limits (default: distro.yaml's)
     default_limits: Limits = field(default_factory=Limits)
     inputs: dict[str, RecipeInputs] = field(default_factory=dict)  # package -> its url and path sources
+    prior: ExecutionResult | None = None  # a shard: the earlier shards' outcomes (as if run here first)
 
 
 @dataclass
@@ -159,6 +160,18 @@ class Executor:
         self.status: dict[str, _Status] = {}
         self.artifacts: dict[str, dict[str, str]] = {}  # package -> {artifact: sha256} made or kept by this run
         self.gate = threading.Lock()  # held by the unit writing staging
+        if ctx.prior is not None:
+            self._seed(ctx.prior)
+
+    def _seed(self, prior: ExecutionResult) -> None:
+        """Take earlier shards' outcomes as if their packages had run in this process: their failures
+        block dependents, their artifacts are what dependents' tests install."""
+        names = {b.name for b in prior.builds} | {t.name for t in prior.tests}
+        for name in sorted(names):
+            outcome = UnitOutcome(name, [b for b in prior.builds if b.name == name],
+                                  [t for t in prior.tests if t.name == name])
+            self.status[name] = _summarise(outcome)
+            self.artifacts[name] = {b.artifact: b.sha256 for b in outcome.builds if b.sha256 and b.artifact}
 
     def _unit(self, pkg: PackagePlan) -> Unit:
         block_build = next((self.status[d].build_failed and f"dependency {self.status[d].build_failed}"

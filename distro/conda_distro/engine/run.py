@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from conda_distro.channels import crash_point, open_anaconda_channel
@@ -47,6 +47,10 @@ class BuildOptions:
     retry_errors: bool = False  # add the packages whose latest test of a staging artifact is an `error`
     variants: tuple[str, ...] = ()  # `--variant`: test only these variants (CI runs each on its own runner)
     root: Path | None = None  # the distribution's folder (None: found from the current one); for build()
+    # fan-out (conda_distro.fanout): run only these packages of the plan (a shard), the others' outcomes
+    # being ``prior`` (earlier shards' records: their failures block dependents as in one run)
+    only: tuple[str, ...] = ()
+    prior: ExecutionResult | None = None
 
 
 @dataclass
@@ -180,6 +184,8 @@ def plan_build(dist: Distribution, options: BuildOptions, available: Availabilit
     plan = make_plan(dist, graph, builder, ResultsStore(paths.store), paths.staging,
                      PlanOptions(names=tuple(names), all=options.all, pytorch=options.pytorch, engine=options.engine,
                                  main=main, variants=options.variants, available=available))
+    if options.only:  # a shard: the same plan, its own packages only
+        plan = replace(plan, packages=tuple(p for p in plan.packages if p.name in options.only))
     return plan, paths
 
 
@@ -293,5 +299,5 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
                           isolation=iso, jobs=options.jobs or machine_jobs(), fallback=fallback,
                           provenance=build_provenance(dist.root, dist.distro.recipes_dir),
                           gpu=gpu is not None and gpu.available, root=dist.root, limits=limits,
-                          default_limits=dist.config.limits, inputs=inputs)
+                          default_limits=dist.config.limits, inputs=inputs, prior=options.prior)
         return BuildRun(plan, Executor(plan, ctx, reporter).run(), excluded, gpu)

@@ -31,6 +31,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -275,3 +276,28 @@ def index_channel(channel_dir: str | os.PathLike[str], *, subdirs: Sequence[str]
             (d / stale).unlink(missing_ok=True)
         shutil.rmtree(d / "shards", ignore_errors=True)
     _run_coro(index_fs(root, force=force, write_zst=False, write_shards=False))
+    _quiesce()
+
+
+def _quiesce(limit: float = 2.0) -> None:
+    """Wait (at most ``limit`` seconds) until every other thread of this process is asleep. rattler's
+    ``index_fs`` returns while its runtime's threads still finish their callbacks into Python; an
+    interpreter that exits then (a command whose last act is an index: the fan-in's merge) aborted
+    (``PyGILState_Release``) or crashed in most runs on this machine. Two quiet looks 10 ms apart
+    ended it. Linux only (``/proc``); elsewhere nothing is waited for."""
+    me = str(os.getpid())
+    deadline, quiet = time.monotonic() + limit, 0
+    while quiet < 2 and time.monotonic() < deadline:
+        try:
+            tasks = [t for t in os.listdir("/proc/self/task") if t != me]
+        except OSError:
+            return
+        busy = False
+        for t in tasks:
+            try:
+                state = Path(f"/proc/self/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            busy = busy or state not in ("S", "I")
+        quiet = 0 if busy else quiet + 1
+        time.sleep(0.01)

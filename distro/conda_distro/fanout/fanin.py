@@ -1,0 +1,96 @@
+"""The fan-in: the shards' bundles, checked, merged into one staging channel and results store, and one
+report, as a single-machine build would have left them. It runs no recipe code and builds nothing:
+check-pr's verdict and comment, promote's gate and the nightly's reports are then computed from what
+it merged, exactly as after a build on one machine.
+
+The fan-in recomputes the run's :class:`~.plan.ShardPlan` from its own checkout (the same inputs give
+the same shards), so it trusts neither the plan job's output nor the shards' word on who built what:
+:func:`~.bundle.read_bundles` checks each bundle against that plan and this checkout's recipes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conda_distro.distribution import Distribution
+from conda_distro.engine.run import SCOPES, build_paths
+from conda_distro.fanout.bundle import Checkout, Merged, read_bundles, take_bundles
+from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardPlan, ShardSpec, make_shards
+from conda_distro.graph import RecipeGraph
+from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, staging_lock
+from conda_distro.state.results import ResultsStore
+from conda_distro.util.fsutil import clear_folder
+from conda_distro.util.gitutil import find_repo, head_sha
+from conda_distro.util.rattler_env import index_channel
+
+
+@dataclass(frozen=True)
+class FanIn:
+    """Where the bundles were downloaded (one folder per shard, or one bundle), this run's id, and how the
+    run was cut (the plan job's options)."""
+
+    bundles: Path
+    run: str
+    spec: ShardSpec = field(default_factory=ShardSpec)
+
+
+def weights(dist: Distribution) -> dict[str, int]:
+    """A package's weight when shards are cut: :data:`~.plan.COMPILED_WEIGHT` for a recipe that is not noarch."""
+    return {n: (1 if r.noarch else COMPILED_WEIGHT) for n, r in dist.recipes.items()}
+
+
+def shard_plan(dist: Distribution, affected: list[str], spec: ShardSpec) -> tuple[RecipeGraph, ShardPlan]:
+    """The shards of a run of ``affected`` over the (readable) distribution ``dist``."""
+    graph = RecipeGraph.from_recipes(dist.recipes)
+    return graph, make_shards(graph, affected, weights(dist), spec)
+
+
+def checkout_of(dist: Distribution, run: str) -> Checkout:
+    """This checkout as bundles are compared with it."""
+    repo = find_repo(dist.root, with_commit=True)
+    return Checkout(run=run, head=head_sha(repo) if repo is not None else None, root=dist.root,
+                    outputs={n: frozenset(r.output_names) for n, r in dist.recipes.items()},
+                    build_dir=dist.distro.build_dir)
+
+
+def sort_records(merged: Merged, dist: Distribution, order: list[str]) -> Merged:
+    """The records in a single run's order: dependency order, artifact, then release × variant as in
+    distro.yaml."""
+    rank = {n: i for i, n in enumerate(order)}
+    releases = {r: i for i, r in enumerate(dist.config.pytorch.releases)}
+    variants = {v: i for i, v in enumerate(dist.config.pytorch.variants)}
+    merged.builds.sort(key=lambda b: (rank.get(b.name, len(rank)), b.artifact or ""))
+    merged.tests.sort(key=lambda t: (rank.get(t.name, len(rank)), t.artifact, releases.get(t.pytorch, len(releases)),
+                                     variants.get(t.variant, len(variants))))
+    return merged
+
+
+def merge_shards(dist: Distribution, affected: list[str], fanin: FanIn, scope: str | None) -> Merged:
+    """Check every bundle of the run of ``affected`` and take them into the staging channel and results
+    store of ``scope`` (check-pr's, emptied first) or the shared ones (None), under the staging lock.
+    A missing, foreign or altered bundle raises :class:`~conda_distro.errors.ShardError` before anything
+    is written."""
+    _, plan = shard_plan(dist, affected, fanin.spec)
+    checkout = checkout_of(dist, fanin.run)
+    bundles = read_bundles(fanin.bundles, plan, plan.shards, checkout)
+    paths = build_paths(dist, scope)
+    if scope is not None and (dist.distro.build_dir / SCOPES / scope).is_dir():
+        clear_folder(dist.distro.build_dir / SCOPES / scope)
+    paths.staging.mkdir(parents=True, exist_ok=True)
+    with staging_lock(paths.staging, Deadline(DEFAULT_LOCK_TIMEOUT)):
+        merged = take_bundles(bundles, paths.staging, ResultsStore(paths.store), checkout)
+        index_channel(paths.staging, subdirs=[s for s in dist.distro.subdirs if s != "noarch"])
+    return sort_records(merged, dist, plan.affected)
+
+
+def take_earlier(dist: Distribution, plan: ShardPlan, shard_id: str, fanin: FanIn, staging: Path,
+                 store: Path) -> Merged:
+    """A shard job's inputs: the checked bundles of the shards of earlier stages, taken into its staging
+    channel and results store (its own, fresh)."""
+    checkout = checkout_of(dist, fanin.run)
+    bundles = read_bundles(fanin.bundles, plan, plan.earlier(shard_id), checkout)
+    staging.mkdir(parents=True, exist_ok=True)
+    merged = take_bundles(bundles, staging, ResultsStore(store), checkout)
+    index_channel(staging, subdirs=[s for s in dist.distro.subdirs if s != "noarch"])
+    return merged

@@ -1,0 +1,133 @@
+"""The shards of a fanned-out run: pure data, computed from the checkout alone (no recipe code runs).
+
+A run builds an affected set (check-pr's, `build --changed-since`'s or every package). Its dependency
+levels become **stages**: stage ``i`` holds level ``i``; a workflow has a fixed number of stage jobs
+(``stages``), so every level from ``stages - 1`` on is folded into the last stage, whose shards then
+hold whole connected pieces of those levels and build them in dependency order. Each stage's packages
+are split over at most ``runners`` shards, longest first onto the least loaded shard (a compiled
+package weighs :data:`COMPILED_WEIGHT` noarch ones), and a shard holds at most ``per_shard`` weight
+when more runners can take it: one slow package gets a shard of its own and does not hold up its
+level's other shards. Every package is in exactly one shard; the same inputs give the same shards, so
+the shard jobs and the fan-in agree on them without trusting each other.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from conda_distro.graph import RecipeGraph
+
+#: how many noarch packages one compiled package (a recipe that is not noarch) weighs when shards are cut
+COMPILED_WEIGHT = 5
+#: stage jobs a workflow defines (``level-0`` … ``level-7``); deeper levels fold into the last one
+DEFAULT_STAGES = 8
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """How to cut: at most ``runners`` shards per stage, about ``per_shard`` weight each."""
+
+    runners: int = 20
+    per_shard: int = 4
+    stages: int = DEFAULT_STAGES
+
+
+@dataclass(frozen=True)
+class Shard:
+    id: str  # "s<stage>-<index>": also the name of its bundle (artifact ``shard-<id>``)
+    stage: int
+    packages: tuple[str, ...]  # dependency order
+
+    def to_dict(self) -> dict:
+        return {"shard": self.id, "stage": self.stage, "packages": " ".join(self.packages)}
+
+
+@dataclass
+class ShardPlan:
+    """The shards of one run, stage by stage; ``affected`` in dependency order."""
+
+    affected: list[str]
+    stages: list[list[Shard]] = field(default_factory=list)
+    exit_code: int = 0
+
+    @property
+    def shards(self) -> list[Shard]:
+        return [s for stage in self.stages for s in stage]
+
+    def shard(self, shard_id: str) -> Shard | None:
+        return next((s for s in self.shards if s.id == shard_id), None)
+
+    def owner(self) -> dict[str, str]:
+        """package -> the id of the shard that builds it."""
+        return {p: s.id for s in self.shards for p in s.packages}
+
+    def earlier(self, shard_id: str) -> list[Shard]:
+        """The shards of the stages before ``shard_id``'s (what its job downloads)."""
+        own = self.shard(shard_id)
+        return [] if own is None else [s for s in self.shards if s.stage < own.stage]
+
+    def matrix(self, stage: int) -> dict:
+        """Stage ``stage``'s GitHub Actions matrix (``include``: shard, stage, packages)."""
+        shards = self.stages[stage] if stage < len(self.stages) else []
+        return {"include": [s.to_dict() for s in shards]}
+
+    def to_dict(self) -> dict:
+        return {"affected": self.affected, "shards": len(self.shards),
+                "stages": [[s.to_dict() for s in stage] for stage in self.stages]}
+
+    def github_lines(self, stages: int) -> list[str]:
+        """``key=value`` lines for ``$GITHUB_OUTPUT``: ``stage-<i>`` (a matrix) and ``count-<i>`` for each of
+        the workflow's ``stages`` stage jobs, and ``shards`` (how many in all)."""
+        lines = []
+        for i in range(stages):
+            m = self.matrix(i)
+            lines += [f"stage-{i}={json.dumps(m, separators=(',', ':'))}", f"count-{i}={len(m['include'])}"]
+        return [*lines, f"shards={len(self.shards)}"]
+
+    def text_lines(self) -> list[str]:
+        out = [f"{len(self.affected)} package(s) in {len(self.shards)} shard(s)"]
+        for i, stage in enumerate(self.stages):
+            out += [f"  stage {i}: " + "; ".join(f"{s.id}: {' '.join(s.packages)}" for s in stage)]
+        return out
+
+
+def _split(items: list[tuple[list[str], int]], count: int) -> list[list[list[str]]]:
+    """Longest first onto the least loaded of ``count`` bins (ties: the lowest index); each item is a
+    group of packages that stays together, with its weight."""
+    bins: list[list[list[str]]] = [[] for _ in range(count)]
+    load = [0] * count
+    for group, weight in sorted(items, key=lambda it: (-it[1], it[0])):
+        i = min(range(count), key=lambda j: (load[j], j))
+        bins[i].append(group)
+        load[i] += weight
+    return [b for b in bins if b]
+
+
+def make_shards(graph: RecipeGraph, affected: list[str], weights: dict[str, int], spec: ShardSpec) -> ShardPlan:
+    """Cut ``affected`` (a subset of ``graph``) into shards by stage (see the module docstring)."""
+    stages_n = max(1, spec.stages)
+    levels = graph.levels(affected)
+    order = {n: i for i, n in enumerate(graph.order(affected))}
+    plan = ShardPlan(affected=sorted(affected, key=order.__getitem__))
+    grouped: list[list[str]] = [lv for lv in levels[: stages_n - 1]]
+    tail = [n for lv in levels[stages_n - 1:] for n in lv]
+    if tail:
+        grouped.append(tail)
+    for stage, names in enumerate(grouped):
+        if stage == stages_n - 1 and len(levels) > stages_n:  # folded levels: whole connected pieces
+            sub = graph.g.subgraph(names)
+            groups = [sorted(c, key=order.__getitem__) for c in nx.weakly_connected_components(sub)]
+        else:
+            groups = [[n] for n in names]
+        items = [(g, sum(weights.get(n, 1) for n in g)) for g in groups]
+        total = sum(w for _, w in items)
+        count = max(1, min(spec.runners, len(items), math.ceil(total / max(1, spec.per_shard))))
+        bins = _split(items, count)
+        shards = [sorted((n for g in b for n in g), key=order.__getitem__) for b in bins]
+        shards.sort(key=lambda s: order[s[0]])
+        plan.stages.append([Shard(f"s{stage}-{i}", stage, tuple(s)) for i, s in enumerate(shards)])
+    return plan

@@ -1,0 +1,198 @@
+"""The fan-out's plan (pure data) and the checks every reader makes of a shard's bundle.
+
+The end-to-end contract (the workflows run job by job on the sandbox world give the single machine's
+verdict, comment and promoted set) is tests/test_fanout_contract.py (slow)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import networkx as nx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conda_distro.errors import ShardError
+from conda_distro.fanout.bundle import MANIFEST, Checkout, read_bundles
+from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardSpec, make_shards
+from conda_distro.graph import RecipeGraph
+from conda_distro.state.provenance import recipe_digest
+
+
+def _graph(edges: list[tuple[str, str]], nodes: list[str] = ()) -> RecipeGraph:
+    g: nx.DiGraph[str] = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    g.add_edges_from(edges)
+    return RecipeGraph(g)
+
+
+def _check_invariants(graph: RecipeGraph, affected: list[str], plan, spec: ShardSpec) -> None:
+    owner = plan.owner()
+    assert sorted(owner) == sorted(affected)  # every package in exactly one shard
+    assert sum(len(s.packages) for s in plan.shards) == len(affected)
+    stage = {p: plan.shard(owner[p]).stage for p in affected}
+    for u, v in graph.g.subgraph(affected).edges:
+        # a dependency is built by an earlier stage, or (folded levels) by the same shard, before it
+        assert stage[u] < stage[v] or (owner[u] == owner[v] and plan.shard(owner[u]).packages.index(u)
+                                        < plan.shard(owner[v]).packages.index(v)), (u, v)
+    assert len(plan.stages) <= spec.stages
+    assert all(len(s) <= spec.runners for s in plan.stages)
+
+
+def test_levels_become_stages_and_big_levels_split():
+    graph = _graph([("a", "x"), ("b", "x"), ("x", "y")], ["a", "b", "c", "d", "e"])
+    plan = make_shards(graph, graph.names, {}, ShardSpec(runners=2, per_shard=1, stages=6))
+    assert [[s.packages for s in stage] for stage in plan.stages] == \
+        [[("a", "c", "e"), ("b", "d")], [("x",)], [("y",)]]
+    assert plan.earlier("s2-0") == [*plan.stages[0], *plan.stages[1]] and plan.earlier("s0-1") == []
+    # one runner per stage: one shard each; enough runners, 2 per shard: 3 shards for 5 packages
+    assert [len(s) for s in make_shards(graph, graph.names, {}, ShardSpec(runners=1, per_shard=1)).stages] == [1, 1, 1]
+    assert len(make_shards(graph, graph.names, {}, ShardSpec(runners=10, per_shard=2)).stages[0]) == 3
+
+
+def test_a_slow_package_gets_a_shard_of_its_own():
+    graph = _graph([], ["big", "n1", "n2", "n3", "n4"])
+    plan = make_shards(graph, graph.names, {"big": COMPILED_WEIGHT}, ShardSpec(runners=2, per_shard=4))
+    assert sorted(s.packages for s in plan.stages[0]) == [("big",), ("n1", "n2", "n3", "n4")]
+
+
+def test_deep_levels_fold_into_the_last_stage_as_whole_pieces():
+    chain = [(f"c{i}", f"c{i + 1}") for i in range(5)]  # c0 -> ... -> c5: six levels
+    graph = _graph([*chain, ("c2", "side"), ("z0", "z1"), ("z1", "z2"), ("z2", "z3")])
+    spec = ShardSpec(runners=4, per_shard=1, stages=3)
+    plan = make_shards(graph, graph.names, {}, spec)
+    assert len(plan.stages) == 3
+    last = {s.packages for s in plan.stages[2]}
+    assert ("c2", "c3", "side", "c4", "c5") in last or ("c2", "c3", "c4", "c5", "side") in last
+    assert ("z2", "z3") in last
+    _check_invariants(graph, graph.names, plan, spec)
+
+
+def test_the_plan_as_github_outputs():
+    graph = _graph([("a", "b")])
+    plan = make_shards(graph, ["a", "b"], {}, ShardSpec(runners=2, per_shard=1, stages=3))
+    out = dict(line.split("=", 1) for line in plan.github_lines(3))
+    assert json.loads(out["stage-0"]) == {"include": [{"shard": "s0-0", "stage": 0, "packages": "a"}]}
+    assert out["count-2"] == "0" and json.loads(out["stage-2"]) == {"include": []} and out["shards"] == "2"
+    assert make_shards(graph, [], {}, ShardSpec()).shards == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 30).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n),
+    st.integers(1, 5), st.integers(1, 4), st.integers(1, 5), st.sets(st.integers(0, n - 1)))))
+def test_any_graph_is_cut_into_shards_that_respect_its_order(case):
+    n, pairs, runners, per_shard, stages, compiled = case
+    edges = [(f"p{min(a, b):02d}", f"p{max(a, b):02d}") for a, b in pairs if a != b]  # acyclic: low -> high
+    graph = _graph(edges, [f"p{i:02d}" for i in range(n)])
+    spec = ShardSpec(runners=runners, per_shard=per_shard, stages=stages)
+    weights = {f"p{i:02d}": COMPILED_WEIGHT for i in compiled}
+    affected = graph.names[::2] + graph.names[1::3]
+    affected = graph.order(set(affected))
+    plan = make_shards(graph, affected, weights, spec)
+    _check_invariants(graph, affected, plan, spec)
+    assert plan.to_dict() == make_shards(graph, list(reversed(affected)), weights, spec).to_dict()  # deterministic
+
+
+# --- bundles: what a reader refuses
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    """A checkout with two recipe folders (only their digests matter to the checks)."""
+    for name in ("a", "b"):
+        (tmp_path / "recipes" / name).mkdir(parents=True)
+        (tmp_path / "recipes" / name / "recipe.yaml").write_text(f"package: {{name: {name}, version: '1.0'}}\n")
+    return tmp_path
+
+
+def _bundle(root: Path, out: Path, shard: str, package: str, run: str = "r1", head: str = "c" * 40) -> Path:
+    """A bundle as a shard job writes it: one artifact of ``package``, its results file, a passed test."""
+    art = f"noarch/{package}-1.0-0.conda"
+    data = f"the {package} package".encode()
+    (out / "channel" / "noarch").mkdir(parents=True)
+    (out / "channel" / art).write_bytes(data)
+    recipe = f"recipes/{package}"
+    digest = recipe_digest(root / recipe)
+    test = {"name": package, "artifact": art, "pytorch": "2.5.1", "variant": "cpu", "status": "passed",
+            "date": "2026-01-01T00:00:00Z", "recipes": {recipe: digest}, "commit": head}
+    (out / "results").mkdir()
+    (out / "results" / f"noarch__{package}-1.0-0.conda.json").write_text(json.dumps(
+        {"schema_version": 2, "artifact": art, "name": package, "version": "1.0", "sha256": _sha(data),
+         "recipe": recipe, "recipe_hash": digest, "commit": head, "tests": [test]}))
+    (out / MANIFEST).write_text(json.dumps(
+        {"bundle_version": 1, "run": run, "shard": shard, "head": head, "packages": [package],
+         "files": {art: _sha(data)}, "builds": [{"name": package, "version": "1.0", "artifact": art,
+                                                 "sha256": _sha(data), "status": "built"}], "tests": [test]}))
+    return out
+
+
+def _read(root: Path, bundles: Path, run: str = "r1"):
+    graph = _graph([("a", "b")])
+    plan = make_shards(graph, ["a", "b"], {}, ShardSpec(runners=2, per_shard=1))
+    checkout = Checkout(run=run, head="c" * 40, root=root, outputs={"a": frozenset({"a"}), "b": frozenset({"b"})},
+                        build_dir=root / "build")
+    return read_bundles(bundles, plan, plan.shards, checkout)
+
+
+def test_honest_bundles_are_read(repo, tmp_path):
+    _bundle(repo, tmp_path / "dl" / "shard-s0-0", "s0-0", "a")
+    _bundle(repo, tmp_path / "dl" / "shard-s1-0", "s1-0", "b")
+    got = _read(repo, tmp_path / "dl")
+    assert [b.manifest.shard for b in got] == ["s0-0", "s1-0"]
+    assert [t.status for b in got for t in b.manifest.tests] == ["passed", "passed"]
+
+
+def _tamper_file(b: Path) -> None:
+    (b / "channel/noarch/a-1.0-0.conda").write_bytes(b"another content")
+
+
+def _tamper_json(b: Path, path: str, edit) -> None:
+    doc = json.loads((b / path).read_text())
+    edit(doc)
+    (b / path).write_text(json.dumps(doc))
+
+
+TAMPER = {
+    "another run": (lambda b: _tamper_json(b, MANIFEST, lambda d: d.update(run="r0")), "made by run 'r0'"),
+    "another commit": (lambda b: _tamper_json(b, MANIFEST, lambda d: d.update(head="d" * 40)), "built from commit"),
+    "another shard's package": (lambda b: _tamper_json(b, MANIFEST, lambda d: d.update(packages=["b"])),
+                                "this run's plan gives it a"),
+    "an altered file": (_tamper_file, "is not the file its manifest's sha256 names"),
+    "an extra file": (lambda b: (b / "channel/noarch/b-1.0-0.conda").write_bytes(b"x"), "its files and its manifest differ"),
+    "a symlink": (lambda b: (b / "results/link.json").symlink_to("/etc/hostname"), "other than regular files"),
+    "a stray folder": (lambda b: (b / ".git").mkdir(), "unexpected entry '.git'"),
+    "another recipe": (lambda b: _tamper_json(b, "results/noarch__a-1.0-0.conda.json",
+                                              lambda d: d.update(recipe_hash="0" * 64)), "not this checkout's recipes/a"),
+    "a test with other recipes": (lambda b: _tamper_json(b, "results/noarch__a-1.0-0.conda.json",
+                                                         lambda d: d["tests"][0].update(recipes={"recipes/a": "0" * 64})),
+                                  "recipes that are not this checkout's: recipes/a"),
+    "a passed test the results do not hold": (lambda b: _tamper_json(b, MANIFEST, lambda d: d["tests"][0].update(
+        status="failed")), "is not in its results"),
+    "a build of another package": (lambda b: _tamper_json(b, MANIFEST, lambda d: d["builds"][0].update(name="b")),
+                                   "a build record of 'b'"),
+    "an artifact of another name": (lambda b: _tamper_json(b, "results/noarch__a-1.0-0.conda.json",
+                                                           lambda d: d.update(name="b")), "which none of its packages produces"),
+    "an unreadable manifest": (lambda b: (b / MANIFEST).write_text("{"), "unreadable shard manifest"),
+    "missing": (lambda b: shutil.rmtree(b), "the bundle of shard s0-0 (a) is missing"),
+    "twice": (lambda b: shutil.copytree(b, b.with_name("copy")), "two bundles of shard 's0-0'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPER))
+def test_a_bundle_that_is_not_what_this_run_made_is_refused(case, repo, tmp_path):
+    b = _bundle(repo, tmp_path / "dl" / "shard-s0-0", "s0-0", "a")
+    _bundle(repo, tmp_path / "dl" / "shard-s1-0", "s1-0", "b")
+    tamper, words = TAMPER[case]
+    tamper(b)
+    with pytest.raises(ShardError) as err:
+        _read(repo, tmp_path / "dl")
+    assert words in str(err.value), str(err.value)
+    assert err.value.hint and err.value.exit_code == 2
