@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from conda_distro.enduser.conda_solve import ADD_PIP_ENV, CondaSettings, CondaSolver
-from conda_distro.engine.releases import virtual_packages
 from conda_distro.util.rattler_env import index_channel
+from conda_distro.vocab import virtual_packages
 
 REPO = Path(__file__).resolve().parents[1]
 PLATFORMS = ["linux-64"]
