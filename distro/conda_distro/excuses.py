@@ -47,7 +47,7 @@ VERDICTS: tuple[Verdict, ...] = ("held-permanently", "held-temporarily", "waitin
 _OWN = {HoldReason.TEST_FAILED: "its own tests", HoldReason.NOT_TESTED: "tests still to run",
         HoldReason.WAITING: "tests still to run", HoldReason.SHA256_MISMATCH: "a file of the same name in main",
         HoldReason.TESTED_WITH_OTHER_RECIPES: "a re-test with this checkout's recipes",
-        HoldReason.NOT_OWNER: "the owner of its name"}
+        HoldReason.NOT_OWNER: "the owner of its name", HoldReason.NO_TESTS: "tests that run (none ran)"}
 
 
 def verdict_of(reason: HoldReason | None) -> Verdict:

@@ -45,7 +45,7 @@ from conda_distro.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger
 from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, Deadline, repository_lock, staging_folder, staging_lock
 from conda_distro.owners import Owner, registry_of
 from conda_distro.provenance import CheckoutRecipes
-from conda_distro.results import ArtifactResults, ResultsStore, TestRecord, Variant
+from conda_distro.results import NO_TESTS, ArtifactResults, ResultsStore, TestRecord, Variant
 from conda_distro.revdeps import Retest, RevdepInputs, Verdict, ident
 from conda_distro.revdeps import check as check_revdeps
 from conda_distro.safetext import shown
@@ -312,6 +312,16 @@ def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Hel
     if not latest:
         why = "its pytorch pin admits no supported release" if required == [] else "no test results recorded"
         return Held(f, HoldReason.NOT_TESTED, why)
+    return _gate_no_tests(f, latest)
+
+
+def _gate_no_tests(f: ChannelFile, latest: Mapping[tuple[str, str], TestRecord]) -> Held | None:
+    """Fail closed: a candidate is evidence only where a test ran. When rattler-build ran no test at all on
+    every release × variant (an empty or missing ``tests:`` section, a render that lost it), nothing says
+    the package works: held ``no-tests`` (a person decides: add tests, or a ``force`` hint)."""
+    if latest and all(t.status == "passed" and t.reason == NO_TESTS for t in latest.values()):
+        return Held(f, HoldReason.NO_TESTS, f"no test ran on {_pairs(sorted(latest))}: "
+                                            "rattler-build found no tests in the package")
     return None
 
 
@@ -495,7 +505,8 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
                 or _gate_hint_block(f, inputs))
         if held is None:
             held = _gate_tests(f, res, inputs.matrix)
-            if (held is not None and held.reason in (HoldReason.TEST_FAILED, HoldReason.WAITING, HoldReason.NOT_TESTED)
+            if (held is not None and held.reason in (HoldReason.TEST_FAILED, HoldReason.WAITING, HoldReason.NOT_TESTED,
+                                                      HoldReason.NO_TESTS)
                     and (force := _hint(inputs, "force", f)) is not None):
                 plan.forced[f.artifact] = force.by
                 plan.hints_used.append(f"{f.artifact}: promoted despite '{held.reason.value}' ({_hint_text(force)})")
