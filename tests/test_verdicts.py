@@ -75,4 +75,148 @@ def test_skip_every_test_and_the_gate_holds(built_world: Path, capsys):
     assert [a.get("forced_by") for a in out["promoted"] if "tensorutils-0.3.3" in a["artifact"]] == ["rm-ann"]
 
 
-_ = (dt, T0, cf)
+# ---------------------------------------------------------------------------------------------
+# confirmation before blocking: flaky never blocks, a confirmed regression still does
+
+AK09 = cf("audiokit", "0.9", ["tensorkit >=1.2,<2", "pytorch >=2.4,<2.7"], sha="3")
+LATER = T0 + dt.timedelta(days=1)
+
+
+def attempts(status, tries, rl):
+    return [t.model_copy(update={"status": status, "attempts": list(tries)}) for t in rl]
+
+
+def test_a_dependent_flaky_with_the_candidate_never_blocks_and_is_reported():
+    res = [results(TK13, runs(TK13)),
+           results(AK09, runs(AK09, against={"tensorkit": TK12}),
+                   attempts("flaky", ["failed", "passed"], runs(AK09, "failed", against={"tensorkit": TK13}, at=LATER,
+                                                                reason="AssertionError: 0.51 < 0.5")))]
+    plan = gate([TK13], [TK12, AK09], res, maintainers={"audiokit": ("bob",), "tensorkit": ("alice",)})
+    assert [f.name for f in plan.promote] == ["tensorkit"] and not plan.held
+    assert {r.verdict.value for r in plan.retests} == {"flaky"}
+    assert all("passed 1 of 2 runs" in r.detail for r in plan.retests)
+    assert {(t.package, t.pytorch, t.variant) for t in plan.flaky} == {("audiokit", r, v) for r, v in PAIRS}
+    t = plan.flaky[0]
+    assert t.maintainers == ("bob",) and t.candidate == TK13.artifact and "force-badtest" in t.advice and "@bob" in t.advice
+    assert plan.to_dict()["flaky"][0]["package"] == "audiokit"
+    assert any(line.startswith("  flaky    audiokit 0.9") for line in plan.text_lines())
+
+
+def test_a_confirmed_failure_with_a_flaky_baseline_is_flaky_and_with_a_steady_one_a_regression():
+    fails = attempts("failed", ["failed"] * 3, runs(AK09, "failed", against={"tensorkit": TK13}, at=LATER))
+    flaky_base = [t.model_copy(update={"baseline": True}) for t in
+                  attempts("flaky", ["passed", "failed"], runs(AK09, "flaky", against={"tensorkit": TK12}, at=LATER))]
+    plan = gate([TK13], [TK12, AK09], [results(TK13, runs(TK13)), results(AK09, flaky_base, fails)])
+    assert [f.name for f in plan.promote] == ["tensorkit"]
+    assert {r.verdict.value for r in plan.retests} == {"flaky"}
+    assert all("with main's packages it is flaky" in r.detail for r in plan.retests)
+    steady = [t.model_copy(update={"baseline": True}) for t in
+              attempts("passed", ["passed"] * 3, runs(AK09, against={"tensorkit": TK12}, at=LATER))]
+    plan = gate([TK13], [TK12, AK09], [results(TK13, runs(TK13)), results(AK09, steady, fails)])
+    assert held(plan)["tensorkit"].reason is HoldReason.REGRESSION and not plan.flaky
+    # the baseline failing as well: always-failed, does not block
+    broken = [t.model_copy(update={"baseline": True}) for t in
+              attempts("failed", ["failed"], runs(AK09, "failed", against={"tensorkit": TK12}, at=LATER))]
+    plan = gate([TK13], [TK12, AK09], [results(TK13, runs(TK13)), results(AK09, broken, fails)])
+    assert [f.name for f in plan.promote] == ["tensorkit"] and {r.verdict.value for r in plan.retests} == {"always-failed"}
+
+
+def test_a_candidates_own_flaky_test_never_blocks_it_and_is_reported(tmp_path):
+    from conda_distro.excuses import excuses_of
+    from conda_distro.promote import PlanInputs, TestMatrix
+
+    own = attempts("flaky", ["failed", "failed", "passed"], runs(TK13, "flaky", pairs=PAIRS[:1])) + runs(TK13, pairs=PAIRS[1:])
+    plan = gate([TK13], [TK12], [results(TK13, own)], maintainers={"tensorkit": ("alice",)})
+    assert [f.name for f in plan.promote] == ["tensorkit"]
+    [t] = plan.flaky
+    assert (t.package, t.pytorch, t.variant, t.candidate) == ("tensorkit", "2.4.1", "cpu", None)
+    assert "passed 1 of 3 runs" in t.detail
+    inputs = PlanInputs({TK13.artifact: TK13}, {TK12.artifact: TK12}, {TK13.artifact: results(TK13, own)}, {},
+                        TestMatrix("pytorch", ("2.4.1", "2.5.1", "2.6.0"), ("cpu", "cuda")),
+                        maintainers={"tensorkit": ("alice",)})
+    ex = excuses_of(plan, inputs)
+    [c] = ex.candidates
+    assert c.verdict == "promote" and [n.package for n in c.flaky] == ["tensorkit"]
+    assert any("flaky: tensorkit on pytorch 2.4.1 cpu" in line for line in ex.text_lines())
+    assert "@alice" in ex.markdown() and "force-badtest" in ex.markdown()
+
+
+def add_flakykit(world: Path, confirm_runs: int) -> None:
+    import shutil
+
+    shutil.copytree(Path(__file__).parent / "data" / "verdicts" / "flakykit", world / "recipes" / "flakykit")
+    cfg = world / "distro.yaml"
+    cfg.write_text(cfg.read_text().replace("  unmaintained_grace_days: 60\n",
+                                           f"  unmaintained_grace_days: 60\n  confirm_runs: {confirm_runs}\n"))
+    assert f"confirm_runs: {confirm_runs}" in cfg.read_text()
+    repo = git.Repo(world)
+    repo.git.add("-A")
+    repo.index.commit("flakykit: a dependent whose test fails at random")
+
+
+def bump_tensorutils_version(world: Path) -> None:
+    edit(world / "recipes/tensorutils/recipe.yaml", 'version: "0.3.2"', 'version: "0.3.3"')
+    edit(world / "recipes/tensorutils/src/tensorutils/__init__.py", '__version__ = "0.3.2"', '__version__ = "0.3.3"')
+    repo = git.Repo(world)
+    repo.git.add("-A")
+    repo.index.commit("tensorutils 0.3.3")
+
+
+@pytest.mark.slow
+def test_a_flaky_dependent_is_named_flaky_and_the_parent_promoted(built_world: Path, capsys, tmp_path: Path):
+    """flakykit's test fails one run in two next to tensorutils 0.3.2 and nine in ten next to 0.3.3; with
+    ten confirmation runs it is flaky on both sides (a false regression would need eleven failures in a row
+    with 0.3.3 and eleven passes in a row with 0.3.2 on one of four targets: about 1 in 1000)."""
+    world = built_world
+    add_flakykit(world, confirm_runs=10)
+    code, doc = run_json_at(capsys, world, "build", "flakykit")
+    own = [t for t in doc["tests"] if t["name"] == "flakykit"]
+    assert len(own) == 4 and {t["status"] for t in own} <= {"passed", "flaky"}, own
+    for t in own:  # a failure was re-run until it passed, each run logged
+        assert t["status"] == "passed" or (t["attempts"][-1] == "passed" and set(t["attempts"][:-1]) == {"failed"})
+    code, out = run_json_at(capsys, world, "promote")
+    assert any(name_of(a["artifact"]) == "flakykit" for a in out["promoted"]), out["held"]
+
+    bump_tensorutils_version(world)
+    code, doc = run_json_at(capsys, world, "build", "tensorutils")
+    fk = [t for t in doc["tests"] if t["name"] == "flakykit"]
+    assert len(fk) == 4 and {t["status"] for t in fk} <= {"passed", "flaky", "failed"}
+    code, ex = run_json_at(capsys, world, "excuses")
+    [c] = [c for c in ex["candidates"] if c["name"] == "tensorutils"]
+    assert c["verdict"] == "promote", c
+    assert c["flaky"] and {n["package"] for n in c["flaky"]} == {"flakykit"}
+    assert all(n["maintainers"] == ["flaky-fran"] and "force-badtest" in n["advice"] for n in c["flaky"])
+    run_json_at(capsys, world, "promote", "--dry-run")  # (writes build/excuses.json, which the page shows)
+    page = tmp_path / "page"
+    code, _ = run_json_at(capsys, world, "status", "--out", str(page))
+    html = (page / "index.html").read_text()
+    assert 'class="flaky" data-package="flakykit"' in html and "force-badtest" in html
+    code, out = run_json_at(capsys, world, "promote")
+    assert any("tensorutils-0.3.3" in a["artifact"] for a in out["promoted"]), out["held"]
+    verdicts = {r["verdict"] for r in out["retests"] if r["package"] == "flakykit"}
+    assert "flaky" in verdicts and verdicts <= {"flaky", "pass"} and "regression" not in verdicts
+    assert {t["package"] for t in out["flaky"]} == {"flakykit"}
+
+
+@pytest.mark.slow
+def test_a_reproducible_regression_is_confirmed_on_both_sides_and_held(built_world: Path, capsys):
+    from test_gate import bump_tensorutils
+
+    from conda_distro.results import ResultsStore
+
+    world = built_world
+    run_json_at(capsys, world, "promote")
+    bump_tensorutils(world, drop_center=True)
+    code, doc = run_json_at(capsys, world, "build", "tensorutils")
+    lk = [t for t in doc["tests"] if t["name"] == "layerkit"]
+    assert len(lk) == 6 and all(t["status"] == "failed" and t["attempts"] == ["failed"] * 3 for t in lk), lk
+    # the baseline side: layerkit with main's tensorutils 0.3.2, three runs, each passed
+    [res] = [r for r in ResultsStore(world / "build" / "results").all() if r.name == "layerkit"]
+    base = [t for t in res.tests if t.baseline]
+    assert len(base) == 6 and all(t.status == "passed" and t.attempts == ["passed"] * 3 for t in base)
+    assert {t.against["tensorutils"].rsplit("-", 1)[0] for t in base} == {"tensorutils-0.3.2"}
+    logs = sorted(p.name for p in (world / "build" / "logs" / "layerkit").glob("*2.6.0-cpu*.test.log"))
+    assert any(".run3." in n for n in logs) and any(".baseline3." in n for n in logs), logs
+    code, out = run_json_at(capsys, world, "promote")
+    [h] = [h for h in out["held"] if "tensorutils-0.3.3" in h["artifact"]]
+    assert h["reason"] == "regression" and h["blocked_by"] == ["layerkit"] and not out["flaky"]

@@ -73,6 +73,23 @@ class Regression(_Model):
     log: str | None = None
 
 
+class FlakyNote(_Model):
+    """A test that passed and failed on the same inputs (:mod:`conda_distro.gate.flaky`): it does not hold
+    the candidate; its maintainers are told and a `force-badtest` hint is suggested."""
+
+    package: str
+    pytorch: str
+    variant: str
+    detail: str = ""
+    log: str | None = None
+    maintainers: list[str] = Field(default_factory=list)
+    advice: str = ""
+
+    def line(self) -> str:
+        return (f"flaky: {self.package} on pytorch {self.pytorch} {self.variant} ({self.detail}); never blocks; "
+                f"{self.advice}")
+
+
 def group_of(verdict: str, blocked_by: list[str], promote_with: list[str], own: str | None = None) -> str:
     """What an excuse is grouped under: the packages that block it, else ``own`` (what of its own holds it:
     its own tests, a rebuild from this checkout, ...; by default by its verdict), or ``nothing: promoted
@@ -98,6 +115,7 @@ class Excuse(_Model):
     regressions: list[Regression] = Field(default_factory=list)
     group: str = ""  # see group_of; a file without it: the file's `groups`, else group_of's default
     advice: list[str] = Field(default_factory=list)  # what to do, one line per hold (each, followed, unblocks it)
+    flaky: list[FlakyNote] = Field(default_factory=list)  # flaky tests met on the way (they hold nothing)
 
     @model_validator(mode="after")
     def _grouped(self) -> Excuse:
@@ -207,6 +225,7 @@ class Excuses(_Model):
                     lines += [f"    what to do: {a}" for a in e.advice]
                 if e.maintainers and e.verdict != "promote":
                     lines.append(f"    maintainers: {' '.join('@' + m for m in e.maintainers)}")
+                lines += [f"    {shown(n.line(), 'text', width=REASON_WIDTH)}" for n in e.flaky]
         lines += self.stale_lines()
         counts = {v: sum(e.verdict == v for e in self.candidates) for v in VERDICTS}
         lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) + f" ({len(self.candidates)} candidates)"
@@ -236,9 +255,11 @@ class Excuses(_Model):
                     why += f"<br>goes with {', '.join(e.promote_with)}"
                 if e.verdict != "promote" and e.advice:
                     why += "<br>what to do: " + "; ".join(shown(a, width=REASON_WIDTH) for a in e.advice)
+                why += "".join("<br>" + shown(n.line(), width=REASON_WIDTH) for n in e.flaky)
                 out.append(f"| `{e.name}` | {e.old_version or '(new)'} → {e.new_version} | {e.verdict} | "
                            f"{e.days_waiting} | {why} |")
-            pings = sorted({m for e in es if e.verdict != "promote" for m in e.maintainers})
+            pings = sorted({m for e in es if e.verdict != "promote" for m in e.maintainers}
+                           | {m for e in es for n in e.flaky for m in n.maintainers})
             if pings:
                 out += ["", "maintainers: " + " ".join(f"@{m}" for m in pings)]
             out.append("")
@@ -286,6 +307,10 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
         first = _first_seen(arts, inputs)
         blocked_by = sorted({b for h in hs for b in h.blocked_by})
         own = next((h.reason for h in hs if not h.blocked_by), None)
+        flaky = [FlakyNote(package=t.package, pytorch=t.pytorch, variant=t.variant, detail=t.detail, log=t.log,
+                           maintainers=list(t.maintainers), advice=t.advice)
+                 for t in getattr(plan, "flaky", ()) if t.candidate in arts
+                 or (t.candidate is None and (t.package, t.version) == (name, version))]
         out.append(Excuse(name=name, old_version=in_main.get(name), new_version=version,
                           verdict=worst, reasons=reasons, blocked_by=blocked_by, promote_with=with_,
                           days_waiting=max(0, (now - first).days) if first else 0,
@@ -295,7 +320,8 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
                           group=group_of(worst, blocked_by, with_, _OWN.get(own, "its own tests") if own else None),
                           advice=list(dict.fromkeys([*(h.what_to_do for h in hs),
                                                      *(["`conda-distro build " + name + "`"]
-                                                       if any(a in untracked for a in arts) else [])]))))
+                                                       if any(a in untracked for a in arts) else [])])),
+                          flaky=flaky))
     return Excuses(candidates=out, stale=stale, generated=now.replace(microsecond=0))
 
 

@@ -38,6 +38,7 @@ from conda_distro.engine.releases import Availability, Target, availability_if_r
 from conda_distro.errors import ChannelError, ExitCode, LedgerError, UsageError
 from conda_distro.excuses import EXCUSES_FILE, Excuses, ExcusesOptions, excuses_of, write_excuses
 from conda_distro.fsutil import check_writable
+from conda_distro.gate.flaky import FlakyTest, flaky_tests
 from conda_distro.hints import load_hints
 from conda_distro.holds import Held, HoldClass, HoldReason
 from conda_distro.installability import Installability, InstallabilityResult
@@ -152,6 +153,7 @@ class PromotionPlan:
     forced: dict[str, str] = field(default_factory=dict)  # artifact -> who forced it (a force hint)
     hints_used: list[str] = field(default_factory=list)  # what each applied hint did
     installability_solves: int = 0
+    flaky: list[FlakyTest] = field(default_factory=list)  # tests that passed and failed on the same inputs
 
     @property
     def exit_code(self) -> ExitCode:
@@ -179,6 +181,7 @@ class PromotionPlan:
             "sets": [list(s) for s in self.sets],
             "retests": [r.to_dict() for r in self.retests],
             "hints": list(self.hints_used),
+            "flaky": [t.to_dict() for t in self.flaky],
         }
 
     def text_lines(self, done: bool = False) -> list[str]:
@@ -196,6 +199,10 @@ class PromotionPlan:
             if h.hold_class is not HoldClass.DONE:
                 lines.append(f"           what to do: {h.what_to_do}")
         lines += [f"  untested {a}  (no test results; run `conda-distro build`)" for a in self.untracked]
+        for t in self.flaky:
+            lines.append(f"  flaky    {t.package} {t.version} on pytorch {t.pytorch} {t.variant}: "
+                         f"{shown(t.detail, 'text', width=600)} (never blocks)")
+            lines.append(f"           what to do: {t.advice}")
         failures = sum(h.reason.is_failure for h in self.held)
         stale = sum(h.hold_class is HoldClass.STALE for h in self.held)
         lines.append(f"{len(self.promote)} {'promoted' if done else 'to promote'}, {failures} held, "
@@ -553,6 +560,9 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             held_by_name[h.file.name].append(h)
         candidates = [c for c in candidates if c.artifact not in holds]
     plan.sets = _sets(plan.promote, plan.retests, needs)
+    gone = {h.artifact for h in plan.held if h.hold_class in (HoldClass.STALE, HoldClass.DONE)}
+    plan.flaky = flaky_tests([f for a, f in sorted(inputs.staging.items()) if a not in gone], inputs.results,
+                             plan.retests, inputs.maintainers)
     plan.held = sorted((_with_maintainers(h, inputs.maintainers) for h in plan.held), key=lambda h: h.artifact)
     plan.hints_used = list(dict.fromkeys(plan.hints_used))
     return plan

@@ -41,6 +41,9 @@ class Verdict(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/form
     MISSING = "missing"  # not re-tested in that environment yet
     IGNORED = "ignored"  # failed, but a force-badtest hint ignores the dependent's test
     FAILED = "failed"  # a candidate's own test failed in the environment it would be promoted into
+    #: it passed and failed on the same inputs (with the candidates, or on the baseline side with main's
+    #: packages): never blocks, never counts as a pass; reported with its maintainers
+    FLAKY = "flaky"
 
 
 def ident(f: ChannelFile) -> str:
@@ -212,6 +215,9 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: tuple[str, str], provide
     if hit.status == "passed":
         verdict = Verdict.NEUTRAL if hit.reason == NO_TESTS else Verdict.PASS
         return retest(verdict=verdict, log=hit.log)
+    if hit.status == "flaky":
+        return retest(verdict=Verdict.FLAKY, log=hit.log,
+                      detail=f"{ident(f)} with {together} on pytorch {pair[0]} {pair[1]}: flaky ({_runs(hit)})")
     if hit.status in ("error", "blocked"):
         return retest(verdict=Verdict.ERROR if hit.status == "error" else Verdict.MISSING, log=hit.log,
                       detail=f"{ident(f)} with {together} on pytorch {pair[0]} {pair[1]}: {hit.status}"
@@ -226,8 +232,17 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: tuple[str, str], provide
     ref = _latest(runs, lambda t: t.against is not None
                   and all(t.against.get(n) in main_idents.get(n, ()) for n in want))
     before = ref.status if ref is not None else inputs.evidence.get(f.artifact, {}).get(pair)
+    if before == "flaky" and ref is not None:  # the baseline side passed and failed too: no regression
+        return retest(verdict=Verdict.FLAKY, log=hit.log,
+                      detail=why + f" (and with main's packages it is flaky: {_runs(ref)})")
     if before == "passed":
         return retest(verdict=Verdict.REGRESSION, log=hit.log, detail=why)
     return retest(verdict=Verdict.ALWAYS_FAILED, log=hit.log,
                   detail=why + (" (it failed against main's current packages too)" if before else
                                 " (never seen passing there)"))
+
+
+def _runs(t: TestRecord) -> str:
+    """``passed 1 of 3 runs`` (a confirmed test's attempts)."""
+    att: list[str] = [*t.attempts] if t.attempts else [t.status]
+    return f"passed {att.count('passed')} of {len(att)} runs on the same inputs"

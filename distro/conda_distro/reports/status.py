@@ -52,10 +52,10 @@ from conda_distro.results import TestStatus
 from conda_distro.safetext import shown
 from conda_distro.templating import render, static
 
-CellStatus = Literal["passed", "failed", "blocked", "not-applicable", "not-tested"]
-CELL_STATUSES: tuple[CellStatus, ...] = ("passed", "failed", "blocked", "not-applicable", "not-tested")
+CellStatus = Literal["passed", "failed", "blocked", "not-applicable", "not-tested", "flaky"]
+CELL_STATUSES: tuple[CellStatus, ...] = ("passed", "failed", "blocked", "not-applicable", "not-tested", "flaky")
 CELL_LABELS = {"passed": "pass", "failed": "fail", "blocked": "blocked", "not-applicable": "n/a",
-               "not-tested": "untested"}
+               "not-tested": "untested", "flaky": "flaky"}
 
 
 #: the title .github/workflows/release-sweep.yml gives a release's tracking issue

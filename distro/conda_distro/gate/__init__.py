@@ -1,0 +1,1 @@
+"""The promotion gate's policies that live in modules of their own (:mod:`.flaky`)."""
