@@ -337,6 +337,10 @@ def _rows(res: CheckPrResult, facts: _Facts) -> list[Row]:
             row.status, row.note = "n-a", "not built here (`--no-build`)"
         elif not tests:
             row.status, row.note = "n-a", "no supported release admitted"
+        flaky = [(t.pytorch, t.variant) for t in tests if t.status == "flaky"]
+        if flaky and row.status == "pass":  # passed and failed on the same inputs: never blocks, said
+            row.failed_on = targets_text(flaky, _targets_of(res, name))
+            row.note = "flaky (passed and failed on the same inputs; never blocks: tell its maintainers)"
         rows.append(row)
     return rows
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import enum
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.channels.order import InstallOrder, pool_of
@@ -180,7 +180,21 @@ def check(inputs: RevdepInputs) -> RevdepResult:
             if not any(p.artifact in cand for p in providers.values()) and (not is_candidate or not providers):
                 continue
             report.retests.append(_classify(f, is_candidate, pair, providers, res, inputs, scope))
+    report.retests = _flaky_everywhere(report.retests)
     return report
+
+
+def _flaky_everywhere(retests: list[Retest]) -> list[Retest]:
+    """A test seen flaky proves no regression: when a dependent's re-test with the candidates is ``flaky``
+    on one release × variant, its failures with the same candidates on the others are ``flaky`` too (the
+    same test script, run with the same distribution packages; a failure there may be the same coin)."""
+    flaky = {(r.dependent.artifact, r.candidates) for r in retests if r.verdict is Verdict.FLAKY}
+    if not flaky:
+        return retests
+    return [replace(r, verdict=Verdict.FLAKY, detail=r.detail + " (flaky with the same packages on another "
+                                                               "release or variant: no regression proven)")
+            if r.verdict is Verdict.REGRESSION and (r.dependent.artifact, r.candidates) in flaky else r
+            for r in retests]
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from conda_distro.results import (
     NO_TESTS,
     SCHEMA_VERSION,
     ArtifactResults,
+    Attempt,
     BuildRecord,
     BuildStatus,
     ResultsStore,
@@ -275,6 +276,22 @@ def launch(p: Prepared, gate: threading.Lock | None = None) -> Launched:
     return done
 
 
+def _baseline_record(results: ArtifactResults, base: _TestBase, got: TestOut, closure: frozenset[str],
+                     gpu: bool | None, provenance: _Provenance) -> TestRecord:
+    """The baseline side's runs as a record; the outcomes already kept for the same artifact, release ×
+    variant and distribution packages (its own test when it went to main, an earlier baseline) count with
+    them: a pass then and a failure now is flaky too."""
+    against = {n: i for n, i in got.env.items() if n in closure}
+    old = next((r for r in reversed(results.runs(base["pytorch"], base["variant"]))
+                if r.against == against and r.status in ("passed", "failed", "flaky")), None)
+    prior: list[Attempt] = []
+    if old is not None:
+        prior = [*old.attempts] if old.attempts else ["passed" if old.status == "passed" else "failed"]
+    tries = [*prior, *got.attempts]
+    return TestRecord(**base, status=status_of(tries), log=got.log, reason=got.message, against=against, gpu=gpu,
+                      attempts=tries, baseline=True, **provenance)
+
+
 def _confirmed_test(p: Prepared, spec: VariantSpec, path: Path, t: TargetIn, n: int, *, in_main: bool) -> TestOut:
     """One test, a failure confirmed on the same inputs and, for a file kept from earlier (a dependent
     in main re-tested), on the baseline side (:mod:`.confirm`)."""
@@ -445,10 +462,7 @@ class _TestRecorder:
                 rec = TestRecord(**base, status=status, log=got.log, reason=NO_TESTS if got.no_tests else got.message, key=key,
                                  against=against, gpu=gpu, attempts=list(got.attempts) or None, **provenance)
                 if got.baseline is not None:  # the baseline side's runs: kept beside it, never reused for it
-                    b = got.baseline
-                    results.record(TestRecord(**base, status=status_of(b.attempts), log=b.log, reason=b.message,
-                                              against={n: i for n, i in b.env.items() if n in unit.closure}, gpu=gpu,
-                                              attempts=list(b.attempts), baseline=True, **provenance))
+                    results.record(_baseline_record(results, base, got.baseline, unit.closure, gpu, provenance))
             results.record(rec)
             out.tests.append(rec)
         if results.model_dump_json() != before:  # a no-change rerun leaves the results store untouched
