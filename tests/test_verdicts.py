@@ -235,3 +235,70 @@ def test_a_reproducible_regression_is_confirmed_on_both_sides_and_held(built_wor
     code, out = run_json_at(capsys, world, "promote")
     [h] = [h for h in out["held"] if "tensorutils-0.3.3" in h["artifact"]]
     assert h["reason"] == "regression" and h["blocked_by"] == ["layerkit"] and not out["flaky"]
+
+
+# ---------------------------------------------------------------------------------------------
+# failure signatures
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("test 1 failed: Script failed with status 1: ImportError: cannot import name 'center' from 'tensorutils' "
+     "(/tmp/rattler-build_tensorutils_1/test_env_h1a2b3/lib/python3.11/site-packages/tensorutils/__init__.py)",
+     "test 2 failed: Script failed with status 1: ImportError: cannot import name 'center' from 'tensorutils' "
+     "($SRC_DIR_env/lib/python3.12/site-packages/tensorutils/__init__.py)"),
+    ("AssertionError: <Tensor at 0x7f3a2b1c9d> after 1.25s at 2026-11-26T16:00:01Z (pid 1234) in /job/work/tmp/tmpab12cd34/x.py",
+     "AssertionError: <Tensor at 0x55d1e0> after 3 ms at 2026-11-27 09:12:44 (pid 77) in /tmp/tmpzz99yy88/x.py"),
+    ("OSError: $PREFIX/lib/libtorch_cpu.so: cannot open shared object file (run 3f2a9c1b7d4e5f60a1b2)",
+     "OSError: /opt/conda/envs/test_x/lib/libtorch_cpu.so: cannot open shared object file (run 9c1b7d4e5f60a1b23f2a)"),
+])
+def test_one_cause_has_one_signature_whatever_paths_addresses_times_and_ids(a, b):
+    from conda_distro.gate.signature import normalize, signature_id
+
+    assert normalize(a) == normalize(b) and signature_id(a) == signature_id(b)
+    assert "/tmp" not in normalize(a) and "0x7f" not in normalize(a)
+
+
+def test_other_causes_keep_other_signatures_and_group_by_cause():
+    from conda_distro.gate.signature import Finding, group, normalize
+
+    assert normalize("undefined symbol _ZN2at6Tensor4meanEv") != normalize("undefined symbol _ZN2at6Tensor3sumEv")
+    assert normalize("ImportError: cannot import name 'center'") != normalize("ImportError: cannot import name 'mean'")
+    causes = group([Finding("layerkit", r, v, f"ImportError: cannot import name 'center' (/tmp/t{r}{v}/site-packages/x.py)")
+                    for r, v in PAIRS] + [Finding("trainloop", "2.6.0", "cpu", "RuntimeError: shape mismatch")])
+    assert [(c.packages, len(c.targets)) for c in causes] == [(["layerkit"], 6), (["trainloop"], 1)]
+    assert causes[0].where() == "2.4.1 cpu/cuda, 2.5.1 cpu/cuda, 2.6.0 cpu/cuda"
+
+
+def test_a_regression_is_new_only_when_its_signature_was_not_in_the_baseline():
+    before = "AssertionError: loss is nan (/tmp/a/site-packages/audiokit/x.py)"
+    fails_before = runs(AK09, "failed", against={"tensorkit": TK12}, reason=before)
+    same = runs(AK09, "failed", against={"tensorkit": TK13}, at=LATER,
+                reason="AssertionError: loss is nan ($SRC_DIR_env/lib/python3.11/site-packages/audiokit/x.py)")
+    plan = gate([TK13], [TK12, AK09], [results(TK13, runs(TK13)), results(AK09, fails_before, same)])
+    assert [f.name for f in plan.promote] == ["tensorkit"] and {r.verdict.value for r in plan.retests} == {"always-failed"}
+    other = runs(AK09, "failed", against={"tensorkit": TK13}, at=LATER, reason="ImportError: cannot import name 'resample'")
+    plan = gate([TK13], [TK12, AK09], [results(TK13, runs(TK13)), results(AK09, fails_before, other)])
+    h = held(plan)["tensorkit"]
+    assert h.reason is HoldReason.REGRESSION and "a new failure" in h.detail
+
+
+def test_excuses_show_one_entry_per_cause_with_the_targets_it_hit():
+    from conda_distro.excuses import excuses_of
+    from conda_distro.promote import PlanInputs, TestMatrix
+
+    res = [results(TK13, runs(TK13)),
+           results(AK09, runs(AK09, against={"tensorkit": TK12}),
+                   [t.model_copy(update={"reason": f"test 1 failed: Script failed with status 1: ImportError: cannot "
+                                                   f"import name 'center' (/tmp/env_{t.pytorch}_{t.variant}_h0a1b2c3"
+                                                   f"/lib/python3.11/site-packages/tensorkit/__init__.py)"})
+                    for t in runs(AK09, "failed", against={"tensorkit": TK13}, at=LATER)])]
+    inputs = PlanInputs({TK13.artifact: TK13}, {TK12.artifact: TK12, AK09.artifact: AK09}, {r.artifact: r for r in res},
+                        {}, TestMatrix("pytorch", ("2.4.1", "2.5.1", "2.6.0"), ("cpu", "cuda")))
+    plan = gate([TK13], [TK12, AK09], res)
+    [c] = excuses_of(plan, inputs).candidates
+    [cause] = c.causes()
+    assert cause.packages == ["audiokit"] and len(cause.targets) == 6
+    assert cause.signature == "ImportError: cannot import name 'center' (<site>/tensorkit/__init__.py)"
+    ex = excuses_of(plan, inputs)
+    assert sum(line.strip().startswith("cause:") for line in ex.text_lines()) == 1
+    assert ex.to_dict()["candidates"][0]["causes"][0]["targets"][0] == {"pytorch": "2.4.1", "variant": "cpu"}

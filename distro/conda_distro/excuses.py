@@ -32,6 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.errors import UsageError
 from conda_distro.fsutil import atomic_write_text
+from conda_distro.gate.signature import Cause, Finding
+from conda_distro.gate.signature import group as group_causes
 from conda_distro.holds import PRUNE_ADVICE, Held, HoldClass, HoldReason
 from conda_distro.jsonio import read_json
 from conda_distro.safetext import shown
@@ -71,6 +73,7 @@ class Regression(_Model):
     pytorch: str
     variant: str
     log: str | None = None
+    reason: str | None = None  # the first error of the failing run (its signature groups them: ``causes``)
 
 
 class FlakyNote(_Model):
@@ -117,6 +120,10 @@ class Excuse(_Model):
     advice: list[str] = Field(default_factory=list)  # what to do, one line per hold (each, followed, unblocks it)
     flaky: list[FlakyNote] = Field(default_factory=list)  # flaky tests met on the way (they hold nothing)
 
+    def causes(self) -> list[Cause]:
+        """The failures behind it, one per signature, with the targets and packages each hit."""
+        return group_causes(Finding(r.package, r.pytorch, r.variant, r.reason, r.log) for r in self.regressions)
+
     @model_validator(mode="after")
     def _grouped(self) -> Excuse:
         if not self.group:
@@ -132,7 +139,7 @@ class Excuse(_Model):
         return regression.package == self.name
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        return {**self.model_dump(mode="json"), "causes": [c.to_dict() for c in self.causes()]}
 
 
 class StaleBuild(_Model):
@@ -226,6 +233,8 @@ class Excuses(_Model):
                 if e.maintainers and e.verdict != "promote":
                     lines.append(f"    maintainers: {' '.join('@' + m for m in e.maintainers)}")
                 lines += [f"    {shown(n.line(), 'text', width=REASON_WIDTH)}" for n in e.flaky]
+                lines += [f"    cause: {shown(c.signature, 'text', width=REASON_WIDTH)} ({', '.join(c.packages)} on "
+                          f"{c.where()})" for c in e.causes() if e.verdict != "promote"]
         lines += self.stale_lines()
         counts = {v: sum(e.verdict == v for e in self.candidates) for v in VERDICTS}
         lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) + f" ({len(self.candidates)} candidates)"
@@ -256,6 +265,9 @@ class Excuses(_Model):
                 if e.verdict != "promote" and e.advice:
                     why += "<br>what to do: " + "; ".join(shown(a, width=REASON_WIDTH) for a in e.advice)
                 why += "".join("<br>" + shown(n.line(), width=REASON_WIDTH) for n in e.flaky)
+                if e.verdict != "promote":
+                    why += "".join(f"<br>cause: {shown(c.signature, width=REASON_WIDTH)} ({', '.join(c.packages)} on "
+                                   f"{c.where()})" for c in e.causes())
                 out.append(f"| `{e.name}` | {e.old_version or '(new)'} → {e.new_version} | {e.verdict} | "
                            f"{e.days_waiting} | {why} |")
             pings = sorted({m for e in es if e.verdict != "promote" for m in e.maintainers}

@@ -34,6 +34,7 @@ from conda_distro.checkpr import CheckPrOptions, CheckPrResult, PinUpdate, check
 from conda_distro.distribution import Unreadable
 from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError
+from conda_distro.gate.signature import normalize
 from conda_distro.lint.base import CHECKS, Finding
 from conda_distro.results import BuildRecord, TestRecord
 from conda_distro.safetext import shown
@@ -243,9 +244,9 @@ def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[
     for f in res.lint + res.proposals:
         items.append(_finding(f))
     failed_tests: dict[tuple[str, str], list[TestRecord]] = {}
-    for t in res.tests:
+    for t in res.tests:  # one finding per package and cause: the failure's signature (paths, ids, times cut)
         if t.status == "failed":
-            failed_tests.setdefault((t.name, _one_line(t.reason or "failed")), []).append(t)
+            failed_tests.setdefault((t.name, _one_line(normalize(t.reason) if t.reason else "failed")), []).append(t)
     for b in res.builds:
         if b.status == "failed":
             where = loc.get(b.name)

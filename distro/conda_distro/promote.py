@@ -303,8 +303,8 @@ def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Hel
     failed = sorted(p for p, t in latest.items() if t.status == "failed")
     if failed:
         return Held(f, HoldReason.TEST_FAILED, f"failed against {_pairs(failed)}",
-                    regressions=tuple({"package": f.name, "pytorch": r, "variant": v, "log": latest[(r, v)].log}
-                                      for r, v in failed))
+                    regressions=tuple({"package": f.name, "pytorch": r, "variant": v, "log": latest[(r, v)].log,
+                                       "reason": latest[(r, v)].reason} for r, v in failed))
     errors = sorted(p for p, t in latest.items() if t.status == "error")
     if errors:
         why = latest[errors[0]].reason
@@ -422,11 +422,12 @@ def _held_for_retests(f: ChannelFile, retests: list[Retest], inputs: PlanInputs 
     pairs = sorted({(r.pytorch, r.variant) for r in these})
     if worst is Verdict.REGRESSION:
         regs = tuple({"package": r.dependent.name, "artifact": r.dependent.artifact, "pytorch": r.pytorch,
-                      "variant": r.variant, "log": r.log} for r in these)
+                      "variant": r.variant, "log": r.log, "reason": r.reason} for r in these)
         return Held(f, HoldReason.REGRESSION, f"breaks {', '.join(names)} (in main) on {_pairs(pairs)}: "
                     + these[0].detail, blocked_by=names, regressions=regs)
     if worst is Verdict.FAILED:
-        regs = tuple({"package": f.name, "pytorch": r.pytorch, "variant": r.variant, "log": r.log} for r in these)
+        regs = tuple({"package": f.name, "pytorch": r.pytorch, "variant": r.variant, "log": r.log, "reason": r.reason}
+                     for r in these)
         others = sorted({c for r in these for c in r.candidates})
         return Held(f, HoldReason.TEST_FAILED, these[0].detail, blocked_by=tuple(others), regressions=regs)
     if worst is Verdict.ERROR:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.channels.order import InstallOrder, pool_of
+from conda_distro.gate.signature import normalize
 from conda_distro.results import NO_TESTS, ArtifactResults, TestRecord
 
 
@@ -63,6 +64,7 @@ class Retest:
     log: str | None = None
     detail: str = ""
     is_candidate: bool = False  # the dependent is itself a candidate (not in main)
+    reason: str | None = None  # the failing run's first error (its signature groups findings)
 
     @property
     def holds(self) -> tuple[str, ...]:
@@ -216,7 +218,8 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: tuple[str, str], provide
 
     def retest(verdict: Verdict, log: str | None = None, detail: str = "") -> Retest:
         return Retest(dependent=f, pytorch=pair[0], variant=pair[1], verdict=verdict, candidates=names, log=log,
-                      detail=detail, is_candidate=is_candidate)
+                      detail=detail, is_candidate=is_candidate,
+                      reason=hit.reason if hit is not None and hit.status == "failed" else None)
 
     together = ", ".join(sorted(want.values()))
     if hit is None and runs and runs[-1].status == "error":  # its last run could not say what it ran with
@@ -251,6 +254,11 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: tuple[str, str], provide
                       detail=why + f" (and with main's packages it is flaky: {_runs(ref)})")
     if before == "passed":
         return retest(verdict=Verdict.REGRESSION, log=hit.log, detail=why)
+    if before == "failed" and ref is not None and ref.reason and hit.reason \
+            and normalize(ref.reason) != normalize(hit.reason):  # failing before, but of another cause: a new one
+        return retest(verdict=Verdict.REGRESSION, log=hit.log,
+                      detail=why + f" (a new failure: with main's packages it failed of another cause: "
+                                   f"{normalize(ref.reason)})")
     return retest(verdict=Verdict.ALWAYS_FAILED, log=hit.log,
                   detail=why + (" (it failed against main's current packages too)" if before else
                                 " (never seen passing there)"))
