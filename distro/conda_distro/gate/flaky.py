@@ -16,7 +16,6 @@ from typing import Any
 
 from conda_distro.channels.base import ChannelFile
 from conda_distro.results import ArtifactResults
-from conda_distro.revdeps import Retest, Verdict
 
 
 @dataclass(frozen=True)
@@ -43,10 +42,10 @@ class FlakyTest:
                 "maintainers": list(self.maintainers), "advice": self.advice}
 
 
-def flaky_tests(candidates: Iterable[ChannelFile], results: Mapping[str, ArtifactResults], retests: Iterable[Retest],
+def flaky_tests(candidates: Iterable[ChannelFile], results: Mapping[str, ArtifactResults], retests: Iterable[Any],
                 maintainers: Mapping[str, tuple[str, ...]]) -> list[FlakyTest]:
     """Every flaky test behind the plan: the candidates' own (their latest run per release × variant) and
-    the dependents' re-tests judged ``flaky``."""
+    the dependents' re-tests (:class:`conda_distro.revdeps.Retest`) judged ``flaky``."""
     out: list[FlakyTest] = []
     for f in candidates:
         res = results.get(f.artifact)
@@ -59,7 +58,7 @@ def flaky_tests(candidates: Iterable[ChannelFile], results: Mapping[str, Artifac
                                      f"the same inputs" + (f"; it failed with: {t.reason}" if t.reason else ""), t.log,
                                      None, tuple(maintainers.get(f.name, ()))))
     for rt in retests:
-        if rt.verdict is Verdict.FLAKY:
+        if rt.verdict.value == "flaky":
             d = rt.dependent
             for c in rt.candidates or (None,):
                 out.append(FlakyTest(d.name, d.version, rt.pytorch, rt.variant, rt.detail, rt.log, c,
