@@ -302,3 +302,47 @@ def test_excuses_show_one_entry_per_cause_with_the_targets_it_hit():
     ex = excuses_of(plan, inputs)
     assert sum(line.strip().startswith("cause:") for line in ex.text_lines()) == 1
     assert ex.to_dict()["candidates"][0]["causes"][0]["targets"][0] == {"pytorch": "2.4.1", "variant": "cpu"}
+
+
+# ---------------------------------------------------------------------------------------------
+# as people see them: check-pr's comment, build's table
+
+
+def _pr_result(tests):
+    from conda_distro.checkpr import CheckPrResult
+    from conda_distro.results import BuildRecord
+
+    names = list(dict.fromkeys(t.name for t in tests))
+    return CheckPrResult(base="origin/main", changed=[names[0]], affected=names, built=True, root=Path("/w"),
+                         builds=[BuildRecord(name=n, version="1.0", status="built") for n in names], tests=tests,
+                         maintainers={n: [f"{n}-owner"] for n in names})
+
+
+def _pr_run(name, release, variant, status, reason=None):
+    from conda_distro.results import TestRecord as Run
+
+    return Run(name=name, artifact=f"noarch/{name}-1.0-h_0.conda", pytorch=release, variant=variant, status=status,
+               reason=reason, log=f"/w/build/pr/main/logs/{name}/h_0.{release}-{variant}.test.log",
+               attempts=["failed", "passed"] if status == "flaky" else None)
+
+
+def test_check_pr_shows_one_finding_per_cause_and_names_a_flaky_dependent():
+    from conda_distro.engine.executor import ExecutionResult
+    from conda_distro.engine.summary import build_table
+    from conda_distro.prcomment import build_report, to_markdown
+
+    why = ("test 1 failed: Script failed with status 1: ImportError: cannot import name 'center' from 'tensorutils' "
+           "({}/lib/python3.11/site-packages/tensorutils/__init__.py)")
+    tests = [_pr_run("tensorutils", r, v, "passed") for r, v in PAIRS]
+    tests += [_pr_run("layerkit", r, v, "failed", why.format(f"/tmp/rattler-build_{r}_{v}_h1a2b3/test_env"))
+              for r, v in PAIRS]
+    tests += [_pr_run("flakykit", r, v, "flaky" if v == "cpu" else "passed") for r, v in PAIRS]
+    res = _pr_result(tests)
+    rep = build_report(res)
+    md = to_markdown(res)
+    assert md.count("`layerkit` test failed on") == 1  # six targets, six prefixes, one cause
+    row = next(r for r in rep.rows if r.name == "flakykit")
+    assert row.status == "pass" and row.note.startswith("flaky") and "cpu" in row.failed_on
+    assert "@flakykit-owner" in md and "flaky" in md
+    table = "\n".join(build_table(ExecutionResult(tests=tests)))
+    assert "flaky" in table

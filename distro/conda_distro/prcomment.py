@@ -350,9 +350,13 @@ def _asks(res: CheckPrResult, rows: list[Row], pins: dict[str, PinUpdate]) -> li
     """Downstream maintainers: each mentioned once, with what they must do."""
     by_handle: dict[str, Ask] = {}
     for row in rows:
-        if row.changed or row.status not in ("fail", "needs-pin-update"):
+        flaky = row.status == "pass" and row.note.startswith("flaky")
+        if not flaky and (row.changed or row.status not in ("fail", "needs-pin-update")):
             continue
-        if row.status == "needs-pin-update":
+        if flaky:
+            ask = (f"`{row.name}`: its test is flaky on {row.failed_on} (passed and failed on the same inputs; it "
+                   f"blocks nothing): please make it deterministic")
+        elif row.status == "needs-pin-update":
             p = pins[row.name]
             ask = f"`{row.name}`: change `{p.pin}` to `{p.suggested}` in `{p.path}:{p.line}` (here or in a follow-up PR)"
         else:

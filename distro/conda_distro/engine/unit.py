@@ -180,8 +180,9 @@ def make_dep_view(unit: Unit) -> str | None:
     return unit.dep_view.as_uri()
 
 
-def make_baseline_view(unit: Unit) -> str | None:
-    """The dependency view of the baseline side (:mod:`.confirm`): main's builds of the dependencies."""
+def make_baseline_view(unit: Unit) -> Path | None:
+    """The dependency view of the baseline side (:mod:`.confirm`): main's builds of the dependencies (the
+    caller removes it after its runs)."""
     if not unit.baseline or unit.dep_view is None:
         return None
     view = unit.dep_view.with_name(unit.dep_view.name + ".baseline")
@@ -191,7 +192,7 @@ def make_baseline_view(unit: Unit) -> str | None:
         dst.parent.mkdir(parents=True, exist_ok=True)
         link_or_copy(src, dst)
     index_channel(view, subdirs=sorted({a.split("/")[0] for a, _ in unit.baseline}))
-    return view.as_uri()
+    return view
 
 
 def is_cached(unit: Unit) -> bool:
@@ -308,12 +309,18 @@ def _confirmed_test(p: Prepared, spec: VariantSpec, path: Path, t: TargetIn, n: 
     out = dataclasses.replace(conf.first, attempts=conf.attempts)
     if conf.status != "failed" or not in_main or not unit.baseline:
         return out
-    ctx = dataclasses.replace(p.ctx, dep_view=make_baseline_view(unit))
+    view = make_baseline_view(unit)
+    if view is None:
+        return out
+    ctx = dataclasses.replace(p.ctx, dep_view=view.as_uri())
 
     def base(i: int) -> TestOut:
         return run_test_phase(ctx, spec, path, t, n * 1000 + next(sub), attempt=f"baseline{i}")
 
-    got = run_baseline(base, 1 + unit.confirm_runs)
+    try:
+        got = run_baseline(base, 1 + unit.confirm_runs)
+    finally:
+        remove_tree(view)
     if got is None:
         return out
     return dataclasses.replace(out, baseline=dataclasses.replace(got.first, attempts=got.attempts))
