@@ -346,3 +346,23 @@ def test_check_pr_shows_one_finding_per_cause_and_names_a_flaky_dependent():
     assert "@flakykit-owner" in md and "flaky" in md
     table = "\n".join(build_table(ExecutionResult(tests=tests)))
     assert "flaky" in table
+
+
+# ---------------------------------------------------------------------------------------------
+# spurious is not failure: a full disk
+
+
+def test_a_test_that_hits_a_full_disk_is_an_infrastructure_error_not_a_failure(tmp_path):
+    """/dev/full answers every write with ENOSPC, as a full disk does (rattler-build runs the test for real)."""
+    from test_killed_tests import _package_with_test
+
+    from conda_distro.engine.backends import DISK_FULL_WHY, RattlerBuildBackend, file_sink
+    from conda_distro.engine.backends import TestJob as Job
+    from conda_distro.prcomment import infra_cause
+
+    out = tmp_path / "channel"
+    artifact = _package_with_test(out, "fullpkg", "dd if=/dev/zero of=/dev/full bs=1k count=1")
+    outcome = RattlerBuildBackend().test(Job(artifact, (out.as_uri(),), "", file_sink(tmp_path / "test.log")))
+    assert outcome.error and not outcome.ok and outcome.message.startswith(DISK_FULL_WHY), outcome
+    assert "No space left on device" in outcome.message and infra_cause(outcome.message) == "disk full"
+    assert "--retry-errors" in (tmp_path / "test.log").read_text()

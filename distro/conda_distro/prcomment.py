@@ -43,7 +43,7 @@ from conda_distro.templating import render
 STATUSES = ("pass", "fail", "error", "needs-pin-update", "blocked", "n-a")
 ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "needs-pin-update": "📌", "blocked": "⛔", "n-a": "➖"}
 #: the causes of an infrastructure ``error`` (a build or test that could not finish), as its reason begins
-CAUSES = (("timeout", "timeout"), ("output limit", "output limit"), ("mirror", "mirror"))
+CAUSES = (("timeout", "timeout"), ("output limit", "output limit"), ("mirror", "mirror"), ("disk full", "disk full"))
 RERUN_HINT = ("not a failure of the package: `conda-distro build --retry-errors` runs it again")
 MARKER = "<!-- conda-distro:check-pr -->"  # the sticky comment's hidden marker (the comment workflow adds it)
 
