@@ -27,6 +27,7 @@ from conda_distro.cli import prune_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import build_cmd, solve_cmd, sweep_cmd, verify_cmd, checkpr_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import propose_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import report_cmd  # noqa: E402,F401  isort: skip
+from conda_distro.cli import watch_cmd  # noqa: E402,F401  isort: skip
 
 
 #: a run of this many characters without a space in a message is shortened (a 5,000-digit "version")
