@@ -488,10 +488,68 @@ def test_cli_publish_release_refuses_bad_input(tmp_path: Path, capsys, case, san
         assert sorted(p.name for p in target.iterdir()) == ["README.md"]
 
 
+# ---------------------------------------------------------------------------------------------
+# `conda-distro sandbox publish-package DIR NAME VERSION --source FOLDER`: conda-forge published a package
+
+
+@pytest.mark.slow
+def test_cli_publish_package_then_a_second_build_of_the_version_is_the_one_installed(sandbox_world: Path, capsys,
+                                                                                      tmp_path: Path):
+    from helpers import run_cli
+
+    src = tmp_path / "src" / "arraylib"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text("def old_api(x):\n    return list(x)\n")
+    argv = ["sandbox", "publish-package", str(sandbox_world), "arraylib", "1.0.0", "--source", str(src.parent)]
+    code, out, err = run_cli(capsys, *argv, "--depends", "pytorch >=2.4,<3", "--format", "json")
+    assert code == 0, err
+    first = json.loads(out)["added"]
+    assert len(first) == 1 and first[0].startswith("noarch/arraylib-1.0.0-h") and first[0].endswith("_0.conda")
+    solved = _solve(sandbox_world / "upstream", ["arraylib"], cuda=False)
+    assert solved["arraylib"].file_name == first[0].split("/")[1] and "pytorch" in solved  # its depends came along
+    # the same files again: the same file name, refused, nothing written
+    listing = sorted(p.name for p in (sandbox_world / "upstream" / "noarch").iterdir())
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == "" and "is already published" in err and "hint:" in err
+    assert sorted(p.name for p in (sandbox_world / "upstream" / "noarch").iterdir()) == listing
+    # a second build of 1.0.0 (other files, same build number): another build string, a newer timestamp, and
+    # the solver takes it
+    (src / "__init__.py").write_text("def old_api(x):\n    return list(x)\n\nREBUILT = True\n")
+    code, out, err = run_cli(capsys, *argv, "--format", "json")
+    assert code == 0, err
+    second = json.loads(out)["added"]
+    assert second != first and second[0].endswith("_0.conda")
+    records = json.loads((sandbox_world / "upstream" / "noarch" / "repodata.json").read_text())["packages.conda"]
+    stamp = {fn: r["timestamp"] for fn, r in records.items() if r["name"] == "arraylib"}
+    assert stamp[second[0].split("/")[1]] > stamp[first[0].split("/")[1]]
+    assert _solve(sandbox_world / "upstream", ["arraylib"], cuda=False)["arraylib"].file_name == second[0].split("/")[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("args", "field"), [
+    (["python", "1.0"], "NAME"), (["pytorch", "2.9.0"], "NAME"), (["Bad Name", "1.0"], "NAME"),
+    (["arraylib", "1 .0"], "VERSION"), (["arraylib", "1.0", "--depends", "arraylib 1.0"], "--depends"),
+    (["arraylib", "1.0", "--build-number", "-1"], "--build-number"), (["arraylib", "1.0", "empty"], "--source"),
+])
+def test_cli_publish_package_refuses_bad_input(sandbox_world: Path, capsys, tmp_path: Path, args, field):
+    from helpers import run_cli
+
+    src = tmp_path / "src"
+    (src / "m").mkdir(parents=True)
+    if args[-1] == "empty":
+        args = args[:-1]
+    else:
+        (src / "m" / "__init__.py").write_text("X = 1\n")
+    listing = sorted(p.name for p in (sandbox_world / "upstream").rglob("*"))
+    code, out, err = run_cli(capsys, "sandbox", "publish-package", str(sandbox_world), *args, "--source", str(src))
+    assert code == 2 and out == "" and f"field '{field}'" in err and "hint:" in err, err
+    assert sorted(p.name for p in (sandbox_world / "upstream").rglob("*")) == listing
+
+
 def test_sandbox_dir_still_creates_a_world_and_lists_publish_release(capsys):
     from helpers import run_cli
 
     code, out, _ = run_cli(capsys, "sandbox", "--help")
-    assert code == 0 and "publish-release" in out and "create" in out
+    assert code == 0 and "publish-release" in out and "publish-package" in out and "create" in out
     code, out, _ = run_cli(capsys, "sandbox", "publish-release", "--help")
     assert code == 0 and "DIR" in out and "VERSION" in out

@@ -27,7 +27,8 @@ class _DefaultCreate(TyperGroup):
 sandbox_app = typer.Typer(name="sandbox", cls=_DefaultCreate, no_args_is_help=True, add_completion=False,
                           rich_markup_mode=None,
                           help="The sandbox world: `sandbox DIR` creates one; `sandbox publish-release DIR VERSION` "
-                               "adds a stand-in PyTorch release to its upstream channel.")
+                               "adds a stand-in PyTorch release to its upstream channel, `sandbox publish-package "
+                               "DIR NAME VERSION --source FOLDER` any other package.")
 app.add_typer(sandbox_app, name="sandbox")
 
 
@@ -72,3 +73,24 @@ def publish_release_cmd(
     from conda_distro.sandbox import PublishOptions, publish_release
 
     return emit(publish_release(PublishOptions(world=dir, version=version)), format)
+
+
+@sandbox_app.command("publish-package")
+def publish_package_cmd(
+    dir: Annotated[Path, typer.Argument(help="A sandbox world (made by `conda-distro sandbox DIR`).", metavar="DIR", show_default=False)],
+    name: Annotated[str, typer.Argument(help="The package name, e.g. arraylib.", metavar="NAME", show_default=False)],
+    version: Annotated[str, typer.Argument(help="Its version, e.g. 1.0.0.", metavar="VERSION", show_default=False)],
+    source: Annotated[Path, typer.Option("--source", help="A folder whose files go into site-packages as they are.",
+                                         show_default=False)],
+    build_number: Annotated[int, typer.Option("--build-number", help="The build number.")] = 0,
+    depends: Annotated[list[str] | None, typer.Option("--depends", help="A run requirement besides python "
+                                                     "(repeatable), e.g. 'arraylib >=1,<2'.", show_default=False)] = None,
+    format: FormatOpt = Format.text,
+) -> int:
+    """Publish a noarch: python package NAME VERSION holding the files of --source into a sandbox world's
+    upstream channel: the sandbox's "conda-forge published it". A second build of a version (other files,
+    same build number) gets another build string and a newer timestamp."""
+    from conda_distro.sandbox.release import PackageOptions, publish_package
+
+    return emit(publish_package(PackageOptions(world=dir, name=name, version=version, source=source,
+                                               build_number=build_number, depends=tuple(depends or ()))), format)

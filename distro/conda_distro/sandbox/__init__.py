@@ -7,7 +7,8 @@ Public API:
 * :func:`build_pytorch_standins`: add stand-in pytorch releases (cpu + cuda) to an existing local
   channel and re-index it, e.g. to publish "2.7.0" into a sandbox's upstream for a release-day sweep.
 * :func:`publish_release` (:class:`PublishOptions` in, :class:`PublishResult` out): a new stand-in
-  release in a sandbox world's upstream channel (``conda-distro sandbox publish-release DIR VERSION``).
+  release in a sandbox world's upstream channel (``conda-distro sandbox publish-release DIR VERSION``);
+  ``sandbox.release.publish_package`` any other (noarch: python) package (``sandbox publish-package``).
 * :func:`build_upstream_channel`: build a fresh upstream channel (python + stand-ins), no cache.
 * :func:`ensure_upstream_cached` / :func:`copy_channel` / :func:`default_cache_dir`: the cache.
 * :func:`pytorch_packages`, :func:`reindex`, :func:`write_run_exports`: channel helpers.
