@@ -9,11 +9,12 @@ the end-to-end ones run on the sandbox world with real builds (rattler-build) an
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import git
 import pytest
-from helpers import run_json_at
+from helpers import run_cli_at, run_json_at
 from test_gate import PAIRS, T0, TK12, TK13, cf, edit, gate, held, name_of, results, runs, write_hints
 
 from conda_distro.promote import HoldReason
@@ -366,3 +367,59 @@ def test_a_test_that_hits_a_full_disk_is_an_infrastructure_error_not_a_failure(t
     assert outcome.error and not outcome.ok and outcome.message.startswith(DISK_FULL_WHY), outcome
     assert "No space left on device" in outcome.message and infra_cause(outcome.message) == "disk full"
     assert "--retry-errors" in (tmp_path / "test.log").read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# main watched against upstream
+
+
+def publish(world: Path, tmp: Path, name: str, version: str, source: str, capsys) -> str:
+    from helpers import run_cli
+
+    src = tmp / f"src-{name}-{version}" / name
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text(source)
+    code, out, err = run_cli(capsys, "sandbox", "publish-package", str(world), name, version, "--source", str(src.parent),
+                             "--format", "json")
+    assert code == 0, err
+    return json.loads(out)["added"][0]
+
+
+@pytest.mark.slow
+def test_watch_reuses_unchanged_environments_and_names_the_upstream_update_that_broke_a_package(
+        built_world: Path, capsys, tmp_path: Path):
+    import shutil
+
+    world = built_world
+    publish(world, tmp_path, "arraylib", "1.0.0", "def old_api(x):\n    return list(x)\n", capsys)
+    publish(world, tmp_path, "helperlib", "1.0.0", "def identity(x):\n    return x\n", capsys)
+    shutil.copytree(Path(__file__).parent / "data" / "verdicts" / "arrayuser", world / "recipes" / "arrayuser")
+    repo = git.Repo(world)
+    repo.git.add("-A")
+    repo.index.commit("arrayuser")
+    code, doc = run_json_at(capsys, world, "build", "arrayuser")
+    assert {t["status"] for t in doc["tests"] if t["name"] == "arrayuser"} == {"passed"}, doc["tests"]
+    code, out = run_json_at(capsys, world, "promote")
+    assert any(name_of(a["artifact"]) == "arrayuser" for a in out["promoted"]), out["held"]
+
+    code, first = run_json_at(capsys, world, "watch", "arrayuser")
+    assert code == 0 and first["checked"] == 2 and first["tested"] == 2 and not first["broken"], first
+    code, again = run_json_at(capsys, world, "watch", "arrayuser")  # nothing changed upstream: all reused
+    assert code == 0 and (again["checked"], again["reused"], again["tested"]) == (2, 2, 0), again
+
+    # upstream publishes two updates the package installs; only arraylib's breaks it
+    new_array = publish(world, tmp_path, "arraylib", "1.1.0", "def new_api(x):\n    return list(x)\n", capsys)
+    publish(world, tmp_path, "helperlib", "1.0.1", "def identity(x):\n    return x\n\n\nHELPED = True\n", capsys)
+    code, out = run_json_at(capsys, world, "watch", "arrayuser")
+    assert code == 1 and out["tested"] == 2
+    assert {(b["name"], b["pytorch"], b["variant"]) for b in out["broken"]} == {("arrayuser", "2.6.0", "cpu"),
+                                                                               ("arrayuser", "2.6.0", "cuda")}
+    for b in out["broken"]:
+        assert set(b["changed"]) == {"arraylib", "helperlib"}
+        assert len(b["culprit"]) == 1 and b["culprit"][0].startswith("arraylib arraylib-1.0.0-")
+        assert b["culprit"][0].endswith(new_array.split("/")[1].removesuffix(".conda"))
+        assert b["maintainers"] == ["array-ann"] and Path(b["log"]).is_file()
+    report = json.loads((world / "build" / "watch" / "report.json").read_text())
+    assert report["broken"] == out["broken"]
+    code, md, _ = run_cli_at(capsys, world, "watch", "arrayuser", "--format", "markdown")
+    assert code == 1 and "| `arrayuser` | 2.6.0 | cpu | arraylib" in md and "@array-ann" in md

@@ -72,6 +72,7 @@ class WatchResult:
     tested: int = 0
     broken: list[Broken] = field(default_factory=list)
     failing: list[dict[str, str]] = field(default_factory=list)  # failing, never seen passing here
+    flaky: list[dict[str, str]] = field(default_factory=list)  # passed and failed on today's environment
 
     @property
     def ok(self) -> bool:
@@ -83,7 +84,7 @@ class WatchResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "checked": self.checked, "reused": self.reused, "tested": self.tested,
-                "broken": [b.to_dict() for b in self.broken], "failing": list(self.failing)}
+                "broken": [b.to_dict() for b in self.broken], "failing": list(self.failing), "flaky": list(self.flaky)}
 
     def text_lines(self) -> list[str]:
         lines = [f"{self.checked} checked ({self.reused} reused: environment unchanged, {self.tested} tested)"]
@@ -94,6 +95,7 @@ class WatchResult:
                          + (f"  ({who})" if who else ""))
         lines += [f"  failing {f['name']} on pytorch {f['pytorch']} {f['variant']} (never seen passing here)"
                   for f in self.failing]
+        lines += [f"  flaky   {f['name']} on pytorch {f['pytorch']} {f['variant']}" for f in self.flaky]
         return lines
 
     def markdown(self) -> str:
@@ -138,6 +140,7 @@ def watch(options: WatchOptions) -> WatchResult:
     """Re-test main against today's upstream (module docstring)."""
     from conda_distro.distribution import load_distribution
     from conda_distro.engine.backends import VariantSpec
+    from conda_distro.engine.confirm import confirm_failure, needs_confirmation
     from conda_distro.engine.needs import test_needs
     from conda_distro.engine.phases import PhaseContext, TargetIn, claim_folder, remove_tree
     from conda_distro.engine.releases import Target, availability_if_readable, build_release_views
@@ -166,6 +169,7 @@ def watch(options: WatchOptions) -> WatchResult:
     state: dict[str, dict[str, Any]] = json.loads(state_path.read_text()) if state_path.is_file() else {}
     maintainers = {out: list(r.maintainers) for r in dist.recipes.values() for out in (r.name, *r.output_names)}
     result = WatchResult()
+    confirm_runs = dist.config.policy.confirm_runs
     work, lock = claim_folder(build_dir / "work", "watch-")
     counter = iter(range(1, 1_000_000))
     try:
@@ -180,9 +184,9 @@ def watch(options: WatchOptions) -> WatchResult:
                 env = _idents(needs.records)
                 key = f"{f.artifact}|{r}|{v}"
                 old = state.get(key)
-                if old is not None and old.get("env") == env and old.get("status") in ("passed", "failed", "flaky"):
+                if old is not None and old.get("env") == env and old.get("status") in ("passed", "failed"):
                     result.reused += 1
-                    status, log, reason = old["status"], old.get("log"), old.get("reason")
+                    entry = old
                 else:
                     job = _Job(PhaseContext(name=f.name, recipe=main / f.artifact, root=dist.root, inputs=RecipeInputs(),
                                             variant_config=RenderSettings(), engine="rattler-build",
@@ -195,21 +199,32 @@ def watch(options: WatchOptions) -> WatchResult:
                                counter)
                     got = job.run()
                     result.tested += 1
-                    status = "error" if got.error else "passed" if got.ok else "failed"
-                    log, reason = got.log, got.message
-                    if status in ("passed", "failed"):
-                        state[key] = {"env": env, "status": status, "log": log, "reason": reason}
-                    if status == "failed" and old is not None and old.get("status") == "passed":
-                        then = old.get("env", {})
-                        changed = _changed(then, env, {f.name})
-                        pins = _Pins(job, then, changed, local_upstream, work)
-                        culprit = bisect(sorted(changed), pins.fails_with) if local_upstream and changed else []
-                        result.broken.append(Broken(f.name, f.artifact, r, v,
-                                                    [f"{n} {changed[n][0]} -> {changed[n][1]}" for n in culprit],
-                                                    changed, log, reason, maintainers.get(f.name, [])))
+                    if got.error:  # no verdict: nothing kept, the next watch runs it again
                         continue
-                if status == "failed" and not any(b.artifact == f.artifact and (b.pytorch, b.variant) == (r, v)
-                                                  for b in result.broken):
+                    status = "passed" if got.ok else "failed"
+                    if needs_confirmation(got):  # a failure is confirmed before it counts (policy.confirm_runs)
+                        status = confirm_failure(got, job.again, confirm_runs).status
+                    if status == "flaky":
+                        result.flaky.append({"name": f.name, "pytorch": r, "variant": v, "artifact": f.artifact})
+                        continue
+                    entry = {"env": env, "status": status, "log": got.log, "reason": got.message}
+                    passed_in = env if got.ok else (old or {}).get("passed_in")
+                    if passed_in:
+                        entry["passed_in"] = passed_in  # the environment it last passed in (what bisection pins back to)
+                    if not got.ok and passed_in:
+                        changed = _changed(passed_in, env, {f.name})
+                        pins = _Pins(job, passed_in, changed, local_upstream, work)
+                        culprit = bisect(sorted(changed), pins.fails_with) if local_upstream and changed else []
+                        entry["changed"] = {n: list(c) for n, c in changed.items()}
+                        entry["culprit"] = [f"{n} {changed[n][0]} -> {changed[n][1]}" for n in culprit]
+                    state[key] = entry
+                if entry["status"] != "failed":
+                    continue
+                if "changed" in entry:  # passed here before, fails now: broken by upstream
+                    result.broken.append(Broken(f.name, f.artifact, r, v, list(entry.get("culprit", [])),
+                                                {n: (c[0], c[1]) for n, c in entry["changed"].items()}, entry.get("log"),
+                                                entry.get("reason"), maintainers.get(f.name, [])))
+                else:
                     result.failing.append({"name": f.name, "pytorch": r, "variant": v, "artifact": f.artifact})
     finally:
         remove_tree(work)
@@ -236,6 +251,10 @@ class _Job:
 
         ctx = self.ctx if pin is None else replace(self.ctx, dep_view=pin.as_uri())
         return run_test_phase(ctx, self.spec, self.path, self.target, next(self.counter))
+
+    def again(self, _i: int) -> Any:
+        """One more run of the same test (a confirmation run)."""
+        return self.run()
 
 
 @dataclass
