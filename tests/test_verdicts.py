@@ -423,3 +423,8 @@ def test_watch_reuses_unchanged_environments_and_names_the_upstream_update_that_
     assert report["broken"] == out["broken"]
     code, md, _ = run_cli_at(capsys, world, "watch", "arrayuser", "--format", "markdown")
     assert code == 1 and "| `arrayuser` | 2.6.0 | cpu | arraylib" in md and "@array-ann" in md
+    page = tmp_path / "page"
+    code, _ = run_json_at(capsys, world, "status", "--out", str(page))
+    html = (page / "index.html").read_text()
+    assert '<section id="watch">' in html and 'class="broken" data-package="arrayuser"' in html
+    assert "broken by arraylib arraylib-1.0.0-" in html

@@ -48,6 +48,7 @@ from conda_distro.layout import clash
 from conda_distro.ledger import ArtifactEntry
 from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
+from conda_distro.reports.watch import read_report as read_watch_report
 from conda_distro.results import TestStatus
 from conda_distro.safetext import shown
 from conda_distro.templating import render, static
@@ -291,6 +292,7 @@ class StatusPage:
     drawing: Drawing
     progress: list[ReleaseProgress] = field(default_factory=list)
     excuses: Excuses | None = None
+    watch: dict[str, Any] | None = None  # the last `watch` report (build/watch/report.json)
 
     def counts(self) -> dict[str, int]:
         """Cells by status, main and staging rows together."""
@@ -676,6 +678,7 @@ def write_status(options: StatusOptions) -> StatusResult:
     stale = frozenset(b.artifact for b in excuses.stale) if excuses else frozenset()
     page = build_page(gather(dist, as_of, sweeps=False, skip=stale), excuses, repo_links(dist.root, options.repo_url),
                       untestable_of(dist))
+    page.watch = read_watch_report(dist.distro.build_dir)
     logs = _log_copies(page, dist.root, dist.distro.build_dir)
     html, css = render_page(page, logs), static("style.css")
     written = []

@@ -110,6 +110,22 @@ class WatchResult:
         return "\n".join(out) + "\n"
 
 
+def read_report(build_dir: Path) -> dict[str, Any] | None:
+    """The last watch's report (``build/watch/report.json``) for the status page; None when there is none.
+    An unreadable one is bad input (exit 2, naming the file)."""
+    from conda_distro.jsonio import read_json
+
+    try:
+        data = read_json(build_dir / REPORT, "excuses", error=UsageError,
+                         hint="run `conda-distro watch` again (it writes the file) or delete it")
+    except FileNotFoundError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("broken"), list):
+        raise UsageError("not a watch report: an object with a `broken` list", path=build_dir / REPORT,
+                         hint="run `conda-distro watch` again (it writes the file) or delete it")
+    return data
+
+
 def _idents(records: Sequence[Any]) -> dict[str, str]:
     return {r.file_name.rsplit("-", 2)[0]: r.file_name.removesuffix(".conda").removesuffix(".tar.bz2")
             for r in records}
