@@ -347,6 +347,9 @@ def test_check_pr_shows_one_finding_per_cause_and_names_a_flaky_dependent():
     assert "@flakykit-owner" in md and "flaky" in md
     table = "\n".join(build_table(ExecutionResult(tests=tests)))
     assert "flaky" in table
+    # a flaky package alone does not fail the check
+    only_flaky = _pr_result([_pr_run("flakykit", r, v, "flaky" if v == "cpu" else "passed") for r, v in PAIRS])
+    assert only_flaky.ok and build_report(only_flaky).verdict == "ready to merge"
 
 
 # ---------------------------------------------------------------------------------------------
