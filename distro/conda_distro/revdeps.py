@@ -249,9 +249,10 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: tuple[str, str], provide
     ref = _latest(runs, lambda t: t.against is not None
                   and all(t.against.get(n) in main_idents.get(n, ()) for n in want))
     before = ref.status if ref is not None else inputs.evidence.get(f.artifact, {}).get(pair)
-    if before == "flaky" and ref is not None:  # the baseline side passed and failed too: no regression
+    if before == "flaky":  # the baseline side passed and failed too: no regression
         return retest(verdict=Verdict.FLAKY, log=hit.log,
-                      detail=why + f" (and with main's packages it is flaky: {_runs(ref)})")
+                      detail=why + f" (and with main's packages it is flaky: "
+                                   f"{_runs(ref) if ref is not None else 'so its promotion recorded'})")
     if before == "passed":
         return retest(verdict=Verdict.REGRESSION, log=hit.log, detail=why)
     if before == "failed" and ref is not None and ref.reason and hit.reason \
