@@ -23,10 +23,10 @@ from pathlib import Path
 from conda_distro.distribution import load_distribution
 from conda_distro.engine.releases import build_release_views
 from conda_distro.engine.run import BuildOptions, run_build
-from conda_distro.rattler_env import rattler_env, scratch_dir
+from conda_distro.recipe.specs import admits
 from conda_distro.sandbox.world import SandboxOptions, create_sandbox
 from conda_distro.solve import solve_distribution
-from conda_distro.specs import admits
+from conda_distro.util.rattler_env import rattler_env, scratch_dir
 
 RATTLER_TIME = [0.0]  # seconds spent inside rattler-build's run_build / run_tests since the last reset
 

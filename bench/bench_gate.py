@@ -23,9 +23,9 @@ from pathlib import Path
 
 from conda_distro.channels import ChannelFile
 from conda_distro.channels.depends import distribution_closure
-from conda_distro.installability import Installability, write_channel
-from conda_distro.promote import PlanInputs, TestMatrix, plan_gate
-from conda_distro.results import ArtifactResults, TestRecord
+from conda_distro.gate.installability import Installability, write_channel
+from conda_distro.gate.promote import PlanInputs, TestMatrix, plan_gate
+from conda_distro.state.results import ArtifactResults, TestRecord
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
 VARIANTS = ("cpu", "cuda")

@@ -197,7 +197,7 @@ def check_main(world: Path) -> list[str]:
 
 
 def check_ledger(world: Path) -> list[str]:
-    from conda_distro.ledger import Ledger, compare_with_channel
+    from conda_distro.state.ledger import Ledger, compare_with_channel
 
     named, bad = indexed_files(main_dir(world))
     if bad:
@@ -212,7 +212,7 @@ def check_ledger(world: Path) -> list[str]:
 
 
 def check_staging(world: Path) -> list[str]:
-    from conda_distro.results import ResultsStore
+    from conda_distro.state.results import ResultsStore
 
     staging = world / "build" / "channels" / "staging"
     named, bad = indexed_files(staging)
@@ -310,7 +310,7 @@ def _promote_final(world: Path, ref: Reference) -> list[str]:
 
 
 def _retire_final(world: Path, ref: Reference) -> list[str]:
-    from conda_distro.ledger import Ledger
+    from conda_distro.state.ledger import Ledger
 
     bad = check_ledger(world)
     named, _ = indexed_files(main_dir(world))

@@ -2,7 +2,7 @@
 
     python bench/bench_mirror.py
 
-The sandbox world's upstream channel is served over loopback HTTP (``tests/channel_server.py``, its own
+The sandbox world's upstream channel is served over loopback HTTP (``tests/support/channel_server.py``, its own
 process) and distro.yaml points at it; `build --all --jobs 2` then runs
 
 1. on the file:// world (the baseline: no mirror);
@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from channel_server import ChannelServer  # noqa: E402 - the tests' loopback server
+from support.channel_server import ChannelServer  # noqa: E402 - the tests' loopback server
 
 import conda_distro.engine.phases as phases  # noqa: E402
 from conda_distro.distribution import load_distribution  # noqa: E402

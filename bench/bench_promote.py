@@ -24,9 +24,9 @@ import time
 import zipfile
 from pathlib import Path
 
-from conda_distro.promote import PromoteOptions, promote
-from conda_distro.provenance import recipe_digest
-from conda_distro.results import ArtifactResults, ResultsStore, TestRecord
+from conda_distro.gate.promote import PromoteOptions, promote
+from conda_distro.state.provenance import recipe_digest
+from conda_distro.state.results import ArtifactResults, ResultsStore, TestRecord
 
 RELEASES = ["2.4.1", "2.5.1", "2.6.0"]
 VARIANTS = ["cpu", "cuda"]
@@ -76,7 +76,7 @@ def make_world(root: Path, n: int) -> None:
     root.mkdir(parents=True, exist_ok=True)
     (root / "distro.yaml").write_text(DISTRO.format(releases=json.dumps(RELEASES), variants=json.dumps(VARIANTS)))
     from conda_distro.channels import ChannelFile
-    from conda_distro.installability import write_channel
+    from conda_distro.gate.installability import write_channel
 
     write_channel([ChannelFile("linux-64", f"pytorch-{r}-{v}_0.conda", "pytorch", r, f"{v}_0", 0, "0" * 64,
                                ("__cuda",) if v == "cuda" else ()) for r in RELEASES for v in VARIANTS],

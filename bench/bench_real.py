@@ -129,14 +129,14 @@ def direct_loop(root: Path, names: tuple[str, ...], release: str) -> int:
 
     from conda_distro.distribution import load_distribution
     from conda_distro.engine.releases import build_release_views
-    from conda_distro.rattler_env import rattler_env, scratch_dir
+    from conda_distro.util.rattler_env import rattler_env, scratch_dir
 
     dist = load_distribution(root)
     views = {t: v for t, v in build_release_views(dist.distro, root / "build" / "direct-views").items()
              if t.pytorch == release and v.url}
     staging = root / "build" / "direct-staging"
     (staging / "noarch").mkdir(parents=True, exist_ok=True)
-    from conda_distro.rattler_env import index_channel
+    from conda_distro.util.rattler_env import index_channel
 
     index_channel(staging)
     minor = ".".join(release.split(".")[:2])

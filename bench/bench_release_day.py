@@ -108,7 +108,7 @@ def _reindex(channel: Path) -> None:
     only the files repodata does not list yet, and drops the entries of removed files). In a child
     process that leaves with os._exit: after indexing this 6 GB channel, rattler's runtime can crash
     while the interpreter shuts down, after the repodata was written."""
-    code = ("import os; from conda_distro.rattler_env import index_channel; "
+    code = ("import os; from conda_distro.util.rattler_env import index_channel; "
             f"index_channel({str(channel)!r}, subdirs=['linux-64'], force=False); os._exit(0)")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -97,8 +97,9 @@ def _clear_caches() -> None:
     """Each run starts cold: the spine's memo caches are emptied (as in a fresh process)."""
     import functools
 
-    from conda_distro import recipe, specs
     from conda_distro.lint import checks
+    from conda_distro.recipe import model as recipe
+    from conda_distro.recipe import specs
 
     for mod in (recipe, specs, checks):
         for obj in vars(mod).values():

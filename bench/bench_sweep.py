@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.distribution import load_distribution
-from conda_distro.fsutil import atomic_write_text
 from conda_distro.sweep import add_release_text, edited_text, plan_sweep
+from conda_distro.util.fsutil import atomic_write_text
 
 TARGET_SECONDS = 3.0
 RELEASE = "2.7.0"

@@ -33,8 +33,8 @@ from conda_distro.channels import ChannelFile  # noqa: E402
 from conda_distro.engine.confirm import confirm_failure, needs_confirmation, run_baseline, status_of  # noqa: E402
 from conda_distro.engine.phases import TestOut  # noqa: E402
 from conda_distro.engine.unit import _baseline_record, _Provenance, _TestBase  # noqa: E402
-from conda_distro.promote import PlanInputs, TestMatrix, plan_gate  # noqa: E402
-from conda_distro.results import ArtifactResults, TestRecord  # noqa: E402
+from conda_distro.gate.promote import PlanInputs, TestMatrix, plan_gate  # noqa: E402
+from conda_distro.state.results import ArtifactResults, TestRecord  # noqa: E402
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
 VARIANTS = ("cpu", "cuda")

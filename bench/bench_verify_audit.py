@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from conda_distro.channels import LocalChannel
-from conda_distro.secret import Secret, mask, register
+from conda_distro.util.secret import Secret, mask, register
 
 
 def make_channel(root: Path, n: int, size: int) -> int:

@@ -1,6 +1,8 @@
-"""Shared test helpers: small distribution repositories written into ``tmp_path``.
+"""Shared fixtures: small distribution repositories written into ``tmp_path`` (the plain functions behind them
+are in ``tests/support/repos.py``).
 
-Keep this file generic. A test module's own helpers live in that module.
+Keep this file generic. A test module's own helpers live in that module; helpers shared by several test
+modules live in ``tests/support/``.
 
 * ``make_distro(recipes, config_extra=None, *, name="distro", distro_yaml=None)`` (fixture) writes
   ``distro.yaml`` (``BASE_CONFIG`` deep-merged with ``config_extra``, or ``distro_yaml`` verbatim) and
@@ -11,81 +13,16 @@ Keep this file generic. A test module's own helpers live in that module.
 
 from __future__ import annotations
 
-import copy
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
+from support.repos import clean_recipe_text, write_distro
 
-# session-wide sandbox worlds for end-to-end tests (tests/worlds.py); tiny packages built with rattler-build and
-# the session's staging channel of them (tests/channel_builds.py); pytester runs a test session inside a test
+# session-wide sandbox worlds for end-to-end tests (tests/support/worlds.py); tiny packages built with
+# rattler-build and the session's staging channel of them (tests/support/channel_builds.py); pytester runs a test session inside a test
 # (tests/test_tiers.py)
-pytest_plugins = ["worlds", "channel_builds", "pytester"]
-
-BASE_CONFIG: dict[str, Any] = {
-    "name": "test-distro",
-    "channels": {"upstream": ["conda-forge"], "staging": "build/channels/staging", "main": "build/channels/main"},
-    "pytorch": {"name": "pytorch", "releases": ["2.4.1", "2.5.1", "2.6.0"], "variants": ["cpu", "cuda"]},
-    "platforms": ["linux-64"],
-    "policy": {"upper_bounds": "required", "unbounded_allowed": ["python"], "unmaintained_grace_days": 60},
-}
-
-SHA256 = "0123456789abcdef" * 4
-
-
-def deep_merge(base: dict, extra: dict | None) -> dict:
-    """A copy of ``base`` with ``extra`` merged in (mappings recursively; anything else replaced)."""
-    out = copy.deepcopy(base)
-    for key, value in (extra or {}).items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def write_distro(root: Path, recipes: dict[str, str] | None = None, config_extra: dict | None = None,
-                 *, distro_yaml: str | None = None, variants: bool = False) -> Path:
-    """A distribution folder; ``variants``: with the repository's variants.yaml (conda-forge's pinning
-    values), which real-world recipes need to render."""
-    root.mkdir(parents=True, exist_ok=True)
-    if variants:
-        (root / "variants.yaml").write_text((Path(__file__).parent.parent / "variants.yaml").read_text())
-        config_extra = deep_merge(config_extra or {}, {"variant_config": ["variants.yaml"]})
-    text = distro_yaml if distro_yaml is not None else yaml.safe_dump(deep_merge(BASE_CONFIG, config_extra),
-                                                                       sort_keys=False)
-    (root / "distro.yaml").write_text(text)
-    for name, recipe in (recipes or {}).items():
-        folder = root / "recipes" / name
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "recipe.yaml").write_text(recipe)
-    return root
-
-
-def clean_recipe_text(name: str, *, version: str = "1.2.0", run: list[str] | tuple[str, ...] = (),
-                      pytorch: str | None = "pytorch >=2.4,<2.7", host: list[str] | tuple[str, ...] = (),
-                      extra: str = "") -> str:
-    """A noarch python recipe that lints clean. ``run``/``host`` are added requirements, ``pytorch``
-    the pytorch run requirement (None: none), ``extra`` lines appended under ``extra:``."""
-    run_lines = ["python >=3.10", *([pytorch] if pytorch else []), *run]
-    host_lines = ["python >=3.10", "pip", *host]
-    extra_lines = textwrap.indent(textwrap.dedent(extra).strip("\n"), "  ") + "\n" if extra.strip() else ""
-    return (
-        f'context:\n  version: "{version}"\n\n'
-        f"package:\n  name: {name}\n  version: ${{{{ version }}}}\n\n"
-        f"source:\n  url: https://example.org/{name}/{name}-${{{{ version }}}}.tar.gz\n  sha256: {SHA256}\n\n"
-        "build:\n  number: 0\n  noarch: python\n  script: python -m pip install . --no-deps\n\n"
-        "requirements:\n  host:\n" + "".join(f"    - {d}\n" for d in host_lines)
-        + "  run:\n" + "".join(f"    - {d}\n" for d in run_lines) + "\n"
-        f"tests:\n  - python:\n      imports:\n        - {name.replace('-', '_')}\n\n"
-        f"about:\n  homepage: https://example.org/{name}\n  summary: The {name} test package\n"
-        "  license: BSD-3-Clause\n  license_file: LICENSE\n\n"
-        "extra:\n  recipe-maintainers:\n    - octocat\n" + extra_lines
-    )
-
+pytest_plugins = ["support.worlds", "support.channel_builds", "pytester"]
 
 @pytest.fixture()
 def make_distro(tmp_path: Path) -> Callable[..., Path]:

@@ -15,16 +15,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at
+from support.helpers import run_cli_at
 
 from conda_distro.channels import ChannelFile
 from conda_distro.channels.depends import distribution_closure, lockstep_of_files
 from conda_distro.config import DistroRepo, load_config
 from conda_distro.engine.releases import Target, upstream_availability
-from conda_distro.installability import write_channel
-from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
-from conda_distro.results import ArtifactResults
-from conda_distro.results import TestRecord as Run
+from conda_distro.gate.installability import write_channel
+from conda_distro.gate.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
+from conda_distro.state.results import ArtifactResults
+from conda_distro.state.results import TestRecord as Run
 from conda_distro.upstream.pypi import _lockstep_pin, wheel_is_cuda
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
@@ -160,7 +160,7 @@ def test_a_cuda_lockstep_wheel_is_recognised(tmp_path):
 def test_a_target_upstream_lacks_is_not_tested_required_or_verified(sandbox_world, capsys):
     """The sandbox world with the cpu pytorch 2.6.0 removed from upstream: build does not test there
     (and says why), promote promotes what passed everywhere else, verify-channel skips the target."""
-    from conda_distro.rattler_env import index_channel
+    from conda_distro.util.rattler_env import index_channel
 
     up = sandbox_world / "upstream"
     gone = [p for p in (up / "linux-64").glob("pytorch-2.6.0-*.conda") if "cpu" in p.name] + \

@@ -28,18 +28,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import clean_recipe_text
-from helpers import sha256, with_provenance
+from support.helpers import sha256, with_provenance
+from support.repos import clean_recipe_text
 from test_promote import make_root
 
 from conda_distro.channels import ChannelFile
 from conda_distro.cli import main as cli_main
-from conda_distro.ledger import Ledger
-from conda_distro.promote import ledger_entry
-from conda_distro.reports.records import RetirementRecord, RetirementRecords
-from conda_distro.results import ArtifactResults, ResultsStore
-from conda_distro.results import TestRecord as Run
-from conda_distro.yamlio import MAX_DOCUMENT_BYTES
+from conda_distro.gate.promote import ledger_entry
+from conda_distro.state.ledger import Ledger
+from conda_distro.state.records import RetirementRecord, RetirementRecords
+from conda_distro.state.results import ArtifactResults, ResultsStore
+from conda_distro.state.results import TestRecord as Run
+from conda_distro.util.yamlio import MAX_DOCUMENT_BYTES
 
 DISTRO_YAML = """\
 name: test-distro
@@ -452,7 +452,7 @@ def special_files(rel: str, cap: int, *, json_file: bool) -> dict[str, tuple[Mut
     return out
 
 
-from conda_distro.jsonio import MAX_BYTES  # noqa: E402
+from conda_distro.util.jsonio import MAX_BYTES  # noqa: E402
 
 EXCUSES = "build/excuses.json"
 JOURNAL = "build/sweep/pytorch-2.6.0.journal.json"
@@ -719,7 +719,7 @@ def test_bad_input(world, case, capsys):
 @pytest.fixture()
 def staged_root(template: Path, tmp_path: Path) -> Path:
     """test_promote's scenario: a staging channel of real rattler-build artifacts (the session's
-    ``template``, tests/channel_builds.py) with their results; main empty."""
+    ``template``, tests/support/channel_builds.py) with their results; main empty."""
     return make_root(template, tmp_path)
 
 

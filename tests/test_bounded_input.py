@@ -22,15 +22,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import clean_recipe_text, write_distro
-from helpers import run_cli_at
+from support.helpers import run_cli_at
+from support.repos import clean_recipe_text, write_distro
 from test_bad_inputs import make_world, snapshot
 from test_promote import make_root
 
 from conda_distro.errors import DistroError, ExitCode, FileSystemError
-from conda_distro.fsutil import check_writable, read_bounded
-from conda_distro.jsonio import MAX_DEPTH, parse_json, read_json, too_deep
-from conda_distro.sweepstate import SweepJournal
+from conda_distro.state.sweep_journal import SweepJournal
+from conda_distro.util.fsutil import check_writable, read_bounded
+from conda_distro.util.jsonio import MAX_DEPTH, parse_json, read_json, too_deep
 
 # ---------------------------------------------------------------------------------------------
 # the reader

@@ -1,8 +1,8 @@
 """Channel backends: LocalChannel on real rattler-build artifacts, AnacondaChannel through the real
-anaconda-client code against the fake server (tests/anaconda_server.py), and open_channel.
+anaconda-client code against the fake server (tests/support/anaconda_server.py), and open_channel.
 
 The helpers at the top (writing a distro.yaml, copying channels) are shared with test_promote.py; the tiny
-packages and the session's ``template`` channel come from tests/channel_builds.py.
+packages and the session's ``template`` channel come from tests/support/channel_builds.py.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from anaconda_server import FakeAnaconda
-from channel_builds import PACKAGES
+from support.anaconda_server import FakeAnaconda
+from support.channel_builds import PACKAGES
 
 from conda_distro.channels import AnacondaChannel, ChannelFile, LocalChannel, mask_secret, open_channel, parse_anaconda_ref, sha256_of
 from conda_distro.config import load_config
 from conda_distro.errors import ChannelError, LockTimeoutError
-from conda_distro.secret import Secret
+from conda_distro.util.secret import Secret
 
 TOKEN = "tok-SECRET-0123456789"
 
@@ -53,7 +53,7 @@ def write_distro(root: Path, *, staging: str = "build/channels/staging", main: s
 def write_upstream(folder: Path) -> Path:
     """The upstream the promotion gate solves installability against: repodata of a cpu and a cuda
     pytorch per release (records only: solving needs no package files)."""
-    from conda_distro.installability import write_channel
+    from conda_distro.gate.installability import write_channel
 
     files = [ChannelFile("linux-64", f"pytorch-{r}-{v}_0.conda", "pytorch", r, f"{v}_0", 0, "0" * 64,
                          ("__cuda",) if v == "cuda" else ())

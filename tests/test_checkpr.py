@@ -12,13 +12,13 @@ from pathlib import Path
 
 import git
 import pytest
-from helpers import run_cli
 from ruamel.yaml import YAML
+from support.helpers import run_cli
 
-from conda_distro.checkpr import CheckPrResult, RecipeLocation, suggest_pin
-from conda_distro.prcomment import to_markdown
-from conda_distro.results import BuildRecord
-from conda_distro.results import TestRecord as Run  # (renamed: pytest would try to collect a Test* class)
+from conda_distro.checkpr.check import CheckPrResult, RecipeLocation, suggest_pin
+from conda_distro.checkpr.comment import to_markdown
+from conda_distro.state.results import BuildRecord
+from conda_distro.state.results import TestRecord as Run  # (renamed: pytest would try to collect a Test* class)
 
 TARGETS = [(r, v) for r in ("2.4.1", "2.5.1", "2.6.0") for v in ("cpu", "cuda")]
 HEADER = "| package | status | failed on | note |"
@@ -322,7 +322,7 @@ def test_no_build_lints_and_solves_but_builds_nothing(sandbox_world: Path, capsy
     ("==0.3.2", "0.4.0", "tensorutils >=0.4.0,<1"),
 ])
 def test_suggest_pin_admits_the_new_version(spec, new, expected):
-    from conda_distro.specs import admits
+    from conda_distro.recipe.specs import admits
 
     got = suggest_pin("tensorutils", spec, new)
     assert got == expected
@@ -346,7 +346,7 @@ def _failing_hookprofiler(**kw) -> CheckPrResult:
 
 
 def test_markdown_groups_failures_links_logs_and_asks_downstream_once():
-    from conda_distro.prcomment import to_text
+    from conda_distro.checkpr.comment import to_text
 
     res = _failing_hookprofiler()
     md = to_markdown(res, log_url="https://ci.example/run/7/logs/{path}")
@@ -383,8 +383,8 @@ def test_markdown_groups_failures_links_logs_and_asks_downstream_once():
 
 
 def test_statuses_cover_pass_fail_pin_blocked_and_na():
-    from conda_distro.checkpr import PinUpdate
-    from conda_distro.prcomment import build_report
+    from conda_distro.checkpr.check import PinUpdate
+    from conda_distro.checkpr.comment import build_report
 
     tests = [Run(name=n, artifact=f"noarch/{n}-1.0-h_0.conda", pytorch="2.6.0", variant="cpu", status=st)
              for n, st in (("a", "passed"), ("b", "failed"), ("c", "failed"), ("d", "blocked"))]
@@ -517,7 +517,7 @@ def test_the_reproduce_hint_fails_like_ci_did_and_leaves_shared_staging_alone(bu
     which tests against the shared staging's old metrickit and passes (and leaves its build there). The hint
     now names `check-pr --base B --only textmetrics --pytorch 2.4.1`: it fails the same way, from a private
     scope, and the shared staging and results are byte for byte what they were."""
-    from worlds import copy_world
+    from support.worlds import copy_world
 
     repo = git.Repo(built_world)
     repo.git.checkout("-b", "rename-accuracy")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
+from support.helpers import run_cli
 
 
 def subprocess_env() -> dict[str, str]:

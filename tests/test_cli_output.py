@@ -20,7 +20,7 @@ BARS = re.compile(r"installing packages|Compressing|solving")
 CHILD = textwrap.dedent("""\
     import sys, tempfile
     from rattler_build import Stage0Recipe, VariantConfig
-    from conda_distro.rattler_env import native_tool_config, run_build, run_tests
+    from conda_distro.util.rattler_env import native_tool_config, run_build, run_tests
     mode, work = sys.argv[1], sys.argv[2]
     recipe = Stage0Recipe.from_yaml('''
     package: {name: hello, version: "0.1"}

@@ -45,8 +45,9 @@ def test_importing_the_cli_loads_no_library_module_of_ours():
              "and not m.startswith('conda_distro.cli')))")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
     # the error tree, the secret masking every output of the CLI goes through and the locks' default
-    # timeout (all stdlib-only)
-    assert proc.stdout.strip() == "['conda_distro.errors', 'conda_distro.locks', 'conda_distro.secret']"
+    # timeout (all stdlib-only), and the rooms holding them (their __init__.py import nothing)
+    assert proc.stdout.strip() == ("['conda_distro.errors', 'conda_distro.state', 'conda_distro.state.locks', "
+                                   "'conda_distro.util', 'conda_distro.util.secret']")
 
 
 @pytest.mark.parametrize("command", ["", *COMMANDS])
@@ -92,13 +93,13 @@ def test_top_level_help_lists_every_command_in_flow_order(capsys):
 
 
 def test_one_lock_timeout_default_for_every_command():
-    """build, sweep, promote and retire take --lock-timeout's default from conda_distro.locks, the one place
+    """build, sweep, promote and retire take --lock-timeout's default from conda_distro.state.locks, the one place
     it is defined."""
-    from conda_distro import locks
     from conda_distro.engine.run import BuildOptions
-    from conda_distro.promote import PromoteOptions
-    from conda_distro.prune import PruneOptions
-    from conda_distro.retire import RetireOptions
+    from conda_distro.gate.promote import PromoteOptions
+    from conda_distro.gate.prune import PruneOptions
+    from conda_distro.gate.retire import RetireOptions
+    from conda_distro.state import locks
     from conda_distro.sweep import SweepOptions
 
     defaults = {_click_command([c]).params[[p.name for p in _click_command([c]).params].index("lock_timeout")].default

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
+from support.helpers import run_cli
 
 import conda_distro.cli
 from conda_distro.cli.app import Format

@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
+from support.helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
 
-from conda_distro.gitutil import current_commit
-from conda_distro.ledger import Ledger
-from conda_distro.promote import PromoteOptions, promote
+from conda_distro.gate.promote import PromoteOptions, promote
+from conda_distro.state.ledger import Ledger
+from conda_distro.util.gitutil import current_commit
 
 MAIN = Path("build/channels/pytorch")
 STAGING = Path("build/channels/staging")
@@ -156,7 +156,7 @@ def test_verify_channel_installs_what_users_get_and_finds_drift(built_world, cap
     state.write_text(saved)
 
     # tamper 2: a file copied into main by hand (and indexed), never promoted
-    from conda_distro.rattler_env import index_channel
+    from conda_distro.util.rattler_env import index_channel
 
     [fastquant] = (built_world / STAGING / "noarch").glob("fastquant-*.conda")
     shutil.copy2(fastquant, built_world / MAIN / "noarch" / fastquant.name)

@@ -15,10 +15,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
-from worlds import copy_world
+from support.helpers import run_cli_at, run_json_at, sha256, upstream_pytorch_builds
+from support.worlds import copy_world
 
-from conda_distro.results import ArtifactResults, ResultsStore
+from conda_distro.state.results import ArtifactResults, ResultsStore
 
 STAGING = Path("build/channels/staging")
 CHAIN = {"tensorutils", "layerkit", "trainloop"}

@@ -20,16 +20,16 @@ from pathlib import Path
 
 import git
 import pytest
-from helpers import run_json_at
+from support.helpers import run_json_at
 
 from conda_distro.channels import ChannelFile, LocalChannel
 from conda_distro.channels.depends import distribution_closure
-from conda_distro.hints import load_hints
-from conda_distro.installability import Installability
-from conda_distro.ledger import Ledger
-from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
-from conda_distro.results import ArtifactResults
-from conda_distro.results import TestRecord as Run
+from conda_distro.gate.hints import load_hints
+from conda_distro.gate.installability import Installability
+from conda_distro.gate.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
+from conda_distro.state.ledger import Ledger
+from conda_distro.state.results import ArtifactResults
+from conda_distro.state.results import TestRecord as Run
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
 VARIANTS = ("cpu", "cuda")
@@ -126,7 +126,7 @@ def test_infrastructure_errors_and_missing_retests_make_the_candidate_wait():
 
 
 def test_a_dependent_without_tests_is_neutral():
-    from conda_distro.results import NO_TESTS
+    from conda_distro.state.results import NO_TESTS
 
     res = [results(TK13, runs(TK13)), results(AK09, runs(AK09, against={"tensorkit": TK13}, reason=NO_TESTS))]
     plan = gate([TK13], [TK12, AK09], res)
@@ -194,7 +194,7 @@ def test_hints_block_unblock_force_force_badtest_urgent_and_expiry(tmp_path):
 
 
 def test_excuses_say_why_grouped_by_what_blocks(tmp_path):
-    from conda_distro.excuses import excuses_of
+    from conda_distro.gate.excuses import excuses_of
 
     broken = [results(TK13, runs(TK13, at=T0)), results(AK09, runs(AK09, against={"tensorkit": TK12}),
                                                          runs(AK09, "failed", against={"tensorkit": TK13}, at=T0 + dt.timedelta(1)))]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conda_distro import gitutil
 from conda_distro.errors import GitError
+from conda_distro.util import gitutil
 
 git = pytest.importorskip("git")
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import git
 import networkx as nx
 import pytest
-from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.helpers import run_cli
 
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import GitError, GraphError
-from conda_distro.gitutil import changed_files, changed_recipes
 from conda_distro.graph import RecipeGraph
+from conda_distro.util.gitutil import changed_files, changed_recipes
 
 # base -> mid-a, mid-b (a diamond) -> top;  base -> solo;  lonely has no distribution deps.
 # mid-b depends on base through host only; top pins both mids.

@@ -12,10 +12,10 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import run_cli, run_json_at
+from support.helpers import run_cli, run_json_at
 
 from conda_distro.errors import ConfigError
-from conda_distro.hints import HINTS_FILE, Hint, HintSet, load_hints
+from conda_distro.gate.hints import HINTS_FILE, Hint, HintSet, load_hints
 
 TODAY = dt.date(2026, 6, 1)
 

@@ -17,11 +17,11 @@ import re
 from test_gate import AK09, PAIRS, T0, TK12, TK13, cf, runs, write_hints
 from test_gate import results as results_of
 
-from conda_distro.holds import HoldClass, HoldReason
-from conda_distro.promote import PlanInputs, TestMatrix, plan_gate
-from conda_distro.prune import plan_prune
-from conda_distro.results import ArtifactResults
-from conda_distro.staleness import RecipeOutput, StalenessInputs, stale_builds
+from conda_distro.gate.holds import HoldClass, HoldReason
+from conda_distro.gate.promote import PlanInputs, TestMatrix, plan_gate
+from conda_distro.gate.prune import plan_prune
+from conda_distro.gate.staleness import RecipeOutput, StalenessInputs, stale_builds
+from conda_distro.state.results import ArtifactResults
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
 LATER = T0 + dt.timedelta(days=2)

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at, run_json_at, sha256
+from support.helpers import run_cli_at, run_json_at, sha256
 
 from conda_distro.engine.sandbox import Layout, bwrap_path, require_bwrap, wrap
 

@@ -5,13 +5,15 @@ The graph is read from the source with the stdlib ``ast``: every ``import`` of a
 at module level or inside a function (a lazy import only hides a circle), and under
 ``typing.TYPE_CHECKING`` too. Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py`` first,
 so an import of a module is also an edge to each package above it (except the importer's own packages).
-The cycle check is the stdlib's ``graphlib.TopologicalSorter``.
+The cycle check is the stdlib's ``graphlib.TopologicalSorter``. The layer contract is the README's table of
+layers (section Architecture), bottom to top: a module imports only from its own layer or a layer below.
 """
 
 from __future__ import annotations
 
 import ast
 import graphlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,7 +132,7 @@ def test_the_graph_sees_the_package(graph):
     assert {"conda_distro.engine.plan", "conda_distro.lint", "conda_distro.proposal.load", "conda_distro.cli.app"} \
         <= set(graph.modules)
     assert graph.edges["conda_distro.engine.plan"]["conda_distro.engine.releases"]
-    assert "conda_distro.lint" in graph.edges["conda_distro.checkpr"]
+    assert "conda_distro.lint" in graph.edges["conda_distro.checkpr.check"]
 
 
 def test_imports_have_no_circles(graph):
@@ -191,6 +193,78 @@ def test_a_circle_through_a_package_init_counts(tmp_path):
     assert set(build_graph(pkg).cycle() or []) == {"conda_distro.x", "conda_distro.sub"}
     (pkg / "sub" / "__init__.py").write_text("")
     assert build_graph(pkg).cycle() is None
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def readme_layers(text: str) -> list[list[str]]:
+    """The README's layers, bottom to top: each a list of places, ``errors.py`` (a module) or ``util/`` (a
+    room), from the rows ``| N | `place`, ... | ... |`` of the table under "Layers, bottom to top"."""
+    section = text.split("## Architecture\n", 1)[1].split("\n## ", 1)[0]
+    after = section.split("Layers, bottom to top", 1)[1]
+    table = after[after.index("\n|"):].split("\n\n", 1)[0]  # the table: from its first row to a blank line
+    layers = []
+    for line in table.splitlines():
+        row = re.match(r"\| *(\d+) *\|([^|]*)\|", line)
+        if row:
+            assert int(row.group(1)) == len(layers) + 1, f"README's layers out of order at: {line}"
+            layers.append(re.findall(r"`([\w/]+(?:\.py|/))`", row.group(2)))
+    return layers
+
+
+def layer_of(layers: list[list[str]], module: str) -> int | None:
+    """The index of the layer holding ``module`` (a dotted name under ``conda_distro``), or None."""
+    rel = module.split(".")[1:] or ["__init__"]
+    for i, places in enumerate(layers):
+        for place in places:
+            if (place.endswith("/") and rel[0] == place[:-1]) or place == "/".join(rel) + ".py":
+                return i
+    return None
+
+
+def upward_imports(graph: ImportGraph, layers: list[list[str]]) -> list[str]:
+    """Every import against the layers: an importer below what it imports, or a module in no layer."""
+    out = [f"{m} is in no layer of the README's table" for m in graph.modules if layer_of(layers, m) is None]
+    for importer, targets in graph.edges.items():
+        low = layer_of(layers, importer)
+        for target, line in targets.items():
+            high = layer_of(layers, target)
+            if low is not None and high is not None and high > low:
+                out.append(f"{importer}:{line} (layer {low + 1}) imports {target} (layer {high + 1})")
+    return sorted(out)
+
+
+def test_imports_flow_down_the_readmes_layers(graph):
+    layers = readme_layers(README.read_text(encoding="utf-8"))
+    assert len(layers) >= 8 and ["util/"] in layers  # the table was found, not an empty picture
+    assert upward_imports(graph, layers) == []
+
+
+def test_the_layer_check_fails_on_an_arrow_up(tmp_path):
+    # the old arrow: the retirement (a gate module) importing the reports above it
+    layers = [["errors.py", "__init__.py"], ["state/"], ["gate/", "retire.py"], ["reports/"], ["cli/"]]
+    pkg = make_package(tmp_path, {
+        "errors.py": "", "state/__init__.py": "", "state/records.py": "from conda_distro import errors\n",
+        "gate/__init__.py": "", "reports/__init__.py": "", "cli/__init__.py": "from conda_distro import retire\n",
+        "reports/facts.py": "from conda_distro.state.records import x\n",
+        "retire.py": "from conda_distro.state.records import x\nfrom conda_distro.reports.facts import gather\n"})
+    assert upward_imports(build_graph(pkg), layers) == [
+        "conda_distro.retire:2 (layer 3) imports conda_distro.reports (layer 4)",
+        "conda_distro.retire:2 (layer 3) imports conda_distro.reports.facts (layer 4)"]
+    (pkg / "retire.py").write_text("from conda_distro.state.records import x\n")
+    assert upward_imports(build_graph(pkg), layers) == []
+    (pkg / "stray.py").write_text("")  # a module nobody placed is refused too
+    assert upward_imports(build_graph(pkg), layers) == ["conda_distro.stray is in no layer of the README's table"]
+
+
+def test_the_readme_layers_are_read_as_written():
+    text = ("## Architecture\nLayers, bottom to top:\n\n| layer | places | job |\n|---|---|---|\n"
+            "| 1 | `errors.py`, `__init__.py` | errors |\n| 2 | `util/` | tools |\n\nafter\n## Next\n")
+    layers = readme_layers(text)
+    assert layers == [["errors.py", "__init__.py"], ["util/"]]
+    assert layer_of(layers, "conda_distro") == 0 and layer_of(layers, "conda_distro.util.fsutil") == 1
+    assert layer_of(layers, "conda_distro.errors") == 0 and layer_of(layers, "conda_distro.utility") is None
 
 
 def test_readme_lists_every_module(graph):

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 
-from conda_distro.checkpr import CheckPrResult
+from conda_distro.checkpr.check import CheckPrResult
+from conda_distro.checkpr.comment import build_report, infra_cause, to_markdown, to_text
 from conda_distro.engine.executor import ExecutionResult
 from conda_distro.engine.summary import build_table
 from conda_distro.engine.supervise import OUTPUT_LIMIT, TIMEOUT
-from conda_distro.prcomment import build_report, infra_cause, to_markdown, to_text
-from conda_distro.results import BuildRecord
-from conda_distro.results import TestRecord as Run  # (renamed: pytest would try to collect a Test* class)
+from conda_distro.state.results import BuildRecord
+from conda_distro.state.results import TestRecord as Run  # (renamed: pytest would try to collect a Test* class)
 
 LIMITS = "limits: build 3600 s, test 30 s, log 67108864 bytes (distro.yaml `limits:`, a recipe's `extra: limits:`)"
 

@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from conda_distro.channels import ChannelFile, LocalChannel
 from conda_distro.channels.order import InstallOrder, pool_of
 from conda_distro.channels.repodata import timestamp_ms
-from conda_distro.installability import write_channel, write_records
-from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
-from conda_distro.results import ArtifactResults
-from conda_distro.results import TestRecord as Run
+from conda_distro.gate.installability import write_channel, write_records
+from conda_distro.gate.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
+from conda_distro.state.results import ArtifactResults
+from conda_distro.state.results import TestRecord as Run
 
 RELEASES = ("2.5.1",)
 PAIRS = [("2.5.1", "cpu"), ("2.5.1", "cuda")]

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conda_distro import rattler_env
 from conda_distro.engine.backends import KILLED_WHY, RattlerBuildBackend, file_sink
 from conda_distro.engine.backends import TestJob as Job  # (renamed: pytest would try to collect a Test* class)
+from conda_distro.util import rattler_env
 
 
 def _package_with_test(out: Path, name: str, script: str) -> Path:

@@ -8,8 +8,7 @@ import json
 import pytest
 
 from conda_distro.errors import LedgerError
-from conda_distro.gitutil import current_commit
-from conda_distro.ledger import (
+from conda_distro.state.ledger import (
     LEDGER_SCHEMA_VERSION,
     ArtifactEntry,
     Ledger,
@@ -19,6 +18,7 @@ from conda_distro.ledger import (
     current_user,
     parse_state,
 )
+from conda_distro.util.gitutil import current_commit
 
 UTC = dt.UTC
 T0 = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -179,7 +179,7 @@ def test_commit_and_user(tmp_path):
 def test_compare_with_channel_reports_drift(tmp_path):
     from types import SimpleNamespace as F
 
-    from conda_distro.ledger import compare_with_channel
+    from conda_distro.state.ledger import compare_with_channel
 
     ledger = Ledger(tmp_path)
     ledger.add_artifacts("foo", [entry(), entry("noarch/foo-2.0-h0_0.conda"), entry("noarch/foo-3.0-h0_0.conda")])

@@ -13,9 +13,9 @@ from conda_distro.cli import main
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import DistroError
 from conda_distro.lint import CHECKS, Check, LintOptions, lint_distribution
-from conda_distro.recipe import parse_recipe
-from conda_distro.render import RenderSettings
-from conda_distro.variants import read_variant_files
+from conda_distro.recipe.model import parse_recipe
+from conda_distro.recipe.render import RenderSettings
+from conda_distro.recipe.variants import read_variant_files
 
 CASES_DIR = Path(__file__).parent / "data" / "lint_cases"
 CF_SETTINGS = RenderSettings.make(*read_variant_files([Path(__file__).parent.parent / "variants.yaml"]))

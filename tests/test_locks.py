@@ -1,4 +1,4 @@
-"""The locks between commands (conda_distro.locks): build, sweep, promote and retire exclude each other
+"""The locks between commands (conda_distro.state.locks): build, sweep, promote and retire exclude each other
 where one writes what the other reads, wait for each other at most --lock-timeout in all, then exit 2.
 
 The flock semantics are tested on real processes holding the lock files; the commands, each as a real
@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
+from support.worlds import copy_world
 from test_sweep import releases_of, tracked_state, world27, world27_template  # noqa: F401 - fixtures
-from worlds import copy_world
 
 from conda_distro.errors import LockTimeoutError
-from conda_distro.locks import REPOSITORY_LOCK, Deadline, hold, repository_lock, staging_lock
+from conda_distro.state.locks import REPOSITORY_LOCK, Deadline, hold, repository_lock, staging_lock
 
 HOLD = """
 import fcntl, os, sys, time

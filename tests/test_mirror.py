@@ -21,13 +21,13 @@ from pathlib import Path
 
 import git
 import pytest
-from channel_server import ChannelServer
-from helpers import run_cli, run_cli_at, run_json_at
-from worlds import copy_world
+from support.channel_server import ChannelServer
+from support.helpers import run_cli, run_cli_at, run_json_at
+from support.worlds import copy_world
 
 from conda_distro.engine.sandbox import bwrap_path
 
-SANDBOX_FIXTURES = ("http_world",)  # tests/worlds.py: tests using it must be marked slow
+SANDBOX_FIXTURES = ("http_world",)  # tests/support/worlds.py: tests using it must be marked slow
 HOSTILE = Path(__file__).parent / "data" / "hostile"
 
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed (run .ci/install-sandbox)")

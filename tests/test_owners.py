@@ -17,16 +17,16 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import clean_recipe_text, write_distro
-from helpers import run_cli_at, run_json_at
+from support.helpers import run_cli_at, run_json_at
+from support.repos import clean_recipe_text, write_distro
 
 from conda_distro.channels import ChannelFile
 from conda_distro.errors import ConfigError
-from conda_distro.ledger import ArtifactEntry, PackageState
-from conda_distro.owners import Owner, build_registry, ledger_owners, load_reviewed
-from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
-from conda_distro.results import ArtifactResults
-from conda_distro.results import TestRecord as Run
+from conda_distro.gate.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
+from conda_distro.state.ledger import ArtifactEntry, PackageState
+from conda_distro.state.owners import Owner, build_registry, ledger_owners, load_reviewed
+from conda_distro.state.results import ArtifactResults
+from conda_distro.state.results import TestRecord as Run
 
 HOSTILE = Path(__file__).parent / "data" / "hostile"
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)

@@ -18,16 +18,16 @@ import time
 from pathlib import Path
 
 import pytest
-from anaconda_server import FakeAnaconda
-from helpers import recorded_env, with_provenance
+from support.anaconda_server import FakeAnaconda
+from support.helpers import recorded_env, with_provenance
 from test_channels import TOKEN, api_doc, by_name, copy_channel, staging_files, write_distro
 
 from conda_distro.channels import ChannelFile, LocalChannel, sha256_of
 from conda_distro.cli import main as cli_main
-from conda_distro.ledger import Ledger, Retirement
-from conda_distro.promote import HoldReason, PlanInputs, PromoteOptions, TestMatrix, plan_gate, promote
-from conda_distro.results import ArtifactResults, ResultsStore
-from conda_distro.results import TestRecord as Run
+from conda_distro.gate.promote import HoldReason, PlanInputs, PromoteOptions, TestMatrix, plan_gate, promote
+from conda_distro.state.ledger import Ledger, Retirement
+from conda_distro.state.results import ArtifactResults, ResultsStore
+from conda_distro.state.results import TestRecord as Run
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
 VARIANTS = ("cpu", "cuda")

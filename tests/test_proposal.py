@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import run_cli
+from support.helpers import run_cli
 
 from conda_distro.channels.upstream_index import UpstreamIndex
 from conda_distro.config import load_config
@@ -17,7 +17,7 @@ from conda_distro.errors import ProposalError
 from conda_distro.lint import CHECKS
 from conda_distro.lint.proposals import lint_proposals
 from conda_distro.proposal import changed_proposals, load_proposal, load_proposals, pytorch_pin
-from conda_distro.recipe import load_recipe
+from conda_distro.recipe.model import load_recipe
 
 RELEASES = ["2.4.1", "2.5.1", "2.6.0"]
 PIN = "pytorch >=2.4,<2.7"

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import git
 import pytest
-from helpers import run_cli_at, run_json_at, sha256
+from support.helpers import run_cli_at, run_json_at, sha256
 
 from conda_distro.channels import ChannelFile
-from conda_distro.ledger import Ledger
-from conda_distro.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
-from conda_distro.provenance import BuildProvenance, CheckoutRecipes, Stamp, build_provenance, recipe_digest
-from conda_distro.results import ArtifactResults, ResultsStore
-from conda_distro.results import TestRecord as Run
+from conda_distro.gate.promote import HoldReason, PlanInputs, TestMatrix, plan_gate
+from conda_distro.state.ledger import Ledger
+from conda_distro.state.provenance import BuildProvenance, CheckoutRecipes, Stamp, build_provenance, recipe_digest
+from conda_distro.state.results import ArtifactResults, ResultsStore
+from conda_distro.state.results import TestRecord as Run
 
 STAGING = Path("build/channels/staging")
 RESULTS = Path("build/results")
@@ -254,7 +254,7 @@ def test_commit_is_head_only_for_committed_recipes(tmp_path: Path):
 
 
 def test_check_pr_scope_is_named_after_the_branch_or_commit(tmp_path: Path):
-    from conda_distro.gitutil import scope_name
+    from conda_distro.util.gitutil import scope_name
 
     repo = git.Repo.init(tmp_path, initial_branch="feature/x+y")
     assert scope_name(tmp_path) == "feature-x-y"

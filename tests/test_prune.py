@@ -14,15 +14,15 @@ from pathlib import Path
 
 import git
 import pytest
-from helpers import run_cli_at, run_json_at
+from support.helpers import run_cli_at, run_json_at
 
 from conda_distro.channels import ChannelFile
-from conda_distro.holds import HoldClass, HoldReason
-from conda_distro.promote import PlanInputs, TestMatrix, plan_gate
-from conda_distro.prune import plan_prune
-from conda_distro.results import ArtifactResults
-from conda_distro.results import TestRecord as Run
-from conda_distro.staleness import RecipeOutput, StalenessInputs, stale_builds
+from conda_distro.gate.holds import HoldClass, HoldReason
+from conda_distro.gate.promote import PlanInputs, TestMatrix, plan_gate
+from conda_distro.gate.prune import plan_prune
+from conda_distro.gate.staleness import RecipeOutput, StalenessInputs, stale_builds
+from conda_distro.state.results import ArtifactResults
+from conda_distro.state.results import TestRecord as Run
 
 STAGING = Path("build/channels/staging")
 RESULTS = Path("build/results")
@@ -103,7 +103,7 @@ def test_prune_keeps_what_a_candidate_needs_and_what_main_holds():
 def test_every_hold_reason_has_a_class_and_advice():
     for reason in HoldReason:
         assert isinstance(reason.hold_class, HoldClass)
-        from conda_distro.holds import default_advice
+        from conda_distro.gate.holds import default_advice
 
         assert default_advice(reason, "foo", ("bar",)).strip()
     counted = {r for r in HoldReason if r.is_failure}
@@ -123,7 +123,7 @@ def edit(path: Path, old: str, new: str) -> None:
 
 def localize_logs(world: Path) -> None:
     """The copied world's results name the template's logs: point them at the world's own copies."""
-    from conda_distro.results import ResultsStore
+    from conda_distro.state.results import ResultsStore
 
     store = ResultsStore(world / RESULTS)
     for r in store.all():

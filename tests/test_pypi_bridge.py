@@ -23,7 +23,7 @@ from conda_distro.upstream.resolve import Wheel, resolve
 
 PY = TargetPython("3.11.7")
 # fixtures that take the sandbox upstream channel from its cache (built there on a miss): tests using them
-# are marked slow (tests/worlds.py)
+# are marked slow (tests/support/worlds.py)
 SANDBOX_FIXTURES = ("python_channel", "bridged")
 # small real wheels: jinja2 (pure python), markupsafe (a cp311 manylinux wheel with a C extension) and
 # psutil (an abi3 wheel: rattler does not relocate CEP-20 packages, so it must land in lib/python3.11)
@@ -107,7 +107,7 @@ def test_cuda_tag_reads_the_wheels_version_file(tmp_path):
 
 @pytest.fixture(scope="module")
 def wheel_cache(tmp_path_factory):
-    from conda_distro.cachedir import default_cache_dir
+    from conda_distro.util.cachedir import default_cache_dir
 
     d = default_cache_dir() / "pypi" / "wheels"  # shared with `sandbox --real`: downloaded once
     d.mkdir(parents=True, exist_ok=True)
@@ -184,7 +184,7 @@ def test_bridged_packages_install_and_import(bridged, tmp_path):
                          capture_output=True, text=True, check=True).stdout
     assert out.startswith("3.1.6 ") and str(tmp_path / "env" / "lib" / "python3.11" / "site-packages") in out
     # the installed METADATA is the wheel's own, byte for byte (whl2conda folds long lines; pip cannot read those)
-    from conda_distro.cachedir import default_cache_dir
+    from conda_distro.util.cachedir import default_cache_dir
 
     wheel = next((default_cache_dir() / "pypi" / "wheels").glob("psutil-7.2.2-*.whl"))
     installed = tmp_path / "env" / "lib" / "python3.11" / "site-packages" / "psutil-7.2.2.dist-info" / "METADATA"
@@ -378,7 +378,7 @@ def test_real_world_builds_einops_from_its_sdist_and_tests_it_on_real_torch(tmp_
     """A one-recipe repository (this repository's einops recipe) as a real world: torch 2.13.0 (CPU
     wheel) and the recipe's dependencies bridged from PyPI, the sdist fetched with pip; then `build`
     builds einops from its sdist and runs its real tests (imports, pip check, torch.compile) on torch."""
-    from helpers import run_json_at
+    from support.helpers import run_json_at
 
     from conda_distro.sandbox.real import RealOptions, create_real_world
 

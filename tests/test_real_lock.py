@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
+from support.helpers import run_cli
 
 from conda_distro.errors import BridgeError
 from conda_distro.upstream import BridgeOptions, TargetPython, TorchBuild, bridge_locked
@@ -388,7 +388,7 @@ def test_sandbox_real_rebuilds_from_its_lock_offline_and_refresh_prints_what_cha
 def _summary_step(committed: dict, refreshed: dict, tmp_path: Path):
     """Run nightly.yml's "what moved since the committed lock" step (bash with pipefail, as GitHub would) in a
     checkout whose lock was re-resolved, with the sandbox's JSON made from the two locks."""
-    from ghrunner import Runner, git, load_workflow, step_name
+    from support.ghrunner import Runner, git, load_workflow, step_name
 
     work, temp = tmp_path / "work", tmp_path / "runner-temp"
     for d in (work, temp, tmp_path / "shims"):

@@ -1,4 +1,4 @@
-"""The v1 recipe model (conda_distro.recipe) and the YAML layer under it (conda_distro.yamlio)."""
+"""The v1 recipe model (conda_distro.recipe.model) and the YAML layer under it (conda_distro.util.yamlio)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conda_distro import yamlio
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import DistroError, RecipeError
 from conda_distro.lint import lint_distribution
-from conda_distro.recipe import parse_recipe
-from conda_distro.render import RenderSettings
-from conda_distro.specs import parse_spec
-from conda_distro.variants import read_variant_files
-from conda_distro.yamlio import LDict, LList, LStr, dump_roundtrip, load_fast, load_roundtrip
+from conda_distro.recipe.model import parse_recipe
+from conda_distro.recipe.render import RenderSettings
+from conda_distro.recipe.specs import parse_spec
+from conda_distro.recipe.variants import read_variant_files
+from conda_distro.util import yamlio
+from conda_distro.util.yamlio import LDict, LList, LStr, dump_roundtrip, load_fast, load_roundtrip
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
@@ -504,7 +504,7 @@ def test_load_fast_keeps_scalars_as_strings():
 
 
 def test_recipe_paths_and_loading(make_distro, clean_recipe):
-    from conda_distro.recipe import recipe_paths
+    from conda_distro.recipe.model import recipe_paths
 
     root = make_distro({"b": clean_recipe("b"), "a": clean_recipe("a"), "c-broken": "package: {name: c\n"})
     (root / "recipes" / "empty-folder").mkdir()
@@ -532,7 +532,8 @@ def test_recipe_paths_and_loading(make_distro, clean_recipe):
 def test_bulk_work_pauses_the_garbage_collector_and_restores_it(make_distro, clean_recipe, monkeypatch):
     import gc
 
-    from conda_distro import distribution, fsutil
+    from conda_distro import distribution
+    from conda_distro.util import fsutil
 
     seen = []
     real = distribution.parse_recipe

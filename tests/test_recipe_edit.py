@@ -1,11 +1,11 @@
-"""The one recipe editor (conda_distro.recipe_edit): node paths, line edits that keep every other byte,
+"""The one recipe editor (conda_distro.recipe.edit): node paths, line edits that keep every other byte,
 and the round-trip fallback that lint --fix uses."""
 
 from __future__ import annotations
 
 import pytest
 
-from conda_distro.recipe_edit import EditError, LineEditor, Named, TreeEditor, get, parse_path
+from conda_distro.recipe.edit import EditError, LineEditor, Named, TreeEditor, get, parse_path
 
 RECIPE = """\
 context:

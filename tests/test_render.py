@@ -1,4 +1,4 @@
-"""Recipes as rattler-build renders them (conda_distro.render + conda_distro.recipe): real conda-forge
+"""Recipes as rattler-build renders them (conda_distro.recipe.render + conda_distro.recipe.model): real conda-forge
 constructs, the distribution's variant config, the render cache, a fixed environment, isolation of
 unreadable recipes in every command, multi-output graphs and run_exports as rattler-build applies them."""
 
@@ -19,10 +19,10 @@ from conda_distro.distribution import load_distribution
 from conda_distro.errors import RecipeError
 from conda_distro.graph import RecipeGraph
 from conda_distro.lint import lint_distribution
-from conda_distro.rattler_env import fixed_environment
-from conda_distro.recipe import parse_recipe
-from conda_distro.render import RenderSettings, render_text
-from conda_distro.variants import read_variant_files
+from conda_distro.recipe.model import parse_recipe
+from conda_distro.recipe.render import RenderSettings, render_text
+from conda_distro.recipe.variants import read_variant_files
+from conda_distro.util.rattler_env import fixed_environment
 
 HERE = Path(__file__).parent
 REPO = HERE.parent

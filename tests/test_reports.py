@@ -30,15 +30,15 @@ from pathlib import Path
 import git
 import pytest
 import yaml
-from conftest import clean_recipe_text
-from helpers import recorded_env, with_provenance
+from support.helpers import recorded_env, with_provenance
+from support.repos import clean_recipe_text
 
 from conda_distro.channels import LocalChannel
 from conda_distro.cli import main as cli_main
-from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, Retirement, TestEvidence
-from conda_distro.reports.records import RecordEvidence, RetirementRecord, RetirementRecords
-from conda_distro.results import ArtifactResults, ResultsStore
-from conda_distro.results import TestRecord as Run
+from conda_distro.state.ledger import ArtifactEntry, Ledger, PackageState, Retirement, TestEvidence
+from conda_distro.state.records import RecordEvidence, RetirementRecord, RetirementRecords
+from conda_distro.state.results import ArtifactResults, ResultsStore
+from conda_distro.state.results import TestRecord as Run
 
 AS_OF = dt.date(2025, 6, 1)
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
@@ -353,7 +353,7 @@ def build_result(f, date: dt.datetime) -> ArtifactResults:
 @pytest.fixture(scope="module")
 def built_channel(tmp_path_factory) -> Path:
     """A staging channel with base (pytorch) and top (base): tiny noarch generic packages."""
-    from channel_builds import build_package
+    from support.channel_builds import build_package
 
     out = tmp_path_factory.mktemp("built") / "staging"
     build_package(out, "base", ["pytorch >=2.4,<2.7"])

@@ -1,4 +1,4 @@
-"""Text from recipe code shown to people (conda_distro.safetext.shown), through every output that shows it.
+"""Text from recipe code shown to people (conda_distro.util.safetext.shown), through every output that shows it.
 
 Hostile output (mentions of a user and a team, links, images, autolinks, raw HTML, ``</details>``, code
 fences, an issue reference, ANSI escapes, bidi overrides, very long lines) goes through the PR comment and
@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from conda_distro.safetext import WIDTH, ZWJ, shown
+from conda_distro.util.safetext import WIDTH, ZWJ, shown
 
 HOSTILE = ("\x1b[31mFAILED\x1b[0m \x1b]0;pwned\x07@octocat @pytorch/core mail me@evil.example see https://evil.example/a "
            "and www.evil.example ![pixel](https://evil.example/p.png) [click](https://evil.example/c) "
@@ -143,11 +143,11 @@ def test_any_text_stays_inside_its_block(text):
 
 
 def hostile_check_pr():
-    from conda_distro.checkpr import CheckPrResult, RecipeLocation
+    from conda_distro.checkpr.check import CheckPrResult, RecipeLocation
     from conda_distro.lint.base import Finding
-    from conda_distro.results import BuildRecord
-    from conda_distro.results import TestRecord as Run
     from conda_distro.solve import TargetSolve
+    from conda_distro.state.results import BuildRecord
+    from conda_distro.state.results import TestRecord as Run
 
     tests = [Run(name=n, artifact=f"noarch/{n}-1.0-h_0.conda", pytorch="2.6.0", variant=v,
                  status="failed" if n == "evil" else "blocked", reason=HOSTILE, log=f"/w/logs/{n}-{v}.log")
@@ -164,8 +164,8 @@ def hostile_check_pr():
 
 
 def test_the_pr_comment_and_check_pr_text(tmp_path):
+    from conda_distro.checkpr.comment import error_report, to_markdown, to_text
     from conda_distro.errors import DistroError
-    from conda_distro.prcomment import error_report, to_markdown, to_text
 
     res = hostile_check_pr()
     md = to_markdown(res, log_url="https://ci.example/run/1#{path}")
@@ -180,7 +180,7 @@ def test_the_pr_comment_and_check_pr_text(tmp_path):
 
 
 def test_the_excuses_text_and_markdown():
-    from conda_distro.excuses import Excuse, Excuses
+    from conda_distro.gate.excuses import Excuse, Excuses
 
     ex = Excuses(generated=dt.datetime(2025, 1, 1, tzinfo=dt.UTC), candidates=[
         Excuse(name="evil", new_version="1.0", verdict="held-temporarily", reasons=[f"test-failed: {HOSTILE}"],
@@ -214,7 +214,7 @@ def hostile_scenario(tmp_path):
     promotion gate's excuses quoting it, a retirement and a commit by a hostile author."""
     from test_reports import AS_OF, RELEASES, commit, day, everywhere, make_scenario, recipe_text, stage
 
-    from conda_distro.excuses import Excuse, Excuses, Regression, write_excuses
+    from conda_distro.gate.excuses import Excuse, Excuses, Regression, write_excuses
 
     root = make_scenario(tmp_path / "distro")
     commit(git.Repo(root), {"recipes/hooky/recipe.yaml": recipe_text("hooky", "pytorch >=2.4,<2.7", [], ["hank"])},

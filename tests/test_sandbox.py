@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from conda_distro.errors import ChannelError, UsageError
-from conda_distro.rattler_env import SAFE_PATH, assert_no_colon, rattler_env
 from conda_distro.sandbox import (
     DEFAULT_RELEASES,
     SandboxOptions,
@@ -31,8 +30,9 @@ from conda_distro.sandbox import (
     default_cache_dir,
     pytorch_packages,
 )
+from conda_distro.util.rattler_env import SAFE_PATH, assert_no_colon, rattler_env
 
-SANDBOX_FIXTURES = ("world",)  # tests/worlds.py: tests using it must be marked slow
+SANDBOX_FIXTURES = ("world",)  # tests/support/worlds.py: tests using it must be marked slow
 RECIPES = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics", "evalsuite",
            "visionkit", "hookprofiler", "fastquant", "quantserve"}
 
@@ -422,7 +422,7 @@ def test_recipe_behaviour_against_a_release(world, tmp_path, name, release, pass
     """Build one sandbox recipe and test its artifact in an env forced to one stand-in release."""
     from rattler_build import Stage0Recipe, VariantConfig
 
-    from conda_distro.rattler_env import index_channel, native_tool_config, run_build, run_tests
+    from conda_distro.util.rattler_env import index_channel, native_tool_config, run_build, run_tests
 
     staging, pin = tmp_path / "staging", tmp_path / f"pin-{release}"
     (pin / "linux-64").mkdir(parents=True)
@@ -442,7 +442,7 @@ def test_recipe_behaviour_against_a_release(world, tmp_path, name, release, pass
 
 @pytest.mark.slow
 def test_cli_publish_release_adds_a_stand_in_and_the_sweep_accepts_it(sandbox_world: Path, capsys):
-    from helpers import run_cli
+    from support.helpers import run_cli
 
     before = set(pytorch_packages(sandbox_world / "upstream"))
     code, out, err = run_cli(capsys, "sandbox", "publish-release", str(sandbox_world), "2.7.0", "--format", "json")
@@ -465,7 +465,7 @@ def test_cli_publish_release_adds_a_stand_in_and_the_sweep_accepts_it(sandbox_wo
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["not a world", "bad version", "missing folder"])
 def test_cli_publish_release_refuses_bad_input(tmp_path: Path, capsys, case, sandbox_world: Path):
-    from helpers import run_cli
+    from support.helpers import run_cli
 
     target, version = sandbox_world, "2.7.0"
     if case == "not a world":
@@ -495,7 +495,7 @@ def test_cli_publish_release_refuses_bad_input(tmp_path: Path, capsys, case, san
 @pytest.mark.slow
 def test_cli_publish_package_then_a_second_build_of_the_version_is_the_one_installed(sandbox_world: Path, capsys,
                                                                                       tmp_path: Path):
-    from helpers import run_cli
+    from support.helpers import run_cli
 
     src = tmp_path / "src" / "arraylib"
     src.mkdir(parents=True)
@@ -532,7 +532,7 @@ def test_cli_publish_package_then_a_second_build_of_the_version_is_the_one_insta
     (["arraylib", "1.0", "--build-number", "-1"], "--build-number"), (["arraylib", "1.0", "empty"], "--source"),
 ])
 def test_cli_publish_package_refuses_bad_input(sandbox_world: Path, capsys, tmp_path: Path, args, field):
-    from helpers import run_cli
+    from support.helpers import run_cli
 
     src = tmp_path / "src"
     (src / "m").mkdir(parents=True)
@@ -547,7 +547,7 @@ def test_cli_publish_package_refuses_bad_input(sandbox_world: Path, capsys, tmp_
 
 
 def test_sandbox_dir_still_creates_a_world_and_lists_publish_release(capsys):
-    from helpers import run_cli
+    from support.helpers import run_cli
 
     code, out, _ = run_cli(capsys, "sandbox", "--help")
     assert code == 0 and "publish-release" in out and "publish-package" in out and "create" in out

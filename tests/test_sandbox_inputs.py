@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at, run_json_at, sha256
-from worlds import copy_world
+from support.helpers import run_cli_at, run_json_at, sha256
+from support.worlds import copy_world
 
 from conda_distro.engine.sandbox import bwrap_path
 
@@ -221,8 +221,8 @@ def test_bad_sources_and_limits_of_a_recipe_are_refused_before_anything_runs(mak
 
 
 def test_the_source_path_check_is_a_function_lint_can_call(tmp_path):
-    from conda_distro.recipe import load_recipe
-    from conda_distro.recipe_sources import source_path_problems
+    from conda_distro.recipe.model import load_recipe
+    from conda_distro.recipe.sources import source_path_problems
 
     root = tmp_path / "repo"
     (root / "recipes/probe/src").mkdir(parents=True)

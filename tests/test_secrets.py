@@ -1,5 +1,5 @@
 """Secrets stay secret: the anaconda.org token is stripped, checked and masked in every form, in every
-output, log line, exception and file, whatever the server does (tests/anaconda_server.py: 401, 404, 500,
+output, log line, exception and file, whatever the server does (tests/support/anaconda_server.py: 401, 404, 500,
 or no server at all). The CLI runs as a subprocess, exactly as CI runs it.
 """
 
@@ -18,16 +18,16 @@ from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
-from anaconda_server import FakeAnaconda
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.anaconda_server import FakeAnaconda
 from test_channels import api_doc, by_name, copy_channel, staging_files, write_distro
 from test_promote import write_results
 
 from conda_distro.channels import AnacondaChannel, open_channel
 from conda_distro.config import load_config
 from conda_distro.errors import ChannelError
-from conda_distro.secret import (
+from conda_distro.util.secret import (
     MASK,
     MIN_SECRET_LENGTH,
     Secret,
@@ -42,7 +42,7 @@ TOKEN = "tok-S3CRET-token-4242424242"  # what the server accepts
 
 
 def leaked_forms(token: str) -> list[str]:
-    """The forms a token could leak in, written out here independently of conda_distro.secret."""
+    """The forms a token could leak in, written out here independently of conda_distro.util.secret."""
     t = token.strip()
     forms = {token, t, repr(token)[1:-1], repr(t)[1:-1], json.dumps(token)[1:-1], quote(t, safe=""),
              quote_plus(token), f"token {t}", base64.b64encode(t.encode()).decode().rstrip("="),
@@ -226,7 +226,7 @@ def test_a_traceback_escaping_the_console_script_is_masked():
         "import sys\n"
         "from conda_distro.cli import entrypoint\n"
         "from conda_distro.cli.app import app\n"
-        "from conda_distro.secret import read_secret\n"
+        "from conda_distro.util.secret import read_secret\n"
         f"read_secret({{'ANACONDA_API_TOKEN': {token!r}}}, 'ANACONDA_API_TOKEN')\n"
         "@app.command('boom')\n"
         "def boom() -> None:\n"
@@ -262,7 +262,7 @@ TOKEN_CHARS = st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_ch
 TOKENS = st.text(TOKEN_CHARS, min_size=MIN_SECRET_LENGTH, max_size=40)
 AROUND = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E, blacklist_characters="*"), max_size=12)
 
-#: one character written the ways servers, logs and serializers write it (independent of conda_distro.secret)
+#: one character written the ways servers, logs and serializers write it (independent of conda_distro.util.secret)
 CHAR_FORMS = {
     "itself": lambda c: c,
     "html decimal": lambda c: f"&#{ord(c)};",

@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at, run_json_at, upstream_pytorch_builds
+from support.helpers import run_cli_at, run_json_at, upstream_pytorch_builds
 
 from conda_distro.distribution import load_distribution
 

@@ -1,4 +1,4 @@
-"""Dependency spec analysis (conda_distro.specs): parsing, bounds, granularity, admission; fuzzed."""
+"""Dependency spec analysis (conda_distro.recipe.specs): parsing, bounds, granularity, admission; fuzzed."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conda_distro import specs
-from conda_distro.specs import (
+from conda_distro.recipe import specs
+from conda_distro.recipe.specs import (
     admits,
     admitted_minors,
     granularity_name,

@@ -307,7 +307,7 @@ def make_busy_scenario(root: Path) -> Path:
            "Add broken", "Bo Broken", day(-50))
     stage(root, "broken", "0.1", everywhere("failed"), day(-3), reason="test 0 failed: ImportError: no module named broken")
     stage(root, "fine", "1.1", everywhere("passed"), day(-1))
-    from conda_distro.results import ResultsStore
+    from conda_distro.state.results import ResultsStore
 
     store = ResultsStore(root / "build" / "results")
     for res in store.all():  # give the failures real logs on this machine
@@ -459,7 +459,7 @@ def test_busy_page_screenshot(busy_site, chromium, tmp_path):
 
 
 def test_bad_excuses_file_exits_2_and_writes_nothing(tmp_path, capsys):
-    """The page reads build/excuses.json into the promotion gate's own types (conda_distro.excuses): a file
+    """The page reads build/excuses.json into the promotion gate's own types (conda_distro.gate.excuses): a file
     of another shape is bad input, named with its field."""
     root = make_scenario(tmp_path / "distro")
     out = tmp_path / "site"
@@ -477,8 +477,8 @@ def test_bad_excuses_file_exits_2_and_writes_nothing(tmp_path, capsys):
 
 
 def test_excuses_file_round_trips_through_the_gates_types(tmp_path):
-    """What `promote` writes is what the page reads: one schema (conda_distro.excuses)."""
-    from conda_distro.excuses import EXCUSES_FILE, Excuse, Excuses, Regression, read_excuses, write_excuses
+    """What `promote` writes is what the page reads: one schema (conda_distro.gate.excuses)."""
+    from conda_distro.gate.excuses import EXCUSES_FILE, Excuse, Excuses, Regression, read_excuses, write_excuses
 
     ex = Excuses(generated=dt.datetime(2025, 6, 1, 3, tzinfo=dt.UTC), candidates=[
         Excuse(name="addon", old_version="1.0", new_version="2.0", verdict="held-temporarily", blocked_by=["failing"],
@@ -496,9 +496,9 @@ def test_excuses_file_round_trips_through_the_gates_types(tmp_path):
 
 def test_candidates_promoted_since_the_excuses_were_written_are_left_out(tmp_path):
     """`promote` writes build/excuses.json before it promotes: a candidate now in main has no excuse on the page."""
-    from conda_distro.excuses import Excuse, Excuses, write_excuses
-    from conda_distro.ledger import Ledger
+    from conda_distro.gate.excuses import Excuse, Excuses, write_excuses
     from conda_distro.reports.status import StatusOptions, write_status
+    from conda_distro.state.ledger import Ledger
 
     root = make_scenario(tmp_path / "distro")
     in_main = Ledger(root / "channel_state").load("fine").artifacts[0].artifact
@@ -559,7 +559,7 @@ def test_progress_counts_packages_whose_pins_exclude_a_release(built_world: Path
     and it is built and tested against 2.7.0; every other recipe's pins exclude 2.7.0 (their cells read n/a).
     The page must not say "2.7.0: 1/1 pass": it says 1 of all the packages admits and passes, and names
     each other one with why."""
-    from helpers import run_cli, run_cli_at
+    from support.helpers import run_cli, run_cli_at
 
     world = built_world
     assert run_cli(capsys, "sandbox", "publish-release", str(world), "2.7.0")[0] == 0

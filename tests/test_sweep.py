@@ -24,13 +24,13 @@ import git
 import pytest
 import yaml
 from filelock import FileLock
-from helpers import run_cli
-from worlds import _shared, copy_world
+from support.helpers import run_cli
+from support.worlds import _shared, copy_world
 
 from conda_distro.config import load_config
 from conda_distro.distribution import load_distribution
 from conda_distro.graph import RecipeGraph
-from conda_distro.recipe import parse_recipe
+from conda_distro.recipe.model import parse_recipe
 from conda_distro.sweep import (
     EditError,
     ReleaseTest,
@@ -532,8 +532,8 @@ extra:
 def _recipe(text: str, name: str = "tricky"):
     """Rendered as the distribution does: by rattler-build, with the repository's variants.yaml
     (conda-forge's values: python, cuda_compiler_version incl. "None", ...)."""
-    from conda_distro.render import RenderSettings
-    from conda_distro.variants import read_variant_files
+    from conda_distro.recipe.render import RenderSettings
+    from conda_distro.recipe.variants import read_variant_files
 
     variants, zips = read_variant_files([Path(__file__).parent.parent / "variants.yaml"])
     return parse_recipe(text, Path(f"/dist/recipes/{name}/recipe.yaml"), RenderSettings.make(variants, zips))
@@ -1050,7 +1050,7 @@ def test_rerun_finishes_what_an_older_sweep_left_half_switched(world27: Path):
 KILLED_WRITE = """
 import os, sys
 from pathlib import Path
-from conda_distro import fsutil
+from conda_distro.util import fsutil
 os.replace = lambda src, dst: os.kill(os.getpid(), 9)  # killed after the temp file is written, before the rename
 fsutil.atomic_write_text(Path(sys.argv[1]), "half of a recipe\\n")
 """
@@ -1065,7 +1065,7 @@ def killed_write(path: Path) -> Path:
 
 
 def test_atomic_write_keeps_the_mode_of_the_file_it_replaces_and_new_files_follow_the_umask(tmp_path: Path):
-    from conda_distro.fsutil import atomic_write_text
+    from conda_distro.util.fsutil import atomic_write_text
 
     kept = tmp_path / "recipe.yaml"
     kept.write_text("a\n")
@@ -1083,7 +1083,7 @@ def test_atomic_write_keeps_the_mode_of_the_file_it_replaces_and_new_files_follo
 
 
 def test_clear_stale_temps_removes_only_what_a_killed_atomic_write_left(tmp_path: Path):
-    from conda_distro.fsutil import clear_stale_temps
+    from conda_distro.util.fsutil import clear_stale_temps
 
     recipe = tmp_path / "recipes" / "a" / "recipe.yaml"
     recipe.parent.mkdir(parents=True)
@@ -1271,9 +1271,9 @@ def test_two_concurrent_builds_leave_staging_consistent(sandbox_world: Path):
     """The issue's repro: two builds at once. The second waits for the first, then finds everything up to
     date; staging's repodata names exactly its files with their sha256, and every result is for the file
     that is there (promote holds nothing as 'results for another build of this file')."""
-    from helpers import sha256
+    from support.helpers import sha256
 
-    from conda_distro.results import ResultsStore
+    from conda_distro.state.results import ResultsStore
 
     cmd = [sys.executable, "-m", "conda_distro", "build", "tensorutils", "layerkit", "--root", str(sandbox_world),
            "--format", "json"]
@@ -1383,7 +1383,7 @@ def test_a_bump_that_upstream_lets_nobody_test_awaits_upstream():
     from conda_distro.engine.executor import ExecutionResult
     from conda_distro.engine.plan import BuildPlan, PackagePlan
     from conda_distro.engine.releases import Target
-    from conda_distro.results import TestRecord
+    from conda_distro.state.results import TestRecord
     from conda_distro.sweep.model import BLOCKING, Decision, SweepPlan
     from conda_distro.sweep.run import _apply_results
 

@@ -1,5 +1,5 @@
 """The fast tier (``pytest -m "not slow"``) builds no sandbox world: collection refuses a test that uses
-one without the ``slow`` mark (tests/worlds.py), and every marker must be declared (``--strict-markers``)."""
+one without the ``slow`` mark (tests/support/worlds.py), and every marker must be declared (``--strict-markers``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ HERE = Path(__file__).resolve().parent
 def inner(pytester: pytest.Pytester) -> pytest.Pytester:
     """A test run of its own, with this suite's world fixtures and pyproject's pytest settings."""
     pytester.syspathinsert(HERE)
-    pytester.makeconftest('pytest_plugins = ["worlds"]\n')
+    pytester.makeconftest('pytest_plugins = ["support.worlds"]\n')
     pytester.makeini("[pytest]\nmarkers =\n    slow: end-to-end\naddopts = --strict-markers\n")
     return pytester
 

@@ -14,8 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at, run_json_at, sha256
-from worlds import own_copy
+from support.helpers import run_cli_at, run_json_at, sha256
+from support.worlds import own_copy
 
 from conda_distro.engine import intake
 from conda_distro.engine.sandbox import Layout, bwrap_path, require_bwrap, wrap
@@ -248,7 +248,7 @@ def test_intake_checks_name_file_name_and_plan_on_a_real_package(built_template,
 
 def test_declared_names_single_and_multi_output(tmp_path, monkeypatch):
     from conda_distro.engine.backends import RattlerBuildBackend
-    from conda_distro.render import RenderSettings
+    from conda_distro.recipe.render import RenderSettings
 
     single = add_recipe(tmp_path, "probepkg", PROBE) / "recipe.yaml"
     multi = add_recipe(tmp_path, "split", "\n".join([

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_at, run_json_at
+from support.helpers import run_cli_at, run_json_at
 
 from conda_distro.config import load_config
-from conda_distro.gpu import probe_gpu
-from conda_distro.ledger import TestEvidence, parse_state
-from conda_distro.results import ResultsStore
+from conda_distro.engine.gpu import probe_gpu
+from conda_distro.state.ledger import TestEvidence, parse_state
+from conda_distro.state.results import ResultsStore
 
 BASE = 'name: t\npytorch:\n  releases: ["2.5.1"]\n'
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import git
 import pytest
-from helpers import run_cli_at, run_json_at
+from support.helpers import run_cli_at, run_json_at
 from test_gate import PAIRS, T0, TK12, TK13, cf, edit, gate, held, name_of, results, runs, write_hints
 
-from conda_distro.promote import HoldReason
-from conda_distro.results import NO_TESTS
+from conda_distro.gate.promote import HoldReason
+from conda_distro.state.results import NO_TESTS
 
 # ---------------------------------------------------------------------------------------------
 # fail closed
@@ -137,8 +137,8 @@ def test_a_dependent_flaky_on_one_target_proves_no_regression_on_another():
 
 
 def test_a_candidates_own_flaky_test_never_blocks_it_and_is_reported(tmp_path):
-    from conda_distro.excuses import excuses_of
-    from conda_distro.promote import PlanInputs, TestMatrix
+    from conda_distro.gate.excuses import excuses_of
+    from conda_distro.gate.promote import PlanInputs, TestMatrix
 
     own = attempts("flaky", ["failed", "failed", "passed"], runs(TK13, "flaky", pairs=PAIRS[:1])) + runs(TK13, pairs=PAIRS[1:])
     plan = gate([TK13], [TK12], [results(TK13, own)], maintainers={"tensorkit": ("alice",)})
@@ -217,7 +217,7 @@ def test_a_flaky_dependent_is_named_flaky_and_the_parent_promoted(built_world: P
 def test_a_reproducible_regression_is_confirmed_on_both_sides_and_held(built_world: Path, capsys):
     from test_gate import bump_tensorutils
 
-    from conda_distro.results import ResultsStore
+    from conda_distro.state.results import ResultsStore
 
     world = built_world
     run_json_at(capsys, world, "promote")
@@ -284,8 +284,8 @@ def test_a_regression_is_new_only_when_its_signature_was_not_in_the_baseline():
 
 
 def test_excuses_show_one_entry_per_cause_with_the_targets_it_hit():
-    from conda_distro.excuses import excuses_of
-    from conda_distro.promote import PlanInputs, TestMatrix
+    from conda_distro.gate.excuses import excuses_of
+    from conda_distro.gate.promote import PlanInputs, TestMatrix
 
     res = [results(TK13, runs(TK13)),
            results(AK09, runs(AK09, against={"tensorkit": TK12}),
@@ -310,8 +310,8 @@ def test_excuses_show_one_entry_per_cause_with_the_targets_it_hit():
 
 
 def _pr_result(tests):
-    from conda_distro.checkpr import CheckPrResult
-    from conda_distro.results import BuildRecord
+    from conda_distro.checkpr.check import CheckPrResult
+    from conda_distro.state.results import BuildRecord
 
     names = list(dict.fromkeys(t.name for t in tests))
     return CheckPrResult(base="origin/main", changed=[names[0]], affected=names, built=True, root=Path("/w"),
@@ -320,7 +320,7 @@ def _pr_result(tests):
 
 
 def _pr_run(name, release, variant, status, reason=None):
-    from conda_distro.results import TestRecord as Run
+    from conda_distro.state.results import TestRecord as Run
 
     return Run(name=name, artifact=f"noarch/{name}-1.0-h_0.conda", pytorch=release, variant=variant, status=status,
                reason=reason, log=f"/w/build/pr/main/logs/{name}/h_0.{release}-{variant}.test.log",
@@ -328,9 +328,9 @@ def _pr_run(name, release, variant, status, reason=None):
 
 
 def test_check_pr_shows_one_finding_per_cause_and_names_a_flaky_dependent():
+    from conda_distro.checkpr.comment import build_report, to_markdown
     from conda_distro.engine.executor import ExecutionResult
     from conda_distro.engine.summary import build_table
-    from conda_distro.prcomment import build_report, to_markdown
 
     why = ("test 1 failed: Script failed with status 1: ImportError: cannot import name 'center' from 'tensorutils' "
            "({}/lib/python3.11/site-packages/tensorutils/__init__.py)")
@@ -360,9 +360,9 @@ def test_a_test_that_hits_a_full_disk_is_an_infrastructure_error_not_a_failure(t
     """/dev/full answers every write with ENOSPC, as a full disk does (rattler-build runs the test for real)."""
     from test_killed_tests import _package_with_test
 
+    from conda_distro.checkpr.comment import infra_cause
     from conda_distro.engine.backends import DISK_FULL_WHY, RattlerBuildBackend, file_sink
     from conda_distro.engine.backends import TestJob as Job
-    from conda_distro.prcomment import infra_cause
 
     out = tmp_path / "channel"
     artifact = _package_with_test(out, "fullpkg", "dd if=/dev/zero of=/dev/full bs=1k count=1")
@@ -377,7 +377,7 @@ def test_a_test_that_hits_a_full_disk_is_an_infrastructure_error_not_a_failure(t
 
 
 def publish(world: Path, tmp: Path, name: str, version: str, source: str, capsys) -> str:
-    from helpers import run_cli
+    from support.helpers import run_cli
 
     src = tmp / f"src-{name}-{version}" / name
     src.mkdir(parents=True)

@@ -14,12 +14,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from anaconda_server import FakeAnaconda
-from helpers import run_cli_at, run_json_at, upstream_pytorch_builds
-from worlds import own_copy
+from support.anaconda_server import FakeAnaconda
+from support.helpers import run_cli_at, run_json_at, upstream_pytorch_builds
+from support.worlds import own_copy
 
 from conda_distro.channels import LocalChannel
-from conda_distro.promote import PromoteOptions, promote
+from conda_distro.gate.promote import PromoteOptions, promote
 
 MAIN = Path("build/channels/pytorch")
 STAGING = Path("build/channels/staging")
@@ -134,7 +134,7 @@ def build_from_text(text: str, recipe_dir: Path, out: Path, channels: list[Path]
     ``out``; returns the package files."""
     from rattler_build import Stage0Recipe, VariantConfig
 
-    from conda_distro.rattler_env import run_build
+    from conda_distro.util.rattler_env import run_build
 
     recipe = Stage0Recipe.from_yaml(text, recipe_dir=str(recipe_dir))
     files = []
@@ -146,7 +146,7 @@ def build_from_text(text: str, recipe_dir: Path, out: Path, channels: list[Path]
 
 def publish(files: list[Path], channel: Path) -> list[Path]:
     """Copy package files into a local channel and index it."""
-    from conda_distro.rattler_env import index_channel
+    from conda_distro.util.rattler_env import index_channel
 
     out = []
     for f in files:
@@ -160,7 +160,7 @@ def publish(files: list[Path], channel: Path) -> list[Path]:
 
 def record_in_ledger(root: Path, main: Path) -> None:
     """channel_state/ entries for everything in main (what promote would have recorded)."""
-    from conda_distro.ledger import ArtifactEntry, Ledger, utcnow
+    from conda_distro.state.ledger import ArtifactEntry, Ledger, utcnow
 
     ledger = Ledger(root / "channel_state")
     for f in LocalChannel(main).list_files().values():
@@ -279,7 +279,7 @@ def test_a_pytorch_name_that_is_no_python_package_verifies_by_its_record(make_di
     ("cpu_h5d6e7f8_0", ["libstdcxx >=14", "pythonic-lib"], "cpu", False, None),
 ])
 def test_torch_build_from_conda_forge_records(build, depends, variant, python, evidence):
-    from conda_distro.pytorch_record import TorchBuild
+    from conda_distro.channels.pytorch_record import TorchBuild
 
     kind = TorchBuild.of(build, depends)
     assert (kind.variant, kind.python) == (variant, python)

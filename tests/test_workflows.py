@@ -3,7 +3,7 @@
 actionlint, zizmor (the project's `[test]` extras) and shellcheck must report nothing; the security rules
 the workflows follow are also asserted directly on the parsed YAML, so that they hold even where a linter
 cannot be installed. Two rules of spec §11 are checked by rule *and* by running the steps
-(tests/ghrunner.py runs a job's `run:` steps under the shell GitHub would use, with shims for the tools):
+(tests/support/ghrunner.py runs a job's `run:` steps under the shell GitHub would use, with shims for the tools):
 - every `run:` step runs under bash with pipefail, so a failing gate fails its job;
 - recipe code (`conda-distro build|sweep|check-pr`) never shares a job with a write permission, a secret
   or a token; the jobs that hold those get the untrusted jobs' outputs as artifacts and run no recipe code.
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ghrunner import JobRun, Runner, declared_shell, git, has_pipefail, load_workflow, shell_template, step_name, write_shim
+from support.ghrunner import JobRun, Runner, declared_shell, git, has_pipefail, load_workflow, shell_template, step_name, write_shim
 
 from conda_distro.cli import main
 from conda_distro.proposal import ProposalData
@@ -859,7 +859,7 @@ def _release_sweep(tmp_path: Path, tamper: str, automerge: str = "true",
         merger = _runner(tmp_path / "automerge-job", {**_EXPRESSIONS, "github.repository": "owner/repo",
                                                       "needs.publish.outputs.automerge-prs": prs})
         merger.github_env = {"FAKE_GH_STATE": str(gh_log)}
-        fake_gh = shlex.quote(str(Path(__file__).parent / "fake_gh.py"))
+        fake_gh = shlex.quote(str(Path(__file__).parent / "support" / "fake_gh.py"))
         write_shim(merger.shims, "gh", f'exec {shlex.quote(sys.executable)} {fake_gh} "$@"\n')
         write_shim(merger.shims, "conda-distro", "echo 'the automerge job must not run conda-distro'; exit 97\n")
         merged = merger.run_job(doc, "automerge")
@@ -923,10 +923,11 @@ def test_release_sweep_without_commits_publishes_nothing(tmp_path):
 
 
 def _fake_gh(runner: Runner, state_file: Path, state: dict) -> None:
-    """`gh` for the job: tests/fake_gh.py over ``state_file`` (pull requests, comments, calls)."""
+    """`gh` for the job: tests/support/fake_gh.py over ``state_file`` (pull requests, comments, calls)."""
     state_file.write_text(json.dumps(state))
     runner.github_env["FAKE_GH_STATE"] = str(state_file)
-    write_shim(runner.shims, "gh", f'exec {shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).parent / "fake_gh.py"))} "$@"\n')
+    fake_gh = shlex.quote(str(Path(__file__).parent / "support" / "fake_gh.py"))
+    write_shim(runner.shims, "gh", f'exec {shlex.quote(sys.executable)} {fake_gh} "$@"\n')
 
 
 def _check_pr_job(tmp_path: Path, code: int) -> tuple[JobRun, Path]:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conda_distro.errors import DistroError
-from conda_distro.yamlio import MAX_DOCUMENT_BYTES, YamlSyntaxError, load_fast, load_fast_file, load_roundtrip, load_typed
+from conda_distro.util.yamlio import MAX_DOCUMENT_BYTES, YamlSyntaxError, load_fast, load_fast_file, load_roundtrip, load_typed
 
 LOADERS = {
     "fast": lambda text: load_fast(text, path="x.yaml"),

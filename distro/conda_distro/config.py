@@ -10,9 +10,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from conda_distro.errors import ConfigError
-from conda_distro.layout import clash
-from conda_distro.validation import line_at, to_error
-from conda_distro.yamlio import load_fast_file
+from conda_distro.util.layout import clash
+from conda_distro.util.validation import line_at, to_error
+from conda_distro.util.yamlio import load_fast_file
 
 DISTRO_FILE = "distro.yaml"
 KNOWN_SUBDIRS = {

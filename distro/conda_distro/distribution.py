@@ -8,10 +8,10 @@ from typing import Any
 
 from conda_distro.config import DISTRO_FILE, DistroRepo, find_root, load_config
 from conda_distro.errors import DistroError, RecipeError
-from conda_distro.fsutil import paused_gc
-from conda_distro.recipe import Recipe, parse_recipe, read_recipe_text, recipe_paths
-from conda_distro.render import RenderSettings, prerender
-from conda_distro.variants import recipe_settings, render_settings
+from conda_distro.recipe.model import Recipe, parse_recipe, read_recipe_text, recipe_paths
+from conda_distro.recipe.render import RenderSettings, prerender
+from conda_distro.recipe.variants import recipe_settings, render_settings
+from conda_distro.util.fsutil import paused_gc
 
 
 @dataclass(frozen=True)

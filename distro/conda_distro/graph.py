@@ -12,9 +12,9 @@ import networkx as nx
 from conda_distro.ci import RunnerPlan, github_matrix, runner_plan
 from conda_distro.distribution import Exclusions, load_distribution, open_distro
 from conda_distro.errors import GraphError
-from conda_distro.fsutil import paused_gc
-from conda_distro.gitutil import changed_recipes
-from conda_distro.recipe import Recipe
+from conda_distro.recipe.model import Recipe
+from conda_distro.util.fsutil import paused_gc
+from conda_distro.util.gitutil import changed_recipes
 
 GRAPH_SECTIONS = ("host", "run")
 

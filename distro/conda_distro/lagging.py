@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import own_admitted, pytorch_pins
-from conda_distro.recipe import Recipe
-from conda_distro.specs import admits, widen_version
+from conda_distro.recipe.model import Recipe
+from conda_distro.recipe.specs import admits, widen_version
 
 READY, AWAITING, NEW_VERSION = "ready", "awaiting-parents", "needs-new-version"
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from conda_distro.graph import RecipeGraph
-from conda_distro.recipe import SECTIONS, Dep, Recipe, written_items
-from conda_distro.specs import admits, parse_spec
+from conda_distro.recipe.model import SECTIONS, Dep, Recipe, written_items
+from conda_distro.recipe.specs import admits, parse_spec
 
 PIN_SECTIONS = ("build", "host", "run", "run_constraints")
 

@@ -23,8 +23,8 @@ from conda_distro.engine.releases import SOLVE_TIMEOUT, Target, is_cuda_record, 
 from conda_distro.errors import ChannelError, EngineUnavailableError, UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases, uses_pytorch_variant
-from conda_distro.recipe import Recipe
-from conda_distro.specs import minor_of, next_minor_bound
+from conda_distro.recipe.model import Recipe
+from conda_distro.recipe.specs import minor_of, next_minor_bound
 
 if TYPE_CHECKING:
     from rattler import RepoDataRecord

@@ -3,7 +3,7 @@ run each package's import test and a pytorch variant check, and compare the chan
 (drift).
 
 The variant check decides cpu vs cuda from the solved pytorch record, what the user gets
-(:class:`~conda_distro.pytorch_record.TorchBuild`: a ``__cuda`` dependency or a ``cuda…`` build string
+(:class:`~conda_distro.channels.pytorch_record.TorchBuild`: a ``__cuda`` dependency or a ``cuda…`` build string
 makes a cuda build). Where pytorch is a Python package (its record depends on ``python``, or the
 environment has ``site-packages/torch``) ``import torch`` must agree (``torch.version.cuda``); for any
 other ``pytorch.name`` package (a ``libtorch``-like one) the record check is the whole check. Each check in
@@ -36,16 +36,16 @@ from typing import Any
 from conda_distro.channels import open_channel
 from conda_distro.channels.base import ChannelFile, FileProblem
 from conda_distro.channels.depends import lockstep_of_files
+from conda_distro.channels.pytorch_record import TorchBuild
 from conda_distro.distribution import Distribution, load_distribution
+from conda_distro.engine.gpu import probe_gpu, variant_label
 from conda_distro.engine.releases import Target, select_releases, upstream_availability
 from conda_distro.errors import ChannelError, UsageError
-from conda_distro.fsutil import check_writable
-from conda_distro.gpu import probe_gpu, variant_label
-from conda_distro.ledger import Drift, Ledger, compare_with_channel
-from conda_distro.pytorch_record import TorchBuild
-from conda_distro.recipe import Recipe
+from conda_distro.recipe.model import Recipe
+from conda_distro.recipe.specs import admits, parse_spec
 from conda_distro.solve import RattlerSolver
-from conda_distro.specs import admits, parse_spec
+from conda_distro.state.ledger import Drift, Ledger, compare_with_channel
+from conda_distro.util.fsutil import check_writable
 
 SMOKE_TIMEOUT = 300
 # Real torch and the sandbox stand-ins share this API: torch.version.cuda is None in cpu builds.

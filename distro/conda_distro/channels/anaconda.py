@@ -7,7 +7,7 @@ Builds reach an anaconda.org staging label through :meth:`AnacondaChannel.upload
 semantics: idempotent for identical files, never overwriting a different one).
 
 The token comes from ``ANACONDA_API_TOKEN`` (read by :func:`conda_distro.channels.open_channel`, never
-at import), stripped and checked by :mod:`conda_distro.secret` and held as a :class:`~conda_distro.secret.Secret`.
+at import), stripped and checked by :mod:`conda_distro.util.secret` and held as a :class:`~conda_distro.util.secret.Secret`.
 It is never printed: every API call goes through :meth:`AnacondaChannel._call`, which turns *any* exception
 of anaconda-client, requests or the HTTP stack into a ChannelError whose text has the token masked in
 every form (``from None``: no chained traceback), and ``repr`` of the channel does not show it.
@@ -29,9 +29,9 @@ from conda_distro.channels.local import sha256_of
 from conda_distro.channels.repodata import timestamp_ms, track_features_of
 from conda_distro.config import ANACONDA_SCHEME
 from conda_distro.errors import ChannelError, DistroError
-from conda_distro.locks import Deadline, main_lock
-from conda_distro.rattler_env import index_channel
-from conda_distro.secret import Secret, as_secret, mask
+from conda_distro.state.locks import Deadline, main_lock
+from conda_distro.util.rattler_env import index_channel
+from conda_distro.util.secret import Secret, as_secret, mask
 
 BROKEN_LABEL = "broken"
 TOKEN_ENV = "ANACONDA_API_TOKEN"

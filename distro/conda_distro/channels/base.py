@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from conda_distro.locks import Deadline
+    from conda_distro.state.locks import Deadline
 
 #: A progress sink: receives one short human-readable line per step (the CLI sends them to stderr).
 Progress = Callable[[str], None]
@@ -109,7 +109,7 @@ class Channel(Protocol):
         files it does not name); ``workdir`` is a fresh folder the check may download into."""
 
     def lock(self, timeout: float | Deadline) -> AbstractContextManager[None]:
-        """Serialise writers of this channel (promote, retire: :func:`conda_distro.locks.main_lock`); raises
+        """Serialise writers of this channel (promote, retire: :func:`conda_distro.state.locks.main_lock`); raises
         LockTimeoutError after ``timeout`` seconds."""
 
     def check_source(self, source: Channel) -> None:

@@ -18,7 +18,7 @@ from rattler import MatchSpec
 from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError, InvalidVersionSpecError
 
 from conda_distro.channels.base import ChannelFile
-from conda_distro.specs import admits
+from conda_distro.recipe.specs import admits
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from conda_distro.channels.anaconda import API_URL_ENV, TOKEN_ENV, AnacondaChann
 from conda_distro.channels.base import Channel
 from conda_distro.channels.local import LocalChannel
 from conda_distro.config import DistroRepo
-from conda_distro.secret import read_secret
+from conda_distro.util.secret import read_secret
 
 
 def anaconda_api_url(distro: DistroRepo, env: Mapping[str, str]) -> str:

@@ -31,9 +31,9 @@ from conda_distro.channels.base import Channel, ChannelAudit, ChannelFile, FileP
 from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.repodata import parse_repodata
 from conda_distro.errors import ChannelError
-from conda_distro.fsutil import atomic_write_text, naming
-from conda_distro.jsonio import read_json
-from conda_distro.locks import LOCK_NAME, Deadline, main_lock
+from conda_distro.state.locks import LOCK_NAME, Deadline, main_lock
+from conda_distro.util.fsutil import atomic_write_text, naming
+from conda_distro.util.jsonio import read_json
 
 PART_SUFFIX = ".part"
 PACKAGE_SUFFIXES = (".conda", ".tar.bz2")

@@ -19,7 +19,7 @@ before it orders (each release × variant admits one), so in practice the order 
 and 5: two builds of one version and build number are told apart by their timestamp, never by their
 build string (which is a hash).
 
-The promotion gate (:mod:`conda_distro.revdeps`) and the installability check take the same view:
+The promotion gate (:mod:`conda_distro.gate.revdeps`) and the installability check take the same view:
 ``tests/test_install_order.py`` checks this order against ``rattler.solve`` on real channels.
 """
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conda_distro.config import DistroRepo
 from conda_distro.errors import ChannelError
-from conda_distro.jsonio import read_json
+from conda_distro.util.jsonio import read_json
 
 
 @dataclass

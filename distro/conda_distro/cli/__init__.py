@@ -17,7 +17,7 @@ from typing import Any
 
 from conda_distro.cli.app import app, stderr
 from conda_distro.errors import DistroError, ExitCode, FileSystemError, GitError, UsageError
-from conda_distro.secret import MaskingStream, mask, masked_excepthook
+from conda_distro.util.secret import MaskingStream, mask, masked_excepthook
 
 # Each module registers its commands on ``app``.
 from conda_distro.cli import lint_cmd, graph_cmd  # noqa: E402,F401  isort: skip

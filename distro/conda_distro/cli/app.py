@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, runtime_che
 import typer
 import typer.core
 
-# the one default of --lock-timeout (conda_distro.locks is stdlib-only: the CLI still starts without the library)
-from conda_distro.locks import DEFAULT_LOCK_TIMEOUT  # noqa: F401 - re-exported to the command modules
+# the one default of --lock-timeout (conda_distro.state.locks is stdlib-only: the CLI still starts without the library)
+from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT  # noqa: F401 - re-exported to the command modules
 
 if TYPE_CHECKING:
     from rich.console import Console

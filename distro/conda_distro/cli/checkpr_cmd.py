@@ -34,8 +34,8 @@ def check_pr_cmd(
 
     Exit 0 ready to merge, 1 changes needed, 2 bad input. With --format markdown, bad input (exit 2)
     still prints a comment saying what cannot be read and what to do."""
-    from conda_distro.checkpr import CheckPrOptions
-    from conda_distro.prcomment import run_check_pr
+    from conda_distro.checkpr.check import CheckPrOptions
+    from conda_distro.checkpr.run import run_check_pr
 
     warn_no_sandbox(no_sandbox)
     return emit(run_check_pr(CheckPrOptions(base=base, build=not no_build, jobs=jobs, sandbox=not no_sandbox, root=root,

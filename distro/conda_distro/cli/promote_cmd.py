@@ -28,8 +28,8 @@ def promote(
 ) -> int:
     """Copy every staging artifact whose tests all passed (and whose distribution dependencies are in
     main or promoted with it) to the main channel, and record it in channel_state/."""
-    from conda_distro.promote import PromoteOptions
-    from conda_distro.promote import promote as run_promote
+    from conda_distro.gate.promote import PromoteOptions
+    from conda_distro.gate.promote import promote as run_promote
 
     return emit(run_promote(PromoteOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout, progress=_log)), format)
 
@@ -42,8 +42,8 @@ def excuses(
     """Why each candidate in staging is not in main: verdict (promote, waiting, held-temporarily,
     held-permanently), reasons, what blocks it, what it must go with, days waiting, maintainers; grouped
     by what blocks them. Writes nothing (`promote` also writes them to build/excuses.json)."""
-    from conda_distro.excuses import ExcusesOptions
-    from conda_distro.promote import explain_promotion
+    from conda_distro.gate.excuses import ExcusesOptions
+    from conda_distro.gate.promote import explain_promotion
 
     return emit(explain_promotion(ExcusesOptions(root=root)), format)
 
@@ -62,8 +62,9 @@ def retire(
     """Remove a package from the main channel (local: files out + re-index; anaconda.org: `broken` label),
     and write a request record to channel_state/retirements/. Refused (exit 2) when other distribution
     packages depend on it, unless --force."""
-    from conda_distro.retire import RetireOptions
-    from conda_distro.retire import retire as run_retire
+    from conda_distro.gate.retire import RetireOptions
+    from conda_distro.gate.retire import retire as run_retire
+    from conda_distro.reports.unmaintained import unmaintained_entry
 
     return emit(run_retire(RetireOptions(name=name, reason=reason, root=root, by=by, lock_timeout=lock_timeout,
-                                         progress=_log, force=force)), format)
+                                         progress=_log, force=force, unmaintained=unmaintained_entry)), format)

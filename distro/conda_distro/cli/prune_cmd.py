@@ -28,7 +28,7 @@ def prune(
     """Remove the staging builds that can never be promoted from this checkout (superseded, reverted tries,
     built from other recipes, retired), with their results and logs; keep what main or a pending candidate
     needs. Each removed and kept build is listed with why."""
-    from conda_distro.prune import PruneOptions
-    from conda_distro.prune import prune as run_prune
+    from conda_distro.gate.prune import PruneOptions
+    from conda_distro.gate.prune import prune as run_prune
 
     return emit(run_prune(PruneOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout, progress=_log)), format)

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from conda_distro.errors import EngineUnavailableError
-from conda_distro.rattler_env import rattler_env, scratch_dir
+from conda_distro.util.rattler_env import rattler_env, scratch_dir
 
 if TYPE_CHECKING:
     from rattler_build import RenderedVariant
 
-    from conda_distro.render import RenderSettings
+    from conda_distro.recipe.render import RenderSettings
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,7 @@ class RattlerBuildBackend:
     name = "rattler-build"
 
     def _variants(self, recipe: Path, variant_config: RenderSettings) -> list[RenderedVariant]:
-        from conda_distro.render import live_variants  # (not at import: a test runner never renders)
+        from conda_distro.recipe.render import live_variants  # (not at import: a test runner never renders)
 
         return live_variants(recipe, variant_config)
 

@@ -28,7 +28,7 @@ from typing import Literal
 
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.engine.phases import TestOut
-from conda_distro.results import Attempt
+from conda_distro.state.results import Attempt
 
 #: the default of ``policy.confirm_runs``: how many more runs a blocking failure gets
 DEFAULT_CONFIRM_RUNS = 2

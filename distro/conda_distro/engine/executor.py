@@ -24,10 +24,10 @@ from conda_distro.engine.releases import ReleaseView, Target
 from conda_distro.engine.sources import RecipeInputs
 from conda_distro.engine.unit import TargetView, Unit, UnitOutcome, blocked_outcome, finish, is_cached, launch, prepare, reuse
 from conda_distro.errors import ExitCode
-from conda_distro.fsutil import link_or_copy
-from conda_distro.provenance import BuildProvenance, Stamp
-from conda_distro.rattler_env import index_channel
-from conda_distro.results import BuildRecord, TestRecord
+from conda_distro.state.provenance import BuildProvenance, Stamp
+from conda_distro.state.results import BuildRecord, TestRecord
+from conda_distro.util.fsutil import link_or_copy
+from conda_distro.util.rattler_env import index_channel
 
 
 class Reporter(Protocol):

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from conda_distro.engine.backends import VariantSpec
 
 if TYPE_CHECKING:
-    from conda_distro.render import RenderSettings
+    from conda_distro.recipe.render import RenderSettings
 
 #: the longest log line the runner sends (a longer one is cut): the report stream stays line-bounded
 MAX_LINE = 64 << 10
@@ -46,7 +46,7 @@ class BuildPhaseJob(_Model):
                 "target_platform": settings.target_platform}
 
     def settings(self) -> RenderSettings:
-        from conda_distro.render import RenderSettings  # (the runner imports the renderer only to build)
+        from conda_distro.recipe.render import RenderSettings  # (the runner imports the renderer only to build)
 
         d = self.variant_config
         return RenderSettings(tuple((str(k), tuple(v)) for k, v in d["variants"]),

@@ -22,8 +22,8 @@ from pydantic import ValidationError
 
 from conda_distro.config import Limits
 from conda_distro.errors import RecipeError
-from conda_distro.validation import to_error
-from conda_distro.yamlio import LDict, load_fast
+from conda_distro.util.validation import to_error
+from conda_distro.util.yamlio import LDict, load_fast
 
 SEE = "see the README's \"Build sandbox\" section (limits)"
 

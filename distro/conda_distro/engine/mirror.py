@@ -42,10 +42,10 @@ from urllib.parse import unquote, urlparse
 
 from filelock import FileLock
 
-from conda_distro.cachedir import default_cache_dir
 from conda_distro.errors import ConfigError
-from conda_distro.fsutil import link_or_copy
-from conda_distro.rattler_env import index_channel
+from conda_distro.util.cachedir import default_cache_dir
+from conda_distro.util.fsutil import link_or_copy
+from conda_distro.util.rattler_env import index_channel
 
 if TYPE_CHECKING:
     from conda_distro.config import DistroRepo

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from conda_distro.engine.backends import VariantSpec
-    from conda_distro.render import RenderSettings
+    from conda_distro.recipe.render import RenderSettings
 
 NEEDS_TIMEOUT = 900  # seconds for rattler-build's render-and-solve of one recipe (repodata downloads included)
 
@@ -140,7 +140,7 @@ def solve_main(job_file: str) -> int:
 
 def _solve_child(job: SolveJob, work: Path) -> tuple[list[dict[str, Any]] | None, str]:
     """(rattler-build's rendered outputs, or None when it failed; its error output)."""
-    from conda_distro.rattler_env import RENDER_ENV
+    from conda_distro.util.rattler_env import RENDER_ENV
 
     job_file = work / "needs-job.json"
     job_file.write_text(job.model_dump_json(), encoding="utf-8")

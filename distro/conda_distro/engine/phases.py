@@ -41,14 +41,14 @@ from conda_distro.engine.needs import Needs, build_needs, test_needs
 from conda_distro.engine.sandbox import Layout, file_url_path, worker_env
 from conda_distro.engine.sources import SourceFetchError, fetch_source, recipe_copy
 from conda_distro.engine.supervise import Launch, supervise
-from conda_distro.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
-from conda_distro.results import Attempt, Variant
+from conda_distro.state.results import Attempt, Variant
+from conda_distro.util.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
 
 if TYPE_CHECKING:
     from conda_distro.config import Limits
     from conda_distro.engine.backends import VariantSpec
     from conda_distro.engine.sources import RecipeInputs
-    from conda_distro.render import RenderSettings
+    from conda_distro.recipe.render import RenderSettings
 
 
 @dataclass(frozen=True)

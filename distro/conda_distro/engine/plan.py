@@ -15,10 +15,10 @@ from conda_distro.engine.releases import Availability, Target, select_releases
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases
-from conda_distro.provenance import recipe_digest
-from conda_distro.render import RenderSettings
-from conda_distro.results import ArtifactResults, ResultsStore, Variant
-from conda_distro.specs import minor_of
+from conda_distro.recipe.render import RenderSettings
+from conda_distro.recipe.specs import minor_of
+from conda_distro.state.provenance import recipe_digest
+from conda_distro.state.results import ArtifactResults, ResultsStore, Variant
 
 PLAN_VERSION = "1"  # bump to invalidate every input hash
 

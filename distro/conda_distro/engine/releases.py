@@ -12,18 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from conda_distro.channels.pytorch_record import TorchBuild
 from conda_distro.errors import ChannelError, UsageError
-from conda_distro.fsutil import link_or_copy
-from conda_distro.jsonio import read_json
-from conda_distro.pytorch_record import TorchBuild
-from conda_distro.rattler_env import index_channel
+from conda_distro.util.fsutil import link_or_copy
+from conda_distro.util.jsonio import read_json
+from conda_distro.util.rattler_env import index_channel
 
 if TYPE_CHECKING:  # annotations only: the build worker imports this module and stays small
     from rattler import RepoDataRecord
 
     from conda_distro.config import DistroRepo
     from conda_distro.distribution import Distribution
-    from conda_distro.results import Variant
+    from conda_distro.state.results import Variant
 
 CUDA_VERSION = "12.4"  # the __cuda version announced in the cuda variant (CONDA_OVERRIDE_CUDA)
 SOLVE_TIMEOUT = dt.timedelta(seconds=60)  # one rattler solve (`solve`, and a failed test's explanation)
@@ -101,7 +101,7 @@ async def _query(distro: DistroRepo, names: list[str]) -> list[RepoDataRecord]:
 
 def _target_record(records: list[RepoDataRecord], target: Target) -> RepoDataRecord | None:
     """The upstream pytorch build a test of ``target`` installs (the newest matching one), or None. Its
-    variant is decided as verify-channel decides it (:class:`~conda_distro.pytorch_record.TorchBuild`: a
+    variant is decided as verify-channel decides it (:class:`~conda_distro.channels.pytorch_record.TorchBuild`: a
     ``__cuda`` dependency or a ``cuda`` build string), so a release view, the test matrix and
     verify-channel never disagree on what a record is."""
     matching = [r for r in records if str(r.version) == target.pytorch

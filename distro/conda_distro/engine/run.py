@@ -12,6 +12,7 @@ from conda_distro.config import Limits
 from conda_distro.distribution import Distribution, Exclusions, load_distribution
 from conda_distro.engine.backends import make_builder
 from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter
+from conda_distro.engine.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.engine.limits import recipe_limits
 from conda_distro.engine.mirror import mirroring
 from conda_distro.engine.phases import Isolation
@@ -22,13 +23,12 @@ from conda_distro.engine.sandbox import require_bwrap
 from conda_distro.engine.sources import RecipeInputs, recipe_inputs, sources_cache
 from conda_distro.engine.summary import build_table, plan_lines, untested_lines
 from conda_distro.errors import UsageError
-from conda_distro.gitutil import changed_recipes
-from conda_distro.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.graph import RecipeGraph
-from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock, staging_folder, staging_lock
-from conda_distro.owners import require_owned
-from conda_distro.provenance import build_provenance
-from conda_distro.results import ResultsStore
+from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock, staging_folder, staging_lock
+from conda_distro.state.owners import require_owned
+from conda_distro.state.provenance import build_provenance
+from conda_distro.state.results import ResultsStore
+from conda_distro.util.gitutil import changed_recipes
 
 
 @dataclass(frozen=True)
@@ -223,7 +223,7 @@ def unit_settings(dist: Distribution, plan: BuildPlan) -> tuple[dict[str, Limits
 
 @contextmanager
 def build_locks(dist: Distribution, paths: Paths, options: BuildOptions) -> Iterator[None]:
-    """The locks a build holds (:mod:`conda_distro.locks`): the repository's, shared (no sweep edits the
+    """The locks a build holds (:mod:`conda_distro.state.locks`): the repository's, shared (no sweep edits the
     recipes meanwhile; not taken again when the caller, the sweep, holds it), then the staging folder's,
     exclusive (two builds into one staging never interleave their writes of packages, repodata and
     results; promote waits to read them). One ``--lock-timeout`` for both."""

@@ -26,7 +26,7 @@ is: a repository, cache or work folder under ``/tmp``, or with spaces, ``+``, ``
 letters in its path, looks the same to rattler-build inside.
 
 The runner's environment is fixed (no ``CI``, no tokens, nothing of the caller's); recipes are
-rendered in one fixed environment (:func:`conda_distro.rattler_env.fixed_environment`) both when planning
+rendered in one fixed environment (:func:`conda_distro.util.rattler_env.fixed_environment`) both when planning
 and in the runner, so ``env.*`` in a recipe cannot name its artifacts after the caller's environment.
 
 When bubblewrap is missing or cannot run, building fails closed (:func:`require_bwrap`, exit 2) unless
@@ -50,7 +50,7 @@ from urllib.parse import unquote, urlparse
 
 import conda_distro
 from conda_distro.errors import EngineUnavailableError
-from conda_distro.rattler_env import SAFE_PATH, SCRATCH_VAR
+from conda_distro.util.rattler_env import SAFE_PATH, SCRATCH_VAR
 
 if TYPE_CHECKING:
     from conda_distro.config import DistroRepo

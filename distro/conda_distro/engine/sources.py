@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
-from conda_distro.cachedir import default_cache_dir
 from conda_distro.errors import RecipeError
-from conda_distro.recipe import Recipe
-from conda_distro.recipe_sources import check_sources, point_recipe_at, source_paths
+from conda_distro.recipe.model import Recipe
+from conda_distro.recipe.sources import check_sources, point_recipe_at, source_paths
+from conda_distro.util.cachedir import default_cache_dir
 
 FETCH_TIMEOUT = 120  # seconds without progress before a download is given up
 MAX_SOURCE_BYTES = 8 << 30

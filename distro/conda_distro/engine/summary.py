@@ -2,20 +2,20 @@
 release × variant), each failure once with one log, the verdict, and the targets nobody could test against.
 
 A failure's reason is text from recipe code (a script's last output line, a solver's words about the
-recipe's requirements): it is shown through :func:`conda_distro.safetext.shown` (``text``: no escape
+recipe's requirements): it is shown through :func:`conda_distro.util.safetext.shown` (``text``: no escape
 sequences or control characters, no mentions, one bounded line)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from conda_distro.gpu import variant_label
-from conda_distro.safetext import shown
+from conda_distro.engine.gpu import variant_label
+from conda_distro.util.safetext import shown
 
 if TYPE_CHECKING:
     from conda_distro.engine.executor import ExecutionResult
     from conda_distro.engine.plan import BuildPlan
-    from conda_distro.results import BuildRecord, TestRecord
+    from conda_distro.state.results import BuildRecord, TestRecord
 
 
 CELL = {"passed": "pass", "failed": "FAIL", "error": "error", "blocked": "blocked", "flaky": "flaky"}

@@ -40,11 +40,10 @@ from conda_distro.engine.phases import (
 )
 from conda_distro.engine.releases import Target
 from conda_distro.engine.sources import RecipeInputs
-from conda_distro.fsutil import link_or_copy
-from conda_distro.provenance import Stamp
-from conda_distro.rattler_env import index_channel
-from conda_distro.render import RenderSettings
-from conda_distro.results import (
+from conda_distro.recipe.render import RenderSettings
+from conda_distro.recipe.specs import admits, parse_spec
+from conda_distro.state.provenance import Stamp
+from conda_distro.state.results import (
     NO_TESTS,
     SCHEMA_VERSION,
     ArtifactResults,
@@ -57,7 +56,8 @@ from conda_distro.results import (
     Variant,
     now,
 )
-from conda_distro.specs import admits, parse_spec
+from conda_distro.util.fsutil import link_or_copy
+from conda_distro.util.rattler_env import index_channel
 
 
 class _TestBase(TypedDict):

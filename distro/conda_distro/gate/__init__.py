@@ -1,1 +1,2 @@
-"""The promotion gate's policies that live in modules of their own (:mod:`.flaky`)."""
+"""The promotion gate and main's life cycle: plan, holds, reverse-dependency verdicts, installability, hints,
+excuses, staleness, prune, retire; flaky tests and failure signatures."""

@@ -2,7 +2,7 @@
 
 A test is ``flaky`` when it passed and failed on the same inputs (the confirmation runs of
 :mod:`conda_distro.engine.confirm`): a candidate's own test, or a dependent's re-test with the candidates
-(or its baseline run with main's packages, :class:`conda_distro.revdeps.Verdict` ``flaky``). It holds
+(or its baseline run with main's packages, :class:`conda_distro.gate.revdeps.Verdict` ``flaky``). It holds
 nothing back and is never taken as a pass; each one is listed (promote's ``flaky``, the excuses, the status
 page) with its maintainers and a suggested ``force-badtest`` hint (which makes the gate ignore that
 package's failing tests as a dependent until its fix ships). Pure functions of the plan's data.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conda_distro.channels.base import ChannelFile
-from conda_distro.results import ArtifactResults
+from conda_distro.state.results import ArtifactResults
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class FlakyTest:
 def flaky_tests(candidates: Iterable[ChannelFile], results: Mapping[str, ArtifactResults], retests: Iterable[Any],
                 maintainers: Mapping[str, tuple[str, ...]]) -> list[FlakyTest]:
     """Every flaky test behind the plan: the candidates' own (their latest run per release × variant) and
-    the dependents' re-tests (:class:`conda_distro.revdeps.Retest`) judged ``flaky``."""
+    the dependents' re-tests (:class:`conda_distro.gate.revdeps.Retest`) judged ``flaky``."""
     out: list[FlakyTest] = []
     for f in candidates:
         res = results.get(f.artifact)

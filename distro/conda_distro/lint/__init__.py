@@ -6,11 +6,8 @@ import datetime as dt
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from conda_distro.dates import parse_as_of
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import DistroError, ExitCode
-from conda_distro.fsutil import atomic_write_text, paused_gc
-from conda_distro.ledger import utcnow
 from conda_distro.lint import checks as _checks  # noqa: F401  (registers the checks)
 from conda_distro.lint import proposal_checks as _proposal_checks  # noqa: F401  (registers proposal-* checks)
 from conda_distro.lint.base import CHECKS, Check, Finding, Severity
@@ -18,8 +15,11 @@ from conda_distro.lint.context import LintContext
 from conda_distro.lint.hint_checks import lint_hints  # (registers the hint-* checks)
 from conda_distro.lint.owner_checks import owner_registry  # (registers package-owner, source-path-outside, owners-*)
 from conda_distro.lint.proposals import lint_proposals
-from conda_distro.recipe import Recipe, parse_recipe
-from conda_distro.recipe_edit import TreeEditor
+from conda_distro.recipe.edit import TreeEditor
+from conda_distro.recipe.model import Recipe, parse_recipe
+from conda_distro.state.ledger import utcnow
+from conda_distro.util.dates import parse_as_of
+from conda_distro.util.fsutil import atomic_write_text, paused_gc
 
 __all__ = ["CHECKS", "Check", "CheckList", "Finding", "LintOptions", "LintResult", "Severity", "lint", "lint_distribution",
            "list_checks"]

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
-from conda_distro.recipe import Recipe
-from conda_distro.recipe_edit import TreeEditor
+from conda_distro.recipe.edit import TreeEditor
+from conda_distro.recipe.model import Recipe
 
 
 class Severity(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)
@@ -71,7 +71,7 @@ class Check:
         raise NotImplementedError
 
     def fix(self, recipe: Recipe, edit: TreeEditor, ctx: LintContext) -> bool:
-        """Edit the recipe through ``edit`` (the one recipe editor, :mod:`conda_distro.recipe_edit`);
+        """Edit the recipe through ``edit`` (the one recipe editor, :mod:`conda_distro.recipe.edit`);
         return True when something changed."""
         return False
 

@@ -9,10 +9,10 @@ from functools import lru_cache
 from conda_distro.lagging import READY, excluded_by_bound
 from conda_distro.lint.base import CHECKS, Check, Problem, Severity
 from conda_distro.lint.context import LintContext
-from conda_distro.recipe import SECTIONS, Dep, Recipe
-from conda_distro.recipe_edit import TreeEditor
-from conda_distro.specs import admits, admitted_minors, granularity_name, has_upper_bound, upper_granularity
-from conda_distro.validation import HANDLE_RE
+from conda_distro.recipe.edit import TreeEditor
+from conda_distro.recipe.model import SECTIONS, Dep, Recipe
+from conda_distro.recipe.specs import admits, admitted_minors, granularity_name, has_upper_bound, upper_granularity
+from conda_distro.util.validation import HANDLE_RE
 
 SPDX_RE = re.compile(r"^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*$|^\(.*\)$")
 _SPDX_BAD_WORDS = re.compile(r"\b(license|licence|other|unknown|see|custom)\b", re.I)

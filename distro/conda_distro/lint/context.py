@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 from conda_distro.config import DistroRepo, UpperBounds
 from conda_distro.errors import ChannelError
-from conda_distro.fsutil import read_bounded_text
-from conda_distro.jsonio import MAX_BYTES
-from conda_distro.owners import OwnerRegistry
-from conda_distro.recipe import Dep, Recipe
-from conda_distro.specs import parse_spec, pin_granularity, upper_granularity
+from conda_distro.recipe.model import Dep, Recipe
+from conda_distro.recipe.specs import parse_spec, pin_granularity, upper_granularity
+from conda_distro.state.owners import OwnerRegistry
+from conda_distro.util.fsutil import read_bounded_text
+from conda_distro.util.jsonio import MAX_BYTES
 
 if TYPE_CHECKING:
     from conda_distro.graph import RecipeGraph

@@ -1,4 +1,4 @@
-"""Checks on hints.yaml (the promotion gate's reviewed hints, :mod:`conda_distro.hints`). Ids start with
+"""Checks on hints.yaml (the promotion gate's reviewed hints, :mod:`conda_distro.gate.hints`). Ids start with
 ``hint-``; each docstring is the help. They run once over the file (:func:`lint_hints`), not per recipe.
 
 "Today" is the day lint runs (UTC) unless ``lint --as-of YYYY-MM-DD`` says otherwise, as for the reports.
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conda_distro.errors import ConfigError
-from conda_distro.hints import HINTS_FILE, Hint, HintSet, load_hints
+from conda_distro.gate.hints import HINTS_FILE, Hint, HintSet, load_hints
 from conda_distro.lint.base import FileCheck, Finding, Problem, Severity
 from conda_distro.lint.context import LintContext
 

@@ -1,5 +1,5 @@
 """Trust checks: what a recipe may publish and read. A recipe may declare only the package names it owns
-(:mod:`conda_distro.owners`), and its ``source: path:`` stays inside the repository. Recipe code is
+(:mod:`conda_distro.state.owners`), and its ``source: path:`` stays inside the repository. Recipe code is
 hostile, so neither can be opted out of with ``extra.skip-lints``.
 
 ``package_owners.yaml`` itself is checked once (:func:`owner_registry`): malformed is ``owners-invalid``
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from conda_distro.errors import ConfigError
 from conda_distro.lint.base import Check, FileCheck, Finding, Problem, Severity
 from conda_distro.lint.context import LintContext
-from conda_distro.owners import OWNERS_FILE, OwnerRegistry, load_reviewed, registry_of
-from conda_distro.recipe import Recipe
-from conda_distro.yamlio import LDict, LList
+from conda_distro.recipe.model import Recipe
+from conda_distro.state.owners import OWNERS_FILE, OwnerRegistry, load_reviewed, registry_of
+from conda_distro.util.yamlio import LDict, LList
 
 if TYPE_CHECKING:  # pragma: no cover
     from conda_distro.distribution import Distribution

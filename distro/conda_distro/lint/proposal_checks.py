@@ -18,8 +18,8 @@ from conda_distro.lint.base import FileCheck, Finding, Problem, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.proposal.load import Proposal
 from conda_distro.proposal.schema import PLACEHOLDER_VERSION
-from conda_distro.recipe import RECIPE_FILE, Recipe
-from conda_distro.specs import spec_resolvable, version_older
+from conda_distro.recipe.model import RECIPE_FILE, Recipe
+from conda_distro.recipe.specs import spec_resolvable, version_older
 
 _SKIP_FUNCS = ("compiler", "stdlib", "cdt")
 

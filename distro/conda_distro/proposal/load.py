@@ -12,10 +12,10 @@ from pydantic import ValidationError
 
 from conda_distro.config import DistroRepo
 from conda_distro.errors import DistroError, ProposalError
-from conda_distro.gitutil import changed_files
 from conda_distro.proposal.schema import PROPOSALS_DIR, ProposalData
-from conda_distro.validation import to_error
-from conda_distro.yamlio import LDict, LList, load_fast, load_fast_file
+from conda_distro.util.gitutil import changed_files
+from conda_distro.util.validation import to_error
+from conda_distro.util.yamlio import LDict, LList, load_fast, load_fast_file
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from conda_distro.errors import UsageError
-from conda_distro.validation import HANDLE_RE
+from conda_distro.util.validation import HANDLE_RE
 
 PROPOSALS_DIR = "proposals"
 SCHEMA_VERSION = 1

@@ -10,7 +10,6 @@ from pathlib import Path
 from conda_distro.config import DistroRepo
 from conda_distro.distribution import open_distro
 from conda_distro.errors import UsageError
-from conda_distro.fsutil import atomic_write_text
 from conda_distro.proposal.load import parse_proposal
 from conda_distro.proposal.schema import (
     PLACEHOLDER_VERSION,
@@ -20,10 +19,11 @@ from conda_distro.proposal.schema import (
     validate_handle,
     version_problem,
 )
-from conda_distro.recipe import RECIPE_FILE, parse_recipe
-from conda_distro.recipe_edit import TreeEditor, double_quoted
-from conda_distro.specs import minor_of, next_minor_bound
-from conda_distro.variants import render_settings
+from conda_distro.recipe.edit import TreeEditor, double_quoted
+from conda_distro.recipe.model import RECIPE_FILE, parse_recipe
+from conda_distro.recipe.specs import minor_of, next_minor_bound
+from conda_distro.recipe.variants import render_settings
+from conda_distro.util.fsutil import atomic_write_text
 
 # the skeleton's sha256 (well-formed, so rattler-build renders the recipe; lint's source-missing-sha256 flags it)
 PLACEHOLDER_SHA256 = "0" * 64

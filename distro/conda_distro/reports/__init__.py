@@ -5,7 +5,7 @@
 * :mod:`~conda_distro.reports.unmaintained` — `report unmaintained` (spec §8): which packages lag, why,
   and the suggested action (``ping`` / ``retire``).
 * :mod:`~conda_distro.reports.status` — `status`: the static HTML status page.
-* :mod:`~conda_distro.reports.records` — retirement request records (``channel_state/retirements/``).
+* :mod:`~conda_distro.state.records` — retirement request records (``channel_state/retirements/``).
 
 Nothing here reads a channel: CI can publish the status page from a plain checkout.
 """

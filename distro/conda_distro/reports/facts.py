@@ -28,15 +28,15 @@ from pydantic import ValidationError
 from conda_distro.config import DISTRO_FILE
 from conda_distro.distribution import Distribution
 from conda_distro.errors import UsageError
-from conda_distro.gitutil import file_versions, folder_log
 from conda_distro.graph import RecipeGraph
-from conda_distro.jsonio import read_json_text
-from conda_distro.ledger import ArtifactEntry, Ledger, PackageState, TestEvidence
 from conda_distro.pins import admitted_releases
-from conda_distro.reports.records import RetirementRecords
-from conda_distro.results import ArtifactResults, ResultsStore, TestRecord
+from conda_distro.state.ledger import ArtifactEntry, Ledger, PackageState, newest_artifact
+from conda_distro.state.records import RetirementRecords
+from conda_distro.state.results import ArtifactResults, ResultsStore, TestRecord
 from conda_distro.sweep.model import SweepDocument
-from conda_distro.yamlio import load_fast
+from conda_distro.util.gitutil import file_versions, folder_log
+from conda_distro.util.jsonio import read_json_text
+from conda_distro.util.yamlio import load_fast
 
 OPEN_SWEEP_STATUSES = ("failed", "needs-new-version", "awaiting-parents", "awaiting-upstream", "not-solvable")
 
@@ -161,24 +161,6 @@ class Facts:
     graph: RecipeGraph
     cuda_only: set[str] = field(default_factory=set)  # recipes that run only with __cuda
     results: dict[str, ArtifactResults] = field(default_factory=dict)  # build/results/ by artifact
-
-
-def newest_artifact(entries: Iterable[ArtifactEntry]) -> ArtifactEntry | None:
-    from rattler import Version
-
-    entries = list(entries)
-    if not entries:
-        return None
-    epoch = dt.datetime.min.replace(tzinfo=dt.UTC)
-    return max(entries, key=lambda a: (Version(a.version), a.build_number, a.promoted_at or epoch, a.artifact))
-
-
-def latest_tests(entry: ArtifactEntry) -> dict[tuple[str, str], TestEvidence]:
-    """The newest result per (release, variant)."""
-    out: dict[tuple[str, str], TestEvidence] = {}
-    for t in sorted(entry.tests, key=lambda t: t.date):
-        out[(t.release, t.variant)] = t
-    return out
 
 
 def _iso(value: dt.datetime | None) -> str | None:

@@ -4,7 +4,7 @@ It shows a package × release × variant matrix, each cell one of :data:`CELL_ST
 ``data-package``/``data-release``/``data-variant``/``data-status``/``data-source`` attributes. Every
 package has a row for **main** (the ledger, channel_state/) and, when `build` left a newer build in
 staging that is not in main (``build/results/``), a row for **staging** under it, labelled with the
-promotion gate's verdict (``build/excuses.json``: the hold classes of :mod:`conda_distro.holds`, so the
+promotion gate's verdict (``build/excuses.json``: the hold classes of :mod:`conda_distro.gate.holds`, so the
 page, the excuses and `promote` agree; stale builds get no row and are listed apart). Failures are red,
 link to an entry of the failures list with the test's reason and its log (copied next to the page,
 under ``logs/``). Also: per-release progress ("2.6.0: 7 of 10 packages of the distribution admit and
@@ -12,7 +12,7 @@ pass", each other one named with why), maintainers (linked to their GitHub profi
 recipe files (``--repo-url``, default: the GitHub ``origin`` remote, at the checked-out commit) and
 searches of its open pull requests per package
 and of the sweep tracking issue per swept release (:class:`RepoLinks`), the `report unmaintained` flags,
-retirements, the promotion gate's excuses (``build/excuses.json`` read by :func:`conda_distro.excuses.read_excuses`,
+retirements, the promotion gate's excuses (``build/excuses.json`` read by :func:`conda_distro.gate.excuses.read_excuses`,
 grouped by what blocks them; those promoted since are left out) and a dependency view (an
 inline SVG of the RecipeGraph levels plus a table of dependencies and dependents).
 
@@ -36,22 +36,22 @@ from typing import Any, Literal
 from urllib.parse import quote_plus
 
 from conda_distro.config import DistroRepo
-from conda_distro.dates import parse_as_of
 from conda_distro.distribution import Distribution, load_distribution
+from conda_distro.engine.gpu import variant_label
 from conda_distro.errors import UsageError
-from conda_distro.excuses import Excuse, Excuses, read_excuses
-from conda_distro.fsutil import atomic_write_text
-from conda_distro.gitutil import find_repo, origin_url
-from conda_distro.gpu import variant_label
+from conda_distro.gate.excuses import Excuse, Excuses, read_excuses
 from conda_distro.graph import RecipeGraph
-from conda_distro.layout import clash
-from conda_distro.ledger import ArtifactEntry
-from conda_distro.reports.facts import Facts, PackageFacts, gather, latest_tests, newest_artifact
+from conda_distro.reports.facts import Facts, PackageFacts, gather
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
 from conda_distro.reports.watch import read_report as read_watch_report
-from conda_distro.results import TestStatus
-from conda_distro.safetext import shown
-from conda_distro.templating import render, static
+from conda_distro.state.ledger import ArtifactEntry, latest_tests, newest_artifact
+from conda_distro.state.results import TestStatus
+from conda_distro.util.dates import parse_as_of
+from conda_distro.util.fsutil import atomic_write_text
+from conda_distro.util.gitutil import find_repo, origin_url
+from conda_distro.util.layout import clash
+from conda_distro.util.safetext import shown
+from conda_distro.util.templating import render, static
 
 CellStatus = Literal["passed", "failed", "blocked", "not-applicable", "not-tested", "flaky"]
 CELL_STATUSES: tuple[CellStatus, ...] = ("passed", "failed", "blocked", "not-applicable", "not-tested", "flaky")
@@ -139,7 +139,7 @@ class StagedRow:
     passed: bool  # every latest result passed
     cells: list[Cell]
     waits_for: tuple[str, ...] = ()
-    #: the promotion gate's verdict on it (build/excuses.json; the hold classes of conda_distro.holds), and
+    #: the promotion gate's verdict on it (build/excuses.json; the hold classes of conda_distro.gate.holds), and
     #: what it groups it under and advises; None: the gate has not judged this build
     verdict: str | None = None
     group: str = ""
@@ -584,7 +584,7 @@ LOGS_DIR = "logs"
 
 def _check_out(out: Path, distro: DistroRepo) -> Path:
     """``--out`` must be a folder (or not exist yet) of its own: not the repository, nor one of its reserved
-    places (:mod:`conda_distro.layout`), nor a local channel."""
+    places (:mod:`conda_distro.util.layout`), nor a local channel."""
     why = clash(out, distro.root)
     channels = [(f"channels.{k}", r) for k in ("staging", "main") if not distro.is_anaconda(r := getattr(distro.config.channels, k))]
     channels += [(f"channels.upstream ('{u}')", u) for u in distro.config.channels.upstream if distro.is_local_ref(u)]

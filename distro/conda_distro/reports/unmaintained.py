@@ -33,14 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conda_distro.dates import parse_as_of
-from conda_distro.distribution import load_distribution
+from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import ExitCode
-from conda_distro.excuses import read_excuses
-from conda_distro.ledger import ArtifactEntry, TestEvidence
-from conda_distro.reports.facts import Facts, PackageFacts, ReleaseDate, StagedBuild, days_between, gather, latest_tests
-from conda_distro.safetext import shown
-from conda_distro.templating import render
+from conda_distro.gate.excuses import read_excuses
+from conda_distro.reports.facts import Facts, PackageFacts, ReleaseDate, StagedBuild, days_between, gather
+from conda_distro.state.ledger import ArtifactEntry, latest_tests
+from conda_distro.state.records import last_tests, release_key
+from conda_distro.util.dates import parse_as_of
+from conda_distro.util.safetext import shown
+from conda_distro.util.templating import render
 
 
 class Action(enum.StrEnum):
@@ -187,24 +188,6 @@ class UnmaintainedOptions:
 # the rules (pure)
 
 
-def _test_dict(artifact: str, t: TestEvidence) -> dict[str, Any]:
-    return {"artifact": artifact, "release": t.release, "variant": t.variant, "status": t.status,
-            "date": t.date.strftime("%Y-%m-%dT%H:%M:%SZ")}
-
-
-def last_tests(entry: ArtifactEntry | None) -> list[dict[str, Any]]:
-    """The newest artifact's latest result per (release, variant)."""
-    if entry is None:
-        return []
-    return [_test_dict(entry.artifact, t) for _, t in sorted(latest_tests(entry).items(), key=lambda kv: _rkey(kv[0]))]
-
-
-def _rkey(pair: tuple[str, str]) -> tuple:
-    from rattler import Version
-
-    return (Version(pair[0]), pair[1])
-
-
 def _newest_passing(pkg: PackageFacts, releases: list[str]) -> int | None:
     """Index in ``releases`` of the newest release some artifact in main passes against."""
     passed = {t.release for a in pkg.in_main for t in a.tests if t.status == "passed"}
@@ -222,7 +205,7 @@ def _staged_note(staged: StagedBuild | None, release: str) -> tuple[str | None, 
     if staged.promotable:
         return staged.artifact, f"; awaiting promotion: its build {staged.version} in staging passes it"
     held = sorted({f"{r} ({v})" for (r, v), t in staged.tests.items() if t.status != "passed"},
-                  key=lambda rv: _rkey((rv.split()[0], rv)))
+                  key=lambda rv: release_key((rv.split()[0], rv)))
     if "passed" in results.values():
         return None, (f"; its build {staged.version} in staging passes it but cannot be promoted: it fails "
                       f"against pytorch {', '.join(held)}")
@@ -272,7 +255,7 @@ def _main_fails(pkg: PackageFacts, facts: Facts, supported: set[str]) -> list[Re
         return []
     staged = pkg.staged
     failing: dict[str, list[str]] = {}
-    for (release, variant), t in sorted(latest_tests(newest).items(), key=lambda kv: _rkey(kv[0])):
+    for (release, variant), t in sorted(latest_tests(newest).items(), key=lambda kv: release_key(kv[0])):
         if release in supported and t.status == "failed":
             failing.setdefault(release, []).append(variant)
     out = []
@@ -295,7 +278,7 @@ def _main_fails(pkg: PackageFacts, facts: Facts, supported: set[str]) -> list[Re
 
 def _staging_fails(staged: StagedBuild, facts: Facts, supported: set[str], skip: set[str]) -> list[Reason]:
     failing: dict[str, list] = {}
-    for (release, _variant), t in sorted(staged.tests.items(), key=lambda kv: _rkey(kv[0])):
+    for (release, _variant), t in sorted(staged.tests.items(), key=lambda kv: release_key(kv[0])):
         if release in supported and release not in skip and t.status == "failed":
             failing.setdefault(release, []).append(t)
     out = []
@@ -325,7 +308,7 @@ def newest_fails(pkg: PackageFacts, facts: Facts) -> list[Reason]:
     out = _main_fails(pkg, facts, supported)
     if pkg.staged is not None:
         out += _staging_fails(pkg.staged, facts, supported, {r.release for r in out})
-    return sorted(out, key=lambda r: (_rkey((r.release, "")), r.where))
+    return sorted(out, key=lambda r: (release_key((r.release, "")), r.where))
 
 
 def inactive(pkg: PackageFacts, facts: Facts) -> bool:
@@ -373,7 +356,7 @@ def _report_evidence(pkg: PackageFacts, reasons: list[Reason], facts: Facts) -> 
             "artifact": pkg.staged.artifact, "version": pkg.staged.version, "promotable": pkg.staged.promotable,
             "tests": [{"release": t.pytorch, "variant": t.variant, "status": t.status,
                        "date": t.date.strftime("%Y-%m-%dT%H:%M:%SZ"), "reason": t.reason, "log": t.log}
-                      for _, t in sorted(pkg.staged.tests.items(), key=lambda kv: _rkey(kv[0]))]},
+                      for _, t in sorted(pkg.staged.tests.items(), key=lambda kv: release_key(kv[0]))]},
         "sweep": pkg.sweep.to_dict() if pkg.sweep else None,
         "retirement_record": pkg.record,
     }
@@ -405,6 +388,15 @@ def evaluate(facts: Facts) -> UnmaintainedReport:
             report.retired.append(gone)
     report.packages.sort(key=lambda e: (ACTION_ORDER[e.action], -e.days, e.name))
     return report
+
+
+def unmaintained_entry(dist: Distribution, name: str) -> dict[str, Any] | None:
+    """The package's entry of `report unmaintained` as of today, or None when it does not lag (what
+    `retire` records as evidence; the CLI hands this function to :class:`~conda_distro.gate.retire.RetireOptions`)."""
+    facts = gather(dist, parse_as_of(None), sweeps=True)
+    pkg = facts.packages.get(name)
+    found = evaluate_package(pkg, facts) if pkg is not None else None
+    return found.to_dict() if found is not None else None
 
 
 def report_unmaintained(options: UnmaintainedOptions) -> UnmaintainedReport:

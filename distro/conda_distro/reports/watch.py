@@ -34,7 +34,7 @@ from typing import Any
 
 from conda_distro.channels.local import LocalChannel
 from conda_distro.errors import ExitCode, UsageError
-from conda_distro.fsutil import atomic_write_text, link_or_copy
+from conda_distro.util.fsutil import atomic_write_text, link_or_copy
 
 STATE = Path("watch") / "state.json"
 REPORT = Path("watch") / "report.json"
@@ -113,7 +113,7 @@ class WatchResult:
 def read_report(build_dir: Path) -> dict[str, Any] | None:
     """The last watch's report (``build/watch/report.json``) for the status page; None when there is none.
     An unreadable one is bad input (exit 2, naming the file)."""
-    from conda_distro.jsonio import read_json
+    from conda_distro.util.jsonio import read_json
 
     try:
         data = read_json(build_dir / REPORT, "excuses", error=UsageError,
@@ -162,9 +162,9 @@ def watch(options: WatchOptions) -> WatchResult:
     from conda_distro.engine.releases import Target, availability_if_readable, build_release_views
     from conda_distro.engine.run import Paths, isolation, main_channel
     from conda_distro.engine.sources import RecipeInputs
-    from conda_distro.promote import TestMatrix
-    from conda_distro.render import RenderSettings
-    from conda_distro.revdeps import newest_in_main
+    from conda_distro.gate.promote import TestMatrix
+    from conda_distro.gate.revdeps import newest_in_main
+    from conda_distro.recipe.render import RenderSettings
 
     dist = load_distribution(options.root, strict=False)
     main = main_channel(dist)
@@ -285,7 +285,7 @@ class _Pins:
 
     def fails_with(self, now: frozenset[str]) -> bool:
         from conda_distro.engine.phases import remove_tree
-        from conda_distro.rattler_env import index_channel
+        from conda_distro.util.rattler_env import index_channel
 
         back = [self.then[n] for n in self.changed if n not in now and self.then.get(n)]
         pin = _pin_view(self.work / f"pin-{next(self.job.counter)}", back, self.channels, index_channel)

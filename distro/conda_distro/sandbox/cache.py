@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conda_distro.cachedir import CACHE_ENV, default_cache_dir  # noqa: F401  (re-exported)
 from conda_distro.errors import LockTimeoutError
 from conda_distro.sandbox.upstream import (
     SUBDIRS,
@@ -43,6 +42,7 @@ from conda_distro.sandbox.upstream import (
     iter_data_files,
     read_repodata,
 )
+from conda_distro.util.cachedir import CACHE_ENV, default_cache_dir  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 

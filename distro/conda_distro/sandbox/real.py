@@ -44,11 +44,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from conda_distro.cachedir import default_cache_dir
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import BridgeError
-from conda_distro.fsutil import clear_folder
-from conda_distro.jsonio import read_json_text
 from conda_distro.sandbox.cache import EntrySpec, copy_channel, ensure_entry, prune_entries, rattler_build_version_string
 from conda_distro.sandbox.sources import SourceFile, SourceRequest, fetch_sources, point_recipe_at
 from conda_distro.sandbox.upstream import HostPython, build_python_package, publish_packages, write_run_exports
@@ -70,6 +67,9 @@ from conda_distro.upstream.lock import (
 )
 from conda_distro.upstream.names import normalize
 from conda_distro.upstream.pypi import BridgeSummary, NotConverted, Unavailable
+from conda_distro.util.cachedir import default_cache_dir
+from conda_distro.util.fsutil import clear_folder
+from conda_distro.util.jsonio import read_json_text
 
 log = logging.getLogger(__name__)
 

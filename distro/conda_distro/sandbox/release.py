@@ -193,8 +193,8 @@ def publish_package(options: PackageOptions) -> PackageResult:
 
     from rattler_build import RattlerBuildError, Stage0Recipe, VariantConfig
 
-    from conda_distro.rattler_env import channel_url, native_tool_config, run_build
     from conda_distro.sandbox.upstream import publish_packages, reindex
+    from conda_distro.util.rattler_env import channel_url, native_tool_config, run_build
 
     world = Path(options.world).resolve()
     upstream = sandbox_upstream(world)

@@ -10,7 +10,7 @@ Everything is built offline with rattler-build from the recipes in ``sandbox/dat
   run_export ``pytorch >=X.Y.Z,<X.(Y+1).0a0``. Summaries say "STAND-IN for pytorch X".
 
 Builds run serially in this process (rattler-build holds the GIL; engine-notes gotcha 8) inside
-:func:`conda_distro.rattler_env.rattler_env`. Packages are built into a throwaway folder and then
+:func:`conda_distro.util.rattler_env.rattler_env`. Packages are built into a throwaway folder and then
 published into the channel, which is re-indexed and gets a conda-forge style ``run_exports.json``
 per subdir (rattler's indexer does not write one).
 """
@@ -31,8 +31,8 @@ from importlib import resources
 from pathlib import Path
 
 from conda_distro.errors import ChannelError, DistroError
-from conda_distro.jsonio import read_json
-from conda_distro.rattler_env import assert_no_colon, channel_url, index_channel, run_build
+from conda_distro.util.jsonio import read_json
+from conda_distro.util.rattler_env import assert_no_colon, channel_url, index_channel, run_build
 
 log = logging.getLogger(__name__)
 

@@ -28,9 +28,6 @@ from pathlib import Path
 from typing import Protocol
 
 from conda_distro.errors import UsageError
-from conda_distro.fsutil import clear_folder
-from conda_distro.gitutil import init_repository
-from conda_distro.rattler_env import assert_no_colon
 from conda_distro.sandbox.cache import copy_channel, ensure_upstream_cached
 from conda_distro.sandbox.upstream import (
     DEFAULT_RELEASES,
@@ -42,6 +39,9 @@ from conda_distro.sandbox.upstream import (
     iter_data_files,
     pytorch_packages,
 )
+from conda_distro.util.fsutil import clear_folder
+from conda_distro.util.gitutil import init_repository
+from conda_distro.util.rattler_env import assert_no_colon
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ One job per module:
 * :mod:`.model` — the options, the plan (a :class:`Decision` per package), the result, and the one
   schema of the document kept in ``build/sweep/pytorch-VER.json`` (:class:`SweepDocument`);
 * :mod:`.plan` — what to bump (pure);
-* :mod:`.edit` — the recipe and distro.yaml edits (through :mod:`conda_distro.recipe_edit`);
-* :mod:`.git` — the branches and commits (through :mod:`conda_distro.gitutil`);
+* :mod:`.edit` — the recipe and distro.yaml edits (through :mod:`conda_distro.recipe.edit`);
+* :mod:`.git` — the branches and commits (through :mod:`conda_distro.util.gitutil`);
 * :mod:`.render` — the pull-request and tracking-issue bodies (templates);
 * :mod:`.run` — the orchestration: lock, journal, edits, build, reruns;
 * :mod:`.state` — where a release stands (read from the repository) and the refusals it implies;
@@ -19,7 +19,7 @@ One job per module:
 * :mod:`.report` — ``sweep report``: the release's report, read-only.
 """
 
-from conda_distro.recipe_edit import EditError
+from conda_distro.recipe.edit import EditError
 from conda_distro.sweep.edit import add_release_text, edited_recipe, edited_text
 from conda_distro.sweep.model import (
     Decision,

@@ -19,8 +19,8 @@ from conda_distro.distribution import Distribution
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.lagging import AWAITING, NEW_VERSION, READY, lags
-from conda_distro.provenance import recipe_digest
-from conda_distro.specs import minor_of
+from conda_distro.recipe.specs import minor_of
+from conda_distro.state.provenance import recipe_digest
 from conda_distro.sweep.git import package_branch
 from conda_distro.sweep.model import Decision, SweepDocument, SweepPlan, Waiting, command
 from conda_distro.sweep.plan import decide

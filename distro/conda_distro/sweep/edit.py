@@ -1,5 +1,5 @@
 """The sweep's edits: a recipe's pytorch pins widened and its build number + 1, and the release
-added to distro.yaml. Only those lines change (a line edit through :mod:`conda_distro.recipe_edit`),
+added to distro.yaml. Only those lines change (a line edit through :mod:`conda_distro.recipe.edit`),
 with a ruamel round trip as the fallback for shapes a line edit cannot handle; every edited recipe
 is checked by parsing it back (ours and rattler-build's parser)."""
 
@@ -15,11 +15,11 @@ from rattler.exceptions import InvalidMatchSpecError
 from conda_distro.config import DistroRepo
 from conda_distro.errors import DistroError
 from conda_distro.pins import own_names, pytorch_pins
-from conda_distro.recipe import Recipe, parse_recipe
-from conda_distro.recipe_edit import CONTEXT_VAR, EditError, LineEditor, TreeEditor, comment_start, split_eol
-from conda_distro.specs import SpecEditError, admits, build_outside_brackets, next_minor_bound, split_spec, widen_version
+from conda_distro.recipe.edit import CONTEXT_VAR, EditError, LineEditor, TreeEditor, comment_start, split_eol
+from conda_distro.recipe.model import Recipe, parse_recipe
+from conda_distro.recipe.specs import SpecEditError, admits, build_outside_brackets, next_minor_bound, split_spec, widen_version
 from conda_distro.sweep.model import Decision, PinEdit
-from conda_distro.yamlio import LDict, LList, load_fast
+from conda_distro.util.yamlio import LDict, LList, load_fast
 
 if TYPE_CHECKING:
     from rattler_build import Stage0Recipe

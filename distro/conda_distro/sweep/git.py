@@ -1,4 +1,4 @@
-"""The sweep's git work (through :mod:`conda_distro.gitutil`): the refusals before ``--commit``
+"""The sweep's git work (through :mod:`conda_distro.util.gitutil`): the refusals before ``--commit``
 writes anything, the branch ``sweep/pytorch-VER`` with one commit per bumped package, one branch per
 bumped package, and the questions a rerun asks (is the release committed, is the branch where the
 report says).
@@ -16,8 +16,11 @@ from pathlib import Path
 from conda_distro.channels.hooks import crash_point
 from conda_distro.config import DISTRO_FILE, DistroRepo
 from conda_distro.errors import DistroError, GitError
-from conda_distro.fsutil import atomic_write_text
-from conda_distro.gitutil import (
+from conda_distro.recipe.specs import minor_of
+from conda_distro.state.sweep_journal import SweepJournal
+from conda_distro.sweep.model import SweepCommit, SweepOptions, SweepPlan, SweepResult
+from conda_distro.util.fsutil import atomic_write_text
+from conda_distro.util.gitutil import (
     Repo,
     branch_sha,
     branches_named,
@@ -35,10 +38,7 @@ from conda_distro.gitutil import (
     show_file,
     top_dir,
 )
-from conda_distro.specs import minor_of
-from conda_distro.sweep.model import SweepCommit, SweepOptions, SweepPlan, SweepResult
-from conda_distro.sweepstate import SweepJournal
-from conda_distro.yamlio import load_fast
+from conda_distro.util.yamlio import load_fast
 
 
 def sweep_branch(release: str) -> str:
@@ -196,7 +196,7 @@ def stale_git_locks(repo: Repo, journal: SweepJournal) -> list[Path]:
     """The lock files an interrupted sweep's git commands can have left, that exist: its branches' ref
     locks (``refs/heads/sweep/pytorch-VER[-NAME].lock``), its private index and that index's lock, and,
     when it was interrupted while committing, ``index.lock`` and ``HEAD.lock`` (an older version switched
-    branches then). See :func:`conda_distro.gitutil.clear_stale_locks` for when they are removed."""
+    branches then). See :func:`conda_distro.util.gitutil.clear_stale_locks` for when they are removed."""
     git_dir = Path(repo.git_dir)
     heads = git_dir / "refs" / "heads"
     branch = sweep_branch(journal.release)

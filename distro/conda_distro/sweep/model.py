@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from conda_distro.locks import DEFAULT_LOCK_TIMEOUT, Deadline
-from conda_distro.safetext import shown
-from conda_distro.templating import render
+from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline
+from conda_distro.util.safetext import shown
+from conda_distro.util.templating import render
 
 STATUSES = ("unchanged", "bumped", "needs-new-version", "failed", "awaiting-parents", "awaiting-upstream", "not-solvable",
             "unreadable")

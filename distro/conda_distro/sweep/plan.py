@@ -13,8 +13,8 @@ from conda_distro.distribution import Distribution
 from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import depends_on, pytorch_pins
-from conda_distro.recipe import Recipe
-from conda_distro.specs import SpecEditError, admits, minor_of, next_minor_bound, widen_spec, widen_version
+from conda_distro.recipe.model import Recipe
+from conda_distro.recipe.specs import SpecEditError, admits, minor_of, next_minor_bound, widen_spec, widen_version
 from conda_distro.sweep.model import BLOCKING, Decision, PinEdit, SweepPlan
 
 

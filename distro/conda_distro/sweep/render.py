@@ -6,7 +6,7 @@ the JSON document is :class:`~conda_distro.sweep.model.SweepDocument`.)"""
 from __future__ import annotations
 
 from conda_distro.sweep.model import Decision, SweepPlan, SweepResult
-from conda_distro.templating import render
+from conda_distro.util.templating import render
 
 
 def pr_body(dec: Decision, release: str, dry_run: bool = False) -> dict[str, str]:

@@ -19,7 +19,7 @@ from conda_distro.sweep.admit import waiting_packages
 from conda_distro.sweep.model import SweepDocument, SweepPlan, SweepResult, Waiting
 from conda_distro.sweep.plan import check_release
 from conda_distro.sweep.state import load_report, release_state, report_path
-from conda_distro.templating import render
+from conda_distro.util.templating import render
 
 STATE_TEXT = {
     "not-swept": "not swept: distro.yaml does not list it and no sweep branch of it exists",

@@ -19,14 +19,13 @@ from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import Distribution, distribution_of_texts, load_distribution, open_distro
 from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError, GitError, UsageError
-from conda_distro.fsutil import atomic_write_text, clear_stale_temps
 from conda_distro.graph import RecipeGraph
-from conda_distro.jsonio import read_json_text
-from conda_distro.locks import Deadline, repository_lock
 from conda_distro.pins import own_admitted
-from conda_distro.provenance import recipe_digest
-from conda_distro.recipe import RECIPE_FILE
-from conda_distro.recipe_edit import EditError
+from conda_distro.recipe.edit import EditError
+from conda_distro.recipe.model import RECIPE_FILE
+from conda_distro.state.locks import Deadline, repository_lock
+from conda_distro.state.provenance import recipe_digest
+from conda_distro.state.sweep_journal import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
 from conda_distro.sweep.admit import plan_admission
 from conda_distro.sweep.edit import add_release_text, edited_text
 from conda_distro.sweep.git import (
@@ -49,8 +48,9 @@ from conda_distro.sweep.model import (
 from conda_distro.sweep.plan import check_release, is_new_minor, mark_awaiting, plan_sweep, to_test
 from conda_distro.sweep.render import pr_body, tracking_issue
 from conda_distro.sweep.state import ReleaseState, load_report, refuse, release_state, report_path
-from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal, journal_path, roll_back
-from conda_distro.yamlio import load_fast
+from conda_distro.util.fsutil import atomic_write_text, clear_stale_temps
+from conda_distro.util.jsonio import read_json_text
+from conda_distro.util.yamlio import load_fast
 
 if TYPE_CHECKING:
     from conda_distro.engine.executor import ExecutionResult, Reporter
@@ -70,7 +70,7 @@ def run_sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepR
 
     Everything but ``--dry-run`` runs under the repository's lock, exclusive (another sweep, a build,
     promote or retire of the same checkout is waited for, at most ``options.lock_timeout`` seconds in all
-    with the staging lock its build takes, then exit 2; see :mod:`conda_distro.locks`), and is journaled: a
+    with the staging lock its build takes, then exit 2; see :mod:`conda_distro.state.locks`), and is journaled: a
     rerun after a kill rolls the interrupted sweep's edits back and sweeps again, or finishes its commits."""
     distro = open_distro(options.root)  # (a folder without distro.yaml is refused before a malformed --pytorch)
     check_release(options.release)

@@ -24,11 +24,11 @@ from pathlib import Path
 
 from conda_distro.config import DistroRepo
 from conda_distro.errors import UsageError
-from conda_distro.gitutil import branches_named, changed_paths, find_repo, head_sha, top_dir
-from conda_distro.jsonio import read_json_text
+from conda_distro.state.sweep_journal import SweepJournal, UncommittedEdits, find_journal
 from conda_distro.sweep.git import committed_releases, refuse_half_made, sweep_branch
 from conda_distro.sweep.model import SweepDocument, SweepOptions, command
-from conda_distro.sweepstate import SweepJournal, UncommittedEdits, find_journal
+from conda_distro.util.gitutil import branches_named, changed_paths, find_repo, head_sha, top_dir
+from conda_distro.util.jsonio import read_json_text
 
 
 def report_path(distro: DistroRepo, release: str) -> Path:

@@ -37,10 +37,10 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from conda_distro.errors import BridgeError
-from conda_distro.fsutil import atomic_write_text
-from conda_distro.jsonio import read_json
 from conda_distro.upstream.names import normalize
-from conda_distro.validation import to_error
+from conda_distro.util.fsutil import atomic_write_text
+from conda_distro.util.jsonio import read_json
+from conda_distro.util.validation import to_error
 
 SCHEMA_VERSION: Literal[1] = 1
 LOCK_FILE = "real-world.lock.json"

@@ -31,7 +31,6 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from conda_distro.errors import BridgeError
-from conda_distro.rattler_env import assert_no_colon, index_channel
 from conda_distro.upstream.closures import (
     LOCKSTEP_VERSIONS,
     VARIANTS,
@@ -51,6 +50,7 @@ from conda_distro.upstream.convert import (
 from conda_distro.upstream.lock import LockedClosure, RealLock
 from conda_distro.upstream.names import normalize
 from conda_distro.upstream.resolve import Closure, PipOptions, Wheel, download, wheel_from_file
+from conda_distro.util.rattler_env import assert_no_colon, index_channel
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""check-pr: the PR gate, its entry point, and its comment view."""
