@@ -12,7 +12,7 @@ releases × 2 variants. Each test run's outcome is drawn from ``random.Random(se
 Each run plays what `build` and `promote` do, with the tool's own code: the dependent's own tests when it
 went to main (its failures confirmed: ``engine.confirm.confirm_failure``), its re-test with the candidate
 (confirmed the same way, then the baseline side with main's parent, ``run_baseline``, recorded with the
-earlier runs on the same inputs as the engine records it), then the real gate (``promote.plan_gate``).
+earlier runs on the same inputs as the engine records it), then the real gate (``gate.promote.plan_gate``).
 The draws replace the sandboxes only (a real test run is ~1-2 s; 20 runs x 6 targets x up to 7 runs each
 would take an hour on the sandbox world: `tests/test_verdicts.py` runs the same flow for real, once).
 Bar: the flaky case promotes the parent every time and never marks a regression; the regression case
