@@ -495,7 +495,7 @@ def test_cli_publish_release_refuses_bad_input(tmp_path: Path, capsys, case, san
 @pytest.mark.slow
 def test_cli_publish_package_then_a_second_build_of_the_version_is_the_one_installed(sandbox_world: Path, capsys,
                                                                                       tmp_path: Path):
-    from helpers import run_cli
+    from support.helpers import run_cli
 
     src = tmp_path / "src" / "arraylib"
     src.mkdir(parents=True)
@@ -532,7 +532,7 @@ def test_cli_publish_package_then_a_second_build_of_the_version_is_the_one_insta
     (["arraylib", "1.0", "--build-number", "-1"], "--build-number"), (["arraylib", "1.0", "empty"], "--source"),
 ])
 def test_cli_publish_package_refuses_bad_input(sandbox_world: Path, capsys, tmp_path: Path, args, field):
-    from helpers import run_cli
+    from support.helpers import run_cli
 
     src = tmp_path / "src"
     (src / "m").mkdir(parents=True)

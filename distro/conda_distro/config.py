@@ -150,6 +150,9 @@ class Policy(Strict):
     # Upper bounds that packages export to everything built against them (conda-forge run_exports),
     # used when the upstream channel's metadata is not available: name -> granularity of the bound.
     run_exports: dict[str, PinExpr] = Field(default_factory=_pytorch_run_exports)
+    # How many more times a failing test runs on the same inputs before it counts (and, for a dependent in
+    # main, the baseline side with main's packages): passed and failed = `flaky` (README "Verdicts").
+    confirm_runs: int = Field(default=2, ge=0, le=20)
 
     @field_validator("unbounded_allowed")
     @classmethod

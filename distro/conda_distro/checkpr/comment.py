@@ -33,6 +33,7 @@ from pathlib import Path
 from conda_distro.checkpr.check import CheckPrResult, PinUpdate
 from conda_distro.distribution import Unreadable
 from conda_distro.errors import DistroError
+from conda_distro.gate.signature import normalize
 from conda_distro.lint.base import CHECKS, Finding
 from conda_distro.state.results import BuildRecord, TestRecord
 from conda_distro.util.safetext import shown
@@ -42,7 +43,7 @@ from conda_distro.vocab import Target, Variant
 STATUSES = ("pass", "fail", "error", "needs-pin-update", "blocked", "n-a")
 ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "needs-pin-update": "📌", "blocked": "⛔", "n-a": "➖"}
 #: the causes of an infrastructure ``error`` (a build or test that could not finish), as its reason begins
-CAUSES = (("timeout", "timeout"), ("output limit", "output limit"), ("mirror", "mirror"))
+CAUSES = (("timeout", "timeout"), ("output limit", "output limit"), ("mirror", "mirror"), ("disk full", "disk full"))
 RERUN_HINT = ("not a failure of the package: `conda-distro build --retry-errors` runs it again")
 MARKER = "<!-- conda-distro:check-pr -->"  # the sticky comment's hidden marker (the comment workflow adds it)
 
@@ -243,9 +244,9 @@ def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[
     for f in res.lint + res.proposals:
         items.append(_finding(f))
     failed_tests: dict[tuple[str, str], list[TestRecord]] = {}
-    for t in res.tests:
+    for t in res.tests:  # one finding per package and cause: the failure's signature (paths, ids, times cut)
         if t.status == "failed":
-            failed_tests.setdefault((t.name, _one_line(t.reason or "failed")), []).append(t)
+            failed_tests.setdefault((t.name, _one_line(normalize(t.reason) if t.reason else "failed")), []).append(t)
     for b in res.builds:
         if b.status == "failed":
             where = loc.get(b.name)
@@ -337,6 +338,10 @@ def _rows(res: CheckPrResult, facts: _Facts) -> list[Row]:
             row.status, row.note = "n-a", "not built here (`--no-build`)"
         elif not tests:
             row.status, row.note = "n-a", "no supported release admitted"
+        flaky = [Target(t.pytorch, t.variant) for t in tests if t.status == "flaky"]
+        if flaky and row.status == "pass":  # passed and failed on the same inputs: never blocks, said
+            row.failed_on = targets_text(flaky, _targets_of(res, name))
+            row.note = "flaky (passed and failed on the same inputs; never blocks: tell its maintainers)"
         rows.append(row)
     return rows
 
@@ -345,9 +350,13 @@ def _asks(res: CheckPrResult, rows: list[Row], pins: dict[str, PinUpdate]) -> li
     """Downstream maintainers: each mentioned once, with what they must do."""
     by_handle: dict[str, Ask] = {}
     for row in rows:
-        if row.changed or row.status not in ("fail", "needs-pin-update"):
+        flaky = row.status == "pass" and row.note.startswith("flaky")
+        if not flaky and (row.changed or row.status not in ("fail", "needs-pin-update")):
             continue
-        if row.status == "needs-pin-update":
+        if flaky:
+            ask = (f"`{row.name}`: its test is flaky on {row.failed_on} (passed and failed on the same inputs; it "
+                   f"blocks nothing): please make it deterministic")
+        elif row.status == "needs-pin-update":
             p = pins[row.name]
             ask = f"`{row.name}`: change `{p.pin}` to `{p.suggested}` in `{p.path}:{p.line}` (here or in a follow-up PR)"
         else:

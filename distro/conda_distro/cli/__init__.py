@@ -29,6 +29,7 @@ from conda_distro.cli import propose_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import report_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import snapshots_cmd, rollback_cmd  # noqa: E402,F401  isort: skip
 from conda_distro.cli import fanout_cmd  # noqa: E402,F401  isort: skip
+from conda_distro.cli import watch_cmd  # noqa: E402,F401  isort: skip
 
 
 #: a run of this many characters without a space in a message is shortened (a 5,000-digit "version")

@@ -144,6 +144,9 @@ class _Stream:
 #: out-of-memory killer when test environments filled the RAM disk; not a verdict on the package
 KILLED = "Script failed with status 137"
 KILLED_WHY = "the test process was killed (SIGKILL: out of memory, or killed from outside)"
+#: a test that failed writing to a full disk (ENOSPC, errno 28): the machine's room, not the package
+DISK_FULL = ("No space left on device", "[Errno 28]", "os error 28")
+DISK_FULL_WHY = "disk full (ENOSPC)"
 _KNOWN_FAILURES = ("Script failed with status", "failed to setup test environment", "Error:", "error:")
 
 
@@ -299,6 +302,7 @@ class RattlerBuildBackend:
         failed = None
         env: dict[str, str] = {}
         setup: tuple[str, ...] | None = None
+        full: str | None = None  # the failing test's first line that says the disk was full
         for r in results:
             lines.append(f"=== test {r.test_index}: {'passed' if r.success else 'FAILED'}")
             for name, ident in environment_of(r.output).items():
@@ -306,6 +310,8 @@ class RattlerBuildBackend:
             if not r.success and failed is None:
                 setup = env_setup_failure(r.output)
                 failed = f"test {r.test_index} failed: {_failure_line(r.output)}"
+                full = next((ln.strip() for chunk in r.output for ln in str(chunk).splitlines()
+                             if any(w in ln for w in DISK_FULL)), None)
                 if "failed to setup test environment" in failed:  # rattler-build gives no reason (gotcha 11)
                     why = _explain_unsolvable(f"{pkg.name} =={pkg.version} {pkg.build_string}", job)
                     if why:
@@ -321,6 +327,10 @@ class RattlerBuildBackend:
         if failed is not None and KILLED in failed:  # the OOM killer or someone outside: not finished (debci's tmpfail)
             killed, failed = True, f"{failed} ({KILLED_WHY})"
             lines.append(f"=== {KILLED_WHY}: recorded as an infrastructure error; `build --retry-errors` runs it again")
+        elif failed is not None and full:  # spurious: free space, run it again
+            killed, failed = True, f"{DISK_FULL_WHY}: {full[:200]}; {failed}"
+            lines.append(f"=== {DISK_FULL_WHY}: recorded as an infrastructure error; free space, then "
+                         "`build --retry-errors` runs it again")
         _send(job.sink, lines)
         env.pop(pkg.name, None)
         return TestOutcome(failed is None, failed, error=killed, env=env, no_tests=not results,

@@ -41,6 +41,7 @@ from conda_distro.engine.needs import Needs, build_needs, test_needs
 from conda_distro.engine.sandbox import Layout, file_url_path, worker_env
 from conda_distro.engine.sources import SourceFetchError, fetch_source, recipe_copy
 from conda_distro.engine.supervise import Launch, supervise
+from conda_distro.state.results import Attempt
 from conda_distro.util.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
 from conda_distro.vocab import Variant
 
@@ -123,6 +124,8 @@ class TestOut:
     no_tests: bool = False
     env_failed: bool = False  # its environment could not be set up before any script ran
     missing: tuple[str, ...] = ()  # what rattler-build's solver found no candidates for, then
+    attempts: tuple[Attempt, ...] = ()  # every run on these inputs when a failure was confirmed (.confirm)
+    baseline: TestOut | None = None  # the baseline side's runs (main's packages), when they were made
 
 
 def remove_tree(folder: Path) -> None:
@@ -286,13 +289,15 @@ def run_build_phase(unit: PhaseContext, to_build: list[VariantSpec], gate: threa
         remove_tree(folder)
 
 
-def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: TargetIn, n: int) -> TestOut:
-    """Run the tests of the staged package ``staged`` against ``target``, in a sandbox of their own."""
+def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: TargetIn, n: int,
+                   attempt: str = "") -> TestOut:
+    """Run the tests of the staged package ``staged`` against ``target``, in a sandbox of their own.
+    ``attempt`` names a confirmation run (``run2``, ``baseline1``, ...): its log is a file of its own."""
     iso = unit.isolation
     folder = unit.work / f"test-{n}"
     rw = _fresh(folder, "home", "cache", "tmp")
     lay = Layout(iso.bwrap is not None)
-    log = unit.logs / f"{spec.build_string}.{target.pytorch}-{target.variant}.test.log"
+    log = unit.logs / f"{spec.build_string}.{target.pytorch}-{target.variant}{'.' + attempt if attempt else ''}.test.log"
     scratch = None
     try:
         work_in = lay.show(rw, "work", writable=True)

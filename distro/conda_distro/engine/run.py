@@ -299,5 +299,6 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
                           isolation=iso, jobs=options.jobs or machine_jobs(), fallback=fallback,
                           provenance=build_provenance(dist.root, dist.distro.recipes_dir),
                           gpu=gpu is not None and gpu.available, root=dist.root, limits=limits,
-                          default_limits=dist.config.limits, inputs=inputs, prior=options.prior)
+                          default_limits=dist.config.limits, inputs=inputs, prior=options.prior,
+                          confirm_runs=dist.config.policy.confirm_runs)
         return BuildRun(plan, Executor(plan, ctx, reporter).run(), excluded, gpu)

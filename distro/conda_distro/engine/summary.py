@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from conda_distro.state.results import BuildRecord, TestRecord
 
 
-CELL = {"passed": "pass", "failed": "FAIL", "error": "error", "blocked": "blocked"}
+CELL = {"passed": "pass", "failed": "FAIL", "error": "error", "blocked": "blocked", "flaky": "flaky"}
 
 
 def _rkey(release: str) -> tuple:
@@ -28,7 +28,7 @@ def _rkey(release: str) -> tuple:
 
 def _cell(statuses: list[str]) -> str:
     """One package's results against one release × variant (several artifacts: the worst)."""
-    for s in ("failed", "error", "blocked", "passed"):
+    for s in ("failed", "error", "blocked", "flaky", "passed"):
         if s in statuses:
             return CELL[s]
     return "–"

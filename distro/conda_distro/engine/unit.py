@@ -14,6 +14,7 @@ Three steps, so the executor can run the middle one concurrently:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -25,6 +26,7 @@ from typing import TypedDict
 from conda_distro.channels.local import sha256_of
 from conda_distro.config import Limits
 from conda_distro.engine.backends import VariantSpec
+from conda_distro.engine.confirm import confirm_failure, needs_confirmation, run_baseline, status_of
 from conda_distro.engine.phases import (
     BuildOut,
     Isolation,
@@ -44,6 +46,7 @@ from conda_distro.state.results import (
     NO_TESTS,
     SCHEMA_VERSION,
     ArtifactResults,
+    Attempt,
     BuildRecord,
     BuildStatus,
     ResultsStore,
@@ -131,6 +134,10 @@ class Unit:
     limits: Limits = field(default_factory=Limits)  # distro.yaml's, with the recipe's own applied
     inputs: RecipeInputs = field(default_factory=RecipeInputs)  # url sources to fetch, path sources to show
     root: Path = Path("/")  # the repository (a recipe folder is shown at its place in it)
+    confirm_runs: int = 0  # more runs a failing test gets before it counts (policy.confirm_runs; .confirm)
+    #: the baseline side's dependency view: (artifact, file) with main's builds of the dependencies in place
+    #: of this run's; empty: no baseline (main has none of them, or no other build)
+    baseline: tuple[tuple[str, Path], ...] = ()
 
 
 @dataclass
@@ -177,6 +184,21 @@ def make_dep_view(unit: Unit) -> str | None:
     return unit.dep_view.as_uri()
 
 
+def make_baseline_view(unit: Unit) -> Path | None:
+    """The dependency view of the baseline side (:mod:`.confirm`): main's builds of the dependencies (the
+    caller removes it after its runs)."""
+    if not unit.baseline or unit.dep_view is None:
+        return None
+    view = unit.dep_view.with_name(unit.dep_view.name + ".baseline")
+    shutil.rmtree(view, ignore_errors=True)
+    for art, src in unit.baseline:
+        dst = view / art
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        link_or_copy(src, dst)
+    index_channel(view, subdirs=sorted({a.split("/")[0] for a, _ in unit.baseline}))
+    return view
+
+
 def is_cached(unit: Unit) -> bool:
     """True when running the unit would only reuse stored results (no build, no test): such units
     need no sandbox."""
@@ -199,7 +221,7 @@ def is_cached(unit: Unit) -> bool:
 def _reusable(t: TestRecord) -> bool:
     """A stored outcome that may stand for a new run with the same key: passed or failed (never an
     infrastructure error), with its environment recorded (an older run without one runs again)."""
-    return bool(t.key) and t.status in ("passed", "failed") and t.against is not None
+    return bool(t.key) and t.status in ("passed", "failed", "flaky") and t.against is not None and not t.baseline
 
 
 def _stored_run(prev: ArtifactResults, t: TargetIn, deps_digest: str) -> TestRecord | None:
@@ -255,8 +277,57 @@ def launch(p: Prepared, gate: threading.Lock | None = None) -> Launched:
                     or test_key(sha, t, unit.deps_digest) in p.known.get(spec.artifact, {}).get(tid, ()):
                 continue  # recorded by finish
             n += 1
-            done.tests[(spec.artifact, tid)] = run_test_phase(p.ctx, spec, path, t, n)
+            done.tests[(spec.artifact, tid)] = _confirmed_test(p, spec, path, t, n, in_main=action != "build")
     return done
+
+
+def _baseline_record(results: ArtifactResults, base: _TestBase, got: TestOut, closure: frozenset[str],
+                     gpu: bool | None, provenance: _Provenance) -> TestRecord:
+    """The baseline side's runs as a record; the outcomes already kept for the same artifact, release ×
+    variant and distribution packages (its own test when it went to main, an earlier baseline) count with
+    them: a pass then and a failure now is flaky too."""
+    against = {n: i for n, i in got.env.items() if n in closure}
+    old = next((r for r in reversed(results.runs(base["pytorch"], base["variant"]))
+                if r.against == against and r.status in ("passed", "failed", "flaky")), None)
+    prior: list[Attempt] = []
+    if old is not None:
+        prior = [*old.attempts] if old.attempts else ["passed" if old.status == "passed" else "failed"]
+    tries = [*prior, *got.attempts]
+    return TestRecord(**base, status=status_of(tries), log=got.log, reason=got.message, against=against, gpu=gpu,
+                      attempts=tries, baseline=True, **provenance)
+
+
+def _confirmed_test(p: Prepared, spec: VariantSpec, path: Path, t: TargetIn, n: int, *, in_main: bool) -> TestOut:
+    """One test, a failure confirmed on the same inputs and, for a file kept from earlier (a dependent
+    in main re-tested), on the baseline side (:mod:`.confirm`)."""
+    unit = p.unit
+    out = run_test_phase(p.ctx, spec, path, t, n)
+    if unit.confirm_runs <= 0 or not needs_confirmation(out):
+        return out
+    sub = iter(range(1, 1_000))
+
+    def again(i: int) -> TestOut:
+        return run_test_phase(p.ctx, spec, path, t, n * 1000 + next(sub), attempt=f"run{i + 1}")
+
+    conf = confirm_failure(out, again, unit.confirm_runs)
+    out = dataclasses.replace(conf.first, attempts=conf.attempts)
+    if conf.status != "failed" or not in_main or not unit.baseline:
+        return out
+    view = make_baseline_view(unit)
+    if view is None:
+        return out
+    ctx = dataclasses.replace(p.ctx, dep_view=view.as_uri())
+
+    def base(i: int) -> TestOut:
+        return run_test_phase(ctx, spec, path, t, n * 1000 + next(sub), attempt=f"baseline{i}")
+
+    try:
+        got = run_baseline(base, 1 + unit.confirm_runs)
+    finally:
+        remove_tree(view)
+    if got is None:
+        return out
+    return dataclasses.replace(out, baseline=dataclasses.replace(got.first, attempts=got.attempts))
 
 
 def _staged_file(unit: Unit, spec: VariantSpec, action: str, builds: dict[str, BuildOut]) -> tuple[Path, str] | None:
@@ -397,8 +468,12 @@ class _TestRecorder:
             else:
                 against = {n: ident for n, ident in got.env.items() if n in unit.closure}
                 status: TestStatus = "passed" if got.ok and not got.error else "error" if got.error else "failed"
+                if got.attempts:
+                    status = status_of(got.attempts)
                 rec = TestRecord(**base, status=status, log=got.log, reason=NO_TESTS if got.no_tests else got.message, key=key,
-                                 against=against, gpu=gpu, **provenance)
+                                 against=against, gpu=gpu, attempts=list(got.attempts) or None, **provenance)
+                if got.baseline is not None:  # the baseline side's runs: kept beside it, never reused for it
+                    results.record(_baseline_record(results, base, got.baseline, unit.closure, gpu, provenance))
             results.record(rec)
             out.tests.append(rec)
         if results.model_dump_json() != before:  # a no-change rerun leaves the results store untouched

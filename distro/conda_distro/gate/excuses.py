@@ -33,6 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.errors import UsageError
 from conda_distro.gate.holds import PRUNE_ADVICE, Held, HoldClass, HoldReason
+from conda_distro.gate.signature import Cause, Finding
+from conda_distro.gate.signature import group as group_causes
 from conda_distro.util.dates import utcnow
 from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.jsonio import read_json
@@ -49,7 +51,7 @@ VERDICTS: tuple[Verdict, ...] = ("held-permanently", "held-temporarily", "waitin
 _OWN = {HoldReason.TEST_FAILED: "its own tests", HoldReason.NOT_TESTED: "tests still to run",
         HoldReason.WAITING: "tests still to run", HoldReason.SHA256_MISMATCH: "a file of the same name in main",
         HoldReason.TESTED_WITH_OTHER_RECIPES: "a re-test with this checkout's recipes",
-        HoldReason.NOT_OWNER: "the owner of its name"}
+        HoldReason.NOT_OWNER: "the owner of its name", HoldReason.NO_TESTS: "tests that run (none ran)"}
 
 
 def verdict_of(reason: HoldReason | None) -> Verdict:
@@ -73,6 +75,24 @@ class Regression(_Model):
     pytorch: str
     variant: str
     log: str | None = None
+    reason: str | None = None  # the first error of the failing run (its signature groups them: ``causes``)
+
+
+class FlakyNote(_Model):
+    """A test that passed and failed on the same inputs (:mod:`conda_distro.gate.flaky`): it does not hold
+    the candidate; its maintainers are told and a `force-badtest` hint is suggested."""
+
+    package: str
+    pytorch: str
+    variant: str
+    detail: str = ""
+    log: str | None = None
+    maintainers: list[str] = Field(default_factory=list)
+    advice: str = ""
+
+    def line(self) -> str:
+        return (f"flaky: {self.package} on pytorch {self.pytorch} {self.variant} ({self.detail}); never blocks; "
+                f"{self.advice}")
 
 
 def group_of(verdict: str, blocked_by: list[str], promote_with: list[str], own: str | None = None) -> str:
@@ -100,6 +120,11 @@ class Excuse(_Model):
     regressions: list[Regression] = Field(default_factory=list)
     group: str = ""  # see group_of; a file without it: the file's `groups`, else group_of's default
     advice: list[str] = Field(default_factory=list)  # what to do, one line per hold (each, followed, unblocks it)
+    flaky: list[FlakyNote] = Field(default_factory=list)  # flaky tests met on the way (they hold nothing)
+
+    def causes(self) -> list[Cause]:
+        """The failures behind it, one per signature, with the targets and packages each hit."""
+        return group_causes(Finding(r.package, r.pytorch, r.variant, r.reason, r.log) for r in self.regressions)
 
     @model_validator(mode="after")
     def _grouped(self) -> Excuse:
@@ -116,7 +141,7 @@ class Excuse(_Model):
         return regression.package == self.name
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        return {**self.model_dump(mode="json"), "causes": [c.to_dict() for c in self.causes()]}
 
 
 class StaleBuild(_Model):
@@ -211,6 +236,9 @@ class Excuses(_Model):
                     lines += [f"    what to do: {a}" for a in e.advice]
                 if e.maintainers and e.verdict != "promote":
                     lines.append(f"    maintainers: {' '.join('@' + m for m in e.maintainers)}")
+                lines += [f"    {shown(n.line(), 'text', width=REASON_WIDTH)}" for n in e.flaky]
+                lines += [f"    cause: {shown(c.signature, 'text', width=REASON_WIDTH)} ({', '.join(c.packages)} on "
+                          f"{c.where()})" for c in e.causes() if e.verdict != "promote"]
         lines += self.stale_lines()
         counts = {v: sum(e.verdict == v for e in self.candidates) for v in VERDICTS}
         lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) + f" ({len(self.candidates)} candidates)"
@@ -241,9 +269,14 @@ class Excuses(_Model):
                     why += f"<br>goes with {', '.join(e.promote_with)}"
                 if e.verdict != "promote" and e.advice:
                     why += "<br>what to do: " + "; ".join(shown(a, width=REASON_WIDTH) for a in e.advice)
+                why += "".join("<br>" + shown(n.line(), width=REASON_WIDTH) for n in e.flaky)
+                if e.verdict != "promote":
+                    why += "".join(f"<br>cause: {shown(c.signature, width=REASON_WIDTH)} ({', '.join(c.packages)} on "
+                                   f"{c.where()})" for c in e.causes())
                 out.append(f"| `{e.name}` | {e.old_version or '(new)'} → {e.new_version} | {e.verdict} | "
                            f"{e.days_waiting} | {why} |")
-            pings = sorted({m for e in es if e.verdict != "promote" for m in e.maintainers})
+            pings = sorted({m for e in es if e.verdict != "promote" for m in e.maintainers}
+                           | {m for e in es for n in e.flaky for m in n.maintainers})
             if pings:
                 out += ["", "maintainers: " + " ".join(f"@{m}" for m in pings)]
             out.append("")
@@ -300,6 +333,10 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
         first = _first_seen(arts, inputs)
         blocked_by = sorted({b for h in hs for b in h.blocked_by})
         own = next((h.reason for h in hs if not h.blocked_by), None)
+        flaky = [FlakyNote(package=t.package, pytorch=t.pytorch, variant=t.variant, detail=t.detail, log=t.log,
+                           maintainers=list(t.maintainers), advice=t.advice)
+                 for t in getattr(plan, "flaky", ()) if t.candidate in arts
+                 or (t.candidate is None and (t.package, t.version) == (name, version))]
         out.append(Excuse(name=name, old_version=in_main.get(name), new_version=version,
                           verdict=worst, reasons=reasons, blocked_by=blocked_by, promote_with=with_,
                           days_waiting=max(0, (now - first).days) if first else 0,
@@ -309,7 +346,8 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
                           group=group_of(worst, blocked_by, with_, _OWN.get(own, "its own tests") if own else None),
                           advice=list(dict.fromkeys([*(h.what_to_do for h in hs),
                                                      *(["`conda-distro build " + name + "`"]
-                                                       if any(a in untracked for a in arts) else [])]))))
+                                                       if any(a in untracked for a in arts) else [])])),
+                          flaky=flaky))
     return Excuses(candidates=out, stale=stale, generated=now.replace(microsecond=0))
 
 

@@ -51,6 +51,7 @@ class HoldReason(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/f
     WAITING = "waiting"  # infrastructure errors, or re-tests still to run
     BLOCKED_BY_HINT = "blocked-by-hint"
     NOT_OWNER = "not-owner"  # its name belongs to another recipe than the one it was built from
+    NO_TESTS = "no-tests"  # no test ran on any release × variant (fail closed: only a `force` hint lets it go)
 
     @property
     def hold_class(self) -> HoldClass:
@@ -76,7 +77,7 @@ _CLASS = {
     HoldReason.TEST_FAILED: HoldClass.FAILURE, HoldReason.REGRESSION: HoldClass.FAILURE,
     HoldReason.UNINSTALLABLE: HoldClass.FAILURE, HoldReason.DEPENDENCY_NOT_IN_MAIN: HoldClass.FAILURE,
     HoldReason.BLOCKED_BY_HINT: HoldClass.PERMANENT, HoldReason.SHA256_MISMATCH: HoldClass.PERMANENT,
-    HoldReason.NOT_OWNER: HoldClass.PERMANENT,
+    HoldReason.NOT_OWNER: HoldClass.PERMANENT, HoldReason.NO_TESTS: HoldClass.PERMANENT,
 }
 
 _DESCRIPTION = {
@@ -122,6 +123,8 @@ def default_advice(reason: HoldReason, name: str, blocked_by: tuple[str, ...] = 
         HoldReason.BLOCKED_BY_HINT: f"remove the block hint on {name} from hints.yaml (or add an `unblock` hint)",
         HoldReason.SHA256_MISMATCH: f"bump build.number in recipes/{name}/recipe.yaml, then `conda-distro build {name}`",
         HoldReason.NOT_OWNER: f"build {name} from the recipe that owns the name, or change package_owners.yaml",
+        HoldReason.NO_TESTS: f"give recipes/{name}/recipe.yaml a `tests:` section that runs (then `conda-distro build "
+                             f"{name}`), or a `force` hint in hints.yaml",
     }[reason]
 
 

@@ -29,7 +29,7 @@ from conda_distro.gate.inputs import PlanInputs, TestMatrix, hint_for, hint_text
 from conda_distro.gate.staleness import Stale
 from conda_distro.state.ledger import Retirement
 from conda_distro.state.owners import Owner
-from conda_distro.state.results import ArtifactResults
+from conda_distro.state.results import NO_TESTS, ArtifactResults
 from conda_distro.vocab import Target
 
 
@@ -165,8 +165,8 @@ def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Hel
     failed = sorted(p for p, t in latest.items() if t.status == "failed")
     if failed:
         return Held(f, HoldReason.TEST_FAILED, f"failed against {pairs_text(failed)}",
-                    regressions=tuple({"package": f.name, "pytorch": r, "variant": v, "log": latest[Target(r, v)].log}
-                                      for r, v in failed))
+                    regressions=tuple({"package": f.name, "pytorch": r, "variant": v, "log": latest[Target(r, v)].log,
+                                       "reason": latest[Target(r, v)].reason} for r, v in failed))
     errors = sorted(p for p, t in latest.items() if t.status == "error")
     if errors:
         why = latest[errors[0]].reason
@@ -257,9 +257,27 @@ class OwnTests(Policy):
         return _gate_tests(c.file, c.results, c.inputs.matrix)
 
 
+class NoTests(Policy):
+    """Fail closed: a candidate is evidence only where a test ran. When rattler-build ran no test at all on
+    every release × variant it must pass (an empty or missing ``tests:`` section, a render that lost it),
+    nothing says the package works: held ``no-tests`` (a person decides: add tests, or a ``force`` hint)."""
+
+    id = "no-tests"
+    lifted_by = frozenset({"force"})
+
+    def check(self, c: Candidate) -> Held | None:
+        f, matrix = c.file, c.inputs.matrix
+        untestable = set(matrix.admitted(f) or ()) - set(matrix.required(f) or ())
+        latest = {p: t for p, t in c.results.latest().items() if p not in untestable}
+        if latest and all(t.status == "passed" and t.reason == NO_TESTS for t in latest.values()):
+            return Held(f, HoldReason.NO_TESTS, f"no test ran on {pairs_text(sorted(latest))}: "
+                                                "rattler-build found no tests in the package")
+        return None
+
+
 #: the checks of one candidate, in order (the first hold is the candidate's primary one)
 POLICIES: tuple[Policy, ...] = (Staleness(), InMain(), Retired(), Sealed(), Provenance(), Ownership(), BlockHint(),
-                                OwnTests())
+                                OwnTests(), NoTests())
 
 #: the checks of the candidates together, in the order plan_gate runs them each round
 DEPENDENCIES = SetPolicy("dependencies")

@@ -41,6 +41,7 @@ from conda_distro.enduser.take import ensure_snapshot
 from conda_distro.engine.releases import Availability, availability_if_readable
 from conda_distro.errors import ChannelError, ExitCode, LedgerError, UsageError
 from conda_distro.gate.excuses import EXCUSES_FILE, Excuses, ExcusesOptions, excuses_of, write_excuses
+from conda_distro.gate.flaky import FlakyTest, flaky_tests
 from conda_distro.gate.hints import HintSet, load_hints
 from conda_distro.gate.holds import Held, HoldClass, HoldReason
 from conda_distro.gate.inputs import (
@@ -79,6 +80,7 @@ class PromotionPlan:
     hints_used: list[str] = field(default_factory=list)  # what each applied hint did
     hint_notes: list[str] = field(default_factory=list)  # hints that did nothing, and why (expired)
     installability_solves: int = 0
+    flaky: list[FlakyTest] = field(default_factory=list)  # tests that passed and failed on the same inputs
 
     @property
     def exit_code(self) -> ExitCode:
@@ -107,6 +109,7 @@ class PromotionPlan:
             "retests": [r.to_dict() for r in self.retests],
             "hints": list(self.hints_used),
             "hint_notes": list(self.hint_notes),
+            "flaky": [t.to_dict() for t in self.flaky],
         }
 
     def text_lines(self, done: bool = False) -> list[str]:
@@ -128,6 +131,10 @@ class PromotionPlan:
                 lines.append(f"           what to do: {more.what_to_do}")
         lines += [f"  untested {a}  (no test results; run `conda-distro build`)" for a in self.untracked]
         lines += [f"  hint     {n}" for n in self.hint_notes]
+        for t in self.flaky:
+            lines.append(f"  flaky    {t.package} {t.version} on pytorch {t.pytorch} {t.variant}: "
+                         f"{shown(t.detail, 'text', width=600)} (never blocks)")
+            lines.append(f"           what to do: {t.advice}")
         failures = sum(h.reason.is_failure for h in self.held)
         stale = sum(h.hold_class is HoldClass.STALE for h in self.held)
         lines.append(f"{len(self.promote)} {'promoted' if done else 'to promote'}, {failures} held, "
@@ -225,11 +232,12 @@ def _held_for_retests(f: ChannelFile, retests: list[Retest], inputs: PlanInputs 
     pairs = sorted({Target(r.pytorch, Variant(r.variant)) for r in these})
     if worst is Verdict.REGRESSION:
         regs = tuple({"package": r.dependent.name, "artifact": r.dependent.artifact, "pytorch": r.pytorch,
-                      "variant": r.variant, "log": r.log} for r in these)
+                      "variant": r.variant, "log": r.log, "reason": r.reason} for r in these)
         return Held(f, HoldReason.REGRESSION, f"breaks {', '.join(names)} (in main) on {pairs_text(pairs)}: "
                     + these[0].detail, blocked_by=names, regressions=regs)
     if worst is Verdict.FAILED:
-        regs = tuple({"package": f.name, "pytorch": r.pytorch, "variant": r.variant, "log": r.log} for r in these)
+        regs = tuple({"package": f.name, "pytorch": r.pytorch, "variant": r.variant, "log": r.log, "reason": r.reason}
+                     for r in these)
         others = sorted({c for r in these for c in r.candidates})
         return Held(f, HoldReason.TEST_FAILED, these[0].detail, blocked_by=tuple(others), regressions=regs)
     if worst is Verdict.ERROR:
@@ -360,6 +368,9 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             held_by_name[h.file.name].append(h)
         candidates = [c for c in candidates if c.artifact not in holds]
     plan.sets = _sets(plan.promote, plan.retests, needs)
+    gone = {h.artifact for h in plan.held if h.hold_class in (HoldClass.STALE, HoldClass.DONE)}
+    plan.flaky = flaky_tests([f for a, f in sorted(inputs.staging.items()) if a not in gone], inputs.results,
+                             plan.retests, inputs.maintainers)
     plan.held = sorted((_with_maintainers(h, inputs.maintainers) for h in plan.held), key=lambda h: h.artifact)
     plan.hints_used = list(dict.fromkeys(plan.hints_used))
     plan.hint_notes = list(inputs.hint_notes)

@@ -25,10 +25,11 @@ from __future__ import annotations
 import enum
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.channels.order import InstallOrder, pool_of
+from conda_distro.gate.signature import normalize
 from conda_distro.state.results import NO_TESTS, ArtifactResults, TestRecord
 from conda_distro.vocab import Target
 
@@ -42,6 +43,9 @@ class Verdict(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/form
     MISSING = "missing"  # not re-tested in that environment yet
     IGNORED = "ignored"  # failed, but a force-badtest hint ignores the dependent's test
     FAILED = "failed"  # a candidate's own test failed in the environment it would be promoted into
+    #: it passed and failed on the same inputs (with the candidates, or on the baseline side with main's
+    #: packages): never blocks, never counts as a pass; reported with its maintainers
+    FLAKY = "flaky"
 
 
 def ident(f: ChannelFile) -> str:
@@ -61,6 +65,7 @@ class Retest:
     log: str | None = None
     detail: str = ""
     is_candidate: bool = False  # the dependent is itself a candidate (not in main)
+    reason: str | None = None  # the failing run's first error (its signature groups findings)
 
     @property
     def holds(self) -> tuple[str, ...]:
@@ -178,7 +183,21 @@ def check(inputs: RevdepInputs) -> RevdepResult:
             if not any(p.artifact in cand for p in providers.values()) and (not is_candidate or not providers):
                 continue
             report.retests.append(_classify(f, is_candidate, pair, providers, res, inputs, scope))
+    report.retests = _flaky_everywhere(report.retests)
     return report
+
+
+def _flaky_everywhere(retests: list[Retest]) -> list[Retest]:
+    """A test seen flaky proves no regression: when a dependent's re-test with the candidates is ``flaky``
+    on one release × variant, its failures with the same candidates on the others are ``flaky`` too (the
+    same test script, run with the same distribution packages; a failure there may be the same coin)."""
+    flaky = {(r.dependent.artifact, r.candidates) for r in retests if r.verdict is Verdict.FLAKY}
+    if not flaky:
+        return retests
+    return [replace(r, verdict=Verdict.FLAKY, detail=r.detail + " (flaky with the same packages on another "
+                                                               "release or variant: no regression proven)")
+            if r.verdict is Verdict.REGRESSION and (r.dependent.artifact, r.candidates) in flaky else r
+            for r in retests]
 
 
 @dataclass(frozen=True)
@@ -200,7 +219,8 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: Target, providers: dict[
 
     def retest(verdict: Verdict, log: str | None = None, detail: str = "") -> Retest:
         return Retest(dependent=f, pytorch=pair[0], variant=pair[1], verdict=verdict, candidates=names, log=log,
-                      detail=detail, is_candidate=is_candidate)
+                      detail=detail, is_candidate=is_candidate,
+                      reason=hit.reason if hit is not None and hit.status == "failed" else None)
 
     together = ", ".join(sorted(want.values()))
     if hit is None and runs and runs[-1].status == "error":  # its last run could not say what it ran with
@@ -213,6 +233,9 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: Target, providers: dict[
     if hit.status == "passed":
         verdict = Verdict.NEUTRAL if hit.reason == NO_TESTS else Verdict.PASS
         return retest(verdict=verdict, log=hit.log)
+    if hit.status == "flaky":
+        return retest(verdict=Verdict.FLAKY, log=hit.log,
+                      detail=f"{ident(f)} with {together} on pytorch {pair[0]} {pair[1]}: flaky ({_runs(hit)})")
     if hit.status in ("error", "blocked"):
         return retest(verdict=Verdict.ERROR if hit.status == "error" else Verdict.MISSING, log=hit.log,
                       detail=f"{ident(f)} with {together} on pytorch {pair[0]} {pair[1]}: {hit.status}"
@@ -227,8 +250,23 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: Target, providers: dict[
     ref = _latest(runs, lambda t: t.against is not None
                   and all(t.against.get(n) in main_idents.get(n, ()) for n in want))
     before = ref.status if ref is not None else inputs.evidence.get(f.artifact, {}).get(pair)
+    if before == "flaky":  # the baseline side passed and failed too: no regression
+        return retest(verdict=Verdict.FLAKY, log=hit.log,
+                      detail=why + f" (and with main's packages it is flaky: "
+                                   f"{_runs(ref) if ref is not None else 'so its promotion recorded'})")
     if before == "passed":
         return retest(verdict=Verdict.REGRESSION, log=hit.log, detail=why)
+    if before == "failed" and ref is not None and ref.reason and hit.reason \
+            and normalize(ref.reason) != normalize(hit.reason):  # failing before, but of another cause: a new one
+        return retest(verdict=Verdict.REGRESSION, log=hit.log,
+                      detail=why + f" (a new failure: with main's packages it failed of another cause: "
+                                   f"{normalize(ref.reason)})")
     return retest(verdict=Verdict.ALWAYS_FAILED, log=hit.log,
                   detail=why + (" (it failed against main's current packages too)" if before else
                                 " (never seen passing there)"))
+
+
+def _runs(t: TestRecord) -> str:
+    """``passed 1 of 3 runs`` (a confirmed test's attempts)."""
+    att: list[str] = [*t.attempts] if t.attempts else [t.status]
+    return f"passed {att.count('passed')} of {len(att)} runs on the same inputs"

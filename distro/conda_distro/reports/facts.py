@@ -101,7 +101,7 @@ class StagedBuild:
     @property
     def promotable(self) -> bool:
         """Every latest result passed: `promote` can take it (awaiting promotion)."""
-        return bool(self.tests) and all(t.status == "passed" for t in self.tests.values())
+        return bool(self.tests) and all(t.status in ("passed", "flaky") for t in self.tests.values())
 
     def failures(self) -> list[TestRecord]:
         return [t for t in self.tests.values() if t.status == "failed"]

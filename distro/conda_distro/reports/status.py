@@ -44,6 +44,7 @@ from conda_distro.gate.excuses import Excuse, Excuses, read_excuses
 from conda_distro.graph import RecipeGraph
 from conda_distro.reports.facts import Facts, PackageFacts, gather
 from conda_distro.reports.unmaintained import Entry, RetiredEntry, UnmaintainedReport, evaluate
+from conda_distro.reports.watch import read_report as read_watch_report
 from conda_distro.state.ledger import ArtifactEntry, latest_tests, newest_artifact
 from conda_distro.state.results import TestStatus
 from conda_distro.util.dates import parse_as_of
@@ -54,10 +55,10 @@ from conda_distro.util.safetext import shown
 from conda_distro.util.templating import render, static
 from conda_distro.vocab import Target, Variant
 
-CellStatus = Literal["passed", "failed", "blocked", "not-applicable", "not-tested"]
-CELL_STATUSES: tuple[CellStatus, ...] = ("passed", "failed", "blocked", "not-applicable", "not-tested")
+CellStatus = Literal["passed", "failed", "blocked", "not-applicable", "not-tested", "flaky"]
+CELL_STATUSES: tuple[CellStatus, ...] = ("passed", "failed", "blocked", "not-applicable", "not-tested", "flaky")
 CELL_LABELS = {"passed": "pass", "failed": "fail", "blocked": "blocked", "not-applicable": "n/a",
-               "not-tested": "untested"}
+               "not-tested": "untested", "flaky": "flaky"}
 
 
 #: the title .github/workflows/release-sweep.yml gives a release's tracking issue
@@ -307,6 +308,7 @@ class StatusPage:
     def forced(self) -> list[tuple[str, ArtifactEntry]]:
         """Artifacts in main that a ``force`` hint of hints.yaml promoted past the gate: (package, entry)."""
         return [(p.name, a) for p in self.facts.packages.values() for a in p.in_main if a.forced_by]
+    watch: dict[str, Any] | None = None  # the last `watch` report (build/watch/report.json)
 
     def counts(self) -> dict[str, int]:
         """Cells by status, main and staging rows together."""
@@ -718,6 +720,7 @@ def write_status(options: StatusOptions) -> StatusResult:
     page = build_page(gather(dist, as_of, sweeps=False, skip=stale), excuses, repo_links(dist.root, options.repo_url),
                       untestable_of(dist))
     page.snapshots = list(reversed(SnapshotStore(dist.distro.state_dir).all()))
+    page.watch = read_watch_report(dist.distro.build_dir)
     logs = _log_copies(page, dist.root, dist.distro.build_dir)
     html, css = render_page(page, logs), static("style.css")
     written = _snapshot_files(page.snapshots, dist.distro.build_dir, out)

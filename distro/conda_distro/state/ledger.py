@@ -63,7 +63,7 @@ def _utc(value: dt.datetime) -> dt.datetime:
 
 
 UtcDatetime = Annotated[dt.datetime, AfterValidator(_utc)]
-EvidenceStatus = Literal["passed", "failed", "blocked"]  # a test run's status as promotion evidence (no "error")
+EvidenceStatus = Literal["passed", "failed", "blocked", "flaky"]  # a test run's status as promotion evidence (no "error")
 
 
 class _Strict(BaseModel):

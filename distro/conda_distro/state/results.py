@@ -32,7 +32,11 @@ BuildStatus = Literal["built", "skipped-existing", "failed", "blocked", "error"]
 #: ``error``: the test could not run for a reason of the infrastructure (the worker crashed or was killed,
 #: a channel could not be read, the environment could not be set up though it solves): never counted as
 #: passed or failed; the next build (or ``build --retry-errors``) runs it again
-TestStatus = Literal["passed", "failed", "blocked", "error"]
+#: ``flaky``: it both passed and failed on the same inputs (a failure re-run by the confirmation runs of
+#: ``policy.confirm_runs``, :mod:`conda_distro.engine.confirm`): never blocks, never counts as a pass
+TestStatus = Literal["passed", "failed", "blocked", "error", "flaky"]
+#: one run's outcome among a test's runs on the same inputs
+Attempt = Literal["passed", "failed", "error"]
 #: how many earlier outcomes per (release, variant) an artifact keeps, each against other distribution
 #: packages: the reverse-dependency gate compares a dependent's run with a candidate to its run without
 HISTORY = 6
@@ -92,6 +96,12 @@ class TestRecord(_Model):
     # cuda tests: whether the machine that ran it had a working GPU (`nvidia-smi`); False = "cuda (no GPU)",
     # an install + import test under the __cuda override. None: a cpu test, not run, or not recorded
     gpu: bool | None = None
+    # every run of this test on these inputs, in order ("passed" / "failed" / "error"): a failure is re-run
+    # (``policy.confirm_runs``) before it counts; None: run once (it passed, or an older result)
+    attempts: list[Attempt] | None = None
+    # a run made with main's packages in place of this run's (the baseline side of a confirmation): not this
+    # run's own outcome, never reused for it
+    baseline: bool | None = None  # True: a baseline run
 
     @property
     def target(self) -> Target:

@@ -1,0 +1,318 @@
+"""`conda-distro watch`: main's packages re-tested against today's upstream, the update that broke one named.
+
+Upstream (conda-forge, which end users install next to our channel) changes every day; main does not need
+to change to break. For each package of main (the newest version of each name) and each release × variant
+its pins admit:
+
+1. **Solve** its test environments as rattler-build will (:func:`conda_distro.engine.needs.test_needs`:
+   rattler, strict priority, the release view first, then main, then upstream). The environment is the
+   set of files it installs (``name-version-build``).
+2. **Reuse** the last outcome when the environment is the one it was tested in (``build/watch/state.json``);
+   otherwise **test** the main file in a sandbox (the build's own test phase, limits and confirmation runs
+   included, logs under ``build/logs/watch/``).
+3. **Bisect** a package that passed before and fails now: the names whose file changed are split in
+   halves; the test runs with one half at today's files and the other **pinned back** to the files it
+   passed with (a pin channel holding those files, placed before upstream: with strict priority a name
+   there comes only from there); a failing half is split again, until one update is left: the
+   **culprit**. Where both halves pass (the updates break only together) all of them are named. Pinning
+   back needs the old files: they are taken from a local upstream channel (a remote upstream: the diff is
+   reported, no bisection).
+
+A failing package that never passed here is reported as failing, without a culprit. Results: `watch`'s
+text, JSON and markdown (``broken: [{name, artifact, pytorch, variant, culprit, changed, log,
+maintainers}]``), ``build/watch/report.json`` (which the status page can read) and exit 1 when something
+broke.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from conda_distro.channels.local import LocalChannel
+from conda_distro.errors import ExitCode, UsageError
+from conda_distro.util.fsutil import atomic_write_text, link_or_copy
+
+STATE = Path("watch") / "state.json"
+REPORT = Path("watch") / "report.json"
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    root: Path | None = None
+    names: tuple[str, ...] = ()  # only these packages (default: all of main)
+    sandbox: bool = True
+
+
+@dataclass
+class Broken:
+    name: str
+    artifact: str
+    pytorch: str
+    variant: str
+    culprit: list[str]  # the upstream update(s) that broke it: "name old -> new" (empty: unknown)
+    changed: dict[str, tuple[str | None, str | None]]  # every name whose file changed: (then, now)
+    log: str | None = None
+    reason: str | None = None
+    maintainers: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "artifact": self.artifact, "pytorch": self.pytorch, "variant": self.variant,
+                "culprit": list(self.culprit), "changed": {k: list(v) for k, v in self.changed.items()},
+                "log": self.log, "reason": self.reason, "maintainers": list(self.maintainers)}
+
+
+@dataclass
+class WatchResult:
+    checked: int = 0
+    reused: int = 0
+    tested: int = 0
+    broken: list[Broken] = field(default_factory=list)
+    failing: list[dict[str, str]] = field(default_factory=list)  # failing, never seen passing here
+    flaky: list[dict[str, str]] = field(default_factory=list)  # passed and failed on today's environment
+
+    @property
+    def ok(self) -> bool:
+        return not self.broken
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.ok else ExitCode.FAILURES
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "checked": self.checked, "reused": self.reused, "tested": self.tested,
+                "broken": [b.to_dict() for b in self.broken], "failing": list(self.failing), "flaky": list(self.flaky)}
+
+    def text_lines(self) -> list[str]:
+        lines = [f"{self.checked} checked ({self.reused} reused: environment unchanged, {self.tested} tested)"]
+        for b in self.broken:
+            who = " ".join(f"@{m}" for m in b.maintainers)
+            lines.append(f"  broken  {b.name} on pytorch {b.pytorch} {b.variant}: "
+                         + (f"broken by {', '.join(b.culprit)}" if b.culprit else "cause not found")
+                         + (f"  ({who})" if who else ""))
+        lines += [f"  failing {f['name']} on pytorch {f['pytorch']} {f['variant']} (never seen passing here)"
+                  for f in self.failing]
+        lines += [f"  flaky   {f['name']} on pytorch {f['pytorch']} {f['variant']}" for f in self.flaky]
+        return lines
+
+    def markdown(self) -> str:
+        out = ["## Main against today's upstream", "",
+               f"{self.checked} checked, {self.reused} reused, {self.tested} tested.", ""]
+        if self.broken:
+            out += ["| package | pytorch | variant | broken by | maintainers |", "|---|---|---|---|---|"]
+            out += [f"| `{b.name}` | {b.pytorch} | {b.variant} | {', '.join(b.culprit) or '?'} | "
+                    f"{' '.join('@' + m for m in b.maintainers)} |" for b in self.broken]
+        else:
+            out.append("Nothing broke.")
+        return "\n".join(out) + "\n"
+
+
+def read_report(build_dir: Path) -> dict[str, Any] | None:
+    """The last watch's report (``build/watch/report.json``) for the status page; None when there is none.
+    An unreadable one is bad input (exit 2, naming the file)."""
+    from conda_distro.util.jsonio import read_json
+
+    try:
+        data = read_json(build_dir / REPORT, "excuses", error=UsageError,
+                         hint="run `conda-distro watch` again (it writes the file) or delete it")
+    except FileNotFoundError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("broken"), list):
+        raise UsageError("not a watch report: an object with a `broken` list", path=build_dir / REPORT,
+                         hint="run `conda-distro watch` again (it writes the file) or delete it")
+    return data
+
+
+def _idents(records: Sequence[Any]) -> dict[str, str]:
+    return {r.file_name.rsplit("-", 2)[0]: r.file_name.removesuffix(".conda").removesuffix(".tar.bz2")
+            for r in records}
+
+
+def _changed(old: Mapping[str, str], new: Mapping[str, str], own: set[str]) -> dict[str, tuple[str | None, str | None]]:
+    return {n: (old.get(n), new.get(n)) for n in sorted(set(old) | set(new))
+            if old.get(n) != new.get(n) and n not in own}
+
+
+def bisect(changed: Sequence[str], fails_with: Callable[[frozenset[str]], bool]) -> list[str]:
+    """The updates that break: ``fails_with(S)`` runs the test with the names in S at today's files and the
+    other changed names pinned back. Halves until one is left; both halves passing: all of ``changed``."""
+    names = list(changed)
+    while len(names) > 1:
+        half = len(names) // 2
+        a, b = names[:half], names[half:]
+        if fails_with(frozenset(a)):
+            names = a
+        elif fails_with(frozenset(b)):
+            names = b
+        else:
+            return names  # they break only together
+    return names
+
+
+def watch(options: WatchOptions) -> WatchResult:
+    """Re-test main against today's upstream (module docstring)."""
+    from conda_distro.distribution import load_distribution
+    from conda_distro.engine.backends import VariantSpec
+    from conda_distro.engine.confirm import confirm_failure, needs_confirmation
+    from conda_distro.engine.needs import test_needs
+    from conda_distro.engine.phases import PhaseContext, TargetIn, claim_folder, remove_tree
+    from conda_distro.engine.releases import availability_if_readable, build_release_views
+    from conda_distro.engine.run import Paths, isolation, main_channel
+    from conda_distro.engine.sources import RecipeInputs
+    from conda_distro.gate.promote import TestMatrix
+    from conda_distro.gate.revdeps import newest_in_main
+    from conda_distro.recipe.render import RenderSettings
+    from conda_distro.vocab import Target, Variant
+
+    dist = load_distribution(options.root, strict=False)
+    main = main_channel(dist)
+    if main is None or not (main / "noarch" / "repodata.json").is_file():
+        raise UsageError("watch needs a local main channel with packages in it", field="channels.main",
+                         hint="promote something first (`conda-distro promote`)")
+    build_dir = dist.distro.build_dir
+    files = [f for f in newest_in_main(LocalChannel(main).list_files())
+             if not options.names or f.name in options.names]
+    available = availability_if_readable(dist.distro)
+    views = build_release_views(dist.distro, build_dir / "watch" / "views", available)
+    matrix = TestMatrix.from_config(dist.config, available, lambda f: frozenset())
+    iso = isolation(dist, Paths(main, build_dir / "watch", build_dir / "logs" / "watch", build_dir / "watch" / "views"),
+                    options.sandbox)
+    upstream = list(dist.distro.upstream_urls)
+    local_upstream = [Path(u[len("file://"):]) for u in upstream if u.startswith("file://")]
+    state_path = build_dir / STATE
+    state: dict[str, dict[str, Any]] = json.loads(state_path.read_text()) if state_path.is_file() else {}
+    maintainers = {out: list(r.maintainers) for r in dist.recipes.values() for out in (r.name, *r.output_names)}
+    result = WatchResult()
+    confirm_runs = dist.config.policy.confirm_runs
+    work, lock = claim_folder(build_dir / "work", "watch-")
+    counter = iter(range(1, 1_000_000))
+    try:
+        for f in files:
+            for r, v in matrix.required(f) or []:
+                view = views.get(Target(r, v))
+                if view is None or view.url is None:
+                    continue
+                result.checked += 1
+                channels = [view.url, main.as_uri(), *upstream]
+                needs = test_needs(main / f.artifact, channels, cuda=Variant(v).cuda)
+                env = _idents(needs.records)
+                key = f"{f.artifact}|{r}|{v}"
+                old = state.get(key)
+                if old is not None and old.get("env") == env and old.get("status") in ("passed", "failed"):
+                    result.reused += 1
+                    entry = old
+                else:
+                    job = _Job(PhaseContext(name=f.name, recipe=main / f.artifact, root=dist.root, inputs=RecipeInputs(),
+                                            variant_config=RenderSettings(), engine="rattler-build",
+                                            channels=(main.as_uri(), *upstream), staging=main,
+                                            logs=build_dir / "logs" / "watch" / f.name, declared=frozenset({f.name}),
+                                            limits=dist.config.limits, isolation=iso, work=work),
+                               VariantSpec(f.name, f.version, f.build, f.build_number, f.artifact.split("/")[0]),
+                               main / f.artifact,
+                               TargetIn(pytorch=r, variant=v, url=view.url, sha256=view.sha256, cuda=view.cuda_override),
+                               counter)
+                    got = job.run()
+                    result.tested += 1
+                    if got.error:  # no verdict: nothing kept, the next watch runs it again
+                        continue
+                    status = "passed" if got.ok else "failed"
+                    if needs_confirmation(got):  # a failure is confirmed before it counts (policy.confirm_runs)
+                        status = confirm_failure(got, job.again, confirm_runs).status
+                    if status == "flaky":
+                        result.flaky.append({"name": f.name, "pytorch": r, "variant": v, "artifact": f.artifact})
+                        continue
+                    entry = {"env": env, "status": status, "log": got.log, "reason": got.message}
+                    passed_in = env if got.ok else (old or {}).get("passed_in")
+                    if passed_in:
+                        entry["passed_in"] = passed_in  # the environment it last passed in (what bisection pins back to)
+                    if not got.ok and passed_in:
+                        changed = _changed(passed_in, env, {f.name})
+                        pins = _Pins(job, passed_in, changed, local_upstream, work)
+                        culprit = bisect(sorted(changed), pins.fails_with) if local_upstream and changed else []
+                        entry["changed"] = {n: list(c) for n, c in changed.items()}
+                        entry["culprit"] = [f"{n} {changed[n][0]} -> {changed[n][1]}" for n in culprit]
+                    state[key] = entry
+                if entry["status"] != "failed":
+                    continue
+                if "changed" in entry:  # passed here before, fails now: broken by upstream
+                    result.broken.append(Broken(f.name, f.artifact, r, v, list(entry.get("culprit", [])),
+                                                {n: (c[0], c[1]) for n, c in entry["changed"].items()}, entry.get("log"),
+                                                entry.get("reason"), maintainers.get(f.name, [])))
+                else:
+                    result.failing.append({"name": f.name, "pytorch": r, "variant": v, "artifact": f.artifact})
+    finally:
+        remove_tree(work)
+        import os
+
+        os.close(lock)
+    atomic_write_text(state_path, json.dumps(state, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(build_dir / REPORT, json.dumps(result.to_dict(), indent=2) + "\n")
+    return result
+
+
+@dataclass
+class _Job:
+    """One main file's test on one target, run as often as the bisection needs."""
+
+    ctx: Any  # PhaseContext
+    spec: Any  # VariantSpec
+    path: Path
+    target: Any  # TargetIn
+    counter: Any  # an iterator of sandbox numbers
+
+    def run(self, pin: Path | None = None) -> Any:
+        from conda_distro.engine.phases import run_test_phase
+
+        ctx = self.ctx if pin is None else replace(self.ctx, dep_view=pin.as_uri())
+        return run_test_phase(ctx, self.spec, self.path, self.target, next(self.counter))
+
+    def again(self, _i: int) -> Any:
+        """One more run of the same test (a confirmation run)."""
+        return self.run()
+
+
+@dataclass
+class _Pins:
+    """Runs ``job`` with some changed names pinned back to the files they had when it passed."""
+
+    job: _Job
+    then: Mapping[str, str]
+    changed: Mapping[str, tuple[str | None, str | None]]
+    channels: Sequence[Path]  # local upstream channels holding the older files
+    work: Path
+
+    def fails_with(self, now: frozenset[str]) -> bool:
+        from conda_distro.engine.phases import remove_tree
+        from conda_distro.util.rattler_env import index_channel
+
+        back = [self.then[n] for n in self.changed if n not in now and self.then.get(n)]
+        pin = _pin_view(self.work / f"pin-{next(self.job.counter)}", back, self.channels, index_channel)
+        try:
+            out = self.job.run(pin)
+        finally:
+            if pin is not None:
+                remove_tree(pin)
+        return not out.ok and not out.error
+
+
+def _pin_view(folder: Path, idents: Sequence[str], channels: Sequence[Path],
+              index: Callable[..., Any]) -> Path | None:
+    """A channel holding exactly the files ``idents`` (``name-version-build``), taken from local channels."""
+    if not idents:
+        return None
+    subdirs = set()
+    for ident in idents:
+        for ch in channels:
+            hit = next((p for p in ch.glob(f"*/{ident}.conda")), None) or next(ch.glob(f"*/{ident}.tar.bz2"), None)
+            if hit is not None:
+                (folder / hit.parent.name).mkdir(parents=True, exist_ok=True)
+                link_or_copy(hit, folder / hit.parent.name / hit.name)
+                subdirs.add(hit.parent.name)
+                break
+    (folder / "noarch").mkdir(parents=True, exist_ok=True)
+    index(folder, subdirs=sorted(subdirs - {"noarch"}))
+    return folder
+
