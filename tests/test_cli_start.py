@@ -19,7 +19,7 @@ from conda_distro.cli import main
 HEAVY = ("networkx", "rattler", "rattler_build", "rich", "ruamel", "yaml", "git", "jinja2", "filelock",
          "binstar_client")
 COMMANDS = ["sandbox", "propose", "lint", "graph", "solve", "check-pr", "build", "fanout", "upload", "promote", "excuses",
-            "prune", "verify-channel", "snapshots", "rollback", "sweep", "report", "status", "retire", "sandbox create",
+            "prune", "verify-channel", "watch", "snapshots", "rollback", "sweep", "report", "status", "retire", "sandbox create",
             "sandbox publish-release", "report unmaintained", "sweep report", "fanout plan", "fanout shard",
             "fanout merge"]  # in flow order (cli.app.FLOW_ORDER)
 

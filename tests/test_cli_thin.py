@@ -40,7 +40,7 @@ def test_every_command_is_found():
     # promote_cmd holds promote, excuses and retire; build_cmd build and upload; sandbox_cmd two; report_cmd two;
     # sweep_cmd the sweep (the group's callback: `sweep` runs it) and `sweep report`; prune_cmd prune;
     # fanout_cmd `fanout plan|shard|merge`
-    assert len(COMMANDS) == 24, [n for n, _ in COMMANDS]
+    assert len(COMMANDS) == 25, [n for n, _ in COMMANDS]
 
 
 @pytest.mark.parametrize("name,func", COMMANDS, ids=[n for n, _ in COMMANDS])

@@ -127,7 +127,7 @@ def test_policies_declare_ids_and_the_hint_actions_they_honour():
     assert len(ids) == len(set(ids)) and all(ids)
     for p in (*policies.POLICIES, *policies.SET_POLICIES):
         assert p.honours <= set(ACTIONS), p.id
-    assert {p.id for p in policies.POLICIES if "force" in p.lifted_by} == {"tests"}
+    assert {p.id for p in policies.POLICIES if "force" in p.lifted_by} == {"tests", "no-tests"}
     assert policies.REVDEPS.honours == {"force", "force-badtest", "urgent"}
     assert {p.id for p in policies.POLICIES if p.reads} == {"block-hint"}
     assert all(r.description for r in HoldReason)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # `conda-distro --help` lists the commands in the order of the flow: set up, propose and check a recipe,
 # the PR gate, build and promote, check what users get, release day, reports. Others come last.
 FLOW_ORDER = ("sandbox", "propose", "lint", "graph", "solve", "check-pr", "build", "fanout", "upload", "promote", "excuses",
-              "prune", "verify-channel", "snapshots", "rollback", "sweep", "report", "status", "retire")
+              "prune", "verify-channel", "watch", "snapshots", "rollback", "sweep", "report", "status", "retire")
 
 
 class _FlowOrder(typer.core.TyperGroup):

@@ -83,6 +83,7 @@ _CLASS = {
 _DESCRIPTION = {
     HoldReason.TEST_FAILED: "its own tests fail",
     HoldReason.NOT_TESTED: "not tested (or not against every release and variant it must pass)",
+    HoldReason.NO_TESTS: "no test ran on any release × variant: nothing says it works (fail closed)",
     HoldReason.DEPENDENCY_NOT_IN_MAIN: "a dependency is neither in main nor promoted with it",
     HoldReason.ALREADY_IN_MAIN: "the same file is in main",
     HoldReason.SHA256_MISMATCH: "main has another file of the same name",
