@@ -19,7 +19,8 @@ from conda_distro.cli import main
 HEAVY = ("networkx", "rattler", "rattler_build", "rich", "ruamel", "yaml", "git", "jinja2", "filelock",
          "binstar_client")
 COMMANDS = ["sandbox", "propose", "lint", "graph", "solve", "check-pr", "build", "upload", "promote", "excuses",
-            "prune", "verify-channel", "sweep", "report", "status", "retire", "sandbox create", "sandbox publish-release",
+            "prune", "verify-channel", "sweep", "report", "status", "retire", "watch", "sandbox create", "sandbox publish-release",
+            "sandbox publish-package",
             "report unmaintained", "sweep report"]  # in flow order (cli.app.FLOW_ORDER)
 
 
