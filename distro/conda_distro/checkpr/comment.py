@@ -254,14 +254,14 @@ def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[
                               f"reproduce with `{reproduce(res, b.name)}`", links.path(b.log), links.url(b.log),
                               detail=b.reason or "failed"))
     items += _error_items(res, links)
-    for (name, reason), tests in failed_tests.items():
+    for (name, _cause), tests in failed_tests.items():  # shown with the first target's own words
         where = loc.get(name)
         targets = [t.target for t in tests]
         first = sorted(tests, key=lambda t: (_version_key(t.pytorch), t.variant))[0]
         items.append(Item("error", f"`{name}` test failed on {targets_text(targets, _targets_of(res, name))}",
                           name, _loc(where.path, where.tests) if where else None,
                           f"reproduce with `{reproduce(res, name, first.pytorch)}`",
-                          links.path(first.log), links.url(first.log), len(tests) - 1, detail=reason))
+                          links.path(first.log), links.url(first.log), len(tests) - 1, detail=_one_line(first.reason or "failed")))
     for p in res.needs_pin_update:
         items.append(Item("error", f"`{p.name}`: `{p.pin}` does not admit {p.dependency} {p.new_version}", p.name,
                           f"{p.path}:{p.line}", f"change it to `{p.suggested}`"))
