@@ -34,10 +34,11 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from conda_distro.errors import ChannelError, DistroError
 from conda_distro.util.jsonio import read_json
@@ -263,21 +264,26 @@ def build_python_package(work_dir: Path, host: HostPython) -> list[Path]:
     return out
 
 
-def build_compiler_packages(work_dir: Path, toolchain: Toolchain) -> list[Path]:
-    """The stand-in compiler packages (their recipe's outputs), pointing at ``toolchain``."""
+def _build_upstream_recipe(work_dir: Path, name: str, ctx: dict[str, Any], what: Callable[[Any], str]) -> list[Path]:
+    """Build every output of the stand-in upstream recipe ``name`` (rendered with ``ctx``) into
+    ``work_dir``, against what is already there; ``what(variant)`` names a failed output in the error."""
     from rattler_build import RattlerBuildError, RenderConfig, Stage0Recipe, VariantConfig
-    from rattler_build.render import ContextValue
 
-    recipe = Stage0Recipe.from_file(str(upstream_recipe("compilers")))
-    ctx: dict[str, ContextValue] = dict(toolchain.to_dict())
+    recipe = Stage0Recipe.from_file(str(upstream_recipe(name)))
     out: list[Path] = []
     for variant in recipe.render(VariantConfig(), RenderConfig(extra_context=ctx)):
         try:
             res = run_build(variant, output_dir=work_dir, channels=[work_dir], rattler_cache=work_dir / RATTLER_CACHE)
         except RattlerBuildError as exc:
-            raise _build_failed(f"the compiler stand-in {variant.recipe.package.name}", exc) from None
+            raise _build_failed(what(variant), exc) from None
         out.extend(Path(p) for p in res.packages)
     return out
+
+
+def build_compiler_packages(work_dir: Path, toolchain: Toolchain) -> list[Path]:
+    """The stand-in compiler packages (their recipe's outputs), pointing at ``toolchain``."""
+    return _build_upstream_recipe(work_dir, "compilers", dict(toolchain.to_dict()),
+                                  lambda v: f"the compiler stand-in {v.recipe.package.name}")
 
 
 def bundled_pip_wheel(host: HostPython) -> Path:
@@ -291,20 +297,11 @@ def bundled_pip_wheel(host: HostPython) -> Path:
 
 def build_pip_package(work_dir: Path, host: HostPython) -> list[Path]:
     """pip, from the host's bundled wheel, built against the python package already in ``work_dir``."""
-    from rattler_build import RattlerBuildError, RenderConfig, Stage0Recipe, VariantConfig
-    from rattler_build.render import ContextValue
-
     wheel = bundled_pip_wheel(host)
     assert_no_colon(wheel, what="pip wheel")
-    ctx: dict[str, ContextValue] = {"wheel": str(wheel), "pip_version": wheel.name.split("-")[1]}
-    out: list[Path] = []
-    for variant in Stage0Recipe.from_file(str(upstream_recipe("pip"))).render(VariantConfig(), RenderConfig(extra_context=ctx)):
-        try:
-            res = run_build(variant, output_dir=work_dir, channels=[work_dir], rattler_cache=work_dir / RATTLER_CACHE)
-        except RattlerBuildError as exc:
-            raise _build_failed(f"pip {ctx['pip_version']}", exc) from None
-        out.extend(Path(p) for p in res.packages)
-    return out
+    version = wheel.name.split("-")[1]
+    return _build_upstream_recipe(work_dir, "pip", {"wheel": str(wheel), "pip_version": version},
+                                  lambda v: f"pip {version}")
 
 
 def _build_standins(work_dir: Path, channels: Sequence[str | Path], wanted: Sequence[Target]) -> list[Path]:
