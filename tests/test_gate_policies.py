@@ -133,6 +133,17 @@ def test_policies_declare_ids_and_the_hint_actions_they_honour():
     assert all(r.description for r in HoldReason)
 
 
+def test_hold_reasons_and_classes_are_a_closed_vocabulary_spelled_as_their_values():
+    """StrEnums (the package's convention): ``str()``, f-strings and JSON give the value documents hold."""
+    assert str(HoldReason.TEST_FAILED) == f"{HoldReason.TEST_FAILED}" == "test-failed"
+    assert str(HoldClass.PERMANENT) == "permanent" and HoldReason("not-owner") is HoldReason.NOT_OWNER
+    assert json.dumps({"reason": HoldReason.NO_TESTS, "class": HoldClass.WAITING}) == \
+        '{"reason": "no-tests", "class": "waiting"}'
+    assert {r.hold_class for r in HoldReason} == set(HoldClass)
+    h = Held(TK, HoldReason.SHA256_MISMATCH, "main has another")
+    assert json.loads(json.dumps(h.to_dict()))["reasons"][0]["class"] == "permanent"
+
+
 class Embargo(policies.Policy):
     """A new check (as one would add it to gate/policies.py): holds the names it embargoes, and a
     ``force`` hint lifts it."""

@@ -12,7 +12,7 @@ from typing import Any
 from conda_distro.channels.base import ChannelFile
 
 
-class HoldClass(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)
+class HoldClass(enum.StrEnum):
     """What a hold asks of people: the one classification promote's exit code, the excuses' verdicts and the
     status page's staging rows all read (:attr:`HoldReason.hold_class`)."""
 
@@ -35,7 +35,9 @@ class HoldClass(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/fo
         return self in (HoldClass.WAITING, HoldClass.FAILURE, HoldClass.PERMANENT)
 
 
-class HoldReason(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)
+class HoldReason(enum.StrEnum):
+    """Why the gate holds a candidate (a closed vocabulary: ``str()`` and JSON give the value)."""
+
     TEST_FAILED = "test-failed"
     NOT_TESTED = "not-tested"
     DEPENDENCY_NOT_IN_MAIN = "dependency-not-in-main"
