@@ -136,7 +136,7 @@ def test_a_sweep_journal_cannot_make_the_rollback_write_outside_the_repository(t
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     for name in ("../victim.txt", str(victim), "recipes/alpha/../../../victim.txt", "channel_state/alpha.json"):
-        SweepJournal("2.6.0", originals={name: "overwritten\n"}, written={name: "x"}).save(root / "build")
+        SweepJournal(release="2.6.0", originals={name: "overwritten\n"}, written={name: "x"}).save(root / "build")
         ledger = (root / "channel_state" / "alpha.json").read_text()
         code, out, err = run_cli_at(capsys, root, "sweep", "--pytorch", "2.6.0", "--no-build")
         assert code == 2 and "Traceback" not in out + err and "pytorch-2.6.0.journal.json" in err, err
@@ -150,7 +150,7 @@ def test_a_symlinked_recipe_folder_cannot_take_the_rollback_out_either(tmp_path,
     outside.mkdir()
     (outside / "recipe.yaml").write_text("precious\n")
     (root / "recipes" / "gamma").symlink_to(outside)
-    SweepJournal("2.6.0", originals={"recipes/gamma/recipe.yaml": "overwritten\n"},
+    SweepJournal(release="2.6.0", originals={"recipes/gamma/recipe.yaml": "overwritten\n"},
                  written={"recipes/gamma/recipe.yaml": "precious\n"}).save(root / "build")
     code, out, err = run_cli_at(capsys, root, "sweep", "--pytorch", "2.6.0", "--no-build")
     assert code == 2 and "not a file a sweep edits" in err

@@ -94,7 +94,9 @@ def schemas_page() -> str:
     from conda_distro.sweep.model import SweepDocument
 
     out += ["## JSON documents the tool writes", "",
-            "Read by other commands and by people; a newer writer's extra keys are ignored by an older reader.", ""]
+            "Read by other commands and by people. Every document carries `schema_version` (a document written "
+            "before it did is read as the current version); a reader refuses a newer version (\"written by a newer "
+            "conda-distro\") and any key it does not know, naming the file and the field (exit 2).", ""]
     for title, where, model in (("channel_state/NAME.json", "the ledger: what is in main and how it was tested",
                                  PackageState),
                                 ("build/results/", "the test outcomes and provenance of one staging artifact",

@@ -219,7 +219,7 @@ def _record(distro: DistroRepo, main: Channel, plan: RollbackPlan, target: dict[
                             why=first.why if first else why, to=name, channel=str(main.ref),
                             removed=sorted({*(first.removed if first else []), *(f.artifact for f in plan.remove)}),
                             restored=sorted({*(first.restored if first else []), *(f.artifact for f in plan.restore)}))
-    atomic_write_text(old, record.to_json())
+    record.write(old)
     written.append(old)
     return [p.relative_to(distro.root).as_posix() if p.is_relative_to(distro.root) else str(p) for p in written]
 

@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from conda_distro.errors import ChannelError, LedgerError, UsageError
+from conda_distro.state.document import StateDocument
 from conda_distro.state.ledger import UtcDatetime
-from conda_distro.util.fsutil import atomic_write_text
-from conda_distro.util.jsonio import read_json_text
+from conda_distro.util.jsonio import parse_json, read_json_text
 
 SNAPSHOT_SCHEMA_VERSION = 1
 NAME_RE = re.compile(r"^snapshot-(\d{8})-([1-9]\d*)$")
@@ -47,12 +47,10 @@ SBOM_FILE = "sbom.cdx.json"
 _HINT = "fix the file by hand or restore it from git (`git checkout -- channel_state/`)"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SnapshotRecord(StateDocument):
+    SCHEMA_VERSION = SNAPSHOT_SCHEMA_VERSION
+    DOCUMENT = "snapshot record"
 
-
-class SnapshotRecord(_Strict):
-    schema_version: int = SNAPSHOT_SCHEMA_VERSION
     name: str = Field(pattern=NAME_RE.pattern)
     created_at: UtcDatetime
     by: str
@@ -63,12 +61,17 @@ class SnapshotRecord(_Strict):
     lockfiles: dict[str, str] = Field(default_factory=dict)  # "<release>-<variant>" -> path under the snapshot's files
     sbom: str | None = None
 
-    def to_json(self) -> str:
+    def to_text(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=False) + "\n"
 
+    def to_json(self) -> str:
+        return self.stamped().to_text()
 
-class RollbackRecord(_Strict):
-    schema_version: int = SNAPSHOT_SCHEMA_VERSION
+
+class RollbackRecord(StateDocument):
+    SCHEMA_VERSION = SNAPSHOT_SCHEMA_VERSION
+    DOCUMENT = "rollback record"
+
     at: UtcDatetime
     by: str
     why: str = Field(min_length=1)
@@ -77,8 +80,11 @@ class RollbackRecord(_Strict):
     removed: list[str]  # artifacts taken out of main
     restored: list[str]  # artifacts put back into main
 
-    def to_json(self) -> str:
+    def to_text(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2) + "\n"
+
+    def to_json(self) -> str:
+        return self.stamped().to_text()
 
 
 def check_name(name: str, *, field: str = "--to") -> str:
@@ -105,6 +111,7 @@ class SnapshotStore:
         except FileNotFoundError:
             return None
         try:
+            SnapshotRecord.check_version(parse_json(text, path, error=LedgerError, hint=_HINT), path, error=LedgerError)
             return SnapshotRecord.model_validate_json(text)
         except ValidationError as exc:
             first = exc.errors()[0]
@@ -122,7 +129,7 @@ class SnapshotStore:
 
     def save(self, record: SnapshotRecord) -> Path:
         path = self.path_for(record.name)
-        atomic_write_text(path, record.to_json())
+        record.write(path)
         return path
 
     def next_name(self, today: dt.date, taken: set[str] = frozenset()) -> str:  # type: ignore[assignment]
@@ -142,6 +149,7 @@ class SnapshotStore:
         except FileNotFoundError:
             return None
         try:
+            RollbackRecord.check_version(parse_json(text, path, error=LedgerError, hint=_HINT), path, error=LedgerError)
             return RollbackRecord.model_validate_json(text)
         except ValidationError as exc:
             raise LedgerError(f"invalid rollback record: {exc.errors()[0]['msg']}", path=path, hint=_HINT) from None

@@ -28,15 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from conda_distro.channels.base import ChannelFile, newest_by_name
 from conda_distro.errors import UsageError
 from conda_distro.gate.holds import PRUNE_ADVICE, Held, HoldClass, HoldReason
 from conda_distro.gate.signature import Cause, Finding
 from conda_distro.gate.signature import group as group_causes
+from conda_distro.state.document import StateDocument, StrictModel
 from conda_distro.util.dates import utcnow
-from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.safetext import shown
 from conda_distro.util.validation import to_error
@@ -63,11 +63,7 @@ def verdict_of(reason: HoldReason | None) -> Verdict:
     return verdict if verdict in VERDICTS else "held-permanently"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # a newer writer's extra keys are no error for this reader
-
-
-class Regression(_Model):
+class Regression(StrictModel):
     """A failing (release, variant) behind a hold, with its log: a dependent's run with the candidate (a
     regression), or the candidate's own test."""
 
@@ -78,7 +74,7 @@ class Regression(_Model):
     reason: str | None = None  # the first error of the failing run (its signature groups them: ``causes``)
 
 
-class FlakyNote(_Model):
+class FlakyNote(StrictModel):
     """A test that passed and failed on the same inputs (:mod:`conda_distro.gate.flaky`): it does not hold
     the candidate; its maintainers are told and a `force-badtest` hint is suggested."""
 
@@ -106,7 +102,7 @@ def group_of(verdict: str, blocked_by: list[str], promote_with: list[str], own: 
     return own or ("tests still to run" if verdict == "waiting" else "its own tests")
 
 
-class Excuse(_Model):
+class Excuse(StrictModel):
     name: str
     old_version: str | None = None
     new_version: str
@@ -121,6 +117,12 @@ class Excuse(_Model):
     group: str = ""  # see group_of; a file without it: the file's `groups`, else group_of's default
     advice: list[str] = Field(default_factory=list)  # what to do, one line per hold (each, followed, unblocks it)
     flaky: list[FlakyNote] = Field(default_factory=list)  # flaky tests met on the way (they hold nothing)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_keys_out(cls, data: Any) -> Any:
+        """``causes`` in the file is derived (:meth:`to_dict`), not read."""
+        return {k: v for k, v in data.items() if k != "causes"} if isinstance(data, dict) else data
 
     def causes(self) -> list[Cause]:
         """The failures behind it, one per signature, with the targets and packages each hit."""
@@ -144,7 +146,7 @@ class Excuse(_Model):
         return {**self.model_dump(mode="json"), "causes": [c.to_dict() for c in self.causes()]}
 
 
-class StaleBuild(_Model):
+class StaleBuild(StrictModel):
     """A staging build that can never be promoted (:mod:`conda_distro.gate.staleness`): no candidate, listed
     apart, and no reason for `promote` or `excuses` to exit 1. `conda-distro prune` removes it."""
 
@@ -164,9 +166,11 @@ class ExcusesOptions:
     root: Path | None = None  # the distribution's folder (None: found from the current one)
 
 
-class Excuses(_Model):
+class Excuses(StateDocument):
     """``build/excuses.json``: written by `promote` (:func:`write_excuses`), read back by the status page
     (:func:`read_excuses`) into the same types. ``ok`` and ``groups`` in the file are derived."""
+
+    DOCUMENT = "excuses"
 
     generated: dt.datetime
     candidates: list[Excuse]
@@ -175,11 +179,15 @@ class Excuses(_Model):
     @model_validator(mode="before")
     @classmethod
     def _groups_of_the_file(cls, data: Any) -> Any:
-        """A file whose candidates carry no ``group``: take it from the file's ``groups`` list."""
-        if not isinstance(data, dict) or not isinstance(data.get("groups"), list) \
-                or not isinstance(data.get("candidates"), list):
+        """``ok`` and ``groups`` in the file are derived, not read; a file whose candidates carry no ``group``
+        takes it from the file's ``groups`` list."""
+        if not isinstance(data, dict):
             return data
-        label = {n: g["blocked_by"] for g in data["groups"] if isinstance(g, dict) and isinstance(g.get("blocked_by"), str)
+        groups = data.get("groups")
+        data = {k: v for k, v in data.items() if k not in ("ok", "groups")}
+        if not isinstance(groups, list) or not isinstance(data.get("candidates"), list):
+            return data
+        label = {n: g["blocked_by"] for g in groups if isinstance(g, dict) and isinstance(g.get("blocked_by"), str)
                  for n in g.get("candidates") or () if isinstance(n, str)}
         return {**data, "candidates": [{**c, "group": label[c["name"]]}
                                        if isinstance(c, dict) and not c.get("group") and c.get("name") in label else c
@@ -205,10 +213,13 @@ class Excuses(_Model):
         return sorted(by.items(), key=rank)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "generated": self.generated.isoformat().replace("+00:00", "Z"),
+        return {"schema_version": self.schema_version, "ok": self.ok, "generated": self.generated.isoformat().replace("+00:00", "Z"),
                 "candidates": [e.to_dict() for e in self.candidates],
                 "stale": [b.to_dict() for b in self.stale],
                 "groups": [{"blocked_by": g, "candidates": [e.name for e in es]} for g, es in self.groups()]}
+
+    def to_text(self) -> str:
+        return json.dumps(self.to_dict(), indent=2) + "\n"
 
     def stale_lines(self) -> list[str]:
         if not self.stale:
@@ -342,7 +353,8 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
                           days_waiting=max(0, (now - first).days) if first else 0,
                           maintainers=list(dict.fromkeys(m for h in hs for m in h.maintainers))
                           or list(inputs.maintainers.get(name, ())),
-                          artifacts=arts, regressions=[Regression(**r) for h in hs for r in h.regressions],
+                          artifacts=arts, regressions=[Regression(**{k: r[k] for k in Regression.model_fields if k in r})
+                                       for h in hs for r in h.regressions],
                           group=group_of(worst, blocked_by, with_, _OWN.get(own, "its own tests") if own else None),
                           advice=list(dict.fromkeys([*(h.what_to_do for h in hs),
                                                      *(["`conda-distro build " + name + "`"]
@@ -352,7 +364,7 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
 
 
 def write_excuses(path: Path, excuses: Excuses) -> Path:
-    atomic_write_text(path, json.dumps(excuses.to_dict(), indent=2) + "\n")
+    excuses.write(path)
     return path
 
 
@@ -366,6 +378,7 @@ def read_excuses(build_dir: Path) -> Excuses | None:
         return None
     if not isinstance(data, dict):
         raise UsageError("the promotion gate's excuses must be a JSON object", path=path, line=1, hint=_HINT)
+    Excuses.check_version(data, path, error=UsageError)
     try:
         return Excuses.model_validate(data)
     except ValidationError as exc:

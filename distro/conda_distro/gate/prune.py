@@ -41,9 +41,10 @@ from conda_distro.gate.excuses import EXCUSES_FILE, read_excuses, write_excuses
 from conda_distro.gate.holds import HoldClass
 from conda_distro.gate.promote import PlanInputs, PromotionContext, PromotionPlan
 from conda_distro.gate.staleness import in_main
+from conda_distro.state.document import StateDocument
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock, staging_folder, staging_lock
 from conda_distro.state.results import ArtifactResults, ResultsStore
-from conda_distro.util.fsutil import atomic_write_text, check_writable
+from conda_distro.util.fsutil import check_writable
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.safetext import shown
 
@@ -180,6 +181,19 @@ def plan_prune(inputs: PlanInputs, gate: PromotionPlan, staging_ref: str = "stag
 # execution
 
 
+class PruneJournal(StateDocument):
+    """``build/prune.journal.json``: the staging files, results and logs a run is removing."""
+
+    DOCUMENT = "prune journal"
+
+    files: list[dict[str, Any]]  # each a ChannelFile's fields
+    results: dict[str, str | None]  # artifact -> the sha256 its results are for (None: any)
+    logs: list[str]
+
+    def to_text(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=1) + "\n"
+
+
 @dataclass(frozen=True)
 class _Journal:
     """What a run is removing, written before anything changes (kill -9: the next run completes it)."""
@@ -190,9 +204,7 @@ class _Journal:
     logs: list[str]
 
     def write(self) -> None:
-        atomic_write_text(self.path, json.dumps({
-            "files": [dataclasses.asdict(f) for f in self.files], "results": self.results, "logs": self.logs},
-            indent=1) + "\n")
+        PruneJournal(files=[dataclasses.asdict(f) for f in self.files], results=self.results, logs=self.logs).write(self.path)
 
     @classmethod
     def read(cls, path: Path) -> _Journal | None:
@@ -200,11 +212,12 @@ class _Journal:
             data = read_json(path, "prune", error=UsageError, hint=_JOURNAL_HINT)
         except FileNotFoundError:
             return None
+        PruneJournal.check_version(data, path, error=UsageError, hint=_JOURNAL_HINT)
         try:
+            doc = PruneJournal.model_validate(data)
             files = [ChannelFile(**{**d, "depends": tuple(d.get("depends") or ()),
-                                    "track_features": tuple(d.get("track_features") or ())}) for d in data["files"]]
-            results = {str(a): (str(s) if s else None) for a, s in dict(data["results"]).items()}
-            logs = [str(x) for x in data["logs"]]
+                                    "track_features": tuple(d.get("track_features") or ())}) for d in doc.files]
+            results, logs = dict(doc.results), list(doc.logs)
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"the prune journal is not of the shape prune writes ({exc})", path=path,
                              hint=_JOURNAL_HINT) from None

@@ -38,10 +38,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Literal, Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer
+from pydantic import AfterValidator, Field, ValidationError, field_validator, model_serializer
 
 from conda_distro.config import RELEASE_RE
 from conda_distro.errors import LedgerError
+from conda_distro.state.document import StateDocument, StrictModel
 from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.gitutil import configured_user
 from conda_distro.util.jsonio import parse_json, read_json_text
@@ -66,11 +67,7 @@ UtcDatetime = Annotated[dt.datetime, AfterValidator(_utc)]
 EvidenceStatus = Literal["passed", "failed", "blocked", "flaky"]  # a test run's status as promotion evidence (no "error")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TestEvidence(_Strict):
+class TestEvidence(StrictModel):
     """One test run of the artifact against one PyTorch release and variant."""
 
     __test__ = False  # not a pytest class
@@ -95,13 +92,13 @@ class TestEvidence(_Strict):
         return data
 
 
-class Retirement(_Strict):
+class Retirement(StrictModel):
     at: UtcDatetime
     reason: str = Field(min_length=1)
     by: str
 
 
-class ArtifactEntry(_Strict):
+class ArtifactEntry(StrictModel):
     artifact: str = Field(pattern=r"^[\w-]+/[^/]+$")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     version: str = Field(min_length=1, pattern=r"^\S+$")
@@ -136,8 +133,10 @@ class ArtifactEntry(_Strict):
         return self.model_copy(update={"depends": sorted(self.depends), "tests": tests})
 
 
-class PackageState(_Strict):
-    schema_version: int
+class PackageState(StateDocument):
+    SCHEMA_VERSION = LEDGER_SCHEMA_VERSION
+    DOCUMENT = "ledger"
+
     name: str = Field(pattern=_NAME_RE.pattern)
     artifacts: list[ArtifactEntry] = Field(default_factory=list)
 
@@ -159,7 +158,7 @@ class PackageState(_Strict):
         return self.model_copy(update={"artifacts": arts})
 
     def to_json(self) -> str:
-        return self.normalised().model_dump_json(indent=2) + "\n"
+        return self.normalised().stamped().to_text()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,18 +177,11 @@ def parse_state(text: str, path: Path) -> PackageState:
     data = parse_json(text, path, error=LedgerError, hint=_HINT)
     if not isinstance(data, dict):
         raise LedgerError("must be a JSON object", path=path, line=1, hint=_HINT)
-    version = data.get("schema_version")
-    if isinstance(version, int) and version > LEDGER_SCHEMA_VERSION:
-        raise LedgerError(f"written by a newer conda-distro (schema {version}; this one reads "
-                          f"{LEDGER_SCHEMA_VERSION})", path=path, field="schema_version",
-                          hint="upgrade conda-distro")
+    PackageState.check_version(data, path, error=LedgerError)
     try:
         state = PackageState.model_validate(data)
     except ValidationError as exc:
         raise _validation_error(exc, text, path) from None
-    if state.schema_version != LEDGER_SCHEMA_VERSION:
-        raise LedgerError(f"unsupported schema_version {state.schema_version}", path=path,
-                          field="schema_version", hint=f"this conda-distro reads schema {LEDGER_SCHEMA_VERSION}")
     if state.name != path.stem:
         raise LedgerError(f"file is named {path.name} but records package '{state.name}'", path=path,
                           field="name", hint=f"rename the file to {state.name}.json or fix the name")
@@ -242,7 +234,7 @@ class Ledger:
                 return None
         except FileNotFoundError:
             pass
-        atomic_write_text(path, text)
+        atomic_write_text(path, text)  # (the text of PackageState.write, compared first)
         return path
 
     def empty(self, name: str) -> PackageState:
@@ -297,7 +289,7 @@ def current_user(root: Path) -> str:
 DriftKind = Literal["missing-from-channel", "not-in-ledger", "sha256-differs", "retired-but-in-channel"]
 
 
-class Drift(_Strict):
+class Drift(StrictModel):
     artifact: str
     kind: DriftKind
     detail: str

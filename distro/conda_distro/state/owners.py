@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from conda_distro.errors import ConfigError, DistroError
+from conda_distro.state.document import StateDocument, StrictModel
 from conda_distro.state.ledger import Ledger, PackageState
 from conda_distro.util.validation import HANDLE_RE, to_error
 from conda_distro.util.yamlio import LDict, load_fast_file
@@ -54,8 +55,8 @@ _NEVER = dt.datetime.min.replace(tzinfo=dt.UTC)
 Source = Literal["package_owners.yaml", "channel_state", "folder", "declared"]
 
 
-class _OwnerData(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _OwnerData(StrictModel):
+    model_config = ConfigDict(frozen=True)
 
     recipe: str
     by: str
@@ -84,8 +85,11 @@ class _OwnerData(BaseModel):
         return v
 
 
-class _OwnersFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _OwnersFile(StateDocument):
+    """``package_owners.yaml`` (written by people; ``schema_version`` is optional)."""
+
+    model_config = ConfigDict(frozen=True)
+    DOCUMENT = OWNERS_FILE
 
     owners: dict[str, _OwnerData] = Field(default_factory=dict)
 
@@ -161,6 +165,7 @@ def load_reviewed(root: Path) -> dict[str, Owner]:
     if not isinstance(doc, LDict):
         raise ConfigError(f"{OWNERS_FILE} must be a mapping with one key, owners: (package name -> owner)",
                           path=path, line=getattr(doc, "line", 1), hint=_SEE)
+    _OwnersFile.check_version(doc, path, error=ConfigError)
     try:
         data = _OwnersFile.model_validate(doc)
     except ValidationError as exc:

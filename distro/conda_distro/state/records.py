@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from conda_distro.errors import DistroError, LedgerError
+from conda_distro.state.document import StateDocument, StrictModel
 from conda_distro.state.ledger import ArtifactEntry, TestEvidence, UtcDatetime, latest_tests
-from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.yamlio import dump_plain, load_typed, read_yaml_text
 
 RECORD_SCHEMA_VERSION = 1
@@ -27,17 +27,15 @@ _STEM_RE = re.compile(r"(.+)-\d{8}(?:-\d+)?")
 _HINT = "fix the file by hand or restore it from git (`git checkout -- channel_state/retirements/`)"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RecordEvidence(_Strict):
+class RecordEvidence(StrictModel):
     unmaintained: dict[str, Any] | None = None  # the package's `report unmaintained` entry at the time
     last_tests: list[dict[str, Any]] = Field(default_factory=list)  # newest artifact's latest results
 
 
-class RetirementRecord(_Strict):
-    schema_version: int = RECORD_SCHEMA_VERSION
+class RetirementRecord(StateDocument):
+    SCHEMA_VERSION = RECORD_SCHEMA_VERSION
+    DOCUMENT = "retirement record"
+
     name: str
     at: UtcDatetime
     by: str
@@ -46,6 +44,9 @@ class RetirementRecord(_Strict):
     forced: bool = False
     dependents: list[str] = Field(default_factory=list)  # distribution packages depending on it (--force)
     evidence: RecordEvidence = Field(default_factory=RecordEvidence)
+
+    def to_text(self) -> str:
+        return dump_plain(self.model_dump(mode="json"))
 
 
 class RetirementRecords:
@@ -69,6 +70,7 @@ class RetirementRecords:
             raise LedgerError(f"retirement record: {exc.message}", path=path, line=exc.line, hint=_HINT) from None
         if not isinstance(data, dict):
             raise LedgerError("a retirement record must be a YAML mapping", path=path, line=1, hint=_HINT)
+        RetirementRecord.check_version(data, path, error=LedgerError)
         try:
             return RetirementRecord.model_validate(data)
         except ValidationError as exc:
@@ -95,7 +97,7 @@ class RetirementRecords:
         while path.exists():
             path, n = self.folder / f"{stem}-{n}.yaml", n + 1
         try:
-            atomic_write_text(path, dump_plain(record.model_dump(mode="json")))
+            record.write(path)
         except OSError as exc:
             raise LedgerError(f"cannot write the retirement record: {exc.strerror or exc}", path=path,
                               hint="check that channel_state/retirements/ is a folder you can write to") from None

@@ -15,12 +15,12 @@ import datetime as dt
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from conda_distro.errors import DistroError
+from conda_distro.state.document import StateDocument, StrictModel
 from conda_distro.state.ledger import RECIPE_RE
 from conda_distro.util.dates import utcnow
-from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.jsonio import parse_json, read_json_text
 from conda_distro.util.validation import to_error
 from conda_distro.util.yamlio import load_fast
@@ -53,11 +53,7 @@ def now() -> dt.datetime:
     return utcnow()
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class BuildRecord(_Model):
+class BuildRecord(StrictModel):
     name: str
     version: str
     artifact: str | None = None  # "<subdir>/<filename>" relative to the staging channel
@@ -72,7 +68,7 @@ class BuildRecord(_Model):
         return self.model_dump(mode="json", exclude_none=True)
 
 
-class TestRecord(_Model):
+class TestRecord(StrictModel):
     name: str = Field(pattern=_NAME)
     artifact: str
     pytorch: str = Field(pattern=RELEASE_RE.pattern)
@@ -112,8 +108,11 @@ class TestRecord(_Model):
         return self.model_dump(mode="json", exclude={"key"}, exclude_none=True)
 
 
-class ArtifactResults(_Model):
+class ArtifactResults(StateDocument):
     """Everything known about one staging artifact (one file in build/results/)."""
+
+    SCHEMA_VERSION = SCHEMA_VERSION
+    DOCUMENT = "results"
 
     schema_version: int = Field(default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION)
     artifact: str = Field(pattern=r"^(noarch|[a-z]+-[a-z0-9]+)/[^/\\]+\.(conda|tar\.bz2)$")
@@ -159,11 +158,8 @@ def read_results(path: Path, artifact: str) -> ArtifactResults:
     data = parse_json(text, path, error=DistroError, hint=_HINT)
     if not isinstance(data, dict):
         raise DistroError("corrupt results file: must be a JSON object", path=path, line=1, hint=_HINT)
-    version = data.get("schema_version")
-    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-        raise DistroError(f"made by a newer conda-distro (results schema {version}; this one reads up to "
-                          f"{SCHEMA_VERSION})", path=path, field="schema_version",
-                          hint="upgrade conda-distro, or delete the file: the next `conda-distro build` re-tests the artifact")
+    ArtifactResults.check_version(data, path, hint="upgrade conda-distro, or delete the file: the next "
+                                                   "`conda-distro build` re-tests the artifact")
     try:
         res = ArtifactResults.model_validate_json(text, strict=True)
     except ValidationError as exc:
@@ -200,7 +196,7 @@ class ResultsStore:
             return None
 
     def put(self, results: ArtifactResults) -> None:
-        atomic_write_text(self._path(results.artifact), results.model_dump_json(indent=2) + "\n")
+        results.write(self._path(results.artifact))
 
     def all(self) -> list[ArtifactResults]:
         if not self.folder.is_dir():

@@ -16,12 +16,14 @@ no git process runs in the repository (:func:`conda_distro.sweep.git.recover_git
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
 
 from conda_distro.errors import DistroError, GitError
+from conda_distro.state.document import StateDocument
 from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.yamlio import read_yaml_text
@@ -53,21 +55,33 @@ def journal_path(build_dir: Path, release: str) -> Path:
     return build_dir / "sweep" / f"pytorch-{release}.journal.json"
 
 
-@dataclass
-class SweepJournal:
+def _why(exc: Exception) -> str:
+    """One line for a refused journal: a validation error's first problem, with its field."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(map(str, first['loc'])) or 'the document'}: {first['msg']}"
+    return str(exc)
+
+
+class SweepJournal(StateDocument):
+    DOCUMENT = "sweep journal"
+
     release: str
-    phase: str = "edited"
+    phase: Literal["edited", "committing"] = "edited"
     commit: bool = False
-    originals: dict[str, str] = field(default_factory=dict)  # path (relative to the root) -> text before the sweep
-    written: dict[str, str] = field(default_factory=dict)  # path -> text the sweep wrote
+    originals: dict[str, str] = Field(default_factory=dict)  # path (relative to the root) -> text before the sweep
+    written: dict[str, str] = Field(default_factory=dict)  # path -> text the sweep wrote
     branch: str | None = None  # sweep/pytorch-VER (None: a late admission, package branches only)
     base: str | None = None  # the commit the branch starts from
     tip: str | None = None  # its last commit (made before the branch exists)
     start: str | None = None  # the branch (or commit) checked out when the sweep began: it returns there
-    result: dict | None = None  # the sweep's report, given back when a rerun finishes the commits
+    result: dict[str, Any] | None = None  # the sweep's report, given back when a rerun finishes the commits
+
+    def to_text(self) -> str:
+        return self.model_dump_json(indent=1) + "\n"
 
     def save(self, build_dir: Path) -> None:
-        atomic_write_text(journal_path(build_dir, self.release), json.dumps(asdict(self), indent=1) + "\n")
+        self.write(journal_path(build_dir, self.release))
 
     def delete(self, build_dir: Path) -> None:
         journal_path(build_dir, self.release).unlink(missing_ok=True)
@@ -83,14 +97,14 @@ def find_journal(build_dir: Path) -> SweepJournal | None:
     path = found[0]
     try:
         doc = read_json(path, "sweep", error=DistroError)
-        journal = SweepJournal(**doc)
-        if journal.phase not in PHASES or not isinstance(journal.originals, dict) or not isinstance(journal.written, dict):
-            raise ValueError(f"unknown phase {journal.phase!r}")
+        SweepJournal.check_version(doc, path, hint="finish it with the conda-distro that was interrupted, or "
+                                                   "restore recipes/ and distro.yaml from git and delete this file")
+        journal = SweepJournal.model_validate(doc)
         if journal.phase == "committing" and not (journal.tip and isinstance(journal.result, dict)):
             raise ValueError("the committing phase lacks its tip or result")
         check_swept_paths([*journal.originals, *journal.written], path)
     except (OSError, ValueError, TypeError) as exc:
-        raise DistroError(f"the journal of an interrupted sweep cannot be read: {exc}", path=path,
+        raise DistroError(f"the journal of an interrupted sweep cannot be read: {_why(exc)}", path=path,
                           hint="restore recipes/ and distro.yaml from git (git checkout -- recipes distro.yaml), "
                                "delete this file, and rerun the sweep") from None
     return journal
@@ -120,18 +134,22 @@ def uncommitted_path(build_dir: Path, release: str) -> Path:
     return build_dir / "sweep" / f"pytorch-{release}.uncommitted.json"
 
 
-@dataclass
-class UncommittedEdits:
+class UncommittedEdits(StateDocument):
     """What a sweep without ``--commit`` left in the work tree (distro.yaml and the bumped recipes), so
     that a later ``sweep --commit`` of the same release commits exactly that instead of answering
     "nothing to do". Written when such a sweep ends; removed once committed or found stale."""
 
+    DOCUMENT = "record of uncommitted sweep edits"
+
     release: str
-    originals: dict[str, str] = field(default_factory=dict)  # path -> text before the sweep
-    written: dict[str, str] = field(default_factory=dict)  # path -> text the sweep left
+    originals: dict[str, str] = Field(default_factory=dict)  # path -> text before the sweep
+    written: dict[str, str] = Field(default_factory=dict)  # path -> text the sweep left
+
+    def to_text(self) -> str:
+        return self.model_dump_json(indent=1) + "\n"
 
     def save(self, build_dir: Path) -> None:
-        atomic_write_text(uncommitted_path(build_dir, self.release), json.dumps(asdict(self), indent=1) + "\n")
+        self.write(uncommitted_path(build_dir, self.release))
 
     def delete(self, build_dir: Path) -> None:
         uncommitted_path(build_dir, self.release).unlink(missing_ok=True)
@@ -141,14 +159,14 @@ class UncommittedEdits:
         path = uncommitted_path(build_dir, release)
         try:
             doc = read_json(path, "sweep", error=DistroError)
-            edits = cls(**doc)
-            if not isinstance(edits.written, dict) or not isinstance(edits.originals, dict):
-                raise ValueError("bad shape")
+            cls.check_version(doc, path, hint="delete it and commit the sweep's edits yourself (or discard them and "
+                                              "sweep again)")
+            edits = cls.model_validate(doc)
             check_swept_paths([*edits.originals, *edits.written], path)
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError) as exc:
-            raise DistroError(f"the record of an uncommitted sweep cannot be read: {exc}", path=path,
+            raise DistroError(f"the record of an uncommitted sweep cannot be read: {_why(exc)}", path=path,
                               hint="delete it and commit the sweep's edits yourself (or discard them and sweep again)") from None
         return edits
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import Field, field_serializer
 
 from conda_distro.engine.gpu import variant_label
+from conda_distro.state.document import StateDocument, StrictModel
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline
 from conda_distro.util.safetext import shown
 from conda_distro.util.templating import render
@@ -198,11 +199,7 @@ class SweepPlan:
 # the document on disk (and `sweep --format json`)
 
 
-class _Doc(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class ReleaseTest(_Doc):
+class ReleaseTest(StrictModel):
     """One test of a package against the swept release (one variant)."""
 
     pytorch: str
@@ -217,7 +214,7 @@ class ReleaseTest(_Doc):
         return variant_label(self.variant, self.gpu)
 
 
-class SweepCommit(_Doc):
+class SweepCommit(StrictModel):
     """One commit of ``sweep --commit``: the package it bumps (None: the distro.yaml commit), and the first
     line of its message."""
 
@@ -226,7 +223,7 @@ class SweepCommit(_Doc):
     message: str
 
 
-class PackageEntry(_Doc):
+class PackageEntry(StrictModel):
     """One package of the sweep document (an :class:`Outcome`)."""
 
     name: str
@@ -265,9 +262,11 @@ class PackageEntry(_Doc):
         return Outcome(dec, self.status, self.reason, self.log, list(self.tests), self.recipe_hash)
 
 
-class SweepDocument(_Doc):
+class SweepDocument(StateDocument):
     """``build/sweep/pytorch-VER.json``: written from a :class:`SweepResult`, read back by the sweep
     itself and by `report unmaintained` (which needs only ``release`` and the packages' statuses)."""
+
+    DOCUMENT = "sweep report"
 
     release: str
     mode: str = "release-day"
@@ -290,8 +289,12 @@ class SweepDocument(_Doc):
     report_file: str | None = None
     admissions: list[dict[str, Any]] = Field(default_factory=list)  # later runs that admitted packages (saved file)
 
-    def to_json(self) -> str:
+    def to_text(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=1) + "\n"
+
+    def to_json(self) -> str:
+        """The file's text (:meth:`write` writes it)."""
+        return self.stamped().to_text()
 
     def result(self) -> SweepResult:
         """The result this document was written from (minus the edits: they are in the recipes)."""

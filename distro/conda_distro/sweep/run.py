@@ -278,7 +278,7 @@ def _edit(run: _Run) -> tuple[_Edits, dict[str, Outcome]]:
 
 def _journal(run: _Run, edits: _Edits) -> SweepJournal:
     """Phase journal (``edited``): saved before any file is written; a rerun after a kill rolls back from it."""
-    journal = SweepJournal(run.options.release, commit=run.options.commit, originals=dict(edits.originals),
+    journal = SweepJournal(release=run.options.release, commit=run.options.commit, originals=dict(edits.originals),
                            written=dict(edits.written))
     journal.save(run.dist.distro.build_dir)
     return journal
@@ -326,7 +326,7 @@ def _commit(run: _Run, edits: _Edits, outcomes: dict[str, Outcome], journal: Swe
     else:  # what a later `sweep --commit` of this release commits
         kept = {rel for rel in edits.written if rel not in edits.recipe_files.values()} | \
             {edits.recipe_files[n] for n in bumped}
-        UncommittedEdits(plan.release, originals={k: v for k, v in journal.originals.items() if k in kept},
+        UncommittedEdits(release=plan.release, originals={k: v for k, v in journal.originals.items() if k in kept},
                          written={k: v for k, v in journal.written.items() if k in kept}).save(dist.distro.build_dir)
         result.state = "uncommitted"
     result.tracking_issue = tracking_issue(plan, result)
@@ -337,7 +337,7 @@ def _save(run: _Run, result: SweepResult, journal: SweepJournal) -> None:
     """Phase save: the report, kept for `report unmaintained` and `sweep report` (open statuses are
     evidence; build/ is not versioned); then the journal goes."""
     distro = run.dist.distro
-    atomic_write_text(report_path(distro, run.plan.release), _saved_document(distro, result).to_json())
+    _saved_document(distro, result).write(report_path(distro, run.plan.release))
     journal.delete(distro.build_dir)
 
 
@@ -527,14 +527,14 @@ def _commit_left_edits(dist: Distribution, git: Repo | None, options: SweepOptio
         result.pr_bodies = {n: pr for n, pr in result.pr_bodies.items() if n in edited}
     bumped = [o.name for o in result.outcomes if o.status == "bumped"]
     repo = open_for_commit(git, dist.root, left.release, dirty_ok=True, packages=None if release_day else bumped)
-    journal = SweepJournal(left.release, commit=True, originals=left.originals, written=left.written)
+    journal = SweepJournal(release=left.release, commit=True, originals=left.originals, written=left.written)
     commit_sweep(repo, dist.distro, {n: r.path for n, r in dist.recipes.items()}, options, result, journal)
     result.tracking_issue = tracking_issue(result.plan, result)
     where = f"branch {result.branch}" if result.branch else f"{len(result.pr_bodies)} package branch(es)"
     result.message = (f"committed the edits of the earlier sweep of pytorch {left.release}: {where}, "
                       f"{len(result.commits)} commit(s); back on {result.start}")
     result.state = "committed" if release_day else "supported"
-    atomic_write_text(saved, _saved_document(dist.distro, result).to_json())
+    _saved_document(dist.distro, result).write(saved)
     journal.delete(dist.distro.build_dir)
     left.delete(dist.distro.build_dir)
     return result
@@ -561,6 +561,6 @@ def _finish_commits(distro: DistroRepo, git: Repo | None, journal: SweepJournal)
     result.message = (f"finished the commits of the interrupted sweep of pytorch {journal.release}: "
                       f"{where}, {len(result.commits)} commit(s)" + (f"; back on {result.start}" if result.start else ""))
     result.state = "committed" if result.plan.mode == "release-day" else "supported"
-    atomic_write_text(report_path(distro, journal.release), _saved_document(distro, result).to_json())
+    _saved_document(distro, result).write(report_path(distro, journal.release))
     journal.delete(distro.build_dir)
     return result
