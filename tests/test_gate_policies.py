@@ -184,3 +184,44 @@ def test_policy_ids_name_their_holds_in_the_json(bad, monkeypatch):
     plan = plan_gate(inputs([staged], [results(staged, "passed" if bad == "embargo" else "failed")]))
     (entry,) = PromoteResult(plan, dry_run=True).to_dict()["held"]
     assert entry["policy"] == ("embargo" if bad == "embargo" else "tests")
+
+
+def _depending(name: str, deps: tuple[str, ...], sha: str) -> ChannelFile:
+    return ChannelFile("noarch", f"{name}-1.0-h0_0.conda", name, "1.0", "h0_0", 0, sha * 64,
+                       ("pytorch >=2.4,<2.7", *deps))
+
+
+@pytest.mark.parametrize("own", ["passed", "failed"])
+def test_a_candidate_held_by_its_dependencies_lists_every_hold(own, tmp_path):
+    """Two held dependencies (their own tests fail): the dependent is held by both, and by its own failing
+    tests too when they fail (in the gate's order: its own checks first, then the dependency stage), in
+    promote's JSON and in every form of the excuses."""
+    base, core = _depending("basekit", (), "2"), _depending("corekit", (), "3")
+    app = _depending("appkit", ("basekit >=1", "corekit >=1"), "4")
+    ins = inputs([app, base, core], [results(app, own), results(base, "failed"), results(core, "failed")])
+    plan = plan_gate(ins)
+    assert not plan.promote
+    (entry,) = [e for e in PromoteResult(plan, dry_run=True).to_dict()["held"] if e["name"] == "appkit"]
+    own_holds = [("tests", "test-failed")] if own == "failed" else []
+    assert [(r["policy"], r["reason"]) for r in entry["reasons"]] == \
+        [*own_holds, ("dependencies", "dependency-not-in-main"), ("dependencies", "dependency-not-in-main")]
+    deps = [r for r in entry["reasons"] if r["policy"] == "dependencies"]
+    assert "'basekit >=1'" in deps[0]["detail"] and "'corekit >=1'" in deps[1]["detail"]
+    assert "basekit is held (test-failed)" in deps[0]["advice"] and "corekit is held" in deps[1]["advice"]
+    assert entry["reason"] == ("test-failed" if own == "failed" else "dependency-not-in-main")  # the primary one
+
+    excuses = excuses_of(plan, ins, now=dt.datetime(2026, 11, 20, tzinfo=dt.UTC))
+    (e,) = [e for e in excuses.candidates if e.name == "appkit"]
+    assert [r.split(":")[0] for r in e.reasons] == [*(r for _, r in own_holds), "dependency-not-in-main",
+                                                    "dependency-not-in-main"]
+    assert any("'corekit >=1'" in r for r in e.reasons) and any("corekit is held" in a for a in e.advice)
+    text, md = "\n".join(excuses.text_lines()), excuses.markdown()
+    assert text.count("- dependency-not-in-main: needs") == 2 and md.count("dependency-not-in-main: needs") == 2
+    (tmp_path / "build").mkdir()
+    write_excuses(tmp_path / "build" / "excuses.json", excuses)
+    back = read_excuses(tmp_path / "build")
+    assert back is not None and [x for x in back.candidates if x.name == "appkit"][0].reasons == e.reasons
+    # once its dependencies pass, no dependency hold is left on it
+    fixed = plan_gate(inputs([app, base, core], [results(app, own), results(base), results(core)]))
+    assert {f.name for f in fixed.promote} >= {"basekit", "corekit"}
+    assert not [x for h in fixed.held for x in h.holds if x.reason is HoldReason.DEPENDENCY_NOT_IN_MAIN]

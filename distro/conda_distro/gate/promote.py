@@ -207,18 +207,45 @@ def _resolve_dependencies(candidates: Sequence[ChannelFile], main: Mapping[str, 
     return order, states, needs
 
 
+def _dependency_holds(f: ChannelFile, unmet: Mapping[int, ChannelDep], held_by_name: Mapping[str, list[Held]]
+                      ) -> list[Held]:
+    """One hold per distribution dependency of ``f`` that nothing in main or promotable in this run meets,
+    in the order of its depends (every one: none hides another)."""
+    out = []
+    for i in sorted(unmet):
+        dep = unmet[i]
+        holds = [h for h in held_by_name.get(dep.name, ()) if satisfies(dep, h.file)]
+        why = [f"{h.artifact} is held ({h.reason.value})" for h in held_by_name.get(dep.name, ())]
+        detail = f"needs '{dep.text}': no matching file in main or promotable in this run"
+        live = [h for h in holds if h.hold_class is not HoldClass.STALE]
+        if live:  # the dependency's own hold is what to act on
+            advice = f"{dep.name} is held ({live[0].reason.value}): {live[0].what_to_do}; then `conda-distro promote` takes both"
+        else:  # nothing of this checkout meets it: build it from this checkout (a stale build never goes)
+            advice = f"`conda-distro build {dep.name}` builds it from this checkout (and re-tests {f.name} with it)"
+        out.append(Held(f, HoldReason.DEPENDENCY_NOT_IN_MAIN, detail + (f" ({'; '.join(why)})" if why else ""),
+                        advice=advice, policy=DEPENDENCIES.id))
+    return out
+
+
 def _dependency_held(state: _DepState, held_by_name: Mapping[str, list[Held]]) -> Held:
-    dep = state.unmet[min(state.unmet)]
-    holds = [h for h in held_by_name.get(dep.name, ()) if satisfies(dep, h.file)]
-    why = [f"{h.artifact} is held ({h.reason.value})" for h in held_by_name.get(dep.name, ())]
-    detail = f"needs '{dep.text}': no matching file in main or promotable in this run"
-    live = [h for h in holds if h.hold_class is not HoldClass.STALE]
-    if live:  # the dependency's own hold is what to act on
-        advice = f"{dep.name} is held ({live[0].reason.value}): {live[0].what_to_do}; then `conda-distro promote` takes both"
-    else:  # nothing of this checkout meets it: build it from this checkout (a stale build never goes)
-        advice = f"`conda-distro build {dep.name}` builds it from this checkout (and re-tests {state.file.name} with it)"
-    return Held(state.file, HoldReason.DEPENDENCY_NOT_IN_MAIN, detail + (f" ({'; '.join(why)})" if why else ""),
-                advice=advice)
+    """The hold of a candidate dropped at the dependency stage: its first unmet dependency, the others after."""
+    first, *more = _dependency_holds(state.file, state.unmet, held_by_name)
+    return first.with_also(more)
+
+
+def _with_unmet_dependencies(plan: PromotionPlan, inputs: PlanInputs, names: set[str],
+                             held_by_name: Mapping[str, list[Held]]) -> None:
+    """Every artifact held for another reason also says which of its distribution dependencies nothing in
+    main or promoted in this run meets (its excuses list every hold it has, not only the first)."""
+    met_by = [*inputs.main.values(), *plan.promote]
+    for i, h in enumerate(plan.held):
+        if h.hold_class in (HoldClass.DONE, HoldClass.STALE) \
+                or any(x.reason is HoldReason.DEPENDENCY_NOT_IN_MAIN for x in h.holds):
+            continue
+        unmet = {j: d for j, d in _distribution_deps(h.file, names).items()
+                 if not any(d.name == m.name and satisfies(d, m) and subdir_compatible(h.file, m) for m in met_by)}
+        if unmet:
+            plan.held[i] = h.with_also(_dependency_holds(h.file, unmet, held_by_name))
 
 
 _VERDICT_ORDER = (Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR, Verdict.MISSING)
@@ -338,7 +365,7 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     while True:
         plan.promote, unmet, needs = _resolve_dependencies(candidates, inputs.main, names)
         for s in unmet.values():
-            h = dataclasses.replace(_dependency_held(s, held_by_name), policy=DEPENDENCIES.id)
+            h = _dependency_held(s, held_by_name)
             plan.held.append(h)
             held_by_name[h.file.name].append(h)
         candidates = list(plan.promote)
@@ -367,6 +394,7 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
             plan.held.append(h)
             held_by_name[h.file.name].append(h)
         candidates = [c for c in candidates if c.artifact not in holds]
+    _with_unmet_dependencies(plan, inputs, names, held_by_name)
     plan.sets = _sets(plan.promote, plan.retests, needs)
     gone = {h.artifact for h in plan.held if h.hold_class in (HoldClass.STALE, HoldClass.DONE)}
     plan.flaky = flaky_tests([f for a, f in sorted(inputs.staging.items()) if a not in gone], inputs.results,
