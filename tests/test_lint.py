@@ -12,7 +12,7 @@ import yaml
 from conda_distro.cli import main
 from conda_distro.distribution import load_distribution
 from conda_distro.errors import DistroError
-from conda_distro.lint import CHECKS, Check, LintOptions, lint_distribution
+from conda_distro.lint import CHECKS, LintCheck, LintOptions, lint_distribution
 from conda_distro.recipe.model import parse_recipe
 from conda_distro.recipe.render import RenderSettings
 from conda_distro.recipe.variants import read_variant_files
@@ -106,7 +106,7 @@ FIXABLE = {"build-number-missing", "duplicate-deps", "maintainers-duplicate", "v
 
 
 def test_fixable_checks_are_exactly_the_tested_ones():
-    assert {cid for cid, cls in CHECKS.items() if cls.fix is not Check.fix} == FIXABLE
+    assert {cid for cid, cls in CHECKS.items() if cls.fix is not LintCheck.fix} == FIXABLE
 
 
 def _with_comments(clean_recipe) -> str:

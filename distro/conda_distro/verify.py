@@ -79,7 +79,7 @@ class VerifyOptions:
 
 
 @dataclass(frozen=True)
-class Check:
+class InstallCheck:
     """One check of an installed environment: what was checked of which package, how, and what it printed."""
 
     package: str
@@ -109,7 +109,7 @@ class TargetVerification:
     ok: bool
     installed: list[str] = field(default_factory=list)
     requested: list[str] = field(default_factory=list)
-    checks: list[Check] = field(default_factory=list)
+    checks: list[InstallCheck] = field(default_factory=list)
     error: str | None = None
     gpu: bool | None = None  # cuda: whether this machine had a working GPU (False: "cuda (no GPU)")
     #: why nothing was installed: upstream has no pytorch build of this release × variant (nobody can
@@ -202,11 +202,11 @@ def _python(prefix: Path, code: str) -> tuple[bool, str]:
     return proc.returncode == 0, (proc.stdout + proc.stderr).strip()[-2000:]
 
 
-def cuda_probe(prefix: Path, package: str = "pytorch") -> Check:
+def cuda_probe(prefix: Path, package: str = "pytorch") -> InstallCheck:
     """The GPU check of a cuda environment (run only where nvidia-smi works): ``torch.cuda.is_available()``
     and a tiny op on the device."""
     ok, output = _python(prefix, CUDA_PROBE)
-    return Check(package, "cuda op on the GPU", "gpu-probe", ok, output)
+    return InstallCheck(package, "cuda op on the GPU", "gpu-probe", ok, output)
 
 
 def _verify_target(solver: CondaSolver, dist: Distribution, target: Target, names: list[str], workdir: Path,
@@ -229,7 +229,7 @@ def _verify_target(solver: CondaSolver, dist: Distribution, target: Target, name
         res.error = f"the {target.variant} variant installed no {pytorch}"
         return res
     kind = TorchBuild.of(str(torch.build), list(torch.depends))
-    res.checks.append(Check(pytorch, "variant", "record", kind.variant == target.variant,
+    res.checks.append(InstallCheck(pytorch, "variant", "record", kind.variant == target.variant,
                             f"{pytorch} {torch.version} {torch.build}: {kind.evidence}"))
     if kind.variant != target.variant:
         res.error = f"the {target.variant} variant installed {pytorch} build {torch.build}, a {kind.evidence} build"
@@ -243,14 +243,14 @@ def _verify_target(solver: CondaSolver, dist: Distribution, target: Target, name
     if kind.python or any(prefix.glob("lib/python*/site-packages/torch")):
         ok, output = _python(prefix, VARIANT_PROBE)
         seen = output.split()[0] if ok and output else "?"
-        res.checks.append(Check(pytorch, "import torch", "import-probe", ok and seen == target.variant, output))
+        res.checks.append(InstallCheck(pytorch, "import torch", "import-probe", ok and seen == target.variant, output))
         if cuda and gpu:
             res.checks.append(cuda_probe(prefix, pytorch))
     by_pkg = {r.name: r for r in dist.recipes.values()}
     for name in names:
         for module in _import_names(by_pkg.get(name)):
             ok, output = _python(prefix, f"import {module}")
-            res.checks.append(Check(name, f"import {module}", "import", ok, output))
+            res.checks.append(InstallCheck(name, f"import {module}", "import", ok, output))
     failed = [c for c in res.checks if not c.ok]
     res.ok = not failed
     if failed:

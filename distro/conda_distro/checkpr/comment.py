@@ -74,7 +74,7 @@ class LogLinks:
 
 
 @dataclass
-class Row:
+class CommentRow:
     name: str
     status: str
     changed: bool = False
@@ -123,7 +123,7 @@ class PrReport:
     summary: str
     base: str
     verdict_detail: str = ""  # after the verdict: the message of the error that stopped check-pr (safetext)
-    rows: list[Row] = field(default_factory=list)
+    rows: list[CommentRow] = field(default_factory=list)
     targets: int = 0  # release × variant combinations of the distribution
     items: list[Item] = field(default_factory=list)
     asks: list[Ask] = field(default_factory=list)
@@ -297,13 +297,13 @@ def _only_errors(res: CheckPrResult) -> bool:
     return errors and not wrong
 
 
-def _rows(res: CheckPrResult, facts: _Facts) -> list[Row]:
+def _rows(res: CheckPrResult, facts: _Facts) -> list[CommentRow]:
     """One row per package: affected ones, and changed or blocked ones that could not be read."""
     names = list(res.affected) + [n for n in (*facts.unreadable, *facts.blocked_by) if n not in res.affected
                                   and (n in res.changed or n in facts.blocked_by)]
     rows = []
     for name in names:
-        row = Row(name, "pass", changed=name in res.changed)
+        row = CommentRow(name, "pass", changed=name in res.changed)
         tests = [t for t in res.tests if t.name == name]
         failed = [t.target for t in tests if t.status == "failed"]
         blocked = [t.target for t in tests if t.status == "blocked"]
@@ -346,7 +346,7 @@ def _rows(res: CheckPrResult, facts: _Facts) -> list[Row]:
     return rows
 
 
-def _asks(res: CheckPrResult, rows: list[Row], pins: dict[str, PinUpdate]) -> list[Ask]:
+def _asks(res: CheckPrResult, rows: list[CommentRow], pins: dict[str, PinUpdate]) -> list[Ask]:
     """Downstream maintainers: each mentioned once, with what they must do."""
     by_handle: dict[str, Ask] = {}
     for row in rows:

@@ -45,8 +45,8 @@ EXCUSES_FILE = "excuses.json"
 REASON_WIDTH = 600  # characters of a reason (it may quote a failing test's reason)
 _HINT = "rerun `conda-distro promote` (it writes build/excuses.json) or delete the file"
 
-Verdict = Literal["held-permanently", "held-temporarily", "waiting", "promote"]
-VERDICTS: tuple[Verdict, ...] = ("held-permanently", "held-temporarily", "waiting", "promote")  # worst first
+ExcuseVerdict = Literal["held-permanently", "held-temporarily", "waiting", "promote"]
+VERDICTS: tuple[ExcuseVerdict, ...] = ("held-permanently", "held-temporarily", "waiting", "promote")  # worst first
 
 _OWN = {HoldReason.TEST_FAILED: "its own tests", HoldReason.NOT_TESTED: "tests still to run",
         HoldReason.WAITING: "tests still to run", HoldReason.SHA256_MISMATCH: "a file of the same name in main",
@@ -54,7 +54,7 @@ _OWN = {HoldReason.TEST_FAILED: "its own tests", HoldReason.NOT_TESTED: "tests s
         HoldReason.NOT_OWNER: "the owner of its name", HoldReason.NO_TESTS: "tests that run (none ran)"}
 
 
-def verdict_of(reason: HoldReason | None) -> Verdict:
+def verdict_of(reason: HoldReason | None) -> ExcuseVerdict:
     """The verdict of a hold's class (:class:`conda_distro.gate.holds.HoldClass`): the one classification
     promote's exit code and the status page read too."""
     if reason is None:
@@ -106,7 +106,7 @@ class Excuse(StrictModel):
     name: str
     old_version: str | None = None
     new_version: str
-    verdict: Verdict
+    verdict: ExcuseVerdict
     reasons: list[str] = Field(default_factory=list)
     blocked_by: list[str] = Field(default_factory=list)
     promote_with: list[str] = Field(default_factory=list)
@@ -334,7 +334,7 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
     for (name, version), files in sorted(groups.items()):
         arts = sorted(f.artifact for f in files)
         hs = [x for a in arts if a in held for x in held[a].holds]  # every hold of every artifact, in order
-        worst: Verdict = min((verdict_of(h.reason) for h in hs), key=VERDICTS.index, default="promote")
+        worst: ExcuseVerdict = min((verdict_of(h.reason) for h in hs), key=VERDICTS.index, default="promote")
         if any(a in untracked for a in arts) and worst == "promote":
             worst = "waiting"
         reasons = list(dict.fromkeys(shown(f"{h.reason.value}: {h.detail}", "text", width=REASON_WIDTH) for h in hs))

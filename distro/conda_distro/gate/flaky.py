@@ -2,7 +2,7 @@
 
 A test is ``flaky`` when it passed and failed on the same inputs (the confirmation runs of
 :mod:`conda_distro.engine.confirm`): a candidate's own test, or a dependent's re-test with the candidates
-(or its baseline run with main's packages, :class:`conda_distro.gate.revdeps.Verdict` ``flaky``). It holds
+(or its baseline run with main's packages, :class:`conda_distro.gate.revdeps.RetestVerdict` ``flaky``). It holds
 nothing back and is never taken as a pass; each one is listed (promote's ``flaky``, the excuses, the status
 page) with its maintainers and a suggested ``force-badtest`` hint (which makes the gate ignore that
 package's failing tests as a dependent until its fix ships). Pure functions of the plan's data.

@@ -53,7 +53,7 @@ from conda_distro.gate.inputs import (
 )
 from conda_distro.gate.installability import Installability
 from conda_distro.gate.policies import DEPENDENCIES, INSTALLABILITY, REVDEPS, Candidate, judge, lifted_text, stale_hold
-from conda_distro.gate.revdeps import Retest, RevdepInputs, Verdict, ident
+from conda_distro.gate.revdeps import Retest, RetestVerdict, RevdepInputs, ident
 from conda_distro.gate.revdeps import check as check_revdeps
 from conda_distro.gate.staleness import StalenessInputs, recipe_outputs, stale_builds
 from conda_distro.state.ledger import RECIPE_RE, ArtifactEntry, EvidenceStatus, Ledger, TestEvidence
@@ -248,7 +248,7 @@ def _with_unmet_dependencies(plan: PromotionPlan, inputs: PlanInputs, names: set
             plan.held[i] = h.with_also(_dependency_holds(h.file, unmet, held_by_name))
 
 
-_VERDICT_ORDER = (Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR, Verdict.MISSING)
+_VERDICT_ORDER = (RetestVerdict.REGRESSION, RetestVerdict.FAILED, RetestVerdict.ERROR, RetestVerdict.MISSING)
 
 
 def _held_for_retests(f: ChannelFile, retests: list[Retest], inputs: PlanInputs | None = None) -> Held:
@@ -257,17 +257,17 @@ def _held_for_retests(f: ChannelFile, retests: list[Retest], inputs: PlanInputs 
     these = [r for r in retests if r.verdict is worst]
     names = tuple(sorted({r.dependent.name for r in these}))
     pairs = sorted({Target(r.pytorch, Variant(r.variant)) for r in these})
-    if worst is Verdict.REGRESSION:
+    if worst is RetestVerdict.REGRESSION:
         regs = tuple({"package": r.dependent.name, "artifact": r.dependent.artifact, "pytorch": r.pytorch,
                       "variant": r.variant, "log": r.log, "reason": r.reason} for r in these)
         return Held(f, HoldReason.REGRESSION, f"breaks {', '.join(names)} (in main) on {pairs_text(pairs)}: "
                     + these[0].detail, blocked_by=names, regressions=regs)
-    if worst is Verdict.FAILED:
+    if worst is RetestVerdict.FAILED:
         regs = tuple({"package": f.name, "pytorch": r.pytorch, "variant": r.variant, "log": r.log, "reason": r.reason}
                      for r in these)
         others = sorted({c for r in these for c in r.candidates})
         return Held(f, HoldReason.TEST_FAILED, these[0].detail, blocked_by=tuple(others), regressions=regs)
-    if worst is Verdict.ERROR:
+    if worst is RetestVerdict.ERROR:
         return Held(f, HoldReason.WAITING, f"infrastructure error re-testing {', '.join(names)}: {these[0].detail}; "
                     "run `conda-distro build --retry-errors`", blocked_by=names)
     if these[0].is_candidate:  # it waits for a test with the candidates it would go with
@@ -431,7 +431,7 @@ def _forgiven(f: ChannelFile, retests: list[Retest], inputs: PlanInputs, plan: P
         plan.forced[f.artifact] = force.by
         plan.hints_used.append(f"{f.artifact}: promoted despite its dependents' re-tests ({hint_text(force)})")
         return True
-    if all(r.verdict in (Verdict.MISSING, Verdict.ERROR) for r in retests):
+    if all(r.verdict in (RetestVerdict.MISSING, RetestVerdict.ERROR) for r in retests):
         urgent = hint_for(inputs, "urgent", f)
         if urgent is not None:
             plan.hints_used.append(f"{f.artifact}: not waiting for re-tests ({hint_text(urgent)})")

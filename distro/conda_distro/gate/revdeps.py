@@ -34,7 +34,7 @@ from conda_distro.state.results import NO_TESTS, ArtifactResults, TestRecord
 from conda_distro.vocab import Target
 
 
-class Verdict(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)
+class RetestVerdict(str, enum.Enum):  # noqa: UP042 -- StrEnum would change str()/format() of members (output bytes)
     PASS = "pass"
     REGRESSION = "regression"
     ALWAYS_FAILED = "always-failed"
@@ -60,7 +60,7 @@ class Retest:
     dependent: ChannelFile
     pytorch: str
     variant: str
-    verdict: Verdict
+    verdict: RetestVerdict
     candidates: tuple[str, ...]  # the candidates (artifacts) in that environment
     log: str | None = None
     detail: str = ""
@@ -72,7 +72,7 @@ class Retest:
         """The candidates this re-test holds back: a dependent in main holds the candidates that break it
         (or that it has not been re-tested with); a candidate that failed, or was not tested, with the
         other candidates holds itself (the set then shrinks, and main's version of it is checked)."""
-        if self.verdict not in (Verdict.REGRESSION, Verdict.ERROR, Verdict.MISSING, Verdict.FAILED):
+        if self.verdict not in (RetestVerdict.REGRESSION, RetestVerdict.ERROR, RetestVerdict.MISSING, RetestVerdict.FAILED):
             return ()
         return (self.dependent.artifact,) if self.is_candidate else self.candidates
 
@@ -191,12 +191,12 @@ def _flaky_everywhere(retests: list[Retest]) -> list[Retest]:
     """A test seen flaky proves no regression: when a dependent's re-test with the candidates is ``flaky``
     on one release × variant, its failures with the same candidates on the others are ``flaky`` too (the
     same test script, run with the same distribution packages; a failure there may be the same coin)."""
-    flaky = {(r.dependent.artifact, r.candidates) for r in retests if r.verdict is Verdict.FLAKY}
+    flaky = {(r.dependent.artifact, r.candidates) for r in retests if r.verdict is RetestVerdict.FLAKY}
     if not flaky:
         return retests
-    return [replace(r, verdict=Verdict.FLAKY, detail=r.detail + " (flaky with the same packages on another "
+    return [replace(r, verdict=RetestVerdict.FLAKY, detail=r.detail + " (flaky with the same packages on another "
                                                                "release or variant: no regression proven)")
-            if r.verdict is Verdict.REGRESSION and (r.dependent.artifact, r.candidates) in flaky else r
+            if r.verdict is RetestVerdict.REGRESSION and (r.dependent.artifact, r.candidates) in flaky else r
             for r in retests]
 
 
@@ -217,7 +217,7 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: Target, providers: dict[
     runs = res.runs(*pair) if res is not None and res.sha256 == f.sha256 else []
     hit = _latest(runs, lambda t: t.against is not None and all(t.against.get(n) == i for n, i in want.items()))
 
-    def retest(verdict: Verdict, log: str | None = None, detail: str = "") -> Retest:
+    def retest(verdict: RetestVerdict, log: str | None = None, detail: str = "") -> Retest:
         return Retest(dependent=f, pytorch=pair[0], variant=pair[1], verdict=verdict, candidates=names, log=log,
                       detail=detail, is_candidate=is_candidate,
                       reason=hit.reason if hit is not None and hit.status == "failed" else None)
@@ -225,43 +225,43 @@ def _classify(f: ChannelFile, is_candidate: bool, pair: Target, providers: dict[
     together = ", ".join(sorted(want.values()))
     if hit is None and runs and runs[-1].status == "error":  # its last run could not say what it ran with
         last = runs[-1]
-        return retest(verdict=Verdict.ERROR, log=last.log,
+        return retest(verdict=RetestVerdict.ERROR, log=last.log,
                       detail=f"{ident(f)} on pytorch {pair[0]} {pair[1]}: error" + (f" ({last.reason})" if last.reason else ""))
     if hit is None:
-        return retest(verdict=Verdict.MISSING,
+        return retest(verdict=RetestVerdict.MISSING,
                       detail=f"{ident(f)} not yet tested with {together} on pytorch {pair[0]} {pair[1]}")
     if hit.status == "passed":
-        verdict = Verdict.NEUTRAL if hit.reason == NO_TESTS else Verdict.PASS
+        verdict = RetestVerdict.NEUTRAL if hit.reason == NO_TESTS else RetestVerdict.PASS
         return retest(verdict=verdict, log=hit.log)
     if hit.status == "flaky":
-        return retest(verdict=Verdict.FLAKY, log=hit.log,
+        return retest(verdict=RetestVerdict.FLAKY, log=hit.log,
                       detail=f"{ident(f)} with {together} on pytorch {pair[0]} {pair[1]}: flaky ({_runs(hit)})")
     if hit.status in ("error", "blocked"):
-        return retest(verdict=Verdict.ERROR if hit.status == "error" else Verdict.MISSING, log=hit.log,
+        return retest(verdict=RetestVerdict.ERROR if hit.status == "error" else RetestVerdict.MISSING, log=hit.log,
                       detail=f"{ident(f)} with {together} on pytorch {pair[0]} {pair[1]}: {hit.status}"
                              + (f" ({hit.reason})" if hit.reason else ""))
     # failed with the candidates
     why = f"{ident(f)} fails with {together} on pytorch {pair[0]} {pair[1]}" + (f": {hit.reason}" if hit.reason else "")
     if is_candidate:
-        return retest(verdict=Verdict.FAILED, log=hit.log, detail=why)
+        return retest(verdict=RetestVerdict.FAILED, log=hit.log, detail=why)
     if inputs.ignore_test(f):
-        return retest(verdict=Verdict.IGNORED, log=hit.log, detail="force-badtest hint")
+        return retest(verdict=RetestVerdict.IGNORED, log=hit.log, detail="force-badtest hint")
     main_idents = scope.main_idents
     ref = _latest(runs, lambda t: t.against is not None
                   and all(t.against.get(n) in main_idents.get(n, ()) for n in want))
     before = ref.status if ref is not None else inputs.evidence.get(f.artifact, {}).get(pair)
     if before == "flaky":  # the baseline side passed and failed too: no regression
-        return retest(verdict=Verdict.FLAKY, log=hit.log,
+        return retest(verdict=RetestVerdict.FLAKY, log=hit.log,
                       detail=why + f" (and with main's packages it is flaky: "
                                    f"{_runs(ref) if ref is not None else 'so its promotion recorded'})")
     if before == "passed":
-        return retest(verdict=Verdict.REGRESSION, log=hit.log, detail=why)
+        return retest(verdict=RetestVerdict.REGRESSION, log=hit.log, detail=why)
     if before == "failed" and ref is not None and ref.reason and hit.reason \
             and normalize(ref.reason) != normalize(hit.reason):  # failing before, but of another cause: a new one
-        return retest(verdict=Verdict.REGRESSION, log=hit.log,
+        return retest(verdict=RetestVerdict.REGRESSION, log=hit.log,
                       detail=why + f" (a new failure: with main's packages it failed of another cause: "
                                    f"{normalize(ref.reason)})")
-    return retest(verdict=Verdict.ALWAYS_FAILED, log=hit.log,
+    return retest(verdict=RetestVerdict.ALWAYS_FAILED, log=hit.log,
                   detail=why + (" (it failed against main's current packages too)" if before else
                                 " (never seen passing there)"))
 

@@ -10,7 +10,7 @@ from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import DistroError, ExitCode
 from conda_distro.lint import checks as _checks  # noqa: F401  (registers the checks)
 from conda_distro.lint import proposal_checks as _proposal_checks  # noqa: F401  (registers proposal-* checks)
-from conda_distro.lint.base import CHECKS, Check, Finding, Severity
+from conda_distro.lint.base import CHECKS, Finding, LintCheck, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.lint.hint_checks import lint_hints  # (registers the hint-* checks)
 from conda_distro.lint.owner_checks import owner_registry  # (registers package-owner, source-path-outside, owners-*)
@@ -20,7 +20,7 @@ from conda_distro.recipe.model import Recipe, parse_recipe
 from conda_distro.util.dates import parse_as_of, utcnow
 from conda_distro.util.fsutil import atomic_write_text, paused_gc
 
-__all__ = ["CHECKS", "Check", "CheckList", "Finding", "LintOptions", "LintResult", "Severity", "lint", "lint_distribution",
+__all__ = ["CHECKS", "CheckList", "Finding", "LintCheck", "LintOptions", "LintResult", "Severity", "lint", "lint_distribution",
            "list_checks"]
 
 
@@ -111,7 +111,7 @@ class CheckList:
 
 
 def list_checks() -> CheckList:
-    return CheckList([{"id": c.id, "severity": c.severity.value, "fixable": c.fix is not Check.fix,
+    return CheckList([{"id": c.id, "severity": c.severity.value, "fixable": c.fix is not LintCheck.fix,
                        "explanation": c.explanation()} for c in (CHECKS[k] for k in sorted(CHECKS))])
 
 
@@ -132,7 +132,7 @@ def _error_finding(exc: DistroError, ctx: LintContext, recipe: str) -> Finding:
                    path=ctx.relpath(path), line=exc.line, hint=exc.hint)
 
 
-def selected_checks(only: tuple[str, ...] = ()) -> list[Check]:
+def selected_checks(only: tuple[str, ...] = ()) -> list[LintCheck]:
     unknown = [c for c in only if c not in CHECKS]
     if unknown:
         import difflib
@@ -143,7 +143,7 @@ def selected_checks(only: tuple[str, ...] = ()) -> list[Check]:
     return [CHECKS[c]() for c in (only or sorted(CHECKS))]
 
 
-def lint_recipe(recipe: Recipe, ctx: LintContext, checks: list[Check]) -> list[Finding]:
+def lint_recipe(recipe: Recipe, ctx: LintContext, checks: list[LintCheck]) -> list[Finding]:
     out: list[Finding] = []
     skip = set(recipe.skip_lints)
     for check in checks:

@@ -40,10 +40,10 @@ class Problem:
     hint: str | None = None
 
 
-CHECKS: dict[str, type[Check]] = {}
+CHECKS: dict[str, type[LintCheck]] = {}
 
 
-class Check:
+class LintCheck:
     """Base of all checks. Subclasses set ``id``, ``severity``, ``hint`` and implement ``run``."""
 
     id: ClassVar[str]
@@ -65,7 +65,7 @@ class Check:
 
     @property
     def fixable(self) -> bool:
-        return type(self).fix is not Check.fix
+        return type(self).fix is not LintCheck.fix
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -88,7 +88,7 @@ class Check:
         ]
 
 
-class FileCheck(Check):
+class FileCheck(LintCheck):
     """Base of checks on another file than a recipe (a proposal, hints.yaml): registered with the recipe
     checks (``--list-checks``, ``--check``), they yield nothing for recipes; their own runner calls them."""
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from conda_distro.lagging import READY, excluded_by_bound
-from conda_distro.lint.base import CHECKS, Check, Problem, Severity
+from conda_distro.lint.base import CHECKS, LintCheck, Problem, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.recipe.edit import TreeEditor
 from conda_distro.recipe.model import SECTIONS, Dep, Recipe
@@ -36,7 +36,7 @@ def _valid_version(v: str) -> bool:
 # ------------------------------------------------------------------ maintainers
 
 
-class MaintainersMissing(Check):
+class MaintainersMissing(LintCheck):
     """Every recipe lists at least one GitHub handle in extra.recipe-maintainers: someone answers for it
     when a PyTorch release breaks it."""
 
@@ -49,7 +49,7 @@ class MaintainersMissing(Check):
             yield Problem("no recipe maintainers listed", recipe.line_of(key))
 
 
-class MaintainersMalformed(Check):
+class MaintainersMalformed(LintCheck):
     """Maintainers are GitHub handles (letters, digits, single hyphens, at most 39 characters) or
     ORG/TEAM handles, written without a leading @."""
 
@@ -62,7 +62,7 @@ class MaintainersMalformed(Check):
                 yield Problem(f"'{m}' is not a GitHub handle", recipe.line_of("extra.recipe-maintainers"))
 
 
-class MaintainersDuplicate(Check):
+class MaintainersDuplicate(LintCheck):
     """A maintainer is listed twice."""
 
     id = "maintainers-duplicate"
@@ -91,7 +91,7 @@ class MaintainersDuplicate(Check):
 # ------------------------------------------------------------------ pins
 
 
-class RunDepUnbounded(Check):
+class RunDepUnbounded(LintCheck):
     """Every run requirement has an upper bound (policy.upper_bounds; names in policy.unbounded_allowed
     are exempt). A bare host requirement whose package exports an upper-bounded run_export (conda-forge's
     pytorch exports 'pytorch >=X.Y,<X.(Y+1)') counts as bounded. Upper bounds are what let the
@@ -119,7 +119,7 @@ class RunDepUnbounded(Check):
                 yield Problem(f"run requirement '{dep.raw}' has no upper bound", dep.line)
 
 
-class PytorchBoundGranularity(Check):
+class PytorchBoundGranularity(LintCheck):
     """The pin on pytorch is bounded at minor granularity (`pytorch >=2.4,<2.7`, not `<3` and not `<2.6.2`):
     a bugfix release of PyTorch must never need a new downstream build, and a new minor release must be
     tested before it is admitted."""
@@ -143,7 +143,7 @@ class PytorchBoundGranularity(Check):
                 best.dep.line)
 
 
-class PytorchLowerBound(Check):
+class PytorchLowerBound(LintCheck):
     """An explicit pytorch run pin has a floor, so that users with an older PyTorch get a solver
     error rather than a broken import."""
 
@@ -157,7 +157,7 @@ class PytorchLowerBound(Check):
                 yield Problem(f"'{v.dep.raw}' has no lower bound", v.dep.line)
 
 
-class PytorchPinAdmitsRelease(Check):
+class PytorchPinAdmitsRelease(LintCheck):
     """The pytorch pin admits at least one release listed in distro.yaml (pytorch.releases); otherwise
     the package can never be tested or installed from the distribution."""
 
@@ -174,7 +174,7 @@ class PytorchPinAdmitsRelease(Check):
                 yield Problem(f"'{d.raw}' admits none of the supported releases ({', '.join(ctx.releases)})", d.line)
 
 
-class PytorchPinLags(Check):
+class PytorchPinLags(LintCheck):
     """The pytorch pins leave out a supported release (their upper bound is below it) while every
     distribution package the recipe depends on admits that release: nothing holds it back but its own
     pins. That is what a package fixed after release day looks like: it failed the release-day sweep,
@@ -202,7 +202,7 @@ class PytorchPinLags(Check):
                            "with --commit)")
 
 
-class LockstepOneMinor(Check):
+class LockstepOneMinor(LintCheck):
     """Packages marked extra.pytorch-lockstep (torchvision-like, versioned with PyTorch's minor) pin
     pytorch to exactly one minor release, e.g. 'pytorch >=2.5,<2.6'."""
 
@@ -225,7 +225,7 @@ class LockstepOneMinor(Check):
                 yield Problem(f"'{d.raw}' admits {n} minor releases of pytorch; a lockstep package admits one", d.line)
 
 
-class PytorchMissing(Check):
+class PytorchMissing(LintCheck):
     """A package in the PyTorch distribution depends on pytorch, directly or through another
     distribution package. Packages that do not belong in conda-forge, not here."""
 
@@ -239,7 +239,7 @@ class PytorchMissing(Check):
             yield Problem("the recipe depends neither on pytorch nor on a distribution package", recipe.line_of("requirements"))
 
 
-class DuplicateDeps(Check):
+class DuplicateDeps(LintCheck):
     """A package appears twice in the same requirements section (outside if/then branches; each output
     of a multi-output recipe has its own sections). conda-forge's idiom of a bare entry next to a
     constrained one (`pytorch` for the variant pin and run_exports, `pytorch * cuda*` for the build
@@ -284,7 +284,7 @@ class DuplicateDeps(Check):
 # ------------------------------------------------------------------ build
 
 
-class BuildNumberMissing(Check):
+class BuildNumberMissing(LintCheck):
     """build.number is set explicitly: every rebuild of the same version (pin widened, fix) bumps it, and
     the artifact filename must never be reused."""
 
@@ -315,7 +315,7 @@ class BuildNumberMissing(Check):
         return True
 
 
-class FolderNameMismatch(Check):
+class FolderNameMismatch(LintCheck):
     """The recipe folder is named after the package (recipes/<package.name>/recipe.yaml)."""
 
     id = "folder-name-mismatch"
@@ -326,7 +326,7 @@ class FolderNameMismatch(Check):
             yield Problem(f"folder '{recipe.folder.name}' holds package '{recipe.name}'", recipe.line_of("package.name"))
 
 
-class VersionPrefix(Check):
+class VersionPrefix(LintCheck):
     """The version is the upstream version without a leading 'v' (git tags often have one; conda versions do not)."""
 
     id = "version-v-prefix"
@@ -345,7 +345,7 @@ class VersionPrefix(Check):
         return False
 
 
-class VersionInvalid(Check):
+class VersionInvalid(LintCheck):
     """The version is a valid conda version (no spaces, no '-', no '${{' left after rendering)."""
 
     id = "version-invalid"
@@ -358,7 +358,7 @@ class VersionInvalid(Check):
             yield Problem(f"'{v}' is not a valid conda version", recipe.line_of("package.version"))
 
 
-class NoarchPythonNeedsPython(Check):
+class NoarchPythonNeedsPython(LintCheck):
     """A noarch: python package lists python in both host and run requirements; without it the
     build has no site-packages and the package installs into any environment."""
 
@@ -374,7 +374,7 @@ class NoarchPythonNeedsPython(Check):
                 yield Problem(f"noarch: python package has no python in requirements.{section}", recipe.line_of("requirements"))
 
 
-class NoarchWithCompiler(Check):
+class NoarchWithCompiler(LintCheck):
     """A noarch package cannot use compilers: compiled code is platform-specific."""
 
     id = "noarch-with-compiler"
@@ -390,7 +390,7 @@ class NoarchWithCompiler(Check):
 # ------------------------------------------------------------------ tests
 
 
-class TestsMissing(Check):
+class TestsMissing(LintCheck):
     """Every recipe has tests: the distribution's promise rests on testing each artifact against every
     supported PyTorch release."""
 
@@ -403,7 +403,7 @@ class TestsMissing(Check):
             yield Problem("no runnable tests (python imports or a script)", recipe.line_of("tests") if "tests" in recipe.lines else 1)
 
 
-class PythonImportTest(Check):
+class PythonImportTest(LintCheck):
     """A python package has a `python: imports:` test; it is the cheapest test that catches a broken
     install."""
 
@@ -419,7 +419,7 @@ class PythonImportTest(Check):
 # ------------------------------------------------------------------ about / source
 
 
-class LicenseMissing(Check):
+class LicenseMissing(LintCheck):
     """about.license is set: redistributing a package requires knowing its license."""
 
     id = "license-missing"
@@ -430,7 +430,7 @@ class LicenseMissing(Check):
             yield Problem("about.license is missing", recipe.line_of("about"))
 
 
-class LicenseSpdx(Check):
+class LicenseSpdx(LintCheck):
     """about.license is an SPDX expression (e.g. 'BSD-3-Clause', 'MIT OR Apache-2.0')."""
 
     id = "license-not-spdx"
@@ -443,7 +443,7 @@ class LicenseSpdx(Check):
             yield Problem(f"license '{lic}' does not look like an SPDX expression", recipe.line_of("about.license"))
 
 
-class LicenseFileMissing(Check):
+class LicenseFileMissing(LintCheck):
     """about.license_file names the license text shipped in the package."""
 
     id = "license-file-missing"
@@ -455,7 +455,7 @@ class LicenseFileMissing(Check):
             yield Problem("about.license_file is missing", recipe.line_of("about"))
 
 
-class SummaryMissing(Check):
+class SummaryMissing(LintCheck):
     """about.summary says in one line what the package is; it is shown by `conda search` and on the status page."""
 
     id = "summary-missing"
@@ -467,7 +467,7 @@ class SummaryMissing(Check):
             yield Problem("about.summary is missing", recipe.line_of("about"))
 
 
-class HomepageMissing(Check):
+class HomepageMissing(LintCheck):
     """about.homepage (or repository) points users to the project."""
 
     id = "homepage-missing"
@@ -479,7 +479,7 @@ class HomepageMissing(Check):
             yield Problem("about.homepage is missing", recipe.line_of("about"))
 
 
-class SourceSha256(Check):
+class SourceSha256(LintCheck):
     """Every url source has a sha256 checksum, so that a changed upstream tarball fails loudly."""
 
     id = "source-missing-sha256"
@@ -495,7 +495,7 @@ class SourceSha256(Check):
                 yield Problem(f"source {s.url or s.path or s.git} has the placeholder sha256 (all zeros)", s.line)
 
 
-class SourceUrlVersion(Check):
+class SourceUrlVersion(LintCheck):
     """A url source names the version (through ${{ version }}), so that a version bump cannot silently
     keep building the old tarball. Extra downloads (a license file, test data) need not: the check fires
     when no url source names the version."""
@@ -512,7 +512,7 @@ class SourceUrlVersion(Check):
             yield Problem(f"source url does not contain the version {recipe.version}", urls[0][1])
 
 
-class SkipLintsUnknown(Check):
+class SkipLintsUnknown(LintCheck):
     """extra.skip-lints names only existing check ids."""
 
     id = "skip-lints-unknown"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conda_distro.errors import ConfigError
-from conda_distro.lint.base import Check, FileCheck, Finding, Problem, Severity
+from conda_distro.lint.base import FileCheck, Finding, LintCheck, Problem, Severity
 from conda_distro.lint.context import LintContext
 from conda_distro.recipe.model import Recipe
 from conda_distro.state.owners import OWNERS_FILE, OwnerRegistry, load_reviewed, registry_of
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from conda_distro.distribution import Distribution
 
 
-class PackageOwner(Check):
+class PackageOwner(LintCheck):
     """A recipe publishes only package names it owns (conda-forge's feedstock-outputs rule). The owner of a
     name is, first found: its entry in package_owners.yaml (reviewed); the recipe main's ledger
     (channel_state/NAME.json) recorded its newest promoted artifact as built from; the recipe folder named
@@ -53,7 +53,7 @@ def _output_line(recipe: Recipe, index: int) -> int | None:
     return item.line_of("package") if isinstance(item, LDict) and "package" in item else outputs.line_of(index)
 
 
-class SourcePathOutside(Check):
+class SourcePathOutside(LintCheck):
     """A ``source: path:`` stays inside the repository: a recipe cannot make the build read /etc, a home
     folder or another checkout (symbolic links are followed). Cannot be skipped."""
 
@@ -92,7 +92,7 @@ class OwnersUnknownRecipe(FileCheck):
     severity = Severity.WARNING
 
 
-def owner_registry(dist: Distribution, ctx: LintContext, checks: Sequence[Check]) -> tuple[OwnerRegistry | None, list[Finding]]:
+def owner_registry(dist: Distribution, ctx: LintContext, checks: Sequence[LintCheck]) -> tuple[OwnerRegistry | None, list[Finding]]:
     """The distribution's owner registry and the findings on package_owners.yaml. A malformed file is one
     ``owners-invalid`` finding (the registry is then unknown) when that check is selected; else it raises."""
     try:

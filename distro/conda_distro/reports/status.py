@@ -171,7 +171,7 @@ class StagedRow:
 
 
 @dataclass
-class Row:
+class PackageRow:
     name: str
     maintainers: list[str]
     newest: ArtifactEntry | None
@@ -290,7 +290,7 @@ class Drawing:
 class StatusPage:
     facts: Facts
     report: UnmaintainedReport
-    rows: list[Row]
+    rows: list[PackageRow]
     drawing: Drawing
     progress: list[ReleaseProgress] = field(default_factory=list)
     excuses: Excuses | None = None
@@ -376,7 +376,7 @@ def staged_row(pkg: PackageFacts, main: list[Cell], excuse: Excuse | None = None
 
 
 def make_rows(facts: Facts, report: UnmaintainedReport, repo: RepoLinks | None = None,
-              excuses: Excuses | None = None) -> list[Row]:
+              excuses: Excuses | None = None) -> list[PackageRow]:
     judged: dict[tuple[str, str], Excuse] = {(e.name, e.new_version): e for e in (excuses.candidates if excuses else ())}
     flags = {e.name: e for e in report.packages}
     retired = {r.name: r for r in report.retired}
@@ -385,7 +385,7 @@ def make_rows(facts: Facts, report: UnmaintainedReport, repo: RepoLinks | None =
     for name, pkg in facts.packages.items():
         cells = [make_cell(pkg, r.release, v, facts) for r in facts.releases for v in facts.variants]
         in_graph = name in facts.graph.g
-        rows.append(Row(name, pkg.maintainers, pkg.newest, cells, flags.get(name), retired.get(name),
+        rows.append(PackageRow(name, pkg.maintainers, pkg.newest, cells, flags.get(name), retired.get(name),
                         sorted(facts.graph.dependencies(name)) if in_graph else [],
                         sorted(facts.graph.dependents(name)) if in_graph else [], level_of.get(name),
                         staged_row(pkg, cells, judged.get((name, pkg.staged.version)) if pkg.staged else None),
@@ -395,7 +395,7 @@ def make_rows(facts: Facts, report: UnmaintainedReport, repo: RepoLinks | None =
     return rows
 
 
-def blocked_rows(facts: Facts, rows: list[Row]) -> None:
+def blocked_rows(facts: Facts, rows: list[PackageRow]) -> None:
     """A package with nothing in main and no build in staging whose distribution dependencies fail or are
     blocked on a release × variant is blocked there (`build` does not attempt it): give it a staging row
     saying so, instead of "untested". Dependencies first, so a block passes on to dependents."""
@@ -421,7 +421,7 @@ def blocked_rows(facts: Facts, rows: list[Row]) -> None:
 Untestable = Callable[[str, str, str], "str | None"]
 
 
-def _lag(row: Row, release: str, variants: list[str], untestable: Untestable | None) -> str | None:
+def _lag(row: PackageRow, release: str, variants: list[str], untestable: Untestable | None) -> str | None:
     """Why a package does not admit and pass ``release`` (None: it does)."""
     cells = [row.effective(release, v) for v in variants]
     applicable = [c for c in cells if c.status != "not-applicable"]
@@ -439,7 +439,7 @@ def _lag(row: Row, release: str, variants: list[str], untestable: Untestable | N
     return "not tested yet"
 
 
-def release_progress(facts: Facts, rows: list[Row], repo: RepoLinks | None = None,
+def release_progress(facts: Facts, rows: list[PackageRow], repo: RepoLinks | None = None,
                      untestable: Untestable | None = None) -> list[ReleaseProgress]:
     counted = [row for row in rows if not (row.retired and row.newest is None)
                and (facts.packages[row.name].tracks_pytorch if row.name in facts.packages else True)]
@@ -530,7 +530,7 @@ def ordered_levels(facts: Facts) -> list[list[str]]:
     return out
 
 
-def draw(facts: Facts, rows: list[Row]) -> Drawing:
+def draw(facts: Facts, rows: list[PackageRow]) -> Drawing:
     state = {r.name: r.state for r in rows}
     levels = ordered_levels(facts)
     nodes: dict[str, Node] = {}
