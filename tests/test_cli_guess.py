@@ -6,7 +6,6 @@ parentheses)."""
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 import os
 import re
@@ -90,44 +89,6 @@ def test_sandbox_force_refuses_another_users_folder(tmp_path, capsys):
     code, out, err = run_cli(capsys, "sandbox", str(theirs), "--force")
     assert code == 2 and "belongs to another user" in err and "mktemp -d" in err
     assert (theirs / "keep.txt").read_text() == "mine\n"
-
-
-def test_progress_is_quiet_without_a_terminal_and_under_ci(monkeypatch):
-    from conda_distro.cli.app import progress_bar
-    from conda_distro.engine import progress
-
-    monkeypatch.delenv("CI", raising=False)
-    assert progress_bar() is None  # pytest captures stderr: not a terminal
-    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
-    monkeypatch.setenv("CI", "true")
-    assert progress_bar() is None and not progress.interactive()
-    monkeypatch.delenv("CI")
-    assert progress_bar() is not None
-
-
-def test_progress_bars_show_the_time_left():
-    from rich.console import Console
-    from rich.progress import TimeRemainingColumn
-
-    from conda_distro.cli.app import StepProgress
-    from conda_distro.engine.progress import RichReporter
-
-    assert any(isinstance(c, TimeRemainingColumn) for c in RichReporter().progress.columns)
-    buf = io.StringIO()
-    bar = StepProgress()
-    import sys
-
-    app = sys.modules["conda_distro.cli.app"]
-
-    real = app.stderr._get
-    app.stderr._get = lambda: Console(file=buf, force_terminal=True, width=120)  # type: ignore[method-assign]
-    try:
-        bar.update(1, 4, "verifying pytorch 2.6.0 cpu")
-        shown = buf.getvalue()
-        bar.update(4, 4, "verified")
-    finally:
-        app.stderr._get = real  # type: ignore[method-assign]
-    assert "ETA" in shown and "/4" in shown and "verifying pytorch 2.6.0 cpu" in shown
 
 
 # ---------------------------------------------------------------------------------------------

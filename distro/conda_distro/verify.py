@@ -31,7 +31,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from conda_distro.errors import ChannelError, UsageError
 from conda_distro.recipe.model import Recipe
 from conda_distro.state.ledger import Drift, Ledger, compare_with_channel
 from conda_distro.util.fsutil import check_writable
+from conda_distro.util.progress import NULL_SINK, ProgressSink, TaskFinish, TaskProgress, TaskStart, TaskStep
 from conda_distro.vocab import Target
 
 SMOKE_TIMEOUT = 300
@@ -73,8 +73,8 @@ class VerifyOptions:
     pytorch: tuple[str, ...] = ()
     keep: Path | None = None  # keep the environments under this folder (default: temporary)
     root: Path | None = None  # the distribution's folder (None: found from the current one); for verify()
-    #: called before each release × variant is verified and once at the end: (done, total, what is next)
-    progress: Callable[[int, int, str], None] | None = None
+    #: where verify reports its progress (task ``verify``: a step per release × variant); the CLI's sink
+    progress: ProgressSink = NULL_SINK
     conda: CondaSettings = CondaSettings()  # the user's conda settings that change a solve
 
 
@@ -308,19 +308,20 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
         for f in files:
             needs[f.name] = needs.get(f.name, frozenset()) | lockstep_of(f)
         targets = [Target(r, v) for r in releases for v in dist.config.pytorch.variants]
-        for i, target in enumerate(targets):
-            if options.progress:
-                options.progress(i, len(targets), f"verifying pytorch {target.release} {target.variant}")
+        sink = options.progress
+        sink.on_start(TaskStart("verify", len(targets), f"verifying {len(targets)} release × variant(s)"))
+        for i, target in enumerate(targets, 1):
+            sink.on_step(TaskStep("verify", str(target), f"verifying pytorch {target.release} {target.variant}"))
             if target in available.missing:
                 results.append(TargetVerification(target.release, target.variant, True, skipped=available.missing[target]))
-                continue
-            names = admitting(files, pytorch, target.release)
-            left_out = {n: why for n in names if (why := available.why_not(target, needs.get(n, ())))}
-            res = _verify_target(solver, dist, target, [n for n in names if n not in left_out], workdir, cache, gpu)
-            res.left_out = left_out
-            results.append(res)
-        if options.progress:
-            options.progress(len(targets), len(targets), "verified")
+            else:
+                names = admitting(files, pytorch, target.release)
+                left_out = {n: why for n in names if (why := available.why_not(target, needs.get(n, ())))}
+                res = _verify_target(solver, dist, target, [n for n in names if n not in left_out], workdir, cache, gpu)
+                res.left_out = left_out
+                results.append(res)
+            sink.on_progress(TaskProgress("verify", i, len(targets), step=str(target)))
+        sink.on_finish(TaskFinish("verify", "verified"))
         solver.close()
     finally:
         _remove_tree(scratch)

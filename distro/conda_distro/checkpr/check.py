@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.distribution import Distribution, Exclusions, load_distribution
-from conda_distro.engine.executor import Reporter
 from conda_distro.engine.run import SCOPES, BuildOptions, run_build
 from conda_distro.errors import ExitCode, UsageError
 from conda_distro.graph import RecipeGraph
@@ -40,6 +39,7 @@ from conda_distro.state.owners import OWNERS_FILE, registry_of
 from conda_distro.state.results import BuildRecord, TestRecord
 from conda_distro.util.fsutil import clear_folder
 from conda_distro.util.gitutil import changed_files, recipe_names, scope_name
+from conda_distro.util.progress import ProgressSink
 
 BUILDABLE_PREFIXES = ("recipes/", "proposals/")
 BUILDABLE_FILES = ("distro.yaml",)
@@ -57,6 +57,7 @@ class CheckPrOptions:
     pytorch: tuple[str, ...] = ()  # --pytorch: test only against these releases (solve only them)
     solve: bool = True  # False: stop once the affected set is known (the fan-out's plan and shard jobs)
     shards: ShardInputs | None = None  # the fan-in: build nothing, take the shards' records (conda_distro.fanout)
+    progress: ProgressSink | None = None  # where its builds report progress (the CLI's sink; None: nowhere)
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,7 @@ def scope_shown(dist: Distribution, scope: str) -> str:
     return folder.relative_to(dist.root).as_posix() if dist.distro.build_dir.is_relative_to(dist.root) else str(folder)
 
 
-def check_pr(options: CheckPrOptions, reporter: Reporter | None = None) -> CheckPrResult:
+def check_pr(options: CheckPrOptions, reporter: ProgressSink | None = None) -> CheckPrResult:
     if options.log_url is not None and not re.match(r"^https?://[^\s]+$", options.log_url):
         raise UsageError(f"'{options.log_url[:80]}' is not an http(s) URL", field="--log-url",
                          hint="pass the CI run's URL, e.g. https://github.com/OWNER/REPO/actions/runs/ID")

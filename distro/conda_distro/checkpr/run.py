@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from conda_distro.checkpr.check import CheckPrOptions, CheckPrResult, check_pr
 from conda_distro.checkpr.comment import error_report, to_markdown, to_text
-from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError
 
 
@@ -47,6 +46,6 @@ def run_check_pr(options: CheckPrOptions) -> PrGate:
     """`conda-distro check-pr`: :func:`~conda_distro.checkpr.check.check_pr` with progress; bad input is kept (with
     its PR comment) in the result, for the CLI to print and exit 2 with."""
     try:
-        return PrGate(check_pr(options, make_reporter()), options.log_url)
+        return PrGate(check_pr(options, options.progress), options.log_url)
     except DistroError as exc:
         return PrGate(None, error=exc, comment=error_report(exc, options.base, options.root).markdown())

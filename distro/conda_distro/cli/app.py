@@ -242,44 +242,6 @@ def emit(result: Result, format: Format) -> int:
     return int(result.exit_code)
 
 
-def interactive() -> bool:
-    """Live progress only for a person watching: stderr is a terminal and not under CI (``CI=true``)."""
-    import os
-
-    return sys.stderr.isatty() and os.environ.get("CI", "").lower() not in ("true", "1")
-
-
-class StepProgress:
-    """A rich progress bar with the time left (ETA) on stderr, fed by a library's ``progress(done, total, what)``
-    callback (:func:`progress_bar`); it goes away when ``done`` reaches ``total`` (or at exit)."""
-
-    def __init__(self) -> None:
-        self._progress: Any = None
-        self._task: Any = None
-
-    def update(self, done: int, total: int, what: str) -> None:
-        if self._progress is None:
-            import atexit
-
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                                      console=stderr._get(), transient=True)
-            self._progress.start()
-            atexit.register(self._progress.stop)
-            self._task = self._progress.add_task(what, total=total)
-        self._progress.update(self._task, completed=done, total=total, description=what)
-        if done >= total:
-            self._progress.stop()
-
-
-def progress_bar() -> Any:
-    """The ``progress`` callback a long command hands to the library: a bar with the time left on a terminal;
-    None (nothing shown, only the result printed) when stderr is not a terminal or under CI."""
-    return StepProgress().update if interactive() else None
-
-
 def warn_no_sandbox(no_sandbox: bool) -> None:
     """``--no-sandbox`` (build, check-pr, sweep) always says what it gives up, on stderr."""
     if no_sandbox:

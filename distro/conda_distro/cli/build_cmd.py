@@ -46,13 +46,15 @@ def build(
     """Build affected packages into staging in dependency order, then test each artifact against every
     supported release × variant its pins admit."""
     warn_no_sandbox(no_sandbox)
+    from conda_distro.cli.progress import progress_sink
     from conda_distro.engine.run import BuildOptions
     from conda_distro.engine.run import build as run_build
 
     return emit(run_build(BuildOptions(
         names=tuple(names or ()), all=all_, changed_since=changed_since, pytorch=tuple(pytorch or ()), jobs=jobs,
         engine=engine, dry_run=dry_run, sandbox=not no_sandbox, lock_timeout=lock_timeout,
-        retry_errors=retry_errors, variants=tuple(variant or ()), root=root)), format)
+        retry_errors=retry_errors, variants=tuple(variant or ()), root=root,
+        progress=progress_sink())), format)
 
 
 @app.command()

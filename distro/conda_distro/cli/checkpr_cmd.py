@@ -41,9 +41,11 @@ def check_pr_cmd(
     Exit 0 ready to merge, 1 changes needed, 2 bad input. With --format markdown, bad input (exit 2)
     still prints a comment saying what cannot be read and what to do."""
     from conda_distro.checkpr.check import CheckPrOptions, ShardInputs
+    from conda_distro.cli.progress import progress_sink
     from conda_distro.fanout.flows import pr_gate
 
     warn_no_sandbox(no_sandbox)
     shards = ShardInputs(from_shards, run, runners, per_shard, stages) if from_shards is not None else None
     return emit(pr_gate(CheckPrOptions(base=base, build=not no_build, jobs=jobs, sandbox=not no_sandbox, root=root,
-                                       log_url=log_url, only=only, pytorch=tuple(pytorch or ()), shards=shards)), format)
+                                       log_url=log_url, only=only, pytorch=tuple(pytorch or ()), shards=shards,
+                                       progress=progress_sink())), format)

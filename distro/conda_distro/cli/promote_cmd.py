@@ -26,10 +26,12 @@ def promote(
 ) -> int:
     """Copy every staging artifact whose tests all passed (and whose distribution dependencies are in
     main or promoted with it) to the main channel, and record it in channel_state/."""
+    from conda_distro.cli.progress import progress_sink
     from conda_distro.gate.promote import PromoteOptions
     from conda_distro.gate.promote import promote as run_promote
 
-    return emit(run_promote(PromoteOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout, progress=_log)), format)
+    return emit(run_promote(PromoteOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout,
+                                           progress=progress_sink())), format)
 
 
 @app.command()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -11,10 +10,6 @@ from conda_distro.cli.app import DEFAULT_LOCK_TIMEOUT, Format, FormatOpt, RootOp
 
 LockTimeoutOpt = Annotated[float, lock_timeout_opt(
     "the locks of the repository (a sweep) and staging (a build or promote)")]
-
-
-def _log(line: str) -> None:
-    sys.stderr.write(f"{line}\n")
 
 
 @app.command()
@@ -27,7 +22,9 @@ def prune(
     """Remove the staging builds that can never be promoted from this checkout (superseded, reverted tries,
     built from other recipes, retired), with their results and logs; keep what main or a pending candidate
     needs. Each removed and kept build is listed with why."""
+    from conda_distro.cli.progress import progress_sink
     from conda_distro.gate.prune import PruneOptions
     from conda_distro.gate.prune import prune as run_prune
 
-    return emit(run_prune(PruneOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout, progress=_log)), format)
+    return emit(run_prune(PruneOptions(root=root, dry_run=dry_run, lock_timeout=lock_timeout, progress=progress_sink())),
+                format)

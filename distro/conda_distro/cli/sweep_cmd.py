@@ -80,13 +80,14 @@ def sweep(
 
     Exit 0 when the sweep ran, even when packages failed (their statuses say so; JSON `ok` is false);
     2 on bad input."""
+    from conda_distro.cli.progress import progress_sink
     from conda_distro.sweep import SweepOptions
     from conda_distro.sweep import sweep as run_sweep
 
     warn_no_sandbox(no_sandbox)
     return emit(run_sweep(SweepOptions(release=pytorch or "", commit=commit, dry_run=dry_run, build=not no_build, jobs=jobs,
                                        author=author, sandbox=not no_sandbox, lock_timeout=lock_timeout, root=root,
-                                       package=package)),
+                                       package=package, progress=progress_sink())),
                 format)
 
 

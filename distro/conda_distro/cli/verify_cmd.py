@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, emit, progress_bar
+from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, emit
 
 
 @app.command("verify-channel")
@@ -24,8 +24,9 @@ def verify_channel_cmd(
     """Install from main + upstream as a conda user would (conda's strict channel priority, pip with python),
     for each release × variant; run import tests; check channel_state/ against the channel. On a terminal,
     a progress bar with the time left."""
+    from conda_distro.cli.progress import progress_sink
     from conda_distro.enduser.conda_solve import CondaSettings
     from conda_distro.verify import VerifyOptions, verify
 
     return emit(verify(VerifyOptions(pytorch=tuple(pytorch or ()), keep=keep, root=root,
-                                     conda=CondaSettings.of_user(add_pip), progress=progress_bar())), format)
+                                     conda=CondaSettings.of_user(add_pip), progress=progress_sink())), format)

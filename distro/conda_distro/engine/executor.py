@@ -12,7 +12,6 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from conda_distro.channels.base import ChannelFile
 from conda_distro.channels.local import LocalChannel
@@ -20,6 +19,7 @@ from conda_distro.config import Limits
 from conda_distro.engine.confirm import baseline_artifacts
 from conda_distro.engine.phases import Isolation, clear_stale_folders
 from conda_distro.engine.plan import BuildPlan, PackagePlan
+from conda_distro.engine.progress import BuildEvents
 from conda_distro.engine.releases import ReleaseView
 from conda_distro.engine.sources import RecipeInputs
 from conda_distro.engine.unit import TargetView, Unit, UnitOutcome, blocked_outcome, finish, is_cached, launch, prepare, reuse
@@ -27,29 +27,9 @@ from conda_distro.errors import ExitCode
 from conda_distro.state.provenance import BuildProvenance, Stamp
 from conda_distro.state.results import BuildRecord, TestRecord
 from conda_distro.util.fsutil import link_or_copy
+from conda_distro.util.progress import ProgressSink
 from conda_distro.util.rattler_env import index_channel
 from conda_distro.vocab import Target
-
-
-class Reporter(Protocol):
-    def started(self, total: int) -> None: ...
-
-    def unit_started(self, name: str) -> None: ...
-
-    def unit_done(self, outcome: UnitOutcome) -> None: ...
-
-    def finished(self) -> None: ...
-
-
-class NullReporter:
-    def started(self, total: int) -> None: ...
-
-    def unit_started(self, name: str) -> None: ...
-
-    def unit_done(self, outcome: UnitOutcome) -> None: ...
-
-    def finished(self) -> None: ...
-
 
 #: what one package's build and test workers need at most, on a typical recipe (solver, rattler-build, the
 #: test environment): ``--jobs`` by default starts no more packages at once than the memory holds
@@ -157,10 +137,10 @@ def _staging_digest(staging: Path, names: tuple[str, ...], pinned: dict[str, str
 
 
 class Executor:
-    def __init__(self, plan: BuildPlan, ctx: ExecContext, reporter: Reporter | None = None) -> None:
+    def __init__(self, plan: BuildPlan, ctx: ExecContext, progress: ProgressSink | None = None) -> None:
         self.plan = plan
         self.ctx = ctx
-        self.reporter = reporter or NullReporter()
+        self.reporter = BuildEvents(progress)  # (the build's events on the progress protocol)
         self.status: dict[str, _Status] = {}
         self.artifacts: dict[str, dict[str, str]] = {}  # package -> {artifact: sha256} made or kept by this run
         self.gate = threading.Lock()  # held by the unit writing staging

@@ -11,13 +11,12 @@ from conda_distro.channels import crash_point, open_anaconda_channel
 from conda_distro.config import Limits
 from conda_distro.distribution import Distribution, Exclusions, load_distribution
 from conda_distro.engine.backends import make_builder
-from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, Reporter, machine_jobs
+from conda_distro.engine.executor import ExecContext, ExecutionResult, Executor, machine_jobs
 from conda_distro.engine.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.engine.limits import recipe_limits
 from conda_distro.engine.mirror import mirroring
 from conda_distro.engine.phases import Isolation
 from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
-from conda_distro.engine.progress import make_reporter
 from conda_distro.engine.releases import Availability, availability_if_readable, build_release_views
 from conda_distro.engine.sandbox import require_bwrap
 from conda_distro.engine.sources import RecipeInputs, recipe_inputs, sources_cache
@@ -29,6 +28,7 @@ from conda_distro.state.owners import require_owned
 from conda_distro.state.provenance import build_provenance
 from conda_distro.state.results import ResultsStore
 from conda_distro.util.gitutil import changed_recipes
+from conda_distro.util.progress import ProgressSink
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class BuildOptions:
     dry_run: bool = False
     sandbox: bool = True  # False: --no-sandbox (recipe code runs unsandboxed; the CLI warns)
     lock_timeout: float | Deadline = DEFAULT_LOCK_TIMEOUT  # seconds to wait for the repository's and staging's locks
+    progress: ProgressSink | None = None  # where `build` reports its progress (the CLI's sink; None: nowhere)
     holds_repository_lock: bool = False  # the caller (the sweep) holds the repository's lock already
     scope: str | None = None  # None: the shared staging and results; NAME: check-pr's own build/pr/NAME/
     retry_errors: bool = False  # add the packages whose latest test of a staging artifact is an `error`
@@ -259,12 +260,12 @@ def build(options: BuildOptions) -> BuildRun:
     """`conda-distro build`: load the distribution at ``options.root`` (its unreadable recipes are left out
     and reported as notices) and :func:`run_build` it, with progress unless it is a dry run."""
     dist = load_distribution(options.root, strict=False)
-    run = run_build(dist, options, make_reporter() if not options.dry_run else None)
+    run = run_build(dist, options, options.progress if not options.dry_run else None)
     run.notices = dist.notices()
     return run
 
 
-def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | None = None) -> BuildRun:
+def run_build(dist: Distribution, options: BuildOptions, progress: ProgressSink | None = None) -> BuildRun:
     """Plan, then build under the repository's and the staging channel's locks (:func:`build_locks`).
     The plan is made first, so that bad input exits 2 having written nothing (not even a lock file); when
     a sweep wrote the recipes or distro.yaml, or another build wrote staging or the results, while this
@@ -301,4 +302,4 @@ def run_build(dist: Distribution, options: BuildOptions, reporter: Reporter | No
                           gpu=gpu is not None and gpu.available, root=dist.root, limits=limits,
                           default_limits=dist.config.limits, inputs=inputs, prior=options.prior,
                           confirm_runs=dist.config.policy.confirm_runs)
-        return BuildRun(plan, Executor(plan, ctx, reporter).run(), excluded, gpu)
+        return BuildRun(plan, Executor(plan, ctx, progress).run(), excluded, gpu)

@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from conda_distro.channels import Channel, ChannelFile, Progress, crash_point, no_progress, open_channel
+from conda_distro.channels import Channel, ChannelFile, crash_point, open_channel
 from conda_distro.channels.depends import (
     ChannelDep,
     distribution_closure,
@@ -63,6 +63,7 @@ from conda_distro.state.provenance import CheckoutRecipes
 from conda_distro.state.results import ArtifactResults, ResultsStore, TestRecord
 from conda_distro.util.dates import utcnow
 from conda_distro.util.fsutil import check_writable
+from conda_distro.util.progress import NULL_SINK, ProgressSink, TaskFinish, TaskProgress, TaskStart, TaskStep, log_lines
 from conda_distro.util.safetext import shown
 from conda_distro.vocab import Target, Variant
 
@@ -460,7 +461,7 @@ class PromoteOptions:
     root: Path | None = None
     dry_run: bool = False
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
-    progress: Progress = no_progress
+    progress: ProgressSink = NULL_SINK  # where promote reports (task ``promote``; channel lines as log events)
 
 
 @dataclass
@@ -628,19 +629,33 @@ def record_in_ledger(plan: PromotionPlan, ctx: PromotionContext, results: Mappin
 
 
 def execute_plan(plan: PromotionPlan, ctx: PromotionContext, inputs: PlanInputs,
-                 progress: Progress = no_progress) -> list[str]:
-    """Carry out ``plan`` (made from ``results``); the caller holds the main channel's lock.
-    Returns the ledger files written."""
-    ctx.main.recover(ctx.staging, {f.artifact for f in plan.promote}, progress)
-    if plan.promote:
-        progress(f"promoting {len(plan.promote)} artifact(s) to {ctx.main.describe()}")
-        ctx.main.receive(ctx.staging, plan.promote, progress)
-        crash_point("promote-after-copy")
-        ctx.main.publish(progress)
-        crash_point("promote-after-index")
-    return record_in_ledger(plan, ctx, inputs.results, inputs.main)
+                 progress: ProgressSink = NULL_SINK) -> list[str]:
+    """Carry out ``plan`` (made from ``results``); the caller holds the main channel's lock. Reports the task
+    ``promote`` to ``progress`` (three steps: copy, index, record). Returns the ledger files written."""
+    say = log_lines(progress)
+    ctx.main.recover(ctx.staging, {f.artifact for f in plan.promote}, say)
+    if not plan.promote:
+        return record_in_ledger(plan, ctx, inputs.results, inputs.main)
+    progress.on_start(TaskStart(PROMOTE_TASK, len(PROMOTE_STEPS),
+                                f"promoting {len(plan.promote)} artifact(s) to {ctx.main.describe()}"))
+    progress.on_step(TaskStep(PROMOTE_TASK, PROMOTE_STEPS[0]))
+    ctx.main.receive(ctx.staging, plan.promote, say)
+    progress.on_progress(TaskProgress(PROMOTE_TASK, 1, len(PROMOTE_STEPS), step=PROMOTE_STEPS[0]))
+    crash_point("promote-after-copy")
+    progress.on_step(TaskStep(PROMOTE_TASK, PROMOTE_STEPS[1]))
+    ctx.main.publish(say)
+    progress.on_progress(TaskProgress(PROMOTE_TASK, 2, len(PROMOTE_STEPS), step=PROMOTE_STEPS[1]))
+    crash_point("promote-after-index")
+    progress.on_step(TaskStep(PROMOTE_TASK, PROMOTE_STEPS[2]))
+    written = record_in_ledger(plan, ctx, inputs.results, inputs.main)
+    progress.on_progress(TaskProgress(PROMOTE_TASK, 3, len(PROMOTE_STEPS), step=PROMOTE_STEPS[2]))
+    progress.on_finish(TaskFinish(PROMOTE_TASK))
+    return written
 
 
+PROMOTE_TASK = "promote"
+#: the steps of a promotion, as its progress names them
+PROMOTE_STEPS = ("copying into main", "indexing main", "recording in channel_state/")
 _WRITE_HINT = "fix the file or folder (a folder where a file belongs, or the other way round, or no permission)"
 
 
@@ -715,9 +730,9 @@ def promote(options: PromoteOptions) -> PromoteResult:
         ctx = PromotionContext.open(open_distro(ctx.distro.root))  # a sweep may have added a release meanwhile
         inputs = ctx.gather()
         if not inputs.staging:
-            options.progress(f"staging {ctx.staging.describe()} has no indexed packages")
+            log_lines(options.progress)(f"staging {ctx.staging.describe()} has no indexed packages")
         plan = ctx.plan(inputs)
         written = execute_plan(plan, ctx, inputs, options.progress)
-        snap = ensure_snapshot(ctx.distro, ctx.main, progress=options.progress)  # main is always captured
+        snap = ensure_snapshot(ctx.distro, ctx.main, progress=log_lines(options.progress))  # main is always captured
     return PromoteResult(plan, dry_run=False, ledger_written=written, excuses=_write_excuses(ctx, plan, inputs),
                          snapshot=snap.record.name if snap.record else None)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conda_distro.channels import ChannelFile, Progress, crash_point, no_progress
+from conda_distro.channels import ChannelFile, crash_point
 from conda_distro.channels.depends import parse_dep, satisfies, subdir_compatible
 from conda_distro.channels.local import LocalChannel
 from conda_distro.config import DistroRepo
@@ -46,6 +46,7 @@ from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_
 from conda_distro.state.results import ArtifactResults, ResultsStore
 from conda_distro.util.fsutil import check_writable
 from conda_distro.util.jsonio import read_json
+from conda_distro.util.progress import NULL_SINK, ProgressSink, TaskFinish, TaskProgress, TaskStart, TaskStep, log_lines
 from conda_distro.util.safetext import shown
 
 JOURNAL = "prune.journal.json"  # under build/
@@ -57,7 +58,7 @@ class PruneOptions:
     root: Path | None = None
     dry_run: bool = False
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
-    progress: Progress = no_progress
+    progress: ProgressSink = NULL_SINK  # where prune reports (task ``prune``; channel lines as log events)
 
 
 @dataclass(frozen=True)
@@ -244,10 +245,17 @@ def _logs_of(results: Mapping[str, ArtifactResults], gone: list[str], root: Path
     return sorted(str(p) for log in found if (p := _log_file(log, root, build_dir)) is not None)
 
 
-def _carry_out(journal: _Journal, channel: LocalChannel, store: ResultsStore, progress: Progress) -> int:
+def _carry_out(journal: _Journal, channel: LocalChannel, store: ResultsStore, progress: ProgressSink) -> int:
     """Remove what the journal names (each step idempotent), then the journal. Returns the logs deleted."""
-    gone = channel.remove(journal.files, progress)
+    say = log_lines(progress)
+    steps = len(PRUNE_STEPS)
+    progress.on_start(TaskStart(PRUNE_TASK, steps, f"removing {len(journal.files)} build(s), {len(journal.results)} "
+                                                   f"result(s) and {len(journal.logs)} log(s)"))
+    progress.on_step(TaskStep(PRUNE_TASK, PRUNE_STEPS[0]))
+    gone = channel.remove(journal.files, say)
+    progress.on_progress(TaskProgress(PRUNE_TASK, 1, steps, step=PRUNE_STEPS[0]))
     crash_point("prune-after-files")
+    progress.on_step(TaskStep(PRUNE_TASK, PRUNE_STEPS[1]))
     for art, sha in journal.results.items():
         path = store.path_of(art)
         try:
@@ -256,7 +264,9 @@ def _carry_out(journal: _Journal, channel: LocalChannel, store: ResultsStore, pr
             res = None
         if res is None or sha is None or res.sha256 == sha:
             path.unlink(missing_ok=True)
+    progress.on_progress(TaskProgress(PRUNE_TASK, 2, steps, step=PRUNE_STEPS[1]))
     crash_point("prune-after-results")
+    progress.on_step(TaskStep(PRUNE_TASK, PRUNE_STEPS[2]))
     deleted = 0
     for log in journal.logs:
         p = Path(log)
@@ -264,9 +274,16 @@ def _carry_out(journal: _Journal, channel: LocalChannel, store: ResultsStore, pr
             p.unlink()
             deleted += 1
     journal.path.unlink(missing_ok=True)
+    progress.on_progress(TaskProgress(PRUNE_TASK, 3, steps, step=PRUNE_STEPS[2]))
+    progress.on_finish(TaskFinish(PRUNE_TASK))
     if gone:
-        progress(f"removed {len(gone)} build(s) from {channel.describe()}")
+        say(f"removed {len(gone)} build(s) from {channel.describe()}")
     return deleted
+
+
+PRUNE_TASK = "prune"
+#: the steps of a prune, as its progress names them
+PRUNE_STEPS = ("removing builds", "removing results", "removing logs")
 
 
 def _context(distro: DistroRepo) -> PromotionContext:
@@ -300,9 +317,8 @@ def prune(options: PruneOptions) -> PruneResult:
         completed: list[str] = []
         logs = 0
         if pending is not None:
-            progress = options.progress
-            progress(f"completing an interrupted prune ({len(pending.files)} build(s))")
-            logs += _carry_out(pending, channel, store, progress)
+            log_lines(options.progress)(f"completing an interrupted prune ({len(pending.files)} build(s))")
+            logs += _carry_out(pending, channel, store, options.progress)
             completed = [f.artifact for f in pending.files]
         ctx = _context(open_distro(distro.root))
         plan, inputs = _plan(ctx)

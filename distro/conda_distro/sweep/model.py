@@ -21,6 +21,7 @@ from pydantic import Field, field_serializer
 from conda_distro.engine.gpu import variant_label
 from conda_distro.state.document import StateDocument, StrictModel
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline
+from conda_distro.util.progress import ProgressSink
 from conda_distro.util.safetext import shown
 from conda_distro.util.templating import render
 from conda_distro.vocab import SweepStatus
@@ -45,6 +46,7 @@ class SweepOptions:
     author: str = "conda-distro bot <bot@conda-distro.invalid>"
     sandbox: bool = True  # False: --no-sandbox
     lock_timeout: float | Deadline = DEFAULT_LOCK_TIMEOUT  # seconds to wait for the repository's and staging's locks
+    progress: ProgressSink | None = None  # where the sweep's builds report progress (the CLI's sink; None: nowhere)
     root: Path | None = None  # the distribution's folder (None: found from the current one)
     package: str | None = None  # --package: admit this one package (a release distro.yaml lists already)
 

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 from conda_distro.channels.hooks import crash_point
 from conda_distro.config import DistroConfig, DistroRepo
 from conda_distro.distribution import Distribution, distribution_of_texts, load_distribution, open_distro
-from conda_distro.engine.progress import make_reporter
 from conda_distro.errors import DistroError, GitError, UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import own_admitted
@@ -58,17 +57,18 @@ from conda_distro.util.jsonio import read_json_text
 from conda_distro.util.yamlio import load_fast
 
 if TYPE_CHECKING:
-    from conda_distro.engine.executor import ExecutionResult, Reporter
+    from conda_distro.engine.executor import ExecutionResult
     from conda_distro.engine.plan import BuildPlan
+    from conda_distro.util.progress import ProgressSink
 
 
 def sweep(options: SweepOptions) -> SweepResult:
     """`conda-distro sweep`: :func:`run_sweep` of the repository at ``options.root``, with progress unless
     it is a dry run."""
-    return run_sweep(options, make_reporter() if not options.dry_run else None)
+    return run_sweep(options, options.progress if not options.dry_run else None)
 
 
-def run_sweep(options: SweepOptions, reporter: Reporter | None = None) -> SweepResult:
+def run_sweep(options: SweepOptions, reporter: ProgressSink | None = None) -> SweepResult:
     """The sweep. Where the release stands (:mod:`.state`) decides what it does: release day for a release
     distro.yaml does not list, late admission (:mod:`.admit`) for one it lists, the commits of an earlier
     run's edits with ``--commit``, or a refusal (exit 2, nothing written) naming ``sweep report``.
@@ -131,7 +131,7 @@ def _clear_own_temps(distro: DistroRepo) -> None:
             clear_stale_temps(folder / RECIPE_FILE)
 
 
-def _sweep_locked(distro: DistroRepo, git: Repo | None, options: SweepOptions, reporter: Reporter | None) -> SweepResult:
+def _sweep_locked(distro: DistroRepo, git: Repo | None, options: SweepOptions, reporter: ProgressSink | None) -> SweepResult:
     _clear_own_temps(distro)
     build_dir = distro.build_dir
     journal = find_journal(build_dir)
@@ -160,7 +160,7 @@ def _sweep_locked(distro: DistroRepo, git: Repo | None, options: SweepOptions, r
 
 
 def _dispatch(dist: Distribution, git: Repo | None, state: ReleaseState, options: SweepOptions,
-              reporter: Reporter | None) -> SweepResult:
+              reporter: ProgressSink | None) -> SweepResult:
     """What the release's state asks for (see :func:`run_sweep`)."""
     release = options.release
     if state.state == "uncommitted":  # (refuse() let only --commit through)
@@ -192,7 +192,7 @@ class _Run:
 
     dist: Distribution  # as loaded under the lock, before any edit
     options: SweepOptions
-    reporter: Reporter | None
+    reporter: ProgressSink | None
     plan: SweepPlan  # frozen: release day (distro.yaml gains the release) or a late admission (only recipes change)
     repo: Repo | None  # the git handle to commit with (``--commit``), else None
 
@@ -385,7 +385,7 @@ def _edited_distribution(dist: Distribution, distro_text: str, new_texts: dict[s
     return distribution_of_texts(distro, texts, list(dist.errors)).readable()
 
 
-def _execute(outcomes: dict[str, Outcome], dist: Distribution, options: SweepOptions, reporter: Reporter | None,
+def _execute(outcomes: dict[str, Outcome], dist: Distribution, options: SweepOptions, reporter: ProgressSink | None,
              new_minor: bool, releases: tuple[str, ...]) -> dict[str, Outcome]:
     """Solve and build/test the edited distribution against ``releases``: the outcomes after it
     (not-solvable / failed / awaiting-parents / awaiting-upstream)."""
