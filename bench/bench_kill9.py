@@ -66,6 +66,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from support.worlds import copy_world  # noqa: E402 - the tests' world copy (package files hard-linked)
+
 SWEEP_RELEASE = "2.7.0"
 SWEEP_BRANCH = f"sweep/pytorch-{SWEEP_RELEASE}"
 BUILD_NAMES = ("tensorutils", "layerkit")  # built and tested in the build scenario (their tests pass)
@@ -75,21 +79,6 @@ DROPPED = ("fastquant", "quantserve", "hookprofiler")  # recipes removed in the 
 
 # ---------------------------------------------------------------------------------------------
 # worlds
-
-
-def copy_world(src: Path, dst: Path) -> Path:
-    """A copy a run may change freely (package files hard-linked: nothing rewrites one in place)."""
-    def copy(s: str, d: str) -> str:
-        if s.endswith((".conda", ".tar.bz2")):
-            try:
-                os.link(s, d)
-                return d
-            except OSError:
-                pass
-        return shutil.copy2(s, d)
-
-    shutil.copytree(src, dst, symlinks=True, copy_function=copy)
-    return dst
 
 
 def cli(world: Path, *argv: str, timeout: float = 1800) -> subprocess.CompletedProcess:

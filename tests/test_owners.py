@@ -350,3 +350,31 @@ def test_check_pr_checks_a_changed_owner_file(sandbox_world: Path, capsys):
     repo.index.commit("break it")
     code, out, err = run_cli_at(capsys, sandbox_world, "check-pr", "--base", "HEAD~1", "--format", "markdown")
     assert code == 2 and "package_owners.yaml" in out and "Traceback" not in out + err
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("by", "'@octocat'", "'@octocat' is not a GitHub handle (write it without '@', e.g. octocat)"),
+    ("reason", "'   '", "the reason is empty: "),
+])
+def test_hints_and_owners_share_one_handle_type_and_one_reason_check(tmp_path, field, value, message):
+    """package_owners.yaml and hints.yaml refuse a bad handle and a blank reason through the same checks
+    (util/validation.py: ``Handle``, ``check_reason``), each file keeping its own words about the reason."""
+    from conda_distro.gate.hints import _HintData, load_hints
+    from conda_distro.state.owners import _OwnerData
+    from conda_distro.util.validation import Handle
+
+    assert _HintData.model_fields["by"].metadata == _OwnerData.model_fields["by"].metadata == list(Handle.__metadata__)
+    owners = {"recipe": "quanttools", "by": "octocat", "reason": "moved", field: value}
+    (tmp_path / "package_owners.yaml").write_text("owners:\n  fastquant:\n" + "".join(f"    {k}: {v}\n" for k, v in owners.items()))
+    with pytest.raises(ConfigError) as exc:
+        load_reviewed(tmp_path)
+    assert exc.value.message.startswith(message) and exc.value.field == f"owners.fastquant.{field}"
+    hint = {"action": "block", "package": "tensorkit", "by": "octocat", "reason": "why", "expires": "2026-12-31",
+            field: value}
+    (tmp_path / "hints.yaml").write_text("hints:\n  - " + "".join(f"    {k}: {v}\n" for k, v in hint.items())[4:])
+    with pytest.raises(ConfigError) as hexc:
+        load_hints(tmp_path)
+    assert hexc.value.message.startswith(message) and hexc.value.field == f"hints.0.{field}"
+    if field == "reason":  # each file says why in its own words
+        assert exc.value.message.endswith("say why the name belongs to this recipe")
+        assert hexc.value.message.endswith("say why (an issue link helps the next release manager)")

@@ -44,6 +44,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def copy_world(src: Path, dst: Path) -> Path:
+    """A copy of the world ``src`` at ``dst`` that a test (or a benchmark: bench_kill9, bench_scale) may change
+    freely; package files are hard-linked (see :func:`own_copy` before changing one in place)."""
+
     def copy(s: str, d: str) -> str:
         if s.endswith((".conda", ".tar.bz2")):
             try:

@@ -42,7 +42,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from conda_distro.errors import ConfigError, DistroError
-from conda_distro.util.validation import HANDLE_RE, to_error
+from conda_distro.util.validation import Handle, check_reason, to_error
 from conda_distro.util.yamlio import LDict, LList, load_fast_file
 
 HINTS_FILE = "hints.yaml"
@@ -58,7 +58,7 @@ class _HintData(BaseModel):
     action: str
     package: str
     version: str | None = None
-    by: str
+    by: Handle
     reason: str = Field(min_length=1)
     expires: dt.date
 
@@ -97,19 +97,10 @@ class _HintData(BaseModel):
             raise ValueError(f"'{v}' is not a conda version (e.g. 1.3.0)") from None
         return v
 
-    @field_validator("by")
-    @classmethod
-    def _by(cls, v: str) -> str:
-        if not HANDLE_RE.match(v):
-            raise ValueError(f"'{v}' is not a GitHub handle (write it without '@', e.g. octocat)")
-        return v
-
     @field_validator("reason")
     @classmethod
     def _reason(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("the reason is empty: say why (an issue link helps the next release manager)")
-        return v
+        return check_reason(v, "say why (an issue link helps the next release manager)")
 
     @field_validator("expires", mode="before")
     @classmethod

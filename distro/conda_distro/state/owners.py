@@ -40,7 +40,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from conda_distro.errors import ConfigError, DistroError
 from conda_distro.state.document import StateDocument, StrictModel
 from conda_distro.state.ledger import Ledger, PackageState
-from conda_distro.util.validation import HANDLE_RE, to_error
+from conda_distro.util.validation import Handle, check_reason, to_error
 from conda_distro.util.yamlio import LDict, load_fast_file
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,7 +59,7 @@ class _OwnerData(StrictModel):
     model_config = ConfigDict(frozen=True)
 
     recipe: str
-    by: str
+    by: Handle
     reason: str = Field(min_length=1)
 
     @field_validator("recipe")
@@ -70,19 +70,10 @@ class _OwnerData(StrictModel):
             raise ValueError(f"'{v}' is not a recipe folder name (the folder under recipes/, e.g. fastquant)")
         return v
 
-    @field_validator("by")
-    @classmethod
-    def _by(cls, v: str) -> str:
-        if not HANDLE_RE.match(v):
-            raise ValueError(f"'{v}' is not a GitHub handle (write it without '@', e.g. octocat)")
-        return v
-
     @field_validator("reason")
     @classmethod
     def _reason(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("the reason is empty: say why the name belongs to this recipe")
-        return v
+        return check_reason(v, "say why the name belongs to this recipe")
 
 
 class _OwnersFile(StateDocument):

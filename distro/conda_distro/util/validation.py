@@ -10,15 +10,34 @@ import difflib
 import re
 import typing
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, ValidationError
 
 from conda_distro.errors import DistroError
 from conda_distro.util.yamlio import LDict, LList
 
 # a GitHub user ("octocat") or team ("org/team") handle, written without '@'
 HANDLE_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
+
+
+def check_handle(v: str) -> str:
+    """``v`` when it is a GitHub handle (:data:`HANDLE_RE`); else a ValueError saying how to write one."""
+    if not HANDLE_RE.match(v):
+        raise ValueError(f"'{v}' is not a GitHub handle (write it without '@', e.g. octocat)")
+    return v
+
+
+#: a GitHub user or team handle, written without '@' (a field of this type refuses anything else)
+Handle = Annotated[str, AfterValidator(check_handle)]
+
+
+def check_reason(v: str, say: str) -> str:
+    """``v`` when it says something; a blank reason is a ValueError ``the reason is empty: {say}`` (``say``:
+    what the file's reader needs to be told, e.g. "say why the name belongs to this recipe")."""
+    if not v.strip():
+        raise ValueError(f"the reason is empty: {say}")
+    return v
 
 
 def line_at(doc: Any, loc: tuple) -> int | None:
