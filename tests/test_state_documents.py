@@ -120,6 +120,7 @@ def test_an_unknown_key_is_refused_naming_the_file(kind, tmp_path):
     with pytest.raises(DistroError) as exc:
         read(kind, tmp_path)
     assert str(exc.value.path) == str(path) and "schema_versoin" in f"{exc.value.message} {exc.value.field}"
+    assert "\n" not in exc.value.message and "errors.pydantic.dev" not in exc.value.message  # one line, ours
 
 
 def test_every_write_stamps_the_current_version_atomically(tmp_path):

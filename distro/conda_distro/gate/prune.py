@@ -41,7 +41,7 @@ from conda_distro.gate.excuses import EXCUSES_FILE, read_excuses, write_excuses
 from conda_distro.gate.holds import HoldClass
 from conda_distro.gate.promote import PlanInputs, PromotionContext, PromotionPlan
 from conda_distro.gate.staleness import in_main
-from conda_distro.state.document import StateDocument
+from conda_distro.state.document import StateDocument, first_problem
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, repository_lock, staging_folder, staging_lock
 from conda_distro.state.results import ArtifactResults, ResultsStore
 from conda_distro.util.fsutil import check_writable
@@ -220,7 +220,7 @@ class _Journal:
                                     "track_features": tuple(d.get("track_features") or ())}) for d in doc.files]
             results, logs = dict(doc.results), list(doc.logs)
         except (KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"the prune journal is not of the shape prune writes ({exc})", path=path,
+            raise UsageError(f"the prune journal is not of the shape prune writes ({first_problem(exc)})", path=path,
                              hint=_JOURNAL_HINT) from None
         return cls(path, files, results, logs)
 

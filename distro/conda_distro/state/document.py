@@ -20,10 +20,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.errors import DistroError
 from conda_distro.util.fsutil import atomic_write_text
+
+
+def first_problem(exc: Exception) -> str:
+    """One line for a refused document: a validation error's first problem with its field (pydantic's own
+    text spans lines and links its website); any other error's text."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(map(str, first['loc'])) or 'the document'}: {first['msg']}"
+    return str(exc)
 
 
 class StrictModel(BaseModel):

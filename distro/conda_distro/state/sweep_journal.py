@@ -20,10 +20,10 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from conda_distro.errors import DistroError, GitError
-from conda_distro.state.document import StateDocument
+from conda_distro.state.document import StateDocument, first_problem
 from conda_distro.util.fsutil import atomic_write_text
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.yamlio import read_yaml_text
@@ -53,14 +53,6 @@ def check_swept_paths(paths: list[str], source: Path, root: Path | None = None) 
 
 def journal_path(build_dir: Path, release: str) -> Path:
     return build_dir / "sweep" / f"pytorch-{release}.journal.json"
-
-
-def _why(exc: Exception) -> str:
-    """One line for a refused journal: a validation error's first problem, with its field."""
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        return f"{'.'.join(map(str, first['loc'])) or 'the document'}: {first['msg']}"
-    return str(exc)
 
 
 class SweepJournal(StateDocument):
@@ -104,7 +96,7 @@ def find_journal(build_dir: Path) -> SweepJournal | None:
             raise ValueError("the committing phase lacks its tip or result")
         check_swept_paths([*journal.originals, *journal.written], path)
     except (OSError, ValueError, TypeError) as exc:
-        raise DistroError(f"the journal of an interrupted sweep cannot be read: {_why(exc)}", path=path,
+        raise DistroError(f"the journal of an interrupted sweep cannot be read: {first_problem(exc)}", path=path,
                           hint="restore recipes/ and distro.yaml from git (git checkout -- recipes distro.yaml), "
                                "delete this file, and rerun the sweep") from None
     return journal
@@ -166,7 +158,7 @@ class UncommittedEdits(StateDocument):
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError) as exc:
-            raise DistroError(f"the record of an uncommitted sweep cannot be read: {_why(exc)}", path=path,
+            raise DistroError(f"the record of an uncommitted sweep cannot be read: {first_problem(exc)}", path=path,
                               hint="delete it and commit the sweep's edits yourself (or discard them and sweep again)") from None
         return edits
 
