@@ -225,3 +225,17 @@ def test_a_candidate_held_by_its_dependencies_lists_every_hold(own, tmp_path):
     fixed = plan_gate(inputs([app, base, core], [results(app, own), results(base), results(core)]))
     assert {f.name for f in fixed.promote} >= {"basekit", "corekit"}
     assert not [x for h in fixed.held for x in h.holds if x.reason is HoldReason.DEPENDENCY_NOT_IN_MAIN]
+
+
+def test_a_forced_candidate_held_by_its_dependency_is_not_said_to_be_promoted(tmp_path):
+    """A force hint lifts its own failing tests, but its dependency is held: it stays in staging, held by
+    the dependency, and neither ``forced`` nor the hints used claim it went."""
+    base = _depending("basekit", (), "2")
+    app = _depending("tensorkit", ("basekit >=1",), "4")
+    plan = plan_gate(inputs([app, base], [results(app, "failed"), results(base, "failed")], hints(tmp_path, FORCE)))
+    assert plan.promote == [] and plan.forced == {} and plan.hints_used == []
+    (held,) = [h for h in plan.held if h.file.name == "tensorkit"]
+    assert [x.reason for x in held.holds] == [HoldReason.DEPENDENCY_NOT_IN_MAIN]
+    # with its dependency passing, the hint promotes it (and says so)
+    plan = plan_gate(inputs([app, base], [results(app, "failed"), results(base)], hints(tmp_path, FORCE)))
+    assert app.artifact in plan.forced and any("promoted despite 'test-failed'" in u for u in plan.hints_used)

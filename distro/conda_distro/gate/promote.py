@@ -401,7 +401,12 @@ def plan_gate(inputs: PlanInputs, *, staging_ref: str = "staging", main_ref: str
     plan.flaky = flaky_tests([f for a, f in sorted(inputs.staging.items()) if a not in gone], inputs.results,
                              plan.retests, inputs.maintainers)
     plan.held = sorted((_with_maintainers(h, inputs.maintainers) for h in plan.held), key=lambda h: h.artifact)
-    plan.hints_used = list(dict.fromkeys(plan.hints_used))
+    # a hint that lifted a hold of a candidate held later (by a dependency, its dependents, installability)
+    # promoted nothing: it is not said to have
+    promoted = {f.artifact for f in plan.promote}
+    dropped = set(plan.forced) - promoted
+    plan.forced = {a: by for a, by in plan.forced.items() if a in promoted}
+    plan.hints_used = [u for u in dict.fromkeys(plan.hints_used) if not any(u.startswith(f"{a}: ") for a in dropped)]
     plan.hint_notes = list(inputs.hint_notes)
     return plan
 
