@@ -9,16 +9,19 @@ document is loaded on demand (:meth:`Recipe.roundtrip`) by the flows that edit r
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, overload
 
 from conda_distro.errors import DistroError, RecipeError
 from conda_distro.recipe.render import RenderedRecipe, RenderError, RenderSettings, cache_file_of, render_text, store_json
 from conda_distro.recipe.specs import ParsedSpec, parse_spec
+from conda_distro.util.cachedir import PackedCache
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.yamlio import LDict, LList, load_fast, read_yaml_text
 
@@ -137,6 +140,16 @@ class Recipe:
     #: what is derived from the text once and asked for again (e.g. its written pins: three lint checks and
     #: the sweep ask; bench_spine warm 300 recipes: 900 computations of 3.7 s profiled became 300)
     derived: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: (section, text as written, line) of every requirement item in the text, top level and outputs, every
+    #: if/then/else branch: what the pins are read from, kept in the model cache so that a warm lint never
+    #: parses the YAML again (None: not known yet, read from :attr:`tree` when asked)
+    written: tuple[tuple[str, str, int], ...] | None = field(default=None, repr=False, compare=False)
+
+    def written_requirements(self) -> tuple[tuple[str, str, int], ...]:
+        """:attr:`written`, read from the text's tree the first time when not known."""
+        if self.written is None:
+            self.written = written_requirements(self.tree)
+        return self.written
 
     @property
     def folder(self) -> Path:
@@ -166,6 +179,7 @@ class Recipe:
             "run_exports": [dep(d) for d in self.run_exports], "lines": self.lines,
             "outputs": [vars(o) for o in self.outputs], "multi_output": self.multi_output,
             "variants": [[v.output, v.variant, {k: list(x) for k, x in v.requirements.items()}] for v in self.variants],
+            "written": [list(w) for w in self.written_requirements()],
         }
 
     @classmethod
@@ -182,6 +196,7 @@ class Recipe:
             run_exports=[dep(d) for d in data["run_exports"]], lines=data["lines"],
             outputs=[Output(**o) for o in data["outputs"]], multi_output=data["multi_output"], settings=settings,
             variants=[VariantReqs(o, dict(v), {k: tuple(x) for k, x in r.items()}) for o, v, r in data["variants"]],
+            written=tuple((a, b, c) for a, b, c in data["written"]),
         )
 
     def produces(self, name: str) -> bool:
@@ -260,6 +275,25 @@ def written_items(value: Any, line: int) -> list[tuple[str, int]]:
     found: list[_Candidate] = []
     _flatten(value, line, False, found)
     return [(c.raw, c.line) for c in found]
+
+
+REQUIREMENT_SECTIONS = ("build", "host", "run", "run_constraints")
+
+
+def written_requirements(doc: Any) -> tuple[tuple[str, str, int], ...]:
+    """(section, text as written, line) of every requirement item of a recipe's tree: the top level's and
+    each output's ``requirements`` (build, host, run, run_constraints), both branches of every condition."""
+    outputs = doc.get("outputs") if isinstance(doc, dict) else None
+    bodies = [doc] + [o for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else [doc]
+    found: list[tuple[str, str, int]] = []
+    for body in bodies:
+        req = body.get("requirements") if isinstance(body, dict) else None
+        if not isinstance(req, dict):
+            continue
+        for section in REQUIREMENT_SECTIONS:
+            start = req.line_of(section) if isinstance(req, LDict) else 1
+            found.extend((section, text, line) for text, line in written_items(req.get(section), start))
+    return tuple(found)
 
 
 class _LineFinder:
@@ -479,7 +513,7 @@ def _tree(text: str, path: Path) -> LDict:
     return doc if isinstance(doc, LDict) else LDict(doc)
 
 
-MODEL_SCHEMA = "3"  # bump when the Recipe model or how it is built changes
+MODEL_SCHEMA = "4"  # bump when the Recipe model or how it is built changes
 
 
 def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) -> Recipe:
@@ -501,6 +535,90 @@ def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) 
     if model_file is not None:
         store_json(model_file, recipe.to_json())
     return recipe
+
+
+PACK_FILE = f"recipes-{MODEL_SCHEMA}.pack"  # the packed model cache, in the render cache's folder
+PARALLEL_MIN = 200  # below this many recipes to render, starting worker processes costs more than it saves
+
+
+def parse_recipes(items: list[tuple[str, Path, RenderSettings]], jobs: int | None = None) -> list[Recipe | DistroError]:
+    """:func:`parse_recipe` of many recipes ((text, path, settings) each), in order: each a
+    :class:`Recipe` or the :class:`DistroError` that says why it cannot be read.
+
+    The models are kept in one packed cache (:class:`~conda_distro.util.cachedir.PackedCache`, file
+    :data:`PACK_FILE` in the render cache's folder), keyed as the render cache is (text + variant
+    configuration + target platform + rattler-build version): a warm load reads one file. The
+    recipes not in it are parsed (rendered) once each, in ``jobs`` worker processes when there are
+    many (rattler-build holds the GIL; spawn, never fork: see the engine notes), and added to it in
+    one write. A recipe that cannot be read is not packed (its render error is in the render cache)."""
+    results: list[Recipe | DistroError | None] = [None] * len(items)
+    keys = [model_key(text, s) for text, _, s in items]
+    folder = next((s.cache_dir for _, _, s in items if s.cache_dir is not None), None)
+    pack = PackedCache(folder / PACK_FILE) if folder is not None else None
+    stored = pack.load() if pack is not None else {}
+    todo: list[int] = []
+    for i, ((text, path, settings), key) in enumerate(zip(items, keys, strict=True)):
+        record = stored.get(key) if key is not None else None
+        if record is not None:
+            try:
+                results[i] = Recipe.from_json(record, path, text, settings)
+                continue
+            except (ValueError, KeyError, TypeError, IndexError):  # (an entry of another shape: parsed again)
+                pass
+        todo.append(i)
+    fresh: dict[str, dict] = {}
+    for i, (outcome, record) in zip(todo, _parse_many([items[i] for i in todo], jobs), strict=True):
+        results[i] = outcome
+        key = keys[i]
+        if record is not None and key is not None:
+            fresh[key] = record
+    if pack is not None and fresh:
+        pack.update(fresh, used=[k for k in keys if k is not None and k not in fresh])
+    return results  # type: ignore[return-value]
+
+
+def model_key(text: str, settings: RenderSettings) -> str | None:
+    """The packed cache's key of ``text`` rendered with ``settings`` (None: no cache)."""
+    if settings.cache_dir is None:
+        return None
+    return hashlib.sha256(settings.digest.encode() + b"\0" + text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _parse_many(items: list[tuple[str, Path, RenderSettings]], jobs: int | None) -> list[tuple[Recipe | DistroError, dict | None]]:
+    """(recipe or error, its packable record) of each item: in this process for a few, else in workers."""
+    jobs = jobs or min(os.cpu_count() or 1, 8)
+    if len(items) < PARALLEL_MIN or jobs < 2:
+        out: list[tuple[Recipe | DistroError, dict | None]] = []
+        for text, path, settings in items:
+            try:
+                recipe = parse_recipe(text, path, settings)
+            except DistroError as exc:
+                out.append((exc, None))
+                continue
+            out.append((recipe, _record(recipe)))
+        return out
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    work = [(text, str(path), replace(settings, cache_dir=None)) for text, path, settings in items]
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
+        done = list(pool.map(_parse_in_worker, work, chunksize=max(1, len(work) // (jobs * 8))))
+    return [(outcome if isinstance(outcome, DistroError) else Recipe.from_json(outcome, path, text, settings),
+             None if isinstance(outcome, DistroError) else outcome)
+            for outcome, (text, path, settings) in zip(done, items, strict=True)]
+
+
+def _parse_in_worker(item: tuple[str, str, RenderSettings]) -> dict | DistroError:
+    text, path, settings = item
+    try:
+        return _record(_parse(text, Path(path), settings))
+    except DistroError as exc:
+        return exc
+
+
+def _record(recipe: Recipe) -> dict:
+    """The recipe's model as plain JSON data (what the packed cache holds: strings, not line-aware ones)."""
+    return json.loads(json.dumps(recipe.to_json()))
 
 
 def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
@@ -535,6 +653,7 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
         maintainers=maintainers, lockstep=lockstep, skip_lints=skip_lints, sources=sources,
         platform=settings.target_platform, run_exports=run_exports, lines=lines, outputs=outputs,
         multi_output=rendered.multi_output, settings=settings, variants=_variant_reqs(rendered),
+        written=written_requirements(doc),
     )
 
 

@@ -11,7 +11,6 @@ the caller (a recipe must not render one name on CI and another on a laptop).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -378,33 +377,6 @@ def cache_file_of(text: str, settings: RenderSettings) -> Path | None:
         return None
     key = hashlib.sha256(settings.digest.encode() + b"\0" + text.encode("utf-8", "surrogatepass")).hexdigest()
     return settings.cache_dir / key[:2] / f"{key}.json"
-
-
-def _prerender_one(args: tuple[str, str, RenderSettings]) -> None:
-    text, path, settings = args
-    with contextlib.suppress(RecipeError):  # cached as an error; the caller reports it when it reads the recipe
-        render_text(text, Path(path), settings)
-
-
-PARALLEL_MIN = 400  # below this many uncached recipes, starting worker processes costs more than it saves
-
-
-def prerender(items: list[tuple[str, Path]], settings: RenderSettings, jobs: int | None = None) -> int:
-    """Fill the render cache for many recipes at once, in worker processes (rattler-build holds the GIL;
-    spawn, never fork: see the engine notes). Returns how many were rendered. Without a cache, or for
-    a few recipes, it does nothing: the caller renders them as it reads them."""
-    if settings.cache_dir is None:
-        return 0
-    todo = [(t, str(p), settings) for t, p in items if not cache_file_of(t, settings).is_file()]  # type: ignore[union-attr]
-    jobs = jobs or min(os.cpu_count() or 1, 8)
-    if len(todo) < PARALLEL_MIN or jobs < 2:
-        return 0
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
-        list(pool.map(_prerender_one, todo, chunksize=max(1, len(todo) // (jobs * 8))))
-    return len(todo)
 
 
 def render_text(text: str, path: Path, settings: RenderSettings) -> RenderedRecipe:

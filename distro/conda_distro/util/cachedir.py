@@ -1,9 +1,12 @@
-"""Where the tool keeps caches that outlive a repository checkout (sandbox upstream, renders)."""
+"""Where the tool keeps caches that outlive a repository checkout (sandbox upstream, renders), and
+:class:`PackedCache`: many entries in one file."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 CACHE_ENV = "CONDA_DISTRO_CACHE"
 
@@ -15,3 +18,86 @@ def default_cache_dir() -> Path:
         return Path(os.environ[CACHE_ENV]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "conda-distro"
+
+
+class _PlainUnpickler:
+    """``pickle.loads`` that builds only plain data (dict, list, tuple, str, int, float, bool, None): a
+    pack is never code, whatever is written in its file."""
+
+    @staticmethod
+    def loads(data: bytes) -> Any:
+        import io
+        import pickle
+
+        class Plain(pickle.Unpickler):
+            def find_class(self, module: str, name: str) -> Any:
+                raise pickle.UnpicklingError(f"a packed cache holds plain data only, not {module}.{name}")
+
+        return Plain(io.BytesIO(data)).load()
+
+
+class PackedCache:
+    """Many cache entries in one file: ``key -> plain data`` (dicts, lists, strings, numbers), read in
+    one go. A warm load of thousands of recipes reads this one file instead of one file per recipe.
+
+    * Keys are content hashes made by the caller (they carry what invalidates an entry: for recipe
+      models, the recipe text, the variant configuration, the target platform and rattler-build's
+      version), so a stale entry is never found, only left to age out.
+    * The file is a pickle of plain data read by an unpickler that refuses every class: a file that is
+      corrupt, truncated, of another format or not plain data reads as empty and is rebuilt.
+    * Writers take ``<file>.lock`` (filelock; a writer that cannot get it within ``lock_timeout``
+      writes nothing: a cache only costs time), merge their entries into what is in the file then,
+      and replace it atomically (temporary file + ``os.replace``): readers never lock and never see a
+      half-written file; kill -9 leaves at most a ``.<name>.<pid>.tmp`` file, removed by the next writer.
+    * Bounded: at most ``max_entries`` entries; a write drops the least recently written or used ones
+      (each entry carries the time it was last written or used by a writing run).
+    """
+
+    FORMAT = 1
+
+    def __init__(self, path: Path, *, max_entries: int = 20_000, lock_timeout: float = 10.0) -> None:
+        self.path = path
+        self.max_entries = max_entries
+        self.lock_timeout = lock_timeout
+
+    def load(self) -> dict[str, Any]:
+        """``key -> value`` of every entry ({} when the file is missing or unreadable)."""
+        return {k: v[1] for k, v in self._read().items()}
+
+    def _read(self) -> dict[str, list]:
+        try:
+            data = _PlainUnpickler.loads(self.path.read_bytes())
+        except Exception:  # noqa: BLE001 - missing, truncated, corrupt, refused: an empty cache
+            return {}
+        if not isinstance(data, dict) or data.get("format") != self.FORMAT or not isinstance(data.get("entries"), dict):
+            return {}
+        return {k: v for k, v in data["entries"].items() if isinstance(k, str) and isinstance(v, list) and len(v) == 2}
+
+    def update(self, new: dict[str, Any], used: Iterable[str] = ()) -> bool:
+        """Add ``new`` entries and mark ``used`` keys as used now; True when the file was written."""
+        import pickle
+        import time
+
+        from filelock import FileLock, Timeout
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(self.path) + ".lock", timeout=self.lock_timeout):
+                for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+                    stale.unlink(missing_ok=True)  # (a writer killed before its replace; we hold the lock)
+                entries = self._read()
+                now = time.time()
+                for key in used:
+                    if key in entries:
+                        entries[key][0] = now
+                for key, value in new.items():
+                    entries[key] = [now, value]
+                if len(entries) > self.max_entries:
+                    keep = sorted(entries, key=lambda k: entries[k][0], reverse=True)[:self.max_entries]
+                    entries = {k: entries[k] for k in keep}
+                tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+                tmp.write_bytes(pickle.dumps({"format": self.FORMAT, "entries": entries}, protocol=pickle.HIGHEST_PROTOCOL))
+                os.replace(tmp, self.path)
+        except (OSError, Timeout):
+            return False
+        return True
