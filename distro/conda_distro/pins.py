@@ -61,6 +61,13 @@ def pytorch_pins(recipe: Recipe, pytorch: str, *, all_branches: bool = True) -> 
     """Versioned pins of ``pytorch`` (see the module doc), one per line, in line order. Empty for a
     recipe that produces ``pytorch`` itself. ``all_branches=False``: only the requirements that apply
     to the recipe's platform (what a build of it gets)."""
+    key = ("pytorch_pins", pytorch, all_branches)  # (asked by three lint checks and the sweep: found once)
+    if key not in recipe.derived:
+        recipe.derived[key] = _pytorch_pins(recipe, pytorch, all_branches)
+    return list(recipe.derived[key])
+
+
+def _pytorch_pins(recipe: Recipe, pytorch: str, all_branches: bool) -> list[Dep]:
     if recipe.produces(pytorch):
         return []
     templated = _templated_lines(recipe, pytorch)

@@ -183,21 +183,35 @@ class Recipe:
         }
 
     @classmethod
-    def from_json(cls, data: dict, path: Path, text: str, settings: RenderSettings | None) -> Recipe:
+    def from_json(cls, data: dict, path: Path, text: str, settings: RenderSettings | None,
+                  shared: dict | None = None) -> Recipe:
+        """The recipe of :meth:`to_json`'s data. ``shared``: equal immutable parts (specs, entries, strings)
+        become one object across the recipes read with the same dict (a smaller packed cache)."""
+        share: Callable[[Any], Any] = (lambda o: o) if shared is None else (lambda o: shared.setdefault(o, o))
+
         def dep(x: list) -> Dep:
-            spec = None if x[3] is None else ParsedSpec(*x[3])
-            return Dep(x[0], x[1], x[2], spec, x[4], tuple(tuple(k) for k in x[5]), x[6], x[7], x[8])
+            spec = None if x[3] is None else share(ParsedSpec(*x[3]))
+            return share(Dep(x[0], x[1], x[2], spec, x[4], tuple(tuple(k) for k in x[5]), x[6], x[7], x[8]))
         return cls(
             path=path, text=text, data=None, name=data["name"], version=data["version"],
             build_number=data["build_number"], noarch=data["noarch"], skip=data["skip"],
             requirements={k: [dep(d) for d in v] for k, v in data["requirements"].items()}, tests=data["tests"],
             about=data["about"], maintainers=data["maintainers"], lockstep=data["lockstep"],
-            skip_lints=data["skip_lints"], sources=[Source(**x) for x in data["sources"]], platform=data["platform"],
+            skip_lints=data["skip_lints"], sources=[share(Source(**x)) for x in data["sources"]], platform=data["platform"],
             run_exports=[dep(d) for d in data["run_exports"]], lines=data["lines"],
-            outputs=[Output(**o) for o in data["outputs"]], multi_output=data["multi_output"], settings=settings,
-            variants=[VariantReqs(o, dict(v), {k: tuple(x) for k, x in r.items()}) for o, v, r in data["variants"]],
-            written=tuple((a, b, c) for a, b, c in data["written"]),
+            outputs=[share(Output(**o)) for o in data["outputs"]], multi_output=data["multi_output"], settings=settings,
+            variants=[VariantReqs(share(o), {share(a): share(b) for a, b in v.items()},
+                                  {share(k): share(tuple(x)) for k, x in r.items()}) for o, v, r in data["variants"]],
+            written=tuple(share((a, b, c)) for a, b, c in data["written"]),
         )
+
+    def packed(self) -> Recipe:
+        """A copy of plain values (no line-aware strings) without what the packed cache does not keep:
+        path, text, settings, tree, derived values (set again when it is read, see :func:`parse_recipes`).
+        A recipe without its tree was read from plain JSON data already (:meth:`from_json`)."""
+        if self.data is None:
+            return replace(self, path=None, text="", settings=None, derived={}, written=self.written)  # type: ignore[arg-type]
+        return Recipe.from_json(json.loads(json.dumps(self.to_json())), None, "", None)  # type: ignore[arg-type]
 
     def produces(self, name: str) -> bool:
         """Is ``name`` one of the packages this recipe builds? A requirement on it (``pin_subpackage``,
@@ -538,6 +552,8 @@ def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) 
 
 
 PACK_FILE = f"recipes-{MODEL_SCHEMA}.pack"  # the packed model cache, in the render cache's folder
+#: the classes a packed cache may hold (anything else in its file: the cache is read as empty)
+_PACKED: tuple[type, ...] = ()  # (set below, once the classes exist)
 PARALLEL_MIN = 200  # below this many recipes to render, starting worker processes costs more than it saves
 
 
@@ -554,24 +570,22 @@ def parse_recipes(items: list[tuple[str, Path, RenderSettings]], jobs: int | Non
     results: list[Recipe | DistroError | None] = [None] * len(items)
     keys = [model_key(text, s) for text, _, s in items]
     folder = next((s.cache_dir for _, _, s in items if s.cache_dir is not None), None)
-    pack = PackedCache(folder / PACK_FILE) if folder is not None else None
+    pack = PackedCache(folder / PACK_FILE, allowed=_PACKED) if folder is not None else None
     stored = pack.load() if pack is not None else {}
     todo: list[int] = []
     for i, ((text, path, settings), key) in enumerate(zip(items, keys, strict=True)):
-        record = stored.get(key) if key is not None else None
-        if record is not None:
-            try:
-                results[i] = Recipe.from_json(record, path, text, settings)
-                continue
-            except (ValueError, KeyError, TypeError, IndexError):  # (an entry of another shape: parsed again)
-                pass
-        todo.append(i)
-    fresh: dict[str, dict] = {}
-    for i, (outcome, record) in zip(todo, _parse_many([items[i] for i in todo], jobs), strict=True):
+        recipe = stored.get(key) if key is not None else None
+        if type(recipe) is Recipe:
+            recipe.path, recipe.text, recipe.settings = path, text, settings
+            results[i] = recipe
+        else:
+            todo.append(i)
+    fresh: dict[str, Recipe] = {}
+    for i, outcome in zip(todo, _parse_many([items[i] for i in todo], jobs), strict=True):
         results[i] = outcome
         key = keys[i]
-        if record is not None and key is not None:
-            fresh[key] = record
+        if isinstance(outcome, Recipe) and key is not None:
+            fresh[key] = outcome.packed()
     if pack is not None and fresh:
         pack.update(fresh, used=[k for k in keys if k is not None and k not in fresh])
     return results  # type: ignore[return-value]
@@ -584,18 +598,16 @@ def model_key(text: str, settings: RenderSettings) -> str | None:
     return hashlib.sha256(settings.digest.encode() + b"\0" + text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _parse_many(items: list[tuple[str, Path, RenderSettings]], jobs: int | None) -> list[tuple[Recipe | DistroError, dict | None]]:
-    """(recipe or error, its packable record) of each item: in this process for a few, else in workers."""
+def _parse_many(items: list[tuple[str, Path, RenderSettings]], jobs: int | None) -> list[Recipe | DistroError]:
+    """The recipe (or the error) of each item: parsed in this process for a few, else in workers."""
     jobs = jobs or min(os.cpu_count() or 1, 8)
     if len(items) < PARALLEL_MIN or jobs < 2:
-        out: list[tuple[Recipe | DistroError, dict | None]] = []
+        out: list[Recipe | DistroError] = []
         for text, path, settings in items:
             try:
-                recipe = parse_recipe(text, path, settings)
+                out.append(parse_recipe(text, path, settings))
             except DistroError as exc:
-                out.append((exc, None))
-                continue
-            out.append((recipe, _record(recipe)))
+                out.append(exc)
         return out
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
@@ -603,22 +615,18 @@ def _parse_many(items: list[tuple[str, Path, RenderSettings]], jobs: int | None)
     work = [(text, str(path), replace(settings, cache_dir=None)) for text, path, settings in items]
     with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
         done = list(pool.map(_parse_in_worker, work, chunksize=max(1, len(work) // (jobs * 8))))
-    return [(outcome if isinstance(outcome, DistroError) else Recipe.from_json(outcome, path, text, settings),
-             None if isinstance(outcome, DistroError) else outcome)
+    shared: dict = {}
+    return [outcome if isinstance(outcome, DistroError) else Recipe.from_json(outcome, path, text, settings, shared)
             for outcome, (text, path, settings) in zip(done, items, strict=True)]
 
 
 def _parse_in_worker(item: tuple[str, str, RenderSettings]) -> dict | DistroError:
+    """(In a worker process.) The recipe's model as plain JSON data, or why it cannot be read."""
     text, path, settings = item
     try:
-        return _record(_parse(text, Path(path), settings))
+        return json.loads(json.dumps(_parse(text, Path(path), settings).to_json()))
     except DistroError as exc:
         return exc
-
-
-def _record(recipe: Recipe) -> dict:
-    """The recipe's model as plain JSON data (what the packed cache holds: strings, not line-aware ones)."""
-    return json.loads(json.dumps(recipe.to_json()))
 
 
 def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
@@ -851,3 +859,6 @@ def recipe_paths(recipes_dir: Path, names: list[str] | None = None) -> list[Path
                                    or os.path.isfile(os.path.join(entry.path, V0_FILE))):
                 found.append(entry.name)
     return [recipes_dir.joinpath(name, RECIPE_FILE) for name in sorted(found)]
+
+
+_PACKED = (Recipe, Dep, Output, Source, VariantReqs, ParsedSpec)

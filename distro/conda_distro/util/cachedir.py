@@ -20,31 +20,33 @@ def default_cache_dir() -> Path:
     return Path(base).expanduser() / "conda-distro"
 
 
-class _PlainUnpickler:
-    """``pickle.loads`` that builds only plain data (dict, list, tuple, str, int, float, bool, None): a
-    pack is never code, whatever is written in its file."""
+def _restricted_loads(data: bytes, allowed: dict[tuple[str, str], type]) -> Any:
+    """``pickle.loads`` that builds plain data (dict, list, tuple, str, numbers, None) and instances of
+    the ``allowed`` classes only (made without calling them: ``__new__`` + their attributes set), never
+    anything else: a pack is never code, whatever is written in its file."""
+    import io
+    import pickle
 
-    @staticmethod
-    def loads(data: bytes) -> Any:
-        import io
-        import pickle
+    class Restricted(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            cls = allowed.get((module, name))
+            if cls is None:
+                raise pickle.UnpicklingError(f"a packed cache does not hold {module}.{name}")
+            return cls
 
-        class Plain(pickle.Unpickler):
-            def find_class(self, module: str, name: str) -> Any:
-                raise pickle.UnpicklingError(f"a packed cache holds plain data only, not {module}.{name}")
-
-        return Plain(io.BytesIO(data)).load()
+    return Restricted(io.BytesIO(data)).load()
 
 
 class PackedCache:
-    """Many cache entries in one file: ``key -> plain data`` (dicts, lists, strings, numbers), read in
-    one go. A warm load of thousands of recipes reads this one file instead of one file per recipe.
+    """Many cache entries in one file: ``key -> value`` (plain data and instances of the ``allowed``
+    classes, plain dataclasses without a ``__setstate__``), read in one go. A warm load of thousands
+    of recipes reads this one file instead of one file per recipe.
 
     * Keys are content hashes made by the caller (they carry what invalidates an entry: for recipe
       models, the recipe text, the variant configuration, the target platform and rattler-build's
       version), so a stale entry is never found, only left to age out.
-    * The file is a pickle of plain data read by an unpickler that refuses every class: a file that is
-      corrupt, truncated, of another format or not plain data reads as empty and is rebuilt.
+    * The file is a pickle read by an unpickler that refuses every class but ``allowed``: a file that is
+      corrupt, truncated, of another format or holding anything else reads as empty and is rebuilt.
     * Writers take ``<file>.lock`` (filelock; a writer that cannot get it within ``lock_timeout``
       writes nothing: a cache only costs time), merge their entries into what is in the file then,
       and replace it atomically (temporary file + ``os.replace``): readers never lock and never see a
@@ -55,8 +57,10 @@ class PackedCache:
 
     FORMAT = 1
 
-    def __init__(self, path: Path, *, max_entries: int = 20_000, lock_timeout: float = 10.0) -> None:
+    def __init__(self, path: Path, *, allowed: tuple[type, ...] = (), max_entries: int = 20_000,
+                 lock_timeout: float = 10.0) -> None:
         self.path = path
+        self.allowed = {(c.__module__, c.__qualname__): c for c in allowed}
         self.max_entries = max_entries
         self.lock_timeout = lock_timeout
 
@@ -66,7 +70,7 @@ class PackedCache:
 
     def _read(self) -> dict[str, list]:
         try:
-            data = _PlainUnpickler.loads(self.path.read_bytes())
+            data = _restricted_loads(self.path.read_bytes(), self.allowed)
         except Exception:  # noqa: BLE001 - missing, truncated, corrupt, refused: an empty cache
             return {}
         if not isinstance(data, dict) or data.get("format") != self.FORMAT or not isinstance(data.get("entries"), dict):
