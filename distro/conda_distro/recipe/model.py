@@ -587,6 +587,9 @@ def parse_recipes(items: list[tuple[str, Path, RenderSettings]], jobs: int | Non
         if isinstance(outcome, Recipe) and key is not None:
             fresh[key] = outcome.packed()
     if pack is not None and fresh:
+        for old in pack.path.parent.glob("recipes-*.pack"):  # (packs of an older model schema)
+            if old != pack.path:
+                old.unlink(missing_ok=True)
         pack.update(fresh, used=[k for k in keys if k is not None and k not in fresh])
     return results  # type: ignore[return-value]
 
