@@ -213,7 +213,26 @@ def _plain_tree(node: Any) -> Any:
     return s
 
 
-def _skip_probe(text: str) -> str | None:
+_BARE_CONDITION = re.compile(r"\s*(?:not\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*")
+
+
+def _platform_only(skip: Any, context: Any, settings: RenderSettings | None) -> list[str] | None:
+    """The skip list when every entry is a bare name (``win``, ``not linux``) that is neither a variant key
+    nor a context variable: a platform selector, whose value no variant changes. None otherwise."""
+    if settings is None:
+        return None
+    entries = skip if isinstance(skip, list) else [skip]
+    keys = {k for k, _ in settings.variants} | (set(context) if isinstance(context, dict) else set())
+    out = []
+    for entry in entries:
+        m = _BARE_CONDITION.fullmatch(entry) if isinstance(entry, str) else None
+        if m is None or m.group(1) in keys or m.group(1) in ("true", "false", "True", "False"):
+            return None
+        out.append(str(entry))
+    return out
+
+
+def _skip_probe(text: str, settings: RenderSettings | None = None) -> str | None:
     """py-rattler-build 0.73 evaluates ``build.skip`` only for multi-output recipes (a single-output
     recipe's top-level skip is ignored by its render() and run_build()). For a single-output recipe
     with a skip list, this is the same recipe written as a multi-output recipe with one output (its
@@ -221,7 +240,13 @@ def _skip_probe(text: str) -> str | None:
     into the output), so that rattler-build itself evaluates the skip conditions per variant, with the
     same variant keys as the recipe (the keys it uses elsewhere count: a condition such as
     ``match(cuda_compiler_version, "<${{ min }}")`` is evaluated with the recipe's own variants).
-    None: nothing to probe."""
+    None: nothing to probe.
+
+    When every skip condition is a platform selector (:func:`_platform_only`: ``skip: [win]``, the
+    common case), the probe is that skip list alone on an empty one-output recipe: the same for
+    every such recipe, so one render answers them all (:func:`_probe_variants` remembers it; before,
+    each recipe rendered a second time: bench_spine cold, 1,000 generated recipes with ``skip: [win]``).
+    rattler-build still evaluates the conditions."""
     if "skip" not in text:
         return None
     try:
@@ -232,6 +257,13 @@ def _skip_probe(text: str) -> str | None:
     if not isinstance(build, dict) or "skip" not in build or "outputs" in doc or not isinstance(doc.get("package"), dict):
         return None
     plain = _plain_tree(doc)
+    selectors = _platform_only(plain["build"]["skip"], plain.get("context"), settings)
+    if selectors is not None:
+        output: dict[str, Any] = {"package": {"name": "skip-probe"}}
+        if plain["build"].get("noarch"):  # (as the recipe's own output would be: noarch or not)
+            output["build"] = {"noarch": plain["build"]["noarch"]}
+        return json.dumps({"recipe": {"name": "skip-probe", "version": "0"}, "build": {"skip": selectors},
+                           "outputs": [output]})
     package = plain.pop("package")
     rest = {k: v for k, v in plain["build"].items() if k != "skip"}
     probe: dict[str, Any] = {k: plain[k] for k in ("context", "source", "about", "extra") if k in plain}
@@ -312,7 +344,7 @@ def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool) 
         if narrow is not settings and uses_cuda(variants):
             narrow = settings
             variants = stage0.render(settings.to_config(), render_config)
-        probe = None if multi else _skip_probe(text)
+        probe = None if multi else _skip_probe(text, narrow)
         if probe is not None:
             probe_variants = _probe_variants(probe, narrow, render_config)
             variants = [v for v in variants
