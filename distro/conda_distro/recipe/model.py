@@ -615,7 +615,8 @@ def _parse_many(items: list[tuple[str, Path, RenderSettings]], jobs: int | None)
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    work = [(text, str(path), replace(settings, cache_dir=None)) for text, path, settings in items]
+    uncached: dict[RenderSettings, RenderSettings] = {}  # (one object per distinct settings: pickled once a chunk)
+    work = [(text, str(path), uncached.setdefault(settings, replace(settings, cache_dir=None))) for text, path, settings in items]
     with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_worker_start) as pool:
         done = list(pool.map(_parse_in_worker, work, chunksize=max(1, len(work) // (jobs * 8))))
     shared: dict = {}

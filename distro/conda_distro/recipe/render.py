@@ -69,6 +69,9 @@ class RenderSettings:
         return self.with_variants({k: list(minors) for k in partners | {key}})
 
     def without_cuda_rows(self) -> RenderSettings:
+        return _memo("narrow", self, self._without_cuda_rows)
+
+    def _without_cuda_rows(self) -> RenderSettings:
         """The variant config as conda-forge gives it to a recipe that does not use CUDA: only the rows
         where ``cuda_compiler_version`` is ``"None"`` (of its zip group, or of the key alone). conda-smithy
         adds the CUDA rows of conda-forge's pinning only for a recipe that uses the CUDA compiler; here
@@ -90,9 +93,17 @@ class RenderSettings:
         return {k: list(v) for k, v in self.variants}
 
     def to_config(self):
+        """rattler-build's ``VariantConfig`` of these settings (made once per distinct settings: a render
+        only reads it)."""
         from rattler_build import VariantConfig
 
-        return VariantConfig(self.variant_dict, zip_keys=[list(z) for z in self.zip_keys] or None)
+        return _memo("config", self, lambda: VariantConfig(self.variant_dict, zip_keys=[list(z) for z in self.zip_keys] or None))
+
+    def render_config(self):
+        """rattler-build's ``RenderConfig`` for the target platform (made once per distinct settings)."""
+        from rattler_build import PlatformConfig, RenderConfig
+
+        return _memo("render", self, lambda: RenderConfig(platform=PlatformConfig(target_platform=self.target_platform)))
 
     @functools.cached_property
     def digest(self) -> str:
@@ -100,6 +111,20 @@ class RenderSettings:
                               [[k, [_typed(x) for x in v]] for k, v in self.variants],
                               [list(z) for z in self.zip_keys]])
         return hashlib.sha256(payload.encode()).hexdigest()
+
+
+_memos: dict[tuple[str, RenderSettings], Any] = {}
+
+
+def _memo(kind: str, settings: RenderSettings, make: Any) -> Any:
+    """What ``make()`` derives from ``settings``, made once per equal settings in this process (a distribution's
+    recipes share a few; bench_spine cold: rebuilt per recipe, they cost a quarter of a render)."""
+    key = (kind, settings)
+    if key not in _memos:
+        if len(_memos) >= 1024:  # (bounded: a long-lived process renders many distributions)
+            _memos.clear()
+        _memos[key] = make()
+    return _memos[key]
 
 
 @dataclass(frozen=True)
@@ -341,9 +366,9 @@ def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool, 
     left out. A recipe that does not use the CUDA key renders without the variant config's CUDA rows
     (:meth:`RenderSettings.without_cuda_rows`): it would otherwise get one more build per CUDA row of the
     compilers' zip, a CPU build with the CUDA build's compiler. Call inside :func:`fixed_environment`."""
-    from rattler_build import PlatformConfig, RattlerBuildError, RenderConfig, Stage0Recipe
+    from rattler_build import RattlerBuildError, Stage0Recipe
 
-    render_config = RenderConfig(platform=PlatformConfig(target_platform=settings.target_platform))
+    render_config = settings.render_config()
     try:
         stage0 = Stage0Recipe.from_file(str(path)) if from_file else \
             Stage0Recipe.from_yaml(text, recipe_dir=_scratch() / "recipe")  # (from_yaml writes the text there)
