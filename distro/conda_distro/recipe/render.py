@@ -283,11 +283,11 @@ def _skip_probe(text: str, settings: RenderSettings | None = None, tree: Any = N
         return None
     selectors = _platform_only(build["skip"], doc.get("context"), settings)
     if selectors is not None:
-        output: dict[str, Any] = {"package": {"name": "skip-probe"}}
+        alone: dict[str, Any] = {"package": {"name": "skip-probe"}}
         if build.get("noarch"):  # (as the recipe's own output would be: noarch or not)
-            output["build"] = {"noarch": _plain_tree(build["noarch"])}
+            alone["build"] = {"noarch": _plain_tree(build["noarch"])}
         return json.dumps({"recipe": {"name": "skip-probe", "version": "0"}, "build": {"skip": selectors},
-                           "outputs": [output]})
+                           "outputs": [alone]})
     plain = _plain_tree(doc)
     package = plain.pop("package")
     rest = {k: v for k, v in plain["build"].items() if k != "skip"}
