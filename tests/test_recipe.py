@@ -377,9 +377,9 @@ def test_bulk_work_pauses_the_garbage_collector_and_restores_it(make_distro, cle
     seen = []
     real = distribution.parse_recipes
 
-    def spy(items):
+    def spy(items, **kw):
         seen.append((len(items), gc.isenabled()))
-        return real(items)
+        return real(items, **kw)
 
     monkeypatch.setattr(distribution, "parse_recipes", spy)
     root = make_distro({"a": clean_recipe("a"), "b": clean_recipe("b")})

@@ -8,6 +8,7 @@ import json
 import os
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -474,12 +475,13 @@ def _pack_world(make_distro, clean_recipe, tmp_path, monkeypatch) -> tuple[Path,
 
 
 def test_a_warm_load_reads_the_models_from_one_packed_file(make_distro, clean_recipe, tmp_path, monkeypatch):
-    from conda_distro.recipe.model import PACK_FILE
+    from conda_distro.recipe.model import pack_file
 
     root, folder = _pack_world(make_distro, clean_recipe, tmp_path, monkeypatch)
     parsed: list[str] = []
     cold = _pack_load(root, monkeypatch, parsed=parsed)
-    assert sorted(parsed) == ["a", "b", "c"] and (folder / PACK_FILE).is_file()
+    assert sorted(parsed) == ["a", "b", "c"] and pack_file(folder, str(root.resolve())).is_file()
+    assert len(list(folder.rglob("*.pack"))) == 1
     parsed.clear()
     warm = _pack_load(root, monkeypatch, parsed=parsed)
     assert parsed == [] and not warm.errors
@@ -528,11 +530,11 @@ def test_the_packed_cache_is_invalidated_by_what_the_render_depends_on(make_dist
 def test_a_damaged_packed_cache_is_ignored_and_rebuilt(make_distro, clean_recipe, tmp_path, monkeypatch, damage):
     import pickle
 
-    from conda_distro.recipe.model import PACK_FILE
+    from conda_distro.recipe.model import pack_file
 
     root, folder = _pack_world(make_distro, clean_recipe, tmp_path, monkeypatch)
     first = _pack_load(root, monkeypatch)
-    pack = folder / PACK_FILE
+    pack = pack_file(folder, str(root.resolve()))
     data = pack.read_bytes()
     marker = tmp_path / "executed"
 
@@ -572,3 +574,19 @@ def test_packed_cache_writers_merge_under_a_lock_and_the_size_is_bounded(tmp_pat
     small.update({"new": 1}, used=["3-14"])
     kept = small.load()
     assert len(kept) == 10 and {"new", "3-14"} <= set(kept)  # the least recently written or used dropped
+    time.sleep(0.05)
+    small.update({"newer": 2}, used=["new"], drop_after=0.04)  # what nobody wrote or used lately goes
+    assert set(small.load()) == {"new", "newer"}
+
+
+def test_old_packs_are_pruned_beyond_the_newest(tmp_path):
+    from conda_distro.util.cachedir import prune_packs
+
+    for i in range(6):
+        (tmp_path / f"{i}.pack").write_bytes(b"x")
+        (tmp_path / f"{i}.pack.lock").write_bytes(b"")
+        os.utime(tmp_path / f"{i}.pack", (1000 + i, 1000 + i))
+    (tmp_path / "fresh.pack").write_bytes(b"x")  # written just now: a writer may hold its lock
+    prune_packs(tmp_path, 2, spare=tmp_path / "0.pack")
+    assert sorted(p.name for p in tmp_path.glob("*.pack")) == ["0.pack", "5.pack", "fresh.pack"]
+    assert sorted(p.name for p in tmp_path.glob("*.lock")) == ["0.pack.lock", "5.pack.lock"]

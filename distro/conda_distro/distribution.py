@@ -245,7 +245,7 @@ def distribution_of_texts(distro: DistroRepo, texts: list[tuple[str, Path]],
         except DistroError as exc:  # (a variant file beside the recipe that cannot be read)
             errors.append(exc)
     recipes: dict[str, Recipe] = {}
-    for (_, path, _), outcome in zip(items, parse_recipes(items), strict=True):
+    for (_, path, _), outcome in zip(items, parse_recipes(items, owner=str(distro.root)), strict=True):
         if isinstance(outcome, DistroError):
             errors.append(outcome)
         else:

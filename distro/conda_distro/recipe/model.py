@@ -21,7 +21,7 @@ from typing import Any, overload
 from conda_distro.errors import DistroError, RecipeError
 from conda_distro.recipe.render import RenderedRecipe, RenderError, RenderSettings, cache_file_of, render_text, store_json
 from conda_distro.recipe.specs import ParsedSpec, parse_spec
-from conda_distro.util.cachedir import PackedCache
+from conda_distro.util.cachedir import PackedCache, prune_packs
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.yamlio import LDict, LList, load_fast, read_yaml_text
 
@@ -551,18 +551,29 @@ def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) 
     return recipe
 
 
-PACK_FILE = f"recipes-{MODEL_SCHEMA}.pack"  # the packed model cache, in the render cache's folder
+PACKS = "packs"  # the packed model caches: <render cache>/packs/<schema>-<owner hash>.pack, one per distribution
+MAX_PACKS = 64  # packs kept (the most recently written; older ones are removed by the next writer)
+PACK_UNUSED_DAYS = 14  # a pack's entries neither written nor used for this long are dropped when it is written
+
+
+def pack_file(folder: Path, owner: str | None) -> Path:
+    """The packed model cache of ``owner`` (a distribution's root folder; None: recipes of no distribution)
+    under the render cache ``folder``."""
+    digest = hashlib.sha256((owner or "").encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    return folder / PACKS / f"{MODEL_SCHEMA}-{digest}.pack"
 #: the classes a packed cache may hold (anything else in its file: the cache is read as empty)
 _PACKED: tuple[type, ...] = ()  # (set below, once the classes exist)
 PARALLEL_MIN = 200  # below this many recipes to render, starting worker processes costs more than it saves
 
 
-def parse_recipes(items: list[tuple[str, Path, RenderSettings]], jobs: int | None = None) -> list[Recipe | DistroError]:
+def parse_recipes(items: list[tuple[str, Path, RenderSettings]], jobs: int | None = None, *,
+                  owner: str | None = None) -> list[Recipe | DistroError]:
     """:func:`parse_recipe` of many recipes ((text, path, settings) each), in order: each a
     :class:`Recipe` or the :class:`DistroError` that says why it cannot be read.
 
-    The models are kept in one packed cache (:class:`~conda_distro.util.cachedir.PackedCache`, file
-    :data:`PACK_FILE` in the render cache's folder), keyed as the render cache is (text + variant
+    The models are kept in one packed cache per ``owner`` (the distribution's root folder: a small
+    distribution never reads a big one's models), :class:`~conda_distro.util.cachedir.PackedCache`,
+    file :func:`pack_file` under the render cache's folder, keyed as the render cache is (text + variant
     configuration + target platform + rattler-build version): a warm load reads one file. The
     recipes not in it are parsed (rendered) once each, in ``jobs`` worker processes when there are
     many (rattler-build holds the GIL; spawn, never fork: see the engine notes), and added to it in
@@ -570,7 +581,7 @@ def parse_recipes(items: list[tuple[str, Path, RenderSettings]], jobs: int | Non
     results: list[Recipe | DistroError | None] = [None] * len(items)
     keys = [model_key(text, s) for text, _, s in items]
     folder = next((s.cache_dir for _, _, s in items if s.cache_dir is not None), None)
-    pack = PackedCache(folder / PACK_FILE, allowed=_PACKED) if folder is not None else None
+    pack = PackedCache(pack_file(folder, owner), allowed=_PACKED) if folder is not None else None
     stored = pack.load() if pack is not None else {}
     todo: list[int] = []
     for i, ((text, path, settings), key) in enumerate(zip(items, keys, strict=True)):
@@ -587,10 +598,8 @@ def parse_recipes(items: list[tuple[str, Path, RenderSettings]], jobs: int | Non
         if isinstance(outcome, Recipe) and key is not None:
             fresh[key] = outcome.packed()
     if pack is not None and fresh:
-        for old in pack.path.parent.glob("recipes-*.pack"):  # (packs of an older model schema)
-            if old != pack.path:
-                old.unlink(missing_ok=True)
-        pack.update(fresh, used=[k for k in keys if k is not None and k not in fresh])
+        pack.update(fresh, used=[k for k in keys if k is not None and k not in fresh], drop_after=PACK_UNUSED_DAYS * 86400)
+        prune_packs(pack.path.parent, MAX_PACKS, spare=pack.path)
     return results  # type: ignore[return-value]
 
 

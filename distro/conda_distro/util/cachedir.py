@@ -77,8 +77,9 @@ class PackedCache:
             return {}
         return {k: v for k, v in data["entries"].items() if isinstance(k, str) and isinstance(v, list) and len(v) == 2}
 
-    def update(self, new: dict[str, Any], used: Iterable[str] = ()) -> bool:
-        """Add ``new`` entries and mark ``used`` keys as used now; True when the file was written."""
+    def update(self, new: dict[str, Any], used: Iterable[str] = (), *, drop_after: float | None = None) -> bool:
+        """Add ``new`` entries and mark ``used`` keys as used now; with ``drop_after`` (seconds), drop the
+        entries neither written nor used for that long. True when the file was written."""
         import pickle
         import time
 
@@ -96,6 +97,8 @@ class PackedCache:
                         entries[key][0] = now
                 for key, value in new.items():
                     entries[key] = [now, value]
+                if drop_after is not None:
+                    entries = {k: v for k, v in entries.items() if v[0] >= now - drop_after}
                 if len(entries) > self.max_entries:
                     keep = sorted(entries, key=lambda k: entries[k][0], reverse=True)[:self.max_entries]
                     entries = {k: entries[k] for k in keep}
@@ -105,3 +108,22 @@ class PackedCache:
         except (OSError, Timeout):
             return False
         return True
+
+
+def prune_packs(folder: Path, keep: int, *, spare: Path | None = None, min_age: float = 86400.0) -> None:
+    """Remove the ``*.pack`` files of ``folder`` (and their lock files) beyond the ``keep`` most recently
+    written, except ``spare`` and any written within ``min_age`` seconds (a writer may hold its lock)."""
+    import time
+
+    try:
+        packs = sorted(folder.glob("*.pack"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    now = time.time()
+    for pack in packs[keep:]:
+        try:
+            if pack != spare and pack.stat().st_mtime < now - min_age:
+                pack.unlink(missing_ok=True)
+                Path(str(pack) + ".lock").unlink(missing_ok=True)
+        except OSError:
+            pass
