@@ -7,7 +7,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,8 +17,7 @@ from conda_distro.recipe.model import parse_recipe
 from conda_distro.recipe.render import RenderSettings
 from conda_distro.recipe.specs import parse_spec
 from conda_distro.recipe.variants import read_variant_files
-from conda_distro.util import yamlio
-from conda_distro.util.yamlio import LDict, LList, LStr, dump_roundtrip, load_fast, load_roundtrip
+from conda_distro.util.yamlio import LDict, LList, dump_roundtrip, load_fast, load_roundtrip
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
@@ -308,166 +306,6 @@ def test_roundtrip_covers_the_data():
 
 
 # ---------------------------------------------------------------------------------------------
-# the fast YAML reader agrees with libyaml
-
-
-def _ref(text: str):
-    node = yamlio._compose(text, None)  # libyaml, with the duplicate-key and alias checks
-    return None if node is None else yamlio._construct(node, {}, set())
-
-
-def _shape(o):
-    if isinstance(o, dict):
-        return ("map", o.line, dict(o.key_lines), [(k, _shape(v)) for k, v in o.items()])
-    if isinstance(o, list):
-        return ("seq", o.line, list(o.item_lines), [_shape(v) for v in o])
-    if o is None:
-        return None
-    assert isinstance(o, LStr)
-    return ("str", str(o), o.line, o.quoted)
-
-
-def _agree(text: str) -> bool:
-    """True when the block parser handled ``text`` (and then it must agree with libyaml)."""
-    try:
-        fast = yamlio._BlockParser(text).parse()
-    except yamlio._Unsupported:
-        return False
-    assert _shape(fast) == _shape(_ref(text)), text
-    return True
-
-
-# The data files the block parser leaves to libyaml (flow mappings and other constructs it does not read).
-# Every other file must be parsed by it and agree; these must be deferred and still load through libyaml.
-DEFERRED_TO_LIBYAML = {
-    "tests/data/lint_cases/pin-compatible-default-major.yaml",
-    "tests/data/lint_cases/pin-compatible-max-pin.yaml",
-    "tests/data/lint_cases/pin-compatible-minor.yaml",
-    "tests/data/lint_cases/policy-off-granularity-still-checked.yaml",
-    "tests/data/lint_cases/policy-off.yaml",
-    "tests/data/lint_cases/policy-pytorch-only-bounded.yaml",
-    "tests/data/lint_cases/policy-pytorch-only.yaml",
-    "tests/data/lint_cases/recipe-as-mapping.yaml",
-    "tests/data/lint_cases/run-exports-from-channel-major.yaml",
-    "tests/data/lint_cases/run-exports-from-channel.yaml",
-    "tests/data/lint_cases/run-exports-policy-removed.yaml",
-    "tests/data/recipes_cf/torchcf-ext.yaml",
-    "tests/data/recipes_cf/torchcf-noarch.yaml",
-}
-
-
-@pytest.mark.parametrize("path", ALL_YAML, ids=lambda p: str(p.relative_to(REPO)))
-def test_block_parser_agrees_with_libyaml_on_the_data(path):
-    text, rel = path.read_text(), str(path.relative_to(REPO))
-    if rel in DEFERRED_TO_LIBYAML:
-        assert not _agree(text), f"{rel}: the block parser reads it now; remove it from DEFERRED_TO_LIBYAML"
-        assert _shape(load_fast(text)) == _shape(_ref(text))
-    else:
-        assert _agree(text), f"{rel}: the block parser bailed out (a new file it cannot read: DEFERRED_TO_LIBYAML)"
-
-
-def test_block_parser_reads_most_of_the_data():
-    assert {str(p.relative_to(REPO)) for p in ALL_YAML} >= DEFERRED_TO_LIBYAML
-    assert len(DEFERRED_TO_LIBYAML) * 5 < len(ALL_YAML)
-
-
-def test_block_parser_handles_typical_recipes():
-    for path in REAL_WORLD:
-        assert _agree(path.read_text()), path.name
-    for case in sorted((HERE / "data" / "lint_cases").glob("*.yaml")):
-        recipe = yaml.safe_load(case.read_text())["recipe"]
-        if isinstance(recipe, str) and "recipe-invalid" not in yaml.safe_load(case.read_text())["expect"]:
-            assert _agree(recipe), case.name
-
-
-@pytest.mark.parametrize("text", [
-    "a: 1\nb: ~\nc:\nd: null\ne: ''\nf: \"\"\n",
-    "a:\n- x\n- y: 1\n  z: [p, q]\n-\n  k: v\n",
-    "b: |\n  hello\n   # not a comment\n\n  world\nc: |-\n  x\nd: 1\n",
-    "e: 'it''s'\nf: \"q\" # c\ng: [ ]\nh: [a,]\ni: a#b\nj: x # y\n",
-    "- - a\n  - b\n- c\n",
-    "k: ${{ \"a\" if b }}\nl: ${{ x }}\n",
-])
-def test_block_parser_cases(text):
-    assert _agree(text)
-
-
-@pytest.mark.parametrize("text", [
-    "a: {b: 1}\n", "a: &x 1\nb: *x\n", "a: >\n  folded\nb: 1\n", "a: b\n  continued\n", "a:\tb\n",
-    "a: caf\u00e9\n", "---\na: 1\n", "a: [b, [c]]\n", "a: \"esc\\n\"\n", "a: 'multi\n  line'\n", "a: 1\n b: 2\n",
-    "- a\nb: 1\n", "a: |\n  runs to the end", "a: !tag x\n", "a: b: c\n",
-])
-def test_block_parser_defers_to_libyaml(text):
-    assert not _agree(text)
-    try:
-        expected = _ref(text)
-    except DistroError:
-        with pytest.raises(DistroError):
-            load_fast(text)
-        return
-    assert _shape(load_fast(text)) == _shape(expected)
-
-
-_KEYS = st.sampled_from(["a", "name", "if", "then", "else", "k k", "'q'", '"d"', "${{ x }}", "a#b", "x:y", "<<", "-k"])
-_SCALARS = st.sampled_from([
-    "a", "b c", "~", "null", "", "'q''x'", '"d q"', "x #c", "${{ compiler('c') }}", "${{ \"foo\" if win }}",
-    "[a, b]", "[]", "[a,]", "a#b", "1.10", "true", "'#'", "x: y", "|", "|-", "[a, [b]]", "{a: 1}", "&x y", "*x",
-    ">", "-1", "'a'x", "a  ", "'a' #c", "[ a , ~ ]", "[a,,b]", "'open", '"esc\\n"', "x:", "?x",
-])
-
-
-@st.composite
-def yamlish(draw, indent=0, depth=0):
-    """Mostly valid block YAML with odd corners (and some invalid text)."""
-    pad = " " * indent
-    lines = []
-    if draw(st.booleans()) or depth >= 3:
-        for _ in range(draw(st.integers(1, 4))):
-            key = draw(_KEYS)
-            if depth < 3 and draw(st.booleans()):
-                lines.append(f"{pad}{key}:" + draw(st.sampled_from(["", " # c"])))
-                if draw(st.integers(0, 5)) == 0:
-                    lines.append(draw(st.sampled_from(["", "# x", "   # y"])))
-                lines.append(draw(yamlish(indent + draw(st.sampled_from([2, 2, 4, 0, 1])), depth + 1)))
-            else:
-                value = draw(_SCALARS)
-                if value in ("|", "|-"):
-                    body = draw(st.lists(st.sampled_from(["text", "# lit", "  deeper", "", " "]), max_size=3))
-                    ci = indent + draw(st.sampled_from([1, 2, 4]))
-                    value += "".join("\n" + (" " * ci + b if b.strip() else b) for b in body)
-                lines.append(f"{pad}{key}: {value}")
-    else:
-        for _ in range(draw(st.integers(1, 4))):
-            kind = draw(st.integers(0, 3))
-            if kind == 0:
-                lines.append(f"{pad}- {draw(_SCALARS)}")
-            elif kind == 1:
-                lines.append(f"{pad}- {draw(_KEYS)}: {draw(_SCALARS)}")
-                for _ in range(draw(st.integers(0, 2))):
-                    lines.append(" " * (indent + 2 + draw(st.sampled_from([0, 0, 1]))) + f"{draw(_KEYS)}: {draw(_SCALARS)}")
-            elif kind == 2 and depth < 3:
-                lines.append(f"{pad}-" + draw(st.sampled_from(["", " # c"])))
-                lines.append(draw(yamlish(indent + draw(st.sampled_from([2, 4, 0])), depth + 1)))
-            else:
-                lines.append(f"{pad}- - {draw(_SCALARS)}")
-    return "\n".join(lines)
-
-
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(yamlish(), st.booleans(), st.booleans())
-def test_block_parser_agrees_with_libyaml_fuzz(text, newline, header):
-    text = ("# head\n\n" if header else "") + text + ("\n" if newline else "")
-    if not _agree(text):
-        try:
-            expected = _ref(text)
-        except (yaml.YAMLError, yamlio._ConstructError, RecursionError, DistroError):
-            with pytest.raises(DistroError):
-                load_fast(text)
-            return
-        assert _shape(load_fast(text)) == _shape(expected)
-
-
-# ---------------------------------------------------------------------------------------------
 # fuzz: the parser raises DistroError or nothing
 
 
@@ -537,17 +375,17 @@ def test_bulk_work_pauses_the_garbage_collector_and_restores_it(make_distro, cle
     from conda_distro.util import fsutil
 
     seen = []
-    real = distribution.parse_recipe
+    real = distribution.parse_recipes
 
-    def spy(text, path, settings):
-        seen.append(gc.isenabled())
-        return real(text, path, settings)
+    def spy(items, **kw):
+        seen.append((len(items), gc.isenabled()))
+        return real(items, **kw)
 
-    monkeypatch.setattr(distribution, "parse_recipe", spy)
+    monkeypatch.setattr(distribution, "parse_recipes", spy)
     root = make_distro({"a": clean_recipe("a"), "b": clean_recipe("b")})
     assert gc.isenabled()
     dist = load_distribution(root)
-    assert seen == [False, False] and gc.isenabled()
+    assert seen == [(2, False)] and gc.isenabled()
     lint_distribution(dist)
     assert gc.isenabled()
     gc.disable()

@@ -8,6 +8,7 @@ import json
 import os
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -444,3 +445,148 @@ def test_a_recipe_read_from_the_model_cache_still_knows_every_branch(tmp_path):
     assert first.data is not None and cached.data is None  # the second came from the model cache
     lines = [d.line for d in pytorch_pins(first, "pytorch")]
     assert len(lines) == 2 and [d.line for d in pytorch_pins(cached, "pytorch")] == lines
+
+
+# ---------------------------------------------------------------------------------------------
+# the packed model cache (one file for a warm load)
+
+
+def _pack_load(root: Path, monkeypatch, *, parsed: list | None = None):
+    """load_distribution of ``root``; ``parsed`` collects the folders of the recipes it had to parse."""
+    from conda_distro.recipe import model
+
+    real = getattr(model._parse_many, "__wrapped__", model._parse_many)
+
+    def spy(items, jobs):
+        if parsed is not None:
+            parsed.extend(p.parent.name for _, p, _ in items)
+        return real(items, jobs)
+
+    spy.__wrapped__ = real  # type: ignore[attr-defined]
+    monkeypatch.setattr(model, "_parse_many", spy)
+    return load_distribution(root, strict=False)
+
+
+def _pack_world(make_distro, clean_recipe, tmp_path, monkeypatch) -> tuple[Path, Path]:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CONDA_DISTRO_CACHE", str(cache))
+    root = make_distro({n: clean_recipe(n) for n in ("a", "b", "c")}, variants=True)
+    return root, cache / "render"
+
+
+def test_a_warm_load_reads_the_models_from_one_packed_file(make_distro, clean_recipe, tmp_path, monkeypatch):
+    from conda_distro.recipe.model import pack_file
+
+    root, folder = _pack_world(make_distro, clean_recipe, tmp_path, monkeypatch)
+    parsed: list[str] = []
+    cold = _pack_load(root, monkeypatch, parsed=parsed)
+    assert sorted(parsed) == ["a", "b", "c"] and pack_file(folder, str(root.resolve())).is_file()
+    assert len(list(folder.rglob("*.pack"))) == 1
+    parsed.clear()
+    warm = _pack_load(root, monkeypatch, parsed=parsed)
+    assert parsed == [] and not warm.errors
+    for name, recipe in cold.recipes.items():
+        again = warm.recipes[name]
+        assert again.data is None and again.path == recipe.path and again.text == recipe.text
+        assert (again.name, again.version, again.requirements, again.outputs, again.variants, again.lines) == \
+            (recipe.name, recipe.version, recipe.requirements, recipe.outputs, recipe.variants, recipe.lines)
+        assert again.written_requirements() == recipe.written_requirements()
+    assert lint_distribution(warm).to_dict()["findings"] == lint_distribution(cold).to_dict()["findings"]
+
+
+def test_the_packed_cache_is_invalidated_by_what_the_render_depends_on(make_distro, clean_recipe, tmp_path, monkeypatch):
+    from conda_distro.recipe import render
+
+    root, _ = _pack_world(make_distro, clean_recipe, tmp_path, monkeypatch)
+    _pack_load(root, monkeypatch)
+    parsed: list[str] = []
+    # a changed recipe: that one only
+    recipe = root / "recipes" / "b" / "recipe.yaml"
+    recipe.write_text(recipe.read_text() + "# edited\n")
+    _pack_load(root, monkeypatch, parsed=parsed)
+    assert parsed == ["b"]
+    # a variant file beside a recipe: that one only
+    parsed.clear()
+    (root / "recipes" / "c" / "variants.yaml").write_text("local_key: ['1']\n")
+    _pack_load(root, monkeypatch, parsed=parsed)
+    assert parsed == ["c"]
+    # the distribution's variants.yaml: all
+    parsed.clear()
+    variants = root / "variants.yaml"
+    variants.write_text(variants.read_text() + "\nextra_key: ['1']\n")
+    _pack_load(root, monkeypatch, parsed=parsed)
+    assert sorted(parsed) == ["a", "b", "c"]
+    # another rattler-build version: all
+    parsed.clear()
+    monkeypatch.setattr(render, "_version_cache", ["0.0.0-another"])
+    _pack_load(root, monkeypatch, parsed=parsed)
+    assert sorted(parsed) == ["a", "b", "c"]
+    parsed.clear()
+    _pack_load(root, monkeypatch, parsed=parsed)
+    assert parsed == []
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "a class", "another format"])
+def test_a_damaged_packed_cache_is_ignored_and_rebuilt(make_distro, clean_recipe, tmp_path, monkeypatch, damage):
+    import pickle
+
+    from conda_distro.recipe.model import pack_file
+
+    root, folder = _pack_world(make_distro, clean_recipe, tmp_path, monkeypatch)
+    first = _pack_load(root, monkeypatch)
+    pack = pack_file(folder, str(root.resolve()))
+    data = pack.read_bytes()
+    marker = tmp_path / "executed"
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    pack.write_bytes({"truncated": data[: len(data) // 2], "garbage": os.urandom(300), "empty": b"",
+                      "a class": pickle.dumps({"format": 1, "entries": {"k": [0, Evil()]}}),
+                      "another format": pickle.dumps({"format": 99, "entries": {}})}[damage])
+    parsed: list[str] = []
+    again = _pack_load(root, monkeypatch, parsed=parsed)
+    assert sorted(parsed) == ["a", "b", "c"] and not again.errors and not marker.exists()
+    assert {n: r.requirements for n, r in again.recipes.items()} == {n: r.requirements for n, r in first.recipes.items()}
+    parsed.clear()
+    _pack_load(root, monkeypatch, parsed=parsed)
+    assert parsed == []  # rebuilt
+
+
+def test_packed_cache_writers_merge_under_a_lock_and_the_size_is_bounded(tmp_path):
+    import subprocess
+    import sys
+
+    from conda_distro.util.cachedir import PackedCache
+
+    path = tmp_path / "p.pack"
+    script = ("import sys; from pathlib import Path; from conda_distro.util.cachedir import PackedCache\n"
+              "w = sys.argv[1]\n"
+              "for i in range(15):\n"
+              "    assert PackedCache(Path(sys.argv[2])).update({f'{w}-{i}': [w, i]})\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(w), str(path)]) for w in range(4)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 4
+    got = PackedCache(path).load()
+    assert got == {f"{w}-{i}": [str(w), i] for w in range(4) for i in range(15)}  # no writer lost another's entries
+    assert not list(tmp_path.glob(".*.tmp"))
+    small = PackedCache(path, max_entries=10)
+    small.update({"new": 1}, used=["3-14"])
+    kept = small.load()
+    assert len(kept) == 10 and {"new", "3-14"} <= set(kept)  # the least recently written or used dropped
+    time.sleep(0.05)
+    small.update({"newer": 2}, used=["new"], drop_after=0.04)  # what nobody wrote or used lately goes
+    assert set(small.load()) == {"new", "newer"}
+
+
+def test_old_packs_are_pruned_beyond_the_newest(tmp_path):
+    from conda_distro.util.cachedir import prune_packs
+
+    for i in range(6):
+        (tmp_path / f"{i}.pack").write_bytes(b"x")
+        (tmp_path / f"{i}.pack.lock").write_bytes(b"")
+        os.utime(tmp_path / f"{i}.pack", (1000 + i, 1000 + i))
+    (tmp_path / "fresh.pack").write_bytes(b"x")  # written just now: a writer may hold its lock
+    prune_packs(tmp_path, 2, spare=tmp_path / "0.pack")
+    assert sorted(p.name for p in tmp_path.glob("*.pack")) == ["0.pack", "5.pack", "fresh.pack"]
+    assert sorted(p.name for p in tmp_path.glob("*.lock")) == ["0.pack.lock", "5.pack.lock"]

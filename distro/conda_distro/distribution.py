@@ -8,8 +8,8 @@ from typing import Any
 
 from conda_distro.config import DISTRO_FILE, DistroRepo, find_root, load_config
 from conda_distro.errors import DistroError, RecipeError
-from conda_distro.recipe.model import Recipe, parse_recipe, read_recipe_text, recipe_paths
-from conda_distro.recipe.render import RenderSettings, prerender
+from conda_distro.recipe.model import Recipe, parse_recipes, read_recipe_text, recipe_paths
+from conda_distro.recipe.render import RenderSettings
 from conda_distro.recipe.variants import recipe_settings, render_settings
 from conda_distro.util.fsutil import paused_gc
 
@@ -237,12 +237,17 @@ def distribution_of_texts(distro: DistroRepo, texts: list[tuple[str, Path]],
     renders them; the recipes that cannot be rendered join ``errors``."""
     settings = render_settings(distro)
     errors = list(errors or ())
-    prerender(texts, settings)  # a cold cache and many recipes: render them in parallel first
-    recipes: dict[str, Recipe] = {}
     keep = (distro.config.pytorch.name,)
+    items: list[tuple[str, Path, RenderSettings]] = []
     for text, path in texts:
         try:
-            recipes[path.parent.name] = parse_recipe(text, path, recipe_settings(settings, path.parent, keep=keep))
-        except DistroError as exc:
+            items.append((text, path, recipe_settings(settings, path.parent, keep=keep)))
+        except DistroError as exc:  # (a variant file beside the recipe that cannot be read)
             errors.append(exc)
+    recipes: dict[str, Recipe] = {}
+    for (_, path, _), outcome in zip(items, parse_recipes(items, owner=str(distro.root)), strict=True):
+        if isinstance(outcome, DistroError):
+            errors.append(outcome)
+        else:
+            recipes[path.parent.name] = outcome
     return Distribution(distro, recipes, errors, settings)

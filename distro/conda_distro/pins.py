@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from conda_distro.graph import RecipeGraph
-from conda_distro.recipe.model import SECTIONS, Dep, Recipe, written_items
+from conda_distro.recipe.model import SECTIONS, Dep, Recipe
 from conda_distro.recipe.specs import admits, parse_spec
 
 PIN_SECTIONS = ("build", "host", "run", "run_constraints")
@@ -34,22 +34,14 @@ def _written_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
 
 
 def _find_written_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
-    data = recipe.tree  # (the YAML tree: parsed again for a recipe read from the model cache)
-    bodies = [data] + [o for o in (data.get("outputs") or []) if isinstance(o, dict)] \
-        if isinstance(data.get("outputs"), list) else [data]
     found: list[Dep] = []
-    for body in bodies:
-        req = body.get("requirements")
-        if not isinstance(req, dict):
+    for section, text, line in recipe.written_requirements():  # (kept in the model cache: no YAML parse)
+        text = text.strip()
+        if "${{" in text or not text:
             continue
-        for section in PIN_SECTIONS:
-            for text, line in written_items(req.get(section), req.line_of(section) if hasattr(req, "line_of") else 1):
-                text = text.strip()
-                if "${{" in text or not text:
-                    continue
-                spec = parse_spec(text)
-                if spec.ok and spec.name == pytorch:
-                    found.append(Dep(section, text, line, spec))
+        spec = parse_spec(text)
+        if spec.ok and spec.name == pytorch:
+            found.append(Dep(section, text, line, spec))
     return found
 
 
@@ -62,23 +54,20 @@ def _templated_lines(recipe: Recipe, pytorch: str) -> set[int]:
     if recipe.settings is not None:
         keys |= {k for z in recipe.settings.zip_keys if pytorch in z for k in z}
     word = re.compile(r"\$\{\{[^}]*(?<![\w.'\"])(" + "|".join(map(re.escape, sorted(keys))) + r")(?![\w'\"])")
-    data = recipe.tree
-    bodies = [data] + [o for o in (data.get("outputs") or []) if isinstance(o, dict)] \
-        if isinstance(data.get("outputs"), list) else [data]
-    lines: set[int] = set()
-    for body in bodies:
-        req = body.get("requirements")
-        if isinstance(req, dict):
-            for section in PIN_SECTIONS:
-                start = req.line_of(section) if hasattr(req, "line_of") else 1
-                lines |= {line for text, line in written_items(req.get(section), start) if word.search(text)}
-    return lines
+    return {line for _, text, line in recipe.written_requirements() if "${{" in text and word.search(text)}
 
 
 def pytorch_pins(recipe: Recipe, pytorch: str, *, all_branches: bool = True) -> list[Dep]:
     """Versioned pins of ``pytorch`` (see the module doc), one per line, in line order. Empty for a
     recipe that produces ``pytorch`` itself. ``all_branches=False``: only the requirements that apply
     to the recipe's platform (what a build of it gets)."""
+    key = ("pytorch_pins", pytorch, all_branches)  # (asked by three lint checks and the sweep: found once)
+    if key not in recipe.derived:
+        recipe.derived[key] = _pytorch_pins(recipe, pytorch, all_branches)
+    return list(recipe.derived[key])
+
+
+def _pytorch_pins(recipe: Recipe, pytorch: str, all_branches: bool) -> list[Dep]:
     if recipe.produces(pytorch):
         return []
     templated = _templated_lines(recipe, pytorch)

@@ -62,10 +62,11 @@ class SourcePathOutside(LintCheck):
     hint = "keep the sources in the recipe's folder (e.g. path: src) or download them (url: with sha256:)"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
-        root = ctx.distro.root.resolve()
+        root = None
         for s in recipe.sources:
             if not s.path:
                 continue
+            root = root or ctx.distro.root.resolve()  # (only for a recipe with a path source: a warm lint's cost)
             try:
                 where = (recipe.folder / s.path).resolve()
             except (OSError, ValueError, RuntimeError):  # a loop of links, an embedded NUL

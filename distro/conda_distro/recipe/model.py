@@ -9,16 +9,19 @@ document is loaded on demand (:meth:`Recipe.roundtrip`) by the flows that edit r
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, overload
 
 from conda_distro.errors import DistroError, RecipeError
 from conda_distro.recipe.render import RenderedRecipe, RenderError, RenderSettings, cache_file_of, render_text, store_json
 from conda_distro.recipe.specs import ParsedSpec, parse_spec
+from conda_distro.util.cachedir import PackedCache, prune_packs
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.yamlio import LDict, LList, load_fast, read_yaml_text
 
@@ -137,6 +140,16 @@ class Recipe:
     #: what is derived from the text once and asked for again (e.g. its written pins: three lint checks and
     #: the sweep ask; bench_spine warm 300 recipes: 900 computations of 3.7 s profiled became 300)
     derived: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: (section, text as written, line) of every requirement item in the text, top level and outputs, every
+    #: if/then/else branch: what the pins are read from, kept in the model cache so that a warm lint never
+    #: parses the YAML again (None: not known yet, read from :attr:`tree` when asked)
+    written: tuple[tuple[str, str, int], ...] | None = field(default=None, repr=False, compare=False)
+
+    def written_requirements(self) -> tuple[tuple[str, str, int], ...]:
+        """:attr:`written`, read from the text's tree the first time when not known."""
+        if self.written is None:
+            self.written = written_requirements(self.tree)
+        return self.written
 
     @property
     def folder(self) -> Path:
@@ -166,23 +179,39 @@ class Recipe:
             "run_exports": [dep(d) for d in self.run_exports], "lines": self.lines,
             "outputs": [vars(o) for o in self.outputs], "multi_output": self.multi_output,
             "variants": [[v.output, v.variant, {k: list(x) for k, x in v.requirements.items()}] for v in self.variants],
+            "written": [list(w) for w in self.written_requirements()],
         }
 
     @classmethod
-    def from_json(cls, data: dict, path: Path, text: str, settings: RenderSettings | None) -> Recipe:
+    def from_json(cls, data: dict, path: Path, text: str, settings: RenderSettings | None,
+                  shared: dict | None = None) -> Recipe:
+        """The recipe of :meth:`to_json`'s data. ``shared``: equal immutable parts (specs, entries, strings)
+        become one object across the recipes read with the same dict (a smaller packed cache)."""
+        share: Callable[[Any], Any] = (lambda o: o) if shared is None else (lambda o: shared.setdefault(o, o))
+
         def dep(x: list) -> Dep:
-            spec = None if x[3] is None else ParsedSpec(*x[3])
-            return Dep(x[0], x[1], x[2], spec, x[4], tuple(tuple(k) for k in x[5]), x[6], x[7], x[8])
+            spec = None if x[3] is None else share(ParsedSpec(*x[3]))
+            return share(Dep(x[0], x[1], x[2], spec, x[4], tuple(tuple(k) for k in x[5]), x[6], x[7], x[8]))
         return cls(
             path=path, text=text, data=None, name=data["name"], version=data["version"],
             build_number=data["build_number"], noarch=data["noarch"], skip=data["skip"],
             requirements={k: [dep(d) for d in v] for k, v in data["requirements"].items()}, tests=data["tests"],
             about=data["about"], maintainers=data["maintainers"], lockstep=data["lockstep"],
-            skip_lints=data["skip_lints"], sources=[Source(**x) for x in data["sources"]], platform=data["platform"],
+            skip_lints=data["skip_lints"], sources=[share(Source(**x)) for x in data["sources"]], platform=data["platform"],
             run_exports=[dep(d) for d in data["run_exports"]], lines=data["lines"],
-            outputs=[Output(**o) for o in data["outputs"]], multi_output=data["multi_output"], settings=settings,
-            variants=[VariantReqs(o, dict(v), {k: tuple(x) for k, x in r.items()}) for o, v, r in data["variants"]],
+            outputs=[share(Output(**o)) for o in data["outputs"]], multi_output=data["multi_output"], settings=settings,
+            variants=[VariantReqs(share(o), {share(a): share(b) for a, b in v.items()},
+                                  {share(k): share(tuple(x)) for k, x in r.items()}) for o, v, r in data["variants"]],
+            written=tuple(share((a, b, c)) for a, b, c in data["written"]),
         )
+
+    def packed(self) -> Recipe:
+        """A copy of plain values (no line-aware strings) without what the packed cache does not keep:
+        path, text, settings, tree, derived values (set again when it is read, see :func:`parse_recipes`).
+        A recipe without its tree was read from plain JSON data already (:meth:`from_json`)."""
+        if self.data is None:
+            return replace(self, path=None, text="", settings=None, derived={}, written=self.written)  # type: ignore[arg-type]
+        return Recipe.from_json(json.loads(json.dumps(self.to_json())), None, "", None)  # type: ignore[arg-type]
 
     def produces(self, name: str) -> bool:
         """Is ``name`` one of the packages this recipe builds? A requirement on it (``pin_subpackage``,
@@ -260,6 +289,25 @@ def written_items(value: Any, line: int) -> list[tuple[str, int]]:
     found: list[_Candidate] = []
     _flatten(value, line, False, found)
     return [(c.raw, c.line) for c in found]
+
+
+REQUIREMENT_SECTIONS = ("build", "host", "run", "run_constraints")
+
+
+def written_requirements(doc: Any) -> tuple[tuple[str, str, int], ...]:
+    """(section, text as written, line) of every requirement item of a recipe's tree: the top level's and
+    each output's ``requirements`` (build, host, run, run_constraints), both branches of every condition."""
+    outputs = doc.get("outputs") if isinstance(doc, dict) else None
+    bodies = [doc] + [o for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else [doc]
+    found: list[tuple[str, str, int]] = []
+    for body in bodies:
+        req = body.get("requirements") if isinstance(body, dict) else None
+        if not isinstance(req, dict):
+            continue
+        for section in REQUIREMENT_SECTIONS:
+            start = req.line_of(section) if isinstance(req, LDict) else 1
+            found.extend((section, text, line) for text, line in written_items(req.get(section), start))
+    return tuple(found)
 
 
 class _LineFinder:
@@ -479,7 +527,7 @@ def _tree(text: str, path: Path) -> LDict:
     return doc if isinstance(doc, LDict) else LDict(doc)
 
 
-MODEL_SCHEMA = "3"  # bump when the Recipe model or how it is built changes
+MODEL_SCHEMA = "4"  # bump when the Recipe model or how it is built changes
 
 
 def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) -> Recipe:
@@ -503,11 +551,115 @@ def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) 
     return recipe
 
 
+PACKS = "packs"  # the packed model caches: <render cache>/packs/<schema>-<owner hash>.pack, one per distribution
+MAX_PACKS = 64  # packs kept (the most recently written; older ones are removed by the next writer)
+PACK_UNUSED_DAYS = 14  # a pack's entries neither written nor used for this long are dropped when it is written
+
+
+def pack_file(folder: Path, owner: str | None) -> Path:
+    """The packed model cache of ``owner`` (a distribution's root folder; None: recipes of no distribution)
+    under the render cache ``folder``."""
+    digest = hashlib.sha256((owner or "").encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    return folder / PACKS / f"{MODEL_SCHEMA}-{digest}.pack"
+#: the classes a packed cache may hold (anything else in its file: the cache is read as empty)
+_PACKED: tuple[type, ...] = ()  # (set below, once the classes exist)
+PARALLEL_MIN = 200  # below this many recipes to render, starting worker processes costs more than it saves
+
+
+def parse_recipes(items: list[tuple[str, Path, RenderSettings]], jobs: int | None = None, *,
+                  owner: str | None = None) -> list[Recipe | DistroError]:
+    """:func:`parse_recipe` of many recipes ((text, path, settings) each), in order: each a
+    :class:`Recipe` or the :class:`DistroError` that says why it cannot be read.
+
+    The models are kept in one packed cache per ``owner`` (the distribution's root folder: a small
+    distribution never reads a big one's models), :class:`~conda_distro.util.cachedir.PackedCache`,
+    file :func:`pack_file` under the render cache's folder, keyed as the render cache is (text + variant
+    configuration + target platform + rattler-build version): a warm load reads one file. The
+    recipes not in it are parsed (rendered) once each, in ``jobs`` worker processes when there are
+    many (rattler-build holds the GIL; spawn, never fork: see the engine notes), and added to it in
+    one write. A recipe that cannot be read is not packed (its render error is in the render cache)."""
+    results: list[Recipe | DistroError | None] = [None] * len(items)
+    keys = [model_key(text, s) for text, _, s in items]
+    folder = next((s.cache_dir for _, _, s in items if s.cache_dir is not None), None)
+    pack = PackedCache(pack_file(folder, owner), allowed=_PACKED) if folder is not None else None
+    stored = pack.load() if pack is not None else {}
+    todo: list[int] = []
+    for i, ((text, path, settings), key) in enumerate(zip(items, keys, strict=True)):
+        recipe = stored.get(key) if key is not None else None
+        if type(recipe) is Recipe:
+            recipe.path, recipe.text, recipe.settings = path, text, settings
+            results[i] = recipe
+        else:
+            todo.append(i)
+    fresh: dict[str, Recipe] = {}
+    for i, outcome in zip(todo, _parse_many([items[i] for i in todo], jobs), strict=True):
+        results[i] = outcome
+        key = keys[i]
+        if isinstance(outcome, Recipe) and key is not None:
+            fresh[key] = outcome.packed()
+    if pack is not None and fresh:
+        pack.update(fresh, used=[k for k in keys if k is not None and k not in fresh], drop_after=PACK_UNUSED_DAYS * 86400)
+        prune_packs(pack.path.parent, MAX_PACKS, spare=pack.path)
+    return results  # type: ignore[return-value]
+
+
+def model_key(text: str, settings: RenderSettings) -> str | None:
+    """The packed cache's key of ``text`` rendered with ``settings`` (None: no cache)."""
+    if settings.cache_dir is None:
+        return None
+    return hashlib.sha256(settings.digest.encode() + b"\0" + text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _parse_many(items: list[tuple[str, Path, RenderSettings]], jobs: int | None) -> list[Recipe | DistroError]:
+    """The recipe (or the error) of each item: parsed in this process for a few, else in workers."""
+    jobs = jobs or min(os.cpu_count() or 1, 8)
+    if len(items) < PARALLEL_MIN or jobs < 2:
+        out: list[Recipe | DistroError] = []
+        for text, path, settings in items:
+            try:
+                out.append(parse_recipe(text, path, settings))
+            except DistroError as exc:
+                out.append(exc)
+        return out
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    uncached: dict[RenderSettings, RenderSettings] = {}  # (one object per distinct settings: pickled once a chunk)
+    work = [(text, str(path), uncached.setdefault(settings, replace(settings, cache_dir=None))) for text, path, settings in items]
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_worker_start) as pool:
+        done = list(pool.map(_parse_in_worker, work, chunksize=max(1, len(work) // (jobs * 8))))
+    shared: dict = {}
+    return [outcome if isinstance(outcome, DistroError) else Recipe.from_json(outcome, path, text, settings, shared)
+            for outcome, (text, path, settings) in zip(done, items, strict=True)]
+
+
+def _worker_start() -> None:
+    """(A worker process, once.) Its environment becomes the render environment for good (it only
+    renders): each render's :func:`~conda_distro.util.rattler_env.fixed_environment` then swaps a few
+    variables, not the caller's whole environment (bench_spine cold: 0.16 s of 2.6 s per 300 recipes)."""
+    import tempfile
+
+    from conda_distro.util.rattler_env import RENDER_ENV
+
+    tempfile.gettempdir()  # (settled from the caller's TMPDIR first, as fixed_environment does)
+    os.environ.clear()
+    os.environ.update(RENDER_ENV)
+
+
+def _parse_in_worker(item: tuple[str, str, RenderSettings]) -> dict | DistroError:
+    """(In a worker process.) The recipe's model as plain JSON data, or why it cannot be read."""
+    text, path, settings = item
+    try:
+        return json.loads(json.dumps(_parse(text, Path(path), settings).to_json()))
+    except DistroError as exc:
+        return exc
+
+
 def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
     """rattler-build's rendering of ``text``, with the lines of the text: the steps below, in order."""
     doc = _tree(text, path)
     try:
-        rendered = render_text(text, path, settings)
+        rendered = render_text(text, path, settings, tree=doc)
     except RenderError as exc:
         if exc.line is None:  # rattler-build's parse errors name a field but often no place
             exc.line, exc.field = _locate(doc, text, exc.message)
@@ -535,6 +687,7 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
         maintainers=maintainers, lockstep=lockstep, skip_lints=skip_lints, sources=sources,
         platform=settings.target_platform, run_exports=run_exports, lines=lines, outputs=outputs,
         multi_output=rendered.multi_output, settings=settings, variants=_variant_reqs(rendered),
+        written=written_requirements(doc),
     )
 
 
@@ -732,3 +885,6 @@ def recipe_paths(recipes_dir: Path, names: list[str] | None = None) -> list[Path
                                    or os.path.isfile(os.path.join(entry.path, V0_FILE))):
                 found.append(entry.name)
     return [recipes_dir.joinpath(name, RECIPE_FILE) for name in sorted(found)]
+
+
+_PACKED = (Recipe, Dep, Output, Source, VariantReqs, ParsedSpec)

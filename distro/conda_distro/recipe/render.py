@@ -11,7 +11,6 @@ the caller (a recipe must not render one name on CI and another on a laptop).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -70,6 +69,9 @@ class RenderSettings:
         return self.with_variants({k: list(minors) for k in partners | {key}})
 
     def without_cuda_rows(self) -> RenderSettings:
+        return _memo("narrow", self, self._without_cuda_rows)
+
+    def _without_cuda_rows(self) -> RenderSettings:
         """The variant config as conda-forge gives it to a recipe that does not use CUDA: only the rows
         where ``cuda_compiler_version`` is ``"None"`` (of its zip group, or of the key alone). conda-smithy
         adds the CUDA rows of conda-forge's pinning only for a recipe that uses the CUDA compiler; here
@@ -91,9 +93,17 @@ class RenderSettings:
         return {k: list(v) for k, v in self.variants}
 
     def to_config(self):
+        """rattler-build's ``VariantConfig`` of these settings (made once per distinct settings: a render
+        only reads it)."""
         from rattler_build import VariantConfig
 
-        return VariantConfig(self.variant_dict, zip_keys=[list(z) for z in self.zip_keys] or None)
+        return _memo("config", self, lambda: VariantConfig(self.variant_dict, zip_keys=[list(z) for z in self.zip_keys] or None))
+
+    def render_config(self):
+        """rattler-build's ``RenderConfig`` for the target platform (made once per distinct settings)."""
+        from rattler_build import PlatformConfig, RenderConfig
+
+        return _memo("render", self, lambda: RenderConfig(platform=PlatformConfig(target_platform=self.target_platform)))
 
     @functools.cached_property
     def digest(self) -> str:
@@ -101,6 +111,20 @@ class RenderSettings:
                               [[k, [_typed(x) for x in v]] for k, v in self.variants],
                               [list(z) for z in self.zip_keys]])
         return hashlib.sha256(payload.encode()).hexdigest()
+
+
+_memos: dict[tuple[str, RenderSettings], Any] = {}
+
+
+def _memo(kind: str, settings: RenderSettings, make: Any) -> Any:
+    """What ``make()`` derives from ``settings``, made once per equal settings in this process (a distribution's
+    recipes share a few; bench_spine cold: rebuilt per recipe, they cost a quarter of a render)."""
+    key = (kind, settings)
+    if key not in _memos:
+        if len(_memos) >= 1024:  # (bounded: a long-lived process renders many distributions)
+            _memos.clear()
+        _memos[key] = make()
+    return _memos[key]
 
 
 @dataclass(frozen=True)
@@ -214,7 +238,26 @@ def _plain_tree(node: Any) -> Any:
     return s
 
 
-def _skip_probe(text: str) -> str | None:
+_BARE_CONDITION = re.compile(r"\s*(?:not\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*")
+
+
+def _platform_only(skip: Any, context: Any, settings: RenderSettings | None) -> list[str] | None:
+    """The skip list when every entry is a bare name (``win``, ``not linux``) that is neither a variant key
+    nor a context variable: a platform selector, whose value no variant changes. None otherwise."""
+    if settings is None:
+        return None
+    entries = skip if isinstance(skip, list) else [skip]
+    keys = {k for k, _ in settings.variants} | (set(context) if isinstance(context, dict) else set())
+    out = []
+    for entry in entries:
+        m = _BARE_CONDITION.fullmatch(entry) if isinstance(entry, str) else None
+        if m is None or m.group(1) in keys or m.group(1) in ("true", "false", "True", "False"):
+            return None
+        out.append(str(entry))
+    return out
+
+
+def _skip_probe(text: str, settings: RenderSettings | None = None, tree: Any = None) -> str | None:
     """py-rattler-build 0.73 evaluates ``build.skip`` only for multi-output recipes (a single-output
     recipe's top-level skip is ignored by its render() and run_build()). For a single-output recipe
     with a skip list, this is the same recipe written as a multi-output recipe with one output (its
@@ -222,16 +265,29 @@ def _skip_probe(text: str) -> str | None:
     into the output), so that rattler-build itself evaluates the skip conditions per variant, with the
     same variant keys as the recipe (the keys it uses elsewhere count: a condition such as
     ``match(cuda_compiler_version, "<${{ min }}")`` is evaluated with the recipe's own variants).
-    None: nothing to probe."""
+    None: nothing to probe.
+
+    When every skip condition is a platform selector (:func:`_platform_only`: ``skip: [win]``, the
+    common case), the probe is that skip list alone on an empty one-output recipe: the same for
+    every such recipe, so one render answers them all (:func:`_probe_variants` remembers it; before,
+    each recipe rendered a second time: bench_spine cold, 1,000 generated recipes with ``skip: [win]``).
+    rattler-build still evaluates the conditions."""
     if "skip" not in text:
         return None
     try:
-        doc = load_fast(text)
+        doc = load_fast(text) if tree is None else tree  # (``tree``: the caller's reading of the same text)
     except Exception:  # noqa: BLE001 - the real render reports unreadable text
         return None
     build = doc.get("build") if isinstance(doc, dict) else None
     if not isinstance(build, dict) or "skip" not in build or "outputs" in doc or not isinstance(doc.get("package"), dict):
         return None
+    selectors = _platform_only(build["skip"], doc.get("context"), settings)
+    if selectors is not None:
+        alone: dict[str, Any] = {"package": {"name": "skip-probe"}}
+        if build.get("noarch"):  # (as the recipe's own output would be: noarch or not)
+            alone["build"] = {"noarch": _plain_tree(build["noarch"])}
+        return json.dumps({"recipe": {"name": "skip-probe", "version": "0"}, "build": {"skip": selectors},
+                           "outputs": [alone]})
     plain = _plain_tree(doc)
     package = plain.pop("package")
     rest = {k: v for k, v in plain["build"].items() if k != "skip"}
@@ -261,14 +317,23 @@ def _scratch() -> Path:
     One folder per thread, reused by every render (``from_yaml`` overwrites its ``recipe.yaml``) and
     removed when the process exits: a folder made and removed per render cost more than the render on a
     loaded disk (bench_spine: mkdir + rmdir of 200 folders 9.4 s of 21 s). A kill -9 leaves at most one
-    ``conda-distro-render-*`` folder per thread (as one render in flight did before)."""
+    ``conda-distro-render-*`` folder per thread (as one render in flight did before), in
+    :func:`scratch_root`."""
     import tempfile
     import threading
 
     key = threading.get_ident()
     if key not in _scratch_dirs:
-        _scratch_dirs[key] = tempfile.TemporaryDirectory(prefix="conda-distro-render-")
+        _scratch_dirs[key] = tempfile.TemporaryDirectory(prefix="conda-distro-render-", dir=scratch_root())
     return Path(_scratch_dirs[key].name)
+
+
+def scratch_root() -> str | None:
+    """Where the render scratch folders go: ``/dev/shm`` when it is a writable RAM disk, else the temp
+    folder (None). ``from_yaml`` writes each recipe's text there before rendering it: on a busy disk
+    that write cost more than the render (bench_spine cold, 300 recipes: 1.0 s of ~2.6 s profiled)."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 
 
 _probe_memo: dict[tuple[str, str], list[dict[str, str]]] = {}  # (settings digest, probe) -> its variants
@@ -296,14 +361,14 @@ def uses_cuda(variants: list) -> bool:
     return any(CUDA_KEY in v.variant for v in variants)
 
 
-def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool) -> tuple[bool, list]:
+def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool, tree: Any = None) -> tuple[bool, list]:
     """(multi-output?, rattler-build's RenderedVariant objects) with the variants ``build.skip`` skips
     left out. A recipe that does not use the CUDA key renders without the variant config's CUDA rows
     (:meth:`RenderSettings.without_cuda_rows`): it would otherwise get one more build per CUDA row of the
     compilers' zip, a CPU build with the CUDA build's compiler. Call inside :func:`fixed_environment`."""
-    from rattler_build import PlatformConfig, RattlerBuildError, RenderConfig, Stage0Recipe
+    from rattler_build import RattlerBuildError, Stage0Recipe
 
-    render_config = RenderConfig(platform=PlatformConfig(target_platform=settings.target_platform))
+    render_config = settings.render_config()
     try:
         stage0 = Stage0Recipe.from_file(str(path)) if from_file else \
             Stage0Recipe.from_yaml(text, recipe_dir=_scratch() / "recipe")  # (from_yaml writes the text there)
@@ -313,7 +378,7 @@ def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool) 
         if narrow is not settings and uses_cuda(variants):
             narrow = settings
             variants = stage0.render(settings.to_config(), render_config)
-        probe = None if multi else _skip_probe(text)
+        probe = None if multi else _skip_probe(text, narrow, tree)
         if probe is not None:
             probe_variants = _probe_variants(probe, narrow, render_config)
             variants = [v for v in variants
@@ -326,9 +391,9 @@ def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool) 
     return multi, variants
 
 
-def _render_uncached(text: str, path: Path, settings: RenderSettings) -> RenderedRecipe:
+def _render_uncached(text: str, path: Path, settings: RenderSettings, tree: Any = None) -> RenderedRecipe:
     with fixed_environment():
-        multi, variants = _variants(text, path, settings, from_file=False)
+        multi, variants = _variants(text, path, settings, from_file=False, tree=tree)
         seen: set[tuple[str, str]] = set()
         outputs: list[dict] = []
         context: dict = {}
@@ -380,35 +445,9 @@ def cache_file_of(text: str, settings: RenderSettings) -> Path | None:
     return settings.cache_dir / key[:2] / f"{key}.json"
 
 
-def _prerender_one(args: tuple[str, str, RenderSettings]) -> None:
-    text, path, settings = args
-    with contextlib.suppress(RecipeError):  # cached as an error; the caller reports it when it reads the recipe
-        render_text(text, Path(path), settings)
-
-
-PARALLEL_MIN = 400  # below this many uncached recipes, starting worker processes costs more than it saves
-
-
-def prerender(items: list[tuple[str, Path]], settings: RenderSettings, jobs: int | None = None) -> int:
-    """Fill the render cache for many recipes at once, in worker processes (rattler-build holds the GIL;
-    spawn, never fork: see the engine notes). Returns how many were rendered. Without a cache, or for
-    a few recipes, it does nothing: the caller renders them as it reads them."""
-    if settings.cache_dir is None:
-        return 0
-    todo = [(t, str(p), settings) for t, p in items if not cache_file_of(t, settings).is_file()]  # type: ignore[union-attr]
-    jobs = jobs or min(os.cpu_count() or 1, 8)
-    if len(todo) < PARALLEL_MIN or jobs < 2:
-        return 0
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
-        list(pool.map(_prerender_one, todo, chunksize=max(1, len(todo) // (jobs * 8))))
-    return len(todo)
-
-
-def render_text(text: str, path: Path, settings: RenderSettings) -> RenderedRecipe:
-    """Render ``text`` (the recipe at ``path``) with rattler-build; cached under settings.cache_dir."""
+def render_text(text: str, path: Path, settings: RenderSettings, tree: Any = None) -> RenderedRecipe:
+    """Render ``text`` (the recipe at ``path``) with rattler-build; cached under settings.cache_dir.
+    ``tree``: the caller's :func:`load_fast` of ``text``, when it has one (not read twice)."""
     _check_text(text, path)
     cache_file = cache_file_of(text, settings)
     if cache_file is not None:
@@ -425,7 +464,7 @@ def render_text(text: str, path: Path, settings: RenderSettings) -> RenderedReci
             except (KeyError, TypeError):
                 pass
     try:
-        rendered = _render_uncached(text, path, settings)
+        rendered = _render_uncached(text, path, settings, tree)
     except RenderError as exc:
         if cache_file is not None:
             store_json(cache_file, {"error": {"message": exc.message, "line": exc.line, "hint": exc.hint}})

@@ -52,8 +52,10 @@ def _vspec(version: str) -> VersionSpec:
 
 
 @lru_cache(maxsize=65536)
+@lru_cache(maxsize=65536)
 def admits(version: str | None, release: str) -> bool:
-    """Does a version spec (None = any) admit this release?"""
+    """Does a version spec (None = any) admit this release? (Remembered: lint asks it of every pin for
+    every supported release, with few distinct pins.)"""
     if not version:
         return True
     try:
