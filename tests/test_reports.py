@@ -250,6 +250,23 @@ def test_retire_needs_twice_the_grace_and_inactivity(scenario, capsys):
     assert summary(doc)["active"][0] == "retire"  # 2.5.1 missed for 231 days, last commit 111 days ago
 
 
+def test_dropping_a_release_does_not_restart_the_lag_clock(scenario, capsys):
+    """The window drops 2.4.1 and 2.5.1 at AS_OF-5. At AS_OF+75 the only reason left is 2.6.0 missed for 105
+    days (< 2 x 60), but stale and active never passed 2.5.1: they have lagged since it was added (205 days)
+    and no person touched them for the grace period: retire. fresh passed 2.5.1, so its lag began with
+    2.6.0: ping. failing's broken 2.4.1 is no longer supported and it passes 2.6.0: not listed."""
+    commit(git.Repo(scenario), {"distro.yaml": distro_yaml(["2.6.0"])}, "Drop pytorch 2.4.1, 2.5.1", "Release Bot",
+           day(-5))
+    _, doc = report(scenario, "--as-of", (AS_OF + dt.timedelta(days=75)).isoformat(), capsys=capsys)
+    assert summary(doc) == {
+        "stale": ("retire", [("missed-release", "2.6.0", None, 105)]),
+        "active": ("retire", [("missed-release", "2.6.0", None, 105)]),
+        "fresh": ("ping", [("missed-release", "2.6.0", None, 105)]),
+    }
+    since = {p["name"]: p["evidence"]["lagging_since"] for p in doc["packages"]}
+    assert since == {"stale": D2.date().isoformat(), "active": D2.date().isoformat(), "fresh": None}
+
+
 def test_json_evidence(scenario, capsys):
     _, doc = report(scenario, "--as-of", AS_OF.isoformat(), capsys=capsys)
     assert set(doc) == {"ok", "as_of", "grace_days", "releases", "packages", "retired"}

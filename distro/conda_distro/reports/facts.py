@@ -31,7 +31,7 @@ from conda_distro.errors import UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases
 from conda_distro.state.ledger import ArtifactEntry, Ledger, PackageState, newest_artifact
-from conda_distro.state.records import RetirementRecords
+from conda_distro.state.records import RetirementRecords, release_key
 from conda_distro.state.results import ArtifactResults, ResultsStore, TestRecord
 from conda_distro.sweep.model import SweepDocument
 from conda_distro.util.gitutil import file_versions, folder_log
@@ -162,6 +162,9 @@ class Facts:
     graph: RecipeGraph
     cuda_only: set[str] = field(default_factory=set)  # recipes that run only with __cuda
     results: dict[str, ArtifactResults] = field(default_factory=dict)  # build/results/ by artifact
+    # releases distro.yaml once listed and no longer does (dropped from the window, or a .0 its bugfix
+    # replaced), oldest first, dated by the commit that first listed them
+    former: list[ReleaseDate] = field(default_factory=list)
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -329,7 +332,9 @@ def staged_build(name: str, results: Iterable[ArtifactResults], in_main: Iterabl
 # gathering
 
 
-def release_dates(dist: Distribution, states: Mapping[str, PackageState], cutoff: dt.datetime) -> list[ReleaseDate]:
+def release_dates(dist: Distribution, states: Mapping[str, PackageState],
+                  cutoff: dt.datetime) -> tuple[list[ReleaseDate], list[ReleaseDate]]:
+    """(the supported releases, the former ones: listed once in distro.yaml's history, not any more)."""
     from_git = git_release_dates(dist.root, cutoff)
     first_test: dict[str, dt.datetime] = {}
     for s in states.values():
@@ -345,7 +350,9 @@ def release_dates(dist: Distribution, states: Mapping[str, PackageState], cutoff
             out.append(ReleaseDate(r, first_test[r], "first test in channel_state/"))
         else:
             out.append(ReleaseDate(r, None, "unknown"))
-    return out
+    supported = set(dist.config.pytorch.releases)
+    former = [d for r, d in from_git.items() if r not in supported and d.date is not None]
+    return out, sorted(former, key=lambda d: release_key((d.release, "")))
 
 
 def _tracks_pytorch(dist: Distribution, graph: RecipeGraph, pytorch: str) -> set[str]:
@@ -393,6 +400,7 @@ def gather(dist: Distribution, as_of: dt.date, *, sweeps: bool = True, skip: fro
             recipe_path=_relpath(recipe.path, dist.root) if recipe is not None else None,
         )
     cuda_only = {r.name for r in dist.recipes.values() if "__cuda" in r.dep_names("run")}
+    supported, former = release_dates(dist, states, cutoff)
     return Facts(as_of=as_of, distro_name=config.name, pytorch=pytorch, grace_days=config.policy.unmaintained_grace_days,
-                 releases=release_dates(dist, states, cutoff), variants=list(config.pytorch.variants),
-                 packages=packages, graph=graph, cuda_only=cuda_only, results=results)
+                 releases=supported, variants=list(config.pytorch.variants),
+                 packages=packages, graph=graph, cuda_only=cuda_only, results=results, former=former)

@@ -16,7 +16,9 @@ test it is *awaiting promotion* (the reason is marked ``pending`` with that buil
 ``newest-fails`` reason names the release that fails. A package whose every reason is pending has the
 action ``pending`` (right after a sweep, before `promote`): nobody is pinged.
 
-Otherwise the action is ``retire`` once a reason is older than twice the grace period *and* the last
+Otherwise the action is ``retire`` once a reason is older than twice the grace period (or the package has
+lagged without a break for that long: see :func:`lagging_since`; dropping a release from the window does
+not restart the clock) *and* the last
 commit by a person touching ``recipes/<name>/`` is older than the grace period (inactivity; commits by
 ``policy.bot_authors`` are not activity); ``remove-recipe`` instead of ``retire`` for a package that was
 never promoted (nothing to retire from main: delete its recipe); otherwise ``ping``. Retired packages are
@@ -318,11 +320,31 @@ def inactive(pkg: PackageFacts, facts: Facts) -> bool:
     return last is not None and days_between(last.date, facts.as_of) > facts.grace_days
 
 
+def lagging_since(pkg: PackageFacts, facts: Facts) -> dt.datetime | None:
+    """When the package's unbroken lag began, if it began on a release the window no longer lists: the
+    addition of the oldest former release (dropped from distro.yaml, or a ``.0`` its bugfix replaced) newer
+    than every release an artifact of it in main ever passed, or the recipe's addition if later. Moving the
+    window does not restart the clock of a package that never caught up. None: no such release."""
+    if not pkg.tracks_pytorch or not facts.former:
+        return None
+    passed = [release_key((t.release, "")) for a in pkg.in_main + pkg.retired for t in a.tests if t.status == "passed"]
+    best = max(passed) if passed else None
+    missed = [r for r in facts.former if r.date is not None and (best is None or release_key((r.release, "")) > best)]
+    if not missed:
+        return None
+    since = min(r.date for r in missed if r.date is not None)
+    added = pkg.history.first.date if pkg.history else None
+    return max(since, added) if added is not None else since
+
+
 def action_for(reasons: list[Reason], pkg: PackageFacts, facts: Facts) -> Action:
     open_reasons = [r for r in reasons if not r.pending]
     if not open_reasons:
         return Action.PENDING
-    overdue = max(r.days for r in open_reasons) > 2 * facts.grace_days
+    lag = max(r.days for r in open_reasons)
+    if (began := lagging_since(pkg, facts)) is not None:
+        lag = max(lag, days_between(began, facts.as_of))
+    overdue = lag > 2 * facts.grace_days
     if overdue and inactive(pkg, facts):
         return Action.REMOVE_RECIPE if pkg.never_promoted else Action.RETIRE
     return Action.PING
@@ -351,6 +373,7 @@ def _report_evidence(pkg: PackageFacts, reasons: list[Reason], facts: Facts) -> 
         "last_commit": pkg.last_commit.to_dict(facts.as_of) if pkg.last_commit else None,
         "bot_commits_ignored": pkg.history.bot_commits if pkg.history else 0,
         "inactive": inactive(pkg, facts),
+        "lagging_since": _day(lagging_since(pkg, facts)),
         "never_promoted": pkg.never_promoted,
         "staged": None if pkg.staged is None else {
             "artifact": pkg.staged.artifact, "version": pkg.staged.version, "promotable": pkg.staged.promotable,
