@@ -22,7 +22,18 @@ from conda_distro.engine.plan import BuildPlan, PackagePlan
 from conda_distro.engine.progress import BuildEvents
 from conda_distro.engine.releases import ReleaseView
 from conda_distro.engine.sources import RecipeInputs
-from conda_distro.engine.unit import TargetView, Unit, UnitOutcome, blocked_outcome, finish, is_cached, launch, prepare, reuse
+from conda_distro.engine.unit import (
+    Slots,
+    TargetView,
+    Unit,
+    UnitOutcome,
+    blocked_outcome,
+    finish,
+    is_cached,
+    launch,
+    prepare,
+    reuse,
+)
 from conda_distro.errors import ExitCode
 from conda_distro.state.provenance import BuildProvenance, Stamp
 from conda_distro.state.results import BuildRecord, TestRecord
@@ -136,6 +147,25 @@ def _staging_digest(staging: Path, names: tuple[str, ...], pinned: dict[str, str
     return hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest()
 
 
+def critical_path(plan: BuildPlan) -> dict[str, int]:
+    """Per package of the plan, the length of the longest chain of planned packages that wait for it (itself
+    included): among the packages ready to run, the one heading the longest chain starts first, so the
+    chain (which runs one package after another) is not queued behind packages nothing waits for."""
+    waiting: dict[str, list[str]] = {p.name: [] for p in plan.packages}
+    for p in plan.packages:
+        for d in p.closure:
+            if d in waiting:
+                waiting[d].append(p.name)
+    depth: dict[str, int] = {}
+
+    def of(name: str) -> int:  # the closures come from a DAG: no cycle
+        if name not in depth:
+            depth[name] = 1 + max((of(w) for w in waiting[name]), default=0)
+        return depth[name]
+
+    return {name: of(name) for name in waiting}
+
+
 class Executor:
     def __init__(self, plan: BuildPlan, ctx: ExecContext, progress: ProgressSink | None = None) -> None:
         self.plan = plan
@@ -144,6 +174,8 @@ class Executor:
         self.status: dict[str, _Status] = {}
         self.artifacts: dict[str, dict[str, str]] = {}  # package -> {artifact: sha256} made or kept by this run
         self.gate = threading.Lock()  # held by the unit writing staging
+        self.slots = Slots.of(max(1, ctx.jobs))  # sandboxes at once, across the units running
+        self.priority = critical_path(plan)
         self._main_files: dict[str, ChannelFile] | None = None  # main's files (read once, for baselines)
         if ctx.prior is not None:
             self._seed(ctx.prior)
@@ -202,7 +234,7 @@ class Executor:
         """Run one unit in this thread: blocked, every result reused from the store, or through its worker."""
         if unit.block_build:
             return blocked_outcome(unit)
-        return reuse(unit) if is_cached(unit) else finish(launch(prepare(unit, self.ctx.isolation), self.gate))
+        return reuse(unit) if is_cached(unit) else finish(launch(prepare(unit, self.ctx.isolation), self.gate, self.slots))
 
     def _prepare_staging(self) -> None:
         """Rebuilding an existing filename: remove the stale file first (engine notes, gotcha 3)."""
@@ -263,7 +295,8 @@ class Executor:
         pool = ThreadPoolExecutor(max_workers=self.ctx.jobs)  # threads only wait for runner processes
         try:
             while pending or running:
-                ready = [p for p in pending.values() if all(d not in in_plan or d in self.status for d in p.closure)]
+                ready = sorted((p for p in pending.values() if all(d not in in_plan or d in self.status for d in p.closure)),
+                               key=lambda p: -self.priority[p.name])  # the longest chain of dependents first
                 for pkg in ready:
                     unit = self._unit(pkg)
                     if is_cached(unit):
@@ -273,7 +306,7 @@ class Executor:
                     elif len(running) < self.ctx.jobs:
                         del pending[pkg.name]
                         self.reporter.unit_started(pkg.name)
-                        running[pool.submit(launch, prepare(unit, self.ctx.isolation), self.gate)] = pkg.name
+                        running[pool.submit(launch, prepare(unit, self.ctx.isolation), self.gate, self.slots)] = pkg.name
                 if not running:
                     if pending and not any(all(d not in in_plan or d in self.status for d in p.closure) for p in pending.values()):
                         raise RuntimeError("build scheduler stalled")  # pragma: no cover - a DAG always has a ready node

@@ -15,13 +15,16 @@ Three steps, so the executor can run the middle one concurrently:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import shutil
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, TypeVar
 
 from conda_distro.channels.local import sha256_of
 from conda_distro.config import Limits
@@ -58,6 +61,8 @@ from conda_distro.state.results import (
 from conda_distro.util.fsutil import link_or_copy
 from conda_distro.util.rattler_env import index_channel
 from conda_distro.vocab import Target
+
+_T = TypeVar("_T")
 
 
 class _TestBase(TypedDict):
@@ -184,12 +189,13 @@ def make_dep_view(unit: Unit) -> str | None:
     return unit.dep_view.as_uri()
 
 
-def make_baseline_view(unit: Unit) -> Path | None:
+def make_baseline_view(unit: Unit, n: int = 0) -> Path | None:
     """The dependency view of the baseline side (:mod:`.confirm`): main's builds of the dependencies (the
-    caller removes it after its runs)."""
+    caller removes it after its runs). ``n``: the test's number, so tests running side by side never
+    share one."""
     if not unit.baseline or unit.dep_view is None:
         return None
-    view = unit.dep_view.with_name(unit.dep_view.name + ".baseline")
+    view = unit.dep_view.with_name(f"{unit.dep_view.name}.baseline{n or ''}")
     shutil.rmtree(view, ignore_errors=True)
     for art, src in unit.baseline:
         dst = view / art
@@ -255,17 +261,39 @@ def prepare(unit: Unit, iso: Isolation) -> Prepared:
 _NO_GATE = threading.Lock()
 
 
-def launch(p: Prepared, gate: threading.Lock | None = None) -> Launched:
+@dataclass(frozen=True)
+class Slots:
+    """At most ``size`` sandboxes (a build or a test) at once, shared by every unit of a run: a unit's
+    tests then run side by side when the run has cores to spare (a chain of dependents, where only one
+    unit can run, no longer leaves the other cores idle). Each test keeps its own sandbox, its own fresh
+    folder and its own environment: nothing writable is shared between tests."""
+
+    size: int
+    sem: threading.Semaphore
+
+    @classmethod
+    def of(cls, size: int) -> Slots:
+        return cls(size, threading.BoundedSemaphore(size))
+
+
+def _in_slot(slots: Slots | None, fn: Callable[[], _T]) -> _T:
+    if slots is None:
+        return fn()
+    with slots.sem:
+        return fn()
+
+
+def launch(p: Prepared, gate: threading.Lock | None = None, slots: Slots | None = None) -> Launched:
     """Build (one sandbox), then test each staged artifact against each target still to test (a sandbox
-    each). ``gate``: held while writing staging (shared by the units running at the same time). Never
-    raises for what recipe code does."""
+    each; up to ``slots`` of them at once). ``gate``: held while writing staging (shared by the units
+    running at the same time). Never raises for what recipe code does."""
     unit = p.unit
     done = Launched(p)
     to_build = [spec for spec, _, action in unit.variants if action == "build"]
     if to_build:
-        done.builds = run_build_phase(p.ctx, to_build, gate or _NO_GATE)
+        done.builds = _in_slot(slots, lambda: run_build_phase(p.ctx, to_build, gate or _NO_GATE))
     views = [tv.to_in() for tv in unit.targets]
-    n = 0
+    todo: list[tuple[tuple[str, str], Callable[[], TestOut]]] = []
     for spec, _, action in unit.variants:
         staged = _staged_file(unit, spec, action, done.builds)
         if staged is None:
@@ -276,8 +304,15 @@ def launch(p: Prepared, gate: threading.Lock | None = None) -> Launched:
             if Target(t.pytorch, t.variant) in unit.blocked or t.url is None \
                     or test_key(sha, t, unit.deps_digest) in p.known.get(spec.artifact, {}).get(tid, ()):
                 continue  # recorded by finish
-            n += 1
-            done.tests[(spec.artifact, tid)] = _confirmed_test(p, spec, path, t, n, in_main=action != "build")
+            todo.append(((spec.artifact, tid), functools.partial(
+                _confirmed_test, p, spec, path, t, len(todo) + 1, in_main=action != "build")))
+    if slots is None or slots.size <= 1 or len(todo) <= 1:
+        for key, test in todo:
+            done.tests[key] = _in_slot(slots, test)
+        return done
+    with ThreadPoolExecutor(max_workers=min(slots.size, len(todo))) as pool:  # threads only wait for sandboxes
+        futures = [(key, pool.submit(_in_slot, slots, test)) for key, test in todo]
+        done.tests = {key: fut.result() for key, fut in futures}  # in the order of the targets
     return done
 
 
@@ -313,7 +348,7 @@ def _confirmed_test(p: Prepared, spec: VariantSpec, path: Path, t: TargetIn, n: 
     out = dataclasses.replace(conf.first, attempts=conf.attempts)
     if conf.status != "failed" or not in_main or not unit.baseline:
         return out
-    view = make_baseline_view(unit)
+    view = make_baseline_view(unit, n)
     if view is None:
         return out
     ctx = dataclasses.replace(p.ctx, dep_view=view.as_uri())
