@@ -125,6 +125,8 @@ def plan_lines(plan: BuildPlan) -> list[str]:
         lines.append(f"  {p.name} {p.version}")
         for v in p.variants:
             lines.append(f"    {v.action:14} {v.spec.artifact}")
+        for artifact, why in p.not_built:
+            lines.append(f"    {'not built':14} {artifact} ({why})")
         lines.append(f"    test against: {', '.join(str(t) for t in p.targets) or '(no supported release admitted)'}")
         for t, why in p.unavailable:
             lines.append(f"    not tested:   {t} ({why})")

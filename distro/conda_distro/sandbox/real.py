@@ -389,6 +389,37 @@ def ensure_real_upstream(req: UpstreamRequest, say: Callable[[str], None]) -> tu
     return entry.path, _read_entry(entry.path / ENTRY_FILE).bridge, entry.built
 
 
+def offline_gaps(repo: Path, cache_dir: Path | None = None, cuda: bool = True) -> list[str]:
+    """What keeps ``sandbox --real`` of ``repo`` from running without the network, [] when nothing does: no
+    lock, a lock that no longer fits, no cache entry of its upstream channel, an sdist not in the cache or
+    not in the lock (e.g. for a test that must skip on a machine without the real world's caches)."""
+    from conda_distro.sandbox.cache import cache_key
+    from conda_distro.sandbox.sources import cached
+
+    repo = Path(repo).resolve()
+    lock_path = repo / LOCK_FILE
+    if not lock_path.is_file():
+        return [f"no lock {lock_path}"]
+    host = HostPython.current()
+    cache_root = (cache_dir or default_cache_dir()).expanduser().absolute()
+    dist, needs = distribution_needs(repo)
+    cfg = dist.config.pytorch
+    releases, variants = tuple(cfg.releases), tuple(cfg.variants)
+    lock = read_lock(lock_path)
+    gaps = list(stale_reasons(lock, _wanted(needs, releases, variants, host)))
+    entry = cache_root / CACHE_KIND / cache_key(_inputs(UpstreamRequest(lock, needs, torch_builds(releases, variants, cuda),
+                                                                          host, cache_root)))
+    if not (entry / ENTRY_FILE).is_file():
+        gaps.append(f"no cached upstream channel for this lock ({entry})")
+    locked = {s.sha256 for s in lock.sources}
+    for s in needs.sources:
+        if s.sha256 not in locked:
+            gaps.append(f"{s.recipe.parent.name}: sdist {s.sha256[:12]}… not in the lock")
+        elif cached(cache_root / "sources", s.sha256) is None:
+            gaps.append(f"{s.recipe.parent.name}: sdist {s.sha256[:12]}… not in {cache_root / 'sources'}")
+    return gaps
+
+
 # ------------------------------------------------------------------------------------ the world
 
 
@@ -549,4 +580,4 @@ def create_real_world(options: RealOptions) -> RealResult:
 
 
 __all__ = ["LockInput", "LockReport", "RealOptions", "RealResult", "UpstreamRequest", "create_real_world",
-           "distribution_needs", "ensure_real_upstream", "obtain_lock"]
+           "distribution_needs", "ensure_real_upstream", "obtain_lock", "offline_gaps"]

@@ -71,7 +71,7 @@ def real_variants(text: str, toolchain: Toolchain, host: HostPython, where: Path
     if toolchain.nvcc:
         put("cuda_compiler_version_min", [toolchain.nvcc_version])
     if "python" in doc:
-        put("python", [f"{host.short}.* *_cpython"])
+        put("python", [f"{host.short}.*"])  # the repackaged host python has no *_cpython build string
         for key in _PYTHON_KEYS[1:]:
             put(key, [False])
     out = io.StringIO()
