@@ -55,3 +55,52 @@ def test_a_real_compiled_extension_builds_against_real_torch_and_passes_its_test
     assert [b["status"] for b in doc["builds"] if b["name"] == "pytorch_scatter"] == ["built"], doc["builds"]
     tests = [t for t in doc["tests"] if t["name"] == "pytorch_scatter"]
     assert [(t["pytorch"], t["variant"], t["status"]) for t in tests] == [("2.13.0", "cpu", "passed")], tests
+
+
+def test_a_cpu_row_build_of_a_minor_without_a_cpu_pytorch_upstream_is_not_built():
+    """PyPI has a CPU torch for 2.13.0 only: the CPU-row builds of 2.14 and 2.15 could only fail to set up their
+    host, so the plan leaves them out (saying why); CUDA-row builds and noarch builds are kept, and nothing is
+    left out while upstream is unknown."""
+    from conda_distro.engine.backends import VariantSpec
+    from conda_distro.engine.plan import _unservable
+    from conda_distro.engine.releases import Availability
+    from conda_distro.vocab import Release, Target, Variant
+
+    def spec(minor: str, cuda: str) -> VariantSpec:
+        return VariantSpec("torchsort", "0.1.10", f"{'cpu' if cuda == 'None' else 'cuda'}_{minor}", 0, "linux-64",
+                           {"pytorch": minor, "cuda_compiler_version": cuda})
+
+    specs = [spec(m, c) for m in ("2.13", "2.14", "2.15") for c in ("None", "13.0")]
+    specs.append(VariantSpec("einops", "0.8.2", "pyhd8ed1ab_0", 0, "noarch", {}))
+    releases = [Release(r) for r in ("2.13.0", "2.14.1", "2.15.0")]
+    missing = {Target(r, Variant("cpu")): f"no cpu build of pytorch {r}" for r in ("2.14.1", "2.15.0")}
+    out = _unservable(specs, "pytorch", releases, Availability(missing))
+    assert [a for a, _ in out] == ["linux-64/torchsort-0.1.10-cpu_2.14.conda", "linux-64/torchsort-0.1.10-cpu_2.15.conda"]
+    assert out[0][1] == "no cpu build of pytorch 2.14 in the upstream channels"
+    assert _unservable(specs, "pytorch", releases, None) == []
+    assert _unservable(specs, "pytorch", releases, Availability({})) == []
+
+
+def test_the_real_worlds_variant_rows_name_the_machines_compilers_and_the_host_python(tmp_path):
+    """The repository's variants.yaml (conda-forge's gcc 14/15, CUDA 12.9, four pythons) becomes rows this world
+    can build with, read back by rattler-build's own loader: the machine's gcc, glibc and nvcc, python 3.11,
+    every zip still consistent; without nvcc there is no CUDA row."""
+    import dataclasses
+    import sys
+
+    from rattler_build import VariantConfig
+
+    from conda_distro.sandbox.real_toolchain import real_variants
+    from conda_distro.sandbox.upstream import HostPython, Toolchain
+
+    host = HostPython.current()
+    tc = Toolchain("/usr/bin/gcc-12", "/usr/bin/g++-12", "12", "2.36", "/usr/local/cuda-13.0/bin/nvcc", "13.0")
+    for toolchain, rows in ((tc, ["None", "13.0"]), (dataclasses.replace(tc, nvcc="", nvcc_version=""), ["None"])):
+        text = real_variants((REPO / "variants.yaml").read_text(), toolchain, host, REPO / "variants.yaml")
+        (tmp_path / "variants.yaml").write_text(text)
+        vc = VariantConfig.from_file(str(tmp_path / "variants.yaml"))
+        assert [str(v) for v in vc.get_values("cuda_compiler_version")] == rows
+        assert [str(v) for v in vc.get_values("cxx_compiler_version")] == ["12"] * len(rows)
+        assert [str(v) for v in vc.get_values("c_stdlib_version")] == ["2.36"] * len(rows)
+        assert [str(v) for v in vc.get_values("python")] == [f"{sys.version_info[0]}.{sys.version_info[1]}.*"]
+        assert [str(v) for v in vc.get_values("blas_impl")] == ["openblas", "mkl", "blis"]  # the rest is kept
