@@ -43,6 +43,7 @@ def real_variants(text: str, toolchain: Toolchain, host: HostPython, where: Path
     """The repository's variants.yaml text (``where`` names it in errors) with the real world's compiler,
     CUDA and python rows (module docstring)."""
     from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
     from ruamel.yaml.error import YAMLError
 
     yaml = YAML()
@@ -51,7 +52,7 @@ def real_variants(text: str, toolchain: Toolchain, host: HostPython, where: Path
         doc = yaml.load(text)
     except YAMLError as exc:
         raise BridgeError(f"variants.yaml cannot be read: {exc}", path=where, hint="fix the repository's variants.yaml") from None
-    if not isinstance(doc, dict):
+    if not isinstance(doc, CommentedMap):
         raise BridgeError("variants.yaml is not a mapping", path=where, hint="fix the repository's variants.yaml")
     from ruamel.yaml.comments import CommentedSeq
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString
