@@ -298,7 +298,7 @@ def test_world_distro_yaml_points_at_local_channels():
             "  main: anaconda://pytorch\npytorch:\n  name: pytorch\n")
     out = _distro_yaml(text)
     assert "conda-forge" not in out and "anaconda://" not in out
-    assert "  upstream: [./upstream]" in out and "  staging: build/channels/staging\n" in out
+    assert "  upstream: [./upstream, ./toolchain]" in out and "  staging: build/channels/staging\n" in out
     assert out.endswith("pytorch:\n  name: pytorch\n")
 
 

@@ -43,6 +43,14 @@ class VariantSpec:
     def artifact(self) -> str:
         return f"{self.subdir}/{self.filename}"
 
+    @property
+    def build_cuda(self) -> str | None:
+        """``CONDA_OVERRIDE_CUDA`` while building: the CUDA row's ``cuda_compiler_version`` (its host
+        environment then resolves the cuda pytorch build, which depends on ``__cuda``, as conda-forge's CUDA
+        builds do); None for every other variant (the environment's override, normally none, is kept)."""
+        cuda = self.variant.get("cuda_compiler_version", "None")
+        return cuda if cuda not in ("None", "") else None
+
 
 #: where a backend sends its log, line by line, as it works (the runner streams it to the orchestrator)
 LogSink = Callable[[str], None]
@@ -275,7 +283,7 @@ class RattlerBuildBackend:
                  if v.recipe.build.string == job.variant.build_string and v.recipe.package.name == job.variant.name]
         if not match:
             return BuildOutcome(False, None, f"variant {job.variant.build_string} no longer renders from the recipe")
-        with rattler_env():
+        with rattler_env(cuda=job.variant.build_cuda):
             try:
                 res = match[0].run_build(
                     tool_config=ToolConfiguration(test_strategy="skip"),

@@ -49,6 +49,9 @@ class PackagePlan:
     closure_outputs: tuple[str, ...] = ()
     # targets its pins admit that upstream cannot serve (no pytorch or lockstep build): not tested, and why
     unavailable: tuple[tuple[Target, str], ...] = ()
+    # rendered builds not made because upstream cannot serve their host environment, and why
+    # (:func:`_unservable`: a cpu build of a minor that upstream has no cpu pytorch build of)
+    not_built: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict:
         return {
@@ -59,6 +62,7 @@ class PackagePlan:
             "tests": [{"pytorch": t.release, "variant": t.variant} for t in self.targets],
             **({"not_tested": [{"pytorch": t.release, "variant": t.variant, "why": why} for t, why in self.unavailable]}
                if self.unavailable else {}),
+            **({"not_built": [{"artifact": a, "why": why} for a, why in self.not_built]} if self.not_built else {}),
         }
 
 
@@ -127,6 +131,8 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
         # keep only variants whose pytorch minor is admitted
         specs = [s for s in specs if pytorch not in s.variant
                  or any(Release(r).minor == s.variant.get(pytorch) for r in admitted[name])]
+        not_built = _unservable(specs, pytorch, releases, options.available)
+        specs = [s for s in specs if s.artifact not in dict(not_built)]
         host_deps = sorted({d for d in graph.dependencies(name) if d in recipe.dep_names("host")})
         base = recipe_digest(recipe.folder)
         recipe_hashes[name] = (_relative(recipe.folder, dist.root), base)
@@ -156,7 +162,7 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
             declared=builder.declared_names(recipe.path, vc),
             recipes=(recipe_hashes[name], *sorted(recipe_hashes[d] for d in graph.ancestors(name))),
             closure_outputs=tuple(sorted({o for d in graph.ancestors(name) for o in dist.recipes[d].output_names})),
-            unavailable=unavailable,
+            unavailable=unavailable, not_built=tuple(not_built),
         ))
     chosen = [p.name for p in packages]
     return BuildPlan(
@@ -165,6 +171,26 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
         targets=tuple(Target(r, v) for r in releases for v in variants),
         engine=builder.name,
     )
+
+
+def _unservable(specs: list[VariantSpec], pytorch: str, releases: list[Release],
+                available: Availability | None) -> list[tuple[str, str]]:
+    """The builds upstream cannot serve, as (artifact, why): a CPU-row build (one following the pytorch key
+    whose ``cuda_compiler_version`` is absent or "None") of a minor for which upstream has no cpu pytorch build
+    of any selected release. Its host needs that build (a CUDA row's host takes the cuda build), so it
+    could only fail; it is not built, and the cuda builds of that minor serve the cuda targets. Nothing is
+    left out while upstream is unknown (``available`` None)."""
+    if available is None:
+        return []
+    out = []
+    for s in specs:
+        minor = s.variant.get(pytorch)
+        if minor is None or s.variant.get("cuda_compiler_version", "None") not in ("None", ""):
+            continue
+        mine = [r for r in releases if r.minor == minor]
+        if mine and all(Target(r, Variant("cpu")) in available.missing for r in mine):
+            out.append((s.artifact, f"no cpu build of {pytorch} {minor} in the upstream channels"))
+    return out
 
 
 def lockstep_needs(dist: Distribution, graph: RecipeGraph, name: str) -> frozenset[str]:

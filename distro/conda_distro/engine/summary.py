@@ -125,6 +125,8 @@ def plan_lines(plan: BuildPlan) -> list[str]:
         lines.append(f"  {p.name} {p.version}")
         for v in p.variants:
             lines.append(f"    {v.action:14} {v.spec.artifact}")
+        for artifact, why in p.not_built:
+            lines.append(f"    {'not built':14} {artifact} ({why})")
         lines.append(f"    test against: {', '.join(str(t) for t in p.targets) or '(no supported release admitted)'}")
         for t, why in p.unavailable:
             lines.append(f"    not tested:   {t} ({why})")
@@ -132,9 +134,15 @@ def plan_lines(plan: BuildPlan) -> list[str]:
 
 
 def untested_lines(plan: BuildPlan) -> list[str]:
-    """After the table: the targets nobody could test against (upstream has no build of them), per package."""
+    """After the table: the targets nobody could test against (upstream has no build of them), and the builds
+    not made because upstream cannot serve their host environment, per package."""
     untested = [(p.name, t, why) for p in plan.packages for t, why in p.unavailable]
-    if not untested:
-        return []
-    return ["", "not tested (upstream has no build to test with; not required by promote):",
-            *(f"  {name}: pytorch {t.release} {t.variant}: {why}" for name, t, why in untested)]
+    not_built = [(p.name, a, why) for p in plan.packages for a, why in p.not_built]
+    out: list[str] = []
+    if untested:
+        out += ["", "not tested (upstream has no build to test with; not required by promote):",
+                *(f"  {name}: pytorch {t.release} {t.variant}: {why}" for name, t, why in untested)]
+    if not_built:
+        out += ["", "not built (upstream cannot serve the build's host environment):",
+                *(f"  {name}: {artifact}: {why}" for name, artifact, why in not_built)]
+    return out

@@ -4,12 +4,14 @@ The world::
 
     DIR/
       distro.yaml     the repository's, with channels pointing at ./upstream and local staging/main
-      variants.yaml   the repository's
+      variants.yaml   the repository's, with the machine's compilers, CUDA row and python (sandbox.real_toolchain)
       recipes/        the repository's; each PyPI ``url:`` points at the cached sdist (sha256 unchanged)
       real-world.lock.json   the lock it was made from (a copy of the repository's)
       upstream/       local channel: the host python + everything converted from PyPI wheels by the
                       bridge (conda_distro.upstream): pytorch cpu/cuda builds of every release in
                       distro.yaml, torchvision, and every host/run/test dependency of the recipes
+      toolchain/      local channel: compiler packages pointing at the machine's gcc/g++ (and nvcc), for the
+                      compiled recipes (sandbox.real_toolchain)
       .gitignore, .git/
 
 **The lock** (``real-world.lock.json`` at the repository's root, :mod:`conda_distro.upstream.lock`) records
@@ -47,8 +49,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import BridgeError, UsageError
 from conda_distro.sandbox.cache import EntrySpec, copy_channel, ensure_entry, prune_entries, rattler_build_version_string
+from conda_distro.sandbox.real_toolchain import TOOLCHAIN_CHANNEL, build_toolchain_channel, real_variants
 from conda_distro.sandbox.sources import SourceFile, SourceRequest, fetch_sources, point_recipe_at
-from conda_distro.sandbox.upstream import HostPython, build_python_package, publish_packages, write_run_exports
+from conda_distro.sandbox.upstream import HostPython, Toolchain, build_python_package, publish_packages, write_run_exports
 from conda_distro.sandbox.world import commit_world, target_folder
 from conda_distro.upstream import BridgeOptions, TargetPython, TorchBuild, bridge_locked, pypi_name
 from conda_distro.upstream.closures import LockRequest, resolve_lock
@@ -86,7 +89,7 @@ LOCK_TIMEOUT_S = 3 * 3600.0
 LOCKSTEP = ("torchvision",)
 #: Never asked of pip: the interpreter (the host python is repackaged) and virtual packages.
 NOT_FROM_PYPI = {"python", "pytorch"}
-GITIGNORE = "build/\nupstream/\n__pycache__/\n"
+GITIGNORE = "build/\nupstream/\ntoolchain/\n__pycache__/\n"
 COMMIT_MESSAGE = "Real world created by conda-distro sandbox --real\n\nPyTorch releases: {releases}\n"
 
 
@@ -386,6 +389,37 @@ def ensure_real_upstream(req: UpstreamRequest, say: Callable[[str], None]) -> tu
     return entry.path, _read_entry(entry.path / ENTRY_FILE).bridge, entry.built
 
 
+def offline_gaps(repo: Path, cache_dir: Path | None = None, cuda: bool = True) -> list[str]:
+    """What keeps ``sandbox --real`` of ``repo`` from running without the network, [] when nothing does: no
+    lock, a lock that no longer fits, no cache entry of its upstream channel, an sdist not in the cache or
+    not in the lock (e.g. for a test that must skip on a machine without the real world's caches)."""
+    from conda_distro.sandbox.cache import cache_key
+    from conda_distro.sandbox.sources import cached
+
+    repo = Path(repo).resolve()
+    lock_path = repo / LOCK_FILE
+    if not lock_path.is_file():
+        return [f"no lock {lock_path}"]
+    host = HostPython.current()
+    cache_root = (cache_dir or default_cache_dir()).expanduser().absolute()
+    dist, needs = distribution_needs(repo)
+    cfg = dist.config.pytorch
+    releases, variants = tuple(cfg.releases), tuple(cfg.variants)
+    lock = read_lock(lock_path)
+    gaps = list(stale_reasons(lock, _wanted(needs, releases, variants, host)))
+    entry = cache_root / CACHE_KIND / cache_key(_inputs(UpstreamRequest(lock, needs, torch_builds(releases, variants, cuda),
+                                                                          host, cache_root)))
+    if not (entry / ENTRY_FILE).is_file():
+        gaps.append(f"no cached upstream channel for this lock ({entry})")
+    locked = {s.sha256 for s in lock.sources}
+    for s in needs.sources:
+        if s.sha256 not in locked:
+            gaps.append(f"{s.recipe.parent.name}: sdist {s.sha256[:12]}… not in the lock")
+        elif cached(cache_root / "sources", s.sha256) is None:
+            gaps.append(f"{s.recipe.parent.name}: sdist {s.sha256[:12]}… not in {cache_root / 'sources'}")
+    return gaps
+
+
 # ------------------------------------------------------------------------------------ the world
 
 
@@ -396,7 +430,8 @@ def _distro_yaml(text: str) -> str:
         if re.match(r"^channels:\s*$", line):
             in_channels = True
             out.append(line)
-            out.append("  upstream: [./upstream]            # sandbox --real: converted from PyPI wheels\n")
+            out.append(f"  upstream: [./upstream, ./{TOOLCHAIN_CHANNEL}]   # sandbox --real: converted from PyPI wheels; "
+                       "the machine's compilers\n")
             out.append("  staging: build/channels/staging\n")
             out.append("  main: build/channels/pytorch\n")
             continue
@@ -420,19 +455,31 @@ def _sources(needs: RealWorldNeeds, lock: RealLock, cache_root: Path, say: Calla
     return fetch_sources(needs.sources, cache_root / "sources", known={s.sha256: s.url for s in lock.sources})[0]
 
 
-def _write_world(path: Path, repo: Path, entry: Path, sources: list[SourceFile], lock_path: Path,
-                 releases: tuple[str, ...], git: bool) -> Path:
+@dataclass(frozen=True)
+class WorldFiles:
+    """What :func:`_write_world` puts into the world besides the repository's files."""
+
+    entry: Path  # the bridged upstream channel (cache entry) to hard-link
+    sources: list[SourceFile]
+    lock_path: Path
+    toolchain: Toolchain
+    host: HostPython
+
+
+def _write_world(path: Path, repo: Path, files: WorldFiles, releases: tuple[str, ...], git: bool) -> Path:
     if path.is_dir():
         clear_folder(path)
     path.mkdir(parents=True, exist_ok=True)
     upstream = path / "upstream"
-    copy_channel(entry, upstream)
+    copy_channel(files.entry, upstream)
     (upstream / ENTRY_FILE).unlink(missing_ok=True)
+    build_toolchain_channel(path / TOOLCHAIN_CHANNEL, files.toolchain)
     shutil.copytree(repo / "recipes", path / "recipes", ignore=shutil.ignore_patterns("__pycache__", "build"))
-    for extra in ("variants.yaml",):
-        if (repo / extra).is_file():
-            shutil.copyfile(repo / extra, path / extra)
-    shutil.copyfile(lock_path, path / LOCK_FILE)
+    if (repo / "variants.yaml").is_file():
+        (path / "variants.yaml").write_text(real_variants((repo / "variants.yaml").read_text(), files.toolchain,
+                                                          files.host, repo / "variants.yaml"))
+    shutil.copyfile(files.lock_path, path / LOCK_FILE)
+    sources = files.sources
     (path / "distro.yaml").write_text(_distro_yaml((repo / "distro.yaml").read_text()))
     by_recipe: dict[Path, list] = {}
     for s in sources:
@@ -516,7 +563,8 @@ def create_real_world(options: RealOptions) -> RealResult:
     timings["upstream"] = time.monotonic() - t
 
     t = time.monotonic()
-    upstream = _write_world(path, repo, entry, sources, lock_path, releases, options.git)
+    upstream = _write_world(path, repo, WorldFiles(entry, sources, lock_path, Toolchain.detect(), host), releases,
+                            options.git)
     if not options.use_cache:
         shutil.rmtree(entry.parent, ignore_errors=True)
     timings["world"] = time.monotonic() - t
@@ -532,4 +580,4 @@ def create_real_world(options: RealOptions) -> RealResult:
 
 
 __all__ = ["LockInput", "LockReport", "RealOptions", "RealResult", "UpstreamRequest", "create_real_world",
-           "distribution_needs", "ensure_real_upstream", "obtain_lock"]
+           "distribution_needs", "ensure_real_upstream", "obtain_lock", "offline_gaps"]

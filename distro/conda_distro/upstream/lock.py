@@ -155,10 +155,13 @@ class RealLock(_Strict):
     def channel_key(self, closures: Sequence[LockedClosure], exclude: Iterable[str]) -> str:
         """The hash of everything of this lock a bridged channel is made of: the chosen closures with their
         files' sha256, the lockstep names, the target python and what the distribution builds itself
-        (the sources are not part of it: a changed sdist never rebuilds the channel)."""
+        (the sources are not part of it: a changed sdist never rebuilds the channel). Of the names the
+        distribution builds only those some closure holds count: they are the wheels left unconverted, so a new
+        recipe whose name no closure resolves (a compiled extension nothing else requires) keeps the key."""
+        held = {self.wheels[fn].name for c in closures for fn in c.wheels.values()}
         doc = {
             "schema_version": self.schema_version, "python": self.python, "platform": self.platform,
-            "lockstep": sorted(self.lockstep), "exclude": sorted(exclude),
+            "lockstep": sorted(self.lockstep), "exclude": sorted(set(exclude) & held),
             "closures": sorted(([c.release, c.variant, sorted(c.unavailable),
                                  sorted((fn, self.wheels[fn].sha256) for fn in c.wheels.values())]
                                 for c in closures), key=lambda x: (x[0] or "", x[1] or "")),
