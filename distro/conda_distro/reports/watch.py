@@ -156,6 +156,8 @@ def bisect(changed: Sequence[str], fails_with: Callable[[frozenset[str]], bool])
 
 def watch(options: WatchOptions) -> WatchResult:
     """Re-test main against today's upstream (module docstring)."""
+    from rattler import Gateway
+
     from conda_distro.distribution import load_distribution
     from conda_distro.engine.backends import VariantSpec
     from conda_distro.engine.confirm import confirm_failure, needs_confirmation
@@ -192,6 +194,7 @@ def watch(options: WatchOptions) -> WatchResult:
     confirm_runs = dist.config.policy.confirm_runs
     work, lock = claim_folder(build_dir / "work", "watch-")
     counter = iter(range(1, 1_000_000))
+    gateway = Gateway()  # one for every solve of this watch: each channel's repodata is read once
     try:
         for f in files:
             for r, v in matrix.required(f) or []:
@@ -200,7 +203,7 @@ def watch(options: WatchOptions) -> WatchResult:
                     continue
                 result.checked += 1
                 channels = [view.url, main.as_uri(), *upstream]
-                needs = test_needs(main / f.artifact, channels, cuda=Variant(v).cuda)
+                needs = test_needs(main / f.artifact, channels, cuda=Variant(v).cuda, gateway=gateway)
                 env = _idents(needs.records)
                 key = f"{f.artifact}|{r}|{v}"
                 old = state.get(key)
