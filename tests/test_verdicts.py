@@ -474,7 +474,7 @@ class NightlyIssues:
 
         self.folder = folder
         self.state = folder / "gh.json"
-        folder.mkdir(parents=True)
+        folder.mkdir(parents=True, exist_ok=True)
         self.state.write_text("{}")
         self.shims = folder / "shims"
         fake_gh = Path(__file__).parent / "support" / "fake_gh.py"
@@ -531,3 +531,33 @@ def test_watch_against_an_http_upstream_reuses_and_names_the_culprit(built_world
         assert any(g.startswith("/upstream/") and g.endswith(new_array.split("/")[1]) for g in gets), gets
     finally:
         server.close()
+
+
+def test_the_nightly_keeps_one_issue_per_broken_package_and_closes_the_fixed_ones(tmp_path: Path):
+    """The `watch-issues` job of nightly.yml on two nights' reports (as `watch --format json` writes
+    them): one issue per package whatever its number of broken targets; a package still broken gets a
+    comment on its issue, a package no longer broken gets its issue closed, another package its own."""
+    def broken(name: str, variant: str, culprit: list[str]) -> dict:
+        return {"name": name, "artifact": f"noarch/{name}-1.0-h0_0.conda", "pytorch": "2.6.0", "variant": variant,
+                "culprit": culprit, "changed": {"arraylib": ["arraylib-1.0.0-h_0", "arraylib-1.1.0-h_0"],
+                                                "odd`|name": [None, "odd-1-h_0"]},
+                "log": "/x.log", "reason": "@everyone `rm -rf` recipe text", "maintainers": [f"{name}-ann", "bob"]}
+
+    first = {"broken": [broken("arrayuser", "cpu", ["arraylib arraylib-1.0.0-h_0 -> arraylib-1.1.0-h_0"]),
+                        broken("arrayuser", "cuda", []), broken("tinyjson", "cpu", ["x x-1-h_0 -> x-2-h_0"])]}
+    gh = NightlyIssues(tmp_path)
+    gh.run(first)
+    issues = {i["title"]: i for i in gh.issues()}
+    assert set(issues) == {"arrayuser is broken by an upstream update", "tinyjson is broken by an upstream update"}
+    body = issues["arrayuser is broken by an upstream update"]["body"]
+    assert "| 2.6.0 | cpu | `arraylib arraylib-1.0.0-h_0 -> arraylib-1.1.0-h_0` |" in body
+    assert "| 2.6.0 | cuda | not found; changed: `arraylib`, `odd  name` |" in body
+    assert "@arrayuser-ann @bob" in body and "@everyone" not in body and "rm -rf" not in body
+    gh.run({"broken": [b for b in first["broken"] if b["name"] == "tinyjson"]})
+    issues = {i["title"]: i for i in gh.issues()}
+    assert len(issues) == 2
+    assert issues["arrayuser is broken by an upstream update"]["state"] == "closed"
+    tiny = issues["tinyjson is broken by an upstream update"]
+    assert tiny["state"] == "open" and len(tiny["comments"]) == 1 and "`x x-1-h_0 -> x-2-h_0`" in tiny["comments"][0]
+    calls = json.dumps(json.loads(gh.state.read_text())["calls"])
+    assert "t0ken" not in calls
