@@ -14,11 +14,14 @@ from pathlib import Path
 
 import git
 import pytest
+from support.ghrunner import Runner, load_workflow, write_shim
 from support.helpers import run_cli_at, run_json_at
 from test_gate import PAIRS, T0, TK12, TK13, cf, edit, gate, held, name_of, results, runs, write_hints
 
 from conda_distro.gate.promote import HoldReason
 from conda_distro.state.results import NO_TESTS
+
+NIGHTLY = Path(__file__).parent.parent / ".github" / "workflows" / "nightly.yml"
 
 # ---------------------------------------------------------------------------------------------
 # fail closed
@@ -388,12 +391,12 @@ def publish(world: Path, tmp: Path, name: str, version: str, source: str, capsys
     return json.loads(out)["added"][0]
 
 
-@pytest.mark.slow
-def test_watch_reuses_unchanged_environments_and_names_the_upstream_update_that_broke_a_package(
-        built_world: Path, capsys, tmp_path: Path):
+def watch_until_broken(world: Path, tmp_path: Path, capsys) -> tuple[dict, str]:
+    """arrayuser (tests/data/verdicts) built and promoted on ``world``, watched twice (the second reuses
+    everything), then broken by an arraylib update published upstream next to a harmless helperlib one:
+    the third watch's JSON, checked, and the breaking arraylib file."""
     import shutil
 
-    world = built_world
     publish(world, tmp_path, "arraylib", "1.0.0", "def old_api(x):\n    return list(x)\n", capsys)
     publish(world, tmp_path, "helperlib", "1.0.0", "def identity(x):\n    return x\n", capsys)
     shutil.copytree(Path(__file__).parent / "data" / "verdicts" / "arrayuser", world / "recipes" / "arrayuser")
@@ -422,6 +425,14 @@ def test_watch_reuses_unchanged_environments_and_names_the_upstream_update_that_
         assert len(b["culprit"]) == 1 and b["culprit"][0].startswith("arraylib arraylib-1.0.0-")
         assert b["culprit"][0].endswith(new_array.split("/")[1].removesuffix(".conda"))
         assert b["maintainers"] == ["array-ann"] and Path(b["log"]).is_file()
+    return out, new_array
+
+
+@pytest.mark.slow
+def test_watch_reuses_unchanged_environments_and_names_the_upstream_update_that_broke_a_package(
+        built_world: Path, capsys, tmp_path: Path):
+    world = built_world
+    out, _ = watch_until_broken(world, tmp_path, capsys)
     report = json.loads((world / "build" / "watch" / "report.json").read_text())
     assert report["broken"] == out["broken"]
     code, md, _ = run_cli_at(capsys, world, "watch", "arrayuser", "--format", "markdown")
@@ -431,3 +442,122 @@ def test_watch_reuses_unchanged_environments_and_names_the_upstream_update_that_
     html = (page / "index.html").read_text()
     assert '<section id="watch">' in html and 'class="broken" data-package="arrayuser"' in html
     assert "broken by arraylib arraylib-1.0.0-" in html
+
+    # the nightly's issue job, on this report: one issue per broken package, maintainers and culprit named
+    gh = NightlyIssues(tmp_path / "nightly-issues")
+    gh.run(out)
+    (issue,) = gh.issues()
+    assert issue["title"] == "arrayuser is broken by an upstream update" and issue["labels"] == ["broken-upstream"]
+    assert issue["state"] == "open" and "@array-ann" in issue["body"]
+    assert issue["body"].count("| `arraylib arraylib-1.0.0-") == 2  # cpu and cuda, each naming the culprit
+    gh.run(out)  # the next night, still broken: a comment on the same issue, no second issue
+    (issue,) = gh.issues()
+    assert issue["state"] == "open" and len(issue["comments"]) == 1 and "@array-ann" in issue["comments"][0]
+
+    # upstream fixes it (arraylib 1.2.0 has the old API again): the watch passes it, the issue is closed
+    publish(world, tmp_path, "arraylib", "1.2.0", "def old_api(x):\n    return list(x)\n", capsys)
+    code, fixed = run_json_at(capsys, world, "watch", "arrayuser")
+    assert code == 0 and fixed["tested"] == 2 and not fixed["broken"] and not fixed["failing"], fixed
+    gh.run(fixed)
+    (issue,) = gh.issues()
+    assert issue["state"] == "closed" and "No longer broken" in issue["comments"][-1]
+
+
+class NightlyIssues:
+    """The nightly workflow's `watch-issues` job run as GitHub would (tests/support/ghrunner.py), its
+    `watch-report` artifact a watch's JSON, `gh` the stand-in of tests/support/fake_gh.py (its issues
+    kept from run to run, as GitHub's are)."""
+
+    def __init__(self, folder: Path) -> None:
+        import shlex
+        import sys
+
+        self.folder = folder
+        self.state = folder / "gh.json"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.state.write_text("{}")
+        self.shims = folder / "shims"
+        fake_gh = Path(__file__).parent / "support" / "fake_gh.py"
+        write_shim(self.shims, "gh", f'exec {shlex.quote(sys.executable)} {shlex.quote(str(fake_gh))} "$@"\n')
+        self.nights = 0
+
+    def run(self, report: dict) -> None:
+        self.nights += 1
+        night = self.folder / f"night-{self.nights}"
+        workspace, temp = night / "work", night / "temp"
+        for d in (workspace, temp):
+            d.mkdir(parents=True)
+
+        def download(with_: dict, runner: Runner) -> None:
+            assert with_["name"] == "watch-report"
+            Path(with_["path"]).mkdir(parents=True, exist_ok=True)
+            (Path(with_["path"]) / "watch.json").write_text(json.dumps(report))
+
+        runner = Runner(workspace=workspace, shims=self.shims, temp=temp,
+                        expressions={"runner.temp": str(temp), "github.token": "t0ken", "github.repository": "o/r",
+                                     "github.run_id": "99", "github.run_attempt": "1", "github.workflow": "nightly"},
+                        github_env={"FAKE_GH_STATE": str(self.state)}, handlers={"actions/download-artifact": download})
+        doc = load_workflow(NIGHTLY)
+        run = runner.run_job(doc, "watch-issues")
+        assert run.ok, [(s.name, s.returncode, s.stderr) for s in run.steps]
+
+    def issues(self) -> list[dict]:
+        return json.loads(self.state.read_text()).get("issues", [])
+
+
+@pytest.mark.slow
+def test_watch_against_an_http_upstream_reuses_and_names_the_culprit(built_world: Path, capsys, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch):
+    """Upstream served over HTTP on loopback (a remote channel, as conda-forge is): the sandboxes read it
+    through their mirrors, and bisection downloads the older files it pins back to from the channel
+    itself (before, a remote upstream got the change list and no culprit)."""
+    import re
+
+    from support.channel_server import ChannelServer
+
+    monkeypatch.setenv("CONDA_DISTRO_CACHE", str(tmp_path / "cache"))  # an empty mirror store of its own
+    world = built_world
+    server = ChannelServer(world, tmp_path / "requests.log", lifetime=1800)
+    try:
+        cfg = world / "distro.yaml"
+        text, n = re.subn(r"upstream: \[\./upstream\][^\n]*", f'upstream: ["{server.url}/upstream"]', cfg.read_text())
+        assert n == 1
+        cfg.write_text(text)
+        git.Repo(world).git.commit("-am", "upstream over http", "--no-verify")
+        out, new_array = watch_until_broken(world, tmp_path, capsys)
+        # the bisection fetched arraylib 1.0.0 (pinned back) over HTTP, and the sandboxes read nothing else
+        gets = [r.split()[1] for r in server.requests() if r.startswith("GET ")]
+        assert any(g.startswith("/upstream/") and "/arraylib-1.0.0-" in g for g in gets), gets
+        assert any(g.startswith("/upstream/") and g.endswith(new_array.split("/")[1]) for g in gets), gets
+    finally:
+        server.close()
+
+
+def test_the_nightly_keeps_one_issue_per_broken_package_and_closes_the_fixed_ones(tmp_path: Path):
+    """The `watch-issues` job of nightly.yml on two nights' reports (as `watch --format json` writes
+    them): one issue per package whatever its number of broken targets; a package still broken gets a
+    comment on its issue, a package no longer broken gets its issue closed, another package its own."""
+    def broken(name: str, variant: str, culprit: list[str]) -> dict:
+        return {"name": name, "artifact": f"noarch/{name}-1.0-h0_0.conda", "pytorch": "2.6.0", "variant": variant,
+                "culprit": culprit, "changed": {"arraylib": ["arraylib-1.0.0-h_0", "arraylib-1.1.0-h_0"],
+                                                "odd`|name": [None, "odd-1-h_0"]},
+                "log": "/x.log", "reason": "@everyone `rm -rf` recipe text", "maintainers": [f"{name}-ann", "bob"]}
+
+    first = {"broken": [broken("arrayuser", "cpu", ["arraylib arraylib-1.0.0-h_0 -> arraylib-1.1.0-h_0"]),
+                        broken("arrayuser", "cuda", []), broken("tinyjson", "cpu", ["x x-1-h_0 -> x-2-h_0"])]}
+    gh = NightlyIssues(tmp_path)
+    gh.run(first)
+    issues = {i["title"]: i for i in gh.issues()}
+    assert set(issues) == {"arrayuser is broken by an upstream update", "tinyjson is broken by an upstream update"}
+    body = issues["arrayuser is broken by an upstream update"]["body"]
+    assert "| 2.6.0 | cpu | `arraylib arraylib-1.0.0-h_0 -> arraylib-1.1.0-h_0` |" in body
+    assert "| 2.6.0 | cuda | not found; changed: `arraylib`, `odd  name` |" in body
+    assert "@arrayuser-ann @bob" in body and "@everyone" not in body and "rm -rf" not in body
+    gh.run({"broken": [b for b in first["broken"] if b["name"] == "tinyjson"]})
+    issues = {i["title"]: i for i in gh.issues()}
+    assert len(issues) == 2
+    assert issues["arrayuser is broken by an upstream update"]["state"] == "closed"
+    tiny = issues["tinyjson is broken by an upstream update"]
+    assert tiny["state"] == "open" and len(tiny["comments"]) == 1 and "`x x-1-h_0 -> x-2-h_0`" in tiny["comments"][0]
+    calls = json.dumps(json.loads(gh.state.read_text())["calls"])
+    assert "t0ken" not in calls

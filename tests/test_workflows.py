@@ -44,6 +44,7 @@ ALLOWED_WRITES = {
     ("pr-comment.yml", "comment"): {"pull-requests"},  # posts check-pr's sticky comment (runs no code of the PR)
     ("nightly.yml", "deploy"): {"pages", "id-token"},  # GitHub Pages deployment
     ("nightly.yml", "issue"): {"issues"},  # opens / updates the unmaintained report's issue
+    ("nightly.yml", "watch-issues"): {"issues"},  # one issue per package broken by upstream (opens / comments / closes)
 }
 _TOKEN_VARS = {"GH_TOKEN", "GITHUB_TOKEN", "ZIZMOR_GITHUB_TOKEN"}  # zizmor stays offline
 SHA_PIN = re.compile(r"^\s*-?\s*uses:\s*(?P<action>[^@\s]+)@(?P<ref>\S+)(?P<rest>.*)$")
@@ -444,7 +445,7 @@ def test_pull_request_template_checklist():
 # the workflow rules (docs/operate.md): pipefail everywhere; recipe code never next to a write permission, secret or token
 
 # Commands that run recipe code (build and test scripts): `conda-distro build|sweep|check-pr`, however invoked.
-RECIPE_CODE = re.compile(r"(?:\bconda-distro|\bpython3?\s+-m\s+conda_distro)\s+(?:build|sweep|check-pr|fanout\s+shard)\b"
+RECIPE_CODE = re.compile(r"(?:\bconda-distro|\bpython3?\s+-m\s+conda_distro)\s+(?:build|sweep|check-pr|watch|fanout\s+shard)\b"
                          r"|\brattler-build\s+(?:build|test)\b")
 TOKEN_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|CREDENTIAL", re.IGNORECASE)
 # pip-installing anything out of recipes/ would run recipe code (setup.py, build backends)
@@ -512,7 +513,8 @@ def test_the_token_jobs_run_no_recipe_code():
             if writes or _job_tokens(doc, job):
                 holders[(path.name, job_id)] = _runs_recipe_code(job)
     assert set(holders) == {("promote.yml", "promote"), ("release-sweep.yml", "publish"), ("nightly.yml", "deploy"),
-                            ("nightly.yml", "issue"), ("pr-comment.yml", "comment"), ("release-sweep.yml", "automerge")}
+                            ("nightly.yml", "issue"), ("nightly.yml", "watch-issues"), ("pr-comment.yml", "comment"),
+                            ("release-sweep.yml", "automerge")}
     assert all(steps == [] for steps in holders.values()), holders
     publish = _load(GITHUB / "workflows/release-sweep.yml")["jobs"]["publish"]
     comment = _load(GITHUB / "workflows/pr-comment.yml")["jobs"]["comment"]

@@ -9,7 +9,10 @@ Run as ``python fake_gh.py ARGS...`` with ``FAKE_GH_STATE`` naming the state fil
 * ``api --method POST repos/O/R/issues/N/comments -F body=@FILE`` — a new comment by github-actions[bot];
 * ``api --method PATCH repos/O/R/issues/comments/ID -F body=@FILE`` — edit one;
 * ``pr create … --head B --title T --body-file F`` — prints the new PR's URL;
-* ``issue create … --title T --body-file F`` — prints the new issue's URL;
+* ``issue create … --title T --body-file F`` — prints the new issue's URL (the issue is ``open``);
+* ``issue list --label L --state open|closed|all --json number,title[,state] [--jq EXPR]`` — the issues
+  created here with that label;
+* ``issue comment N --body-file F`` and ``issue close N [--comment C]`` — on an issue created here;
 * ``label create NAME …`` — records the label;
 * ``pr view URL --json labels [--jq EXPR]`` — the labels of a PR it opened (``pr create --label L``);
 * ``pr merge URL --auto --merge`` — records that auto-merge is on for it (``auto_merge``).
@@ -78,8 +81,28 @@ def main(argv: list[str]) -> int:
             if "--label" in argv:
                 item["labels"] = [argv[i + 1] for i, a in enumerate(argv) if a == "--label"]
             items = state.setdefault(f"{kind}s", [])
+            if kind == "issue":
+                item["state"] = "open"
             items.append(item)
             out = f"https://github.com/owner/repo/{'pull' if kind == 'pr' else 'issues'}/{len(items)}\n"
+        elif argv[:2] == ["issue", "list"]:
+            want, label = _opt(argv, "--state") or "open", _opt(argv, "--label")
+            fields = (_opt(argv, "--json") or "number,title").split(",")
+            found = [{"number": i, "title": it["title"], "state": it["state"]}
+                     for i, it in enumerate(state.get("issues", []), 1)
+                     if (label is None or label in it.get("labels", [])) and want in ("all", it["state"])]
+            out = _jq([{k: v for k, v in it.items() if k in fields} for it in found], _opt(argv, "--jq"))
+        elif argv[:2] in (["issue", "comment"], ["issue", "close"]):
+            issues = state.get("issues", [])
+            if not argv[2].isdigit() or not 0 < int(argv[2]) <= len(issues):
+                sys.stderr.write(f"GraphQL: Could not resolve to an issue with the number of {argv[2]}.\n")
+                return 1
+            issue = issues[int(argv[2]) - 1]
+            text = Path(_opt(argv, "--body-file")).read_text() if "--body-file" in argv else _opt(argv, "--comment")
+            if text is not None:
+                issue.setdefault("comments", []).append(text)
+            if argv[1] == "close":
+                issue["state"] = "closed"
         elif argv[:2] == ["label", "create"]:
             state.setdefault("labels", []).append(argv[2])
         elif argv[:2] in (["pr", "view"], ["pr", "merge"]):

@@ -249,10 +249,12 @@ def test_spec_sets(pkg: Any) -> list[tuple[list[str], bool]]:
     return sets
 
 
-def test_needs(artifact: Path, channels: Sequence[str], cuda: bool, extra: Sequence[str] = ()) -> Needs:
+def test_needs(artifact: Path, channels: Sequence[str], cuda: bool, extra: Sequence[str] = (),
+               gateway: Any = None) -> Needs:
     """What the test environments of the package file ``artifact`` install from ``channels`` (strict
     priority, this machine's virtual packages, ``__cuda`` exactly when ``cuda``); ``extra``: specs an
-    earlier sandbox of the package needed beyond these, each solved with the package too."""
+    earlier sandbox of the package needed beyond these, each solved with the package too. ``gateway``: a
+    rattler ``Gateway`` shared by many solves (its repodata is read once; default: one of its own)."""
     from rattler import Gateway, Subdir, solve
     from rattler.exceptions import SolverError
     from rattler_build import Package
@@ -261,7 +263,7 @@ def test_needs(artifact: Path, channels: Sequence[str], cuda: bool, extra: Seque
     from conda_distro.vocab import virtual_packages
 
     pkg = Package.from_file(str(artifact))
-    gw = Gateway()
+    gw = gateway if gateway is not None else Gateway()
     needs = Needs()
     vps = virtual_packages(cuda)
     pin = pin_of(pkg.name, str(pkg.version), pkg.build_string)

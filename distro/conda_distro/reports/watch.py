@@ -15,8 +15,10 @@ its pins admit:
    passed with (a pin channel holding those files, placed before upstream: with strict priority a name
    there comes only from there); a failing half is split again, until one update is left: the
    **culprit**. Where both halves pass (the updates break only together) all of them are named. Pinning
-   back needs the old files: they are taken from a local upstream channel (a remote upstream: the diff is
-   reported, no bisection).
+   back needs the old files: they are taken from a local upstream channel, or downloaded from a remote one
+   (found in its repodata, fetched into the mirror store and checked against the channel's sha256, as the
+   sandboxes' mirrors are: :mod:`conda_distro.engine.mirror`). A file no upstream channel serves any more
+   cannot be pinned back: that name stays at today's file.
 
 A failing package that never passed here is reported as failing, without a culprit. Results: `watch`'s
 text, JSON and markdown (``broken: [{name, artifact, pytorch, variant, culprit, changed, log,
@@ -154,6 +156,8 @@ def bisect(changed: Sequence[str], fails_with: Callable[[frozenset[str]], bool])
 
 def watch(options: WatchOptions) -> WatchResult:
     """Re-test main against today's upstream (module docstring)."""
+    from rattler import Gateway
+
     from conda_distro.distribution import load_distribution
     from conda_distro.engine.backends import VariantSpec
     from conda_distro.engine.confirm import confirm_failure, needs_confirmation
@@ -182,6 +186,7 @@ def watch(options: WatchOptions) -> WatchResult:
                     options.sandbox)
     upstream = list(dist.distro.upstream_urls)
     local_upstream = [Path(u[len("file://"):]) for u in upstream if u.startswith("file://")]
+    older = _OlderFiles(local_upstream, remote_files(dist.distro))
     state_path = build_dir / STATE
     state: dict[str, dict[str, Any]] = json.loads(state_path.read_text()) if state_path.is_file() else {}
     maintainers = {out: list(r.maintainers) for r in dist.recipes.values() for out in (r.name, *r.output_names)}
@@ -189,6 +194,7 @@ def watch(options: WatchOptions) -> WatchResult:
     confirm_runs = dist.config.policy.confirm_runs
     work, lock = claim_folder(build_dir / "work", "watch-")
     counter = iter(range(1, 1_000_000))
+    gateway = Gateway()  # one for every solve of this watch: each channel's repodata is read once
     try:
         for f in files:
             for r, v in matrix.required(f) or []:
@@ -197,7 +203,7 @@ def watch(options: WatchOptions) -> WatchResult:
                     continue
                 result.checked += 1
                 channels = [view.url, main.as_uri(), *upstream]
-                needs = test_needs(main / f.artifact, channels, cuda=Variant(v).cuda)
+                needs = test_needs(main / f.artifact, channels, cuda=Variant(v).cuda, gateway=gateway)
                 env = _idents(needs.records)
                 key = f"{f.artifact}|{r}|{v}"
                 old = state.get(key)
@@ -230,8 +236,8 @@ def watch(options: WatchOptions) -> WatchResult:
                         entry["passed_in"] = passed_in  # the environment it last passed in (what bisection pins back to)
                     if not got.ok and passed_in:
                         changed = _changed(passed_in, env, {f.name})
-                        pins = _Pins(job, passed_in, changed, local_upstream, work)
-                        culprit = bisect(sorted(changed), pins.fails_with) if local_upstream and changed else []
+                        pins = _Pins(job, passed_in, changed, older, work)
+                        culprit = bisect(sorted(changed), pins.fails_with) if changed else []
                         entry["changed"] = {n: list(c) for n, c in changed.items()}
                         entry["culprit"] = [f"{n} {changed[n][0]} -> {changed[n][1]}" for n in culprit]
                     state[key] = entry
@@ -281,7 +287,7 @@ class _Pins:
     job: _Job
     then: Mapping[str, str]
     changed: Mapping[str, tuple[str | None, str | None]]
-    channels: Sequence[Path]  # local upstream channels holding the older files
+    older: _OlderFiles  # where the older files are found
     work: Path
 
     def fails_with(self, now: frozenset[str]) -> bool:
@@ -289,7 +295,7 @@ class _Pins:
         from conda_distro.util.rattler_env import index_channel
 
         back = [self.then[n] for n in self.changed if n not in now and self.then.get(n)]
-        pin = _pin_view(self.work / f"pin-{next(self.job.counter)}", back, self.channels, index_channel)
+        pin = _pin_view(self.work / f"pin-{next(self.job.counter)}", back, self.older, index_channel)
         try:
             out = self.job.run(pin)
         finally:
@@ -298,21 +304,87 @@ class _Pins:
         return not out.ok and not out.error
 
 
-def _pin_view(folder: Path, idents: Sequence[str], channels: Sequence[Path],
+def remote_files(distro: Any) -> RemoteFiles | None:
+    """The remote upstream channels of ``distro`` older files can be downloaded from (None: all local)."""
+    from conda_distro.engine.mirror import MirrorStore, remote_upstreams
+
+    remotes = remote_upstreams(distro)
+    return RemoteFiles(remotes, tuple(distro.subdirs), MirrorStore()) if remotes else None
+
+
+@dataclass
+class RemoteFiles:
+    """Files of remote upstream channels by ``name-version-build``: looked up in each channel's repodata
+    (read once per watch), downloaded into the mirror store and checked against the channel's sha256."""
+
+    remotes: Sequence[Any]  # engine.mirror.RemoteChannel
+    subdirs: Sequence[str]
+    store: Any  # engine.mirror.MirrorStore
+    _repodata: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def find(self, ident: str) -> tuple[Path, str] | None:
+        """The stored file of ``ident`` and its subdir (None when no remote channel serves it, or it cannot
+        be fetched)."""
+        from conda_distro.engine.mirror import MirrorError
+        from conda_distro.engine.needs import NeededRecord
+
+        for ch in self.remotes:
+            for subdir in self.subdirs:
+                doc = self._read(ch.base, subdir)
+                for key, ext in (("packages.conda", ".conda"), ("packages", ".tar.bz2")):
+                    entry = (doc.get(key) or {}).get(ident + ext)
+                    if isinstance(entry, dict):
+                        rec = NeededRecord(url=f"{ch.base}{subdir}/{ident}{ext}", file_name=ident + ext, subdir=subdir,
+                                           channel=ch.base, sha256=entry.get("sha256"), md5=entry.get("md5"))
+                        try:
+                            return Path(self.store.fetch(rec)), subdir
+                        except MirrorError:
+                            return None
+        return None
+
+    def _read(self, base: str, subdir: str) -> dict[str, Any]:
+        url = f"{base}{subdir}/repodata.json"
+        if url not in self._repodata:
+            import urllib.request
+
+            try:
+                with urllib.request.urlopen(url, timeout=120) as fh:  # noqa: S310 - a channel URL (http/https)
+                    doc = json.loads(fh.read())
+            except (OSError, ValueError):
+                doc = {}
+            self._repodata[url] = doc if isinstance(doc, dict) else {}
+        return self._repodata[url]
+
+
+@dataclass
+class _OlderFiles:
+    """Where bisection finds the files it pins back to: local upstream channels first, then remote ones."""
+
+    local: Sequence[Path]
+    remote: RemoteFiles | None
+
+    def find(self, ident: str) -> tuple[Path, str] | None:
+        """``ident``'s file and its subdir (None: no upstream channel serves it)."""
+        for ch in self.local:
+            hit = next((p for p in ch.glob(f"*/{ident}.conda")), None) or next(ch.glob(f"*/{ident}.tar.bz2"), None)
+            if hit is not None:
+                return hit, hit.parent.name
+        return self.remote.find(ident) if self.remote is not None else None
+
+
+def _pin_view(folder: Path, idents: Sequence[str], older: _OlderFiles,
               index: Callable[..., Any]) -> Path | None:
-    """A channel holding exactly the files ``idents`` (``name-version-build``), taken from local channels."""
+    """A channel holding exactly the files ``idents`` (``name-version-build``), from upstream's channels."""
     if not idents:
         return None
     subdirs = set()
     for ident in idents:
-        for ch in channels:
-            hit = next((p for p in ch.glob(f"*/{ident}.conda")), None) or next(ch.glob(f"*/{ident}.tar.bz2"), None)
-            if hit is not None:
-                (folder / hit.parent.name).mkdir(parents=True, exist_ok=True)
-                link_or_copy(hit, folder / hit.parent.name / hit.name)
-                subdirs.add(hit.parent.name)
-                break
+        found = older.find(ident)
+        if found is not None:
+            hit, subdir = found
+            (folder / subdir).mkdir(parents=True, exist_ok=True)
+            link_or_copy(hit, folder / subdir / hit.name)
+            subdirs.add(subdir)
     (folder / "noarch").mkdir(parents=True, exist_ok=True)
     index(folder, subdirs=sorted(subdirs - {"noarch"}))
     return folder
-
