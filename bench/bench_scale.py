@@ -222,6 +222,17 @@ def measured_wall(wf_run) -> float:
     return max(finish.values())
 
 
+def _raw_run(k: int, wf, wall: float, load: float) -> dict:
+    """What one validation run measured, job run by job run (kept in ``measured.json`` to refit offline)."""
+    jobs = []
+    for job_id, res in wf.results.items():
+        for i, (entry, _run, _ws) in enumerate(res.runs):
+            span = next(((s, e) for n, s, e in wf.timeline if n == f"{job_id}-{i}"), (0.0, 0.0))
+            jobs.append({"job": job_id, "i": i, "packages": str(entry.get("packages", "")).split(),
+                         "seconds": span[1] - span[0]})
+    return {"k": k, "wall": wall, "load_before": load, "load_after": os.getloadavg()[0], "jobs": jobs}
+
+
 def validate(world: Path, work: Path, c: Costs, ks: tuple[int, ...]) -> tuple[list[tuple[int, float, float]], Costs]:
     from support.ghworkflow import WorkflowRun
 
@@ -236,13 +247,17 @@ def validate(world: Path, work: Path, c: Costs, ks: tuple[int, ...]) -> tuple[li
                    "github.event.pull_request.head.sha": "a" * 40, "github.server_url": "https://github.com",
                    "github.repository": "owner/repo", "github.run_id": "99", "github.run_attempt": "1"}
     measured = []
+    raw: list[dict] = []
     for k in ks:
+        load = os.getloadavg()[0]
         wf = WorkflowRun(ROOT / ".github/workflows/pr.yml", w, ref, work / f"k{k}", expressions,
                          env={"FANOUT_RUNNERS": str(k), "FANOUT_PER_SHARD": "1"}).run()
         bad = [j for j, res in wf.results.items() if j.startswith("level-") and res.result == "failure"]
         if bad or wf.results["check-pr"].result == "skipped" or not wf.results["level-0"].runs:
             raise RuntimeError(f"K={k}: the run did not complete: {bad or wf.results}")
         measured.append((k, measured_wall(wf), sum(len(res.runs) for j, res in wf.results.items() if j.startswith("level-"))))
+        raw.append(_raw_run(k, wf, measured[-1][1], load))
+        (work / "measured.json").write_text(json.dumps(raw, indent=1))
         shutil.rmtree(work / f"k{k}", ignore_errors=True)
     # one parameter calibrated on the first run (K = 1): what a shard job costs before its first package
     # (fresh clone, check-pr's lint, its bundles taken in, release views, sandbox set up), which the unit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from conda_distro.channels.base import ChannelFile, newest_by_name
@@ -165,6 +165,33 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
         targets=tuple(Target(r, v) for r in releases for v in variants),
         engine=builder.name,
     )
+
+
+#: separates a package from a PyTorch minor in a fan-out unit: ``NAME@MINOR`` is NAME's build for that
+#: minor and the tests of its releases (conda_distro.fanout.plan)
+UNIT_SEP = "@"
+
+
+def restrict(plan: BuildPlan, units: tuple[str, ...], pytorch: str) -> BuildPlan:
+    """The same plan run in part (a fan-out shard): the packages named by ``units``, whole (``NAME``) or in
+    part (``NAME@MINOR``: only the builds of that PyTorch minor, ``pytorch`` being the variant key, and
+    only the targets of that minor's releases; several minors of one package add up)."""
+    whole = {u for u in units if UNIT_SEP not in u}
+    part: dict[str, set[str]] = {}
+    for u in units:
+        if UNIT_SEP in u:
+            name, minor = u.split(UNIT_SEP, 1)
+            part.setdefault(name, set()).add(minor)
+    out = []
+    for p in plan.packages:
+        if p.name in whole:
+            out.append(p)
+        elif p.name in part:
+            ms = part[p.name]
+            out.append(replace(p, variants=tuple(v for v in p.variants if v.spec.variant.get(pytorch) in ms),
+                               targets=tuple(t for t in p.targets if Release(t.release).minor in ms),
+                               unavailable=tuple((t, w) for t, w in p.unavailable if Release(t.release).minor in ms)))
+    return replace(plan, packages=tuple(out))
 
 
 def lockstep_needs(dist: Distribution, graph: RecipeGraph, name: str) -> frozenset[str]:

@@ -29,10 +29,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.errors import ShardError
-from conda_distro.fanout.plan import Shard, ShardPlan
+from conda_distro.fanout.plan import Shard, ShardPlan, unit_minor, unit_package
 from conda_distro.state.provenance import CheckoutRecipes
 from conda_distro.state.results import ArtifactResults, BuildRecord, ResultsStore, TestRecord, read_results
 from conda_distro.util.fsutil import atomic_write_text, hash_file
+from conda_distro.vocab import Release
 
 MANIFEST = "shard.json"
 BUNDLE_VERSION = 1
@@ -69,9 +70,48 @@ class Checkout:
     root: Path
     outputs: dict[str, frozenset[str]]  # package (recipe folder name) -> the package names it produces
     build_dir: Path  # logs are taken only into it
+    pytorch: str = "pytorch"  # the PyTorch package's name: the variant key of a build per minor
 
     def recipes(self) -> CheckoutRecipes:
         return CheckoutRecipes(self.root)
+
+
+@dataclass(frozen=True)
+class Owns:
+    """What a shard's units speak for: every build and test of a whole package (``NAME``), and of a
+    package built per minor only the builds of its units' minors (``NAME@MINOR``, the build record's
+    pytorch variant key) and the tests on those minors' releases."""
+
+    whole: frozenset[str]
+    minors: dict[str, frozenset[str]]
+    output_of: dict[str, str]  # produced name -> its package
+    pytorch: str
+
+    def package(self, name: str) -> str:
+        return self.output_of.get(name, name)
+
+    def names(self) -> set[str]:
+        return {*self.whole, *self.minors}
+
+    def build(self, b: BuildRecord) -> bool:
+        name = self.package(b.name)
+        return name in self.whole or b.variant.get(self.pytorch) in self.minors.get(name, ())
+
+    def test(self, t: TestRecord) -> bool:
+        name = self.package(t.name)
+        return name in self.whole or Release(t.pytorch).minor in self.minors.get(name, ())
+
+
+def owned_by(shard: Shard, checkout: Checkout) -> Owns:
+    """What ``shard``'s units speak for (:class:`Owns`)."""
+    minors: dict[str, set[str]] = {}
+    for u in shard.packages:
+        if unit_minor(u) is not None:
+            minors.setdefault(unit_package(u), set()).add(str(unit_minor(u)))
+    names = {unit_package(u) for u in shard.packages}
+    output_of = {o: n for n in names for o in checkout.outputs.get(n, ())}
+    return Owns(frozenset(u for u in shard.packages if unit_minor(u) is None),
+                {n: frozenset(m) for n, m in minors.items()}, output_of, checkout.pytorch)
 
 
 def _rel_log(log: str | None, root: Path) -> str | None:
@@ -180,7 +220,8 @@ def _check_bundle(folder: Path, shard: Shard, checkout: Checkout, recipes: Check
     if list(m.packages) != list(shard.packages):
         raise fail(f"holds {', '.join(m.packages) or 'nothing'}; this run's plan gives it {', '.join(shard.packages)}",
                    "packages")
-    own = set(shard.packages)
+    owns = owned_by(shard, checkout)
+    own = owns.names()
     outputs = set().union(*(checkout.outputs.get(p, frozenset()) for p in own)) | own
     on_disk = {p.relative_to(folder / "channel").as_posix() for p in (folder / "channel").rglob("*") if p.is_file()} \
         if (folder / "channel").is_dir() else set()
@@ -213,17 +254,41 @@ def _check_bundle(folder: Path, shard: Shard, checkout: Checkout, recipes: Check
     for b in m.builds:
         if b.name not in own:
             raise fail(f"a build record of '{b.name}', which is not its package", "builds")
+        if not owns.build(b):
+            raise fail(f"a build record of '{b.name}' for pytorch {b.variant.get(checkout.pytorch)}, which is not "
+                       "one of its units", "builds")
         if b.sha256 and b.artifact and m.files.get(b.artifact) != b.sha256:
             raise fail(f"the build record of {b.artifact} names another file than it holds", "builds")
     for t in m.tests:
         if t.name not in outputs:
             raise fail(f"a test record of '{t.name}', which is not its package", "tests")
+        if not owns.test(t):
+            raise fail(f"a test record of '{t.name}' on pytorch {t.pytorch}, which is not one of its units", "tests")
         got = bundle.results.get(t.artifact)
         if got is None and t.status == "blocked" and t.artifact not in m.files:
             continue  # a test that could not run for its dependency's failure: no results file (fails the gate)
         if got is None or not any(_same_test(t, r) for r in got.tests):
             raise fail(f"the test of {t.artifact} on pytorch {t.pytorch} ({t.variant}) is not in its results", "tests")
+    for name, ms in owns.minors.items():  # a build per minor: each of its units' builds is accounted for
+        built = {b.variant.get(checkout.pytorch) for b in m.builds if owns.package(b.name) == name}
+        if not ms <= built:
+            raise fail(f"no build record of '{name}' for pytorch {', '.join(sorted(ms - built))}", "builds")
     return bundle
+
+
+def _once(bundles: list[Bundle]) -> None:
+    """Every build and every test of the run comes from exactly one shard (a package built per minor is
+    split over shards: two bundles must never speak for the same build or test)."""
+    seen: dict[tuple, str] = {}
+    for b in bundles:
+        keys = [("build", r.name, r.artifact or "", tuple(sorted(r.variant.items()))) for r in b.manifest.builds] + \
+            [("test", t.artifact, t.pytorch, t.variant) for t in b.manifest.tests]
+        for key in keys:
+            if key in seen and seen[key] != b.manifest.shard:
+                what = f"the build of {key[2] or key[1]}" if key[0] == "build" else f"the test of {key[1]} on pytorch {key[2]} ({key[3]})"
+                raise ShardError(f"shards {seen[key]} and {b.manifest.shard} both hold {what}", path=b.folder / MANIFEST,
+                                 hint=_HINT)
+            seen[key] = b.manifest.shard
 
 
 def _same_test(a: TestRecord, b: TestRecord) -> bool:
@@ -249,6 +314,7 @@ def read_bundles(folder: Path, plan: ShardPlan, shards: list[Shard], checkout: C
         except ValidationError as exc:
             raise ShardError(f"shard {s.id}: unreadable manifest: {str(exc).splitlines()[0]}",
                              path=found[s.id][0] / MANIFEST, hint=_HINT) from None
+    _once(out)
     return out
 
 

@@ -18,11 +18,13 @@ from conda_distro.engine.run import SCOPES, build_paths
 from conda_distro.fanout.bundle import Checkout, Merged, read_bundles, take_bundles
 from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardPlan, ShardSpec, make_shards
 from conda_distro.graph import RecipeGraph
+from conda_distro.pins import admitted_releases, builds_per_minor
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, staging_lock
 from conda_distro.state.results import ResultsStore
 from conda_distro.util.fsutil import clear_folder
 from conda_distro.util.gitutil import find_repo, head_sha
 from conda_distro.util.rattler_env import index_channel
+from conda_distro.vocab import Release
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class FanIn:
     bundles: Path
     run: str
     spec: ShardSpec = field(default_factory=ShardSpec)
+    pytorch: tuple[str, ...] = ()  # the run's releases (``--pytorch``; empty: distro.yaml's)
 
 
 def weights(dist: Distribution) -> dict[str, int]:
@@ -40,10 +43,26 @@ def weights(dist: Distribution) -> dict[str, int]:
     return {n: (1 if r.noarch else COMPILED_WEIGHT) for n, r in dist.recipes.items()}
 
 
-def shard_plan(dist: Distribution, affected: list[str], spec: ShardSpec) -> tuple[RecipeGraph, ShardPlan]:
-    """The shards of a run of ``affected`` over the (readable) distribution ``dist``."""
+def minors(dist: Distribution, graph: RecipeGraph, affected: list[str], pytorch: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """package -> the PyTorch minors it is built for in this run, for each affected package built once per
+    minor (rattler-build's rendered variants carry the pytorch key): the minors of the run's releases
+    (``pytorch``: ``--pytorch``; empty: distro.yaml's) that its pins and its dependencies' admit."""
+    name = dist.config.pytorch.name
+    releases = [r for r in dist.config.pytorch.releases if not pytorch or r in pytorch]
+    per_minor = [n for n in affected if not dist.recipes[n].noarch and builds_per_minor(dist.recipes[n], name)]
+    if not per_minor:
+        return {}
+    admitted = admitted_releases(dist.recipes, graph, name, releases)
+    return {n: sorted({Release(r).minor for r in admitted[n]}, key=lambda m: tuple(int(x) for x in m.split(".")))
+            for n in per_minor}
+
+
+def shard_plan(dist: Distribution, affected: list[str], spec: ShardSpec,
+               pytorch: tuple[str, ...] = ()) -> tuple[RecipeGraph, ShardPlan]:
+    """The shards of a run of ``affected`` (against the releases ``pytorch``, empty: all) over the (readable)
+    distribution ``dist``: a compiled package's builds per minor are units of their own."""
     graph = RecipeGraph.from_recipes(dist.recipes)
-    return graph, make_shards(graph, affected, weights(dist), spec)
+    return graph, make_shards(graph, affected, weights(dist), spec, minors(dist, graph, affected, pytorch))
 
 
 def checkout_of(dist: Distribution, run: str) -> Checkout:
@@ -51,7 +70,7 @@ def checkout_of(dist: Distribution, run: str) -> Checkout:
     repo = find_repo(dist.root, with_commit=True)
     return Checkout(run=run, head=head_sha(repo) if repo is not None else None, root=dist.root,
                     outputs={n: frozenset(r.output_names) for n, r in dist.recipes.items()},
-                    build_dir=dist.distro.build_dir)
+                    build_dir=dist.distro.build_dir, pytorch=dist.config.pytorch.name)
 
 
 def sort_records(merged: Merged, dist: Distribution, order: list[str]) -> Merged:
@@ -71,7 +90,7 @@ def merge_shards(dist: Distribution, affected: list[str], fanin: FanIn, scope: s
     store of ``scope`` (check-pr's, emptied first) or the shared ones (None), under the staging lock.
     A missing, foreign or altered bundle raises :class:`~conda_distro.errors.ShardError` before anything
     is written."""
-    _, plan = shard_plan(dist, affected, fanin.spec)
+    _, plan = shard_plan(dist, affected, fanin.spec, fanin.pytorch)
     checkout = checkout_of(dist, fanin.run)
     bundles = read_bundles(fanin.bundles, plan, plan.shards, checkout)
     paths = build_paths(dist, scope)

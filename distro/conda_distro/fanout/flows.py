@@ -24,7 +24,7 @@ from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.executor import ExecutionResult
 from conda_distro.engine.run import SCOPES, BuildOptions, BuildRun, build_paths, run_build
 from conda_distro.errors import DistroError, ExitCode, UsageError
-from conda_distro.fanout.bundle import Manifest, write_bundle
+from conda_distro.fanout.bundle import Manifest, owned_by, write_bundle
 from conda_distro.fanout.fanin import FanIn, checkout_of, merge_shards, shard_plan, take_earlier
 from conda_distro.fanout.plan import ShardPlan, ShardSpec
 from conda_distro.graph import RecipeGraph
@@ -111,7 +111,7 @@ class PlanResult:
 def plan_run(options: FanoutOptions) -> PlanResult:
     """The plan job: the run's shards (recipes are read and rendered; no recipe code runs)."""
     rs = run_scope(options)
-    return PlanResult(shard_plan(rs.dist, rs.affected, options.spec)[1], options.spec.stages)
+    return PlanResult(shard_plan(rs.dist, rs.affected, options.spec, options.pytorch)[1], options.spec.stages)
 
 
 @dataclass
@@ -138,7 +138,7 @@ def run_shard(options: FanoutOptions) -> ShardResult:
     if options.shard is None or options.out is None:
         raise UsageError("a shard job needs --shard ID and --out DIR", field="--shard")
     rs = run_scope(options)
-    _, plan = shard_plan(rs.dist, rs.affected, options.spec)
+    _, plan = shard_plan(rs.dist, rs.affected, options.spec, options.pytorch)
     shard = plan.shard(options.shard)
     if shard is None:
         raise UsageError(f"this run has no shard '{options.shard}'", field="--shard",
@@ -150,15 +150,16 @@ def run_shard(options: FanoutOptions) -> ShardResult:
     if plan.earlier(shard.id):
         if options.bundles is None:
             raise UsageError(f"shard {shard.id} builds on earlier stages: pass --from DIR (their bundles)", field="--from")
-        prior = take_earlier(rs.dist, plan, shard.id, FanIn(options.bundles, options.run, options.spec),
+        prior = take_earlier(rs.dist, plan, shard.id, FanIn(options.bundles, options.run, options.spec, options.pytorch),
                              paths.staging, paths.store)
     build = replace(rs.build, only=shard.packages, prior=ExecutionResult(prior.builds, prior.tests) if prior else None)
     run = run_build(rs.dist, build)
     report = run.report or ExecutionResult()
-    own = set(shard.packages)
-    manifest = write_bundle(options.out, shard, checkout_of(rs.dist, options.run), paths.staging,
-                            ResultsStore(paths.store), [b for b in report.builds if b.name in own],
-                            [t for t in report.tests if t.name in own])
+    checkout = checkout_of(rs.dist, options.run)
+    owns = owned_by(shard, checkout)
+    manifest = write_bundle(options.out, shard, checkout, paths.staging,
+                            ResultsStore(paths.store), [b for b in report.builds if owns.build(b)],
+                            [t for t in report.tests if owns.test(t)])
     return ShardResult(shard.id, run, manifest, run.exit_code)
 
 
@@ -188,7 +189,8 @@ def merge_build(options: FanoutOptions) -> MergeResult:
     if options.bundles is None:
         raise UsageError("the fan-in needs --from DIR (where the shards' bundles were downloaded)", field="--from")
     rs = run_scope(options)
-    merged = merge_shards(rs.dist, rs.affected, FanIn(options.bundles, options.run, options.spec), rs.scope)
+    merged = merge_shards(rs.dist, rs.affected, FanIn(options.bundles, options.run, options.spec, options.pytorch),
+                          rs.scope)
     return MergeResult(ExecutionResult(merged.builds, merged.tests), merged.artifacts)
 
 
@@ -200,7 +202,7 @@ def pr_gate(options: CheckPrOptions) -> PrGate:
     if options.shards is None:
         return run_check_pr(options)
     shards = options.shards
-    fanin = FanIn(shards.folder, shards.run, ShardSpec(shards.runners, shards.per_shard, shards.stages))
+    fanin = FanIn(shards.folder, shards.run, ShardSpec(shards.runners, shards.per_shard, shards.stages), options.pytorch)
     try:
         res = check_pr(replace(options, build=False))
         if res.affected:  # (check-pr stops before the affected set on bad input and ownership conflicts)
