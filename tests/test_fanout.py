@@ -62,20 +62,22 @@ def test_a_slow_package_gets_a_shard_of_its_own():
     assert sorted(s.packages for s in plan.stages[0]) == [("big",), ("n1", "n2", "n3", "n4")]
 
 
-def test_a_compiled_package_builds_for_each_minor_on_shards_of_their_own():
-    """The unit of fan-out is one build: a package built per PyTorch minor is one unit per minor, and its
-    units go to different shards of its level, so the level's slowest shard is one build."""
+def test_a_compiled_package_builds_on_shards_of_their_own():
+    """The unit of fan-out is one build: a package built per PyTorch minor × variant is one unit per build,
+    and its units go to different shards of its level, so the level's slowest shard is one build."""
     graph = _graph([("ext", "user")], ["ext", "n1", "n2", "user"])
-    builds = {"ext": ["2.4", "2.5", "2.6"]}
+    builds = {"ext": ["cuda=none,pytorch=2.5", "cuda=12,pytorch=2.5", "cuda=none,pytorch=2.6"]}
     spec = ShardSpec(runners=4, per_shard=4)
     plan = make_shards(graph, graph.names, {"ext": COMPILED_WEIGHT}, spec, builds)
-    assert sorted(s.packages for s in plan.stages[0]) == [("ext@2.4",), ("ext@2.5",), ("ext@2.6",), ("n1", "n2")]
+    assert sorted(s.packages for s in plan.stages[0]) == [
+        ("ext@0:cuda=none,pytorch=2.5",), ("ext@1:cuda=12,pytorch=2.5",), ("ext@2:cuda=none,pytorch=2.6",), ("n1", "n2")]
     assert [s.names for s in plan.stages[1]] == [("user",)]
     _check_invariants(graph, graph.names, plan, spec, builds)
-    # one runner: the three builds in one shard, in minor order; a single minor is the whole package
+    # one runner: the three builds in one shard, in order; a single build is the whole package
     one = make_shards(graph, graph.names, {"ext": COMPILED_WEIGHT}, ShardSpec(runners=1), builds)
-    assert one.stages[0][0].packages == ("ext@2.4", "ext@2.5", "ext@2.6", "n1", "n2")
-    assert make_shards(graph, graph.names, {}, spec, {"ext": ["2.5"]}).owner()["ext"] == "s0-0"
+    assert one.stages[0][0].packages == ("ext@0:cuda=none,pytorch=2.5", "ext@1:cuda=12,pytorch=2.5",
+                                         "ext@2:cuda=none,pytorch=2.6", "n1", "n2")
+    assert make_shards(graph, graph.names, {}, spec, {"ext": ["pytorch=2.5"]}).owner()["ext"] == "s0-0"
 
 
 def test_deep_levels_fold_into_the_last_stage_as_whole_pieces():
@@ -112,7 +114,7 @@ def test_any_graph_is_cut_into_shards_that_respect_its_order(case):
     weights = {f"p{i:02d}": COMPILED_WEIGHT for i in compiled}
     affected = graph.names[::2] + graph.names[1::3]
     affected = graph.order(set(affected))
-    builds = {f"p{i:02d}": [f"2.{m}" for m in range(minors)] for i in compiled}
+    builds = {f"p{i:02d}": [f"pytorch=2.{m}" for m in range(minors)] for i in compiled}
     plan = make_shards(graph, affected, weights, spec, builds)
     _check_invariants(graph, affected, plan, spec, builds)
     assert plan.to_dict() == make_shards(graph, list(reversed(affected)), weights, spec, builds).to_dict()  # deterministic
@@ -135,9 +137,10 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _bundle(root: Path, out: Path, shard: str, package: str, run: str = "r1", head: str = "c" * 40,
-            minor: str | None = None) -> Path:
+            minor: str | None = None, index: int = 0) -> Path:
     """A bundle as a shard job writes it: one artifact of ``package``, its results file, a passed test;
-    ``minor``: the unit ``package@minor`` (its build for that PyTorch minor, tested on that minor's release)."""
+    ``minor``: the unit ``package@index:pytorch=minor`` (its build for that PyTorch minor, tested on that minor's
+    release)."""
     art = f"noarch/{package}-1.0-{'pt' + minor.replace('.', '') + '_' if minor else ''}0.conda"
     data = f"the {package} package {minor}".encode()
     (out / "channel" / "noarch").mkdir(parents=True)
@@ -152,7 +155,7 @@ def _bundle(root: Path, out: Path, shard: str, package: str, run: str = "r1", he
          "recipe": recipe, "recipe_hash": digest, "commit": head, "tests": [test]}))
     (out / MANIFEST).write_text(json.dumps(
         {"bundle_version": 1, "run": run, "shard": shard, "head": head,
-         "packages": [f"{package}@{minor}" if minor else package], "files": {art: _sha(data)},
+         "packages": [f"{package}@{index}:pytorch={minor}" if minor else package], "files": {art: _sha(data)},
          "builds": [{"name": package, "version": "1.0", "artifact": art, "sha256": _sha(data), "status": "built",
                      "variant": {"pytorch": minor} if minor else {}}], "tests": [test]}))
     return out
@@ -225,27 +228,30 @@ def test_a_bundle_that_is_not_what_this_run_made_is_refused(case, repo, tmp_path
 # --- a package built per minor, split over shards
 
 
+SPLIT = {"a": ["pytorch=2.4", "pytorch=2.5"]}
+
+
 def _split_bundles(repo: Path, dl: Path) -> list[Path]:
-    return [_bundle(repo, dl / "shard-s0-0", "s0-0", "a", minor="2.4"), _bundle(repo, dl / "shard-s0-1", "s0-1", "a", minor="2.5"),
-            _bundle(repo, dl / "shard-s1-0", "s1-0", "b")]
+    return [_bundle(repo, dl / "shard-s0-0", "s0-0", "a", minor="2.4"),
+            _bundle(repo, dl / "shard-s0-1", "s0-1", "a", minor="2.5", index=1), _bundle(repo, dl / "shard-s1-0", "s1-0", "b")]
 
 
 def test_a_package_built_per_minor_is_read_from_the_shards_of_its_builds(repo, tmp_path):
     _split_bundles(repo, tmp_path / "dl")
-    got = _read(repo, tmp_path / "dl", builds={"a": ["2.4", "2.5"]})
+    got = _read(repo, tmp_path / "dl", builds=SPLIT)
     assert [(b.manifest.shard, b.manifest.packages) for b in got] == \
-        [("s0-0", ["a@2.4"]), ("s0-1", ["a@2.5"]), ("s1-0", ["b"])]
+        [("s0-0", ["a@0:pytorch=2.4"]), ("s0-1", ["a@1:pytorch=2.5"]), ("s1-0", ["b"])]
     assert [r.variant for b in got for r in b.manifest.builds] == [{"pytorch": "2.4"}, {"pytorch": "2.5"}, {}]
 
 
 SPLIT_TAMPER = {
     # the shard of a@2.4 speaks for the 2.5 build (which the shard of a@2.5 also holds)
     "another unit's build": (lambda b: _tamper_json(b, MANIFEST, lambda d: d["builds"][0].update(variant={"pytorch": "2.5"})),
-                             "for pytorch 2.5, which is not one of its units"),
-    "another unit's test": (lambda b: _tamper_json(b, MANIFEST, lambda d: d["tests"][0].update(pytorch="2.5.1")),
-                            "on pytorch 2.5.1, which is not one of its units"),
+                             "a build record of 'a' (pytorch=2.5), which is not one of its units"),
+    "another unit's test": (lambda b: _tamper_json(b, MANIFEST, lambda d: d["tests"][0].update(
+        artifact="noarch/a-1.0-pt25_0.conda")), "is not in its results"),
     "no build of its unit": (lambda b: _tamper_json(b, MANIFEST, lambda d: d.update(builds=[])),
-                             "no build record of 'a' for pytorch 2.4"),
+                             "no build record of 'a' (pytorch=2.4)"),
 }
 
 
@@ -255,14 +261,16 @@ def test_a_shard_speaks_only_for_its_own_builds(case, repo, tmp_path):
     tamper, words = SPLIT_TAMPER[case]
     tamper(first)
     with pytest.raises(ShardError) as err:
-        _read(repo, tmp_path / "dl", builds={"a": ["2.4", "2.5"]})
+        _read(repo, tmp_path / "dl", builds=SPLIT)
     assert words in str(err.value), str(err.value)
     assert "s0-0" in str(err.value) and err.value.exit_code == 2
 
 
-def test_a_shard_runs_only_its_units_builds_and_their_minors_targets():
+def test_a_shard_runs_only_its_units_builds():
     """`build` restricted to a shard's units (engine.plan.restrict): a whole package as planned; a unit
-    ``NAME@MINOR`` only that minor's build and the targets of that minor's releases."""
+    ``NAME@I:K=V`` only that build (unit 0 also what has no such key)."""
+    from dataclasses import replace
+
     from conda_distro.engine.backends import VariantSpec
     from conda_distro.engine.plan import BuildPlan, PackagePlan, VariantPlan, restrict
     from conda_distro.vocab import Target, Variant
@@ -274,11 +282,31 @@ def test_a_shard_runs_only_its_units_builds_and_their_minors_targets():
         return PackagePlan(name, Path(name), "1.0", (), (), tuple(VariantPlan(s, "h", "build") for s in specs), targets)
 
     plan = BuildPlan((pkg("ext", ["2.4", "2.5"]), pkg("other", ["2.4", "2.5"]), pkg("pure", [""])), (), (), "rattler-build")
-    got = restrict(plan, ("ext@2.5", "pure"), "pytorch")
+    got = restrict(plan, ("ext@1:pytorch=2.5", "pure"))
     assert [p.name for p in got.packages] == ["ext", "pure"]
     ext = got.packages[0]
     assert [v.spec.variant for v in ext.variants] == [{"pytorch": "2.5"}]
-    assert [(t.release, str(t.variant)) for t in ext.targets] == [("2.5.1", "cpu"), ("2.5.1", "cuda")]
+    assert ext.targets == plan.packages[0].targets  # an artifact is tested on the targets it admits
     assert got.packages[1] == plan.packages[2]
-    both = restrict(plan, ("ext@2.4", "ext@2.5"), "pytorch").packages[0]
-    assert len(both.variants) == 2 and len(both.targets) == 4
+    both = restrict(plan, ("ext@0:pytorch=2.4", "ext@1:pytorch=2.5")).packages[0]
+    assert len(both.variants) == 2
+    # unit 0 also re-tests what has no pytorch key (a file from main)
+    main = replace(plan.packages[0], variants=(*plan.packages[0].variants,
+                                               VariantPlan(VariantSpec("ext", "0.9", "0", 0, "linux-64"), "m", "from-main")))
+    assert [v.action for v in restrict(replace(plan, packages=(main,)), ("ext@0:pytorch=2.4",)).packages[0].variants] == \
+        ["build", "from-main"]
+    assert [v.action for v in restrict(replace(plan, packages=(main,)), ("ext@1:pytorch=2.5",)).packages[0].variants] == \
+        ["build"]
+
+
+def test_two_shards_never_hold_the_same_file(repo, tmp_path):
+    """The fan-in checks every build, test and file came from exactly one shard: unit 0 of a split package
+    may re-test files that no build of its own made, but not a file another shard holds."""
+    first, second, _ = _split_bundles(repo, tmp_path / "dl")
+    other = "noarch/a-1.0-pt25_0.conda"
+    shutil.copyfile(second / "channel" / other, first / "channel" / other)
+    shutil.copyfile(second / "results" / "noarch__a-1.0-pt25_0.conda.json", first / "results" / "noarch__a-1.0-pt25_0.conda.json")
+    _tamper_json(first, MANIFEST, lambda d: d["files"].update(json.loads((second / MANIFEST).read_text())["files"]))
+    with pytest.raises(ShardError) as err:
+        _read(repo, tmp_path / "dl", builds=SPLIT)
+    assert "shards s0-0 and s0-1 both hold the file noarch/a-1.0-pt25_0.conda" in str(err.value), str(err.value)

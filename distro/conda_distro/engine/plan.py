@@ -167,30 +167,43 @@ def make_plan(dist: Distribution, graph: RecipeGraph, builder: Builder, store: R
     )
 
 
-#: separates a package from a PyTorch minor in a fan-out unit: ``NAME@MINOR`` is NAME's build for that
-#: minor and the tests of its releases (conda_distro.fanout.plan)
+#: separates a package from one of its builds in a fan-out unit (conda_distro.fanout.plan): ``NAME@I:K=V,K=V``
+#: is NAME's build whose variant has those values (the keys that tell its builds apart: the PyTorch minor,
+#: cuda, …), ``I`` its index among the package's builds (0: it also re-tests what has no such keys)
 UNIT_SEP = "@"
 
 
-def restrict(plan: BuildPlan, units: tuple[str, ...], pytorch: str) -> BuildPlan:
-    """The same plan run in part (a fan-out shard): the packages named by ``units``, whole (``NAME``) or in
-    part (``NAME@MINOR``: only the builds of that PyTorch minor, ``pytorch`` being the variant key, and
-    only the targets of that minor's releases; several minors of one package add up)."""
+def parse_unit(unit: str) -> tuple[str, int | None, dict[str, str]]:
+    """``NAME`` -> (NAME, None, {}); ``NAME@I:K=V,…`` -> (NAME, I, {K: V, …})."""
+    if UNIT_SEP not in unit:
+        return unit, None, {}
+    name, rest = unit.split(UNIT_SEP, 1)
+    index, _, keys = rest.partition(":")
+    return name, int(index), dict(kv.split("=", 1) for kv in keys.split(",") if "=" in kv)
+
+
+def restrict(plan: BuildPlan, units: tuple[str, ...]) -> BuildPlan:
+    """The same plan run in part (a fan-out shard): the packages named by ``units``, whole (``NAME``), or
+    only the builds of their units (``NAME@I:K=V,…``: the variants with those values; unit 0 also the
+    variants without those keys, files re-tested from main). Every unit keeps the package's targets: an
+    artifact is tested on the targets its own requirements admit."""
     whole = {u for u in units if UNIT_SEP not in u}
-    part: dict[str, set[str]] = {}
+    part: dict[str, list[tuple[int, dict[str, str]]]] = {}
     for u in units:
-        if UNIT_SEP in u:
-            name, minor = u.split(UNIT_SEP, 1)
-            part.setdefault(name, set()).add(minor)
+        name, index, keys = parse_unit(u)
+        if index is not None:
+            part.setdefault(name, []).append((index, keys))
     out = []
     for p in plan.packages:
         if p.name in whole:
             out.append(p)
         elif p.name in part:
-            ms = part[p.name]
-            out.append(replace(p, variants=tuple(v for v in p.variants if v.spec.variant.get(pytorch) in ms),
-                               targets=tuple(t for t in p.targets if Release(t.release).minor in ms),
-                               unavailable=tuple((t, w) for t, w in p.unavailable if Release(t.release).minor in ms)))
+            mine = part[p.name]
+            told = {k for _, kv in mine for k in kv}  # the keys that tell its builds apart
+            out.append(replace(p, variants=tuple(
+                v for v in p.variants
+                if any(all(v.spec.variant.get(k) == x for k, x in kv.items()) for _, kv in mine)
+                or (any(i == 0 for i, _ in mine) and not told & set(v.spec.variant)))))
     return replace(plan, packages=tuple(out))
 
 

@@ -47,8 +47,8 @@ class BuildOptions:
     retry_errors: bool = False  # add the packages whose latest test of a staging artifact is an `error`
     variants: tuple[str, ...] = ()  # `--variant`: test only these variants (CI runs each on its own runner)
     root: Path | None = None  # the distribution's folder (None: found from the current one); for build()
-    # fan-out (conda_distro.fanout): run only these units of the plan (a shard: NAME, or NAME@MINOR for one
-    # PyTorch minor's builds of a compiled package and that minor's tests), the others' outcomes
+    # fan-out (conda_distro.fanout): run only these units of the plan (a shard: NAME, or NAME@I:K=V,… for one
+    # build of a compiled package and its tests; engine.plan.restrict), the others' outcomes
     # being ``prior`` (earlier shards' records: their failures block dependents as in one run)
     only: tuple[str, ...] = ()
     prior: ExecutionResult | None = None
@@ -186,7 +186,7 @@ def plan_build(dist: Distribution, options: BuildOptions, available: Availabilit
                      PlanOptions(names=tuple(names), all=options.all, pytorch=options.pytorch, engine=options.engine,
                                  main=main, variants=options.variants, available=available))
     if options.only:  # a shard: the same plan, its own units only (whole packages, or one minor's builds)
-        plan = restrict(plan, options.only, dist.config.pytorch.name)
+        plan = restrict(plan, options.only)
     return plan, paths
 
 

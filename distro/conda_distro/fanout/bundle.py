@@ -28,12 +28,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from conda_distro.engine.plan import parse_unit
 from conda_distro.errors import ShardError
-from conda_distro.fanout.plan import Shard, ShardPlan, unit_minor, unit_package
+from conda_distro.fanout.plan import Shard, ShardPlan, unit_package
 from conda_distro.state.provenance import CheckoutRecipes
 from conda_distro.state.results import ArtifactResults, BuildRecord, ResultsStore, TestRecord, read_results
 from conda_distro.util.fsutil import atomic_write_text, hash_file
-from conda_distro.vocab import Release
 
 MANIFEST = "shard.json"
 BUNDLE_VERSION = 1
@@ -70,7 +70,6 @@ class Checkout:
     root: Path
     outputs: dict[str, frozenset[str]]  # package (recipe folder name) -> the package names it produces
     build_dir: Path  # logs are taken only into it
-    pytorch: str = "pytorch"  # the PyTorch package's name: the variant key of a build per minor
 
     def recipes(self) -> CheckoutRecipes:
         return CheckoutRecipes(self.root)
@@ -78,40 +77,54 @@ class Checkout:
 
 @dataclass(frozen=True)
 class Owns:
-    """What a shard's units speak for: every build and test of a whole package (``NAME``), and of a
-    package built per minor only the builds of its units' minors (``NAME@MINOR``, the build record's
-    pytorch variant key) and the tests on those minors' releases."""
+    """What a shard's units speak for: every build and test of a whole package (``NAME``); of a package
+    split into builds (``NAME@I:K=V,…``), only its units' builds (the build record's variant has those
+    values) and the tests of the artifacts they build (unit 0: also of its other artifacts, files re-tested
+    from main)."""
 
     whole: frozenset[str]
-    minors: dict[str, frozenset[str]]
+    parts: dict[str, tuple[tuple[int, tuple[tuple[str, str], ...]], ...]]  # package -> (index, K=V pairs) per unit
     output_of: dict[str, str]  # produced name -> its package
-    pytorch: str
 
     def package(self, name: str) -> str:
         return self.output_of.get(name, name)
 
     def names(self) -> set[str]:
-        return {*self.whole, *self.minors}
+        return {*self.whole, *self.parts}
+
+    def unit_of(self, b: BuildRecord) -> tuple[str, str] | None:
+        """(package, unit K=V) of an owned build record of a split package."""
+        name = self.package(b.name)
+        for _, kv in self.parts.get(name, ()):
+            if all(b.variant.get(k) == v for k, v in kv):
+                return name, ",".join(f"{k}={v}" for k, v in kv)
+        return None
 
     def build(self, b: BuildRecord) -> bool:
-        name = self.package(b.name)
-        return name in self.whole or b.variant.get(self.pytorch) in self.minors.get(name, ())
+        return self.package(b.name) in self.whole or self.unit_of(b) is not None
 
-    def test(self, t: TestRecord) -> bool:
+    def test(self, t: TestRecord, builds: list[BuildRecord]) -> bool:
+        """Is ``t`` this shard's (``builds``: the build records it was written or read with)?"""
         name = self.package(t.name)
-        return name in self.whole or Release(t.pytorch).minor in self.minors.get(name, ())
+        if name in self.whole:
+            return True
+        same = [b for b in builds if self.package(b.name) == name and b.artifact == t.artifact]
+        if any(self.build(b) for b in same):
+            return True
+        return not same and any(i == 0 for i, _ in self.parts.get(name, ()))
 
 
 def owned_by(shard: Shard, checkout: Checkout) -> Owns:
     """What ``shard``'s units speak for (:class:`Owns`)."""
-    minors: dict[str, set[str]] = {}
+    parts: dict[str, list[tuple[int, tuple[tuple[str, str], ...]]]] = {}
     for u in shard.packages:
-        if unit_minor(u) is not None:
-            minors.setdefault(unit_package(u), set()).add(str(unit_minor(u)))
+        name, index, keys = parse_unit(u)
+        if index is not None:
+            parts.setdefault(name, []).append((index, tuple(sorted(keys.items()))))
     names = {unit_package(u) for u in shard.packages}
     output_of = {o: n for n in names for o in checkout.outputs.get(n, ())}
-    return Owns(frozenset(u for u in shard.packages if unit_minor(u) is None),
-                {n: frozenset(m) for n, m in minors.items()}, output_of, checkout.pytorch)
+    return Owns(frozenset(u for u in shard.packages if parse_unit(u)[1] is None),
+                {n: tuple(v) for n, v in parts.items()}, output_of)
 
 
 def _rel_log(log: str | None, root: Path) -> str | None:
@@ -255,37 +268,41 @@ def _check_bundle(folder: Path, shard: Shard, checkout: Checkout, recipes: Check
         if b.name not in own:
             raise fail(f"a build record of '{b.name}', which is not its package", "builds")
         if not owns.build(b):
-            raise fail(f"a build record of '{b.name}' for pytorch {b.variant.get(checkout.pytorch)}, which is not "
-                       "one of its units", "builds")
+            shown = ",".join(f"{k}={v}" for k, v in sorted(b.variant.items()))
+            raise fail(f"a build record of '{b.name}' ({shown}), which is not one of its units", "builds")
         if b.sha256 and b.artifact and m.files.get(b.artifact) != b.sha256:
             raise fail(f"the build record of {b.artifact} names another file than it holds", "builds")
     for t in m.tests:
         if t.name not in outputs:
             raise fail(f"a test record of '{t.name}', which is not its package", "tests")
-        if not owns.test(t):
-            raise fail(f"a test record of '{t.name}' on pytorch {t.pytorch}, which is not one of its units", "tests")
+        if not owns.test(t, m.builds):
+            raise fail(f"a test record of {t.artifact}, which is not one of its units' builds", "tests")
         got = bundle.results.get(t.artifact)
         if got is None and t.status == "blocked" and t.artifact not in m.files:
             continue  # a test that could not run for its dependency's failure: no results file (fails the gate)
         if got is None or not any(_same_test(t, r) for r in got.tests):
             raise fail(f"the test of {t.artifact} on pytorch {t.pytorch} ({t.variant}) is not in its results", "tests")
-    for name, ms in owns.minors.items():  # a build per minor: each of its units' builds is accounted for
-        built = {b.variant.get(checkout.pytorch) for b in m.builds if owns.package(b.name) == name}
-        if not ms <= built:
-            raise fail(f"no build record of '{name}' for pytorch {', '.join(sorted(ms - built))}", "builds")
+    held = {owns.unit_of(b) for b in m.builds}  # a package split into builds: each of its units' is accounted for
+    for name, units in owns.parts.items():
+        for _, kv in units:
+            key = ",".join(f"{k}={v}" for k, v in kv)
+            if (name, key) not in held:
+                raise fail(f"no build record of '{name}' ({key})", "builds")
     return bundle
 
 
 def _once(bundles: list[Bundle]) -> None:
-    """Every build and every test of the run comes from exactly one shard (a package built per minor is
-    split over shards: two bundles must never speak for the same build or test)."""
+    """Every build, test and artifact of the run comes from exactly one shard (a compiled package's builds
+    are split over shards: two bundles must never speak for the same build, test or file)."""
     seen: dict[tuple, str] = {}
     for b in bundles:
         keys = [("build", r.name, r.artifact or "", tuple(sorted(r.variant.items()))) for r in b.manifest.builds] + \
-            [("test", t.artifact, t.pytorch, t.variant) for t in b.manifest.tests]
+            [("test", t.artifact, t.pytorch, t.variant) for t in b.manifest.tests] + \
+            [("file", art, "", "") for art in b.manifest.files]
         for key in keys:
             if key in seen and seen[key] != b.manifest.shard:
-                what = f"the build of {key[2] or key[1]}" if key[0] == "build" else f"the test of {key[1]} on pytorch {key[2]} ({key[3]})"
+                what = {"build": f"the build of {key[2] or key[1]}", "file": f"the file {key[1]}"}.get(
+                    key[0], f"the test of {key[1]} on pytorch {key[2]} ({key[3]})")
                 raise ShardError(f"shards {seen[key]} and {b.manifest.shard} both hold {what}", path=b.folder / MANIFEST,
                                  hint=_HINT)
             seen[key] = b.manifest.shard

@@ -10,6 +10,7 @@ the same shards), so it trusts neither the plan job's output nor the shards' wor
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from conda_distro.engine.run import SCOPES, build_paths
 from conda_distro.fanout.bundle import Checkout, Merged, read_bundles, take_bundles
 from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardPlan, ShardSpec, make_shards
 from conda_distro.graph import RecipeGraph
-from conda_distro.pins import admitted_releases, builds_per_minor
+from conda_distro.pins import admitted_releases
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, staging_lock
 from conda_distro.state.results import ResultsStore
 from conda_distro.util.fsutil import clear_folder
@@ -43,26 +44,39 @@ def weights(dist: Distribution) -> dict[str, int]:
     return {n: (1 if r.noarch else COMPILED_WEIGHT) for n, r in dist.recipes.items()}
 
 
-def minors(dist: Distribution, graph: RecipeGraph, affected: list[str], pytorch: tuple[str, ...] = ()) -> dict[str, list[str]]:
-    """package -> the PyTorch minors it is built for in this run, for each affected package built once per
-    minor (rattler-build's rendered variants carry the pytorch key): the minors of the run's releases
-    (``pytorch``: ``--pytorch``; empty: distro.yaml's) that its pins and its dependencies' admit."""
+def _natural(text: str) -> tuple:
+    return tuple(int(x) if x.isdigit() else x for x in re.split(r"(\d+)", text))
+
+
+def builds(dist: Distribution, graph: RecipeGraph, affected: list[str], pytorch: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """package -> its builds in this run (``K=V,…``: the variant values that tell them apart), for each
+    affected compiled package with several: rattler-build's rendered variants of the recipe (one per
+    PyTorch minor × variant), those of a minor outside the run's releases (``pytorch``; empty: distro.yaml's)
+    or not admitted by its pins and its dependencies' left out."""
     name = dist.config.pytorch.name
     releases = [r for r in dist.config.pytorch.releases if not pytorch or r in pytorch]
-    per_minor = [n for n in affected if not dist.recipes[n].noarch and builds_per_minor(dist.recipes[n], name)]
-    if not per_minor:
+    compiled = [n for n in affected if not dist.recipes[n].noarch]
+    if not compiled:
         return {}
     admitted = admitted_releases(dist.recipes, graph, name, releases)
-    return {n: sorted({Release(r).minor for r in admitted[n]}, key=lambda m: tuple(int(x) for x in m.split(".")))
-            for n in per_minor}
+    out: dict[str, list[str]] = {}
+    for n in compiled:
+        minors = {Release(r).minor for r in admitted[n]}
+        variants = {tuple(sorted(v.variant.items())) for v in dist.recipes[n].variants
+                    if name not in v.variant or v.variant[name] in minors}
+        keys = sorted({k for v in variants for k, _ in v if len({dict(w).get(k) for w in variants}) > 1})
+        found = sorted({",".join(f"{k}={dict(v).get(k, '')}" for k in keys) for v in variants}, key=_natural)
+        if len(found) > 1:
+            out[n] = found
+    return out
 
 
 def shard_plan(dist: Distribution, affected: list[str], spec: ShardSpec,
                pytorch: tuple[str, ...] = ()) -> tuple[RecipeGraph, ShardPlan]:
     """The shards of a run of ``affected`` (against the releases ``pytorch``, empty: all) over the (readable)
-    distribution ``dist``: a compiled package's builds per minor are units of their own."""
+    distribution ``dist``: each build of a compiled package with several is a unit of its own."""
     graph = RecipeGraph.from_recipes(dist.recipes)
-    return graph, make_shards(graph, affected, weights(dist), spec, minors(dist, graph, affected, pytorch))
+    return graph, make_shards(graph, affected, weights(dist), spec, builds(dist, graph, affected, pytorch))
 
 
 def checkout_of(dist: Distribution, run: str) -> Checkout:
@@ -70,7 +84,7 @@ def checkout_of(dist: Distribution, run: str) -> Checkout:
     repo = find_repo(dist.root, with_commit=True)
     return Checkout(run=run, head=head_sha(repo) if repo is not None else None, root=dist.root,
                     outputs={n: frozenset(r.output_names) for n, r in dist.recipes.items()},
-                    build_dir=dist.distro.build_dir, pytorch=dist.config.pytorch.name)
+                    build_dir=dist.distro.build_dir)
 
 
 def sort_records(merged: Merged, dist: Distribution, order: list[str]) -> Merged:

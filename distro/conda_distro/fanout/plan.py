@@ -11,11 +11,12 @@ level's other shards. Every package is in exactly one shard; the same inputs giv
 the shard jobs and the fan-in agree on them without trusting each other.
 
 **The unit of fan-out is one build.** A noarch package is one unit (its build and every test target). A
-compiled package built once per PyTorch minor (a bare pytorch in host) is one unit per minor,
-``NAME@MINOR`` (that minor's build and the targets of that minor's releases), and its units go to different
-shards of its level when runners are free: the slowest shard of a level is one build, not all of a
-package's builds in series. (Only the last, folded stage keeps a connected piece, and so a package's
-builds, together: they are built in dependency order there.)
+compiled package with several builds in the run (one per PyTorch minor × variant, as rattler-build renders
+it) is one unit per build, ``NAME@I:K=V,…`` (the variant values that tell its builds apart; the build and
+its tests on the targets it admits), and its units go to different shards of its level when runners are
+free: the slowest shard of a level is one build, not all of a package's builds in series. (Only the
+last, folded stage keeps a connected piece, and so a package's builds, together: they are built in
+dependency order there.)
 """
 
 from __future__ import annotations
@@ -38,20 +39,15 @@ DEFAULT_STAGES = 8
 
 
 def unit_package(unit: str) -> str:
-    """The package (recipe folder name) of a unit: ``NAME`` or ``NAME@MINOR``."""
+    """The package (recipe folder name) of a unit: ``NAME`` or ``NAME@I:K=V,…``."""
     return unit.split(UNIT_SEP, 1)[0]
 
 
-def unit_minor(unit: str) -> str | None:
-    """The PyTorch minor of a compiled package's unit, None for a whole package."""
-    return unit.split(UNIT_SEP, 1)[1] if UNIT_SEP in unit else None
-
-
 def units_of(names: list[str], builds: dict[str, list[str]]) -> list[str]:
-    """The units of ``names`` (dependency order): ``NAME@MINOR`` for each minor of a package built per
-    minor (``builds``: package -> its minors, when more than one), else ``NAME``."""
-    return [u for n in names for u in ([f"{n}{UNIT_SEP}{m}" for m in builds[n]] if len(builds.get(n, ())) > 1
-                                       else [n])]
+    """The units of ``names`` (dependency order): ``NAME@I:KEY`` for each build of a package with several
+    (``builds``: package -> the ``K=V,…`` of each of its builds, in order), else ``NAME``."""
+    return [u for n in names for u in ([f"{n}{UNIT_SEP}{i}:{k}" for i, k in enumerate(builds[n])]
+                                       if len(builds.get(n, ())) > 1 else [n])]
 
 
 @dataclass(frozen=True)
@@ -67,11 +63,11 @@ class ShardSpec:
 class Shard:
     id: str  # "s<stage>-<index>": also the name of its bundle (artifact ``shard-<id>``)
     stage: int
-    packages: tuple[str, ...]  # its units (``NAME`` or ``NAME@MINOR``), dependency order
+    packages: tuple[str, ...]  # its units (``NAME`` or ``NAME@I:K=V,…``), dependency order
 
     @property
     def names(self) -> tuple[str, ...]:
-        """The packages it builds (some maybe in part: units of one minor)."""
+        """The packages it builds (some maybe in part: some of their builds)."""
         return tuple(dict.fromkeys(unit_package(u) for u in self.packages))
 
     def to_dict(self) -> dict:
@@ -94,7 +90,7 @@ class ShardPlan:
         return next((s for s in self.shards if s.id == shard_id), None)
 
     def owner(self) -> dict[str, str]:
-        """unit (``NAME`` or ``NAME@MINOR``) -> the id of the shard that builds it."""
+        """unit (``NAME`` or ``NAME@I:K=V,…``) -> the id of the shard that builds it."""
         return {p: s.id for s in self.shards for p in s.packages}
 
     def earlier(self, shard_id: str) -> list[Shard]:
@@ -142,7 +138,7 @@ def _split(items: list[tuple[list[str], int]], count: int) -> list[list[list[str
 def make_shards(graph: RecipeGraph, affected: list[str], weights: dict[str, int], spec: ShardSpec,
                 builds: dict[str, list[str]] | None = None) -> ShardPlan:
     """Cut ``affected`` (a subset of ``graph``) into shards by stage (see the module docstring); ``builds``:
-    the minors of each package built once per minor (its units; a unit weighs the package's weight)."""
+    the builds (``K=V,…``) of each package with several (its units; a unit weighs the package's weight)."""
     builds = builds or {}
     stages_n = max(1, spec.stages)
     levels = graph.levels(affected)
