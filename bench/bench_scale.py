@@ -37,6 +37,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardSpec, make_shards  # noqa: E402
+from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardPlan, ShardSpec, make_shards, unit_package  # noqa: E402
 from conda_distro.graph import RecipeGraph  # noqa: E402
 
 CD = Path(sys.executable).parent / "conda-distro"
@@ -100,32 +101,62 @@ class Run:
     notes: list[str] = field(default_factory=list)
 
 
-def package_cost(name: str, run: Run, c: Costs) -> float:
-    builds = c.compiled_build * run.compiled_builds if name in run.compiled else c.build
-    return builds + run.targets * c.target
+def unit_cost(unit: str, run: Run, c: Costs) -> float:
+    """One unit of a shard: a noarch package (its build and its test targets) or one build of a compiled
+    package (the compiled build and the targets it is tested on: the package's targets shared out)."""
+    if unit_package(unit) in run.compiled:
+        return c.compiled_build + max(1, run.targets // max(1, run.compiled_builds)) * c.target
+    return c.build + run.targets * c.target
+
+
+def shards_of(run: Run, k: int, per_shard: int = 4, stages: int = 8) -> ShardPlan:
+    """The real shards (conda_distro.fanout.plan.make_shards) of ``run`` at ``k`` runners per stage: a
+    compiled package with several builds is one unit per build."""
+    weights = {n: COMPILED_WEIGHT for n in run.compiled}
+    builds = {n: [f"build={i}" for i in range(run.compiled_builds)] for n in run.compiled} if run.compiled_builds > 1 else {}
+    return make_shards(run.graph, run.affected, weights, ShardSpec(runners=k, per_shard=per_shard, stages=stages), builds)
 
 
 def predict(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: int = 8) -> float:
     """Wall time of ``run`` with at most ``k`` shards per stage (module docstring, point 2)."""
-    weights = {n: COMPILED_WEIGHT for n in run.compiled}
-    plan = make_shards(run.graph, run.affected, weights, ShardSpec(runners=k, per_shard=per_shard, stages=stages))
+    plan = shards_of(run, k, per_shard, stages)
     job = r.start + r.install + c.job + c.render * run.n_recipes
-    mb = {n: r.mb_per_package * (10 if n in run.compiled else 1) for n in run.affected}
+    mb = {u: r.mb_per_package * (10 if unit_package(u) in run.compiled else 1) for s in plan.shards for u in s.packages}
     wall = job  # the plan job
-    done: list[str] = []  # packages of earlier stages: their bundles are downloaded, one artifact per shard
+    done: list[str] = []  # units of earlier stages: their bundles are downloaded, one artifact per shard
     bundles = 0
     for stage in plan.stages:
-        down = r.per_artifact * bundles + sum(mb[n] for n in done) / r.mb_per_s if done else 0.0
-        shard_times = [job + down + c.build_fixed + sum(package_cost(p, run, c) for p in s.packages)
-                       + r.per_artifact + sum(mb[p] for p in s.packages) / r.mb_per_s for s in stage]
+        down = r.per_artifact * bundles + sum(mb[u] for u in done) / r.mb_per_s if done else 0.0
+        shard_times = [job + down + c.build_fixed + sum(unit_cost(u, run, c) for u in s.packages)
+                       + r.per_artifact + sum(mb[u] for u in s.packages) / r.mb_per_s for s in stage]
         wall += max(shard_times)
-        done += [p for s in stage for p in s.packages]
+        done += [u for s in stage for u in s.packages]
         bundles += len(stage)
     fanin = job + (r.per_artifact * len(plan.shards) + sum(mb.values()) / r.mb_per_s if plan.shards else 0.0) \
         + c.solve * run.targets
     if run.promote:
         fanin += run.per_artifact_promote * sum(run.compiled_builds if n in run.compiled else 1 for n in run.affected)
     return wall + fanin
+
+
+@dataclass(frozen=True)
+class Emulated:
+    """The model of a run through the workflow emulator (tests/support/ghworkflow.py), whose jobs run one
+    after another on this machine, each measured from its first step (its fresh clone is not counted:
+    on GitHub, checkout is part of the runner's install); the wall time is the needs graph's critical
+    path, a stage lasting as long as its slowest shard job. MEASURED on the calibration run: the plan
+    job's and the fan-in's times, and a shard job's fixed cost ``fixed`` and cost per package
+    ``per_package`` (least squares over its shard jobs)."""
+
+    plan: float
+    fanin: float
+    fixed: float
+    per_package: float
+
+    def predict(self, run: Run, k: int) -> float:
+        shards = shards_of(run, k, per_shard=1)
+        return self.plan + sum(max(self.fixed + self.per_package * len(s.packages) for s in stage)
+                               for stage in shards.stages) + self.fanin
 
 
 # --- measuring on this machine
@@ -233,7 +264,22 @@ def _raw_run(k: int, wf, wall: float, load: float) -> dict:
     return {"k": k, "wall": wall, "load_before": load, "load_after": os.getloadavg()[0], "jobs": jobs}
 
 
-def validate(world: Path, work: Path, c: Costs, ks: tuple[int, ...]) -> tuple[list[tuple[int, float, float]], Costs]:
+def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """Least squares ``seconds = fixed + per_package * packages`` over shard jobs (packages, seconds)."""
+    if len({n for n, _ in points}) < 2:
+        n, t = points[0]
+        return 0.0, t / max(1, n)
+    slope, intercept = statistics.linear_regression([float(n) for n, _ in points], [t for _, t in points])
+    return max(0.0, intercept), max(0.0, slope)
+
+
+def validate(world: Path, work: Path, ks: tuple[int, ...], warmup: bool = True,
+             measured: Path | None = None) -> tuple[list[tuple[int, float, float, float, float]], Emulated]:
+    """pr.yml through the emulator at each K (after a warm-up run, discarded: the package cache and the
+    mirror filled, as on runners that restore their cache); the model calibrated on the first measured
+    run (its plan and fan-in job times, a shard job's fixed and per-package cost fitted over its shard
+    jobs); the others validate it. Rows: (K, predicted, measured, load before, load after).
+    ``measured``: the runs of an earlier invocation (its measured.json), refitted without running."""
     from support.ghworkflow import WorkflowRun
 
     from conda_distro.distribution import load_distribution
@@ -246,28 +292,29 @@ def validate(world: Path, work: Path, c: Costs, ks: tuple[int, ...]) -> tuple[li
     expressions = {"github.base_ref": "main", "github.event.pull_request.number": "7",
                    "github.event.pull_request.head.sha": "a" * 40, "github.server_url": "https://github.com",
                    "github.repository": "owner/repo", "github.run_id": "99", "github.run_attempt": "1"}
-    measured = []
-    raw: list[dict] = []
-    for k in ks:
-        load = os.getloadavg()[0]
-        wf = WorkflowRun(ROOT / ".github/workflows/pr.yml", w, ref, work / f"k{k}", expressions,
-                         env={"FANOUT_RUNNERS": str(k), "FANOUT_PER_SHARD": "1"}).run()
-        bad = [j for j, res in wf.results.items() if j.startswith("level-") and res.result == "failure"]
-        if bad or wf.results["check-pr"].result == "skipped" or not wf.results["level-0"].runs:
-            raise RuntimeError(f"K={k}: the run did not complete: {bad or wf.results}")
-        measured.append((k, measured_wall(wf), sum(len(res.runs) for j, res in wf.results.items() if j.startswith("level-"))))
-        raw.append(_raw_run(k, wf, measured[-1][1], load))
-        (work / "measured.json").write_text(json.dumps(raw, indent=1))
-        shutil.rmtree(work / f"k{k}", ignore_errors=True)
-    # one parameter calibrated on the first run (K = 1): what a shard job costs before its first package
-    # (fresh clone, check-pr's lint, its bundles taken in, release views, sandbox set up), which the unit
-    # costs above do not see; the other runs validate the model with it
-    k0, m0, _ = measured[0]
-    p0 = predict(run, k0, c, LOCAL, per_shard=1)
-    slope = predict(run, k0, replace(c, build_fixed=c.build_fixed + 1.0), LOCAL, per_shard=1) - p0
-    c = replace(c, build_fixed=max(0.0, c.build_fixed + (m0 - p0) / slope))
-    print(f"calibrated on K={k0}: a shard job's fixed cost {c.build_fixed:.1f} s")
-    return [(k, predict(run, k, c, LOCAL, per_shard=1), m) for k, m, _ in measured], c
+    if measured is not None:
+        raw = json.loads(measured.read_text())
+    else:
+        raw = []
+        for i, k in enumerate(([ks[0]] if warmup else []) + list(ks)):
+            load = os.getloadavg()[0]
+            wf = WorkflowRun(ROOT / ".github/workflows/pr.yml", w, ref, work / f"k{k}-{i}", expressions,
+                             env={"FANOUT_RUNNERS": str(k), "FANOUT_PER_SHARD": "1"}).run()
+            bad = [j for j, res in wf.results.items() if j.startswith("level-") and res.result == "failure"]
+            if bad or wf.results["check-pr"].result == "skipped" or not wf.results["level-0"].runs:
+                raise RuntimeError(f"K={k}: the run did not complete: {bad or wf.results}")
+            raw.append({**_raw_run(k, wf, measured_wall(wf), load), "warmup": warmup and i == 0})
+            (work / "measured.json").write_text(json.dumps(raw, indent=1))
+            shutil.rmtree(work / f"k{k}-{i}", ignore_errors=True)
+    runs = [r for r in raw if not r.get("warmup")]
+    cal = runs[0]
+    jobs = cal["jobs"]
+    fixed, per_package = fit([(len(j["packages"]), j["seconds"]) for j in jobs if j["job"].startswith("level-")])
+    model = Emulated(plan=sum(j["seconds"] for j in jobs if j["job"] == "plan"),
+                     fanin=sum(j["seconds"] for j in jobs if j["job"] == "check-pr"), fixed=fixed, per_package=per_package)
+    print(f"calibrated on K={cal['k']}: plan job {model.plan:.1f} s, fan-in {model.fanin:.1f} s, a shard job "
+          f"{model.fixed:.1f} s + {model.per_package:.1f} s per package")
+    return [(r["k"], model.predict(run, r["k"]), r["wall"], r["load_before"], r["load_after"]) for r in runs], model
 
 
 # --- the table
@@ -344,6 +391,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table-only", action="store_true", help="skip the validation runs (costs still measured)")
     ap.add_argument("--ks", default="1,2,4", help="validation runners per stage (default 1,2,4)")
     ap.add_argument("--costs", help="render,build,target,job,build_fixed in seconds: skip measuring them")
+    ap.add_argument("--no-warmup", action="store_true", help="no warm-up run before the validation runs")
+    ap.add_argument("--measured", type=Path, help="refit the validation runs of an earlier invocation (its "
+                    "validate/measured.json) instead of running them")
+    ap.add_argument("--compiled-build", type=float, default=Costs.__dataclass_fields__["compiled_build"].default,
+                    help="seconds of one compiled build (a parameter: this machine has no real extension to build)")
     args = ap.parse_args(argv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -351,22 +403,29 @@ def main(argv: list[str] | None = None) -> int:
     world = make_world(work)
     if args.costs:
         render, build, target, job, fixed = (float(x) for x in args.costs.split(","))
-        c = Costs(render=render, build=build, target=target, job=job, build_fixed=fixed)
+        c = Costs(render=render, build=build, target=target, job=job, build_fixed=fixed, compiled_build=args.compiled_build)
     else:
         shutil.rmtree(work / "costs", ignore_errors=True)
-        c = measure_costs(world, work / "costs")
+        c = replace(measure_costs(world, work / "costs"), compiled_build=args.compiled_build)
     print(f"per-unit costs on this machine: render {c.render:.2f} s/recipe, noarch build {c.build:.1f} s, "
           f"test target {c.target:.1f} s, job {c.job:.1f} s, a build command's planning {c.build_fixed:.1f} s; "
           f"compiled build {c.compiled_build:.0f} s (parameter)")
     worst = 0.0
     if not args.table_only:
-        print("\nvalidation: the sandbox PR gate (11 packages, 3 levels, 1 target each) through pr.yml")
-        print("| K | predicted | measured | error |\n|---|---|---|---|")
-        rows, c = validate(world, work / "validate", c, tuple(int(x) for x in args.ks.split(",")))
-        for i, (k, pred, meas) in enumerate(rows):
+        print("\nvalidation: the sandbox PR gate (11 packages, 3 levels, 1 target each) through pr.yml, "
+              f"{'after a warm-up run' if not args.no_warmup else 'no warm-up'}")
+        print("| K | predicted | measured | error | load (1-min avg, before / after) |\n|---|---|---|---|---|")
+        rows, model = validate(world, work / "validate", tuple(int(x) for x in args.ks.split(",")),
+                               warmup=not args.no_warmup, measured=args.measured)
+        for i, (k, pred, meas, l0, l1) in enumerate(rows):
             err = (pred - meas) / meas
             worst = max(worst, abs(err)) if i else worst  # the first run calibrated the model
-            print(f"| {k} | {pred:.0f} s | {meas:.0f} s | {err:+.0%}{' (calibration)' if i == 0 else ''} |")
+            print(f"| {k} | {pred:.1f} s | {meas:.1f} s | {err:+.0%}{' (calibration)' if i == 0 else ''} | "
+                  f"{l0:.1f} / {l1:.1f} |")
+        # the GitHub table's shard job: the fitted fixed cost; a noarch package: its build (measured above)
+        # and its targets, the fitted per-package cost being one build and one target
+        c = replace(c, build_fixed=model.fixed, target=max(0.1, model.per_package - c.build))
+        print(f"\nfrom the fit: a shard job's fixed cost {c.build_fixed:.1f} s, a test target {c.target:.1f} s")
     r = Runner()
     for shape in SHAPES:
         print(f"\nprediction on GitHub-hosted runners, {shape} dependency graph (start {r.start:.0f} s, install "
