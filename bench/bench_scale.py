@@ -274,11 +274,13 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
 
 
 def validate(world: Path, work: Path, ks: tuple[int, ...], warmup: bool = True,
-             measured: Path | None = None) -> tuple[list[tuple[int, float, float, float, float]], Emulated]:
+             measured: Path | None = None, repeat: int = 1) -> tuple[list[tuple[int, float, float, float, float]], Emulated]:
     """pr.yml through the emulator at each K (after a warm-up run, discarded: the package cache and the
-    mirror filled, as on runners that restore their cache); the model calibrated on the first measured
-    run (its plan and fan-in job times, a shard job's fixed and per-package cost fitted over its shard
-    jobs); the others validate it. Rows: (K, predicted, measured, load before, load after).
+    mirror filled, as on runners that restore their cache). Each run is predicted by the model fitted on
+    runs of the *other* K (leave one K out: the plan and fan-in jobs' mean times, a shard job's fixed and
+    per-package cost fitted over their shard jobs), so no prediction has seen the run it predicts. Rows:
+    (K, predicted, measured: the median of its ``repeat`` runs, lowest load before / highest after); and
+    the model fitted on every run.
     ``measured``: the runs of an earlier invocation (its measured.json), refitted without running."""
     from support.ghworkflow import WorkflowRun
 
@@ -296,7 +298,7 @@ def validate(world: Path, work: Path, ks: tuple[int, ...], warmup: bool = True,
         raw = json.loads(measured.read_text())
     else:
         raw = []
-        for i, k in enumerate(([ks[0]] if warmup else []) + list(ks)):
+        for i, k in enumerate(([ks[0]] if warmup else []) + list(ks) * repeat):  # interleaved: load drift hits every K
             load = os.getloadavg()[0]
             wf = WorkflowRun(ROOT / ".github/workflows/pr.yml", w, ref, work / f"k{k}-{i}", expressions,
                              env={"FANOUT_RUNNERS": str(k), "FANOUT_PER_SHARD": "1"}).run()
@@ -307,14 +309,26 @@ def validate(world: Path, work: Path, ks: tuple[int, ...], warmup: bool = True,
             (work / "measured.json").write_text(json.dumps(raw, indent=1))
             shutil.rmtree(work / f"k{k}-{i}", ignore_errors=True)
     runs = [r for r in raw if not r.get("warmup")]
-    cal = runs[0]
-    jobs = cal["jobs"]
+    rows = []
+    for k in dict.fromkeys(r["k"] for r in runs):  # leave one K out: each K predicted by the model of the others
+        mine = [r for r in runs if r["k"] == k]
+        model = calibrate([r for r in runs if r["k"] != k] or mine)
+        rows.append((k, model.predict(run, k), statistics.median(r["wall"] for r in mine),
+                     min(r["load_before"] for r in mine), max(r["load_after"] for r in mine)))
+    model = calibrate(runs)
+    print(f"fitted on every run: plan job {model.plan:.1f} s, fan-in {model.fanin:.1f} s, a shard job "
+          f"{model.fixed:.1f} s + {model.per_package:.1f} s per package ({len(runs)} runs)")
+    return rows, model
+
+
+def calibrate(runs: list[dict]) -> Emulated:
+    """The emulator's model from measured runs: the plan and fan-in jobs' mean times, and a shard job's
+    fixed and per-package cost fitted over all their shard jobs."""
+    jobs = [j for r in runs for j in r["jobs"]]
     fixed, per_package = fit([(len(j["packages"]), j["seconds"]) for j in jobs if j["job"].startswith("level-")])
-    model = Emulated(plan=sum(j["seconds"] for j in jobs if j["job"] == "plan"),
-                     fanin=sum(j["seconds"] for j in jobs if j["job"] == "check-pr"), fixed=fixed, per_package=per_package)
-    print(f"calibrated on K={cal['k']}: plan job {model.plan:.1f} s, fan-in {model.fanin:.1f} s, a shard job "
-          f"{model.fixed:.1f} s + {model.per_package:.1f} s per package")
-    return [(r["k"], model.predict(run, r["k"]), r["wall"], r["load_before"], r["load_after"]) for r in runs], model
+    return Emulated(plan=statistics.mean(j["seconds"] for j in jobs if j["job"] == "plan"),
+                    fanin=statistics.mean(j["seconds"] for j in jobs if j["job"] == "check-pr"),
+                    fixed=fixed, per_package=per_package)
 
 
 # --- the table
@@ -392,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ks", default="1,2,4", help="validation runners per stage (default 1,2,4)")
     ap.add_argument("--costs", help="render,build,target,job,build_fixed in seconds: skip measuring them")
     ap.add_argument("--no-warmup", action="store_true", help="no warm-up run before the validation runs")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per K, interleaved (default 3; the median counts)")
     ap.add_argument("--measured", type=Path, help="refit the validation runs of an earlier invocation (its "
                     "validate/measured.json) instead of running them")
     ap.add_argument("--compiled-build", type=float, default=Costs.__dataclass_fields__["compiled_build"].default,
@@ -414,14 +429,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.table_only:
         print("\nvalidation: the sandbox PR gate (11 packages, 3 levels, 1 target each) through pr.yml, "
               f"{'after a warm-up run' if not args.no_warmup else 'no warm-up'}")
-        print("| K | predicted | measured | error | load (1-min avg, before / after) |\n|---|---|---|---|---|")
+        print("| K | predicted | measured (median) | error | load (1-min avg, before / after) |\n|---|---|---|---|---|")
         rows, model = validate(world, work / "validate", tuple(int(x) for x in args.ks.split(",")),
-                               warmup=not args.no_warmup, measured=args.measured)
-        for i, (k, pred, meas, l0, l1) in enumerate(rows):
+                               warmup=not args.no_warmup, measured=args.measured, repeat=args.repeat)
+        for k, pred, meas, l0, l1 in rows:  # every prediction out of sample (fitted on the other runs)
             err = (pred - meas) / meas
-            worst = max(worst, abs(err)) if i else worst  # the first run calibrated the model
-            print(f"| {k} | {pred:.1f} s | {meas:.1f} s | {err:+.0%}{' (calibration)' if i == 0 else ''} | "
-                  f"{l0:.1f} / {l1:.1f} |")
+            worst = max(worst, abs(err))
+            print(f"| {k} | {pred:.1f} s | {meas:.1f} s | {err:+.0%} | {l0:.1f} / {l1:.1f} |")
         # the GitHub table's shard job: the fitted fixed cost; a noarch package: its build (measured above)
         # and its targets, the fitted per-package cost being one build and one target
         c = replace(c, build_fixed=model.fixed, target=max(0.1, model.per_package - c.build))
