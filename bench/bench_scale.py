@@ -11,18 +11,20 @@ day take for N packages on K runners per stage.
 2. **The model** (:func:`predict`): a run is the plan job, then each stage's shards in parallel (a stage
    lasts as long as its slowest shard: GitHub starts a stage when every shard of the previous one is
    done), then the fan-in. The shards are the real ones (`conda_distro.fanout.plan.make_shards`) over
-   the run's dependency graph. A shard costs a job plus, per package, its builds (noarch: one; compiled:
-   one per PyTorch minor × variant) and its test targets; the fan-in a job plus rendering and a solve
-   per target. On GitHub a job also costs the runner's start, checkout + setup-python + install, and its
-   artifacts' transfer (:class:`Runner`, documented parameters, not measured here).
-3. **Validation**: the PR gate of the sandbox world (one release, one variant; every root recipe changed:
-   all 11 packages over 3 levels) run job by job through tests/support/ghworkflow.py (pr.yml as GitHub runs it:
-   plan matrices, needs order, a fresh clone per job, the artifacts the YAML names) at K = 1, 2, 4. Jobs
-   run one after another on this machine, each taking what it would take on a runner of its own, so the
+   the run's dependency graph, a compiled package's builds being units of their own. A shard costs a
+   job plus, per unit, a noarch package's build and test targets or one compiled build and its share of
+   the targets; the fan-in a job plus rendering and a solve per target. On GitHub a job also costs the
+   runner's start, checkout + setup-python + install, and its artifacts' transfer (:class:`Runner`,
+   documented parameters, not measured here).
+3. **Validation** (:class:`Emulated`, :func:`validate`): the PR gate of the sandbox world (one release, one
+   variant; every root recipe changed: all 11 packages over 3 levels) run job by job through
+   tests/support/ghworkflow.py (pr.yml as GitHub runs it: plan matrices, needs order, a fresh clone per
+   job, the artifacts the YAML names) at K = 1, 2, 4, after a warm-up run, ``--repeat`` runs per K
+   interleaved. Jobs run one after another on this machine, each measured from its first step, so the
    measured wall time is the needs graph's critical path over the measured job times (a stage: its
-   slowest shard). One parameter, a shard job's fixed cost before its first package (fresh clone,
-   check-pr's lint, bundles taken in, release views, sandbox), is calibrated on the K = 1 run; K = 2 and
-   4 validate. Printed: predicted vs measured and the error (target: within 25 %).
+   slowest shard). The model of that: the plan and fan-in jobs' times and a shard job's fixed and
+   per-package cost, fitted by least squares on the runs of the other K (leave one K out). Printed:
+   predicted vs measured (median) and the error, with the load (target: within 25 %).
 4. **The table**: N = 50, 300, 1,000 packages (bench/gen_recipes.py's dependency graph, 20 % compiled),
    K = 1, 5, 20, 50 runners per stage, with GitHub runner overheads: the PR gate (a change to the package
    whose affected set is the 90th percentile), promote (the same change, plus upload and promote) and
