@@ -146,18 +146,20 @@ class Emulated:
     """The model of a run through the workflow emulator (tests/support/ghworkflow.py), whose jobs run one
     after another on this machine, each measured from its first step (its fresh clone is not counted:
     on GitHub, checkout is part of the runner's install); the wall time is the needs graph's critical
-    path, a stage lasting as long as its slowest shard job. MEASURED on the calibration run: the plan
-    job's and the fan-in's times, and a shard job's fixed cost ``fixed`` and cost per package
-    ``per_package`` (least squares over its shard jobs)."""
+    path, a stage lasting as long as its slowest shard job. MEASURED on other runs: the plan job's and
+    the fan-in's times, and a shard job's fixed cost ``fixed`` and cost per package that it builds or
+    tests, ``per_package`` (least squares over their shard jobs; a package blocked by a failed
+    dependency is planned and recorded but neither built nor tested: no work, as the runs' reports say)."""
 
     plan: float
     fanin: float
     fixed: float
     per_package: float
+    blocked: frozenset[str] = frozenset()  # packages a failed dependency blocks in this world: no work
 
     def predict(self, run: Run, k: int) -> float:
         shards = shards_of(run, k, per_shard=1)
-        return self.plan + sum(max(self.fixed + self.per_package * len(s.packages) for s in stage)
+        return self.plan + sum(max(self.fixed + self.per_package * len(set(s.packages) - self.blocked) for s in stage)
                                for stage in shards.stages) + self.fanin
 
 
@@ -259,10 +261,15 @@ def _raw_run(k: int, wf, wall: float, load: float) -> dict:
     """What one validation run measured, job run by job run (kept in ``measured.json`` to refit offline)."""
     jobs = []
     for job_id, res in wf.results.items():
-        for i, (entry, _run, _ws) in enumerate(res.runs):
+        for i, (entry, _run, ws) in enumerate(res.runs):
             span = next(((s, e) for n, s, e in wf.timeline if n == f"{job_id}-{i}"), (0.0, 0.0))
+            report = ws / "shard-report.json"
+            builds = json.loads(report.read_text()).get("builds", []) if report.is_file() else []
             jobs.append({"job": job_id, "i": i, "packages": str(entry.get("packages", "")).split(),
-                         "seconds": span[1] - span[0]})
+                         "seconds": span[1] - span[0],
+                         # packages neither built nor tested here (a dependency failed): planned, no work
+                         "blocked": sorted({b["name"] for b in builds} - {b["name"] for b in builds
+                                                                          if b["status"] != "blocked"})})
     return {"k": k, "wall": wall, "load_before": load, "load_after": os.getloadavg()[0], "jobs": jobs}
 
 
@@ -327,10 +334,12 @@ def calibrate(runs: list[dict]) -> Emulated:
     """The emulator's model from measured runs: the plan and fan-in jobs' mean times, and a shard job's
     fixed and per-package cost fitted over all their shard jobs."""
     jobs = [j for r in runs for j in r["jobs"]]
-    fixed, per_package = fit([(len(j["packages"]), j["seconds"]) for j in jobs if j["job"].startswith("level-")])
+    fixed, per_package = fit([(len(set(j["packages"]) - set(j.get("blocked", ()))), j["seconds"])
+                              for j in jobs if j["job"].startswith("level-")])
     return Emulated(plan=statistics.mean(j["seconds"] for j in jobs if j["job"] == "plan"),
                     fanin=statistics.mean(j["seconds"] for j in jobs if j["job"] == "check-pr"),
-                    fixed=fixed, per_package=per_package)
+                    fixed=fixed, per_package=per_package,
+                    blocked=frozenset(p for j in jobs for p in j.get("blocked", ())))
 
 
 # --- the table
