@@ -310,3 +310,17 @@ def test_two_shards_never_hold_the_same_file(repo, tmp_path):
     with pytest.raises(ShardError) as err:
         _read(repo, tmp_path / "dl", builds=SPLIT)
     assert "shards s0-0 and s0-1 both hold the file noarch/a-1.0-pt25_0.conda" in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("releases", [(), ("2.6.0", "2.7.0")])
+def test_a_fanned_out_sweep_sweeps_one_release(releases):
+    """`fanout plan|shard|merge --flow sweep` take exactly one --pytorch (the release swept): bad input,
+    exit 2, before anything is read or written."""
+    from conda_distro.errors import UsageError
+    from conda_distro.fanout.flows import FanoutOptions, merge_build, plan_run, run_shard
+
+    for call, extra in ((plan_run, {}), (run_shard, {"shard": "s0-0", "out": Path("out")}),
+                        (merge_build, {"bundles": Path("dl")})):
+        with pytest.raises(UsageError) as err:
+            call(FanoutOptions(flow="sweep", pytorch=releases, **extra))
+        assert err.value.exit_code == 2 and "one release" in str(err.value)
