@@ -324,3 +324,24 @@ def test_a_fanned_out_sweep_sweeps_one_release(releases):
         with pytest.raises(UsageError) as err:
             call(FanoutOptions(flow="sweep", pytorch=releases, **extra))
         assert err.value.exit_code == 2 and "one release" in str(err.value)
+
+
+def test_a_unit_tells_a_build_without_a_key_from_one_with_it():
+    """``K=`` in a unit is a key its build does not have: the cpu build of a minor (no cuda key) and its
+    cuda build are two units, each running and speaking for its own build only."""
+    from conda_distro.engine.backends import VariantSpec
+    from conda_distro.engine.plan import BuildPlan, PackagePlan, VariantPlan, restrict
+    from conda_distro.fanout.bundle import owned_by
+    from conda_distro.fanout.plan import Shard
+    from conda_distro.state.results import BuildRecord
+
+    cpu, cuda = {"pytorch": "2.4"}, {"pytorch": "2.4", "cuda_compiler_version": "13.0"}
+    specs = [VariantSpec("ext", "1.0", b, 0, "linux-64", v) for b, v in (("cpu_0", cpu), ("cuda_0", cuda))]
+    plan = BuildPlan((PackagePlan("ext", Path("ext"), "1.0", (), (), tuple(VariantPlan(s, "h", "build") for s in specs), ()),),
+                     (), (), "rattler-build")
+    units = ("ext@0:cuda_compiler_version=,pytorch=2.4", "ext@1:cuda_compiler_version=13.0,pytorch=2.4")
+    assert [[v.spec.build_string for v in restrict(plan, (u,)).packages[0].variants] for u in units] == [["cpu_0"], ["cuda_0"]]
+    checkout = Checkout(run="r", head=None, root=Path("."), outputs={"ext": frozenset({"ext"})}, build_dir=Path("b"))
+    records = [BuildRecord(name="ext", version="1.0", status="built", variant=v) for v in (cpu, cuda)]
+    owns = [owned_by(Shard(f"s0-{i}", 0, (u,)), checkout) for i, u in enumerate(units)]
+    assert [[o.build(r) for r in records] for o in owns] == [[True, False], [False, True]]

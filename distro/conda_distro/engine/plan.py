@@ -184,7 +184,8 @@ def parse_unit(unit: str) -> tuple[str, int | None, dict[str, str]]:
 
 def restrict(plan: BuildPlan, units: tuple[str, ...]) -> BuildPlan:
     """The same plan run in part (a fan-out shard): the packages named by ``units``, whole (``NAME``), or
-    only the builds of their units (``NAME@I:K=V,…``: the variants with those values; unit 0 also the
+    only the builds of their units (``NAME@I:K=V,…``: the variants with those values, ``K=`` a key the
+    variant does not have; unit 0 also the
     variants without those keys, files re-tested from main). Every unit keeps the package's targets: an
     artifact is tested on the targets its own requirements admit."""
     whole = {u for u in units if UNIT_SEP not in u}
@@ -202,7 +203,7 @@ def restrict(plan: BuildPlan, units: tuple[str, ...]) -> BuildPlan:
             told = {k for _, kv in mine for k in kv}  # the keys that tell its builds apart
             out.append(replace(p, variants=tuple(
                 v for v in p.variants
-                if any(all(v.spec.variant.get(k) == x for k, x in kv.items()) for _, kv in mine)
+                if any(all(str(v.spec.variant.get(k) or "") == x for k, x in kv.items()) for _, kv in mine)
                 or (any(i == 0 for i, _ in mine) and not told & set(v.spec.variant)))))
     return replace(plan, packages=tuple(out))
 

@@ -96,7 +96,7 @@ class Owns:
         """(package, unit K=V) of an owned build record of a split package."""
         name = self.package(b.name)
         for _, kv in self.parts.get(name, ()):
-            if all(b.variant.get(k) == v for k, v in kv):
+            if all(str(b.variant.get(k) or "") == v for k, v in kv):  # (``K=``: the key is absent)
                 return name, ",".join(f"{k}={v}" for k, v in kv)
         return None
 
