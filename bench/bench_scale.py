@@ -11,18 +11,20 @@ day take for N packages on K runners per stage.
 2. **The model** (:func:`predict`): a run is the plan job, then each stage's shards in parallel (a stage
    lasts as long as its slowest shard: GitHub starts a stage when every shard of the previous one is
    done), then the fan-in. The shards are the real ones (`conda_distro.fanout.plan.make_shards`) over
-   the run's dependency graph. A shard costs a job plus, per package, its builds (noarch: one; compiled:
-   one per PyTorch minor × variant) and its test targets; the fan-in a job plus rendering and a solve
-   per target. On GitHub a job also costs the runner's start, checkout + setup-python + install, and its
-   artifacts' transfer (:class:`Runner`, documented parameters, not measured here).
-3. **Validation**: the PR gate of the sandbox world (one release, one variant; every root recipe changed:
-   all 11 packages over 3 levels) run job by job through tests/support/ghworkflow.py (pr.yml as GitHub runs it:
-   plan matrices, needs order, a fresh clone per job, the artifacts the YAML names) at K = 1, 2, 4. Jobs
-   run one after another on this machine, each taking what it would take on a runner of its own, so the
+   the run's dependency graph, a compiled package's builds being units of their own. A shard costs a
+   job plus, per unit, a noarch package's build and test targets or one compiled build and its share of
+   the targets; the fan-in a job plus rendering and a solve per target. On GitHub a job also costs the
+   runner's start, checkout + setup-python + install, and its artifacts' transfer (:class:`Runner`,
+   documented parameters, not measured here).
+3. **Validation** (:class:`Emulated`, :func:`validate`): the PR gate of the sandbox world (one release, one
+   variant; every root recipe changed: all 11 packages over 3 levels) run job by job through
+   tests/support/ghworkflow.py (pr.yml as GitHub runs it: plan matrices, needs order, a fresh clone per
+   job, the artifacts the YAML names) at K = 1, 2, 4, after a warm-up run, ``--repeat`` runs per K
+   interleaved. Jobs run one after another on this machine, each measured from its first step, so the
    measured wall time is the needs graph's critical path over the measured job times (a stage: its
-   slowest shard). One parameter, a shard job's fixed cost before its first package (fresh clone,
-   check-pr's lint, bundles taken in, release views, sandbox), is calibrated on the K = 1 run; K = 2 and
-   4 validate. Printed: predicted vs measured and the error (target: within 25 %).
+   slowest shard). The model of that: the plan and fan-in jobs' times and a shard job's fixed and
+   per-package cost, fitted by least squares on the runs of the other K (leave one K out). Printed:
+   predicted vs measured (median) and the error, with the load (target: within 25 %).
 4. **The table**: N = 50, 300, 1,000 packages (bench/gen_recipes.py's dependency graph, 20 % compiled),
    K = 1, 5, 20, 50 runners per stage, with GitHub runner overheads: the PR gate (a change to the package
    whose affected set is the 90th percentile), promote (the same change, plus upload and promote) and
@@ -37,6 +39,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardSpec, make_shards  # noqa: E402
+from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardPlan, ShardSpec, make_shards, unit_package  # noqa: E402
 from conda_distro.graph import RecipeGraph  # noqa: E402
 
 CD = Path(sys.executable).parent / "conda-distro"
@@ -100,32 +103,64 @@ class Run:
     notes: list[str] = field(default_factory=list)
 
 
-def package_cost(name: str, run: Run, c: Costs) -> float:
-    builds = c.compiled_build * run.compiled_builds if name in run.compiled else c.build
-    return builds + run.targets * c.target
+def unit_cost(unit: str, run: Run, c: Costs) -> float:
+    """One unit of a shard: a noarch package (its build and its test targets) or one build of a compiled
+    package (the compiled build and the targets it is tested on: the package's targets shared out)."""
+    if unit_package(unit) in run.compiled:
+        return c.compiled_build + max(1, run.targets // max(1, run.compiled_builds)) * c.target
+    return c.build + run.targets * c.target
+
+
+def shards_of(run: Run, k: int, per_shard: int = 4, stages: int = 8) -> ShardPlan:
+    """The real shards (conda_distro.fanout.plan.make_shards) of ``run`` at ``k`` runners per stage: a
+    compiled package with several builds is one unit per build."""
+    weights = {n: COMPILED_WEIGHT for n in run.compiled}
+    builds = {n: [f"build={i}" for i in range(run.compiled_builds)] for n in run.compiled} if run.compiled_builds > 1 else {}
+    return make_shards(run.graph, run.affected, weights, ShardSpec(runners=k, per_shard=per_shard, stages=stages), builds)
 
 
 def predict(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: int = 8) -> float:
     """Wall time of ``run`` with at most ``k`` shards per stage (module docstring, point 2)."""
-    weights = {n: COMPILED_WEIGHT for n in run.compiled}
-    plan = make_shards(run.graph, run.affected, weights, ShardSpec(runners=k, per_shard=per_shard, stages=stages))
+    plan = shards_of(run, k, per_shard, stages)
     job = r.start + r.install + c.job + c.render * run.n_recipes
-    mb = {n: r.mb_per_package * (10 if n in run.compiled else 1) for n in run.affected}
+    mb = {u: r.mb_per_package * (10 if unit_package(u) in run.compiled else 1) for s in plan.shards for u in s.packages}
     wall = job  # the plan job
-    done: list[str] = []  # packages of earlier stages: their bundles are downloaded, one artifact per shard
+    done: list[str] = []  # units of earlier stages: their bundles are downloaded, one artifact per shard
     bundles = 0
     for stage in plan.stages:
-        down = r.per_artifact * bundles + sum(mb[n] for n in done) / r.mb_per_s if done else 0.0
-        shard_times = [job + down + c.build_fixed + sum(package_cost(p, run, c) for p in s.packages)
-                       + r.per_artifact + sum(mb[p] for p in s.packages) / r.mb_per_s for s in stage]
+        down = r.per_artifact * bundles + sum(mb[u] for u in done) / r.mb_per_s if done else 0.0
+        shard_times = [job + down + c.build_fixed + sum(unit_cost(u, run, c) for u in s.packages)
+                       + r.per_artifact + sum(mb[u] for u in s.packages) / r.mb_per_s for s in stage]
         wall += max(shard_times)
-        done += [p for s in stage for p in s.packages]
+        done += [u for s in stage for u in s.packages]
         bundles += len(stage)
     fanin = job + (r.per_artifact * len(plan.shards) + sum(mb.values()) / r.mb_per_s if plan.shards else 0.0) \
         + c.solve * run.targets
     if run.promote:
         fanin += run.per_artifact_promote * sum(run.compiled_builds if n in run.compiled else 1 for n in run.affected)
     return wall + fanin
+
+
+@dataclass(frozen=True)
+class Emulated:
+    """The model of a run through the workflow emulator (tests/support/ghworkflow.py), whose jobs run one
+    after another on this machine, each measured from its first step (its fresh clone is not counted:
+    on GitHub, checkout is part of the runner's install); the wall time is the needs graph's critical
+    path, a stage lasting as long as its slowest shard job. MEASURED on other runs: the plan job's and
+    the fan-in's times, and a shard job's fixed cost ``fixed`` and cost per package that it builds or
+    tests, ``per_package`` (least squares over their shard jobs; a package blocked by a failed
+    dependency is planned and recorded but neither built nor tested: no work, as the runs' reports say)."""
+
+    plan: float
+    fanin: float
+    fixed: float
+    per_package: float
+    blocked: frozenset[str] = frozenset()  # packages a failed dependency blocks in this world: no work
+
+    def predict(self, run: Run, k: int) -> float:
+        shards = shards_of(run, k, per_shard=1)
+        return self.plan + sum(max(self.fixed + self.per_package * len(set(s.packages) - self.blocked) for s in stage)
+                               for stage in shards.stages) + self.fanin
 
 
 # --- measuring on this machine
@@ -222,7 +257,40 @@ def measured_wall(wf_run) -> float:
     return max(finish.values())
 
 
-def validate(world: Path, work: Path, c: Costs, ks: tuple[int, ...]) -> tuple[list[tuple[int, float, float]], Costs]:
+def _raw_run(k: int, wf, wall: float, load: float) -> dict:
+    """What one validation run measured, job run by job run (kept in ``measured.json`` to refit offline)."""
+    jobs = []
+    for job_id, res in wf.results.items():
+        for i, (entry, _run, ws) in enumerate(res.runs):
+            span = next(((s, e) for n, s, e in wf.timeline if n == f"{job_id}-{i}"), (0.0, 0.0))
+            report = ws / "shard-report.json"
+            builds = json.loads(report.read_text()).get("builds", []) if report.is_file() else []
+            jobs.append({"job": job_id, "i": i, "packages": str(entry.get("packages", "")).split(),
+                         "seconds": span[1] - span[0],
+                         # packages neither built nor tested here (a dependency failed): planned, no work
+                         "blocked": sorted({b["name"] for b in builds} - {b["name"] for b in builds
+                                                                          if b["status"] != "blocked"})})
+    return {"k": k, "wall": wall, "load_before": load, "load_after": os.getloadavg()[0], "jobs": jobs}
+
+
+def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """Least squares ``seconds = fixed + per_package * packages`` over shard jobs (packages, seconds)."""
+    if len({n for n, _ in points}) < 2:
+        n, t = points[0]
+        return 0.0, t / max(1, n)
+    slope, intercept = statistics.linear_regression([float(n) for n, _ in points], [t for _, t in points])
+    return max(0.0, intercept), max(0.0, slope)
+
+
+def validate(world: Path, work: Path, ks: tuple[int, ...], warmup: bool = True,
+             measured: Path | None = None, repeat: int = 1) -> tuple[list[tuple[int, float, float, float, float]], Emulated]:
+    """pr.yml through the emulator at each K (after a warm-up run, discarded: the package cache and the
+    mirror filled, as on runners that restore their cache). Each run is predicted by the model fitted on
+    runs of the *other* K (leave one K out: the plan and fan-in jobs' mean times, a shard job's fixed and
+    per-package cost fitted over their shard jobs), so no prediction has seen the run it predicts. Rows:
+    (K, predicted, measured: the median of its ``repeat`` runs, lowest load before / highest after); and
+    the model fitted on every run.
+    ``measured``: the runs of an earlier invocation (its measured.json), refitted without running."""
     from support.ghworkflow import WorkflowRun
 
     from conda_distro.distribution import load_distribution
@@ -235,24 +303,43 @@ def validate(world: Path, work: Path, c: Costs, ks: tuple[int, ...]) -> tuple[li
     expressions = {"github.base_ref": "main", "github.event.pull_request.number": "7",
                    "github.event.pull_request.head.sha": "a" * 40, "github.server_url": "https://github.com",
                    "github.repository": "owner/repo", "github.run_id": "99", "github.run_attempt": "1"}
-    measured = []
-    for k in ks:
-        wf = WorkflowRun(ROOT / ".github/workflows/pr.yml", w, ref, work / f"k{k}", expressions,
-                         env={"FANOUT_RUNNERS": str(k), "FANOUT_PER_SHARD": "1"}).run()
-        bad = [j for j, res in wf.results.items() if j.startswith("level-") and res.result == "failure"]
-        if bad or wf.results["check-pr"].result == "skipped" or not wf.results["level-0"].runs:
-            raise RuntimeError(f"K={k}: the run did not complete: {bad or wf.results}")
-        measured.append((k, measured_wall(wf), sum(len(res.runs) for j, res in wf.results.items() if j.startswith("level-"))))
-        shutil.rmtree(work / f"k{k}", ignore_errors=True)
-    # one parameter calibrated on the first run (K = 1): what a shard job costs before its first package
-    # (fresh clone, check-pr's lint, its bundles taken in, release views, sandbox set up), which the unit
-    # costs above do not see; the other runs validate the model with it
-    k0, m0, _ = measured[0]
-    p0 = predict(run, k0, c, LOCAL, per_shard=1)
-    slope = predict(run, k0, replace(c, build_fixed=c.build_fixed + 1.0), LOCAL, per_shard=1) - p0
-    c = replace(c, build_fixed=max(0.0, c.build_fixed + (m0 - p0) / slope))
-    print(f"calibrated on K={k0}: a shard job's fixed cost {c.build_fixed:.1f} s")
-    return [(k, predict(run, k, c, LOCAL, per_shard=1), m) for k, m, _ in measured], c
+    if measured is not None:
+        raw = json.loads(measured.read_text())
+    else:
+        raw = []
+        for i, k in enumerate(([ks[0]] if warmup else []) + list(ks) * repeat):  # interleaved: load drift hits every K
+            load = os.getloadavg()[0]
+            wf = WorkflowRun(ROOT / ".github/workflows/pr.yml", w, ref, work / f"k{k}-{i}", expressions,
+                             env={"FANOUT_RUNNERS": str(k), "FANOUT_PER_SHARD": "1"}).run()
+            bad = [j for j, res in wf.results.items() if j.startswith("level-") and res.result == "failure"]
+            if bad or wf.results["check-pr"].result == "skipped" or not wf.results["level-0"].runs:
+                raise RuntimeError(f"K={k}: the run did not complete: {bad or wf.results}")
+            raw.append({**_raw_run(k, wf, measured_wall(wf), load), "warmup": warmup and i == 0})
+            (work / "measured.json").write_text(json.dumps(raw, indent=1))
+            shutil.rmtree(work / f"k{k}-{i}", ignore_errors=True)
+    runs = [r for r in raw if not r.get("warmup")]
+    rows = []
+    for k in dict.fromkeys(r["k"] for r in runs):  # leave one K out: each K predicted by the model of the others
+        mine = [r for r in runs if r["k"] == k]
+        model = calibrate([r for r in runs if r["k"] != k] or mine)
+        rows.append((k, model.predict(run, k), statistics.median(r["wall"] for r in mine),
+                     min(r["load_before"] for r in mine), max(r["load_after"] for r in mine)))
+    model = calibrate(runs)
+    print(f"fitted on every run: plan job {model.plan:.1f} s, fan-in {model.fanin:.1f} s, a shard job "
+          f"{model.fixed:.1f} s + {model.per_package:.1f} s per package ({len(runs)} runs)")
+    return rows, model
+
+
+def calibrate(runs: list[dict]) -> Emulated:
+    """The emulator's model from measured runs: the plan and fan-in jobs' mean times, and a shard job's
+    fixed and per-package cost fitted over all their shard jobs."""
+    jobs = [j for r in runs for j in r["jobs"]]
+    fixed, per_package = fit([(len(set(j["packages"]) - set(j.get("blocked", ()))), j["seconds"])
+                              for j in jobs if j["job"].startswith("level-")])
+    return Emulated(plan=statistics.mean(j["seconds"] for j in jobs if j["job"] == "plan"),
+                    fanin=statistics.mean(j["seconds"] for j in jobs if j["job"] == "check-pr"),
+                    fixed=fixed, per_package=per_package,
+                    blocked=frozenset(p for j in jobs for p in j.get("blocked", ())))
 
 
 # --- the table
@@ -329,6 +416,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table-only", action="store_true", help="skip the validation runs (costs still measured)")
     ap.add_argument("--ks", default="1,2,4", help="validation runners per stage (default 1,2,4)")
     ap.add_argument("--costs", help="render,build,target,job,build_fixed in seconds: skip measuring them")
+    ap.add_argument("--no-warmup", action="store_true", help="no warm-up run before the validation runs")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per K, interleaved (default 3; the median counts)")
+    ap.add_argument("--measured", type=Path, help="refit the validation runs of an earlier invocation (its "
+                    "validate/measured.json) instead of running them")
+    ap.add_argument("--compiled-build", type=float, default=Costs.__dataclass_fields__["compiled_build"].default,
+                    help="seconds of one compiled build (a parameter: this machine has no real extension to build)")
     args = ap.parse_args(argv)
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -336,22 +429,31 @@ def main(argv: list[str] | None = None) -> int:
     world = make_world(work)
     if args.costs:
         render, build, target, job, fixed = (float(x) for x in args.costs.split(","))
-        c = Costs(render=render, build=build, target=target, job=job, build_fixed=fixed)
+        c = Costs(render=render, build=build, target=target, job=job, build_fixed=fixed, compiled_build=args.compiled_build)
     else:
         shutil.rmtree(work / "costs", ignore_errors=True)
-        c = measure_costs(world, work / "costs")
+        c = replace(measure_costs(world, work / "costs"), compiled_build=args.compiled_build)
     print(f"per-unit costs on this machine: render {c.render:.2f} s/recipe, noarch build {c.build:.1f} s, "
           f"test target {c.target:.1f} s, job {c.job:.1f} s, a build command's planning {c.build_fixed:.1f} s; "
           f"compiled build {c.compiled_build:.0f} s (parameter)")
     worst = 0.0
     if not args.table_only:
-        print("\nvalidation: the sandbox PR gate (11 packages, 3 levels, 1 target each) through pr.yml")
-        print("| K | predicted | measured | error |\n|---|---|---|---|")
-        rows, c = validate(world, work / "validate", c, tuple(int(x) for x in args.ks.split(",")))
-        for i, (k, pred, meas) in enumerate(rows):
+        print("\nvalidation: the sandbox PR gate (11 packages, 3 levels, 1 target each) through pr.yml, "
+              f"{'after a warm-up run' if not args.no_warmup else 'no warm-up'}")
+        print("| K | predicted | measured (median) | error | load (1-min avg, before / after) |\n|---|---|---|---|---|")
+        rows, model = validate(world, work / "validate", tuple(int(x) for x in args.ks.split(",")),
+                               warmup=not args.no_warmup, measured=args.measured, repeat=args.repeat)
+        for k, pred, meas, l0, l1 in rows:  # every prediction out of sample (fitted on the other runs)
             err = (pred - meas) / meas
-            worst = max(worst, abs(err)) if i else worst  # the first run calibrated the model
-            print(f"| {k} | {pred:.0f} s | {meas:.0f} s | {err:+.0%}{' (calibration)' if i == 0 else ''} |")
+            worst = max(worst, abs(err))
+            print(f"| {k} | {pred:.1f} s | {meas:.1f} s | {err:+.0%} | {l0:.1f} / {l1:.1f} |")
+        # the GitHub table's shard job: the fitted fixed cost; a noarch package: the fitted per-package cost
+        # (one build and one target, as shard jobs do them), split between build and target as the unit
+        # measurements above split them
+        share = c.target / max(1e-9, c.build + c.target)
+        c = replace(c, build_fixed=model.fixed, build=model.per_package * (1 - share), target=model.per_package * share)
+        print(f"\nfrom the fit: a shard job's fixed cost {c.build_fixed:.1f} s, a noarch build {c.build:.1f} s, "
+              f"a test target {c.target:.1f} s")
     r = Runner()
     for shape in SHAPES:
         print(f"\nprediction on GitHub-hosted runners, {shape} dependency graph (start {r.start:.0f} s, install "

@@ -127,3 +127,63 @@ def test_promote_fan_out_promotes_what_the_single_machine_promotes(world, tmp_pa
         sorted((h["artifact"], h.get("reason")) for h in one["held"])
     assert sorted(p.name for p in (ws / "channel_state").glob("*")) == \
         sorted(p.name for p in (tmp_path / "single" / "channel_state").glob("*"))
+
+
+@pytest.mark.slow
+def test_release_sweep_fan_out_gives_the_single_machine_sweep(world, tmp_path):
+    """release-sweep.yml fanned out (plan -> level shards -> the sweep's fan-in) on main of the world (it
+    supports 2.5.1; 2.7.0 is published upstream): the same verdicts, PR bodies and tracking issue as `sweep
+    --pytorch 2.7.0 --commit` on one machine, and the same sweep branches' trees."""
+    from support.worlds import copy_world
+
+    from conda_distro.sandbox import PublishOptions, publish_release
+
+    w = copy_world(world[0], tmp_path / "world")
+    publish_release(PublishOptions(world=w, version="2.7.0"))
+    skip = frozenset({"bundle the sweep's branches", "hand the commits to the publish job"})  # publish's input (git bundle)
+    run = WorkflowRun(WORKFLOWS / "release-sweep.yml", w, "main", tmp_path / "fan",
+                      {**EXPRESSIONS, "inputs.pytorch_version": "2.7.0"}, jobs=("sweep",), skip_steps=skip, env=CUT).run()
+    plan = run.results["plan"]
+    assert plan.result == "success", [(s.name, s.stdout[-2000:], s.stderr[-2000:]) for _, jr, _ in plan.runs for s in jr.steps]
+    stages = [json.loads(plan.outputs[f"stage-{i}"])["include"] for i in range(8)]
+    assert [len(s) for s in stages][:3] == [2, 2, 2] and not any(stages[3:]), stages
+    for i in range(3):
+        assert run.results[f"level-{i}"].result == "success", [(r.name, r.stdout[-2000:], r.stderr[-2000:])
+                                                              for _, jr, _ in run.results[f"level-{i}"].runs for r in jr.steps]
+    fanin = run.results["sweep"]
+    [(_, fanin_run, ws)] = fanin.runs
+    assert fanin.result == "success", [(s.name, s.stdout[-2000:], s.stderr[-2000:]) for s in fanin_run.steps]
+    fan = json.loads((ws / "sweep-report.json").read_text())
+    single_ws = clone(w, "main", tmp_path / "single")
+    _git(single_ws, "config", "user.name", "t")
+    _git(single_ws, "config", "user.email", "t@t")
+    one = subprocess.run([str(BIN / "conda-distro"), "sweep", "--pytorch", "2.7.0", "--commit", "--format", "json"],
+                         cwd=single_ws, capture_output=True, text=True, timeout=3600, check=False)
+    assert one.returncode == 0, one.stderr
+    single = json.loads(one.stdout)
+
+    def verdicts(doc: dict) -> list:
+        return sorted((p["name"], p["status"], p.get("reason"), json.dumps(p.get("tests"), sort_keys=True))
+                      for p in doc["packages"])
+
+    assert verdicts(fan) == verdicts(single) and "bumped" in {p["status"] for p in single["packages"]}, \
+        (verdicts(fan), verdicts(single))
+    def prs(doc: dict) -> dict:  # (the commits' shas differ: commit times and committers)
+        return {name: {k: v for k, v in pr.items() if k != "sha"} for name, pr in doc["pull_requests"].items()}
+
+    assert prs(fan) == prs(single) and single["pull_requests"]
+    def issue(doc: dict) -> str:
+        # (a failing test's log excerpt names its environment as rattler-build shortened the path in that
+        # run: `$PREFIX` or `$SRC_DIR_run_env`, the same folder)
+        return doc["tracking_issue"].replace("$SRC_DIR_run_env", "$PREFIX")
+
+    assert issue(fan) == issue(single) and single["tracking_issue"]
+    branches = _git(single_ws, "for-each-ref", "--format=%(refname:short)", "refs/heads/sweep/")
+    assert branches and _git(ws, "for-each-ref", "--format=%(refname:short)", "refs/heads/sweep/") == branches
+    for branch in branches.split():  # the same edits committed (the trees; commit times differ)
+        assert _git(ws, "rev-parse", f"{branch}^{{tree}}") == _git(single_ws, "rev-parse", f"{branch}^{{tree}}"), branch
+    # nothing was built twice, and the fan-in built nothing
+    built = [b["artifact"] for i in range(3) for _, _, sws in run.results[f"level-{i}"].runs
+             for b in json.loads((sws / "shard-report.json").read_text())["builds"] if b["status"] == "built"]
+    assert built and sorted(built) == sorted(set(built))
+    assert not list((ws / "build").glob("work/*"))

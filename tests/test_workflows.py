@@ -336,7 +336,14 @@ def test_release_sweep_takes_the_version_through_env():
     assert _triggers(doc) == {"workflow_dispatch"}
     assert "pytorch_version" in doc["on"]["workflow_dispatch"]["inputs"]
     sweep, publish = doc["jobs"]["sweep"], doc["jobs"]["publish"]
-    assert 'conda-distro sweep --pytorch "${VERSION}" --commit' in _steps_text(sweep)
+    # the sweep fans out as the PR gate does: plan -> level shards (the build) -> the sweep's fan-in
+    assert 'conda-distro fanout merge --flow sweep --pytorch "${VERSION}" --commit' in _steps_text(sweep)
+    assert 'conda-distro fanout plan --flow sweep --pytorch "${VERSION}"' in _steps_text(doc["jobs"]["plan"])
+    levels = _levels(doc)
+    assert sweep["needs"] == ["plan", *levels] and not _runs_recipe_code(sweep)
+    for job in (doc["jobs"][j] for j in levels):
+        assert 'conda-distro fanout shard --flow sweep --pytorch "${VERSION}"' in _steps_text(job)
+        assert _perm_map(job["permissions"]) == {"contents": "read"} and "secrets." not in json.dumps(job)
     assert "gh pr create" in _steps_text(publish) and "git bundle verify" in _steps_text(publish)
     assert publish["needs"] == ["settings", "sweep"]
     for job in (sweep, publish):
@@ -525,7 +532,7 @@ def test_the_token_jobs_run_no_recipe_code():
         assert not any(str(s.get("uses", "")).startswith("actions/setup-python@") for s in job["steps"])
     assert not any(str(s.get("uses", "")).startswith("actions/checkout@") for s in comment["steps"])  # nothing of the PR
     # and the jobs that run recipe code hold no write permission and no token
-    sweep = _load(GITHUB / "workflows/release-sweep.yml")["jobs"]["sweep"]
+    sweep = _load(GITHUB / "workflows/release-sweep.yml")["jobs"]["level-0"]
     gate = _load(GITHUB / "workflows/pr.yml")["jobs"]["check-pr"]
     for job in (sweep, gate):
         assert _runs_recipe_code(job) and _perm_map(job["permissions"]) == {"contents": "read"} and not _job_tokens({}, job)
@@ -853,8 +860,9 @@ _SWEEP_REPORT = {
 
 
 def _sweep_shim(tamper: str, report: Path) -> str:
-    """`sweep --commit` as the tool does it: the sweep branch, a branch per bumped package, back on main."""
-    return f"""[[ "$1" == sweep ]] || exit 99
+    """The sweep's fan-in (`fanout merge --flow sweep --commit`) as the tool does it: the sweep branch, a
+    branch per bumped package, back on main."""
+    return f"""[[ "$1 $2 $3 $4" == "fanout merge --flow sweep" ]] || exit 99
 set -e
 git checkout -q -b sweep/pytorch-2.7.0
 printf "name: t\\npytorch:\\n  releases: ['2.6.0', '2.7.0']\\n" > distro.yaml

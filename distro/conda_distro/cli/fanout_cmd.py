@@ -12,7 +12,8 @@ from conda_distro.cli.app import Format, FormatOpt, RootOpt, app, emit, warn_no_
 fanout_app = typer.Typer(help="Fan a build out over CI runners by dependency level, and fan it in.", no_args_is_help=True)
 app.add_typer(fanout_app, name="fanout")
 
-FlowOpt = Annotated[str, typer.Option("--flow", help="pr (check-pr's affected set and scope) or build (build's).")]
+FlowOpt = Annotated[str, typer.Option("--flow", help="pr (check-pr's affected set and scope), build (build's) or "
+                    "sweep (the release sweep of the one --pytorch release: its edits and the packages it tests).")]
 BaseOpt = Annotated[str, typer.Option("--base", help="pr: the PR's base ref.")]
 NamesArg = Annotated[list[str] | None, typer.Argument(help="build: packages that changed.", show_default=False)]
 AllOpt = Annotated[bool, typer.Option("--all", help="build: every package.")]
@@ -70,15 +71,23 @@ def shard_cmd(shard: Annotated[str, typer.Option("--shard", help="This job's sha
 
 
 @fanout_app.command("merge")
-def merge_cmd(names: NamesArg = None, all_: AllOpt = False, changed_since: SinceOpt = None, variant: VariantOpt = None,
+def merge_cmd(names: NamesArg = None, flow: Annotated[str, typer.Option(
+                  "--flow", help="build (promote, nightly) or sweep (the release sweep's fan-in).")] = "build",
+              all_: AllOpt = False, changed_since: SinceOpt = None, variant: VariantOpt = None,
               pytorch: PytorchOpt = None, runners: RunnersOpt = 20, per_shard: PerShardOpt = 4, stages: StagesOpt = 8,
-              run: RunOpt = "local", from_: FromOpt = None, root: RootOpt = None, format: FormatOpt = Format.text) -> int:
+              run: RunOpt = "local", from_: FromOpt = None,
+              commit: Annotated[bool, typer.Option("--commit", help="sweep: as `sweep --commit` (its branches).")] = False,
+              author: Annotated[str | None, typer.Option("--author", help="sweep: the commits' author 'Name <email>'.",
+                                                         show_default=False)] = None,
+              root: RootOpt = None, format: FormatOpt = Format.text) -> int:
     """The fan-in of a build run (promote, nightly): the shards' bundles, checked, into staging and results.
+    With --flow sweep, the release sweep (verdicts, branches, PR bodies, tracking issue) from the bundles.
     No recipe code, no build. (A PR's fan-in is `check-pr --from-shards`.)"""
     from conda_distro.fanout.flows import FanoutOptions, merge_build
     from conda_distro.fanout.plan import ShardSpec
 
     return emit(merge_build(FanoutOptions(
-        flow="build", names=tuple(names or ()), all=all_, changed_since=changed_since, variants=tuple(variant or ()),
-        pytorch=tuple(pytorch or ()), root=root, run=run, bundles=from_,
+        flow=flow, names=tuple(names or ()), all=all_, changed_since=changed_since,  # type: ignore[arg-type]
+        variants=tuple(variant or ()), pytorch=tuple(pytorch or ()), root=root, run=run, bundles=from_,
+        commit=commit, author=author,
         spec=ShardSpec(runners=runners, per_shard=per_shard, stages=stages))), format)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from conda_distro.channels.base import ChannelFile, newest_by_name
@@ -191,6 +191,47 @@ def _unservable(specs: list[VariantSpec], pytorch: str, releases: list[Release],
         if mine and all(Target(r, Variant("cpu")) in available.missing for r in mine):
             out.append((s.artifact, f"no cpu build of {pytorch} {minor} in the upstream channels"))
     return out
+
+
+#: separates a package from one of its builds in a fan-out unit (conda_distro.fanout.plan): ``NAME@I:K=V,K=V``
+#: is NAME's build whose variant has those values (the keys that tell its builds apart: the PyTorch minor,
+#: cuda, …), ``I`` its index among the package's builds (0: it also re-tests what has no such keys)
+UNIT_SEP = "@"
+
+
+def parse_unit(unit: str) -> tuple[str, int | None, dict[str, str]]:
+    """``NAME`` -> (NAME, None, {}); ``NAME@I:K=V,…`` -> (NAME, I, {K: V, …})."""
+    if UNIT_SEP not in unit:
+        return unit, None, {}
+    name, rest = unit.split(UNIT_SEP, 1)
+    index, _, keys = rest.partition(":")
+    return name, int(index), dict(kv.split("=", 1) for kv in keys.split(",") if "=" in kv)
+
+
+def restrict(plan: BuildPlan, units: tuple[str, ...]) -> BuildPlan:
+    """The same plan run in part (a fan-out shard): the packages named by ``units``, whole (``NAME``), or
+    only the builds of their units (``NAME@I:K=V,…``: the variants with those values, ``K=`` a key the
+    variant does not have; unit 0 also the
+    variants without those keys, files re-tested from main). Every unit keeps the package's targets: an
+    artifact is tested on the targets its own requirements admit."""
+    whole = {u for u in units if UNIT_SEP not in u}
+    part: dict[str, list[tuple[int, dict[str, str]]]] = {}
+    for u in units:
+        name, index, keys = parse_unit(u)
+        if index is not None:
+            part.setdefault(name, []).append((index, keys))
+    out = []
+    for p in plan.packages:
+        if p.name in whole:
+            out.append(p)
+        elif p.name in part:
+            mine = part[p.name]
+            told = {k for _, kv in mine for k in kv}  # the keys that tell its builds apart
+            out.append(replace(p, variants=tuple(
+                v for v in p.variants
+                if any(all(str(v.spec.variant.get(k) or "") == x for k, x in kv.items()) for _, kv in mine)
+                or (any(i == 0 for i, _ in mine) and not told & set(v.spec.variant)))))
+    return replace(plan, packages=tuple(out))
 
 
 def lockstep_needs(dist: Distribution, graph: RecipeGraph, name: str) -> frozenset[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.channels import crash_point, open_anaconda_channel
@@ -16,7 +16,7 @@ from conda_distro.engine.gpu import GpuProbe, gpu_devices, probe_gpu
 from conda_distro.engine.limits import recipe_limits
 from conda_distro.engine.mirror import mirroring
 from conda_distro.engine.phases import Isolation
-from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan
+from conda_distro.engine.plan import BuildPlan, PlanOptions, make_plan, restrict
 from conda_distro.engine.releases import Availability, availability_if_readable, build_release_views
 from conda_distro.engine.sandbox import require_bwrap
 from conda_distro.engine.sources import RecipeInputs, recipe_inputs, sources_cache
@@ -48,7 +48,8 @@ class BuildOptions:
     retry_errors: bool = False  # add the packages whose latest test of a staging artifact is an `error`
     variants: tuple[str, ...] = ()  # `--variant`: test only these variants (CI runs each on its own runner)
     root: Path | None = None  # the distribution's folder (None: found from the current one); for build()
-    # fan-out (conda_distro.fanout): run only these packages of the plan (a shard), the others' outcomes
+    # fan-out (conda_distro.fanout): run only these units of the plan (a shard: NAME, or NAME@I:K=V,… for one
+    # build of a compiled package and its tests; engine.plan.restrict), the others' outcomes
     # being ``prior`` (earlier shards' records: their failures block dependents as in one run)
     only: tuple[str, ...] = ()
     prior: ExecutionResult | None = None
@@ -185,8 +186,8 @@ def plan_build(dist: Distribution, options: BuildOptions, available: Availabilit
     plan = make_plan(dist, graph, builder, ResultsStore(paths.store), paths.staging,
                      PlanOptions(names=tuple(names), all=options.all, pytorch=options.pytorch, engine=options.engine,
                                  main=main, variants=options.variants, available=available))
-    if options.only:  # a shard: the same plan, its own packages only
-        plan = replace(plan, packages=tuple(p for p in plan.packages if p.name in options.only))
+    if options.only:  # a shard: the same plan, its own units only (whole packages, or one minor's builds)
+        plan = restrict(plan, options.only)
     return plan, paths
 
 

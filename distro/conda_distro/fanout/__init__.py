@@ -7,6 +7,8 @@
   packages only).
 * :mod:`.shard` — a shard job: take the bundles of earlier stages, build and test its own packages as the
   single-machine build would, write its bundle.
+* :mod:`.sweep` — the release sweep fanned out: its jobs run the sweep itself, with the build swapped for
+  the shards' plan, one shard's build, or the merged bundles.
 * :mod:`.fanin` — the fan-in: merge the checked bundles into staging and the results store, one report;
   the PR gate, promote and the reports read that, nothing is built.
 """

@@ -28,8 +28,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from conda_distro.engine.plan import parse_unit
 from conda_distro.errors import ShardError
-from conda_distro.fanout.plan import Shard, ShardPlan
+from conda_distro.fanout.plan import Shard, ShardPlan, unit_package
 from conda_distro.state.provenance import CheckoutRecipes
 from conda_distro.state.results import ArtifactResults, BuildRecord, ResultsStore, TestRecord, read_results
 from conda_distro.util.fsutil import atomic_write_text, hash_file
@@ -72,6 +73,58 @@ class Checkout:
 
     def recipes(self) -> CheckoutRecipes:
         return CheckoutRecipes(self.root)
+
+
+@dataclass(frozen=True)
+class Owns:
+    """What a shard's units speak for: every build and test of a whole package (``NAME``); of a package
+    split into builds (``NAME@I:K=V,…``), only its units' builds (the build record's variant has those
+    values) and the tests of the artifacts they build (unit 0: also of its other artifacts, files re-tested
+    from main)."""
+
+    whole: frozenset[str]
+    parts: dict[str, tuple[tuple[int, tuple[tuple[str, str], ...]], ...]]  # package -> (index, K=V pairs) per unit
+    output_of: dict[str, str]  # produced name -> its package
+
+    def package(self, name: str) -> str:
+        return self.output_of.get(name, name)
+
+    def names(self) -> set[str]:
+        return {*self.whole, *self.parts}
+
+    def unit_of(self, b: BuildRecord) -> tuple[str, str] | None:
+        """(package, unit K=V) of an owned build record of a split package."""
+        name = self.package(b.name)
+        for _, kv in self.parts.get(name, ()):
+            if all(str(b.variant.get(k) or "") == v for k, v in kv):  # (``K=``: the key is absent)
+                return name, ",".join(f"{k}={v}" for k, v in kv)
+        return None
+
+    def build(self, b: BuildRecord) -> bool:
+        return self.package(b.name) in self.whole or self.unit_of(b) is not None
+
+    def test(self, t: TestRecord, builds: list[BuildRecord]) -> bool:
+        """Is ``t`` this shard's (``builds``: the build records it was written or read with)?"""
+        name = self.package(t.name)
+        if name in self.whole:
+            return True
+        same = [b for b in builds if self.package(b.name) == name and b.artifact == t.artifact]
+        if any(self.build(b) for b in same):
+            return True
+        return not same and any(i == 0 for i, _ in self.parts.get(name, ()))
+
+
+def owned_by(shard: Shard, checkout: Checkout) -> Owns:
+    """What ``shard``'s units speak for (:class:`Owns`)."""
+    parts: dict[str, list[tuple[int, tuple[tuple[str, str], ...]]]] = {}
+    for u in shard.packages:
+        name, index, keys = parse_unit(u)
+        if index is not None:
+            parts.setdefault(name, []).append((index, tuple(sorted(keys.items()))))
+    names = {unit_package(u) for u in shard.packages}
+    output_of = {o: n for n in names for o in checkout.outputs.get(n, ())}
+    return Owns(frozenset(u for u in shard.packages if parse_unit(u)[1] is None),
+                {n: tuple(v) for n, v in parts.items()}, output_of)
 
 
 def _rel_log(log: str | None, root: Path) -> str | None:
@@ -180,7 +233,8 @@ def _check_bundle(folder: Path, shard: Shard, checkout: Checkout, recipes: Check
     if list(m.packages) != list(shard.packages):
         raise fail(f"holds {', '.join(m.packages) or 'nothing'}; this run's plan gives it {', '.join(shard.packages)}",
                    "packages")
-    own = set(shard.packages)
+    owns = owned_by(shard, checkout)
+    own = owns.names()
     outputs = set().union(*(checkout.outputs.get(p, frozenset()) for p in own)) | own
     on_disk = {p.relative_to(folder / "channel").as_posix() for p in (folder / "channel").rglob("*") if p.is_file()} \
         if (folder / "channel").is_dir() else set()
@@ -213,17 +267,45 @@ def _check_bundle(folder: Path, shard: Shard, checkout: Checkout, recipes: Check
     for b in m.builds:
         if b.name not in own:
             raise fail(f"a build record of '{b.name}', which is not its package", "builds")
+        if not owns.build(b):
+            shown = ",".join(f"{k}={v}" for k, v in sorted(b.variant.items()))
+            raise fail(f"a build record of '{b.name}' ({shown}), which is not one of its units", "builds")
         if b.sha256 and b.artifact and m.files.get(b.artifact) != b.sha256:
             raise fail(f"the build record of {b.artifact} names another file than it holds", "builds")
     for t in m.tests:
         if t.name not in outputs:
             raise fail(f"a test record of '{t.name}', which is not its package", "tests")
+        if not owns.test(t, m.builds):
+            raise fail(f"a test record of {t.artifact}, which is not one of its units' builds", "tests")
         got = bundle.results.get(t.artifact)
         if got is None and t.status == "blocked" and t.artifact not in m.files:
             continue  # a test that could not run for its dependency's failure: no results file (fails the gate)
         if got is None or not any(_same_test(t, r) for r in got.tests):
             raise fail(f"the test of {t.artifact} on pytorch {t.pytorch} ({t.variant}) is not in its results", "tests")
+    held = {owns.unit_of(b) for b in m.builds}  # a package split into builds: each of its units' is accounted for
+    for name, units in owns.parts.items():
+        for _, kv in units:
+            key = ",".join(f"{k}={v}" for k, v in kv)
+            if (name, key) not in held:
+                raise fail(f"no build record of '{name}' ({key})", "builds")
     return bundle
+
+
+def _once(bundles: list[Bundle]) -> None:
+    """Every build, test and artifact of the run comes from exactly one shard (a compiled package's builds
+    are split over shards: two bundles must never speak for the same build, test or file)."""
+    seen: dict[tuple, str] = {}
+    for b in bundles:
+        keys = [("build", r.name, r.artifact or "", tuple(sorted(r.variant.items()))) for r in b.manifest.builds] + \
+            [("test", t.artifact, t.pytorch, t.variant) for t in b.manifest.tests] + \
+            [("file", art, "", "") for art in b.manifest.files]
+        for key in keys:
+            if key in seen and seen[key] != b.manifest.shard:
+                what = {"build": f"the build of {key[2] or key[1]}", "file": f"the file {key[1]}"}.get(
+                    key[0], f"the test of {key[1]} on pytorch {key[2]} ({key[3]})")
+                raise ShardError(f"shards {seen[key]} and {b.manifest.shard} both hold {what}", path=b.folder / MANIFEST,
+                                 hint=_HINT)
+            seen[key] = b.manifest.shard
 
 
 def _same_test(a: TestRecord, b: TestRecord) -> bool:
@@ -249,6 +331,7 @@ def read_bundles(folder: Path, plan: ShardPlan, shards: list[Shard], checkout: C
         except ValidationError as exc:
             raise ShardError(f"shard {s.id}: unreadable manifest: {str(exc).splitlines()[0]}",
                              path=found[s.id][0] / MANIFEST, hint=_HINT) from None
+    _once(out)
     return out
 
 

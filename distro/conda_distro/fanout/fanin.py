@@ -10,6 +10,7 @@ the same shards), so it trusts neither the plan job's output nor the shards' wor
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,11 +19,13 @@ from conda_distro.engine.run import SCOPES, build_paths
 from conda_distro.fanout.bundle import Checkout, Merged, read_bundles, take_bundles
 from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardPlan, ShardSpec, make_shards
 from conda_distro.graph import RecipeGraph
+from conda_distro.pins import admitted_releases
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, staging_lock
 from conda_distro.state.results import ResultsStore
 from conda_distro.util.fsutil import clear_folder
 from conda_distro.util.gitutil import find_repo, head_sha
 from conda_distro.util.rattler_env import index_channel
+from conda_distro.vocab import Release
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class FanIn:
     bundles: Path
     run: str
     spec: ShardSpec = field(default_factory=ShardSpec)
+    pytorch: tuple[str, ...] = ()  # the run's releases (``--pytorch``; empty: distro.yaml's)
 
 
 def weights(dist: Distribution) -> dict[str, int]:
@@ -40,10 +44,39 @@ def weights(dist: Distribution) -> dict[str, int]:
     return {n: (1 if r.noarch else COMPILED_WEIGHT) for n, r in dist.recipes.items()}
 
 
-def shard_plan(dist: Distribution, affected: list[str], spec: ShardSpec) -> tuple[RecipeGraph, ShardPlan]:
-    """The shards of a run of ``affected`` over the (readable) distribution ``dist``."""
+def _natural(text: str) -> tuple:
+    return tuple(int(x) if x.isdigit() else x for x in re.split(r"(\d+)", text))
+
+
+def builds(dist: Distribution, graph: RecipeGraph, affected: list[str], pytorch: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """package -> its builds in this run (``K=V,…``: the variant values that tell them apart), for each
+    affected compiled package with several: rattler-build's rendered variants of the recipe (one per
+    PyTorch minor × variant), those of a minor outside the run's releases (``pytorch``; empty: distro.yaml's)
+    or not admitted by its pins and its dependencies' left out."""
+    name = dist.config.pytorch.name
+    releases = [r for r in dist.config.pytorch.releases if not pytorch or r in pytorch]
+    compiled = [n for n in affected if not dist.recipes[n].noarch]
+    if not compiled:
+        return {}
+    admitted = admitted_releases(dist.recipes, graph, name, releases)
+    out: dict[str, list[str]] = {}
+    for n in compiled:
+        minors = {Release(r).minor for r in admitted[n]}
+        variants = {tuple(sorted(v.variant.items())) for v in dist.recipes[n].variants
+                    if name not in v.variant or v.variant[name] in minors}
+        keys = sorted({k for v in variants for k, _ in v if len({dict(w).get(k) for w in variants}) > 1})
+        found = sorted({",".join(f"{k}={dict(v).get(k, '')}" for k in keys) for v in variants}, key=_natural)
+        if len(found) > 1:
+            out[n] = found
+    return out
+
+
+def shard_plan(dist: Distribution, affected: list[str], spec: ShardSpec,
+               pytorch: tuple[str, ...] = ()) -> tuple[RecipeGraph, ShardPlan]:
+    """The shards of a run of ``affected`` (against the releases ``pytorch``, empty: all) over the (readable)
+    distribution ``dist``: each build of a compiled package with several is a unit of its own."""
     graph = RecipeGraph.from_recipes(dist.recipes)
-    return graph, make_shards(graph, affected, weights(dist), spec)
+    return graph, make_shards(graph, affected, weights(dist), spec, builds(dist, graph, affected, pytorch))
 
 
 def checkout_of(dist: Distribution, run: str) -> Checkout:
@@ -71,7 +104,7 @@ def merge_shards(dist: Distribution, affected: list[str], fanin: FanIn, scope: s
     store of ``scope`` (check-pr's, emptied first) or the shared ones (None), under the staging lock.
     A missing, foreign or altered bundle raises :class:`~conda_distro.errors.ShardError` before anything
     is written."""
-    _, plan = shard_plan(dist, affected, fanin.spec)
+    _, plan = shard_plan(dist, affected, fanin.spec, fanin.pytorch)
     checkout = checkout_of(dist, fanin.run)
     bundles = read_bundles(fanin.bundles, plan, plan.shards, checkout)
     paths = build_paths(dist, scope)

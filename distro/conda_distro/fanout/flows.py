@@ -24,15 +24,18 @@ from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.executor import ExecutionResult
 from conda_distro.engine.run import SCOPES, BuildOptions, BuildRun, build_paths, run_build
 from conda_distro.errors import DistroError, ExitCode, UsageError
-from conda_distro.fanout.bundle import Manifest, write_bundle
+from conda_distro.fanout.bundle import Manifest, owned_by, write_bundle
 from conda_distro.fanout.fanin import FanIn, checkout_of, merge_shards, shard_plan, take_earlier
 from conda_distro.fanout.plan import ShardPlan, ShardSpec
+from conda_distro.fanout.sweep import merge_sweep, plan_sweep_shards, sweep_shard
 from conda_distro.graph import RecipeGraph
 from conda_distro.state.results import ResultsStore
+from conda_distro.sweep import SweepOptions
+from conda_distro.sweep.model import SweepResult
 from conda_distro.util.fsutil import clear_folder
 from conda_distro.util.gitutil import changed_recipes, scope_name
 
-Flow = Literal["pr", "build"]
+Flow = Literal["pr", "build", "sweep"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,21 @@ class FanoutOptions:
     jobs: int = 1
     sandbox: bool = True
     root: Path | None = None
+    commit: bool = False  # sweep's fan-in: `sweep --commit`
+    author: str | None = None  # sweep's fan-in: the commits' author (None: the sweep's default)
+
+
+def _sweep_options(options: FanoutOptions) -> SweepOptions:
+    """The sweep's options of a ``sweep`` run (its release: the one ``--pytorch``)."""
+    if len(options.pytorch) != 1:
+        raise UsageError("a fanned-out sweep sweeps one release", field="--pytorch", hint="pass --pytorch VERSION once")
+    base = SweepOptions(release=options.pytorch[0])
+    return replace(base, commit=options.commit, jobs=options.jobs, sandbox=options.sandbox, root=options.root,
+                   author=options.author or base.author)
+
+
+def _fanin(options: FanoutOptions) -> FanIn:
+    return FanIn(options.bundles or Path("."), options.run, options.spec, options.pytorch)
 
 
 @dataclass
@@ -67,7 +85,8 @@ class RunScope:
 def run_scope(options: FanoutOptions) -> RunScope:
     """The affected set and the single-machine build's options, as `check-pr` or `build` would have them."""
     if options.flow not in ("pr", "build"):
-        raise UsageError(f"'{options.flow}' is not a flow", field="--flow", hint="pr (check-pr's run) or build (build's)")
+        raise UsageError(f"'{options.flow}' is not a flow", field="--flow",
+                         hint="pr (check-pr's run), build (build's) or sweep (the release sweep's)")
     if options.flow == "pr":
         res = check_pr(CheckPrOptions(base=options.base, build=False, solve=False, root=options.root,
                                       pytorch=options.pytorch))
@@ -110,8 +129,10 @@ class PlanResult:
 
 def plan_run(options: FanoutOptions) -> PlanResult:
     """The plan job: the run's shards (recipes are read and rendered; no recipe code runs)."""
+    if options.flow == "sweep":
+        return PlanResult(plan_sweep_shards(_sweep_options(options), _fanin(options)), options.spec.stages)
     rs = run_scope(options)
-    return PlanResult(shard_plan(rs.dist, rs.affected, options.spec)[1], options.spec.stages)
+    return PlanResult(shard_plan(rs.dist, rs.affected, options.spec, options.pytorch)[1], options.spec.stages)
 
 
 @dataclass
@@ -137,8 +158,11 @@ def run_shard(options: FanoutOptions) -> ShardResult:
     packages failed (the run goes on: dependents are blocked as in one run), 2 on bad input or bad bundles."""
     if options.shard is None or options.out is None:
         raise UsageError("a shard job needs --shard ID and --out DIR", field="--shard")
+    if options.flow == "sweep":
+        sweep_run, manifest = sweep_shard(_sweep_options(options), _fanin(options), options.shard, options.out)
+        return ShardResult(options.shard, sweep_run, manifest, sweep_run.exit_code)
     rs = run_scope(options)
-    _, plan = shard_plan(rs.dist, rs.affected, options.spec)
+    _, plan = shard_plan(rs.dist, rs.affected, options.spec, options.pytorch)
     shard = plan.shard(options.shard)
     if shard is None:
         raise UsageError(f"this run has no shard '{options.shard}'", field="--shard",
@@ -150,15 +174,16 @@ def run_shard(options: FanoutOptions) -> ShardResult:
     if plan.earlier(shard.id):
         if options.bundles is None:
             raise UsageError(f"shard {shard.id} builds on earlier stages: pass --from DIR (their bundles)", field="--from")
-        prior = take_earlier(rs.dist, plan, shard.id, FanIn(options.bundles, options.run, options.spec),
+        prior = take_earlier(rs.dist, plan, shard.id, FanIn(options.bundles, options.run, options.spec, options.pytorch),
                              paths.staging, paths.store)
     build = replace(rs.build, only=shard.packages, prior=ExecutionResult(prior.builds, prior.tests) if prior else None)
     run = run_build(rs.dist, build)
     report = run.report or ExecutionResult()
-    own = set(shard.packages)
-    manifest = write_bundle(options.out, shard, checkout_of(rs.dist, options.run), paths.staging,
-                            ResultsStore(paths.store), [b for b in report.builds if b.name in own],
-                            [t for t in report.tests if t.name in own])
+    checkout = checkout_of(rs.dist, options.run)
+    owns = owned_by(shard, checkout)
+    manifest = write_bundle(options.out, shard, checkout, paths.staging,
+                            ResultsStore(paths.store), [b for b in report.builds if owns.build(b)],
+                            [t for t in report.tests if owns.test(t, report.builds)])
     return ShardResult(shard.id, run, manifest, run.exit_code)
 
 
@@ -182,13 +207,17 @@ class MergeResult:
         return build_table(self.report)
 
 
-def merge_build(options: FanoutOptions) -> MergeResult:
+def merge_build(options: FanoutOptions) -> MergeResult | SweepResult:
     """The fan-in of a ``build`` run (no recipe code, no build): every shard's bundle checked and taken
-    into the shared staging channel and results store; exit 1 when some package failed, as `build`."""
+    into the shared staging channel and results store; exit 1 when some package failed, as `build`. Of a
+    ``sweep`` run: the sweep, its build's records from the bundles (:func:`~.sweep.merge_sweep`)."""
     if options.bundles is None:
         raise UsageError("the fan-in needs --from DIR (where the shards' bundles were downloaded)", field="--from")
+    if options.flow == "sweep":
+        return merge_sweep(_sweep_options(options), _fanin(options))
     rs = run_scope(options)
-    merged = merge_shards(rs.dist, rs.affected, FanIn(options.bundles, options.run, options.spec), rs.scope)
+    merged = merge_shards(rs.dist, rs.affected, FanIn(options.bundles, options.run, options.spec, options.pytorch),
+                          rs.scope)
     return MergeResult(ExecutionResult(merged.builds, merged.tests), merged.artifacts)
 
 
@@ -200,7 +229,7 @@ def pr_gate(options: CheckPrOptions) -> PrGate:
     if options.shards is None:
         return run_check_pr(options)
     shards = options.shards
-    fanin = FanIn(shards.folder, shards.run, ShardSpec(shards.runners, shards.per_shard, shards.stages))
+    fanin = FanIn(shards.folder, shards.run, ShardSpec(shards.runners, shards.per_shard, shards.stages), options.pytorch)
     try:
         res = check_pr(replace(options, build=False))
         if res.affected:  # (check-pr stops before the affected set on bad input and ownership conflicts)

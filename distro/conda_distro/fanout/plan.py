@@ -9,6 +9,14 @@ package weighs :data:`COMPILED_WEIGHT` noarch ones), and a shard holds at most `
 when more runners can take it: one slow package gets a shard of its own and does not hold up its
 level's other shards. Every package is in exactly one shard; the same inputs give the same shards, so
 the shard jobs and the fan-in agree on them without trusting each other.
+
+**The unit of fan-out is one build.** A noarch package is one unit (its build and every test target). A
+compiled package with several builds in the run (one per PyTorch minor × variant, as rattler-build renders
+it) is one unit per build, ``NAME@I:K=V,…`` (the variant values that tell its builds apart; the build and
+its tests on the targets it admits), and its units go to different shards of its level when runners are
+free: the slowest shard of a level is one build, not all of a package's builds in series. (Only the
+last, folded stage keeps a connected piece, and so a package's builds, together: they are built in
+dependency order there.)
 """
 
 from __future__ import annotations
@@ -19,12 +27,27 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from conda_distro.engine.plan import UNIT_SEP
 from conda_distro.graph import RecipeGraph
 
 #: how many noarch packages one compiled package (a recipe that is not noarch) weighs when shards are cut
 COMPILED_WEIGHT = 5
 #: stage jobs a workflow defines (``level-0`` … ``level-7``); deeper levels fold into the last one
 DEFAULT_STAGES = 8
+
+
+
+
+def unit_package(unit: str) -> str:
+    """The package (recipe folder name) of a unit: ``NAME`` or ``NAME@I:K=V,…``."""
+    return unit.split(UNIT_SEP, 1)[0]
+
+
+def units_of(names: list[str], builds: dict[str, list[str]]) -> list[str]:
+    """The units of ``names`` (dependency order): ``NAME@I:KEY`` for each build of a package with several
+    (``builds``: package -> the ``K=V,…`` of each of its builds, in order), else ``NAME``."""
+    return [u for n in names for u in ([f"{n}{UNIT_SEP}{i}:{k}" for i, k in enumerate(builds[n])]
+                                       if len(builds.get(n, ())) > 1 else [n])]
 
 
 @dataclass(frozen=True)
@@ -40,7 +63,12 @@ class ShardSpec:
 class Shard:
     id: str  # "s<stage>-<index>": also the name of its bundle (artifact ``shard-<id>``)
     stage: int
-    packages: tuple[str, ...]  # dependency order
+    packages: tuple[str, ...]  # its units (``NAME`` or ``NAME@I:K=V,…``), dependency order
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The packages it builds (some maybe in part: some of their builds)."""
+        return tuple(dict.fromkeys(unit_package(u) for u in self.packages))
 
     def to_dict(self) -> dict:
         return {"shard": self.id, "stage": self.stage, "packages": " ".join(self.packages)}
@@ -62,7 +90,7 @@ class ShardPlan:
         return next((s for s in self.shards if s.id == shard_id), None)
 
     def owner(self) -> dict[str, str]:
-        """package -> the id of the shard that builds it."""
+        """unit (``NAME`` or ``NAME@I:K=V,…``) -> the id of the shard that builds it."""
         return {p: s.id for s in self.shards for p in s.packages}
 
     def earlier(self, shard_id: str) -> list[Shard]:
@@ -107,8 +135,11 @@ def _split(items: list[tuple[list[str], int]], count: int) -> list[list[list[str
     return [b for b in bins if b]
 
 
-def make_shards(graph: RecipeGraph, affected: list[str], weights: dict[str, int], spec: ShardSpec) -> ShardPlan:
-    """Cut ``affected`` (a subset of ``graph``) into shards by stage (see the module docstring)."""
+def make_shards(graph: RecipeGraph, affected: list[str], weights: dict[str, int], spec: ShardSpec,
+                builds: dict[str, list[str]] | None = None) -> ShardPlan:
+    """Cut ``affected`` (a subset of ``graph``) into shards by stage (see the module docstring); ``builds``:
+    the builds (``K=V,…``) of each package with several (its units; a unit weighs the package's weight)."""
+    builds = builds or {}
     stages_n = max(1, spec.stages)
     levels = graph.levels(affected)
     order = {n: i for i, n in enumerate(graph.order(affected))}
@@ -120,14 +151,15 @@ def make_shards(graph: RecipeGraph, affected: list[str], weights: dict[str, int]
     for stage, names in enumerate(grouped):
         if stage == stages_n - 1 and len(levels) > stages_n:  # folded levels: whole connected pieces
             sub = graph.g.subgraph(names)
-            groups = [sorted(c, key=order.__getitem__) for c in nx.weakly_connected_components(sub)]
+            groups = [units_of(sorted(c, key=order.__getitem__), builds) for c in nx.weakly_connected_components(sub)]
         else:
-            groups = [[n] for n in names]
-        items = [(g, sum(weights.get(n, 1) for n in g)) for g in groups]
+            groups = [[u] for u in units_of(names, builds)]
+        items = [(g, sum(weights.get(unit_package(u), 1) for u in g)) for g in groups]
         total = sum(w for _, w in items)
         count = max(1, min(spec.runners, len(items), math.ceil(total / max(1, spec.per_shard))))
         bins = _split(items, count)
-        shards = [sorted((n for g in b for n in g), key=order.__getitem__) for b in bins]
-        shards.sort(key=lambda s: order[s[0]])
+        rank = {u: i for i, u in enumerate(units_of(plan.affected, builds))}
+        shards = [sorted((u for g in b for u in g), key=rank.__getitem__) for b in bins]
+        shards.sort(key=lambda s: rank[s[0]])
         plan.stages.append([Shard(f"s{stage}-{i}", stage, tuple(s)) for i, s in enumerate(shards)])
     return plan

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,9 @@ class SweepOptions:
     progress: ProgressSink | None = None  # where the sweep's builds report progress (the CLI's sink; None: nowhere)
     root: Path | None = None  # the distribution's folder (None: found from the current one)
     package: str | None = None  # --package: admit this one package (a release distro.yaml lists already)
+    # how the edited distribution is built and tested (None: `run_build` on this machine); the fan-out over CI
+    # runners passes its own (conda_distro.fanout.sweep: plan the shards, build one shard, merge the bundles)
+    execute: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -405,9 +405,9 @@ def _execute(outcomes: dict[str, Outcome], dist: Distribution, options: SweepOpt
     if options.build:
         names = to_test(outcomes.values(), graph, new_minor)
         if names:
-            run = run_build(dist, BuildOptions(names=tuple(names), pytorch=releases, jobs=options.jobs,
-                                               sandbox=options.sandbox, lock_timeout=options.lock_timeout,
-                                               holds_repository_lock=True), reporter)
+            run = (options.execute or run_build)(dist, BuildOptions(
+                names=tuple(names), pytorch=releases, jobs=options.jobs, sandbox=options.sandbox,
+                lock_timeout=options.lock_timeout, holds_repository_lock=True), reporter)
             outcomes = mark_awaiting(_apply_results(outcomes, run.report, set(names), releases, run.plan), graph)
     return outcomes
 
