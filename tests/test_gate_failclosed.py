@@ -110,3 +110,31 @@ def test_equal_dates_keep_the_order_of_recording():
     res.record(second)
     assert res.latest()[PAIRS[0]] is second
     assert hold_of(gate(first, second, *others())) == HoldReason.TEST_FAILED
+
+
+# ----------------------------------------------------------------- confirmation runs (engine/confirm.py)
+
+def test_a_confirmation_run_that_ran_no_test_is_no_pass():
+    """A deterministically failing test whose confirmation run reports success only because no test ran
+    (rattler-build found none: an empty result list) must stay ``failed``, never become ``flaky``; the
+    record the unit makes of it then holds the candidate test-failed."""
+    from conda_distro.engine.confirm import confirm_failure
+    from conda_distro.engine.phases import TestOut
+
+    first = TestOut(False, message="test 1 failed: AssertionError: [0, 128, 256]")
+    empty = TestOut(True, no_tests=True)
+    conf = confirm_failure(first, lambda i: empty, 2)
+    assert conf.attempts == ("failed", "error", "error") and conf.status == "failed"
+    rec = run(conf.status, attempts=list(conf.attempts), reason=first.message)
+    assert hold_of(gate(rec, *others())) == HoldReason.TEST_FAILED
+    # a real pass among the runs is a flake: it never blocks
+    real = confirm_failure(first, lambda i: TestOut(True), 2)
+    assert real.attempts == ("failed", "passed") and real.status == "flaky"
+    assert hold_of(gate(run(real.status, attempts=list(real.attempts)), *others())) is None
+
+
+def test_a_baseline_run_that_ran_no_test_is_no_evidence():
+    from conda_distro.engine.confirm import run_baseline
+    from conda_distro.engine.phases import TestOut
+
+    assert run_baseline(lambda i: TestOut(True, no_tests=True), 3) is None  # said nothing: no baseline
