@@ -15,7 +15,7 @@ run again with main's packages in place of this run's (:func:`baseline_artifacts
 ``always-failed`` (not a regression); one that passes and fails makes the dependent ``flaky``; only a
 baseline that passed every run leaves a regression standing.
 
-An ``error`` run (killed, timed out, no verdict) says nothing either way: it is kept in ``attempts`` and
+An ``error`` run (killed, timed out, no verdict, or no test ran at all) says nothing either way: it is kept in ``attempts`` and
 neither confirms nor clears. Pure functions over a ``run`` callable: the sandboxes are the caller's.
 """
 
@@ -35,7 +35,10 @@ DEFAULT_CONFIRM_RUNS = 2
 
 
 def attempt_of(out: TestOut) -> Attempt:
-    return "error" if out.error else "passed" if out.ok else "failed"
+    """One run's outcome. A run that ran no test (rattler-build found none, though the package's tests
+    failed on the same inputs) passed nothing: it says nothing either way, an ``error``, never a pass
+    that would make a failing test ``flaky``."""
+    return "error" if out.error or (out.ok and out.no_tests) else "passed" if out.ok else "failed"
 
 
 def status_of(attempts: Iterable[Attempt]) -> Literal["passed", "failed", "flaky", "error"]:
@@ -71,7 +74,7 @@ def confirm_failure(first: TestOut, run: Callable[[int], TestOut], more: int) ->
     for i in range(1, more + 1):
         got = run(i)
         attempts.append(attempt_of(got))
-        if got.ok and not got.error:
+        if attempts[-1] == "passed":
             break
     return Confirmed(first, tuple(attempts))
 
@@ -84,9 +87,9 @@ def run_baseline(run: Callable[[int], TestOut], runs: int) -> Confirmed | None:
     for i in range(1, runs + 1):
         got = run(i)
         attempts.append(attempt_of(got))
-        if first is None or (not got.ok and not got.error and first.ok):
+        if first is None or (attempts[-1] == "failed" and first.ok):
             first = got
-        if not got.ok and not got.error:
+        if attempts[-1] == "failed":
             break
     if first is None or status_of(attempts) == "error":
         return None

@@ -29,7 +29,7 @@ from conda_distro.gate.inputs import PlanInputs, TestMatrix, hint_for, hint_text
 from conda_distro.gate.staleness import Stale
 from conda_distro.state.ledger import Retirement
 from conda_distro.state.owners import Owner
-from conda_distro.state.results import NO_TESTS, ArtifactResults
+from conda_distro.state.results import NO_TESTS, ArtifactResults, TestRecord
 from conda_distro.vocab import Target
 
 
@@ -158,6 +158,19 @@ def _gate_owner(f: ChannelFile, res: ArtifactResults, owners: Mapping[str, Owner
     return None
 
 
+def _passing_evidence(t: TestRecord) -> bool:
+    """Whether an own test's latest record is evidence the artifact works there: ``passed`` (one run, or
+    every run passed), or ``flaky`` *with a passing run among its recorded attempts* (a flaky test never
+    blocks, but an own test must have passed somewhere). Every other status holds in :func:`_gate_tests`:
+    ``failed`` (test-failed), ``error`` (waiting), ``blocked`` and any status not named here (not-tested):
+    fail closed, a status added to ``TestStatus`` holds until it is handled here."""
+    if t.status == "passed":
+        return t.attempts is None or "passed" in t.attempts
+    if t.status == "flaky":
+        return "passed" in (t.attempts or ())
+    return False
+
+
 def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Held | None:
     required = matrix.required(f)
     untestable = set(matrix.admitted(f) or ()) - set(required or ())  # upstream cannot serve them
@@ -175,6 +188,10 @@ def _gate_tests(f: ChannelFile, res: ArtifactResults, matrix: TestMatrix) -> Hel
     blocked = sorted(p for p, t in latest.items() if t.status == "blocked")
     if blocked:
         return Held(f, HoldReason.NOT_TESTED, f"blocked (a dependency failed) against {pairs_text(blocked)}")
+    unproven = sorted(p for p, t in latest.items() if not _passing_evidence(t))
+    if unproven:
+        what = ", ".join(sorted({latest[p].status for p in unproven}))
+        return Held(f, HoldReason.NOT_TESTED, f"no passing run ({what}) against {pairs_text(unproven)}")
     missing = [p for p in required or () if p not in latest]
     if missing:
         return Held(f, HoldReason.NOT_TESTED, f"not tested against {pairs_text(missing)}")

@@ -129,8 +129,12 @@ class ArtifactResults(StateDocument):
     tests: list[TestRecord] = Field(default_factory=list)
 
     def latest(self) -> dict[Target, TestRecord]:
+        """The artifact's own latest outcome per (release, variant). A baseline record (the run with main's
+        packages in place of this run's) is never its own outcome: it is recorded *after* the run it
+        confirms, so counting it would let a pass with other packages stand for this run's failure.
+        Equal dates keep the order of recording (the later recorded wins)."""
         out: dict[Target, TestRecord] = {}
-        for t in sorted(self.tests, key=lambda t: t.date):
+        for t in sorted((t for t in self.tests if not t.baseline), key=lambda t: t.date):
             out[t.target] = t
         return out
 
