@@ -177,7 +177,9 @@ def test_a_record_the_mirror_lacks_is_an_infrastructure_error_and_a_retry_fetche
                      unsolvable=got.unsolvable)
 
     monkeypatch.setattr(phases, "test_needs", forgetful)
-    code, doc = run_json_at(capsys, world, "build", "metrickit", "--pytorch", "2.6.0")
+    # one sandbox at a time, so the cuda test starts after the cpu test ended (side by side, each test is
+    # judged by what its own sandbox asked for: tests/test_mirror.py's fast test of that below)
+    code, doc = run_json_at(capsys, world, "build", "metrickit", "--pytorch", "2.6.0", "--jobs", "1")
     assert code == 1
     assert [b["status"] for b in doc["builds"] if b["name"] == "metrickit"] == ["built"]
     mine = {t["variant"]: t for t in doc["tests"] if t["name"] == "metrickit"}
@@ -329,3 +331,24 @@ def test_urls_are_shown_without_credentials():
         "https://conda.anaconda.org/t/***/private/linux-64/x.conda"
     ch = RemoteChannel(0, "conda-forge", "conda-forge", "https://conda.anaconda.org/conda-forge/")
     assert re.fullmatch(r"conda-forge-[0-9a-f]{12}", ch.slug)
+
+
+def test_a_test_is_judged_by_what_its_own_sandbox_asked_the_mirror_for(tmp_path):
+    """Tests of one package run side by side: a sibling remembering a missing record while this test ran
+    does not make this test's gap the package's failure (it is an infrastructure error, as it would be
+    alone)."""
+    from types import SimpleNamespace
+
+    from conda_distro.engine.mirror import MirrorStore
+    from conda_distro.engine.needs import Needs
+    from conda_distro.engine.phases import TestOut, _judge_mirrored
+
+    store = MirrorStore(tmp_path / "mirror")
+    unit = SimpleNamespace(name="metrickit", isolation=SimpleNamespace(mirror=SimpleNamespace(store=store, remotes={})))
+    store.want("metrickit", ["python 3.11.*"])  # a sibling test remembered it while this one ran
+    got = TestOut(False, message="no candidates for python", env_failed=True, missing=("python 3.11.*",))
+    judged = _judge_mirrored(unit, got, Needs(asked=()))  # type: ignore[arg-type]
+    assert judged.error and not judged.ok, judged
+    # a sandbox that had asked for it and still lacks it: nothing new to fetch, rattler-build's verdict
+    same = _judge_mirrored(unit, got, Needs(asked=("python 3.11.*",)))  # type: ignore[arg-type]
+    assert not same.error and not same.ok, same

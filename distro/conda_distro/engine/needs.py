@@ -79,6 +79,9 @@ class Needs:
     records: list[NeededRecord] = field(default_factory=list)
     unsolvable: list[str] = field(default_factory=list)
     problem: str | None = None  # the question could not be answered (an infrastructure error)
+    #: the remembered specs (MirrorStore.wanted) this sandbox was prepared with: what it asked for beyond
+    #: the package's own solves (a test running beside it may remember more meanwhile)
+    asked: tuple[str, ...] = ()
 
     def add(self, recs: Iterable[NeededRecord]) -> None:
         seen = {r.url for r in self.records}

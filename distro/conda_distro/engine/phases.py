@@ -432,7 +432,8 @@ def _mirror_test(unit: PhaseContext, staged: Path, outside: list[str], cuda: boo
     m = unit.isolation.mirror
     if m is None or unit.isolation.bwrap is None:
         return {}, None
-    needs = test_needs(staged, outside, cuda, extra=m.store.wanted(unit.name))
+    asked = tuple(m.store.wanted(unit.name))
+    needs = replace(test_needs(staged, outside, cuda, extra=asked), asked=asked)
     if needs.problem:
         return TestOut(False, error=True, message=f"mirror: {needs.problem}")
     try:
@@ -458,10 +459,8 @@ def _judge_mirrored(unit: PhaseContext, got: TestOut, needs: Needs | None) -> Te
     if needs.unsolvable:
         why = blocking_requirement(needs.unsolvable[0])
         return replace(got, message=f"the test environment cannot be solved from the upstream channels: {why}")
-    store = unit.isolation.mirror.store
-    known = set(store.wanted(unit.name))
-    if not [m for m in got.missing if m not in known]:
-        return got
-    store.want(unit.name, got.missing)
+    if not [m for m in got.missing if m not in needs.asked]:  # (what this sandbox asked for, not what a
+        return got                                                # test beside it has remembered since)
+    unit.isolation.mirror.store.want(unit.name, got.missing)
     return replace(got, error=True, message=mirror_gap(unit, "test", got.message))
 
