@@ -56,17 +56,21 @@ def test_recording_and_null_sinks_follow_the_protocol():
     assert isinstance(RecordingSink(), ProgressSink) and isinstance(NULL_SINK, ProgressSink)
 
 
+def stepped(steps: tuple[str, ...] | list[str]) -> list[tuple]:
+    """The events of a task that reports each of ``steps`` in turn: start, (step, progress) each, finish."""
+    out: list[tuple] = [("start", len(steps))]
+    for i, s in enumerate(steps, 1):
+        out += [("step", s), ("progress", s, i)]
+    return [*out, ("finish",)]
+
+
 def test_promote_and_prune_report_their_steps_to_the_sink_they_are_handed(template, tmp_path):
     root = make_root(template, tmp_path)
     sink = RecordingSink()
+    assert len(PROMOTE_STEPS) == len(PRUNE_STEPS) == 3
     result = promote(PromoteOptions(root=root, progress=sink))
     assert {f.name for f in result.plan.promote} == {"alpha", "gamma"}
-    assert shape(sink, "promote") == [
-        ("start", 3),
-        ("step", PROMOTE_STEPS[0]), ("progress", PROMOTE_STEPS[0], 1),
-        ("step", PROMOTE_STEPS[1]), ("progress", PROMOTE_STEPS[1], 2),
-        ("step", PROMOTE_STEPS[2]), ("progress", PROMOTE_STEPS[2], 3),
-        ("finish",)]
+    assert shape(sink, "promote") == stepped(PROMOTE_STEPS)
     start = sink.of("promote")[0]
     assert isinstance(start, TaskStart) and start.message.startswith("promoting 2 artifact(s) to ")
     assert any(m.startswith("copied 2 file(s) into") for m in logs(sink)) and any(m.startswith("indexed") for m in logs(sink))
@@ -76,12 +80,7 @@ def test_promote_and_prune_report_their_steps_to_the_sink_they_are_handed(templa
     sink = RecordingSink()
     result = prune(PruneOptions(root=root, progress=sink))
     assert [i.reason for i in result.plan.removed] == ["not-from-this-checkout"]
-    assert shape(sink, "prune") == [
-        ("start", 3),
-        ("step", PRUNE_STEPS[0]), ("progress", PRUNE_STEPS[0], 1),
-        ("step", PRUNE_STEPS[1]), ("progress", PRUNE_STEPS[1], 2),
-        ("step", PRUNE_STEPS[2]), ("progress", PRUNE_STEPS[2], 3),
-        ("finish",)]
+    assert shape(sink, "prune") == stepped(PRUNE_STEPS)
     assert any(re.match(r"removed 1 build\(s\) from ", m) for m in logs(sink))
     # nothing to do: no task at all
     sink = RecordingSink()
