@@ -57,3 +57,20 @@ def test_the_suite_declares_slow_and_runs_with_strict_markers():
     ini = tomllib.loads((HERE.parent / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert "--strict-markers" in ini["addopts"].split()
     assert [m.split(":")[0] for m in ini["markers"]] == ["slow"]
+
+
+def test_a_test_that_hangs_fails_with_its_stack_instead_of_stalling_the_run(pytester: pytest.Pytester):
+    """The suite's per-test time limit (pyproject: ``timeout``): a test blocked on a FIFO no one writes to
+    (the hang that once stalled the whole CI run) fails, its stack printed, and the run goes on."""
+    import tomllib
+
+    ini = tomllib.loads((HERE.parent / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert 0 < int(ini["timeout"]) <= 1800
+    pytester.makepyfile(test_h="import os\n"
+                            "def test_blocks(tmp_path):\n"
+                            "    os.mkfifo(tmp_path / 'f')\n"
+                            "    (tmp_path / 'f').read_bytes()\n"
+                            "def test_after():\n    pass\n")
+    res = pytester.runpytest_subprocess("--timeout", "2")
+    res.assert_outcomes(passed=1, failed=1)
+    res.stdout.fnmatch_lines(["*read_bytes*", "*Failed: Timeout*"])

@@ -46,7 +46,9 @@ class PackedCache:
       models, the recipe text, the variant configuration, the target platform and rattler-build's
       version), so a stale entry is never found, only left to age out.
     * The file is a pickle read by an unpickler that refuses every class but ``allowed``: a file that is
-      corrupt, truncated, of another format or holding anything else reads as empty and is rebuilt.
+      corrupt, truncated, of another format or holding anything else reads as empty and is rebuilt; so
+      does a FIFO, device or folder in its place (opened non-blocking and refused: it never hangs a
+      command) and a file larger than ``MAX_BYTES``.
     * Writers take ``<file>.lock`` (filelock; a writer that cannot get it within ``lock_timeout``
       writes nothing: a cache only costs time), merge their entries into what is in the file then,
       and replace it atomically (temporary file + ``os.replace``): readers never lock and never see a
@@ -56,6 +58,7 @@ class PackedCache:
     """
 
     FORMAT = 1
+    MAX_BYTES = 1 << 30  # a pack of the largest distributions measured is far below this
 
     def __init__(self, path: Path, *, allowed: tuple[type, ...] = (), max_entries: int = 20_000,
                  lock_timeout: float = 10.0) -> None:
@@ -69,8 +72,10 @@ class PackedCache:
         return {k: v[1] for k, v in self._read().items()}
 
     def _read(self) -> dict[str, list]:
-        try:
-            data = _restricted_loads(self.path.read_bytes(), self.allowed)
+        from conda_distro.util.fsutil import read_bounded
+
+        try:  # a FIFO, device or folder in its place is refused without blocking; a huge file is not read
+            data = _restricted_loads(read_bounded(self.path, self.MAX_BYTES), self.allowed)
         except Exception:  # noqa: BLE001 - missing, truncated, corrupt, refused: an empty cache
             return {}
         if not isinstance(data, dict) or data.get("format") != self.FORMAT or not isinstance(data.get("entries"), dict):
