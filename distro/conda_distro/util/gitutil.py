@@ -135,6 +135,17 @@ def show_file(repo: Repo, rev: str, path: str) -> str:
         raise GitError(f"{path} is not in commit {rev}") from None
 
 
+def is_ancestor(repo: Repo, commit: str, rev: str) -> bool:
+    """Whether ``commit`` is ``rev`` or one of its ancestors (False when either is unknown)."""
+    import git
+
+    try:
+        repo.git.merge_base("--is-ancestor", commit, rev)
+    except git.GitCommandError:
+        return False
+    return True
+
+
 def current_branch(repo: Repo) -> str | None:
     """The checked-out branch, None on a detached HEAD."""
     try:
