@@ -179,6 +179,18 @@ def test_the_gate_passes_over_main_failures_and_reports_them_apart(tmp_path):
     assert not res.ok and res.to_dict()["on_base"] == []
 
 
+def test_two_builds_of_a_package_on_one_target_are_judged_apart(tmp_path):
+    """A package with two builds tested on one target (e.g. its cpu and cuda builds): one failing as main does,
+    the other in another way; only the first is main's, the second blocks."""
+    root, base = _repo(tmp_path, ledger(("2.6.0", "cpu", "failed"), ("2.6.0", "cuda", "failed")))
+    ResultsStore(root / "build" / "results").put(results(run("failed", REASON), run("failed", REASON, variant="cuda")))
+    other = run("failed", OTHER, artifact="linux-64/hookprofiler-0.7.0-cuda_0.conda")
+    res = _gate(root, base, [*_pr_tests(REASON_PR), other])
+    assert not res.ok
+    assert [res.on_base(t) for t in res.tests if t.status == "failed"] == [True, True, False]
+    assert [t.get("on_base") for t in res.to_dict()["tests"] if t["status"] == "failed"] == [True, True, False]
+
+
 def test_a_pr_cannot_write_its_own_evidence_only_the_base_commit_counts(tmp_path):
     """The ledger is read at the base commit: a ledger the PR adds (or a work tree edit) is not main's."""
     root, base = _repo(tmp_path, None)

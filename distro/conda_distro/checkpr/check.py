@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.checkpr.onbase import BaseLookup, Classified, classify
+from conda_distro.checkpr.onbase import BaseLookup, Classified, classify, run_key
 from conda_distro.distribution import Distribution, Exclusions, load_distribution
 from conda_distro.engine.run import SCOPES, BuildOptions, build_paths, run_build
 from conda_distro.errors import ExitCode, UsageError
@@ -128,7 +128,7 @@ class CheckPrResult:
         """Each failing test (failed / blocked) as new or already failing on the base
         (:mod:`conda_distro.checkpr.onbase`); recomputed when the tests change (the fan-in sets them)."""
         failing = [t for t in self.tests if t.status in ("failed", "blocked")]
-        key = tuple((t.name, t.pytorch, t.variant, t.status, t.reason) for t in failing)
+        key = tuple((*run_key(t), t.status, t.reason) for t in failing)
         if self._classified is None or self._classified[0] != key:
             evidence = self.on_base_lookup.evidence(failing) if self.on_base_lookup is not None and failing else {}
             self._classified = (key, classify(failing, evidence))
@@ -136,14 +136,13 @@ class CheckPrResult:
 
     def on_base(self, test: TestRecord) -> bool:
         """Whether this failing test already fails the same way on the base (never the PR's failure)."""
-        return (test.name, test.pytorch, str(test.variant)) in {c.key for c in self.classified if c.on_base}
+        return run_key(test) in {c.key for c in self.classified if c.on_base}
 
     @property
     def own_tests(self) -> list[TestRecord]:
         """The tests whose outcome is the PR's: every test but the failures already present on the base."""
         known = {c.key for c in self.classified if c.on_base}
-        return [t for t in self.tests if (t.name, t.pytorch, str(t.variant)) not in known
-                or t.status not in ("failed", "blocked")]
+        return [t for t in self.tests if run_key(t) not in known or t.status not in ("failed", "blocked")]
 
     @property
     def ok(self) -> bool:
@@ -163,7 +162,7 @@ class CheckPrResult:
     def _tests_dicts(self) -> list[dict]:
         """The tests as JSON; a failing one says whether it already fails on the base (``on_base``)."""
         known = {c.key for c in self.classified if c.on_base}
-        return [{**t.to_dict(), "on_base": (t.name, t.pytorch, str(t.variant)) in known}
+        return [{**t.to_dict(), "on_base": run_key(t) in known}
                 if t.status in ("failed", "blocked") else t.to_dict() for t in self.tests]
 
     def to_dict(self) -> dict:

@@ -73,6 +73,7 @@ class Classified:
     """One failing test of the PR's run, classified."""
 
     name: str
+    artifact: str
     pytorch: str
     variant: str
     status: str
@@ -80,12 +81,17 @@ class Classified:
     why: str  # our words: what evidence decided it
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.name, self.pytorch, self.variant)
+    def key(self) -> tuple[str, str, str, str]:
+        return run_key(self)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "pytorch": self.pytorch, "variant": self.variant, "status": self.status,
+        return {"name": self.name, "artifact": self.artifact, "pytorch": self.pytorch, "variant": self.variant, "status": self.status,
                 "on_base": self.on_base, "why": self.why}
+
+
+def run_key(t: TestRecord | Classified) -> tuple[str, str, str, str]:
+    """One test of a run: package, artifact, release, variant."""
+    return (t.name, t.artifact, t.pytorch, str(t.variant))
 
 
 def signature(reason: str | None) -> str | None:
@@ -103,7 +109,7 @@ def classify(failures: Iterable[TestRecord], evidence: Mapping[tuple[str, Target
             continue
         main = evidence.get((t.name, Target(t.pytorch, t.variant)))
         on_base, why = _judge(t, main)
-        out.append(Classified(t.name, t.pytorch, str(t.variant), t.status, on_base, why))
+        out.append(Classified(t.name, t.artifact, t.pytorch, str(t.variant), t.status, on_base, why))
     return out
 
 
