@@ -309,10 +309,12 @@ def _rows(res: CheckPrResult, facts: _Facts) -> list[CommentRow]:
     names = list(res.affected) + [n for n in (*facts.unreadable, *facts.blocked_by) if n not in res.affected
                                   and (n in res.changed or n in facts.blocked_by)]
     rows = []
+    own = res.own_tests
+    known_all = [t for t in res.tests if t.status in ("failed", "blocked") and res.on_base(t)]
     for name in names:
         row = CommentRow(name, "pass", changed=name in res.changed)
-        tests = [t for t in res.own_tests if t.name == name]
-        known = [t.target for t in res.tests if t.name == name and t.status in ("failed", "blocked") and res.on_base(t)]
+        tests = [t for t in own if t.name == name]
+        known = [t.target for t in known_all if t.name == name]
         failed = [t.target for t in tests if t.status == "failed"]
         blocked = [t.target for t in tests if t.status == "blocked"]
         errored = [t.target for t in tests if t.status == "error"]
