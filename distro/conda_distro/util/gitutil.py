@@ -136,11 +136,12 @@ def show_file(repo: Repo, rev: str, path: str) -> str:
 
 
 def is_ancestor(repo: Repo, commit: str, rev: str) -> bool:
-    """Whether ``commit`` is ``rev`` or one of its ancestors (False when either is unknown)."""
+    """Whether ``commit`` is ``rev`` or one of its ancestors (False when either is unknown, or git takes
+    more than a minute to say)."""
     import git
 
     try:
-        repo.git.merge_base("--is-ancestor", commit, rev)
+        repo.git.merge_base("--is-ancestor", commit, rev, kill_after_timeout=60)
     except git.GitCommandError:
         return False
     return True
