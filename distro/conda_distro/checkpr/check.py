@@ -24,8 +24,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conda_distro.checkpr.onbase import BaseLookup, Classified, classify, run_key
 from conda_distro.distribution import Distribution, Exclusions, load_distribution
-from conda_distro.engine.run import SCOPES, BuildOptions, run_build
+from conda_distro.engine.run import SCOPES, BuildOptions, build_paths, run_build
 from conda_distro.errors import ExitCode, UsageError
 from conda_distro.graph import RecipeGraph
 from conda_distro.lint import Finding, LintOptions, lint_distribution
@@ -119,19 +120,50 @@ class CheckPrResult:
     root: Path | None = None  # the distribution's folder (logs are shown relative to it)
     only: str | None = None  # --only NAME: a reproduction of NAME's failure
     pytorch: tuple[str, ...] = ()  # --pytorch: the releases tested
+    on_base_lookup: BaseLookup | None = field(default=None, repr=False)  # main's evidence (None: none: all new)
+    _classified: tuple[tuple, list[Classified]] | None = field(default=None, repr=False)
+
+    @property
+    def classified(self) -> list[Classified]:
+        """Each failing test (failed / blocked) as new or already failing on the base
+        (:mod:`conda_distro.checkpr.onbase`); recomputed when the tests change (the fan-in sets them)."""
+        failing = [t for t in self.tests if t.status in ("failed", "blocked")]
+        key = tuple((*run_key(t), t.status, t.reason) for t in failing)
+        if self._classified is None or self._classified[0] != key:
+            evidence = self.on_base_lookup.evidence(failing) if self.on_base_lookup is not None and failing else {}
+            self._classified = (key, classify(failing, evidence))
+        return self._classified[1]
+
+    def on_base(self, test: TestRecord) -> bool:
+        """Whether this failing test already fails the same way on the base (never the PR's failure)."""
+        return run_key(test) in {c.key for c in self.classified if c.on_base}
+
+    @property
+    def own_tests(self) -> list[TestRecord]:
+        """The tests whose outcome is the PR's: every test but the failures already present on the base."""
+        known = {c.key for c in self.classified if c.on_base}
+        return [t for t in self.tests if run_key(t) not in known or t.status not in ("failed", "blocked")]
 
     @property
     def ok(self) -> bool:
+        """No lint or proposal error, every target solves, every build built, every test passed (flaky never
+        blocks; nor does a failure already present on the base: the PR does not make it worse), no pin to update."""
         return not self.malformed and not any(f.severity == "error" for f in self.lint + self.proposals) \
             and all(s.ok for s in self.solve) \
             and all(b.status in ("built", "skipped-existing") for b in self.builds) \
-            and all(t.status in ("passed", "flaky") for t in self.tests) and not self.needs_pin_update  # flaky never blocks
+            and all(t.status in ("passed", "flaky") for t in self.own_tests) and not self.needs_pin_update
 
     @property
     def exit_code(self) -> ExitCode:
         if self.malformed:
             return ExitCode.BAD_INPUT
         return ExitCode.OK if self.ok else ExitCode.FAILURES
+
+    def _tests_dicts(self) -> list[dict]:
+        """The tests as JSON; a failing one says whether it already fails on the base (``on_base``)."""
+        known = {c.key for c in self.classified if c.on_base}
+        return [{**t.to_dict(), "on_base": run_key(t) in known}
+                if t.status in ("failed", "blocked") else t.to_dict() for t in self.tests]
 
     def to_dict(self) -> dict:
         return {
@@ -140,7 +172,8 @@ class CheckPrResult:
             "scope": self.scope, "only": self.only, "pytorch": list(self.pytorch),
             "lint": [f.to_dict() for f in self.lint], "proposals": [f.to_dict() for f in self.proposals],
             "affected": self.affected, "solve": [s.to_dict() for s in self.solve],
-            "builds": [b.to_dict() for b in self.builds], "tests": [t.to_dict() for t in self.tests],
+            "builds": [b.to_dict() for b in self.builds], "tests": self._tests_dicts(),
+            "on_base": [c.to_dict() for c in self.classified if c.on_base],
             "needs_pin_update": [p.to_dict() for p in self.needs_pin_update], "maintainers": self.maintainers,
             **(self.excluded.to_dict() if self.excluded else {}),
         }
@@ -266,6 +299,8 @@ def check_pr(options: CheckPrOptions, reporter: ProgressSink | None = None) -> C
         keep = {options.only} | (graph.ancestors(options.only) & set(res.affected))
         res.affected = [n for n in graph.order() if n in keep]
     res.maintainers = {n: list(dist.recipes[n].maintainers) for n in res.affected}
+    # main's evidence, for telling the PR's failures from those already present on the base (read lazily)
+    res.on_base_lookup = BaseLookup(dist.root, options.base, dist.distro.state_dir, build_paths(dist).store)
     res.locations = {n: RecipeLocation(dist.recipes[n].path.relative_to(dist.root).as_posix(),
                                        dist.recipes[n].lines.get("build"), dist.recipes[n].lines.get("tests"))
                      for n in res.affected}

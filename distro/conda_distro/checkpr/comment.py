@@ -10,6 +10,9 @@ A :class:`~conda_distro.checkpr.check.CheckPrResult` becomes a :class:`PrReport`
   nothing about the package, and a rerun runs it again;
 * the findings: each with its ``file:line``, a hint saying what to do and a link to its log (identical
   failures on several targets are one finding);
+* the failures **already failing on the base — not caused by this PR** (:mod:`conda_distro.checkpr.onbase`:
+  main's record on the same release × variant fails with the same signature), apart: they are not the PR's
+  failures, never count as such (status ``already-failing``, no finding, nobody asked) and never block it;
 * the downstream maintainers (of affected packages the PR does not change) that must act, each
   mentioned once, with what they must do.
 
@@ -40,8 +43,10 @@ from conda_distro.util.safetext import shown
 from conda_distro.util.templating import render
 from conda_distro.vocab import Target, Variant
 
-STATUSES = ("pass", "fail", "error", "needs-pin-update", "blocked", "n-a")
-ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "needs-pin-update": "📌", "blocked": "⛔", "n-a": "➖"}
+STATUSES = ("pass", "fail", "error", "needs-pin-update", "blocked", "already-failing", "n-a")
+ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "needs-pin-update": "📌", "blocked": "⛔", "already-failing": "🔸",
+         "n-a": "➖"}
+ON_BASE = "already failing on the base (not caused by this PR)"
 #: the causes of an infrastructure ``error`` (a build or test that could not finish), as its reason begins
 CAUSES = (("timeout", "timeout"), ("output limit", "output limit"), ("mirror", "mirror"), ("disk full", "disk full"))
 RERUN_HINT = ("not a failure of the package: `conda-distro build --retry-errors` runs it again")
@@ -91,7 +96,7 @@ class CommentRow:
 class Item:
     """One finding: what, where (file:line), what to do, and its log."""
 
-    severity: str  # error | warning
+    severity: str  # error | warning | on-base (already failing on the base: not the PR's)
     message: str  # our words (markdown)
     package: str | None = None
     location: str | None = None
@@ -105,7 +110,7 @@ class Item:
 
     @property
     def icon(self) -> str:
-        return "❌" if self.severity == "error" else "⚠️"
+        return {"error": "❌", "on-base": ICONS["already-failing"]}.get(self.severity, "⚠️")
 
 
 @dataclass
@@ -126,6 +131,7 @@ class PrReport:
     rows: list[CommentRow] = field(default_factory=list)
     targets: int = 0  # release × variant combinations of the distribution
     items: list[Item] = field(default_factory=list)
+    on_base: list[Item] = field(default_factory=list)  # already failing on the base: not caused by this PR
     asks: list[Ask] = field(default_factory=list)
     solver: str | None = None  # the first solver explanation, folded (safetext: a block)
     not_built: bool = False  # --no-build
@@ -195,6 +201,7 @@ def build_report(res: CheckPrResult, links: LogLinks = LogLinks()) -> PrReport:
                    targets=len(facts.every), not_built=not res.built and bool(res.affected),
                    scope=res.scope if res.built else None)
     rep.items, rep.solver = _findings(res, facts, links)
+    rep.on_base = _on_base_items(res, links)
     rep.rows = _rows(res, facts)
     counts = {s: sum(r.status == s for r in rep.rows) for s in STATUSES}
     parts = [f"{n} {s}" for s, n in counts.items() if n]
@@ -244,7 +251,7 @@ def _findings(res: CheckPrResult, facts: _Facts, links: LogLinks) -> tuple[list[
     for f in res.lint + res.proposals:
         items.append(_finding(f))
     failed_tests: dict[tuple[str, str], list[TestRecord]] = {}
-    for t in res.tests:  # one finding per package and cause: the failure's signature (paths, ids, times cut)
+    for t in res.own_tests:  # one finding per package and cause: the failure's signature (paths, ids, times cut)
         if t.status == "failed":
             failed_tests.setdefault((t.name, _one_line(normalize(t.reason) if t.reason else "failed")), []).append(t)
     for b in res.builds:
@@ -293,7 +300,7 @@ def _only_errors(res: CheckPrResult) -> bool:
     errors = any(t.status == "error" for t in res.tests) or any(b.status == "error" for b in res.builds)
     wrong = (any(f.severity == "error" for f in res.lint + res.proposals) or any(not s.ok for s in res.solve)
              or res.needs_pin_update or res.excluded.unreadable
-             or any(t.status == "failed" for t in res.tests) or any(b.status == "failed" for b in res.builds))
+             or any(t.status == "failed" for t in res.own_tests) or any(b.status == "failed" for b in res.builds))
     return errors and not wrong
 
 
@@ -302,9 +309,12 @@ def _rows(res: CheckPrResult, facts: _Facts) -> list[CommentRow]:
     names = list(res.affected) + [n for n in (*facts.unreadable, *facts.blocked_by) if n not in res.affected
                                   and (n in res.changed or n in facts.blocked_by)]
     rows = []
+    own = res.own_tests
+    known_all = [t for t in res.tests if t.status in ("failed", "blocked") and res.on_base(t)]
     for name in names:
         row = CommentRow(name, "pass", changed=name in res.changed)
-        tests = [t for t in res.tests if t.name == name]
+        tests = [t for t in own if t.name == name]
+        known = [t.target for t in known_all if t.name == name]
         failed = [t.target for t in tests if t.status == "failed"]
         blocked = [t.target for t in tests if t.status == "blocked"]
         errored = [t.target for t in tests if t.status == "error"]
@@ -336,8 +346,12 @@ def _rows(res: CheckPrResult, facts: _Facts) -> list[CommentRow]:
             row.note, row.detail = (waits, "") if waits else ("blocked", why or "")
         elif not res.built:
             row.status, row.note = "n-a", "not built here (`--no-build`)"
-        elif not tests:
+        elif not tests and not known:
             row.status, row.note = "n-a", "no supported release admitted"
+        if known and row.status == "pass":  # only failures main already has: not the PR's
+            row.status, row.failed_on, row.note = "already-failing", targets_text(known, _targets_of(res, name)), ON_BASE
+        elif known:
+            row.note += f"; {ON_BASE} on {targets_text(known, _targets_of(res, name))}"
         flaky = [Target(t.pytorch, t.variant) for t in tests if t.status == "flaky"]
         if flaky and row.status == "pass":  # passed and failed on the same inputs: never blocks, said
             row.failed_on = targets_text(flaky, _targets_of(res, name))
@@ -389,7 +403,7 @@ def _next_steps(res: CheckPrResult, rep: PrReport) -> list[str]:
     steps = []
     if any(f.severity == "error" for f in res.lint + res.proposals):
         steps.append("fix the lint errors (`conda-distro lint --fix` fixes the simple ones)")
-    if any(t.status == "failed" for t in res.tests) or any(b.status == "failed" for b in res.builds):
+    if any(t.status == "failed" for t in res.own_tests) or any(b.status == "failed" for b in res.builds):
         steps.append("fix the failing builds/tests (each finding links its log)")
     if any(not s.ok for s in res.solve):
         steps.append("make the pins co-installable (`conda-distro solve` explains the conflict)")
@@ -437,6 +451,26 @@ def _error_items(res: CheckPrResult, links: LogLinks) -> list[Item]:
                                      f"{infra_cause(first.reason)})", name, hint=RERUN_HINT,
                           log_path=links.path(first.log), log_url=links.url(first.log), more_logs=len(tests) - 1,
                           detail=reason))
+    return items
+
+
+def _on_base_items(res: CheckPrResult, links: LogLinks) -> list[Item]:
+    """The failing tests already failing on the base: one entry per package, status and cause, with why."""
+    grouped: dict[tuple[str, str, str], list[TestRecord]] = {}
+    for t in res.tests:
+        if t.status in ("failed", "blocked") and res.on_base(t):
+            cause = _one_line(normalize(t.reason) if t.reason else t.status)
+            grouped.setdefault((t.name, t.status, cause), []).append(t)
+    items = []
+    for (name, status, _cause), tests in grouped.items():
+        where = res.locations.get(name)
+        first = sorted(tests, key=lambda t: (_version_key(t.pytorch), t.variant))[0]
+        what = "test failed" if status == "failed" else "test blocked"
+        items.append(Item("on-base", f"`{name}` {what} on {targets_text([t.target for t in tests], _targets_of(res, name))}",
+                          name, _loc(where.path, where.tests) if where else None,
+                          "main fails the same way here: not caused by this PR, and it does not block it",
+                          links.path(first.log), links.url(first.log), len(tests) - 1,
+                          detail=_one_line(first.reason or status)))
     return items
 
 

@@ -38,8 +38,9 @@ def check_pr_cmd(
 ) -> int:
     """The PR gate: lint + proposal checks + solve + build/test of the affected set.
 
-    Exit 0 ready to merge, 1 changes needed, 2 bad input. With --format markdown, bad input (exit 2)
-    still prints a comment saying what cannot be read and what to do."""
+    Exit 0 ready to merge, 1 changes needed, 2 bad input. A failing test that main already fails the same
+    way (same release and variant, same failure signature) is listed apart and does not fail the PR. With
+    --format markdown, bad input (exit 2) still prints a comment saying what cannot be read and what to do."""
     from conda_distro.checkpr.check import CheckPrOptions, ShardInputs
     from conda_distro.cli.progress import progress_sink
     from conda_distro.fanout.flows import pr_gate

@@ -135,6 +135,18 @@ def show_file(repo: Repo, rev: str, path: str) -> str:
         raise GitError(f"{path} is not in commit {rev}") from None
 
 
+def is_ancestor(repo: Repo, commit: str, rev: str) -> bool:
+    """Whether ``commit`` is ``rev`` or one of its ancestors (False when either is unknown, or git takes
+    more than a minute to say)."""
+    import git
+
+    try:
+        repo.git.merge_base("--is-ancestor", commit, rev, kill_after_timeout=60)
+    except git.GitCommandError:
+        return False
+    return True
+
+
 def current_branch(repo: Repo) -> str | None:
     """The checked-out branch, None on a detached HEAD."""
     try:
