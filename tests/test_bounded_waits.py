@@ -102,3 +102,14 @@ def test_a_tool_probe_that_never_answers_is_given_up(tmp_path):
     echo.write_text("#!/bin/sh\necho 12.1.0\n")
     echo.chmod(0o755)
     assert probe_output([str(echo)], timeout=30) == "12.1.0\n"
+
+
+def test_hashing_a_package_file_that_is_a_fifo_is_refused_not_read(tmp_path):
+    from conda_distro.channels.local import sha256_of
+    from conda_distro.errors import ChannelError
+
+    fifo = _fifo(tmp_path / "noarch" / "a-1-0.conda")
+    start = time.monotonic()
+    with pytest.raises(ChannelError, match="FIFO"):
+        sha256_of(fifo)
+    assert time.monotonic() - start < QUICK
