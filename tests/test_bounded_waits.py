@@ -113,3 +113,15 @@ def test_hashing_a_package_file_that_is_a_fifo_is_refused_not_read(tmp_path):
     with pytest.raises(ChannelError, match="FIFO"):
         sha256_of(fifo)
     assert time.monotonic() - start < QUICK
+
+
+def test_copying_a_package_file_that_is_a_fifo_is_refused_not_read(tmp_path):
+    from conda_distro.channels.local import _copy_hashed
+    from conda_distro.errors import ChannelError
+
+    fifo = _fifo(tmp_path / "staging" / "noarch" / "a-1-0.conda")
+    start = time.monotonic()
+    with pytest.raises(ChannelError, match="FIFO"):
+        _copy_hashed(fifo, tmp_path / "a-1-0.conda.part")
+    assert time.monotonic() - start < QUICK
+    assert not (tmp_path / "a-1-0.conda.part").exists()

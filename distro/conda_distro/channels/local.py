@@ -63,9 +63,10 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _copy_hashed(src: Path, dst: Path) -> str:
-    """Copy ``src`` to a new file ``dst`` (fsynced, mode 0644) and return the sha256 of what was written."""
+    """Copy ``src`` to a new file ``dst`` (fsynced, mode 0644) and return the sha256 of what was written
+    (``src`` not a regular file, such as a FIFO: :class:`ChannelError` before ``dst`` is made, nothing read)."""
     h = hashlib.sha256()
-    with naming(dst), open(src, "rb") as fin, open(dst, "xb") as fout:
+    with naming(dst), open_regular(src, error=ChannelError) as fin, open(dst, "xb") as fout:
         while chunk := fin.read(_CHUNK):
             h.update(chunk)
             fout.write(chunk)
