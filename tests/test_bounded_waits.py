@@ -125,3 +125,15 @@ def test_copying_a_package_file_that_is_a_fifo_is_refused_not_read(tmp_path):
         _copy_hashed(fifo, tmp_path / "a-1-0.conda.part")
     assert time.monotonic() - start < QUICK
     assert not (tmp_path / "a-1-0.conda.part").exists()
+
+
+def test_a_fifo_in_place_of_a_snapshot_index_gives_no_license_instead_of_hanging(tmp_path):
+    from conda_distro.channels.base import ChannelFile
+    from conda_distro.enduser.take import _license_of
+
+    _fifo(tmp_path / "noarch" / "repodata.json")
+    f = ChannelFile(subdir="noarch", filename="a-1-0.conda", name="a", version="1", build="0", build_number=0,
+                    sha256="0" * 64)
+    start = time.monotonic()
+    assert _license_of(tmp_path, f) is None
+    assert time.monotonic() - start < QUICK
