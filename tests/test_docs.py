@@ -27,7 +27,8 @@ def _reference_tool():
 
 
 def _tracked() -> list[str]:
-    return subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split("\0")
+    return subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True,
+                          timeout=120).stdout.split("\0")
 
 
 def test_readme_is_a_front_door():

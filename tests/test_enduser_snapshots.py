@@ -90,7 +90,7 @@ def test_promote_twice_snapshots_lockfiles_sbom_then_rollback(twice: Path, capsy
     prefix = tmp_path / "env"
     asyncio.run(install(records, target_prefix=str(prefix), cache_dir=tmp_path / "pkgs", show_progress=False))
     out = subprocess.run([str(prefix / "bin" / "python"), "-c", "import trainloop, metrickit, torch; print(torch.version.cuda)"],
-                         capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+                         capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "None", out.stderr
     code, verified = run_json_at(capsys, world, "verify-channel", "--pytorch", "2.5.1")
     assert verified["conda"] == {"channel_priority": "strict", "add_pip_as_python_dependency": True}
@@ -175,7 +175,7 @@ def test_rollback_killed_anywhere_is_completed_by_running_it_again(twice: Path, 
     for step in ("rollback-locked", "rollback-after-index", "rollback-after-channel"):
         env = {**os.environ, "CONDA_DISTRO_TEST_CRASH_AT": step}
         killed = subprocess.run([sys.executable, "-m", "conda_distro", "rollback", "--to", first["name"], "--why", "x",
-                                 "--root", str(world)], env=env, capture_output=True, text=True)
+                                 "--root", str(world)], env=env, capture_output=True, text=True, timeout=600)
         assert killed.returncode == -9, (step, killed.stderr[-2000:])
         # main's index never names a missing file or another sha256
         assert LocalChannel(main).audit().problems == [] or step == "rollback-after-index"

@@ -353,7 +353,7 @@ def test_an_infrastructure_error_makes_the_parent_wait_and_retry_errors_reruns_i
                               cwd=world, capture_output=True, text=True, timeout=600)
     finally:
         stop.set()
-        killer.join()
+        killer.join(timeout=60)
     assert killed and proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
     assert {t["status"] for t in doc["tests"] if t["name"] == "layerkit"} == {"error"}

@@ -127,7 +127,7 @@ def _git_holding_the_index_lock(repo_dir: Path) -> subprocess.Popen:
     """A person's `git commit` waiting for its editor: a live git process holding .git/index.lock (started
     from a shell, as a person's is: not a child of this process)."""
     (repo_dir / "distro.yaml").write_text("edited\n")
-    subprocess.run(["git", "-C", str(repo_dir), "add", "distro.yaml"], check=True)
+    subprocess.run(["git", "-C", str(repo_dir), "add", "distro.yaml"], check=True, timeout=60)
     proc = subprocess.Popen(["sh", "-c", "git commit -a; true"], cwd=repo_dir, env={**os.environ, "GIT_EDITOR": "sleep 60; :"},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 30
@@ -156,7 +156,7 @@ def test_a_lock_a_running_git_command_may_hold_is_left_alone(repo_dir):
         assert "git could not create branch sweep/pytorch-2.6.0" in err.value.message and "lock" in err.value.hint
     finally:
         os.killpg(person.pid, signal.SIGKILL)  # killed inside its command: index.lock stays, as after a crash
-        person.wait()
+        person.wait(timeout=60)
     deadline = time.monotonic() + 10
     while gitutil.git_processes(repo) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -180,7 +180,7 @@ def test_reading_git_commands_do_not_keep_a_stale_lock(repo_dir):
         assert gitutil.clear_stale_locks(repo, [stale], wait=0) == [stale]
     finally:
         reader.kill()
-        reader.wait()
+        reader.wait(timeout=60)
 
 
 def test_return_to_moves_head_and_the_index_back_only_when_moved(repo_dir):

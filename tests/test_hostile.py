@@ -207,7 +207,7 @@ class Listeners:
 
     def close(self) -> None:
         self.stop.set()
-        self.thread.join()
+        self.thread.join(timeout=30)
         for s in self.socks:
             s.close()
 

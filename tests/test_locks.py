@@ -42,7 +42,7 @@ def holder(path: Path, mode: str, seconds: float = 60) -> subprocess.Popen:
 
 def stop(p: subprocess.Popen) -> None:
     p.kill()
-    p.wait()
+    p.wait(timeout=60)
 
 
 def test_readers_share_the_lock_and_a_writer_waits_for_them(tmp_path):

@@ -370,7 +370,7 @@ def test_readers_never_see_an_inconsistent_main(root):
         retired = run_subprocess(root, "retire", "gamma", "--reason", "r")
     finally:
         stop.set()
-        reader.join()
+        reader.join(timeout=60)
     assert (promoted.returncode, retired.returncode) == (1, 0)
     assert problems == [] and 2 in seen
 
@@ -396,7 +396,7 @@ def test_second_promotion_times_out_with_exit_2(root):
         res = run_subprocess(root, "promote", "--lock-timeout", "1")
     finally:
         holder.kill()
-        holder.wait()
+        holder.wait(timeout=60)
     assert res.returncode == 2
     assert "another conda-distro process (a promote or retire) is using channel" in res.stderr and "--lock-timeout" in res.stderr
     assert assert_main_consistent(root) == {} and not (root / "channel_state").exists()
@@ -406,7 +406,7 @@ def test_second_promotion_waits_for_the_first(root):
     holder = _hold_lock(root, 2)
     t0 = time.monotonic()
     res = run_subprocess(root, "promote", "--lock-timeout", "60")
-    holder.wait()
+    holder.wait(timeout=60)
     assert res.returncode == 1 and time.monotonic() - t0 >= 1.5
     assert names(json.loads(res.stdout)["promoted"]) == {"alpha", "gamma"}
 

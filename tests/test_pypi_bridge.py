@@ -180,7 +180,7 @@ def test_bridged_packages_install_and_import(bridged, tmp_path):
     assert {r.name.normalized for r in recs} >= {"jinja2", "markupsafe", "psutil", "python", "python_abi"}
     out = subprocess.run([str(tmp_path / "env" / "bin" / "python"), "-c",
                           "import jinja2, psutil, markupsafe._speedups as s; assert psutil.cpu_count() >= 1; "
-                          "print(jinja2.__version__, s.__file__)"],
+                          "print(jinja2.__version__, s.__file__)"], timeout=120,
                          capture_output=True, text=True, check=True).stdout
     assert out.startswith("3.1.6 ") and str(tmp_path / "env" / "lib" / "python3.11" / "site-packages") in out
     # the installed METADATA is the wheel's own, byte for byte (whl2conda folds long lines; pip cannot read those)

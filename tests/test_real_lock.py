@@ -230,7 +230,7 @@ def test_one_pip_call_refuses_two_versions_of_a_project_and_passes_download_both
     reqs.write_text("".join(w.requirement_line + "\n" for w in wheels))
     one = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--require-hashes",
                           "-d", str(tmp_path / "one"), "-r", str(reqs)], capture_output=True, text=True, check=False,
-                         env={**os.environ, "PIP_CONSTRAINT": os.devnull})
+                         env={**os.environ, "PIP_CONSTRAINT": os.devnull}, timeout=900)
     assert one.returncode != 0 and "Cannot install" in one.stderr + one.stdout
     dl = download(wheels, tmp_path / "cache")
     assert dl.passes == 2 and sorted(dl.fetched) == sorted(lock.wheels)
@@ -311,7 +311,7 @@ def test_resolution_ignores_a_configured_constraints_file(tmp_path):
 
     capped = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps",
                              "--quiet", "jinja2==3.1.6"], capture_output=True, text=True, check=False,
-                            env={**os.environ, "PIP_CONFIG_FILE": str(conf)})
+                            env={**os.environ, "PIP_CONFIG_FILE": str(conf)}, timeout=600)
     assert capped.returncode != 0  # the configured cap is real
     closure = resolve(["jinja2==3.1.6"], PipOptions(env={"PIP_CONFIG_FILE": str(conf)}))
     assert {w.name: w.version for w in closure.wheels}["jinja2"] == "3.1.6"
@@ -348,7 +348,7 @@ def test_sandbox_real_rebuilds_from_its_lock_offline_and_refresh_prints_what_cha
     with monkeypatch.context() as m:
         _offline(m, tmp_path)
         blocked = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(tmp_path / "x"),
-                                  "einops==0.8.2"], capture_output=True, text=True, check=False)
+                                  "einops==0.8.2"], capture_output=True, text=True, check=False, timeout=600)
         assert blocked.returncode != 0  # pip really cannot reach anything
         code, out, err = run_cli(capsys, "sandbox", str(tmp_path / "w2"), "--real", "--format", "json")
     assert code == 0, err

@@ -161,7 +161,8 @@ def test_concurrent_cache_fill_builds_once(tmp_path, monkeypatch):
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a thread is still waiting for the cache's lock"
     assert len(calls) == 1
     assert sorted(r.built for r in results) == [False, True]
     assert results[0].path == results[1].path and (results[0].path / "cache-entry.json").is_file()

@@ -94,7 +94,7 @@ def http_folder(tmp_path: Path) -> Iterator[tuple[Path, int, Path]]:
             yield folder, port, log
         finally:
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=60)
 
 
 def listing(folder: Path) -> list[str]:
@@ -305,7 +305,7 @@ def test_a_private_folder_left_by_a_killed_build_is_removed_and_one_in_use_is_ke
     theirs = Path(holder.stdout.readline().strip())
     assert clear_stale_folders(root) == [] and theirs.is_dir()  # both in use
     holder.kill()  # kill -9: its lock goes with it
-    holder.wait()
+    holder.wait(timeout=60)
     assert clear_stale_folders(root) == [theirs] and not theirs.exists()
     assert mine.is_dir()
     os.close(fd)

@@ -55,5 +55,6 @@ def test_slots_never_let_more_sandboxes_run_than_jobs():
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a thread is still waiting for a slot"
     assert peak[0] == 2  # both slots used, never a third

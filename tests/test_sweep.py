@@ -1236,7 +1236,7 @@ def test_second_sweep_times_out_with_exit_2_and_writes_nothing(world27: Path, ca
         code, _, err = sweep(capsys, world27, "--pytorch", "2.7.0", "--commit", "--no-build", "--lock-timeout", "1")
     finally:
         holder.kill()
-        holder.wait()
+        holder.wait(timeout=60)
     assert code == 2 and "--lock-timeout" in err
     assert "another conda-distro process (a sweep, build, check-pr, promote or retire) is using the repository" in err
     assert tracked_state(world27) == before and [h.name for h in git.Repo(world27).heads] == ["main"]
@@ -1247,7 +1247,7 @@ def test_second_sweep_waits_for_the_first(world27: Path, capsys):
     holder = hold_lock(world27 / "build" / "locks" / "repository.lock", 2)
     t0 = time.monotonic()
     code, doc = sweep_json(capsys, world27, "--pytorch", "2.7.0", "--no-build", "--lock-timeout", "60")
-    holder.wait()
+    holder.wait(timeout=60)
     assert code == 0 and time.monotonic() - t0 >= 1.5
     assert releases_of(world27)[-1] == "2.7.0" and {p["status"] for p in doc["packages"]} >= {"bumped"}
 
@@ -1260,7 +1260,7 @@ def test_build_times_out_on_a_locked_staging_channel(sandbox_world: Path, capsys
         code, _, err = run_cli(capsys, "build", "tensorutils", "--lock-timeout", "1", "--root", str(sandbox_world))
     finally:
         holder.kill()
-        holder.wait()
+        holder.wait(timeout=60)
     assert code == 2
     assert "another conda-distro process (a build, sweep or promote) is using the staging channel" in err
     assert [p.name for p in staging.iterdir()] == [".conda-distro.lock"]  # nothing built

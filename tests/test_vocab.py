@@ -64,6 +64,6 @@ def test_no_cuda_string_comparisons_or_tuple_targets_outside_the_vocabulary():
     """The words live in one place: no ``== "cuda"`` (or ``"cpu"``) and no ``tuple[str, Variant]`` target
     anywhere else in the package."""
     found = subprocess.run(["grep", "-rnE", r"""[=!]= ?["'](cuda|cpu)["']|["'](cuda|cpu)["'] ?[=!]=|tuple\[str, Variant\]""",
-                            "--include=*.py", str(PACKAGE)], capture_output=True, text=True).stdout
+                            "--include=*.py", str(PACKAGE)], capture_output=True, text=True, timeout=120).stdout
     offenders = [line for line in found.splitlines() if not re.match(rf"{re.escape(str(PACKAGE))}/vocab\.py:", line)]
     assert offenders == []

@@ -129,7 +129,7 @@ def test_zizmor_reports_nothing():
         exe = _which("zizmor")
     if not exe:
         pytest.skip("zizmor unavailable: pip install zizmor failed")
-    help_text = subprocess.run([exe, "--help"], capture_output=True, text=True, check=False).stdout
+    help_text = subprocess.run([exe, "--help"], capture_output=True, text=True, check=False, timeout=120).stdout
     offline = ["--offline"] if "--offline" in help_text else ["--no-online-audits"]
     proc = subprocess.run([exe, *offline, "--no-progress", "--format", "plain", "--color", "never", str(GITHUB)],
                           capture_output=True, text=True, timeout=300, cwd=REPO, check=False,

@@ -457,7 +457,7 @@ class FakeAnaconda:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-                self.proc.wait()
+                self.proc.wait(timeout=60)
         if self.proc.stdout:
             self.proc.stdout.close()
 

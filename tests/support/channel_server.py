@@ -62,7 +62,7 @@ class ChannelServer:
 
     def close(self) -> None:
         self.proc.kill()
-        self.proc.wait()
+        self.proc.wait(timeout=60)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ def _jq(data, expr: str | None) -> str:
     text = json.dumps(data)
     if expr is None:
         return text + "\n"
-    return subprocess.run(["jq", "-r", expr], input=text, capture_output=True, text=True, check=True).stdout
+    return subprocess.run(["jq", "-r", expr], input=text, capture_output=True, text=True, check=True,
+                          timeout=60).stdout
 
 
 def main(argv: list[str]) -> int:

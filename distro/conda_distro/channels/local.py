@@ -32,7 +32,7 @@ from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.repodata import parse_repodata
 from conda_distro.errors import ChannelError
 from conda_distro.state.locks import LOCK_NAME, Deadline, main_lock
-from conda_distro.util.fsutil import atomic_write_text, naming
+from conda_distro.util.fsutil import atomic_write_text, naming, open_regular
 from conda_distro.util.jsonio import read_json
 
 PART_SUFFIX = ".part"
@@ -45,8 +45,10 @@ _SUBDIR_RE = re.compile(r"^(noarch|[a-z]+-[a-z0-9]+)$")
 
 
 def sha256_of(path: Path) -> str:
+    """The sha256 of the regular file ``path`` (a FIFO or device in its place: :class:`ChannelError`,
+    without reading it, so a file swapped by recipe code or another user cannot hang the command)."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_regular(path, error=ChannelError) as fh:
         while chunk := fh.read(_CHUNK):
             h.update(chunk)
     return h.hexdigest()
@@ -61,9 +63,10 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _copy_hashed(src: Path, dst: Path) -> str:
-    """Copy ``src`` to a new file ``dst`` (fsynced, mode 0644) and return the sha256 of what was written."""
+    """Copy ``src`` to a new file ``dst`` (fsynced, mode 0644) and return the sha256 of what was written
+    (``src`` not a regular file, such as a FIFO: :class:`ChannelError` before ``dst`` is made, nothing read)."""
     h = hashlib.sha256()
-    with naming(dst), open(src, "rb") as fin, open(dst, "xb") as fout:
+    with naming(dst), open_regular(src, error=ChannelError) as fin, open(dst, "xb") as fout:
         while chunk := fin.read(_CHUNK):
             h.update(chunk)
             fout.write(chunk)

@@ -38,10 +38,11 @@ from conda_distro.enduser.conda_solve import CondaSettings
 from conda_distro.enduser.lockfiles import LockInputs, LockResult, write_lockfiles
 from conda_distro.enduser.sbom import SbomPackage, packages_of, write_sbom
 from conda_distro.enduser.snapshots import LABEL_DIR, LOCKFILES_DIR, SBOM_FILE, SNAPSHOTS_DIR, SnapshotRecord, SnapshotStore
-from conda_distro.errors import ChannelError
+from conda_distro.errors import ChannelError, DistroError
 from conda_distro.state.ledger import current_user
 from conda_distro.util.dates import utcnow
 from conda_distro.util.gitutil import current_commit, find_repo, origin_url
+from conda_distro.util.jsonio import read_json
 from conda_distro.vocab import Target
 
 
@@ -261,9 +262,9 @@ def _lockfiles_and_sbom(distro: DistroRepo, files: dict[str, ChannelFile], place
 def _license_of(folder: Path, f: ChannelFile) -> str | None:
     """The license the snapshot's index records for ``f`` (None when unknown)."""
     path = folder / f.subdir / REPODATA
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    try:  # (bounded, regular files only: a FIFO in its place cannot hang the snapshot)
+        data = read_json(path, "repodata")
+    except (OSError, ValueError, DistroError):
         return None
     for key in ("packages.conda", "packages"):
         rec = (data.get(key) or {}).get(f.filename)

@@ -40,11 +40,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 from urllib.parse import unquote, urlparse
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
-from conda_distro.errors import ConfigError
+from conda_distro.config import Limits
+from conda_distro.errors import ConfigError, DistroError
 from conda_distro.util.cachedir import default_cache_dir
-from conda_distro.util.fsutil import link_or_copy
+from conda_distro.util.fsutil import link_or_copy, open_regular, read_bounded_text
 from conda_distro.util.rattler_env import index_channel
 
 if TYPE_CHECKING:
@@ -56,6 +57,10 @@ MAX_BYTES = 50 << 30  # past this, the least recently used files go first
 FETCH_TIMEOUT = 300  # seconds without progress before a download is given up
 PART_AGE = 86400  # a part file this old was left by a download killed with -9
 LOCK = ".lock"  # in a store entry's folder: held while its file is fetched
+#: seconds a unit waits for another process's download of the same file (the build limit: a download
+#: that takes longer than a whole build is stuck, and the unit fails as infrastructure naming the lock)
+LOCK_TIMEOUT = Limits().build_timeout
+MAX_ENTRY_BYTES = 1 << 20  # an indexer entry (entry.json) larger than this is not one
 ENTRY = "entry.json"  # in a store entry's folder: the indexer's repodata entry for its file
 MAX_WANTED = 50  # specs remembered per package (what a sandbox needed beyond the solves)
 
@@ -160,9 +165,10 @@ def mirroring(distro: DistroRepo) -> Mirroring | None:
 class MirrorStore:
     """The content-addressed store of mirrored package files, and the views made from it."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, *, lock_timeout: float = LOCK_TIMEOUT) -> None:
         self.root = root or store_root()
         self.pkgs = self.root / "pkgs"
+        self.lock_timeout = lock_timeout
 
     # -------------------------------------------------------------- files
 
@@ -175,12 +181,21 @@ class MirrorStore:
         name = re.sub(r"[^A-Za-z0-9._+-]", "_", rec.file_name).lstrip(".") or "package"
         dest = self.pkgs / key / name
         dest.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(dest.parent / LOCK)):  # units running at once download a file once
+        lock = FileLock(str(dest.parent / LOCK), timeout=self.lock_timeout)
+        try:
+            lock.acquire()  # units running at once download a file once
+        except Timeout:
+            raise MirrorError(f"{rec.file_name}: another process has been downloading it for over "
+                              f"{self.lock_timeout:g} s and still holds {dest.parent / LOCK}; stop that process "
+                              "(the lock is released when it ends) and run again") from None
+        try:
             if dest.is_file() and not dest.is_symlink():
                 with contextlib.suppress(OSError):
                     os.utime(dest)  # used now: kept by prune
                 return dest
             return self._download(rec, dest)
+        finally:
+            lock.release()
 
     def _download(self, rec: NeededRecord, dest: Path) -> Path:
         fd, tmp = tempfile.mkstemp(prefix=".part-", dir=self.pkgs)
@@ -236,8 +251,8 @@ class MirrorStore:
         beside it (a view is made of such entries: no file is read again)."""
         cached = stored.parent / ENTRY
         if cached.is_file():
-            with contextlib.suppress(OSError, ValueError):
-                entry = json.loads(cached.read_text(encoding="utf-8"))
+            with contextlib.suppress(OSError, ValueError, DistroError):  # (not a regular file: index again)
+                entry = json.loads(read_bounded_text(cached, MAX_ENTRY_BYTES))
                 if isinstance(entry, dict):
                     return entry
         with tempfile.TemporaryDirectory(prefix=".index-", dir=self.pkgs) as tmp:
@@ -274,9 +289,9 @@ class MirrorStore:
         another :data:`KEEP_DAYS`)."""
         path = self._wanted_file(package)
         try:
-            data = json.loads(path.read_text(encoding="utf-8")) if path.stat().st_size < 65536 else []
+            data = json.loads(read_bounded_text(path, 65535))  # (a FIFO or device: refused, not read)
             os.utime(path)
-        except (OSError, ValueError):
+        except (OSError, ValueError, DistroError):
             return []
         return [s for s in data if isinstance(s, str)] if isinstance(data, list) else []
 
@@ -327,7 +342,7 @@ class MirrorStore:
 def _open(url: str) -> BinaryIO:
     parsed = urlparse(url)
     if parsed.scheme == "file":
-        return open(unquote(parsed.path), "rb")  # noqa: SIM115 - closed by the caller's with
+        return cast(BinaryIO, open_regular(unquote(parsed.path), error=MirrorError))  # closed by the caller's with
     if parsed.scheme in ("http", "https"):
         return cast(BinaryIO, urllib.request.urlopen(url, timeout=FETCH_TIMEOUT))  # noqa: S310 - scheme checked
     raise MirrorError(f"cannot download {shown_url(url)}: only http, https and file URLs can be mirrored")

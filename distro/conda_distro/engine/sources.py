@@ -27,6 +27,7 @@ from conda_distro.errors import RecipeError
 from conda_distro.recipe.model import Recipe
 from conda_distro.recipe.sources import check_sources, point_recipe_at, source_paths
 from conda_distro.util.cachedir import default_cache_dir
+from conda_distro.util.fsutil import open_regular
 
 FETCH_TIMEOUT = 120  # seconds without progress before a download is given up
 MAX_SOURCE_BYTES = 8 << 30
@@ -71,7 +72,7 @@ def sources_cache() -> Path:
 
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_regular(path, error=SourceFetchError) as fh:
         while chunk := fh.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
@@ -86,7 +87,7 @@ def _file_name(url: str) -> str:
 def _copy_from(url: str, dest: BinaryIO, limit: int) -> None:
     parsed = urlparse(url)
     if parsed.scheme == "file":
-        with open(unquote(parsed.path), "rb") as fin:
+        with open_regular(unquote(parsed.path), error=SourceFetchError) as fin:
             _copy_stream(fin, dest, limit)
     elif parsed.scheme in ("http", "https"):
         with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as resp:  # noqa: S310 - scheme checked

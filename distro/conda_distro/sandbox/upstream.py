@@ -62,6 +62,22 @@ DEFAULT_CUDA = "12.8"
 RATTLER_CACHE = "rattler-cache"
 
 
+PROBE_TIMEOUT_S = 120.0  # seconds for a compiler to print its version (it answers in well under one)
+
+
+def probe_output(argv: Sequence[str], timeout: float = PROBE_TIMEOUT_S) -> str:
+    """What ``argv`` (a version probe: ``gcc -dumpversion``) prints, or ``""`` when it cannot run or has
+    not ended within ``timeout`` seconds (it is killed then: a broken compiler wrapper cannot hang
+    ``sandbox``; the caller treats no answer as no version)."""
+    import subprocess
+
+    try:
+        return subprocess.run(list(argv), capture_output=True, text=True, check=False, timeout=timeout,
+                              stdin=subprocess.DEVNULL).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
 class SandboxError(DistroError):
     """The sandbox world cannot be created (bad target folder, unusable host python, failed build)."""
 
@@ -136,8 +152,6 @@ class Toolchain:
 
     @classmethod
     def detect(cls) -> Toolchain:
-        import subprocess
-
         def which(*names: str) -> str:
             for name in names:
                 found = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
@@ -148,12 +162,12 @@ class Toolchain:
         gcc, gxx = which("gcc"), which("g++")
         if not gcc or not gxx:
             raise SandboxError("the machine has no gcc/g++ under /usr", hint="install Debian's build-essential")
-        version = subprocess.run([gcc, "-dumpversion"], capture_output=True, text=True, check=False).stdout.strip()
+        version = probe_output([gcc, "-dumpversion"]).strip()
         glibc = (os.confstr("CS_GNU_LIBC_VERSION") or "glibc 2.17").split()[-1]
         nvcc = which("nvcc")
         nvcc_version = ""
         if nvcc:
-            out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
+            out = probe_output([nvcc, "--version"])
             found = re.search(r"release (\d+\.\d+)", out)
             nvcc_version = found.group(1) if found else ""
             nvcc = os.path.realpath(nvcc) if nvcc_version else ""

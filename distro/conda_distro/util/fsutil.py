@@ -104,6 +104,26 @@ def hash_file(path: Path, h: Any, *, error: type[DistroError] = DistroError, hin
         raise error(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path, hint=hint) from None
 
 
+def open_regular(path: str | Path, *, error: type[Exception] = DistroError) -> Any:
+    """``path`` opened for reading in binary (a file object; no size cap, for package and source files that
+    are streamed), only when it is a regular file (after symbolic links): a FIFO, device, socket, folder or
+    file of ``/proc`` or ``/sys`` is ``error(message)`` without reading it. The file is opened non-blocking
+    and checked before any read, so a FIFO left in a file's place cannot hang the command. An ``OSError``
+    while opening passes through (the caller names its own input)."""
+    if os.path.realpath(path).startswith(_KERNEL_FILE_SYSTEMS):
+        raise error(f"{path} is a file of the kernel, not a regular file: refused")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise error(f"{path} is {what}, not a regular file: refused")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 @contextlib.contextmanager
 def naming(path: Path) -> Iterator[None]:
     """An ``OSError`` raised inside that names no file (a write stopped by a file size limit, ``EFBIG``,
