@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardPlan, ShardSpec, make_shards, unit_package  # noqa: E402
+from conda_distro.fanout.plan import COMPILED_WEIGHT, Shard, ShardPlan, ShardSpec, make_shards, unit_package  # noqa: E402
 from conda_distro.graph import RecipeGraph  # noqa: E402
 
 CD = Path(sys.executable).parent / "conda-distro"
@@ -125,15 +125,16 @@ def predict(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: i
     job = r.start + r.install + c.job + c.render * run.n_recipes
     mb = {u: r.mb_per_package * (10 if unit_package(u) in run.compiled else 1) for s in plan.shards for u in s.packages}
     wall = job  # the plan job
-    done: list[str] = []  # units of earlier stages: their bundles are downloaded, one artifact per shard
-    bundles = 0
+    by_id = {s.id: s for s in plan.shards}
+
+    def down(s: Shard) -> float:  # the bundles of its inputs (the shards holding its dependencies)
+        ins = [by_id[i] for i in s.inputs]
+        return r.per_artifact * len(ins) + sum(mb[u] for x in ins for u in x.packages) / r.mb_per_s
+
     for stage in plan.stages:
-        down = r.per_artifact * bundles + sum(mb[u] for u in done) / r.mb_per_s if done else 0.0
-        shard_times = [job + down + c.build_fixed + sum(unit_cost(u, run, c) for u in s.packages)
+        shard_times = [job + down(s) + c.build_fixed + sum(unit_cost(u, run, c) for u in s.packages)
                        + r.per_artifact + sum(mb[u] for u in s.packages) / r.mb_per_s for s in stage]
         wall += max(shard_times)
-        done += [u for s in stage for u in s.packages]
-        bundles += len(stage)
     fanin = job + (r.per_artifact * len(plan.shards) + sum(mb.values()) / r.mb_per_s if plan.shards else 0.0) \
         + c.solve * run.targets
     if run.promote:
@@ -426,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RATTLER_CACHE_DIR", str(work / "rattler-cache"))
-    world = make_world(work)
+    world = make_world(work) if not (args.costs and args.table_only) else work / "world"
     if args.costs:
         render, build, target, job, fixed = (float(x) for x in args.costs.split(","))
         c = Costs(render=render, build=build, target=target, job=job, build_fixed=fixed, compiled_build=args.compiled_build)
