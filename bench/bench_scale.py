@@ -15,15 +15,16 @@ day take for N packages on K runners per stage.
    job plus, per unit, a noarch package's build and test targets or one compiled build and its share of
    the targets; the fan-in a job plus rendering and a solve per target. On GitHub a job also costs the
    runner's start, checkout + setup-python + install, and its artifacts' transfer (:class:`Runner`,
-   documented parameters, not measured here).
+   documented parameters, not measured here): a shard downloads the bundles of its inputs (the earlier
+   shards holding its dependencies) and uploads its own.
 3. **Validation** (:class:`Emulated`, :func:`validate`): the PR gate of the sandbox world (one release, one
    variant; every root recipe changed: all 11 packages over 3 levels) run job by job through
    tests/support/ghworkflow.py (pr.yml as GitHub runs it: plan matrices, needs order, a fresh clone per
    job, the artifacts the YAML names) at K = 1, 2, 4, after a warm-up run, ``--repeat`` runs per K
    interleaved. Jobs run one after another on this machine, each measured from its first step, so the
    measured wall time is the needs graph's critical path over the measured job times (a stage: its
-   slowest shard). The model of that: the plan and fan-in jobs' times and a shard job's fixed and
-   per-package cost, fitted by least squares on the runs of the other K (leave one K out). Printed:
+   slowest shard). The model of that: the plan and fan-in jobs' times, a shard job's fixed cost and each
+   package's own cost, fitted by least squares on the runs of the other K (leave one K out). Printed:
    predicted vs measured (median) and the error, with the load (target: within 25 %).
 4. **The table**: N = 50, 300, 1,000 packages (bench/gen_recipes.py's dependency graph, 20 % compiled),
    K = 1, 5, 20, 50 runners per stage, with GitHub runner overheads: the PR gate (a change to the package
@@ -53,7 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardPlan, ShardSpec, make_shards, unit_package  # noqa: E402
+from conda_distro.fanout.plan import COMPILED_WEIGHT, Shard, ShardPlan, ShardSpec, make_shards, unit_package  # noqa: E402
 from conda_distro.graph import RecipeGraph  # noqa: E402
 
 CD = Path(sys.executable).parent / "conda-distro"
@@ -125,15 +126,16 @@ def predict(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: i
     job = r.start + r.install + c.job + c.render * run.n_recipes
     mb = {u: r.mb_per_package * (10 if unit_package(u) in run.compiled else 1) for s in plan.shards for u in s.packages}
     wall = job  # the plan job
-    done: list[str] = []  # units of earlier stages: their bundles are downloaded, one artifact per shard
-    bundles = 0
+    by_id = {s.id: s for s in plan.shards}
+
+    def down(s: Shard) -> float:  # the bundles of its inputs (the shards holding its dependencies)
+        ins = [by_id[i] for i in s.inputs]
+        return r.per_artifact * len(ins) + sum(mb[u] for x in ins for u in x.packages) / r.mb_per_s
+
     for stage in plan.stages:
-        down = r.per_artifact * bundles + sum(mb[u] for u in done) / r.mb_per_s if done else 0.0
-        shard_times = [job + down + c.build_fixed + sum(unit_cost(u, run, c) for u in s.packages)
+        shard_times = [job + down(s) + c.build_fixed + sum(unit_cost(u, run, c) for u in s.packages)
                        + r.per_artifact + sum(mb[u] for u in s.packages) / r.mb_per_s for s in stage]
         wall += max(shard_times)
-        done += [u for s in stage for u in s.packages]
-        bundles += len(stage)
     fanin = job + (r.per_artifact * len(plan.shards) + sum(mb.values()) / r.mb_per_s if plan.shards else 0.0) \
         + c.solve * run.targets
     if run.promote:
@@ -156,11 +158,12 @@ class Emulated:
     fixed: float
     per_package: float
     blocked: frozenset[str] = frozenset()  # packages a failed dependency blocks in this world: no work
+    cost: dict[str, float] = field(default_factory=dict)  # each package's own cost, where it was fitted
 
     def predict(self, run: Run, k: int) -> float:
         shards = shards_of(run, k, per_shard=1)
-        return self.plan + sum(max(self.fixed + self.per_package * len(set(s.packages) - self.blocked) for s in stage)
-                               for stage in shards.stages) + self.fanin
+        return self.plan + sum(max(self.fixed + sum(self.cost.get(p, self.per_package) for p in set(s.packages) - self.blocked)
+                                   for s in stage) for stage in shards.stages) + self.fanin
 
 
 # --- measuring on this machine
@@ -330,16 +333,39 @@ def validate(world: Path, work: Path, ks: tuple[int, ...], warmup: bool = True,
     return rows, model
 
 
+def _solve(rows: list[list[float]], y: list[float], ridge: float = 1e-6) -> list[float]:
+    """Least squares ``rows · x ≈ y`` by the normal equations (a few unknowns; a tiny ridge keeps a
+    column no run separates solvable)."""
+    n = len(rows[0])
+    m = [[sum(a[i] * a[j] for a in rows) + (ridge if i == j else 0.0) for j in range(n)]
+         + [sum(a[i] * t for a, t in zip(rows, y, strict=True))] for i in range(n)]
+    for c in range(n):
+        piv = max(range(c, n), key=lambda r: abs(m[r][c]))
+        m[c], m[piv] = m[piv], m[c]
+        for r in range(n):
+            if r != c and m[c][c]:
+                f = m[r][c] / m[c][c]
+                m[r] = [a - f * b for a, b in zip(m[r], m[c], strict=True)]
+    return [m[i][n] / m[i][i] if m[i][i] else 0.0 for i in range(n)]
+
+
 def calibrate(runs: list[dict]) -> Emulated:
-    """The emulator's model from measured runs: the plan and fan-in jobs' mean times, and a shard job's
-    fixed and per-package cost fitted over all their shard jobs."""
+    """The emulator's model from measured runs: the plan and fan-in jobs' mean times, a shard job's fixed
+    cost and **each package's own cost** (least squares over all shard jobs: a job's time = fixed + the
+    costs of the packages it builds or tests; packages differ several-fold, and the shard holding the
+    heavy ones sets its stage's time, which one mean cost per package cannot say), and that mean cost
+    for packages no run measured."""
     jobs = [j for r in runs for j in r["jobs"]]
-    fixed, per_package = fit([(len(set(j["packages"]) - set(j.get("blocked", ()))), j["seconds"])
-                              for j in jobs if j["job"].startswith("level-")])
+    shard_jobs = [j for j in jobs if j["job"].startswith("level-")]
+    work = [sorted(set(j["packages"]) - set(j.get("blocked", ()))) for j in shard_jobs]
+    _fixed, per_package = fit([(len(w), j["seconds"]) for w, j in zip(work, shard_jobs, strict=True)])
+    names = sorted({p for w in work for p in w})
+    x = _solve([[1.0, *(1.0 if n in w else 0.0 for n in names)] for w in work], [j["seconds"] for j in shard_jobs])
     return Emulated(plan=statistics.mean(j["seconds"] for j in jobs if j["job"] == "plan"),
                     fanin=statistics.mean(j["seconds"] for j in jobs if j["job"] == "check-pr"),
-                    fixed=fixed, per_package=per_package,
-                    blocked=frozenset(p for j in jobs for p in j.get("blocked", ())))
+                    fixed=max(0.0, x[0]), per_package=per_package,
+                    blocked=frozenset(p for j in jobs for p in j.get("blocked", ())),
+                    cost={n: max(0.0, c) for n, c in zip(names, x[1:], strict=True)})
 
 
 # --- the table
@@ -426,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RATTLER_CACHE_DIR", str(work / "rattler-cache"))
-    world = make_world(work)
+    world = make_world(work) if not (args.costs and args.table_only) else work / "world"
     if args.costs:
         render, build, target, job, fixed = (float(x) for x in args.costs.split(","))
         c = Costs(render=render, build=build, target=target, job=job, build_fixed=fixed, compiled_build=args.compiled_build)

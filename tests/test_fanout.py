@@ -43,6 +43,9 @@ def _check_invariants(graph: RecipeGraph, affected: list[str], plan, spec: Shard
                 assert su.stage < sv.stage or (su.id == sv.id and su.packages.index(uu) < sv.packages.index(vv)), (uu, vv)
     assert len(plan.stages) <= spec.stages
     assert all(len(s) <= spec.runners for s in plan.stages)
+    for s in plan.shards:  # a shard's inputs: exactly the earlier shards holding one of its packages' ancestors
+        needed = {owner[x] for n in s.names for a in graph.ancestors(n) for x in units if unit_package(x) == a}
+        assert set(s.inputs) == {i for i in needed if plan.shard(i).stage < s.stage}
 
 
 def test_levels_become_stages_and_big_levels_split():
@@ -50,7 +53,13 @@ def test_levels_become_stages_and_big_levels_split():
     plan = make_shards(graph, graph.names, {}, ShardSpec(runners=2, per_shard=1, stages=6))
     assert [[s.packages for s in stage] for stage in plan.stages] == \
         [[("a", "c", "e"), ("b", "d")], [("x",)], [("y",)]]
+    # a shard takes only the earlier shards holding its dependencies (direct or not): y needs x, a, b; not c, e
     assert plan.earlier("s2-0") == [*plan.stages[0], *plan.stages[1]] and plan.earlier("s0-1") == []
+    assert plan.earlier("s1-0") == plan.stages[0] and plan.shard("s2-0").download == "shard-{s0-0,s0-1,s1-0}"
+    side = make_shards(_graph([("a", "x"), ("c", "z")], ["a", "c"]), ["a", "c", "x", "z"], {},
+                       ShardSpec(runners=2, per_shard=1, stages=6))
+    assert [(s.id, s.packages, s.inputs, s.download) for s in side.stages[1]] == \
+        [("s1-0", ("x",), ("s0-0",), "shard-s0-0"), ("s1-1", ("z",), ("s0-1",), "shard-s0-1")]
     # one runner per stage: one shard each; enough runners, 2 per shard: 3 shards for 5 packages
     assert [len(s) for s in make_shards(graph, graph.names, {}, ShardSpec(runners=1, per_shard=1)).stages] == [1, 1, 1]
     assert len(make_shards(graph, graph.names, {}, ShardSpec(runners=10, per_shard=2)).stages[0]) == 3
@@ -96,7 +105,8 @@ def test_the_plan_as_github_outputs():
     graph = _graph([("a", "b")])
     plan = make_shards(graph, ["a", "b"], {}, ShardSpec(runners=2, per_shard=1, stages=3))
     out = dict(line.split("=", 1) for line in plan.github_lines(3))
-    assert json.loads(out["stage-0"]) == {"include": [{"shard": "s0-0", "stage": 0, "packages": "a"}]}
+    assert json.loads(out["stage-0"]) == {"include": [{"shard": "s0-0", "stage": 0, "packages": "a", "inputs": ""}]}
+    assert json.loads(out["stage-1"])["include"][0]["inputs"] == "shard-s0-0"
     assert out["count-2"] == "0" and json.loads(out["stage-2"]) == {"include": []} and out["shards"] == "2"
     assert make_shards(graph, [], {}, ShardSpec()).shards == []
 

@@ -267,7 +267,9 @@ def test_pr_workflow_fans_out_by_level_and_fans_in_to_check_pr():
         uploads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
         assert [u["with"]["name"] for u in uploads] == ["shard-${{ matrix.shard }}"]
         downloads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@")]
-        assert [d["with"]["pattern"] for d in downloads] == ([] if i == 0 else ["shard-*"])
+        # only the plan's inputs of this shard (the earlier shards holding its dependencies), skipped when none
+        assert [(d["with"]["pattern"], d.get("if")) for d in downloads] == \
+            ([] if i == 0 else [("${{ matrix.inputs }}", "matrix.inputs != ''")])
     assert gate["needs"] == ["plan", *levels]
     gate_text = _steps_text(gate)
     assert "conda-distro check-pr --base" in gate_text and "--from-shards" in gate_text and "--format markdown" in gate_text
@@ -648,6 +650,7 @@ def _failing_tool(shims: Path, code: int = 1) -> None:
 
 
 _EXPRESSIONS = {"github.base_ref": "main", "matrix.packages": "a b", "matrix.shard": "s0-0",
+                "matrix.inputs": "shard-{s0-0,s0-1}",
                 "secrets.ANACONDA_API_TOKEN": "anaconda-test-token", "github.token": "gh-test-token",
                 "github.event.before": "0" * 40, "inputs.pytorch_version": "2.7.0",
                 "github.event.pull_request.number": "7", "github.event.pull_request.head.sha": "a" * 40,

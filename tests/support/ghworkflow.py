@@ -109,8 +109,10 @@ class ArtifactStore:
             shutil.copytree(self.root / with_["name"], path, dirs_exist_ok=True, symlinks=True)
             return
         merge = str(with_.get("merge-multiple", "false")) == "true"
+        m = re.fullmatch(r"(.*)\{([^{}]*)\}(.*)", with_["pattern"])  # one brace alternative, as minimatch expands it
+        patterns = [m[1] + alt + m[3] for alt in m[2].split(",")] if m else [with_["pattern"]]
         for name in names:
-            if fnmatch.fnmatch(name, with_["pattern"]):
+            if with_["pattern"] and any(fnmatch.fnmatch(name, p) for p in patterns):
                 shutil.copytree(self.root / name, path if merge else path / name, dirs_exist_ok=True, symlinks=True)
 
 

@@ -70,8 +70,19 @@ class Shard:
         """The packages it builds (some maybe in part: some of their builds)."""
         return tuple(dict.fromkeys(unit_package(u) for u in self.packages))
 
+    inputs: tuple[str, ...] = ()  # the earlier shards holding its packages' dependencies (transitively)
+
+    @property
+    def download(self) -> str:
+        """The artifact pattern of its inputs' bundles (``shard-<id>``, ``shard-{<id>,<id>}``: a glob with
+        brace alternatives, as ``actions/download-artifact`` matches it), or "" when it has none."""
+        if len(self.inputs) <= 1:
+            return "".join(f"shard-{i}" for i in self.inputs)
+        return "shard-{" + ",".join(self.inputs) + "}"
+
     def to_dict(self) -> dict:
-        return {"shard": self.id, "stage": self.stage, "packages": " ".join(self.packages)}
+        return {"shard": self.id, "stage": self.stage, "packages": " ".join(self.packages),
+                "inputs": self.download}
 
 
 @dataclass
@@ -94,9 +105,10 @@ class ShardPlan:
         return {p: s.id for s in self.shards for p in s.packages}
 
     def earlier(self, shard_id: str) -> list[Shard]:
-        """The shards of the stages before ``shard_id``'s (what its job downloads)."""
+        """The shards of earlier stages that hold a dependency (direct or not) of ``shard_id``'s packages:
+        exactly what its job downloads and takes (its build and tests need nothing else)."""
         own = self.shard(shard_id)
-        return [] if own is None else [s for s in self.shards if s.stage < own.stage]
+        return [] if own is None else [s for s in self.shards if s.id in own.inputs]
 
     def matrix(self, stage: int) -> dict:
         """Stage ``stage``'s GitHub Actions matrix (``include``: shard, stage, packages)."""
@@ -162,4 +174,20 @@ def make_shards(graph: RecipeGraph, affected: list[str], weights: dict[str, int]
         shards = [sorted((u for g in b for u in g), key=rank.__getitem__) for b in bins]
         shards.sort(key=lambda s: rank[s[0]])
         plan.stages.append([Shard(f"s{stage}-{i}", stage, tuple(s)) for i, s in enumerate(shards)])
+    return _with_inputs(plan, graph)
+
+
+def _with_inputs(plan: ShardPlan, graph: RecipeGraph) -> ShardPlan:
+    """Each shard's inputs: the shards of earlier stages owning a unit of one of its packages' ancestors
+    (dependencies, direct or not: a test environment installs them all, a failure of any blocks it)."""
+    owners: dict[str, list[Shard]] = {}
+    for s in plan.shards:
+        for n in s.names:
+            owners.setdefault(n, []).append(s)
+    for stage in plan.stages:
+        for i, s in enumerate(stage):
+            deps = {a for n in s.names for a in graph.ancestors(n)}
+            ids = sorted({o.id for d in deps for o in owners.get(d, ()) if o.stage < s.stage},
+                         key=lambda x: tuple(int(v) for v in x[1:].split("-")))
+            stage[i] = Shard(s.id, s.stage, s.packages, tuple(ids))
     return plan
