@@ -28,6 +28,36 @@ def _megabytes(n: int) -> str:
     return f"{n / (1024 * 1024):g} MB" if n >= 1024 * 1024 else f"{n // 1024} KB"
 
 
+class _NotRegular(Exception):
+    """A path that is not a regular file; ``what`` it is instead, for the caller's own message."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+_REPLACE_HINT = "replace it with the regular file it should be"
+
+
+def _open_regular_fd(path: str | Path) -> tuple[int, os.stat_result]:
+    """``path`` opened read-only and non-blocking (a FIFO cannot hang the open), with its ``fstat``, when it is
+    a regular file (after symbolic links) outside ``/proc`` and ``/sys``; else :class:`_NotRegular` naming
+    what it is (the descriptor closed, nothing read). ``OSError`` and ``ValueError`` pass through. The one
+    check behind :func:`read_bounded`, :func:`hash_file` and :func:`open_regular`."""
+    real = os.path.realpath(path)
+    if real.startswith(_KERNEL_FILE_SYSTEMS):
+        raise _NotRegular(f"a file of the kernel ({real})")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _NotRegular(next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file"))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
 def read_bounded(path: Path, limit: int, *, error: type[DistroError] = DistroError, hint: str | None = None) -> bytes:
     """The bytes of the input file ``path``: a regular file (after symbolic links) of at most ``limit`` bytes.
 
@@ -39,24 +69,14 @@ def read_bounded(path: Path, limit: int, *, error: type[DistroError] = DistroErr
     Files of the kernel's own file systems (``/proc``, ``/sys``) are refused too: they are regular files
     whose size says nothing (``/proc/self/mem``, ``/proc/self/environ``)."""
     try:
-        real = os.path.realpath(path)
-    except (OSError, ValueError) as exc:
-        raise error(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path, hint=hint) from None
-    if real.startswith(_KERNEL_FILE_SYSTEMS):
-        raise error(f"is a file of the kernel ({real}), not a regular file: refused", path=path,
-                    hint=hint or "replace it with the regular file it should be")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+        fd, st = _open_regular_fd(path)
     except FileNotFoundError:
         raise
+    except _NotRegular as exc:
+        raise error(f"is {exc.what}, not a regular file: refused", path=path, hint=hint or _REPLACE_HINT) from None
     except (OSError, ValueError) as exc:  # ValueError: an embedded NUL in the path
         raise error(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path, hint=hint) from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            what = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
-            raise error(f"is {what}, not a regular file: refused", path=path,
-                        hint=hint or "replace it with the regular file it should be")
         if st.st_size > limit:
             raise error(f"the file is {_megabytes(st.st_size)}; at most {_megabytes(limit)} is read from a file "
                         "of this kind", path=path, hint=hint or "this is not the file it should be; check what wrote it")
@@ -91,15 +111,13 @@ def hash_file(path: Path, h: Any, *, error: type[DistroError] = DistroError, hin
     """Feed the bytes of the regular file ``path`` to the hash ``h``, in chunks (no size cap: package
     sources can be large). A FIFO, device, socket or file of ``/proc`` or ``/sys`` (also behind a symbolic
     link) is ``error`` naming it, without reading it; so is any ``OSError``."""
-    if os.path.realpath(path).startswith(_KERNEL_FILE_SYSTEMS):
-        raise error("is a file of the kernel, not a regular file: refused", path=path, hint=hint)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+        fd, _ = _open_regular_fd(path)
         with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise error("is not a regular file: refused", path=path, hint=hint)
             while chunk := fh.read(1 << 20):
                 h.update(chunk)
+    except _NotRegular as exc:
+        raise error(f"is {exc.what}, not a regular file: refused", path=path, hint=hint) from None
     except (OSError, ValueError) as exc:
         raise error(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path, hint=hint) from None
 
@@ -110,18 +128,11 @@ def open_regular(path: str | Path, *, error: type[Exception] = DistroError) -> A
     file of ``/proc`` or ``/sys`` is ``error(message)`` without reading it. The file is opened non-blocking
     and checked before any read, so a FIFO left in a file's place cannot hang the command. An ``OSError``
     while opening passes through (the caller names its own input)."""
-    if os.path.realpath(path).startswith(_KERNEL_FILE_SYSTEMS):
-        raise error(f"{path} is a file of the kernel, not a regular file: refused")
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            what = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-            raise error(f"{path} is {what}, not a regular file: refused")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+        fd, _ = _open_regular_fd(path)
+    except _NotRegular as exc:
+        raise error(f"{path} is {exc.what}, not a regular file: refused") from None
+    return os.fdopen(fd, "rb")
 
 
 @contextlib.contextmanager
