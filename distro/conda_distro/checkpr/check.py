@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conda_distro.checkpr.onbase import BaseLookup, Classified, classify, run_key
+from conda_distro.checkpr.onbase import FAILING, BaseLookup, Classified, classify, run_key
 from conda_distro.distribution import Distribution, Exclusions, load_distribution
 from conda_distro.engine.run import SCOPES, BuildOptions, build_paths, run_build
 from conda_distro.errors import ExitCode, UsageError
@@ -121,28 +121,34 @@ class CheckPrResult:
     only: str | None = None  # --only NAME: a reproduction of NAME's failure
     pytorch: tuple[str, ...] = ()  # --pytorch: the releases tested
     on_base_lookup: BaseLookup | None = field(default=None, repr=False)  # main's evidence (None: none: all new)
-    _classified: tuple[tuple, list[Classified]] | None = field(default=None, repr=False)
+    _classified: tuple[tuple, list[Classified], frozenset] | None = field(default=None, repr=False)
+
+    def _classification(self) -> tuple[list[Classified], frozenset]:
+        """The failing tests classified, and the run keys of those already failing on the base; recomputed
+        when the tests change (the fan-in sets them)."""
+        failing = [t for t in self.tests if t.status in FAILING]
+        key = tuple((*run_key(t), t.status, t.reason) for t in failing)
+        if self._classified is None or self._classified[0] != key:
+            evidence = self.on_base_lookup.evidence(failing) if self.on_base_lookup is not None and failing else {}
+            found = classify(failing, evidence)
+            self._classified = (key, found, frozenset(c.key for c in found if c.on_base))
+        return self._classified[1], self._classified[2]
 
     @property
     def classified(self) -> list[Classified]:
         """Each failing test (failed / blocked) as new or already failing on the base
-        (:mod:`conda_distro.checkpr.onbase`); recomputed when the tests change (the fan-in sets them)."""
-        failing = [t for t in self.tests if t.status in ("failed", "blocked")]
-        key = tuple((*run_key(t), t.status, t.reason) for t in failing)
-        if self._classified is None or self._classified[0] != key:
-            evidence = self.on_base_lookup.evidence(failing) if self.on_base_lookup is not None and failing else {}
-            self._classified = (key, classify(failing, evidence))
-        return self._classified[1]
+        (:mod:`conda_distro.checkpr.onbase`)."""
+        return self._classification()[0]
 
     def on_base(self, test: TestRecord) -> bool:
-        """Whether this failing test already fails the same way on the base (never the PR's failure)."""
-        return run_key(test) in {c.key for c in self.classified if c.on_base}
+        """Whether ``test`` is a failure already present the same way on the base (never the PR's failure)."""
+        return test.status in FAILING and run_key(test) in self._classification()[1]
 
     @property
     def own_tests(self) -> list[TestRecord]:
         """The tests whose outcome is the PR's: every test but the failures already present on the base."""
-        known = {c.key for c in self.classified if c.on_base}
-        return [t for t in self.tests if run_key(t) not in known or t.status not in ("failed", "blocked")]
+        known = self._classification()[1]
+        return [t for t in self.tests if t.status not in FAILING or run_key(t) not in known]
 
     @property
     def ok(self) -> bool:
@@ -161,9 +167,9 @@ class CheckPrResult:
 
     def _tests_dicts(self) -> list[dict]:
         """The tests as JSON; a failing one says whether it already fails on the base (``on_base``)."""
-        known = {c.key for c in self.classified if c.on_base}
-        return [{**t.to_dict(), "on_base": run_key(t) in known}
-                if t.status in ("failed", "blocked") else t.to_dict() for t in self.tests]
+        known = self._classification()[1]
+        return [{**t.to_dict(), "on_base": run_key(t) in known} if t.status in FAILING else t.to_dict()
+                for t in self.tests]
 
     def to_dict(self) -> dict:
         return {

@@ -310,7 +310,7 @@ def _rows(res: CheckPrResult, facts: _Facts) -> list[CommentRow]:
                                   and (n in res.changed or n in facts.blocked_by)]
     rows = []
     own = res.own_tests
-    known_all = [t for t in res.tests if t.status in ("failed", "blocked") and res.on_base(t)]
+    known_all = [t for t in res.tests if res.on_base(t)]
     for name in names:
         row = CommentRow(name, "pass", changed=name in res.changed)
         tests = [t for t in own if t.name == name]
@@ -458,7 +458,7 @@ def _on_base_items(res: CheckPrResult, links: LogLinks) -> list[Item]:
     """The failing tests already failing on the base: one entry per package, status and cause, with why."""
     grouped: dict[tuple[str, str, str], list[TestRecord]] = {}
     for t in res.tests:
-        if t.status in ("failed", "blocked") and res.on_base(t):
+        if res.on_base(t):
             cause = _one_line(normalize(t.reason) if t.reason else t.status)
             grouped.setdefault((t.name, t.status, cause), []).append(t)
     items = []
