@@ -32,7 +32,7 @@ from conda_distro.channels.hooks import crash_point
 from conda_distro.channels.repodata import parse_repodata
 from conda_distro.errors import ChannelError
 from conda_distro.state.locks import LOCK_NAME, Deadline, main_lock
-from conda_distro.util.fsutil import atomic_write_text, naming, open_regular
+from conda_distro.util.fsutil import atomic_write_text, naming, open_regular, sha256_regular
 from conda_distro.util.jsonio import read_json
 
 PART_SUFFIX = ".part"
@@ -47,11 +47,7 @@ _SUBDIR_RE = re.compile(r"^(noarch|[a-z]+-[a-z0-9]+)$")
 def sha256_of(path: Path) -> str:
     """The sha256 of the regular file ``path`` (a FIFO or device in its place: :class:`ChannelError`,
     without reading it, so a file swapped by recipe code or another user cannot hang the command)."""
-    h = hashlib.sha256()
-    with open_regular(path, error=ChannelError) as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+    return sha256_regular(path, error=ChannelError)
 
 
 def _fsync_dir(path: Path) -> None:

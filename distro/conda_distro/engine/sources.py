@@ -11,7 +11,6 @@ rattler-build keys its own source cache by URL, so a pre-filled one could not st
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import shutil
@@ -27,7 +26,7 @@ from conda_distro.errors import RecipeError
 from conda_distro.recipe.model import Recipe
 from conda_distro.recipe.sources import check_sources, point_recipe_at, source_paths
 from conda_distro.util.cachedir import default_cache_dir
-from conda_distro.util.fsutil import open_regular
+from conda_distro.util.fsutil import open_regular, sha256_regular
 
 FETCH_TIMEOUT = 120  # seconds without progress before a download is given up
 MAX_SOURCE_BYTES = 8 << 30
@@ -71,11 +70,7 @@ def sources_cache() -> Path:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open_regular(path, error=SourceFetchError) as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+    return sha256_regular(path, error=SourceFetchError)
 
 
 def _file_name(url: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import glob
+import hashlib
 import os
 import shutil
 import stat
@@ -133,6 +134,17 @@ def open_regular(path: str | Path, *, error: type[Exception] = DistroError) -> A
     except _NotRegular as exc:
         raise error(f"{path} is {exc.what}, not a regular file: refused") from None
     return os.fdopen(fd, "rb")
+
+
+def sha256_regular(path: str | Path, *, error: type[Exception] = DistroError) -> str:
+    """The sha256 (hex) of the regular file ``path``, read in chunks through :func:`open_regular`: a FIFO,
+    device, socket, folder or kernel file in its place is ``error(message)`` without reading it; an
+    ``OSError`` passes through (the caller names its own input)."""
+    h = hashlib.sha256()
+    with open_regular(path, error=error) as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 @contextlib.contextmanager
