@@ -1,9 +1,12 @@
 """The plan job's renders, handed to the other jobs of a run (rendered once, not once per job).
 
 Rendering every recipe is rattler-build's jinja only (no recipe code runs), and the render cache is
-content-addressed: an entry ``<key[:2]>/<key>.json`` is named by the sha256 of the render settings
-(variant configuration, target platform, rattler-build version) and the recipe's text, so an entry can
-only ever answer for the exact text it was rendered from. The plan job (no recipe code) renders the
+content-addressed: an entry ``<key[:2]>/<key>.json``, and each model in a distribution's packed cache
+``packs/<schema>-<owner>.pack`` (read by a restricted unpickler that builds plain data and the model's
+own classes only: never code), is keyed by the sha256 of the render settings (variant configuration,
+target platform, rattler-build version) and the recipe's text, so it can only ever answer for the exact
+text it was rendered from. A pack's file is named by the distribution's folder; the taker installs the
+plan job's pack under its own folder's name (on GitHub every job's checkout is at the same path anyway). The plan job (no recipe code) renders the
 distribution anyway to cut the shards; :func:`write_renders` copies those entries into a folder with a
 manifest (``renders.json``: this run, this checkout's HEAD, each file's sha256), uploaded as the
 ``renders`` artifact. A shard or fan-in job takes it with :func:`take_renders` before it reads a recipe,
@@ -33,6 +36,7 @@ from conda_distro.util.gitutil import find_repo, head_sha
 
 RENDERS_MANIFEST = "renders.json"
 _ENTRY = re.compile(r"([0-9a-f]{2})/(\1[0-9a-f]{62})\.json")  # the render cache's layout (recipe/render.py)
+PACK = "pack"  # the distribution's packed models (recipe/model.py's pack_file), as carried in the folder
 _HINT = "run the workflow again; the renders are only what this run's plan job uploaded"
 _MAX_MANIFEST = 64 * 1024 * 1024
 
@@ -42,7 +46,7 @@ class RendersManifest(BaseModel):
 
     run: str = Field(min_length=1, max_length=200)
     head: str | None = None
-    files: dict[str, str] = Field(default_factory=dict)  # "<xx>/<key>.json" -> sha256
+    files: dict[str, str] = Field(default_factory=dict)  # "<xx>/<key>.json" or "pack" -> sha256
 
 
 @dataclass
@@ -75,9 +79,17 @@ def cache_folder() -> Path:
     return default_cache_dir() / RENDER_CACHE
 
 
+def _pack_of(cache: Path, root: Path) -> Path:
+    from conda_distro.config import find_root
+    from conda_distro.recipe.model import pack_file
+
+    return pack_file(cache, str(find_root(root)))
+
+
 def write_renders(out: Path, run: str, root: Path, cache: Path | None = None) -> RendersResult:
-    """The render cache's entries (``cache``, default :func:`cache_folder`) copied to ``out`` (emptied
-    first) with their manifest: this run, this checkout's HEAD, each entry's sha256."""
+    """The render cache's entries (``cache``, default :func:`cache_folder`) and the packed models of the
+    distribution at ``root`` copied to ``out`` (emptied first) with their manifest: this run, this
+    checkout's HEAD, each file's sha256."""
     cache = cache or cache_folder()
     if out.is_dir():
         for p in sorted(out.rglob("*"), reverse=True):
@@ -92,6 +104,10 @@ def write_renders(out: Path, run: str, root: Path, cache: Path | None = None) ->
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
             link_or_copy(p, out / rel)
             files[rel] = _sha256(out / rel)
+    pack = _pack_of(cache, root)
+    if pack.is_file() and not pack.is_symlink():
+        link_or_copy(pack, out / PACK)
+        files[PACK] = _sha256(out / PACK)
     manifest = RendersManifest(run=run, head=_head(root), files=files)
     atomic_write_text(out / RENDERS_MANIFEST, manifest.model_dump_json(indent=1) + "\n")
     return RendersResult(out, len(files))
@@ -122,8 +138,8 @@ def check_renders(folder: Path, run: str, root: Path) -> RendersManifest:
             mode = p.lstat().st_mode
             if stat.S_ISDIR(mode) and re.fullmatch(r"[0-9a-f]{2}", rel):
                 continue
-            if not stat.S_ISREG(mode) or not (rel == RENDERS_MANIFEST or _ENTRY.fullmatch(rel)):
-                raise bad(f"{rel} is not a render cache entry (only regular files <xx>/<sha256>.json)")
+            if not stat.S_ISREG(mode) or not (rel in (RENDERS_MANIFEST, PACK) or _ENTRY.fullmatch(rel)):
+                raise bad(f"{rel} is not a render cache entry (only regular files <xx>/<sha256>.json and {PACK})")
             if rel != RENDERS_MANIFEST:
                 present.add(rel)
     if present != set(manifest.files):
@@ -137,11 +153,12 @@ def check_renders(folder: Path, run: str, root: Path) -> RendersManifest:
 
 def take_renders(folder: Path, run: str, root: Path, cache: Path | None = None) -> RendersResult:
     """The plan job's renders, checked (:func:`check_renders`), into the render cache (``cache``,
-    default :func:`cache_folder`); entries already there are kept (content-addressed: the same bytes)."""
+    default :func:`cache_folder`; the pack as the pack of the distribution at ``root``); files already
+    there are kept (a cache of this job's own is never replaced)."""
     manifest = check_renders(folder, run, root)
     cache = cache or cache_folder()
     for rel in sorted(manifest.files):
-        dst = cache / rel
+        dst = _pack_of(cache, root) if rel == PACK else cache / rel
         if not dst.exists():
             dst.parent.mkdir(parents=True, exist_ok=True)
             link_or_copy(folder / rel, dst)
