@@ -55,7 +55,8 @@ def test_renders_round_trip(tmp_path):
     assert pack_file(taken_into, str(other.resolve())).read_bytes() == b"the packed models"
 
 
-@pytest.mark.parametrize("tamper", ["other run", "other head", "altered entry", "extra file", "symlink", "missing manifest", "altered pack"])
+@pytest.mark.parametrize("tamper", ["other run", "other head", "altered entry", "extra file", "symlink",
+                                    "missing manifest", "altered pack"])
 def test_renders_refused(tmp_path, tamper):
     root = _repo(tmp_path)
     cache = _cache(tmp_path, root)

@@ -1187,3 +1187,29 @@ def test_the_settings_job_reads_ci_automerge_from_distro_yaml(value, tmp_path):
     write_shim(runner.shims, "conda-distro", f'exec {shlex.quote(str(BIN / "conda-distro"))} "$@"\n')  # the real tool
     run = runner.run_job(_load(GITHUB / "workflows/release-sweep.yml"), "settings")
     assert run.ok and run.outputs["automerge"] == value, run.steps
+
+
+@pytest.mark.parametrize("name", ["pr.yml", "promote.yml", "nightly.yml", "release-sweep.yml"])
+def test_fanned_out_jobs_install_from_the_cache_and_take_the_plan_jobs_renders(name):
+    """Rendered once, installed from a cache (docs/scale-out.md): every job that installs conda-distro
+    restores .venv keyed by pyproject.toml and only the plan job (no recipe code) saves it; the plan job
+    uploads its renders and every shard and `fanout merge` job downloads them and hands them to
+    conda-distro with --renders (which checks them)."""
+    doc = _load(GITHUB / "workflows" / name)
+    for job_id, job in doc["jobs"].items():
+        steps = job.get("steps", [])
+        uses = [str(s.get("uses", "")).split("@")[0] for s in steps]
+        text = _steps_text(job)
+        if any(s.get("name") == "install conda-distro" and "python -m venv .venv" in str(s.get("run")) for s in steps):
+            restore = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache/restore@"))
+            assert "hashFiles('pyproject.toml')" in restore["with"]["key"] and restore["with"]["path"] == ".venv"
+            assert uses.index("actions/cache/restore") < [step_name(s) for s in steps].index("install conda-distro")
+        if "actions/cache/save" in uses:
+            assert job_id == "plan" and not _runs_recipe_code(job), (name, job_id)
+        if job_id == "plan":
+            assert "--renders-out renders-out" in text
+            assert [s["with"]["name"] for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact@")] == ["renders"]
+        if "fanout shard" in text or "fanout merge" in text:
+            assert '--renders "${RUNNER_TEMP}/renders"' in text, (name, job_id)
+            assert any(str(s.get("uses", "")).startswith("actions/download-artifact@") and s["with"].get("name") == "renders"
+                       for s in steps), (name, job_id)

@@ -6,9 +6,10 @@ content-addressed: an entry ``<key[:2]>/<key>.json``, and each model in a distri
 own classes only: never code), is keyed by the sha256 of the render settings (variant configuration,
 target platform, rattler-build version) and the recipe's text, so it can only ever answer for the exact
 text it was rendered from. A pack's file is named by the distribution's folder; the taker installs the
-plan job's pack under its own folder's name (on GitHub every job's checkout is at the same path anyway). The plan job (no recipe code) renders the
-distribution anyway to cut the shards; :func:`write_renders` copies those entries into a folder with a
-manifest (``renders.json``: this run, this checkout's HEAD, each file's sha256), uploaded as the
+plan job's pack under its own folder's name (on GitHub every job's checkout is at the same path anyway).
+
+The plan job (no recipe code) renders the distribution anyway to cut the shards; :func:`write_renders`
+copies those entries into a folder with a manifest (``renders.json``: this run, this checkout's HEAD, each file's sha256), uploaded as the
 ``renders`` artifact. A shard or fan-in job takes it with :func:`take_renders` before it reads a recipe,
 and checks first, as it checks shard bundles: the manifest names this run and this checkout's HEAD; the
 folder holds the manifest and regular files named as cache entries only, exactly the manifest's, each
