@@ -198,11 +198,15 @@ class Emulated:
     per_package: float
     blocked: frozenset[str] = frozenset()  # packages a failed dependency blocks in this world: no work
     cost: dict[str, float] = field(default_factory=dict)  # each package's own cost, where it was fitted
+    per_input: float = 0.0  # a shard job's cost per input bundle it checks and takes
+    fanin_per_shard: float = 0.0  # the fan-in's cost per bundle it checks and merges (``fanin``: the rest)
 
     def predict(self, run: Run, k: int) -> float:
         shards = shards_of(run, k, per_shard=1)
-        return self.plan + sum(max(self.fixed + sum(self.cost.get(p, self.per_package) for p in set(s.packages) - self.blocked)
-                                   for s in stage) for stage in shards.stages) + self.fanin
+        return self.plan + sum(max(self.fixed + self.per_input * len(s.inputs)
+                                   + sum(self.cost.get(p, self.per_package) for p in set(s.packages) - self.blocked)
+                                   for s in stage) for stage in shards.stages) \
+            + self.fanin + self.fanin_per_shard * len(shards.shards)
 
 
 # --- measuring on this machine
@@ -363,7 +367,7 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
 
 
 def validate(world: Path, work: Path, ks: tuple[int, ...], warmup: bool = True,
-             measured: Path | None = None, repeat: int = 1) -> tuple[list[tuple], Emulated]:
+             measured: Path | None = None, repeat: int = 1, bundles: bool = True) -> tuple[list[tuple], Emulated]:
     """pr.yml through the emulator at each K (after a warm-up run, discarded: the package cache and the
     mirror filled, as on runners that restore their cache). Each run is predicted by the model fitted on
     runs of the *other* K (leave one K out: the plan and fan-in jobs' mean times, a shard job's fixed and
@@ -398,16 +402,21 @@ def validate(world: Path, work: Path, ks: tuple[int, ...], warmup: bool = True,
             (work / "measured.json").write_text(json.dumps(raw, indent=1))
             shutil.rmtree(work / f"k{k}-{i}", ignore_errors=True)
     runs = [r for r in raw if not r.get("warmup")]
+    for r in runs:  # each shard job's input bundles, as the plan of its K gives them
+        inputs = {frozenset(s.packages): len(s.inputs) for s in shards_of(run, r["k"], per_shard=1).shards}
+        for j in r["jobs"]:
+            j.setdefault("inputs", inputs.get(frozenset(j["packages"]), 0))
     rows = []
     for k in dict.fromkeys(r["k"] for r in runs):  # leave one K out: each K predicted by the model of the others
         mine = [r for r in runs if r["k"] == k]
-        model = calibrate([r for r in runs if r["k"] != k] or mine)
+        model = calibrate([r for r in runs if r["k"] != k] or mine, bundles=bundles)
         rows.append((k, model.predict(run, k), statistics.median(r["wall"] for r in mine),
                      min(r["load_before"] for r in mine), max(r["load_after"] for r in mine),
                      [(r["wall"], r["load_before"], r["load_after"]) for r in mine]))
-    model = calibrate(runs)
-    print(f"fitted on every run: plan job {model.plan:.1f} s, fan-in {model.fanin:.1f} s, a shard job "
-          f"{model.fixed:.1f} s + {model.per_package:.1f} s per package ({len(runs)} runs)")
+    model = calibrate(runs, bundles=bundles)
+    print(f"fitted on every run: plan job {model.plan:.1f} s, fan-in {model.fanin:.1f} s + {model.fanin_per_shard:.1f} s "
+          f"per bundle, a shard job {model.fixed:.1f} s + {model.per_input:.1f} s per input bundle + each package's "
+          f"cost (mean {model.per_package:.1f} s) ({len(runs)} runs)")
     return rows, model
 
 
@@ -427,23 +436,31 @@ def _solve(rows: list[list[float]], y: list[float], ridge: float = 1e-6) -> list
     return [m[i][n] / m[i][i] if m[i][i] else 0.0 for i in range(n)]
 
 
-def calibrate(runs: list[dict]) -> Emulated:
-    """The emulator's model from measured runs: the plan and fan-in jobs' mean times, a shard job's fixed
-    cost and **each package's own cost** (least squares over all shard jobs: a job's time = fixed + the
-    costs of the packages it builds or tests; packages differ several-fold, and the shard holding the
-    heavy ones sets its stage's time, which one mean cost per package cannot say), and that mean cost
-    for packages no run measured."""
+def calibrate(runs: list[dict], bundles: bool = True) -> Emulated:
+    """The emulator's model from measured runs: the plan job's mean time; a shard job's fixed cost and
+    **each package's own cost** (least squares over all shard jobs: a job's time = fixed + the costs of
+    the packages it builds or tests; packages differ several-fold, and the shard holding the heavy ones
+    sets its stage's time, which one mean cost per package cannot say), and that mean cost for packages
+    no run measured. ``bundles``: also what the bundles cost, which grows with K: a shard job's cost per
+    input bundle it checks and takes (a column of the same least squares) and the fan-in's cost per
+    bundle it checks and merges (a line over the runs' fan-in times and shard counts); without it the
+    fan-in is its mean time (the model before 2026-11-27)."""
     jobs = [j for r in runs for j in r["jobs"]]
     shard_jobs = [j for j in jobs if j["job"].startswith("level-")]
     work = [sorted(set(j["packages"]) - set(j.get("blocked", ()))) for j in shard_jobs]
     _fixed, per_package = fit([(len(w), j["seconds"]) for w, j in zip(work, shard_jobs, strict=True)])
     names = sorted({p for w in work for p in w})
-    x = _solve([[1.0, *(1.0 if n in w else 0.0 for n in names)] for w in work], [j["seconds"] for j in shard_jobs])
+    extra = [[float(j.get("inputs", 0))] if bundles else [] for j in shard_jobs]
+    x = _solve([[1.0, *e, *(1.0 if n in w else 0.0 for n in names)] for w, e in zip(work, extra, strict=True)],
+               [j["seconds"] for j in shard_jobs])
+    fanin_points = [(sum(1 for j in r["jobs"] if j["job"].startswith("level-")), j["seconds"])
+                    for r in runs for j in r["jobs"] if j["job"] == "check-pr"]
+    fanin, per_bundle = fit(fanin_points) if bundles else (statistics.mean(t for _, t in fanin_points), 0.0)
     return Emulated(plan=statistics.mean(j["seconds"] for j in jobs if j["job"] == "plan"),
-                    fanin=statistics.mean(j["seconds"] for j in jobs if j["job"] == "check-pr"),
-                    fixed=max(0.0, x[0]), per_package=per_package,
+                    fanin=fanin, fanin_per_shard=per_bundle,
+                    fixed=max(0.0, x[0]), per_package=per_package, per_input=max(0.0, x[1]) if bundles else 0.0,
                     blocked=frozenset(p for j in jobs for p in j.get("blocked", ())),
-                    cost={n: max(0.0, c) for n, c in zip(names, x[1:], strict=True)})
+                    cost={n: max(0.0, c) for n, c in zip(names, x[1 + bool(bundles):], strict=True)})
 
 
 # --- the table
@@ -572,6 +589,12 @@ def main(argv: list[str] | None = None) -> int:
             walls = sorted(w for w, _, _ in each)
             print(f"| {k} | {pred:.1f} s | {meas:.1f} s | {err:+.0%} | {', '.join(f'{w:.1f}' for w in walls)} s "
                   f"({(walls[-1] - walls[0]) / meas:.0%}) | {l0:.1f} / {l1:.1f} |")
+        print("\nthe same runs, the model without the bundle terms (a shard job: fixed + its packages; the fan-in: its "
+              "mean time):\n| K | predicted | measured (median) | error |\n|---|---|---|---|")
+        plain, _ = validate(world, work / "validate", (), measured=args.measured or work / "validate" / "measured.json",
+                            bundles=False)
+        for k, pred, meas, *_ in plain:
+            print(f"| {k} | {pred:.1f} s | {meas:.1f} s | {(pred - meas) / meas:+.0%} |")
         # the GitHub table's shard job: the fitted fixed cost; a noarch package: the fitted per-package cost
         # (one build and one target, as shard jobs do them), split between build and target as the unit
         # measurements above split them
