@@ -175,6 +175,33 @@ def timeline(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: 
     return [*out, ("fan-in", fanin)]
 
 
+def predict_variant_pools(run: Run, k: int, c: Costs, r: Runner) -> float:
+    """WHAT-IF, not what the workflows do: release day with each stage's cuda builds (a compiled
+    package's second build) on shard jobs of their own, on a second pool of up to ``k`` runners (GPU
+    runners, where their tests belong), next to the cpu shards of the same stage. A stage then lasts as
+    long as the slower of its two pools."""
+    cuda = {u for s in shards_of(run, k).shards for u in s.packages if u.endswith(":build=1")}
+    plan = shards_of(run, k)
+    base = r.start + r.install_cached + c.job + c.read_cached * run.n_recipes + r.download(1, r.renders_mb * run.n_recipes / 1000)
+    total = r.start + r.install_cached + c.job + c.render * run.n_recipes + r.per_artifact
+    for stage in plan.stages:
+        units = [u for s in stage for u in s.packages]
+        pools = [[u for u in units if u not in cuda], [u for u in units if u in cuda]]
+        worst = 0.0
+        for pool in pools:
+            if not pool:
+                continue
+            costs = sorted((unit_cost(u, run, c) for u in pool), reverse=True)
+            bins = [0.0] * min(k, len(costs))
+            for x in costs:  # longest first onto the least loaded (as make_shards cuts)
+                bins[bins.index(min(bins))] += x
+            worst = max(worst, max(bins))
+        ins = max(len(s.inputs) for s in stage)
+        total += base + r.download(ins, 0.0) + c.build_fixed + worst + r.per_artifact
+    n_shards = len(plan.shards) + sum(1 for st in plan.stages if any(u in cuda for s in st for u in s.packages)) * k
+    return total + base + r.download(n_shards, 0.0) + c.solve * run.targets
+
+
 def stage_breakdown(run: Run, k: int, c: Costs) -> list[tuple[int, int, int, float, int]]:
     """Per stage: shards, units, the slowest shard's work (its units), and the most inputs a shard has."""
     plan = shards_of(run, k)
@@ -619,6 +646,9 @@ def main(argv: list[str] | None = None) -> int:
     for i, n_shards, units, work_s, inputs in stage_breakdown(day, 20, c):
         print(f"| stage {i} | {n_shards} | {units} | {work_s:.0f} s | {inputs} | {times[f'stage {i}']:.0f} s |")
     print(f"| fan-in | 1 | | | | {times['fan-in']:.0f} s |\n| total | | | | | {sum(times.values()) / 60:.1f} min |")
+    print("\nwhat-if (NOT in the workflows): each stage's cuda builds on a second pool of K runners, release day "
+          "(layered): " + ", ".join(f"N = {n}, K = {k}: {_m(predict_variant_pools(runs_of(n, 'layered')[2], k, c, r))}"
+                                   for n in (300, 1000) for k in (5, 20)))
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if worst > 0.25 else 0
