@@ -3,20 +3,23 @@ day take for N packages on K runners per stage.
 
     python bench/bench_scale.py [--keep DIR] [--table-only]
 
-1. **Per-unit costs, measured on this machine** (the sandbox world, fresh clones): ``render`` (reading and
-   rendering one recipe: `fanout plan --all` over the world / its recipes), ``build`` (one noarch package's
-   build) and ``target`` (one test target: creating its test environment and running its tests), from
-   `build metrickit` with one and with six test targets (build + 1·target, build + 6·target); ``job`` (a
-   job's fixed cost here: fresh clone, process start, the plan recomputed) from the plan job's time.
-2. **The model** (:func:`predict`): a run is the plan job, then each stage's shards in parallel (a stage
-   lasts as long as its slowest shard: GitHub starts a stage when every shard of the previous one is
-   done), then the fan-in. The shards are the real ones (`conda_distro.fanout.plan.make_shards`) over
-   the run's dependency graph, a compiled package's builds being units of their own. A shard costs a
-   job plus, per unit, a noarch package's build and test targets or one compiled build and its share of
-   the targets; the fan-in a job plus rendering and a solve per target. On GitHub a job also costs the
-   runner's start, checkout + setup-python + install, and its artifacts' transfer (:class:`Runner`,
-   documented parameters, not measured here): a shard downloads the bundles of its inputs (the earlier
-   shards holding its dependencies) and uploads its own.
+1. **Per-unit costs, measured on this machine** (the sandbox world, fresh clones): ``build`` (one noarch
+   package's build) and ``target`` (one test target: creating its test environment and running its
+   tests), from `build metrickit` with one and with six test targets; ``job`` (a process start); and on
+   bench/gen_recipes.py's 300 recipes (:func:`measure_render`) ``render`` (per recipe: `fanout plan
+   --all` with an empty render cache, as the plan job runs it) and ``read`` (the same with the plan job's
+   renders taken, as every other job runs it), each less a process start.
+2. **The model** (:func:`predict`, :func:`timeline`): a run is the plan job, then each stage's shards in
+   parallel (a stage lasts as long as its slowest shard: GitHub starts a stage when every shard of the
+   previous one is done), then the fan-in. The shards are the real ones
+   (`conda_distro.fanout.plan.make_shards`) over the run's dependency graph, a compiled package's builds
+   being units of their own. A shard costs a job plus, per unit, a noarch package's build and test
+   targets or one compiled build and its share of the targets. On GitHub a job also costs the runner's
+   start, checkout + setup-python + the venv restored from the cache, and its artifacts' transfer
+   (:class:`Runner`, documented parameters, not measured here; download-artifact fetches 5 at a time):
+   the plan job renders and uploads the renders; a shard downloads the renders and the bundles of its
+   inputs (the earlier shards holding its dependencies), reads the recipes from the renders, and
+   uploads its own bundle; the fan-in reads the renders too (a PR's check-pr renders itself).
 3. **Validation** (:class:`Emulated`, :func:`validate`): the PR gate of the sandbox world (one release, one
    variant; every root recipe changed: all 11 packages over 3 levels) run job by job through
    tests/support/ghworkflow.py (pr.yml as GitHub runs it: plan matrices, needs order, a fresh clone per
@@ -25,12 +28,14 @@ day take for N packages on K runners per stage.
    measured wall time is the needs graph's critical path over the measured job times (a stage: its
    slowest shard). The model of that: the plan and fan-in jobs' times, a shard job's fixed cost and each
    package's own cost, fitted by least squares on the runs of the other K (leave one K out). Printed:
-   predicted vs measured (median) and the error, with the load (target: within 25 %).
+   predicted vs measured (median), the error, every run (the spread) and the load (target: within 25 %).
 4. **The table**: N = 50, 300, 1,000 packages (bench/gen_recipes.py's dependency graph, 20 % compiled),
    K = 1, 5, 20, 50 runners per stage, with GitHub runner overheads: the PR gate (a change to the package
    whose affected set is the 90th percentile), promote (the same change, plus upload and promote) and
-   release day (every package against the new release: two targets each, compiled packages built for
-   the new minor × 2 variants). Target: release day for 300 packages under an hour at K <= 20.
+   release day (release-sweep.yml to its verdicts: every package against the new release, two targets
+   each, compiled packages built for the new minor × 2 variants; nothing uploaded), and release day as
+   the workflows were before (every job installing from scratch and rendering). Target: release day for
+   300 packages under an hour at K <= 20.
 """
 
 from __future__ import annotations
@@ -102,9 +107,9 @@ class Runner:
 
 LOCAL = Runner(start=0.0, install=0.0, per_artifact=0.0, mb_per_s=1e9, mb_per_package=0.0, install_cached=0.0)
 
-#: the workflows before this round: every job installed from scratch and rendered every recipe, and
-#: downloads were counted one after another (for the "before" column)
-BEFORE = Runner(install_cached=45.0, parallel_downloads=1)
+#: the workflows before this round: every job installed from scratch and rendered every recipe (for the
+#: "before" column)
+BEFORE = Runner(install_cached=45.0)
 
 
 @dataclass
@@ -394,7 +399,7 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
 
 
 def validate(world: Path, work: Path, ks: tuple[int, ...], warmup: bool = True,
-             measured: Path | None = None, repeat: int = 1, bundles: bool = True) -> tuple[list[tuple], Emulated]:
+             measured: Path | None = None, repeat: int = 1, bundles: bool = False) -> tuple[list[tuple], Emulated]:
     """pr.yml through the emulator at each K (after a warm-up run, discarded: the package cache and the
     mirror filled, as on runners that restore their cache). Each run is predicted by the model fitted on
     runs of the *other* K (leave one K out: the plan and fan-in jobs' mean times, a shard job's fixed and
@@ -463,7 +468,7 @@ def _solve(rows: list[list[float]], y: list[float], ridge: float = 1e-6) -> list
     return [m[i][n] / m[i][i] if m[i][i] else 0.0 for i in range(n)]
 
 
-def calibrate(runs: list[dict], bundles: bool = True) -> Emulated:
+def calibrate(runs: list[dict], bundles: bool = False) -> Emulated:
     """The emulator's model from measured runs: the plan job's mean time; a shard job's fixed cost and
     **each package's own cost** (least squares over all shard jobs: a job's time = fixed + the costs of
     the packages it builds or tests; packages differ several-fold, and the shard holding the heavy ones
@@ -471,7 +476,8 @@ def calibrate(runs: list[dict], bundles: bool = True) -> Emulated:
     no run measured. ``bundles``: also what the bundles cost, which grows with K: a shard job's cost per
     input bundle it checks and takes (a column of the same least squares) and the fan-in's cost per
     bundle it checks and merges (a line over the runs' fan-in times and shard counts); without it the
-    fan-in is its mean time (the model before 2026-11-27)."""
+    fan-in is its mean time. On the 2026-11-27 runs (at most 6 bundles) both bundle costs fitted to 0 and
+    the model without them predicted better, so it is the default; the validation prints both."""
     jobs = [j for r in runs for j in r["jobs"]]
     shard_jobs = [j for j in jobs if j["job"].startswith("level-")]
     work = [sorted(set(j["packages"]) - set(j.get("blocked", ()))) for j in shard_jobs]
@@ -616,10 +622,10 @@ def main(argv: list[str] | None = None) -> int:
             walls = sorted(w for w, _, _ in each)
             print(f"| {k} | {pred:.1f} s | {meas:.1f} s | {err:+.0%} | {', '.join(f'{w:.1f}' for w in walls)} s "
                   f"({(walls[-1] - walls[0]) / meas:.0%}) | {l0:.1f} / {l1:.1f} |")
-        print("\nthe same runs, the model without the bundle terms (a shard job: fixed + its packages; the fan-in: its "
-              "mean time):\n| K | predicted | measured (median) | error |\n|---|---|---|---|")
+        print("\nthe same runs, the model with bundle terms (a shard job: + a cost per input bundle; the fan-in: + a "
+              "cost per bundle):\n| K | predicted | measured (median) | error |\n|---|---|---|---|")
         plain, _ = validate(world, work / "validate", (), measured=args.measured or work / "validate" / "measured.json",
-                            bundles=False)
+                            bundles=True)
         for k, pred, meas, *_ in plain:
             print(f"| {k} | {pred:.1f} s | {meas:.1f} s | {(pred - meas) / meas:+.0%} |")
         # the GitHub table's shard job: the fitted fixed cost; a noarch package: the fitted per-package cost
@@ -634,8 +640,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nprediction on GitHub-hosted runners, {shape} dependency graph (start {r.start:.0f} s, install "
               f"from the cached venv {r.install_cached:.0f} s, {r.per_artifact:.0f} s + {r.mb_per_s:.0f} MB/s per "
               f"artifact, {r.parallel_downloads} downloads at once; PR and promote: 6 targets per package; release "
-              f"day: 2; 20 % compiled; 'before': every job installing ({BEFORE.install_cached:.0f} s) and rendering, "
-              "downloads one at a time)")
+              f"day: 2; 20 % compiled; 'before': every job installing ({BEFORE.install_cached:.0f} s) and rendering)")
         for line in table(c, r, shape):
             print(line)
     day = runs_of(300, "layered")[2]
