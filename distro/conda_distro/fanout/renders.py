@@ -16,6 +16,11 @@ folder holds the manifest and regular files named as cache entries only, exactly
 with its sha256. Any miss is a :class:`~conda_distro.errors.ShardError` (exit 2) and nothing is taken.
 A job whose recipes differ from the plan job's (the release sweep's shards edit pins before building)
 simply misses those entries and renders them itself.
+
+The checks prove the folder is this run's, for this commit, unaltered since its manifest was written;
+what a model in it says is believed as the plan job wrote it (a key names a text, it does not prove a
+model). That rests on who can upload ``renders``: only the plan job (no recipe code), before any shard
+job starts, and a run's artifact names are taken once.
 """
 
 from __future__ import annotations
