@@ -3,20 +3,23 @@ day take for N packages on K runners per stage.
 
     python bench/bench_scale.py [--keep DIR] [--table-only]
 
-1. **Per-unit costs, measured on this machine** (the sandbox world, fresh clones): ``render`` (reading and
-   rendering one recipe: `fanout plan --all` over the world / its recipes), ``build`` (one noarch package's
-   build) and ``target`` (one test target: creating its test environment and running its tests), from
-   `build metrickit` with one and with six test targets (build + 1·target, build + 6·target); ``job`` (a
-   job's fixed cost here: fresh clone, process start, the plan recomputed) from the plan job's time.
-2. **The model** (:func:`predict`): a run is the plan job, then each stage's shards in parallel (a stage
-   lasts as long as its slowest shard: GitHub starts a stage when every shard of the previous one is
-   done), then the fan-in. The shards are the real ones (`conda_distro.fanout.plan.make_shards`) over
-   the run's dependency graph, a compiled package's builds being units of their own. A shard costs a
-   job plus, per unit, a noarch package's build and test targets or one compiled build and its share of
-   the targets; the fan-in a job plus rendering and a solve per target. On GitHub a job also costs the
-   runner's start, checkout + setup-python + install, and its artifacts' transfer (:class:`Runner`,
-   documented parameters, not measured here): a shard downloads the bundles of its inputs (the earlier
-   shards holding its dependencies) and uploads its own.
+1. **Per-unit costs, measured on this machine** (the sandbox world, fresh clones): ``build`` (one noarch
+   package's build) and ``target`` (one test target: creating its test environment and running its
+   tests), from `build metrickit` with one and with six test targets; ``job`` (a process start); and on
+   bench/gen_recipes.py's 300 recipes (:func:`measure_render`) ``render`` (per recipe: `fanout plan
+   --all` with an empty render cache, as the plan job runs it) and ``read`` (the same with the plan job's
+   renders taken, as every other job runs it), each less a process start.
+2. **The model** (:func:`predict`, :func:`timeline`): a run is the plan job, then each stage's shards in
+   parallel (a stage lasts as long as its slowest shard: GitHub starts a stage when every shard of the
+   previous one is done), then the fan-in. The shards are the real ones
+   (`conda_distro.fanout.plan.make_shards`) over the run's dependency graph, a compiled package's builds
+   being units of their own. A shard costs a job plus, per unit, a noarch package's build and test
+   targets or one compiled build and its share of the targets. On GitHub a job also costs the runner's
+   start, checkout + setup-python + the venv restored from the cache, and its artifacts' transfer
+   (:class:`Runner`, documented parameters, not measured here; download-artifact fetches 5 at a time):
+   the plan job renders and uploads the renders; a shard downloads the renders and the bundles of its
+   inputs (the earlier shards holding its dependencies), reads the recipes from the renders, and
+   uploads its own bundle; the fan-in reads the renders too (a PR's check-pr renders itself).
 3. **Validation** (:class:`Emulated`, :func:`validate`): the PR gate of the sandbox world (one release, one
    variant; every root recipe changed: all 11 packages over 3 levels) run job by job through
    tests/support/ghworkflow.py (pr.yml as GitHub runs it: plan matrices, needs order, a fresh clone per
@@ -25,12 +28,14 @@ day take for N packages on K runners per stage.
    measured wall time is the needs graph's critical path over the measured job times (a stage: its
    slowest shard). The model of that: the plan and fan-in jobs' times, a shard job's fixed cost and each
    package's own cost, fitted by least squares on the runs of the other K (leave one K out). Printed:
-   predicted vs measured (median) and the error, with the load (target: within 25 %).
+   predicted vs measured (median), the error, every run (the spread) and the load (target: within 25 %).
 4. **The table**: N = 50, 300, 1,000 packages (bench/gen_recipes.py's dependency graph, 20 % compiled),
    K = 1, 5, 20, 50 runners per stage, with GitHub runner overheads: the PR gate (a change to the package
    whose affected set is the 90th percentile), promote (the same change, plus upload and promote) and
-   release day (every package against the new release: two targets each, compiled packages built for
-   the new minor × 2 variants). Target: release day for 300 packages under an hour at K <= 20.
+   release day (release-sweep.yml to its verdicts: every package against the new release, two targets
+   each, compiled packages built for the new minor × 2 variants; nothing uploaded), and release day as
+   the workflows were before (every job installing from scratch and rendering). Target: release day for
+   300 packages under an hour at K <= 20.
 """
 
 from __future__ import annotations
@@ -64,13 +69,18 @@ CD = Path(sys.executable).parent / "conda-distro"
 class Costs:
     """Per-unit costs in seconds."""
 
-    render: float  # one recipe read and rendered
+    render: float  # one recipe read and rendered (an empty render cache: the plan job)
     build: float  # one noarch package built
     target: float  # one test target: its test environment created, its tests run
     job: float  # a job's fixed cost besides rendering (here: fresh clone and process start)
     build_fixed: float = 0.0  # a shard's build command before its first package (plan, release views, sandbox)
     compiled_build: float = 300.0  # one compiled build (per minor x variant); PARAMETER: no compiler here
     solve: float = 2.0  # the fan-in's solve, per release x variant; PARAMETER (small next to the rest)
+    read: float | None = None  # one recipe read with the plan job's renders taken (None: as ``render``)
+
+    @property
+    def read_cached(self) -> float:
+        return self.render if self.read is None else self.read
 
 
 @dataclass(frozen=True)
@@ -80,13 +90,26 @@ class Runner:
     and moving artifacts (per MB, both ways, plus a fixed cost per artifact)."""
 
     start: float = 20.0
-    install: float = 45.0
+    install: float = 45.0  # checkout + setup-python + a fresh `pip install -e .`
     per_artifact: float = 3.0
     mb_per_s: float = 50.0
     mb_per_package: float = 2.0  # a noarch package with its results and logs; compiled: x10
+    # checkout + setup-python + the venv restored from actions/cache (keyed by pyproject.toml; ~150 MB)
+    install_cached: float = 10.0
+    # actions/download-artifact v4 fetches the artifacts a pattern matches 5 at a time (its
+    # PARALLEL_DOWNLOADS): n bundles cost ceil(n / 5) x per_artifact plus their bytes
+    parallel_downloads: int = 5
+    renders_mb: float = 2.0  # the plan job's renders (packed models of the distribution), per 1,000 recipes
+
+    def download(self, n: int, mb: float) -> float:
+        return self.per_artifact * -(-n // self.parallel_downloads) + mb / self.mb_per_s
 
 
-LOCAL = Runner(start=0.0, install=0.0, per_artifact=0.0, mb_per_s=1e9, mb_per_package=0.0)
+LOCAL = Runner(start=0.0, install=0.0, per_artifact=0.0, mb_per_s=1e9, mb_per_package=0.0, install_cached=0.0)
+
+#: the workflows before this round: every job installed from scratch and rendered every recipe (for the
+#: "before" column)
+BEFORE = Runner(install_cached=45.0)
 
 
 @dataclass
@@ -120,27 +143,75 @@ def shards_of(run: Run, k: int, per_shard: int = 4, stages: int = 8) -> ShardPla
     return make_shards(run.graph, run.affected, weights, ShardSpec(runners=k, per_shard=per_shard, stages=stages), builds)
 
 
-def predict(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: int = 8) -> float:
-    """Wall time of ``run`` with at most ``k`` shards per stage (module docstring, point 2)."""
+def predict(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: int = 8,
+            renders: bool = True) -> float:
+    """Wall time of ``run`` with at most ``k`` shards per stage: the sum of :func:`timeline`."""
+    return sum(t for _, t in timeline(run, k, c, r, per_shard, stages, renders))
+
+
+def timeline(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: int = 8,
+             renders: bool = True) -> list[tuple[str, float]]:
+    """Wall time of ``run`` with at most ``k`` shards per stage (module docstring, point 2), as the
+    workflows run it: the plan job installs (venv from the cache), renders every recipe and uploads the
+    renders; every shard and fan-in job installs the same way, downloads the renders and its inputs'
+    bundles (5 at a time) and reads the recipes from the renders it took (``renders=False``: it renders
+    them itself, as before). A PR's fan-in (`check-pr --from-shards`) renders itself."""
     plan = shards_of(run, k, per_shard, stages)
-    job = r.start + r.install + c.job + c.render * run.n_recipes
+    base = r.start + r.install_cached + c.job
+    renders_mb = r.renders_mb * run.n_recipes / 1000
+    read = (c.read_cached if renders else c.render) * run.n_recipes + (r.download(1, renders_mb) if renders else 0.0)
     mb = {u: r.mb_per_package * (10 if unit_package(u) in run.compiled else 1) for s in plan.shards for u in s.packages}
-    wall = job  # the plan job
+    out = [("plan", base + c.render * run.n_recipes + (r.per_artifact + renders_mb / r.mb_per_s if renders else 0.0))]
     by_id = {s.id: s for s in plan.shards}
 
     def down(s: Shard) -> float:  # the bundles of its inputs (the shards holding its dependencies)
         ins = [by_id[i] for i in s.inputs]
-        return r.per_artifact * len(ins) + sum(mb[u] for x in ins for u in x.packages) / r.mb_per_s
+        return r.download(len(ins), sum(mb[u] for x in ins for u in x.packages)) if ins else 0.0
 
-    for stage in plan.stages:
-        shard_times = [job + down(s) + c.build_fixed + sum(unit_cost(u, run, c) for u in s.packages)
+    for i, stage in enumerate(plan.stages):
+        shard_times = [base + read + down(s) + c.build_fixed + sum(unit_cost(u, run, c) for u in s.packages)
                        + r.per_artifact + sum(mb[u] for u in s.packages) / r.mb_per_s for s in stage]
-        wall += max(shard_times)
-    fanin = job + (r.per_artifact * len(plan.shards) + sum(mb.values()) / r.mb_per_s if plan.shards else 0.0) \
+        out.append((f"stage {i}", max(shard_times)))
+    fanin_read = read if run.promote else c.render * run.n_recipes  # PR: check-pr renders itself
+    fanin = base + fanin_read + (r.download(len(plan.shards), sum(mb.values())) if plan.shards else 0.0) \
         + c.solve * run.targets
     if run.promote:
         fanin += run.per_artifact_promote * sum(run.compiled_builds if n in run.compiled else 1 for n in run.affected)
-    return wall + fanin
+    return [*out, ("fan-in", fanin)]
+
+
+def predict_variant_pools(run: Run, k: int, c: Costs, r: Runner) -> float:
+    """WHAT-IF, not what the workflows do: release day with each stage's cuda builds (a compiled
+    package's second build) on shard jobs of their own, on a second pool of up to ``k`` runners (GPU
+    runners, where their tests belong), next to the cpu shards of the same stage. A stage then lasts as
+    long as the slower of its two pools."""
+    cuda = {u for s in shards_of(run, k).shards for u in s.packages if u.endswith(":build=1")}
+    plan = shards_of(run, k)
+    base = r.start + r.install_cached + c.job + c.read_cached * run.n_recipes + r.download(1, r.renders_mb * run.n_recipes / 1000)
+    total = r.start + r.install_cached + c.job + c.render * run.n_recipes + r.per_artifact
+    for stage in plan.stages:
+        units = [u for s in stage for u in s.packages]
+        pools = [[u for u in units if u not in cuda], [u for u in units if u in cuda]]
+        worst = 0.0
+        for pool in pools:
+            if not pool:
+                continue
+            costs = sorted((unit_cost(u, run, c) for u in pool), reverse=True)
+            bins = [0.0] * min(k, len(costs))
+            for x in costs:  # longest first onto the least loaded (as make_shards cuts)
+                bins[bins.index(min(bins))] += x
+            worst = max(worst, max(bins))
+        ins = max(len(s.inputs) for s in stage)
+        total += base + r.download(ins, 0.0) + c.build_fixed + worst + r.per_artifact
+    n_shards = len(plan.shards) + sum(1 for st in plan.stages if any(u in cuda for s in st for u in s.packages)) * k
+    return total + base + r.download(n_shards, 0.0) + c.solve * run.targets
+
+
+def stage_breakdown(run: Run, k: int, c: Costs) -> list[tuple[int, int, int, float, int]]:
+    """Per stage: shards, units, the slowest shard's work (its units), and the most inputs a shard has."""
+    plan = shards_of(run, k)
+    return [(i, len(st), sum(len(s.packages) for s in st), max(sum(unit_cost(u, run, c) for u in s.packages) for s in st),
+             max(len(s.inputs) for s in st)) for i, st in enumerate(plan.stages)]
 
 
 @dataclass(frozen=True)
@@ -159,11 +230,15 @@ class Emulated:
     per_package: float
     blocked: frozenset[str] = frozenset()  # packages a failed dependency blocks in this world: no work
     cost: dict[str, float] = field(default_factory=dict)  # each package's own cost, where it was fitted
+    per_input: float = 0.0  # a shard job's cost per input bundle it checks and takes
+    fanin_per_shard: float = 0.0  # the fan-in's cost per bundle it checks and merges (``fanin``: the rest)
 
     def predict(self, run: Run, k: int) -> float:
         shards = shards_of(run, k, per_shard=1)
-        return self.plan + sum(max(self.fixed + sum(self.cost.get(p, self.per_package) for p in set(s.packages) - self.blocked)
-                                   for s in stage) for stage in shards.stages) + self.fanin
+        return self.plan + sum(max(self.fixed + self.per_input * len(s.inputs)
+                                   + sum(self.cost.get(p, self.per_package) for p in set(s.packages) - self.blocked)
+                                   for s in stage) for stage in shards.stages) \
+            + self.fanin + self.fanin_per_shard * len(shards.shards)
 
 
 # --- measuring on this machine
@@ -214,6 +289,44 @@ def measure_costs(world: Path, work: Path) -> Costs:
     target = max(0.1, (t_six - t_one) / 5)
     return Costs(render=max(0.0, t_plan - t_start) / n, build=max(0.1, t_one - t_dry - target), target=target,
                  job=t_start, build_fixed=max(0.0, t_dry - t_plan))
+
+
+def measure_render(work: Path, n: int = 300) -> tuple[float, float]:
+    """Per recipe, on bench/gen_recipes.py's ``n`` recipes (a git checkout): `fanout plan --all` with an
+    empty render cache (the plan job: rendering every recipe, then writing the renders with
+    ``--renders-out``), and with those renders taken into another empty cache (a shard or fan-in job),
+    each less a process start (`--version`). Medians of three."""
+    from gen_recipes import main as gen
+
+    dist = work / f"gen{n}"
+    if not (dist / ".git").is_dir():
+        shutil.rmtree(dist, ignore_errors=True)
+        gen([str(n), str(dist)])
+        _git(dist, "init", "-q")
+        _git(dist, "add", "-A")
+        _git(dist, "commit", "-qm", "generated")
+
+    def timed(cache: Path, *argv: str) -> float:
+        shutil.rmtree(cache, ignore_errors=True)
+        t = time.monotonic()
+        subprocess.run([str(CD), *argv], cwd=dist, env={**os.environ, "CONDA_DISTRO_CACHE": str(cache)},
+                       capture_output=True, check=True, timeout=900)
+        return time.monotonic() - t
+
+    cold, taken, start = [], [], []
+    for _ in range(3):
+        start.append(timed(work / "c-start", "--version"))
+        cold.append(timed(work / "c-plan", "fanout", "plan", "--all", "--renders-out", str(work / "renders")))
+        shutil.rmtree(work / "c-taken", ignore_errors=True)
+        subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from conda_distro.fanout.renders "
+                        "import take_renders; take_renders(Path(sys.argv[1]), 'local', Path('.'))", str(work / "renders")],
+                       cwd=dist, env={**os.environ, "CONDA_DISTRO_CACHE": str(work / "c-taken")}, check=True, timeout=600)
+        t = time.monotonic()
+        subprocess.run([str(CD), "fanout", "plan", "--all"], cwd=dist, env={**os.environ, "CONDA_DISTRO_CACHE": str(work / "c-taken")},
+                       capture_output=True, check=True, timeout=900)
+        taken.append(time.monotonic() - t)
+    s0 = statistics.median(start)
+    return max(0.0, statistics.median(cold) - s0) / n, max(0.0, statistics.median(taken) - s0) / n
 
 
 def cut_world(world: Path, work: Path) -> tuple[Path, str]:
@@ -286,13 +399,13 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
 
 
 def validate(world: Path, work: Path, ks: tuple[int, ...], warmup: bool = True,
-             measured: Path | None = None, repeat: int = 1) -> tuple[list[tuple[int, float, float, float, float]], Emulated]:
+             measured: Path | None = None, repeat: int = 1, bundles: bool = False) -> tuple[list[tuple], Emulated]:
     """pr.yml through the emulator at each K (after a warm-up run, discarded: the package cache and the
     mirror filled, as on runners that restore their cache). Each run is predicted by the model fitted on
     runs of the *other* K (leave one K out: the plan and fan-in jobs' mean times, a shard job's fixed and
     per-package cost fitted over their shard jobs), so no prediction has seen the run it predicts. Rows:
-    (K, predicted, measured: the median of its ``repeat`` runs, lowest load before / highest after); and
-    the model fitted on every run.
+    (K, predicted, measured: the median of its ``repeat`` runs, lowest load before / highest after, each
+    run's (wall, load before, load after)); and the model fitted on every run.
     ``measured``: the runs of an earlier invocation (its measured.json), refitted without running."""
     from support.ghworkflow import WorkflowRun
 
@@ -321,15 +434,21 @@ def validate(world: Path, work: Path, ks: tuple[int, ...], warmup: bool = True,
             (work / "measured.json").write_text(json.dumps(raw, indent=1))
             shutil.rmtree(work / f"k{k}-{i}", ignore_errors=True)
     runs = [r for r in raw if not r.get("warmup")]
+    for r in runs:  # each shard job's input bundles, as the plan of its K gives them
+        inputs = {frozenset(s.packages): len(s.inputs) for s in shards_of(run, r["k"], per_shard=1).shards}
+        for j in r["jobs"]:
+            j.setdefault("inputs", inputs.get(frozenset(j["packages"]), 0))
     rows = []
     for k in dict.fromkeys(r["k"] for r in runs):  # leave one K out: each K predicted by the model of the others
         mine = [r for r in runs if r["k"] == k]
-        model = calibrate([r for r in runs if r["k"] != k] or mine)
+        model = calibrate([r for r in runs if r["k"] != k] or mine, bundles=bundles)
         rows.append((k, model.predict(run, k), statistics.median(r["wall"] for r in mine),
-                     min(r["load_before"] for r in mine), max(r["load_after"] for r in mine)))
-    model = calibrate(runs)
-    print(f"fitted on every run: plan job {model.plan:.1f} s, fan-in {model.fanin:.1f} s, a shard job "
-          f"{model.fixed:.1f} s + {model.per_package:.1f} s per package ({len(runs)} runs)")
+                     min(r["load_before"] for r in mine), max(r["load_after"] for r in mine),
+                     [(r["wall"], r["load_before"], r["load_after"]) for r in mine]))
+    model = calibrate(runs, bundles=bundles)
+    print(f"fitted on every run: plan job {model.plan:.1f} s, fan-in {model.fanin:.1f} s + {model.fanin_per_shard:.1f} s "
+          f"per bundle, a shard job {model.fixed:.1f} s + {model.per_input:.1f} s per input bundle + each package's "
+          f"cost (mean {model.per_package:.1f} s) ({len(runs)} runs)")
     return rows, model
 
 
@@ -349,23 +468,32 @@ def _solve(rows: list[list[float]], y: list[float], ridge: float = 1e-6) -> list
     return [m[i][n] / m[i][i] if m[i][i] else 0.0 for i in range(n)]
 
 
-def calibrate(runs: list[dict]) -> Emulated:
-    """The emulator's model from measured runs: the plan and fan-in jobs' mean times, a shard job's fixed
-    cost and **each package's own cost** (least squares over all shard jobs: a job's time = fixed + the
-    costs of the packages it builds or tests; packages differ several-fold, and the shard holding the
-    heavy ones sets its stage's time, which one mean cost per package cannot say), and that mean cost
-    for packages no run measured."""
+def calibrate(runs: list[dict], bundles: bool = False) -> Emulated:
+    """The emulator's model from measured runs: the plan job's mean time; a shard job's fixed cost and
+    **each package's own cost** (least squares over all shard jobs: a job's time = fixed + the costs of
+    the packages it builds or tests; packages differ several-fold, and the shard holding the heavy ones
+    sets its stage's time, which one mean cost per package cannot say), and that mean cost for packages
+    no run measured. ``bundles``: also what the bundles cost, which grows with K: a shard job's cost per
+    input bundle it checks and takes (a column of the same least squares) and the fan-in's cost per
+    bundle it checks and merges (a line over the runs' fan-in times and shard counts); without it the
+    fan-in is its mean time. On the 2026-11-27 runs (at most 6 bundles) both bundle costs fitted to 0 and
+    the model without them predicted better, so it is the default; the validation prints both."""
     jobs = [j for r in runs for j in r["jobs"]]
     shard_jobs = [j for j in jobs if j["job"].startswith("level-")]
     work = [sorted(set(j["packages"]) - set(j.get("blocked", ()))) for j in shard_jobs]
     _fixed, per_package = fit([(len(w), j["seconds"]) for w, j in zip(work, shard_jobs, strict=True)])
     names = sorted({p for w in work for p in w})
-    x = _solve([[1.0, *(1.0 if n in w else 0.0 for n in names)] for w in work], [j["seconds"] for j in shard_jobs])
+    extra = [[float(j.get("inputs", 0))] if bundles else [] for j in shard_jobs]
+    x = _solve([[1.0, *e, *(1.0 if n in w else 0.0 for n in names)] for w, e in zip(work, extra, strict=True)],
+               [j["seconds"] for j in shard_jobs])
+    fanin_points = [(sum(1 for j in r["jobs"] if j["job"].startswith("level-")), j["seconds"])
+                    for r in runs for j in r["jobs"] if j["job"] == "check-pr"]
+    fanin, per_bundle = fit(fanin_points) if bundles else (statistics.mean(t for _, t in fanin_points), 0.0)
     return Emulated(plan=statistics.mean(j["seconds"] for j in jobs if j["job"] == "plan"),
-                    fanin=statistics.mean(j["seconds"] for j in jobs if j["job"] == "check-pr"),
-                    fixed=max(0.0, x[0]), per_package=per_package,
+                    fanin=fanin, fanin_per_shard=per_bundle,
+                    fixed=max(0.0, x[0]), per_package=per_package, per_input=max(0.0, x[1]) if bundles else 0.0,
                     blocked=frozenset(p for j in jobs for p in j.get("blocked", ())),
-                    cost={n: max(0.0, c) for n, c in zip(names, x[1:], strict=True)})
+                    cost={n: max(0.0, c) for n, c in zip(names, x[1 + bool(bundles):], strict=True)})
 
 
 # --- the table
@@ -414,21 +542,32 @@ def layered_graph(n: int, depth: int = 6, seed: int = 0) -> RecipeGraph:
 SHAPES = {"gen_recipes.py": generated_graph, "layered": layered_graph}
 
 
+def runs_of(n: int, shape: str) -> tuple[Run, Run, Run]:
+    """The PR gate, promote and release day runs of ``n`` packages (module docstring, point 4)."""
+    graph = SHAPES[shape](n)
+    rng = random.Random(n)
+    compiled = set(rng.sample(graph.names, n // 5))  # a realistic mix: 20 % compiled
+    sizes = sorted((len(graph.descendants(x)) + 1, x) for x in graph.names)
+    changed = sizes[int(0.9 * (len(sizes) - 1))][1]  # the 90th percentile affected set
+    affected = graph.affected([changed])
+    pr = Run(graph, affected, compiled & set(affected), targets=6, compiled_builds=6, n_recipes=n)
+    promote = Run(graph, affected, compiled & set(affected), targets=6, compiled_builds=6, n_recipes=n, promote=True)
+    # release day is release-sweep.yml: its fan-in (the `sweep` job) reads the bundles into staging and
+    # decides; it uploads and promotes nothing (its publish job then pushes a branch and opens a pull
+    # request per package it changed: not counted here, see docs/scale-out.md)
+    day = Run(graph, graph.order(), compiled, targets=2, compiled_builds=2, n_recipes=n, promote=False)
+    return pr, promote, day
+
+
 def table(c: Costs, r: Runner, shape: str) -> list[str]:
-    rows = ["| N | K | PR gate | promote | release day | levels | PR affected |", "|---|---|---|---|---|---|---|"]
+    rows = ["| N | K | PR gate | promote | release day | release day before | levels | PR affected |",
+            "|---|---|---|---|---|---|---|---|"]
     for n in (50, 300, 1000):
-        graph = SHAPES[shape](n)
-        rng = random.Random(n)
-        compiled = set(rng.sample(graph.names, n // 5))  # a realistic mix: 20 % compiled
-        sizes = sorted((len(graph.descendants(x)) + 1, x) for x in graph.names)
-        changed = sizes[int(0.9 * (len(sizes) - 1))][1]  # the 90th percentile affected set
-        affected = graph.affected([changed])
-        pr = Run(graph, affected, compiled & set(affected), targets=6, compiled_builds=6, n_recipes=n)
-        promote = Run(graph, affected, compiled & set(affected), targets=6, compiled_builds=6, n_recipes=n, promote=True)
-        day = Run(graph, graph.order(), compiled, targets=2, compiled_builds=2, n_recipes=n, promote=True)
+        pr, promote, day = runs_of(n, shape)
         for k in (1, 5, 20, 50):
             rows.append(f"| {n} | {k} | {_m(predict(pr, k, c, r))} | {_m(predict(promote, k, c, r))} | "
-                        f"{_m(predict(day, k, c, r))} | {len(graph.levels())} | {len(affected)} |")
+                        f"{_m(predict(day, k, c, r))} | {_m(predict(day, k, c, BEFORE, renders=False))} | "
+                        f"{len(pr.graph.levels())} | {len(pr.affected)} |")
     return rows
 
 
@@ -441,7 +580,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="work here (kept) instead of a temporary folder")
     ap.add_argument("--table-only", action="store_true", help="skip the validation runs (costs still measured)")
     ap.add_argument("--ks", default="1,2,4", help="validation runners per stage (default 1,2,4)")
-    ap.add_argument("--costs", help="render,build,target,job,build_fixed in seconds: skip measuring them")
+    ap.add_argument("--costs", help="render,build,target,job,build_fixed[,read] in seconds: skip measuring them "
+                    "(read: a recipe read with the plan job's renders taken; default: measured)")
     ap.add_argument("--no-warmup", action="store_true", help="no warm-up run before the validation runs")
     ap.add_argument("--repeat", type=int, default=3, help="runs per K, interleaved (default 3; the median counts)")
     ap.add_argument("--measured", type=Path, help="refit the validation runs of an earlier invocation (its "
@@ -454,25 +594,40 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("RATTLER_CACHE_DIR", str(work / "rattler-cache"))
     world = make_world(work) if not (args.costs and args.table_only) else work / "world"
     if args.costs:
-        render, build, target, job, fixed = (float(x) for x in args.costs.split(","))
-        c = Costs(render=render, build=build, target=target, job=job, build_fixed=fixed, compiled_build=args.compiled_build)
+        render, build, target, job, fixed, *read = (float(x) for x in args.costs.split(","))
+        c = Costs(render=render, build=build, target=target, job=job, build_fixed=fixed, compiled_build=args.compiled_build,
+                  read=read[0] if read else None)
     else:
         shutil.rmtree(work / "costs", ignore_errors=True)
         c = replace(measure_costs(world, work / "costs"), compiled_build=args.compiled_build)
-    print(f"per-unit costs on this machine: render {c.render:.2f} s/recipe, noarch build {c.build:.1f} s, "
+    if c.read is None:
+        print(f"rendering 300 generated recipes (load {os.getloadavg()[0]:.1f}) ...")
+        render, read = measure_render(work / "render")
+        c = replace(c, render=render, read=read)
+    print(f"per-unit costs on this machine: render {c.render:.3f} s/recipe (read with the renders taken: "
+          f"{c.read_cached:.3f} s), noarch build {c.build:.1f} s, "
           f"test target {c.target:.1f} s, job {c.job:.1f} s, a build command's planning {c.build_fixed:.1f} s; "
           f"compiled build {c.compiled_build:.0f} s (parameter)")
     worst = 0.0
     if not args.table_only:
         print("\nvalidation: the sandbox PR gate (11 packages, 3 levels, 1 target each) through pr.yml, "
               f"{'after a warm-up run' if not args.no_warmup else 'no warm-up'}")
-        print("| K | predicted | measured (median) | error | load (1-min avg, before / after) |\n|---|---|---|---|---|")
+        print("| K | predicted | measured (median) | error | runs (spread) | load (1-min avg, before / after) |\n"
+              "|---|---|---|---|---|---|")
         rows, model = validate(world, work / "validate", tuple(int(x) for x in args.ks.split(",")),
                                warmup=not args.no_warmup, measured=args.measured, repeat=args.repeat)
-        for k, pred, meas, l0, l1 in rows:  # every prediction out of sample (fitted on the other runs)
+        for k, pred, meas, l0, l1, each in rows:  # every prediction out of sample (fitted on the other runs)
             err = (pred - meas) / meas
             worst = max(worst, abs(err))
-            print(f"| {k} | {pred:.1f} s | {meas:.1f} s | {err:+.0%} | {l0:.1f} / {l1:.1f} |")
+            walls = sorted(w for w, _, _ in each)
+            print(f"| {k} | {pred:.1f} s | {meas:.1f} s | {err:+.0%} | {', '.join(f'{w:.1f}' for w in walls)} s "
+                  f"({(walls[-1] - walls[0]) / meas:.0%}) | {l0:.1f} / {l1:.1f} |")
+        print("\nthe same runs, the model with bundle terms (a shard job: + a cost per input bundle; the fan-in: + a "
+              "cost per bundle):\n| K | predicted | measured (median) | error |\n|---|---|---|---|")
+        plain, _ = validate(world, work / "validate", (), measured=args.measured or work / "validate" / "measured.json",
+                            bundles=True)
+        for k, pred, meas, *_ in plain:
+            print(f"| {k} | {pred:.1f} s | {meas:.1f} s | {(pred - meas) / meas:+.0%} |")
         # the GitHub table's shard job: the fitted fixed cost; a noarch package: the fitted per-package cost
         # (one build and one target, as shard jobs do them), split between build and target as the unit
         # measurements above split them
@@ -483,10 +638,22 @@ def main(argv: list[str] | None = None) -> int:
     r = Runner()
     for shape in SHAPES:
         print(f"\nprediction on GitHub-hosted runners, {shape} dependency graph (start {r.start:.0f} s, install "
-              f"{r.install:.0f} s, {r.per_artifact:.0f} s + {r.mb_per_s:.0f} MB/s per artifact; PR and promote: 6 "
-              f"targets per package; release day: 2; 20 % compiled)")
+              f"from the cached venv {r.install_cached:.0f} s, {r.per_artifact:.0f} s + {r.mb_per_s:.0f} MB/s per "
+              f"artifact, {r.parallel_downloads} downloads at once; PR and promote: 6 targets per package; release "
+              f"day: 2; 20 % compiled; 'before': every job installing ({BEFORE.install_cached:.0f} s) and rendering)")
         for line in table(c, r, shape):
             print(line)
+    day = runs_of(300, "layered")[2]
+    print("\nrelease day, N = 300, K = 20, layered:\n| job | shards | units | slowest shard's work | most inputs | job time |"
+          "\n|---|---|---|---|---|---|")
+    times = dict(timeline(day, 20, c, r))
+    print(f"| plan | 1 | | | | {times['plan']:.0f} s |")
+    for i, n_shards, units, work_s, inputs in stage_breakdown(day, 20, c):
+        print(f"| stage {i} | {n_shards} | {units} | {work_s:.0f} s | {inputs} | {times[f'stage {i}']:.0f} s |")
+    print(f"| fan-in | 1 | | | | {times['fan-in']:.0f} s |\n| total | | | | | {sum(times.values()) / 60:.1f} min |")
+    print("\nwhat-if (NOT in the workflows): each stage's cuda builds on a second pool of K runners, release day "
+          "(layered): " + ", ".join(f"N = {n}, K = {k}: {_m(predict_variant_pools(runs_of(n, 'layered')[2], k, c, r))}"
+                                   for n in (300, 1000) for k in (5, 20)))
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if worst > 0.25 else 0

@@ -78,6 +78,14 @@ def test_pr_fan_out_gives_the_single_machine_comment_and_verdict(world, tmp_path
         assert run.results[f"level-{i}"].result == "success", [(r.name, r.stdout[-2000:], r.stderr[-2000:])
                                                               for _, jr, _ in run.results[f"level-{i}"].runs for r in jr.steps]
     assert {run.results[f"level-{i}"].result for i in range(3, 8)} == {"skipped"}
+    # rendered once: the plan job's renders (this run's, its packed models) were taken by every shard job,
+    # which rendered nothing more (its packed cache is byte for byte the plan job's)
+    carried = run.work / "artifacts" / "renders"
+    assert json.loads((carried / "renders.json").read_text())["run"] == "99-1"
+    for i in range(3):
+        for _, _, ws in run.results[f"level-{i}"].runs:
+            [pack] = (ws.parent / "temp" / "home" / ".cache" / "conda-distro" / "render" / "packs").glob("*.pack")
+            assert pack.read_bytes() == (carried / "pack").read_bytes()
     gate = run.results["check-pr"]
     [(_, gate_run, gate_ws)] = gate.runs
     fan_comment = (gate_ws / "comment" / "comment.md").read_text()

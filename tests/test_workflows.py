@@ -24,7 +24,18 @@ import time
 from pathlib import Path
 
 import pytest
-from support.ghrunner import JobRun, Runner, declared_shell, git, has_pipefail, load_workflow, shell_template, step_name, write_shim
+from support.ghrunner import (
+    JobRun,
+    Runner,
+    declared_shell,
+    git,
+    has_pipefail,
+    load_workflow,
+    python_shim,
+    shell_template,
+    step_name,
+    write_shim,
+)
 
 from conda_distro.cli import main
 from conda_distro.proposal import ProposalData
@@ -256,6 +267,10 @@ def test_pr_workflow_fans_out_by_level_and_fans_in_to_check_pr():
     assert levels == [f"level-{i}" for i in range(int(doc["env"]["FANOUT_STAGES"]))]
     assert "conda-distro fanout plan --flow pr" in _steps_text(plan) and "--format github" in _steps_text(plan)
     assert not _runs_recipe_code(plan)
+    assert "--renders-out renders-out" in _steps_text(plan)
+    assert [s["with"]["name"] for s in plan["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")] == ["renders"]
+    assert [str(s["uses"]).split("@")[0] for s in plan["steps"] if "actions/cache" in str(s.get("uses", ""))] == \
+        ["actions/cache/restore", "actions/cache/save"]
     for i, job_id in enumerate(levels):
         job = doc["jobs"][job_id]
         assert job["needs"] == (["plan"] if i == 0 else ["plan", f"level-{i - 1}"])
@@ -268,8 +283,14 @@ def test_pr_workflow_fans_out_by_level_and_fans_in_to_check_pr():
         assert [u["with"]["name"] for u in uploads] == ["shard-${{ matrix.shard }}"]
         downloads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@")]
         # only the plan's inputs of this shard (the earlier shards holding its dependencies), skipped when none
-        assert [(d["with"]["pattern"], d.get("if")) for d in downloads] == \
+        assert [(d["with"].get("pattern"), d.get("if")) for d in downloads if d["with"].get("name") != "renders"] == \
             ([] if i == 0 else [("${{ matrix.inputs }}", "matrix.inputs != ''")])
+        # the plan job's renders: downloaded by every shard, taken (checked) by its `fanout shard --renders`
+        assert [d["with"]["path"] for d in downloads if d["with"].get("name") == "renders"] == ["${{ runner.temp }}/renders"]
+        assert '--renders "${RUNNER_TEMP}/renders"' in _steps_text(job)
+        # the venv is restored from the cache, never saved by a job that runs recipe code
+        assert [str(s["uses"]).split("@")[0] for s in job["steps"] if "actions/cache" in str(s.get("uses", ""))] == \
+            ["actions/cache/restore"]
     assert gate["needs"] == ["plan", *levels]
     gate_text = _steps_text(gate)
     assert "conda-distro check-pr --base" in gate_text and "--from-shards" in gate_text and "--format markdown" in gate_text
@@ -638,8 +659,7 @@ def _runner(tmp_path: Path, expressions: dict[str, str] | None = None, **kw) -> 
     for d in (workspace, shims, temp):
         d.mkdir(parents=True, exist_ok=True)
     # `python -m pip install …` succeeds without installing; any other python is the real one
-    write_shim(shims, "python", f'if [[ "$1 $2" == "-m pip" ]]; then echo "pip: skipped (test)"; exit 0; fi\n'
-                                f'exec {shlex.quote(sys.executable)} "$@"\n')
+    write_shim(shims, "python", python_shim(sys.executable))
     # every workflow's env names this run (CONDA_DISTRO_RUN: the id each shard's bundle must carry)
     expressions = {"github.run_id": "99", "github.run_attempt": "1", **(expressions or {})}
     return Runner(workspace=workspace, shims=shims, temp=temp, expressions=expressions, **kw)
@@ -1167,3 +1187,29 @@ def test_the_settings_job_reads_ci_automerge_from_distro_yaml(value, tmp_path):
     write_shim(runner.shims, "conda-distro", f'exec {shlex.quote(str(BIN / "conda-distro"))} "$@"\n')  # the real tool
     run = runner.run_job(_load(GITHUB / "workflows/release-sweep.yml"), "settings")
     assert run.ok and run.outputs["automerge"] == value, run.steps
+
+
+@pytest.mark.parametrize("name", ["pr.yml", "promote.yml", "nightly.yml", "release-sweep.yml"])
+def test_fanned_out_jobs_install_from_the_cache_and_take_the_plan_jobs_renders(name):
+    """Rendered once, installed from a cache (docs/scale-out.md): every job that installs conda-distro
+    restores .venv keyed by pyproject.toml and only the plan job (no recipe code) saves it; the plan job
+    uploads its renders and every shard and `fanout merge` job downloads them and hands them to
+    conda-distro with --renders (which checks them)."""
+    doc = _load(GITHUB / "workflows" / name)
+    for job_id, job in doc["jobs"].items():
+        steps = job.get("steps", [])
+        uses = [str(s.get("uses", "")).split("@")[0] for s in steps]
+        text = _steps_text(job)
+        if any(s.get("name") == "install conda-distro" and "python -m venv .venv" in str(s.get("run")) for s in steps):
+            restore = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache/restore@"))
+            assert "hashFiles('pyproject.toml')" in restore["with"]["key"] and restore["with"]["path"] == ".venv"
+            assert uses.index("actions/cache/restore") < [step_name(s) for s in steps].index("install conda-distro")
+        if "actions/cache/save" in uses:
+            assert job_id == "plan" and not _runs_recipe_code(job), (name, job_id)
+        if job_id == "plan":
+            assert "--renders-out renders-out" in text
+            assert [s["with"]["name"] for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact@")] == ["renders"]
+        if "fanout shard" in text or "fanout merge" in text:
+            assert '--renders "${RUNNER_TEMP}/renders"' in text, (name, job_id)
+            assert any(str(s.get("uses", "")).startswith("actions/download-artifact@") and s["with"].get("name") == "renders"
+                       for s in steps), (name, job_id)

@@ -11,7 +11,9 @@ What is emulated, and nothing more:
   `always()` (GitHub's default `if: success()`);
 - `uses:` steps are handed to the test's handlers by action name (`actions/upload-artifact`, …); an
   action without a handler is skipped;
-- tools are replaced by shims: PATH starts with a folder of scripts the test writes.
+- tools are replaced by shims: PATH starts with a folder of scripts the test writes (then the folders
+  steps added to `$GITHUB_PATH`, last added first, as the runner does);
+- a step may take ``step_timeout`` seconds.
 """
 
 from __future__ import annotations
@@ -100,6 +102,10 @@ def step_name(step: dict) -> str:
     return str(step.get("name") or step.get("uses") or step.get("run", "").splitlines()[0])
 
 
+def _read_lines(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
 def _read_kv_file(path: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     if path.exists():
@@ -125,9 +131,11 @@ class Runner:
     skip_steps: frozenset[str] = frozenset()  # step names not run (publishing that needs the real GitHub/anaconda.org)
 
     def env_for(self, doc: dict, job: dict, step: dict) -> dict[str, str]:
-        env = {"PATH": f"{self.shims}{os.pathsep}{os.environ['PATH']}", "HOME": str(self.temp / "home"),
+        added = [line for line in _read_lines(self.temp / "github_path")][::-1]  # GITHUB_PATH: last added first
+        env = {"PATH": os.pathsep.join([str(self.shims), *added, os.environ["PATH"]]), "HOME": str(self.temp / "home"),
                "LANG": "C.UTF-8", "RUNNER_TEMP": str(self.temp), "GITHUB_WORKSPACE": str(self.workspace),
                "GITHUB_OUTPUT": str(self.temp / "github_output"), "GITHUB_ENV": str(self.temp / "github_env"),
+               "GITHUB_PATH": str(self.temp / "github_path"),
                "GITHUB_STEP_SUMMARY": str(self.temp / "step_summary.md"), "CI": "true", **self.github_env}
         for scope in (doc, job, step):
             for key, value in (scope.get("env") or {}).items():
@@ -140,13 +148,14 @@ class Runner:
         template = self.shell_override or shell_template(declared_shell(doc, job, step))
         argv = [a.replace("{0}", str(script)) for a in shlex.split(template)]
         proc = subprocess.run(argv, cwd=self.workspace, env=self.env_for(doc, job, step), capture_output=True,
-                              text=True, timeout=120, check=False)
+                              text=True, timeout=self.step_timeout, check=False)
         return StepRun(step_name(step), proc.returncode, proc.stdout, proc.stderr)
 
     def run_job(self, doc: dict, job_id: str) -> JobRun:
         job = doc["jobs"][job_id]
         (self.temp / "home").mkdir(parents=True, exist_ok=True)
         (self.temp / "github_output").write_text("")
+        (self.temp / "github_path").write_text("")
         result = JobRun()
         failed = False
         for step in job.get("steps", []):
@@ -167,6 +176,16 @@ class Runner:
             failed = failed or run.returncode != 0
         result.outputs = _read_kv_file(self.temp / "github_output")
         return result
+
+
+def python_shim(python: str) -> str:
+    """The body of the ``python`` shim: ``python -m pip …`` succeeds without installing; ``python -m venv
+    DIR`` makes DIR/bin with this shim as its python and the shims' conda-distro (what .ci/install-venv
+    needs); anything else is ``python`` itself."""
+    return ('if [[ "$1 $2" == "-m pip" ]]; then echo "pip: skipped (test)"; exit 0; fi\n'
+            'if [[ "$1 $2" == "-m venv" ]]; then mkdir -p "$3/bin" && ln -sf "$0" "$3/bin/python" && '
+            'ln -sf "$(dirname "$0")/conda-distro" "$3/bin/conda-distro"; exit 0; fi\n'
+            f'exec {shlex.quote(python)} "$@"\n')
 
 
 def write_shim(shims: Path, name: str, body: str) -> Path:

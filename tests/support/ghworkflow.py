@@ -34,7 +34,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from support.ghrunner import EXPR, JobRun, Runner, load_workflow, write_shim
+from support.ghrunner import EXPR, JobRun, Runner, load_workflow, python_shim, write_shim
 
 BIN = Path(sys.executable).parent
 
@@ -185,8 +185,7 @@ class WorkflowRun:
             ws = clone(self.world, self.ref, base / "ws")
             temp, shims = base / "temp", base / "shims"
             temp.mkdir(parents=True)
-            write_shim(shims, "python", f'if [[ "$1 $2" == "-m pip" ]]; then echo "pip: skipped (test)"; exit 0; fi\n'
-                                        f'exec {shlex.quote(sys.executable)} "$@"\n')
+            write_shim(shims, "python", python_shim(sys.executable))
             write_shim(shims, "conda-distro", f'exec {shlex.quote(str(BIN / "conda-distro"))} "$@"\n')
             expressions = {**self.expressions, "runner.temp": str(temp),
                            **{f"matrix.{k}": str(v) for k, v in entry.items()},

@@ -29,6 +29,9 @@ RunOpt = Annotated[str, typer.Option("--run", envvar="CONDA_DISTRO_RUN",
                    help="This CI run's id (GitHub: run id-attempt); every bundle must name it.")]
 FromOpt = Annotated[Path | None, typer.Option("--from", help="Where the shards' bundles were downloaded.",
                     file_okay=False, show_default=False)]
+RendersOpt = Annotated[Path | None, typer.Option("--renders", help="The plan job's renders (its `--renders-out`, "
+                       "downloaded): checked (this run, this checkout), then taken into the render cache.",
+                       file_okay=False, show_default=False)]
 PlanFormat = Literal[Format.text, Format.json, Format.github]
 
 
@@ -36,6 +39,10 @@ PlanFormat = Literal[Format.text, Format.json, Format.github]
 def plan_cmd(names: NamesArg = None, flow: FlowOpt = "build", base: BaseOpt = "origin/main", all_: AllOpt = False,
              changed_since: SinceOpt = None, variant: VariantOpt = None, pytorch: PytorchOpt = None,
              runners: RunnersOpt = 20, per_shard: PerShardOpt = 4, stages: StagesOpt = 8, root: RootOpt = None,
+             run: RunOpt = "local",
+             renders_out: Annotated[Path | None, typer.Option("--renders-out", help="Write the renders here (with a "
+                                    "manifest naming this run and HEAD) for the other jobs' --renders.",
+                                    file_okay=False, show_default=False)] = None,
              format: Annotated[PlanFormat, typer.Option("--format", help="text, json, or github (lines for "
                                                         "$GITHUB_OUTPUT: stage-N matrices, count-N).")] = Format.text) -> int:
     """The plan job: the run's shards by dependency level (no recipe code runs)."""
@@ -44,7 +51,7 @@ def plan_cmd(names: NamesArg = None, flow: FlowOpt = "build", base: BaseOpt = "o
 
     return emit(plan_run(FanoutOptions(
         flow=flow, base=base, names=tuple(names or ()), all=all_, changed_since=changed_since,  # type: ignore[arg-type]
-        variants=tuple(variant or ()), pytorch=tuple(pytorch or ()), root=root,
+        variants=tuple(variant or ()), pytorch=tuple(pytorch or ()), root=root, run=run, renders_out=renders_out,
         spec=ShardSpec(runners=runners, per_shard=per_shard, stages=stages))), format)
 
 
@@ -54,7 +61,7 @@ def shard_cmd(shard: Annotated[str, typer.Option("--shard", help="This job's sha
               names: NamesArg = None, flow: FlowOpt = "build", base: BaseOpt = "origin/main", all_: AllOpt = False,
               changed_since: SinceOpt = None, variant: VariantOpt = None, pytorch: PytorchOpt = None,
               runners: RunnersOpt = 20, per_shard: PerShardOpt = 4, stages: StagesOpt = 8, run: RunOpt = "local",
-              from_: FromOpt = None,
+              from_: FromOpt = None, renders: RendersOpt = None,
               jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Packages at once.")] = 1,
               no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Unsandboxed; never in CI.")] = False,
               root: RootOpt = None, format: FormatOpt = Format.text) -> int:
@@ -66,7 +73,7 @@ def shard_cmd(shard: Annotated[str, typer.Option("--shard", help="This job's sha
     return emit(run_shard(FanoutOptions(
         flow=flow, base=base, names=tuple(names or ()), all=all_, changed_since=changed_since,  # type: ignore[arg-type]
         variants=tuple(variant or ()), pytorch=tuple(pytorch or ()), root=root, run=run, shard=shard, bundles=from_,
-        out=out_dir, jobs=jobs, sandbox=not no_sandbox,
+        out=out_dir, jobs=jobs, sandbox=not no_sandbox, renders=renders,
         spec=ShardSpec(runners=runners, per_shard=per_shard, stages=stages))), format)
 
 
@@ -75,7 +82,7 @@ def merge_cmd(names: NamesArg = None, flow: Annotated[str, typer.Option(
                   "--flow", help="build (promote, nightly) or sweep (the release sweep's fan-in).")] = "build",
               all_: AllOpt = False, changed_since: SinceOpt = None, variant: VariantOpt = None,
               pytorch: PytorchOpt = None, runners: RunnersOpt = 20, per_shard: PerShardOpt = 4, stages: StagesOpt = 8,
-              run: RunOpt = "local", from_: FromOpt = None,
+              run: RunOpt = "local", from_: FromOpt = None, renders: RendersOpt = None,
               commit: Annotated[bool, typer.Option("--commit", help="sweep: as `sweep --commit` (its branches).")] = False,
               author: Annotated[str | None, typer.Option("--author", help="sweep: the commits' author 'Name <email>'.",
                                                          show_default=False)] = None,
@@ -89,5 +96,5 @@ def merge_cmd(names: NamesArg = None, flow: Annotated[str, typer.Option(
     return emit(merge_build(FanoutOptions(
         flow=flow, names=tuple(names or ()), all=all_, changed_since=changed_since,  # type: ignore[arg-type]
         variants=tuple(variant or ()), pytorch=tuple(pytorch or ()), root=root, run=run, bundles=from_,
-        commit=commit, author=author,
+        commit=commit, author=author, renders=renders,
         spec=ShardSpec(runners=runners, per_shard=per_shard, stages=stages))), format)

@@ -27,6 +27,7 @@ from conda_distro.errors import DistroError, ExitCode, UsageError
 from conda_distro.fanout.bundle import Manifest, owned_by, write_bundle
 from conda_distro.fanout.fanin import FanIn, checkout_of, merge_shards, shard_plan, take_earlier
 from conda_distro.fanout.plan import ShardPlan, ShardSpec
+from conda_distro.fanout.renders import take_renders, write_renders
 from conda_distro.fanout.sweep import merge_sweep, plan_sweep_shards, sweep_shard
 from conda_distro.graph import RecipeGraph
 from conda_distro.state.results import ResultsStore
@@ -57,6 +58,8 @@ class FanoutOptions:
     root: Path | None = None
     commit: bool = False  # sweep's fan-in: `sweep --commit`
     author: str | None = None  # sweep's fan-in: the commits' author (None: the sweep's default)
+    renders: Path | None = None  # shard and fan-in jobs: the plan job's renders (checked, then taken)
+    renders_out: Path | None = None  # the plan job: where its renders go (with their manifest)
 
 
 def _sweep_options(options: FanoutOptions) -> SweepOptions:
@@ -128,11 +131,23 @@ class PlanResult:
 
 
 def plan_run(options: FanoutOptions) -> PlanResult:
-    """The plan job: the run's shards (recipes are read and rendered; no recipe code runs)."""
+    """The plan job: the run's shards (recipes are read and rendered; no recipe code runs). With
+    ``renders_out``, its renders are written there for the other jobs (:mod:`.renders`)."""
     if options.flow == "sweep":
-        return PlanResult(plan_sweep_shards(_sweep_options(options), _fanin(options)), options.spec.stages)
-    rs = run_scope(options)
-    return PlanResult(shard_plan(rs.dist, rs.affected, options.spec, options.pytorch)[1], options.spec.stages)
+        result = PlanResult(plan_sweep_shards(_sweep_options(options), _fanin(options)), options.spec.stages)
+    else:
+        rs = run_scope(options)
+        result = PlanResult(shard_plan(rs.dist, rs.affected, options.spec, options.pytorch)[1], options.spec.stages)
+    if options.renders_out is not None:
+        write_renders(options.renders_out, options.run, options.root or Path.cwd())
+    return result
+
+
+def _take_renders(options: FanoutOptions) -> None:
+    """The plan job's renders, checked, into the render cache before any recipe is read (a shard or
+    fan-in job then renders only what the plan job did not)."""
+    if options.renders is not None:
+        take_renders(options.renders, options.run, options.root or Path.cwd())
 
 
 @dataclass
@@ -158,6 +173,7 @@ def run_shard(options: FanoutOptions) -> ShardResult:
     packages failed (the run goes on: dependents are blocked as in one run), 2 on bad input or bad bundles."""
     if options.shard is None or options.out is None:
         raise UsageError("a shard job needs --shard ID and --out DIR", field="--shard")
+    _take_renders(options)
     if options.flow == "sweep":
         sweep_run, manifest = sweep_shard(_sweep_options(options), _fanin(options), options.shard, options.out)
         return ShardResult(options.shard, sweep_run, manifest, sweep_run.exit_code)
@@ -213,6 +229,7 @@ def merge_build(options: FanoutOptions) -> MergeResult | SweepResult:
     ``sweep`` run: the sweep, its build's records from the bundles (:func:`~.sweep.merge_sweep`)."""
     if options.bundles is None:
         raise UsageError("the fan-in needs --from DIR (where the shards' bundles were downloaded)", field="--from")
+    _take_renders(options)
     if options.flow == "sweep":
         return merge_sweep(_sweep_options(options), _fanin(options))
     rs = run_scope(options)
