@@ -186,3 +186,17 @@ def test_a_variant_file_added_beside_a_recipe_is_seen(tmp_path: Path, cache: Pat
     dist, _ = run(root)
     assert dist.recipes["alpha"].settings != plain
     assert ("numpy", ("2.0",)) in dist.recipes["alpha"].settings.variants
+
+
+def test_no_per_recipe_json_is_written_and_old_entries_are_removed(tmp_path: Path, cache: Path):
+    """The packs are the one render cache: no file per recipe text (those were never pruned); the ones an
+    older version left are removed when a pack is written."""
+    old = cache / "render" / "ab" / ("ab" + "0" * 62 + ".json")
+    old.parent.mkdir(parents=True)
+    old.write_text("{}")
+    kept = cache / "render" / "notes"  # (anything else in the folder is left alone)
+    kept.mkdir()
+    root = write_distro(tmp_path / "d", {"alpha": clean_recipe_text("alpha"), "beta": clean_recipe_text("beta")})
+    run(root)
+    assert not old.parent.exists() and kept.is_dir()
+    assert list((cache / "render").rglob("*.json")) == []

@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Any, overload
 
 from conda_distro.errors import DistroError, RecipeError
-from conda_distro.recipe.render import RenderedRecipe, RenderError, RenderSettings, cache_file_of, render_text, store_json
+from conda_distro.recipe.render import RenderedRecipe, RenderError, RenderSettings, remove_json_entries, render_text
 from conda_distro.recipe.specs import ParsedSpec, parse_spec
 from conda_distro.util.cachedir import PackedCache, prune_packs
 from conda_distro.util.fsutil import read_bounded_text
-from conda_distro.util.jsonio import read_json
 from conda_distro.util.yamlio import MAX_DOCUMENT_BYTES, LDict, LList, load_fast, read_yaml_text
 
 RECIPE_FILE = "recipe.yaml"
@@ -534,23 +533,10 @@ MODEL_SCHEMA = "4"  # bump when the Recipe model or how it is built changes
 
 def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) -> Recipe:
     """Render ``text`` with rattler-build and build the :class:`Recipe`. Raises :class:`RecipeError`
-    (a :class:`RenderError` for what rattler-build refuses) with file and line.
-
-    With a cache (settings.cache_dir), the finished model is kept beside rattler-build's render, under
-    the same key (text + variant config + platform + rattler-build version): a warm read is one JSON
-    file, with the YAML tree parsed again only when a flow asks for it (:attr:`Recipe.tree`)."""
-    settings = settings or RenderSettings()
-    model_file = cache_file_of(text, settings)
-    if model_file is not None:
-        model_file = model_file.with_name(model_file.stem + f".model{MODEL_SCHEMA}.json")
-        try:
-            return Recipe.from_json(read_json(model_file, "cache"), path, text, settings)
-        except (OSError, DistroError, ValueError, KeyError, TypeError, IndexError):
-            pass
-    recipe = _parse(text, path, settings)
-    if model_file is not None:
-        store_json(model_file, recipe.to_json())
-    return recipe
+    (a :class:`RenderError` for what rattler-build refuses) with file and line. One recipe is rendered
+    each time (an edit, a fix, a skeleton's self-check); a distribution's recipes are read through the
+    packed cache of :func:`parse_recipes`."""
+    return _parse(text, path, settings or RenderSettings())
 
 
 PACKS = "packs"  # the packed model caches: <render cache>/packs/<schema>-<owner hash>.pack, one per distribution
@@ -602,6 +588,7 @@ def parse_recipes(items: list[tuple[str, Path, RenderSettings]], jobs: int | Non
     if pack is not None and fresh:
         pack.update(fresh, used=[k for k in keys if k is not None and k not in fresh], drop_after=PACK_UNUSED_DAYS * 86400)
         prune_packs(pack.path.parent, MAX_PACKS, spare=pack.path)
+        remove_json_entries(pack.path.parent.parent)  # (what older versions wrote per recipe; only when writing)
     return results  # type: ignore[return-value]
 
 
