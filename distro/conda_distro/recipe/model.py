@@ -615,11 +615,20 @@ def _parse_many(items: list[tuple[str, Path, RenderSettings]], jobs: int | None)
 
     uncached: dict[RenderSettings, RenderSettings] = {}  # (one object per distinct settings: pickled once a chunk)
     work = [(text, str(path), uncached.setdefault(settings, replace(settings, cache_dir=None))) for text, path, settings in items]
-    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_worker_start) as pool:
-        done = list(pool.map(_parse_in_worker, work, chunksize=max(1, len(work) // (jobs * 8))))
+    # The models are made from the workers' data as each chunk arrives (this process works while the workers
+    # render the next ones), and the workers are left to exit on their own once the last chunk is in (joined
+    # by the pool's own thread, and at the latest when this process exits): waiting for their exit cost
+    # up to a second of wall clock on a loaded machine (bench_spine cold).
+    pool = ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_worker_start)
     shared: dict = {}
-    return [outcome if isinstance(outcome, DistroError) else Recipe.from_json(outcome, path, text, settings, shared)
-            for outcome, (text, path, settings) in zip(done, items, strict=True)]
+    out = []
+    try:
+        done = pool.map(_parse_in_worker, work, chunksize=max(1, len(work) // (jobs * 8)))
+        for outcome, (text, path, settings) in zip(done, items, strict=True):
+            out.append(outcome if isinstance(outcome, DistroError) else Recipe.from_json(outcome, path, text, settings, shared))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return out
 
 
 def _worker_start() -> None:
