@@ -46,10 +46,11 @@ def _open_regular_fd(path: str | Path, real: str | None = None) -> tuple[int, os
     check behind :func:`read_bounded`, :func:`hash_file` and :func:`open_regular`. ``real``: the caller's
     ``realpath`` of ``path`` when it already knows it (a scan of a folder resolved once, that saw no
     symbolic link below it), not resolved again."""
+    opened = real or path  # (the same file: ``real`` is its real path)
     real = real or os.path.realpath(path)
     if real.startswith(_KERNEL_FILE_SYSTEMS):
         raise _NotRegular(f"a file of the kernel ({real})")
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    fd = os.open(opened, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
