@@ -200,3 +200,41 @@ def test_no_per_recipe_json_is_written_and_old_entries_are_removed(tmp_path: Pat
     run(root)
     assert not old.parent.exists() and kept.is_dir()
     assert list((cache / "render").rglob("*.json")) == []
+
+
+def test_a_lag_is_reported_for_an_unchanged_recipe_when_its_dependency_changes(tmp_path: Path, cache: Path):
+    """pytorch-pin-lags looks at the recipe's dependencies: torch-thing's pin leaves out 2.6, and so does
+    torch-base's (it waits for that one, no warning). Once torch-base admits 2.6, the unchanged torch-thing
+    is reported, although its own findings come from the lint cache."""
+    import yaml
+
+    case = yaml.safe_load((Path(__file__).parent / "data" / "lint_cases" / "pytorch-pin-lags-awaits-parent-ok.yaml").read_text())
+    base = case["extra_recipes"]["torch-base"]
+    root = write_distro(tmp_path / "d", {"torch-thing": case["recipe"], "torch-base": base}, variants=True)
+    _, result = run(root)
+    assert "pytorch-pin-lags" not in checks_of(result, "torch-thing")
+    path = root / "recipes" / "torch-base" / "recipe.yaml"
+    path.write_text(base.replace("pytorch >=2.5,<2.6  # lockstep: one minor", "pytorch >=2.5,<2.7")
+                    .replace("pytorch-lockstep: true", "pytorch-lockstep: false"))
+    _, result = run(root)
+    assert "pytorch-pin-lags" in checks_of(result, "torch-thing"), result.findings
+
+
+def test_the_lint_configuration_includes_the_code_of_the_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """An edited module of the tool (a check changed during development) never answers from the lint cache."""
+    import sys
+    import types
+
+    from conda_distro.lint.cache import code_digest
+
+    source = tmp_path / "probe_module.py"
+    source.write_text("X = 1\n")
+    module = types.ModuleType("conda_distro._probe_module")
+    module.__file__ = str(source)
+    before = code_digest()
+    monkeypatch.setitem(sys.modules, "conda_distro._probe_module", module)
+    with_module = code_digest()
+    assert with_module != before
+    st = source.stat()
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert code_digest() != with_module
