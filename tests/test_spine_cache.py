@@ -194,11 +194,16 @@ def test_no_per_recipe_json_is_written_and_old_entries_are_removed(tmp_path: Pat
     old = cache / "render" / "ab" / ("ab" + "0" * 62 + ".json")
     old.parent.mkdir(parents=True)
     old.write_text("{}")
-    kept = cache / "render" / "notes"  # (anything else in the folder is left alone)
+    model = old.with_name(old.stem + ".model4.json")
+    model.write_text("{}")
+    kept = cache / "render" / "notes"  # (anything else in the folder is left alone ...)
     kept.mkdir()
+    foreign = cache / "render" / "cd" / "notes.txt"  # (... and so is a bucket holding anything else)
+    foreign.parent.mkdir()
+    foreign.write_text("mine")
     root = write_distro(tmp_path / "d", {"alpha": clean_recipe_text("alpha"), "beta": clean_recipe_text("beta")})
     run(root)
-    assert not old.parent.exists() and kept.is_dir()
+    assert not old.parent.exists() and kept.is_dir() and foreign.read_text() == "mine"
     assert list((cache / "render").rglob("*.json")) == []
 
 

@@ -447,16 +447,25 @@ def render_text(text: str, path: Path, settings: RenderSettings, tree: Any = Non
 
 
 _JSON_BUCKET = re.compile(r"[0-9a-f]{2}")
+_JSON_ENTRY = re.compile(r"[0-9a-f]{64}(?:\.model\d+)?\.json|\.[0-9a-f]{64}(?:\.model\d+)?\.json\.\d+\.tmp")
 
 
 def remove_json_entries(folder: Path) -> None:
     """Remove the per-recipe JSON entries older versions wrote under the render cache ``folder``
-    (``<two hex digits>/<hash>.json``): one file per recipe text ever rendered, never pruned."""
-    import shutil
-
+    (``<two hex digits>/<sha256>[.model<N>].json``): one file per recipe text ever rendered, never pruned.
+    A bucket holding anything else is left as it is."""
     try:
         buckets = [e.path for e in os.scandir(folder) if e.is_dir(follow_symlinks=False) and _JSON_BUCKET.fullmatch(e.name)]
     except OSError:
         return
     for bucket in buckets:
-        shutil.rmtree(bucket, ignore_errors=True)
+        try:
+            with os.scandir(bucket) as entries:
+                files = list(entries)
+            if not all(e.is_file(follow_symlinks=False) and _JSON_ENTRY.fullmatch(e.name) for e in files):
+                continue
+            for e in files:
+                os.unlink(e.path)
+            os.rmdir(bucket)
+        except OSError:
+            continue
