@@ -243,3 +243,20 @@ def test_the_lint_configuration_includes_the_code_of_the_checks(tmp_path: Path, 
     st = source.stat()
     os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     assert code_digest() != with_module
+
+
+def test_a_recipe_made_a_link_after_the_scan_is_still_refused(tmp_path: Path):
+    """The scan's real path of a recipe is opened without following a link: a recipe.yaml replaced by a link
+    to a file of the kernel between the scan and the read is resolved and refused like any other."""
+    from conda_distro.errors import RecipeError
+    from conda_distro.recipe.model import read_recipe_text
+
+    root = write_distro(tmp_path / "d", {"alpha": clean_recipe_text("alpha")})
+    (found,) = scan_recipes(root / "recipes", contents=True)
+    assert found.real is not None
+    path = root / "recipes" / "alpha" / "recipe.yaml"
+    assert read_recipe_text(path, found) == path.read_text()
+    path.unlink()
+    path.symlink_to("/proc/self/environ")
+    with pytest.raises(RecipeError, match="kernel"):
+        read_recipe_text(path, found)

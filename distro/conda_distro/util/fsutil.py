@@ -4,6 +4,7 @@ writes, hard links, emptying a folder, a paused garbage collector."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import glob
 import os
@@ -45,12 +46,26 @@ def _open_regular_fd(path: str | Path, real: str | None = None) -> tuple[int, os
     what it is (the descriptor closed, nothing read). ``OSError`` and ``ValueError`` pass through. The one
     check behind :func:`read_bounded`, :func:`hash_file` and :func:`open_regular`. ``real``: the caller's
     ``realpath`` of ``path`` when it already knows it (a scan of a folder resolved once, that saw no
-    symbolic link below it), not resolved again."""
-    opened = real or path  # (the same file: ``real`` is its real path)
-    real = real or os.path.realpath(path)
+    symbolic link below it), not resolved again: opened without following a link (``O_NOFOLLOW``), so that
+    a file made a link since the caller looked is resolved and checked as any other."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+    if real is not None and not real.startswith(_KERNEL_FILE_SYSTEMS):
+        try:  # (no link followed: a file made a link since the caller saw it is resolved below, as any other)
+            fd = os.open(real, flags | os.O_NOFOLLOW)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+        else:
+            return fd, _regular_stat(fd)
+    real = os.path.realpath(path)
     if real.startswith(_KERNEL_FILE_SYSTEMS):
         raise _NotRegular(f"a file of the kernel ({real})")
-    fd = os.open(opened, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    fd = os.open(path, flags)
+    return fd, _regular_stat(fd)
+
+
+def _regular_stat(fd: int) -> os.stat_result:
+    """``fstat`` of ``fd`` when it is a regular file; else :class:`_NotRegular` (``fd`` closed)."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -58,7 +73,7 @@ def _open_regular_fd(path: str | Path, real: str | None = None) -> tuple[int, os
     except BaseException:
         os.close(fd)
         raise
-    return fd, st
+    return st
 
 
 def read_bounded(path: Path, limit: int, *, error: type[DistroError] = DistroError, hint: str | None = None,
