@@ -20,7 +20,7 @@ from conda_distro.distribution import load_distribution
 from conda_distro.errors import RecipeError
 from conda_distro.graph import RecipeGraph
 from conda_distro.lint import lint_distribution
-from conda_distro.recipe.model import parse_recipe
+from conda_distro.recipe.model import Recipe, parse_recipe
 from conda_distro.recipe.render import RenderSettings, render_text
 from conda_distro.recipe.variants import read_variant_files
 from conda_distro.util.rattler_env import fixed_environment
@@ -123,32 +123,31 @@ def test_constructs_of_the_test_recipes():
 # the cache and the fixed environment
 
 
-def test_render_cache_is_keyed_by_text_and_variant_config(tmp_path):
+def test_the_cache_key_is_the_text_and_variant_config_and_no_file_is_written_per_recipe(tmp_path):
+    """A render is cached only in the packed model cache of a distribution (:func:`parse_recipes`), keyed
+    by the text and the variant configuration; a single render writes no file (before, one JSON file per
+    recipe text ever rendered, never pruned)."""
+    from conda_distro.recipe.model import model_key
+
     text = (CF_DIR / "torchcf-noarch.yaml").read_text()
     path = Path("/r/torchcf-noarch/recipe.yaml")
     first = render_text(text, path, cf_settings(tmp_path))
-    files = list(tmp_path.rglob("*.json"))
-    assert len(files) == 1
-    assert render_text(text, path, cf_settings(tmp_path)) == first  # a warm read
-    assert len(list(tmp_path.rglob("*.json"))) == 1
+    assert render_text(text, path, cf_settings(tmp_path)) == first
+    assert list(tmp_path.rglob("*")) == []
     other = cf_settings(tmp_path).with_minors("pytorch", ["2.8"])
     assert len(render_text(text, path, other).outputs) == 1
-    assert len(list(tmp_path.rglob("*.json"))) == 2  # another variant config: another entry
-    # a cached entry is what is served: tampering with it shows (the key is the content, not the path)
-    data = json.loads(files[0].read_text())
-    data["outputs"][0]["version"] = "9.9.9"
-    files[0].write_text(json.dumps(data))
-    assert render_text(text, path, cf_settings(tmp_path)).outputs[0]["version"] == "9.9.9"
-    assert render_text(text + "\n", path, cf_settings(tmp_path)).outputs[0]["version"] == "0.4.2"
+    key = model_key(text, cf_settings(tmp_path))
+    assert key == model_key(text, cf_settings(tmp_path))
+    assert len({key, model_key(text, other), model_key(text + "\n", cf_settings(tmp_path))}) == 3
 
 
-def test_render_errors_are_cached_too(tmp_path):
+def test_render_errors_are_the_same_every_time_and_write_nothing(tmp_path):
     text = "package: {name: a, version: '1'}\nrequirements:\n  run:\n    - ${{ python_min }}\n"
     for _ in range(2):
         with pytest.raises(RecipeError, match="undefined value") as info:
             parse_recipe(text, Path("/r/a/recipe.yaml"), RenderSettings.make(cache_dir=tmp_path))
         assert info.value.line == 4
-    assert len(list(tmp_path.rglob("*.json"))) == 1
+    assert list(tmp_path.rglob("*")) == []
 
 
 def test_recipes_render_in_a_fixed_environment(monkeypatch):
@@ -439,10 +438,13 @@ def test_a_recipe_read_from_the_model_cache_still_knows_every_branch(tmp_path):
 
     text = _cf_recipe("branchy", "pytorch >=2.7,<2.10").replace(
         "    - numpy >=1.24,<3\n", "    - numpy >=1.24,<3\n    - if: win\n      then: pytorch >=2.7,<2.9\n")
+    from conda_distro.recipe.model import parse_recipes
+
     path = Path("/r/branchy/recipe.yaml")
-    first = parse_recipe(text, path, cf_settings(tmp_path))
-    cached = parse_recipe(text, path, cf_settings(tmp_path))
-    assert first.data is not None and cached.data is None  # the second came from the model cache
+    (first,) = parse_recipes([(text, path, cf_settings(tmp_path))], owner="branchy")
+    (cached,) = parse_recipes([(text, path, cf_settings(tmp_path))], owner="branchy")
+    assert isinstance(first, Recipe) and isinstance(cached, Recipe)
+    assert first.data is not None and cached.data is None  # the second came from the packed model cache
     lines = [d.line for d in pytorch_pins(first, "pytorch")]
     assert len(lines) == 2 and [d.line for d in pytorch_pins(cached, "pytorch")] == lines
 

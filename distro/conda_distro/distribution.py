@@ -8,7 +8,7 @@ from typing import Any
 
 from conda_distro.config import DISTRO_FILE, DistroRepo, find_root, load_config
 from conda_distro.errors import DistroError, RecipeError
-from conda_distro.recipe.model import Recipe, parse_recipes, read_recipe_text, recipe_paths
+from conda_distro.recipe.model import Recipe, RecipeFile, parse_recipes, read_recipe_text, scan_recipes
 from conda_distro.recipe.render import RenderSettings
 from conda_distro.recipe.variants import recipe_settings, render_settings
 from conda_distro.util.fsutil import paused_gc
@@ -192,38 +192,46 @@ def open_distro(root: Path | None) -> DistroRepo:
     return load_config(root.resolve() if root else find_root(Path.cwd()))
 
 
-def repository_state(root: Path) -> tuple:
+def repository_state(root: Path, recipes: list[RecipeFile] | None = None) -> tuple:
     """distro.yaml and every recipe file as stat data (inode, mtime, size): what a sweep edits. Any write
-    (an atomic replace, a git checkout) changes it."""
-    def stat(path: Path) -> tuple | None:
-        try:
-            st = path.stat()
-        except OSError:
-            return None
-        return st.st_ino, st.st_mtime_ns, st.st_size
-
-    recipes = root / "recipes"
-    return (stat(root / DISTRO_FILE), *((p.parent.name, stat(p)) for p in recipe_paths(recipes)))
+    (an atomic replace, a git checkout) changes it. ``recipes``: :func:`scan_recipes` of ``root``'s
+    recipes folder when the caller has made it (one pass serves both)."""
+    try:
+        st = (root / DISTRO_FILE).stat()
+        top: tuple | None = (st.st_ino, st.st_mtime_ns, st.st_size)
+    except OSError:
+        top = None
+    if recipes is None:
+        recipes = scan_recipes(root / "recipes")
+    return (top, *((f.folder, f.state) for f in recipes))
 
 
 def load_distribution(root: Path | None = None, *, strict: bool = True, distro: DistroRepo | None = None) -> Distribution:
     """Load distro.yaml and every recipe. ``strict`` raises the first recipe error; otherwise errors are
     collected so that lint can still report on the rest. The result records the files' state
-    (:meth:`Distribution.changed_on_disk`), unless they were written while it read them."""
+    (:meth:`Distribution.changed_on_disk`), unless they were written while it read them.
+
+    The recipes folder is scanned once (:func:`scan_recipes`: each folder's entries and its recipe's
+    stat); every recipe text is read (the caches are keyed by content, never by modification time: an
+    edit that keeps the size and the time stamp is still seen), and the folder is scanned again for the
+    state afterwards."""
+    top = distro.root if distro is not None else (root.resolve() if root else find_root(Path.cwd()))
+    scanned = scan_recipes(top / "recipes", contents=True)
+    before = repository_state(top, scanned)
     if distro is None:
-        top = root.resolve() if root else find_root(Path.cwd())
-        before = repository_state(top)
         distro = load_config(top)
-    else:
-        before = repository_state(distro.root)
     errors: list[DistroError] = []
     texts: list[tuple[str, Path]] = []
-    for path in recipe_paths(distro.recipes_dir):
+    listing: dict[str, frozenset[str]] = {}
+    for found in scanned:
+        path = found.path
         try:
-            texts.append((read_recipe_text(path), path))
+            texts.append((read_recipe_text(path, found), path))
         except DistroError as exc:
             errors.append(exc)
-    dist = distribution_of_texts(distro, texts, errors)
+        if found.names is not None:
+            listing[found.folder] = found.names
+    dist = distribution_of_texts(distro, texts, errors, listing=listing)
     dist.loaded_state = before if repository_state(distro.root) == before else None
     if strict:
         dist.raise_errors()
@@ -232,16 +240,19 @@ def load_distribution(root: Path | None = None, *, strict: bool = True, distro: 
 
 @paused_gc()
 def distribution_of_texts(distro: DistroRepo, texts: list[tuple[str, Path]],
-                          errors: list[DistroError] | None = None) -> Distribution:
+                          errors: list[DistroError] | None = None, *,
+                          listing: dict[str, frozenset[str]] | None = None) -> Distribution:
     """The distribution ``distro`` with these recipe texts ((text, path) each), rendered as rattler-build
-    renders them; the recipes that cannot be rendered join ``errors``."""
+    renders them; the recipes that cannot be rendered join ``errors``. ``listing``: folder name -> its
+    entries, for the folders the caller listed (variant files beside a recipe are not looked up again)."""
     settings = render_settings(distro)
     errors = list(errors or ())
     keep = (distro.config.pytorch.name,)
     items: list[tuple[str, Path, RenderSettings]] = []
     for text, path in texts:
         try:
-            items.append((text, path, recipe_settings(settings, path.parent, keep=keep)))
+            items.append((text, path, recipe_settings(settings, path.parent, keep=keep,
+                                                      listing=(listing or {}).get(path.parent.name))))
         except DistroError as exc:  # (a variant file beside the recipe that cannot be read)
             errors.append(exc)
     recipes: dict[str, Recipe] = {}

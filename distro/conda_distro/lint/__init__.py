@@ -10,7 +10,8 @@ from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.errors import DistroError, ExitCode
 from conda_distro.lint import checks as _checks  # noqa: F401  (registers the checks)
 from conda_distro.lint import proposal_checks as _proposal_checks  # noqa: F401  (registers proposal-* checks)
-from conda_distro.lint.base import CHECKS, Finding, LintCheck, Severity
+from conda_distro.lint.base import CHECKS, Finding, LintCheck, Severity, lint_recipe
+from conda_distro.lint.cache import LintCache
 from conda_distro.lint.context import LintContext
 from conda_distro.lint.hint_checks import lint_hints  # (registers the hint-* checks)
 from conda_distro.lint.owner_checks import owner_registry  # (registers package-owner, source-path-outside, owners-*)
@@ -21,7 +22,7 @@ from conda_distro.util.dates import parse_as_of, utcnow
 from conda_distro.util.fsutil import atomic_write_text, paused_gc
 
 __all__ = ["CHECKS", "CheckList", "Finding", "LintCheck", "LintOptions", "LintResult", "Severity", "lint", "lint_distribution",
-           "list_checks"]
+           "lint_recipe", "list_checks"]
 
 
 @dataclass(frozen=True)
@@ -143,15 +144,6 @@ def selected_checks(only: tuple[str, ...] = ()) -> list[LintCheck]:
     return [CHECKS[c]() for c in (only or sorted(CHECKS))]
 
 
-def lint_recipe(recipe: Recipe, ctx: LintContext, checks: list[LintCheck]) -> list[Finding]:
-    out: list[Finding] = []
-    skip = set(recipe.skip_lints)
-    for check in checks:
-        if check.id not in skip or not check.skippable:
-            out.extend(check.findings(recipe, ctx))
-    return out
-
-
 def _fixed_text(recipe: Recipe, findings: list[Finding], ctx: LintContext) -> str | None:
     """The recipe text with the simple fixes applied, or None when nothing changes. Nothing is
     written here: lint writes the fixed files only once it knows it will not exit 2."""
@@ -178,6 +170,7 @@ def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) 
     names = list(options.names) or sorted(set(dist.recipes) | {_folder(e) for e in dist.errors})
     named = set(options.names) if options.strict_names else set()
     errors_by_folder = {_folder(e): e for e in dist.errors}
+    cache = LintCache.open(dist.settings.cache_dir, dist.root, ctx, checks)  # (an unchanged recipe is not linted again)
     pending: dict[Path, str] = {}  # --fix: path -> fixed text, written at the end
     for name in names:
         if name in errors_by_folder:
@@ -186,7 +179,7 @@ def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) 
             result.malformed |= name in named
             continue
         recipe = dist.get(name)
-        findings = lint_recipe(recipe, ctx, checks)
+        findings = cache.findings(recipe)
         fixed = _fixed_text(recipe, findings, ctx) if options.fix else None
         if fixed is not None:
             try:
@@ -199,6 +192,7 @@ def lint_distribution(dist: Distribution, options: LintOptions = LintOptions()) 
             findings = lint_recipe(recipe, ctx, checks)
         result.malformed |= name in named and any(CHECKS[f.check].fatal for f in findings)
         result.findings.extend(findings)
+    cache.save()
     # --- proposals/<name>.yaml: the proposal-* checks, see conda_distro.lint.proposals ---
     proposal_findings = lint_proposals(dist, ctx, names=options.names, checks=checks) if options.proposals else []
     result.malformed |= any(CHECKS[f.check].fatal for f in proposal_findings)

@@ -51,6 +51,10 @@ class LintCheck:
     hint: ClassVar[str] = ""
     fatal: ClassVar[bool] = False  # findings mean the input is malformed (exit 2), not merely non-compliant
     skippable: ClassVar[bool] = True  # False: ``extra.skip-lints`` cannot turn it off (the trust checks)
+    #: "recipe": the findings depend only on the recipe, the lint configuration and which of the recipe's
+    #: requirement names are distribution packages (kept per recipe by :mod:`conda_distro.lint.cache`);
+    #: "distribution" (the default, always safe): anything else (other recipes, owners, files on disk)
+    scope: ClassVar[str] = "distribution"
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -70,6 +74,13 @@ class LintCheck:
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def applies(self, recipe: Recipe, ctx: LintContext) -> bool:
+        """(A distribution-scope check.) False when the recipe alone, under the lint configuration, shows that
+        the check finds nothing in it, whatever the rest of the distribution is: the answer is kept in the
+        lint cache with the recipe-scope findings, and the check is not run for an unchanged recipe.
+        It must read only what a recipe-scope check may read (see ``scope``). True (the default): run it."""
+        return True
+
     def fix(self, recipe: Recipe, edit: TreeEditor, ctx: LintContext) -> bool:
         """Edit the recipe through ``edit`` (the one recipe editor, :mod:`conda_distro.recipe.edit`);
         return True when something changed."""
@@ -86,6 +97,16 @@ class LintCheck:
             )
             for p in problems
         ]
+
+
+def lint_recipe(recipe: Recipe, ctx: LintContext, checks: list[LintCheck]) -> list[Finding]:
+    """The findings of ``checks`` for ``recipe`` (those its ``extra.skip-lints`` turns off left out)."""
+    out: list[Finding] = []
+    skip = set(recipe.skip_lints)
+    for check in checks:
+        if check.id not in skip or not check.skippable:
+            out.extend(check.findings(recipe, ctx))
+    return out
 
 
 class FileCheck(LintCheck):

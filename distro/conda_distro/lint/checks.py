@@ -41,6 +41,7 @@ class MaintainersMissing(LintCheck):
     when a PyTorch release breaks it."""
 
     id = "maintainers-missing"
+    scope = "recipe"
     hint = "add extra: {recipe-maintainers: [your-github-handle]} (a team such as conda-distro/core is fine)"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -54,6 +55,7 @@ class MaintainersMalformed(LintCheck):
     ORG/TEAM handles, written without a leading @."""
 
     id = "maintainers-malformed"
+    scope = "recipe"
     hint = "write the bare handle, e.g. 'octocat' or 'conda-distro/core'"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -66,6 +68,7 @@ class MaintainersDuplicate(LintCheck):
     """A maintainer is listed twice."""
 
     id = "maintainers-duplicate"
+    scope = "recipe"
     severity = Severity.WARNING
     hint = "remove the repeated handle (lint --fix does it)"
 
@@ -98,6 +101,7 @@ class RunDepUnbounded(LintCheck):
     distribution promise that `conda install` of today's packages still works after tomorrow's releases."""
 
     id = "run-dep-unbounded"
+    scope = "recipe"
     hint = "add an upper bound, e.g. 'numpy >=1.24,<3' (or list the package in policy.unbounded_allowed)"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -125,6 +129,7 @@ class PytorchBoundGranularity(LintCheck):
     tested before it is admitted."""
 
     id = "pytorch-bound-granularity"
+    scope = "recipe"
     hint = "bound pytorch at a minor release: 'pytorch >=2.4,<2.7'"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -148,6 +153,7 @@ class PytorchLowerBound(LintCheck):
     error rather than a broken import."""
 
     id = "pytorch-lower-bound"
+    scope = "recipe"
     severity = Severity.WARNING
     hint = "add a floor, e.g. 'pytorch >=2.4,<2.7'"
 
@@ -162,6 +168,7 @@ class PytorchPinAdmitsRelease(LintCheck):
     the package can never be tested or installed from the distribution."""
 
     id = "pytorch-pin-no-release"
+    scope = "recipe"
     hint = "widen the pin to cover a supported release, or add the release to distro.yaml"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -188,8 +195,12 @@ class PytorchPinLags(LintCheck):
     severity = Severity.WARNING
     hint = "conda-distro sweep --pytorch VER --package NAME"
 
+    def applies(self, recipe: Recipe, ctx: LintContext) -> bool:
+        """Only a recipe (not lockstep) whose own pins leave out a supported release can lag."""
+        return not recipe.lockstep and any(excluded_by_bound(recipe, ctx.pytorch, r) is not None for r in ctx.releases)
+
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
-        if recipe.lockstep or all(excluded_by_bound(recipe, ctx.pytorch, r) is None for r in ctx.releases):
+        if not self.applies(recipe, ctx):
             return
         ready = [lag for lag in ctx.lags_of(recipe) if lag.status == READY]
         if not ready:
@@ -207,6 +218,7 @@ class LockstepOneMinor(LintCheck):
     pytorch to exactly one minor release, e.g. 'pytorch >=2.5,<2.6'."""
 
     id = "lockstep-pin-one-minor"
+    scope = "recipe"
     hint = "pin pytorch to one minor: 'pytorch >=2.5,<2.6' (or 'pytorch 2.5.*')"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -230,6 +242,7 @@ class PytorchMissing(LintCheck):
     distribution package. Packages that do not belong in conda-forge, not here."""
 
     id = "pytorch-missing"
+    scope = "recipe"
     severity = Severity.WARNING
     hint = "add pytorch to requirements.run, or propose the package to conda-forge instead"
 
@@ -246,6 +259,7 @@ class DuplicateDeps(LintCheck):
     string) is not a duplicate."""
 
     id = "duplicate-deps"
+    scope = "recipe"
     hint = "keep one entry per package per section (lint --fix removes exact repeats)"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -289,6 +303,7 @@ class BuildNumberMissing(LintCheck):
     the artifact filename must never be reused."""
 
     id = "build-number-missing"
+    scope = "recipe"
     hint = "add build: {number: 0} (lint --fix does it)"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -319,6 +334,7 @@ class FolderNameMismatch(LintCheck):
     """The recipe folder is named after the package (recipes/<package.name>/recipe.yaml)."""
 
     id = "folder-name-mismatch"
+    scope = "recipe"
     hint = "rename the folder to the package name"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -330,6 +346,7 @@ class VersionPrefix(LintCheck):
     """The version is the upstream version without a leading 'v' (git tags often have one; conda versions do not)."""
 
     id = "version-v-prefix"
+    scope = "recipe"
     hint = "drop the leading 'v' (lint --fix does it)"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -349,6 +366,7 @@ class VersionInvalid(LintCheck):
     """The version is a valid conda version (no spaces, no '-', no '${{' left after rendering)."""
 
     id = "version-invalid"
+    scope = "recipe"
     fatal = True
     hint = "use the upstream version, e.g. 1.2.0 (a '-' becomes '_')"
 
@@ -363,6 +381,7 @@ class NoarchPythonNeedsPython(LintCheck):
     build has no site-packages and the package installs into any environment."""
 
     id = "noarch-python-missing-python"
+    scope = "recipe"
     hint = "add python to requirements.host and requirements.run (e.g. 'python >=3.10')"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -378,6 +397,7 @@ class NoarchWithCompiler(LintCheck):
     """A noarch package cannot use compilers: compiled code is platform-specific."""
 
     id = "noarch-with-compiler"
+    scope = "recipe"
     hint = "drop noarch, or drop the compiler requirement"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -395,6 +415,7 @@ class TestsMissing(LintCheck):
     supported PyTorch release."""
 
     id = "tests-missing"
+    scope = "recipe"
     hint = "add tests: [{python: {imports: [yourpkg]}}] and a script test exercising the torch API you use"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -408,6 +429,7 @@ class PythonImportTest(LintCheck):
     install."""
 
     id = "tests-no-import"
+    scope = "recipe"
     severity = Severity.WARNING
     hint = "add tests: [{python: {imports: [yourpkg]}}]"
 
@@ -423,6 +445,7 @@ class LicenseMissing(LintCheck):
     """about.license is set: redistributing a package requires knowing its license."""
 
     id = "license-missing"
+    scope = "recipe"
     hint = "add about: {license: BSD-3-Clause} (an SPDX identifier)"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -434,6 +457,7 @@ class LicenseSpdx(LintCheck):
     """about.license is an SPDX expression (e.g. 'BSD-3-Clause', 'MIT OR Apache-2.0')."""
 
     id = "license-not-spdx"
+    scope = "recipe"
     severity = Severity.WARNING
     hint = "use the SPDX identifier, see https://spdx.org/licenses/"
 
@@ -447,6 +471,7 @@ class LicenseFileMissing(LintCheck):
     """about.license_file names the license text shipped in the package."""
 
     id = "license-file-missing"
+    scope = "recipe"
     severity = Severity.WARNING
     hint = "add about: {license_file: LICENSE}"
 
@@ -459,6 +484,7 @@ class SummaryMissing(LintCheck):
     """about.summary says in one line what the package is; it is shown by `conda search` and on the status page."""
 
     id = "summary-missing"
+    scope = "recipe"
     severity = Severity.WARNING
     hint = "add about: {summary: ...}"
 
@@ -471,6 +497,7 @@ class HomepageMissing(LintCheck):
     """about.homepage (or repository) points users to the project."""
 
     id = "homepage-missing"
+    scope = "recipe"
     severity = Severity.WARNING
     hint = "add about: {homepage: https://...}"
 
@@ -483,6 +510,7 @@ class SourceSha256(LintCheck):
     """Every url source has a sha256 checksum, so that a changed upstream tarball fails loudly."""
 
     id = "source-missing-sha256"
+    scope = "recipe"
     hint = "add sha256: (e.g. from `pip download --no-deps --no-binary :all: NAME==VER` and `sha256sum`)"
 
     def run(self, recipe: Recipe, ctx: LintContext) -> Iterable[Problem]:
@@ -501,6 +529,7 @@ class SourceUrlVersion(LintCheck):
     when no url source names the version."""
 
     id = "source-url-without-version"
+    scope = "recipe"
     severity = Severity.WARNING
     hint = "write the url with ${{ version }} in it"
 
@@ -516,6 +545,7 @@ class SkipLintsUnknown(LintCheck):
     """extra.skip-lints names only existing check ids."""
 
     id = "skip-lints-unknown"
+    scope = "recipe"
     severity = Severity.WARNING
     hint = "see `conda-distro lint --list-checks` for the ids"
 

@@ -2,8 +2,8 @@
 
 ``recipe.yaml`` text goes through py-rattler-build (``Stage0Recipe.from_yaml(...).render(VariantConfig,
 RenderConfig)``) with the distribution's variant configuration; what comes back (one entry per output
-and variant) is plain data, cached on disk by (text, variant configuration, target platform,
-rattler-build version) so that a warm run costs a file read per recipe.
+and variant) is plain data; :mod:`conda_distro.recipe.model` keeps the finished models in one packed cache
+per distribution, keyed by (text, variant configuration, target platform, rattler-build version).
 
 Rendering happens in a fixed environment: ``env.get``/``env.exists`` in a recipe see no variable of
 the caller (a recipe must not render one name on CI and another on a laptop).
@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from conda_distro.errors import DistroError, RecipeError
-from conda_distro.util.jsonio import read_json
+from conda_distro.errors import RecipeError
 from conda_distro.util.rattler_env import fixed_environment
 from conda_distro.util.yamlio import load_fast, read_yaml_text
 
@@ -438,47 +437,35 @@ def _check_text(text: str, path: Path) -> None:
                                   hint=f"rendered recipes are limited to {MAX_RENDERED_BYTES // (1024 * 1024)} MB")
 
 
-def cache_file_of(text: str, settings: RenderSettings) -> Path | None:
-    if settings.cache_dir is None:
-        return None
-    key = hashlib.sha256(settings.digest.encode() + b"\0" + text.encode("utf-8", "surrogatepass")).hexdigest()
-    return settings.cache_dir / key[:2] / f"{key}.json"
-
-
 def render_text(text: str, path: Path, settings: RenderSettings, tree: Any = None) -> RenderedRecipe:
-    """Render ``text`` (the recipe at ``path``) with rattler-build; cached under settings.cache_dir.
-    ``tree``: the caller's :func:`load_fast` of ``text``, when it has one (not read twice)."""
+    """Render ``text`` (the recipe at ``path``) with rattler-build. ``tree``: the caller's :func:`load_fast`
+    of ``text``, when it has one (not read twice). Not cached here: the finished models of a distribution's
+    recipes are kept in one packed file (:func:`conda_distro.recipe.model.parse_recipes`); the per-recipe
+    JSON files this wrote before (never pruned) are removed by :func:`remove_json_entries`."""
     _check_text(text, path)
-    cache_file = cache_file_of(text, settings)
-    if cache_file is not None:
-        try:
-            data = read_json(cache_file, "cache")
-        except (OSError, DistroError):  # unreadable or refused: a cache miss (the entry is written again)
-            data = None
-        if isinstance(data, dict):
-            if "error" in data:
-                err = data["error"]
-                raise RenderError(err["message"], path=path, line=err.get("line"), hint=err.get("hint"))
-            try:
-                return RenderedRecipe.from_json(data)
-            except (KeyError, TypeError):
-                pass
-    try:
-        rendered = _render_uncached(text, path, settings, tree)
-    except RenderError as exc:
-        if cache_file is not None:
-            store_json(cache_file, {"error": {"message": exc.message, "line": exc.line, "hint": exc.hint}})
-        raise
-    if cache_file is not None:
-        store_json(cache_file, rendered.to_json())
-    return rendered
+    return _render_uncached(text, path, settings, tree)
 
 
-def store_json(path: Path, data: dict) -> None:
+_JSON_BUCKET = re.compile(r"[0-9a-f]{2}")
+_JSON_ENTRY = re.compile(r"[0-9a-f]{64}(?:\.model\d+)?\.json|\.[0-9a-f]{64}(?:\.model\d+)?\.json\.\d+\.tmp")
+
+
+def remove_json_entries(folder: Path) -> None:
+    """Remove the per-recipe JSON entries older versions wrote under the render cache ``folder``
+    (``<two hex digits>/<sha256>[.model<N>].json``): one file per recipe text ever rendered, never pruned.
+    A bucket holding anything else is left as it is."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, path)
+        buckets = [e.path for e in os.scandir(folder) if e.is_dir(follow_symlinks=False) and _JSON_BUCKET.fullmatch(e.name)]
     except OSError:
-        pass  # a cache that cannot be written only costs time
+        return
+    for bucket in buckets:
+        try:
+            with os.scandir(bucket) as entries:
+                files = list(entries)
+            if not all(e.is_file(follow_symlinks=False) and _JSON_ENTRY.fullmatch(e.name) for e in files):
+                continue
+            for e in files:
+                os.unlink(e.path)
+            os.rmdir(bucket)
+        except OSError:
+            continue

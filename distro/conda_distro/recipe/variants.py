@@ -65,12 +65,15 @@ def read_variant_files(paths: list[Path], target_platform: str = "linux-64") -> 
     return merged, zips
 
 
-def recipe_settings(settings: RenderSettings, folder: Path, keep: tuple[str, ...] = ()) -> RenderSettings:
+def recipe_settings(settings: RenderSettings, folder: Path, keep: tuple[str, ...] = (),
+                    listing: frozenset[str] | None = None) -> RenderSettings:
     """The settings a recipe renders with: the distribution's, plus a variant file kept beside the
     recipe (a feedstock's ``recipe/conda_build_config.yaml`` or ``variants.yaml``, copied with it), whose
     keys override the distribution's, except ``keep`` (the PyTorch key: the distribution decides which
-    releases are built). rattler-build's CLI reads such a file too; its Python API does not."""
-    local = [folder / n for n in RECIPE_VARIANT_FILES if os.path.lexists(folder / n)]  # (the reader refuses a FIFO)
+    releases are built). rattler-build's CLI reads such a file too; its Python API does not.
+    ``listing``: the folder's entries, when the caller has them (not looked up again)."""
+    # (``listing``: the folder's entries when the caller listed it; the reader refuses a FIFO)
+    local = [folder / n for n in RECIPE_VARIANT_FILES if (n in listing if listing is not None else os.path.lexists(folder / n))]
     if not local:
         return settings
     variants, zips = read_variant_files(local, settings.target_platform)

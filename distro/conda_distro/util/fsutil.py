@@ -4,6 +4,7 @@ writes, hard links, emptying a folder, a paused garbage collector."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import glob
 import hashlib
@@ -40,15 +41,32 @@ class _NotRegular(Exception):
 _REPLACE_HINT = "replace it with the regular file it should be"
 
 
-def _open_regular_fd(path: str | Path) -> tuple[int, os.stat_result]:
+def _open_regular_fd(path: str | Path, real: str | None = None) -> tuple[int, os.stat_result]:
     """``path`` opened read-only and non-blocking (a FIFO cannot hang the open), with its ``fstat``, when it is
     a regular file (after symbolic links) outside ``/proc`` and ``/sys``; else :class:`_NotRegular` naming
     what it is (the descriptor closed, nothing read). ``OSError`` and ``ValueError`` pass through. The one
-    check behind :func:`read_bounded`, :func:`hash_file` and :func:`open_regular`."""
+    check behind :func:`read_bounded`, :func:`hash_file` and :func:`open_regular`. ``real``: the caller's
+    ``realpath`` of ``path`` when it already knows it (a scan of a folder resolved once, that saw no
+    symbolic link below it), not resolved again: opened without following a link (``O_NOFOLLOW``), so that
+    a file made a link since the caller looked is resolved and checked as any other."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+    if real is not None and not real.startswith(_KERNEL_FILE_SYSTEMS):
+        try:  # (no link followed: a file made a link since the caller saw it is resolved below, as any other)
+            fd = os.open(real, flags | os.O_NOFOLLOW)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+        else:
+            return fd, _regular_stat(fd)
     real = os.path.realpath(path)
     if real.startswith(_KERNEL_FILE_SYSTEMS):
         raise _NotRegular(f"a file of the kernel ({real})")
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    fd = os.open(path, flags)
+    return fd, _regular_stat(fd)
+
+
+def _regular_stat(fd: int) -> os.stat_result:
+    """``fstat`` of ``fd`` when it is a regular file; else :class:`_NotRegular` (``fd`` closed)."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -56,10 +74,11 @@ def _open_regular_fd(path: str | Path) -> tuple[int, os.stat_result]:
     except BaseException:
         os.close(fd)
         raise
-    return fd, st
+    return st
 
 
-def read_bounded(path: Path, limit: int, *, error: type[DistroError] = DistroError, hint: str | None = None) -> bytes:
+def read_bounded(path: Path, limit: int, *, error: type[DistroError] = DistroError, hint: str | None = None,
+                 real: str | None = None) -> bytes:
     """The bytes of the input file ``path``: a regular file (after symbolic links) of at most ``limit`` bytes.
 
     The one way the tool reads a file it did not just write itself. A FIFO, a device (or a symbolic link
@@ -70,7 +89,7 @@ def read_bounded(path: Path, limit: int, *, error: type[DistroError] = DistroErr
     Files of the kernel's own file systems (``/proc``, ``/sys``) are refused too: they are regular files
     whose size says nothing (``/proc/self/mem``, ``/proc/self/environ``)."""
     try:
-        fd, st = _open_regular_fd(path)
+        fd, st = _open_regular_fd(path, real)
     except FileNotFoundError:
         raise
     except _NotRegular as exc:
@@ -99,9 +118,9 @@ def read_bounded(path: Path, limit: int, *, error: type[DistroError] = DistroErr
 
 
 def read_bounded_text(path: Path, limit: int, *, error: type[DistroError] = DistroError,
-                      hint: str | None = None) -> str:
+                      hint: str | None = None, real: str | None = None) -> str:
     """:func:`read_bounded`, decoded as UTF-8 (text that is not UTF-8 is ``error`` naming the file)."""
-    data = read_bounded(path, limit, error=error, hint=hint)
+    data = read_bounded(path, limit, error=error, hint=hint, real=real)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
