@@ -9,6 +9,7 @@ document is loaded on demand (:meth:`Recipe.roundtrip`) by the flows that edit r
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -252,17 +253,23 @@ class _Candidate:
     conditional: bool
     used: bool = False
 
-    @property
+    @functools.cached_property
     def literal_name(self) -> str | None:
+        """(Asked once per rendered entry of the section: computed once.)"""
         if _EXPR in self.raw:
             return None
         return parse_spec(self.raw.strip()).name
 
     def calls(self, funcs: tuple[str, ...]) -> str | None:
         for f in funcs:
-            if re.search(rf"\b{f}\s*\(", self.raw):
+            pattern = _CALL_RES.get(f) or re.compile(rf"\b{f}\s*\(")
+            if pattern.search(self.raw):
                 return f
         return None
+
+
+#: ``name(`` of each pin and template function, compiled once (each entry asks for them per rendered entry)
+_CALL_RES = {f: re.compile(rf"\b{f}\s*\(") for f in _PIN_FUNCS + _TEMPLATE_FUNCS}
 
 
 def _flatten(value: Any, line: int, conditional: bool, out: list[_Candidate]) -> None:
