@@ -198,11 +198,15 @@ def _plain(value: Any) -> Any:
 
 
 def _output_record(variant: Any) -> dict:
+    """One rendered output × variant as a record of rattler-build's ``to_dict()`` values, not copied: they
+    are plain JSON values already (dicts, lists, strings, numbers; checked by :func:`_json_size`, which
+    copies them through :func:`_plain` when they are not). Before, every record was copied whole
+    (bench_spine cold, 300 recipes: ~0.15 ms a recipe)."""
     r = variant.recipe
     d = r.to_dict()
     build = d.get("build") or {}
     reqs = d.get("requirements") or {}
-    return _plain({
+    return {
         "name": (d.get("package") or {}).get("name"),
         "version": str((d.get("package") or {}).get("version")),
         "build_number": build.get("number", 0),
@@ -215,7 +219,17 @@ def _output_record(variant: Any) -> dict:
         "sources": d.get("source") or [],
         "extra": d.get("extra") or {},
         "variant": {str(k): str(v) for k, v in variant.variant.items()},
-    })
+    }
+
+
+def _json_size(rec: dict) -> tuple[dict, int]:
+    """The record as plain JSON values and its size in JSON characters (what :data:`MAX_RENDERED_BYTES`
+    limits). A value JSON cannot hold makes a :func:`_plain` copy (such values become their text)."""
+    try:
+        return rec, len(json.dumps(rec))
+    except (TypeError, ValueError):
+        rec = _plain(rec)
+        return rec, len(json.dumps(rec))
 
 
 def _plain_tree(node: Any) -> Any:
@@ -405,7 +419,8 @@ def _render_uncached(text: str, path: Path, settings: RenderSettings, tree: Any 
             seen.add(key)
             if not context:
                 context = _plain(v.recipe.context or {})
-            size += len(json.dumps(rec))
+            rec, rec_size = _json_size(rec)
+            size += rec_size
             if size > MAX_RENDERED_BYTES:
                 raise RenderError(f"the recipe renders to more than {MAX_RENDERED_BYTES // (1024 * 1024)} MB",
                                   path=path, hint="a recipe this large is almost certainly a mistake (or an attack)")

@@ -139,12 +139,14 @@ def fixed_environment() -> Iterator[None]:
     with _ENV_LOCK:
         saved = dict(os.environ)
         try:
-            os.environ.clear()
-            os.environ.update(RENDER_ENV)
+            if saved != RENDER_ENV:  # (a render worker's environment is it already: nothing to swap)
+                os.environ.clear()
+                os.environ.update(RENDER_ENV)
             yield
         finally:
-            os.environ.clear()
-            os.environ.update(saved)
+            if dict(os.environ) != saved:
+                os.environ.clear()
+                os.environ.update(saved)
 
 
 def assert_no_colon(path: str | os.PathLike[str], *, what: str = "output folder") -> Path:
