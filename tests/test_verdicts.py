@@ -392,9 +392,10 @@ def publish(world: Path, tmp: Path, name: str, version: str, source: str, capsys
 
 
 def watch_until_broken(world: Path, tmp_path: Path, capsys) -> tuple[dict, str]:
-    """arrayuser (tests/data/verdicts) built and promoted on ``world``, watched twice (the second reuses
-    everything), then broken by an arraylib update published upstream next to a harmless helperlib one:
-    the third watch's JSON, checked, and the breaking arraylib file."""
+    """arrayuser (tests/data/verdicts) built and promoted on ``world``, watched (the first watch reuses the
+    build's outcomes where today's environment is the one the build tested in, and tests the others; the
+    next one reuses everything), then broken by an arraylib update published upstream next to a harmless
+    helperlib one: the last watch's JSON, checked, and the breaking arraylib file."""
     import shutil
 
     publish(world, tmp_path, "arraylib", "1.0.0", "def old_api(x):\n    return list(x)\n", capsys)
@@ -408,8 +409,25 @@ def watch_until_broken(world: Path, tmp_path: Path, capsys) -> tuple[dict, str]:
     code, out = run_json_at(capsys, world, "promote")
     assert any(name_of(a["artifact"]) == "arrayuser" for a in out["promoted"]), out["held"]
 
+    assert all("environment" not in t for t in doc["tests"])  # recorded in the results, not printed
+    # the build recorded each test's whole environment; today's solve gives the same: nothing to test again
     code, first = run_json_at(capsys, world, "watch", "arrayuser")
-    assert code == 0 and first["checked"] == 2 and first["tested"] == 2 and not first["broken"], first
+    assert code == 0 and (first["checked"], first["reused"], first["tested"]) == (2, 2, 0) and not first["broken"], first
+    state_file = world / "build" / "watch" / "state.json"
+    state = json.loads(state_file.read_text())
+    assert sorted(k.split("|", 1)[1] for k in state) == ["2.6.0|cpu", "2.6.0|cuda"]
+    assert all(e["from_build"] and e["status"] == "passed" and e["passed_in"] == e["env"]
+               and any(i.startswith("arraylib-1.0.0-") for i in e["env"].values()) for e in state.values()), state
+    # a build outcome from another environment is not reused: that target is tested
+    [res_file] = (world / "build" / "results").glob("*arrayuser-*.json")
+    res = json.loads(res_file.read_text())
+    [cuda] = [t for t in res["tests"] if t["variant"] == "cuda" and not t.get("baseline")]
+    cuda["environment"]["helperlib"] = "helperlib-0.9.0-h0_0"
+    res_file.write_text(json.dumps(res))
+    state_file.unlink()
+    code, first = run_json_at(capsys, world, "watch", "arrayuser")
+    assert code == 0 and (first["checked"], first["reused"], first["tested"]) == (2, 1, 1) and not first["broken"], first
+    assert [k.split("|")[2] for k, e in json.loads(state_file.read_text()).items() if e.get("from_build")] == ["cpu"]
     code, again = run_json_at(capsys, world, "watch", "arrayuser")  # nothing changed upstream: all reused
     assert code == 0 and (again["checked"], again["reused"], again["tested"]) == (2, 2, 0), again
 
