@@ -480,6 +480,15 @@ def test_watch_reuses_unchanged_environments_and_names_the_upstream_update_that_
     (issue,) = gh.issues()
     assert issue["state"] == "closed" and "No longer broken" in issue["comments"][-1]
 
+    # a lockstep package (as torchvision is) with no build for a target's pytorch: nobody can install
+    # arrayuser there, so the watch does not test it there (as promote does not require it); before, it
+    # tested every target its pins admit and reported the ones it could not install as failing
+    cfg = world / "distro.yaml"
+    cfg.write_text(cfg.read_text().replace("  variants: [cpu, cuda]\n", "  variants: [cpu, cuda]\n  lockstep: [arraylib]\n", 1))
+    git.Repo(world).git.commit("-am", "arraylib in lockstep with pytorch", "--no-verify")
+    code, none = run_json_at(capsys, world, "watch", "arrayuser")
+    assert code == 0 and (none["checked"], none["tested"]) == (0, 0) and not none["failing"], none
+
 
 class NightlyIssues:
     """The nightly workflow's `watch-issues` job run as GitHub would (tests/support/ghrunner.py), its

@@ -187,6 +187,7 @@ def watch(options: WatchOptions) -> WatchResult:
     """Re-test main against today's upstream (module docstring)."""
     from rattler import Gateway
 
+    from conda_distro.channels.depends import lockstep_of_files
     from conda_distro.distribution import load_distribution
     from conda_distro.engine.backends import VariantSpec
     from conda_distro.engine.confirm import confirm_failure, needs_confirmation
@@ -207,11 +208,14 @@ def watch(options: WatchOptions) -> WatchResult:
         raise UsageError("watch needs a local main channel with packages in it", field="channels.main",
                          hint="promote something first (`conda-distro promote`)")
     build_dir = dist.distro.build_dir
-    files = [f for f in newest_in_main(LocalChannel(main).list_files())
-             if not options.names or f.name in options.names]
+    in_main = LocalChannel(main).list_files()
+    files = [f for f in newest_in_main(in_main) if not options.names or f.name in options.names]
     available = availability_if_readable(dist.distro)
     views = build_release_views(dist.distro, build_dir / "watch" / "views", available)
-    matrix = TestMatrix.from_config(dist.config, available, lambda f: frozenset())
+    # the targets promote requires: a target with no build of a lockstep package (torchvision) the file
+    # needs, itself or through main's other packages, cannot be installed by anyone, so it is not watched
+    matrix = TestMatrix.from_config(dist.config, available,
+                                    lockstep_of_files(in_main.values(), dist.config.pytorch.lockstep))
     iso = isolation(dist, Paths(main, build_dir / "watch", build_dir / "logs" / "watch", build_dir / "watch" / "views"),
                     options.sandbox)
     upstream = list(dist.distro.upstream_urls)
