@@ -480,14 +480,56 @@ def test_watch_reuses_unchanged_environments_and_names_the_upstream_update_that_
     (issue,) = gh.issues()
     assert issue["state"] == "closed" and "No longer broken" in issue["comments"][-1]
 
+    # a package with no pytorch dependency (as einops) is built and tested on every target, and watched on
+    # every target too (before, it was not watched at all)
+    (world / "recipes" / "arraytool").mkdir()
+    (world / "recipes" / "arraytool" / "recipe.yaml").write_text(ARRAYTOOL)
+    git.Repo(world).git.add("-A")
+    git.Repo(world).index.commit("arraytool")
+    code, doc = run_json_at(capsys, world, "build", "arraytool")
+    assert {t["status"] for t in doc["tests"] if t["name"] == "arraytool"} == {"passed"}, doc["tests"]
+    code, out = run_json_at(capsys, world, "promote")
+    assert any(name_of(a["artifact"]) == "arraytool" for a in out["promoted"]), out["held"]
+    code, tool = run_json_at(capsys, world, "watch", "arraytool")
+    assert code == 0 and (tool["checked"], tool["reused"], tool["tested"]) == (6, 6, 0), tool
+
     # a lockstep package (as torchvision is) with no build for a target's pytorch: nobody can install
-    # arrayuser there, so the watch does not test it there (as promote does not require it); before, it
-    # tested every target its pins admit and reported the ones it could not install as failing
+    # arrayuser or arraytool there, so the watch does not test them there (as promote does not require
+    # them); before, it tested every target their pins admit and reported those it could not install
     cfg = world / "distro.yaml"
     cfg.write_text(cfg.read_text().replace("  variants: [cpu, cuda]\n", "  variants: [cpu, cuda]\n  lockstep: [arraylib]\n", 1))
     git.Repo(world).git.commit("-am", "arraylib in lockstep with pytorch", "--no-verify")
-    code, none = run_json_at(capsys, world, "watch", "arrayuser")
+    code, none = run_json_at(capsys, world, "watch", "arrayuser", "arraytool")
     assert code == 0 and (none["checked"], none["tested"]) == (0, 0) and not none["failing"], none
+
+
+#: a package of main with no pytorch dependency; its test imports it
+ARRAYTOOL = """\
+package:
+  name: arraytool
+  version: "1.0.0"
+build:
+  number: 0
+  noarch: python
+  script:
+    - mkdir -p $SP_DIR/arraytool
+    - echo "import arraylib" > $SP_DIR/arraytool/__init__.py
+requirements:
+  host:
+    - python >=3.10
+  run:
+    - python >=3.10
+    - arraylib >=1,<2
+tests:
+  - python:
+      imports: [arraytool]
+about:
+  summary: Uses arraylib, no pytorch (conda-distro test data)
+  license: MIT
+extra:
+  recipe-maintainers:
+    - array-ann
+"""
 
 
 class NightlyIssues:

@@ -167,6 +167,23 @@ def _built_outcome(builds: Any, f: Any, pytorch: str, variant: str, env: Mapping
     return entry
 
 
+def _watched(matrix: Any, f: Any) -> list[Any]:
+    """The release × variant targets ``f`` is watched on: those promote requires of it; for a file with no
+    pytorch dependency (einops), every target upstream can serve, as `build` tests it on every target (only
+    the cuda ones for a file needing ``__cuda``)."""
+    from conda_distro.vocab import Target, Variant
+
+    pairs = matrix.required(f)
+    if pairs is not None:
+        return list(pairs)
+    cuda_only = any(d.split()[0] == "__cuda" for d in f.depends)
+    every = [Target(r, Variant(v)) for r in matrix.releases for v in matrix.variants if Variant(v).cuda or not cuda_only]
+    if matrix.available is None:
+        return every
+    needs = matrix.lockstep_of(f)
+    return [t for t in every if matrix.available.why_not(t, needs) is None]
+
+
 def bisect(changed: Sequence[str], fails_with: Callable[[frozenset[str]], bool]) -> list[str]:
     """The updates that break: ``fails_with(S)`` runs the test with the names in S at today's files and the
     other changed names pinned back. Halves until one is left; both halves passing: all of ``changed``."""
@@ -232,7 +249,7 @@ def watch(options: WatchOptions) -> WatchResult:
     gateway = Gateway()  # one for every solve of this watch: each channel's repodata is read once
     try:
         for f in files:
-            for r, v in matrix.required(f) or []:
+            for r, v in _watched(matrix, f):
                 view = views.get(Target(r, v))
                 if view is None or view.url is None:
                     continue
