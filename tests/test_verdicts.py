@@ -490,8 +490,13 @@ def test_watch_reuses_unchanged_environments_and_names_the_upstream_update_that_
     assert {t["status"] for t in doc["tests"] if t["name"] == "arraytool"} == {"passed"}, doc["tests"]
     code, out = run_json_at(capsys, world, "promote")
     assert any(name_of(a["artifact"]) == "arraytool" for a in out["promoted"]), out["held"]
+    from conda_distro.engine.needs import package_test_specs
+
+    before = package_test_specs.cache_info()
     code, tool = run_json_at(capsys, world, "watch", "arraytool")
     assert code == 0 and (tool["checked"], tool["reused"], tool["tested"]) == (6, 6, 0), tool
+    after = package_test_specs.cache_info()  # the file's tests read once, not once per target
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 5), (before, after)
 
     # a lockstep package (as torchvision is) with no build for a target's pytorch: nobody can install
     # arrayuser or arraytool there, so the watch does not test them there (as promote does not require
