@@ -392,9 +392,10 @@ def publish(world: Path, tmp: Path, name: str, version: str, source: str, capsys
 
 
 def watch_until_broken(world: Path, tmp_path: Path, capsys) -> tuple[dict, str]:
-    """arrayuser (tests/data/verdicts) built and promoted on ``world``, watched twice (the second reuses
-    everything), then broken by an arraylib update published upstream next to a harmless helperlib one:
-    the third watch's JSON, checked, and the breaking arraylib file."""
+    """arrayuser (tests/data/verdicts) built and promoted on ``world``, watched (the first watch reuses the
+    build's outcomes where today's environment is the one the build tested in, and tests the others; the
+    next one reuses everything), then broken by an arraylib update published upstream next to a harmless
+    helperlib one: the last watch's JSON, checked, and the breaking arraylib file."""
     import shutil
 
     publish(world, tmp_path, "arraylib", "1.0.0", "def old_api(x):\n    return list(x)\n", capsys)
@@ -408,8 +409,25 @@ def watch_until_broken(world: Path, tmp_path: Path, capsys) -> tuple[dict, str]:
     code, out = run_json_at(capsys, world, "promote")
     assert any(name_of(a["artifact"]) == "arrayuser" for a in out["promoted"]), out["held"]
 
+    assert all("environment" not in t for t in doc["tests"])  # recorded in the results, not printed
+    # the build recorded each test's whole environment; today's solve gives the same: nothing to test again
     code, first = run_json_at(capsys, world, "watch", "arrayuser")
-    assert code == 0 and first["checked"] == 2 and first["tested"] == 2 and not first["broken"], first
+    assert code == 0 and (first["checked"], first["reused"], first["tested"]) == (2, 2, 0) and not first["broken"], first
+    state_file = world / "build" / "watch" / "state.json"
+    state = json.loads(state_file.read_text())
+    assert sorted(k.split("|", 1)[1] for k in state) == ["2.6.0|cpu", "2.6.0|cuda"]
+    assert all(e["from_build"] and e["status"] == "passed" and e["passed_in"] == e["env"]
+               and any(i.startswith("arraylib-1.0.0-") for i in e["env"].values()) for e in state.values()), state
+    # a build outcome from another environment is not reused: that target is tested
+    [res_file] = (world / "build" / "results").glob("*arrayuser-*.json")
+    res = json.loads(res_file.read_text())
+    [cuda] = [t for t in res["tests"] if t["variant"] == "cuda" and not t.get("baseline")]
+    cuda["environment"]["helperlib"] = "helperlib-0.9.0-h0_0"
+    res_file.write_text(json.dumps(res))
+    state_file.unlink()
+    code, first = run_json_at(capsys, world, "watch", "arrayuser")
+    assert code == 0 and (first["checked"], first["reused"], first["tested"]) == (2, 1, 1) and not first["broken"], first
+    assert [k.split("|")[2] for k, e in json.loads(state_file.read_text()).items() if e.get("from_build")] == ["cpu"]
     code, again = run_json_at(capsys, world, "watch", "arrayuser")  # nothing changed upstream: all reused
     assert code == 0 and (again["checked"], again["reused"], again["tested"]) == (2, 2, 0), again
 
@@ -461,6 +479,62 @@ def test_watch_reuses_unchanged_environments_and_names_the_upstream_update_that_
     gh.run(fixed)
     (issue,) = gh.issues()
     assert issue["state"] == "closed" and "No longer broken" in issue["comments"][-1]
+
+    # a package with no pytorch dependency (as einops) is built and tested on every target, and watched on
+    # every target too (before, it was not watched at all)
+    (world / "recipes" / "arraytool").mkdir()
+    (world / "recipes" / "arraytool" / "recipe.yaml").write_text(ARRAYTOOL)
+    git.Repo(world).git.add("-A")
+    git.Repo(world).index.commit("arraytool")
+    code, doc = run_json_at(capsys, world, "build", "arraytool")
+    assert {t["status"] for t in doc["tests"] if t["name"] == "arraytool"} == {"passed"}, doc["tests"]
+    code, out = run_json_at(capsys, world, "promote")
+    assert any(name_of(a["artifact"]) == "arraytool" for a in out["promoted"]), out["held"]
+    from conda_distro.engine.needs import package_test_specs
+
+    before = package_test_specs.cache_info()
+    code, tool = run_json_at(capsys, world, "watch", "arraytool")
+    assert code == 0 and (tool["checked"], tool["reused"], tool["tested"]) == (6, 6, 0), tool
+    after = package_test_specs.cache_info()  # the file's tests read once, not once per target
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 5), (before, after)
+
+    # a lockstep package (as torchvision is) with no build for a target's pytorch: nobody can install
+    # arrayuser or arraytool there, so the watch does not test them there (as promote does not require
+    # them); before, it tested every target their pins admit and reported those it could not install
+    cfg = world / "distro.yaml"
+    cfg.write_text(cfg.read_text().replace("  variants: [cpu, cuda]\n", "  variants: [cpu, cuda]\n  lockstep: [arraylib]\n", 1))
+    git.Repo(world).git.commit("-am", "arraylib in lockstep with pytorch", "--no-verify")
+    code, none = run_json_at(capsys, world, "watch", "arrayuser", "arraytool")
+    assert code == 0 and (none["checked"], none["tested"]) == (0, 0) and not none["failing"], none
+
+
+#: a package of main with no pytorch dependency; its test imports it
+ARRAYTOOL = """\
+package:
+  name: arraytool
+  version: "1.0.0"
+build:
+  number: 0
+  noarch: python
+  script:
+    - mkdir -p $SP_DIR/arraytool
+    - echo "import arraylib" > $SP_DIR/arraytool/__init__.py
+requirements:
+  host:
+    - python >=3.10
+  run:
+    - python >=3.10
+    - arraylib >=1,<2
+tests:
+  - python:
+      imports: [arraytool]
+about:
+  summary: Uses arraylib, no pytorch (conda-distro test data)
+  license: MIT
+extra:
+  recipe-maintainers:
+    - array-ann
+"""
 
 
 class NightlyIssues:

@@ -21,6 +21,7 @@ The records that come from a remote upstream channel are then mirrored (:mod:`.m
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import subprocess
@@ -252,6 +253,18 @@ def test_spec_sets(pkg: Any) -> list[tuple[list[str], bool]]:
     return sets
 
 
+@functools.lru_cache(maxsize=256)
+def package_test_specs(path: str, identity: tuple[int, int, int, int]) -> tuple[str, tuple[tuple[tuple[str, ...], bool], ...]]:
+    """The package file's pin and :func:`test_spec_sets`, read once per file (``identity``: its device,
+    inode, mtime and size, so a file replaced at the same path is read again). Reading a package's tests
+    (rattler-build's ``Package.tests``) costs about 0.3 s; a watch solves each file on every target."""
+    from rattler_build import Package
+
+    pkg = Package.from_file(path)
+    return (pin_of(pkg.name, str(pkg.version), pkg.build_string),
+            tuple((tuple(specs), required) for specs, required in test_spec_sets(pkg)))
+
+
 def test_needs(artifact: Path, channels: Sequence[str], cuda: bool, extra: Sequence[str] = (),
                gateway: Any = None) -> Needs:
     """What the test environments of the package file ``artifact`` install from ``channels`` (strict
@@ -260,17 +273,16 @@ def test_needs(artifact: Path, channels: Sequence[str], cuda: bool, extra: Seque
     rattler ``Gateway`` shared by many solves (its repodata is read once; default: one of its own)."""
     from rattler import Gateway, Subdir, solve
     from rattler.exceptions import SolverError
-    from rattler_build import Package
 
     from conda_distro.engine.releases import SOLVE_TIMEOUT
     from conda_distro.vocab import virtual_packages
 
-    pkg = Package.from_file(str(artifact))
+    st = artifact.stat()
+    pin, sets = package_test_specs(str(artifact), (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
     gw = gateway if gateway is not None else Gateway()
     needs = Needs()
     vps = virtual_packages(cuda)
-    pin = pin_of(pkg.name, str(pkg.version), pkg.build_string)
-    for specs, required in [*test_spec_sets(pkg), *(([pin, x], True) for x in extra)]:
+    for specs, required in [*((list(s), r) for s, r in sets), *(([pin, x], True) for x in extra)]:
         try:
             recs = asyncio.run(solve(list(channels), specs, gateway=gw, platforms=[Subdir.current(), Subdir("noarch")],
                                      virtual_packages=vps, timeout=SOLVE_TIMEOUT))

@@ -7,8 +7,11 @@ its pins admit:
 1. **Solve** its test environments as rattler-build will (:func:`conda_distro.engine.needs.test_needs`:
    rattler, strict priority, the release view first, then main, then upstream). The environment is the
    set of files it installs (``name-version-build``).
-2. **Reuse** the last outcome when the environment is the one it was tested in (``build/watch/state.json``);
-   otherwise **test** the main file in a sandbox (the build's own test phase, limits and confirmation runs
+2. **Reuse** the last outcome when the environment is the one it was tested in (``build/watch/state.json``),
+   or, where the watch has none yet, the outcome `build` recorded for the same file on that release ×
+   variant when its test environment (``environment`` in ``build/results/``) is today's: the first watch
+   after a promote re-tests only what upstream changed since the build. Otherwise **test** the main file
+   in a sandbox (the build's own test phase, limits and confirmation runs
    included, logs under ``build/logs/watch/``).
 3. **Bisect** a package that passed before and fails now: the names whose file changed are split in
    halves; the test runs with one half at today's files and the other **pinned back** to the files it
@@ -138,6 +141,49 @@ def _changed(old: Mapping[str, str], new: Mapping[str, str], own: set[str]) -> d
             if old.get(n) != new.get(n) and n not in own}
 
 
+def _built_outcome(builds: Any, f: Any, pytorch: str, variant: str, env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The outcome `build` recorded for main's file ``f`` (same bytes: same sha256) on this release ×
+    variant, when the environment rattler-build installed for that test is ``env``, today's (the file itself
+    left out): a watch entry (``passed_in`` for a pass), so the first watch after a promote tests nothing the
+    build already tested in the same environment. None: no such outcome (not recorded, another environment,
+    an error, a baseline run, a result file that cannot be read)."""
+    from conda_distro.errors import DistroError
+
+    try:
+        res = builds.get(f.artifact)
+    except (DistroError, OSError):
+        return None
+    if res is None or res.sha256 != f.sha256:
+        return None
+    theirs = {n: i for n, i in env.items() if n != f.name}
+    rec = next((t for t in reversed(res.runs(pytorch, variant)) if not t.baseline
+                and t.status in ("passed", "failed") and t.environment == theirs), None)
+    if rec is None:
+        return None
+    entry: dict[str, Any] = {"env": dict(env), "status": rec.status, "log": rec.log, "reason": rec.reason,
+                             "from_build": True}
+    if rec.status == "passed":
+        entry["passed_in"] = dict(env)
+    return entry
+
+
+def _watched(matrix: Any, f: Any) -> list[Any]:
+    """The release × variant targets ``f`` is watched on: those promote requires of it; for a file with no
+    pytorch dependency (einops), every target upstream can serve, as `build` tests it on every target (only
+    the cuda ones for a file needing ``__cuda``)."""
+    from conda_distro.vocab import Target, Variant
+
+    pairs = matrix.required(f)
+    if pairs is not None:
+        return list(pairs)
+    cuda_only = any(d.split()[0] == "__cuda" for d in f.depends)
+    every = [Target(r, Variant(v)) for r in matrix.releases for v in matrix.variants if Variant(v).cuda or not cuda_only]
+    if matrix.available is None:
+        return every
+    needs = matrix.lockstep_of(f)
+    return [t for t in every if matrix.available.why_not(t, needs) is None]
+
+
 def bisect(changed: Sequence[str], fails_with: Callable[[frozenset[str]], bool]) -> list[str]:
     """The updates that break: ``fails_with(S)`` runs the test with the names in S at today's files and the
     other changed names pinned back. Halves until one is left; both halves passing: all of ``changed``."""
@@ -158,6 +204,7 @@ def watch(options: WatchOptions) -> WatchResult:
     """Re-test main against today's upstream (module docstring)."""
     from rattler import Gateway
 
+    from conda_distro.channels.depends import lockstep_of_files
     from conda_distro.distribution import load_distribution
     from conda_distro.engine.backends import VariantSpec
     from conda_distro.engine.confirm import confirm_failure, needs_confirmation
@@ -169,6 +216,7 @@ def watch(options: WatchOptions) -> WatchResult:
     from conda_distro.gate.promote import TestMatrix
     from conda_distro.gate.revdeps import newest_in_main
     from conda_distro.recipe.render import RenderSettings
+    from conda_distro.state.results import ResultsStore
     from conda_distro.vocab import Target, Variant
 
     dist = load_distribution(options.root, strict=False)
@@ -177,11 +225,14 @@ def watch(options: WatchOptions) -> WatchResult:
         raise UsageError("watch needs a local main channel with packages in it", field="channels.main",
                          hint="promote something first (`conda-distro promote`)")
     build_dir = dist.distro.build_dir
-    files = [f for f in newest_in_main(LocalChannel(main).list_files())
-             if not options.names or f.name in options.names]
+    in_main = LocalChannel(main).list_files()
+    files = [f for f in newest_in_main(in_main) if not options.names or f.name in options.names]
     available = availability_if_readable(dist.distro)
     views = build_release_views(dist.distro, build_dir / "watch" / "views", available)
-    matrix = TestMatrix.from_config(dist.config, available, lambda f: frozenset())
+    # the targets promote requires: a target with no build of a lockstep package (torchvision) the file
+    # needs, itself or through main's other packages, cannot be installed by anyone, so it is not watched
+    matrix = TestMatrix.from_config(dist.config, available,
+                                    lockstep_of_files(in_main.values(), dist.config.pytorch.lockstep))
     iso = isolation(dist, Paths(main, build_dir / "watch", build_dir / "logs" / "watch", build_dir / "watch" / "views"),
                     options.sandbox)
     upstream = list(dist.distro.upstream_urls)
@@ -189,6 +240,7 @@ def watch(options: WatchOptions) -> WatchResult:
     older = _OlderFiles(local_upstream, remote_files(dist.distro))
     state_path = build_dir / STATE
     state: dict[str, dict[str, Any]] = json.loads(state_path.read_text()) if state_path.is_file() else {}
+    builds = ResultsStore(build_dir / "results")
     maintainers = {out: list(r.maintainers) for r in dist.recipes.values() for out in (r.name, *r.output_names)}
     result = WatchResult()
     confirm_runs = dist.config.policy.confirm_runs
@@ -197,7 +249,7 @@ def watch(options: WatchOptions) -> WatchResult:
     gateway = Gateway()  # one for every solve of this watch: each channel's repodata is read once
     try:
         for f in files:
-            for r, v in matrix.required(f) or []:
+            for r, v in _watched(matrix, f):
                 view = views.get(Target(r, v))
                 if view is None or view.url is None:
                     continue
@@ -207,9 +259,13 @@ def watch(options: WatchOptions) -> WatchResult:
                 env = _idents(needs.records)
                 key = f"{f.artifact}|{r}|{v}"
                 old = state.get(key)
+                built = _built_outcome(builds, f, r, v, env) if old is None else None
                 if old is not None and old.get("env") == env and old.get("status") in ("passed", "failed"):
                     result.reused += 1
                     entry = old
+                elif built is not None:  # the build's own test of this file, in today's environment
+                    result.reused += 1
+                    entry = state[key] = built
                 else:
                     job = _Job(PhaseContext(name=f.name, recipe=main / f.artifact, root=dist.root, inputs=RecipeInputs(),
                                             variant_config=RenderSettings(), engine="rattler-build",

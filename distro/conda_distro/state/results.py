@@ -26,7 +26,7 @@ from conda_distro.util.validation import to_error
 from conda_distro.util.yamlio import load_fast
 from conda_distro.vocab import RELEASE_RE, Target, Variant
 
-SCHEMA_VERSION = 2  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit)
+SCHEMA_VERSION = 3  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit); 3: per test: environment
 #: ``error``: the build was stopped at a limit (``timeout``, ``output limit``), not judged: built again next time
 BuildStatus = Literal["built", "skipped-existing", "failed", "blocked", "error"]
 #: ``error``: the test could not run for a reason of the infrastructure (the worker crashed or was killed,
@@ -89,6 +89,10 @@ class TestRecord(StrictModel):
     # solved it: name -> "name-version-build" (the file name without extension); None: not recorded
     # (a result older than this field, or a test that did not run)
     against: dict[str, str] | None = None
+    # every package of the test environment (other than the artifact), as rattler-build installed it: name ->
+    # "name-version-build"; `watch` reuses this outcome while today's solve gives the same environment.
+    # None: not recorded (an older result, a test that did not run)
+    environment: dict[str, str] | None = None
     # cuda tests: whether the machine that ran it had a working GPU (`nvidia-smi`); False = "cuda (no GPU)",
     # an install + import test under the __cuda override. None: a cpu test, not run, or not recorded
     gpu: bool | None = None
@@ -105,7 +109,7 @@ class TestRecord(StrictModel):
 
     def to_dict(self) -> dict:
         """As commands print it (JSON): the fields that are set, without the reuse key."""
-        return self.model_dump(mode="json", exclude={"key"}, exclude_none=True)
+        return self.model_dump(mode="json", exclude={"key", "environment"}, exclude_none=True)
 
 
 class ArtifactResults(StateDocument):
