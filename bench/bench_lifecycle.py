@@ -73,7 +73,7 @@ class Finding(Exception):
 
 @dataclass
 class Running:
-    """A CLI command started by :meth:`Life.start`."""
+    """A CLI command started by :meth:`Life.launch`."""
 
     args: tuple[str, ...]
     fmt: bool
@@ -122,9 +122,9 @@ class Life:
         return env
 
     def cli(self, *args: str, ok: tuple[int, ...] = (0, 1), fmt: bool = True) -> tuple[int, dict]:
-        return self.finish(self.start(*args, fmt=fmt), ok=ok)
+        return self.finish(self.launch(*args, fmt=fmt), ok=ok)
 
-    def start(self, *args: str, fmt: bool = True) -> Running:
+    def launch(self, *args: str, fmt: bool = True) -> Running:
         """A command started in the background: commands that only read (promote --dry-run, excuses, the
         status page, verify-channel) run side by side on the machine's cores; :meth:`finish` waits for it."""
         self.commands += 1
@@ -251,7 +251,7 @@ class Life:
     # ------------------------------------------------------------------ invariants
     def invariants(self, name: str) -> None:
         # verify-channel and promote --dry-run run side by side with the other checks (all of them only read)
-        verify, dry = self.start_verify(), self.start("promote", "--dry-run")
+        verify, dry = self.start_verify(), self.launch("promote", "--dry-run")
         for check in (self.check_repo_clean, self.check_ledger, lambda: self.check_main_installable(verify),
                       lambda: self.check_staging(dry), self.check_bounded):
             self.checks += 1
@@ -293,7 +293,7 @@ class Life:
         distro = (self.root / "distro.yaml").read_text()
         releases = re.search(r"releases: \[([^\]]*)\]", distro)
         key = (tuple(sorted(self.main_files())), releases.group(1) if releases else distro, self.broken_main)
-        return None if key == self.verified else (key, self.start("verify-channel"))
+        return None if key == self.verified else (key, self.launch("verify-channel"))
 
     def check_main_installable(self, started: tuple[tuple, Running] | None) -> None:
         if started is None:
@@ -347,7 +347,7 @@ class Life:
         promote = {n: _worst(v) for n, v in said.items()}
         shutil.rmtree(self.page, ignore_errors=True)
         # side by side: both only read (the page reads build/excuses.json, which promote --dry-run wrote)
-        excuses_run, status_run = self.start("excuses"), self.start("status", "--out", str(self.page))
+        excuses_run, status_run = self.launch("excuses"), self.launch("status", "--out", str(self.page))
         _, exc = self.finish(excuses_run)
         self.finish(status_run)
         excuses = {c["name"]: c["verdict"] for c in exc.get("candidates", [])}
