@@ -837,6 +837,13 @@ def compile_tool() -> None:
     compileall.compile_dir(str(Path(conda_distro.__file__).parent), quiet=1)
 
 
+def _children_cpu() -> float:
+    import resource
+
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
 def by_command(life: Life) -> str:
     """Where the time went: the CLI's wall time summed per command (its first two words)."""
     total: dict[str, list[float]] = {}
@@ -855,6 +862,8 @@ def summary(life: Life, wall: float) -> str:
              *(f"  {f}" for f in life.findings),
              f"largest build/: {life.max_build / 2**20:.0f} MiB; most temp entries left after a step: {life.max_tmp}",
              f"wall time: {wall:.0f} s (target < {TARGET_S:.0f} s: {'ok' if wall < TARGET_S else 'MISSED'})",
+             f"CPU time of the commands: {_children_cpu():.0f} s (user + system of every process they ran: "
+             "what the load of a shared machine does not change)",
              f"stuck candidates: {len(life.stuck)}", *(f"  {s}" for s in life.stuck)]
     return "\n".join(lines)
 
