@@ -54,9 +54,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 TARGET_S = 600.0
+COMMAND_TIMEOUT = 1800  # seconds one command may take (a hung command is a finding, never a hung bench)
 BUILD_BOUND = 400 * 1024 * 1024  # bytes the world's build/ may hold
 BOT = "conda-distro bot <bot@example.invalid>"
 ALL_MINORS = ("2.6.0", "2.7.0", "2.8.0", "2.9.0")
@@ -67,6 +69,16 @@ CLASS_VERDICT = {"failure": "held-temporarily", "waiting": "waiting", "permanent
 
 class Finding(Exception):
     """An invariant that does not hold (reported, counted; the life goes on where it can)."""
+
+
+@dataclass
+class Running:
+    """A CLI command started by :meth:`Life.launch`."""
+
+    args: tuple[str, ...]
+    fmt: bool
+    proc: subprocess.Popen
+    began: float
 
 
 class Life:
@@ -91,6 +103,7 @@ class Life:
         self.expected: dict[str, str] = {}  # package -> why a failure/permanent hold is expected (a person acts later)
         self.broken_main: str | None = None  # the step that broke main upstream, until its fix
         self.verified: tuple | None = None
+        self.timings: list[tuple[int, str, float]] = []  # (step, command, seconds): where the time goes
         self.max_build = 0
         self.max_tmp = 0
         self.sequence = 0
@@ -109,11 +122,29 @@ class Life:
         return env
 
     def cli(self, *args: str, ok: tuple[int, ...] = (0, 1), fmt: bool = True) -> tuple[int, dict]:
+        return self.finish(self.launch(*args, fmt=fmt), ok=ok)
+
+    def launch(self, *args: str, fmt: bool = True) -> Running:
+        """A command started in the background: commands that only read (promote --dry-run, excuses, the
+        status page, verify-channel) run side by side on the machine's cores; :meth:`finish` waits for it."""
         self.commands += 1
         cmd = [sys.executable, "-m", "conda_distro", *args]
         if fmt:
             cmd += ["--format", "json"]
-        proc = subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, check=False, env=self.env(BOT))
+        proc = subprocess.Popen(cmd, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=self.env(BOT))
+        return Running(args, fmt, proc, time.perf_counter())
+
+    def finish(self, run: Running, ok: tuple[int, ...] = (0, 1)) -> tuple[int, dict]:
+        args, fmt = run.args, run.fmt
+        try:
+            out, err = run.proc.communicate(timeout=COMMAND_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            run.proc.kill()
+            run.proc.communicate(timeout=60)
+            raise Finding(f"`conda-distro {' '.join(args)}` did not finish within {COMMAND_TIMEOUT} s") from None
+        proc = subprocess.CompletedProcess(run.proc.args, run.proc.returncode, out, err)
+        self.timings.append((self.steps, " ".join(args), time.perf_counter() - run.began))
         if proc.returncode not in ok:
             raise Finding(f"`conda-distro {' '.join(args)}` exited {proc.returncode}: {proc.stderr.strip()[-1500:]}")
         if "Traceback (most recent call last)" in proc.stderr:
@@ -219,8 +250,10 @@ class Life:
 
     # ------------------------------------------------------------------ invariants
     def invariants(self, name: str) -> None:
-        for check in (self.check_repo_clean, self.check_ledger, self.check_main_installable, self.check_staging,
-                      self.check_bounded):
+        # verify-channel and promote --dry-run run side by side with the other checks (all of them only read)
+        verify, dry = self.start_verify(), self.launch("promote", "--dry-run")
+        for check in (self.check_repo_clean, self.check_ledger, lambda: self.check_main_installable(verify),
+                      lambda: self.check_staging(dry), self.check_bounded):
             self.checks += 1
             try:
                 check()
@@ -255,13 +288,18 @@ class Life:
         if ledger != main:
             raise Finding(f"ledger != main: only in the ledger {sorted(ledger - main)}, only in main {sorted(main - ledger)}")
 
-    def check_main_installable(self) -> None:
+    def start_verify(self) -> tuple[tuple, Running] | None:
+        """verify-channel, started, when main's index or the supported releases changed since its last run."""
         distro = (self.root / "distro.yaml").read_text()
         releases = re.search(r"releases: \[([^\]]*)\]", distro)
         key = (tuple(sorted(self.main_files())), releases.group(1) if releases else distro, self.broken_main)
-        if key == self.verified:
+        return None if key == self.verified else (key, self.launch("verify-channel"))
+
+    def check_main_installable(self, started: tuple[tuple, Running] | None) -> None:
+        if started is None:
             return
-        code, doc = self.cli("verify-channel")
+        key, run = started
+        code, doc = self.finish(run)
         self.verified = key
         failing = [f"{r.get('pytorch')}/{r.get('variant')}: {str(r.get('error') or r.get('failures') or '')[:200]}"
                    for r in doc.get("results", doc.get("targets", [])) if not r.get("ok", True)]
@@ -272,8 +310,8 @@ class Life:
         elif code != 0:
             raise Finding(f"verify-channel exited {code}: {failing or json.dumps(doc)[:600]}")
 
-    def check_staging(self) -> None:
-        _, plan = self.cli("promote", "--dry-run")
+    def check_staging(self, dry: Running) -> None:
+        _, plan = self.finish(dry)
         for h in plan.get("held", []):
             if h.get("class") == "stale":
                 raise Finding(f"a stale build stayed in staging after prune: {h['artifact']}")
@@ -307,10 +345,12 @@ class Life:
             if h.get("class") in CLASS_VERDICT:
                 said.setdefault(h["name"], set()).add(CLASS_VERDICT[h["class"]])
         promote = {n: _worst(v) for n, v in said.items()}
-        _, exc = self.cli("excuses")
-        excuses = {c["name"]: c["verdict"] for c in exc.get("candidates", [])}
         shutil.rmtree(self.page, ignore_errors=True)
-        self.cli("status", "--out", str(self.page))
+        # side by side: both only read (the page reads build/excuses.json, which promote --dry-run wrote)
+        excuses_run, status_run = self.launch("excuses"), self.launch("status", "--out", str(self.page))
+        _, exc = self.finish(excuses_run)
+        self.finish(status_run)
+        excuses = {c["name"]: c["verdict"] for c in exc.get("candidates", [])}
         text = (self.page / "index.html").read_text()
         page = {m.group(1): html.unescape(m.group(3)) for m in re.finditer(
             r'<tr data-package="([^"]+)" data-source="staging" class="row staging (\w+)">.*?data-verdict="([^"]*)"', text, re.S)}
@@ -767,17 +807,53 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minors", type=int, default=3, help="how many PyTorch minors arrive (1-4; default 3)")
     ap.add_argument("--keep", type=Path, help="keep the world in this folder (default: a temporary one, removed)")
+    ap.add_argument("--timings", type=Path, help="write every command's wall time to this JSON file")
     args = ap.parse_args(argv)
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench-lifecycle-"))
     life = Life(base, args.minors)
     t = time.perf_counter()
     print(f"a life of the channel: {args.minors} minor(s), world in {base}")
+    compile_tool()
     play(life)
     wall = time.perf_counter() - t
     print(summary(life, wall))
+    print(by_command(life))
+    if args.timings:
+        args.timings.write_text(json.dumps([{"step": n, "command": c, "seconds": round(s, 2)}
+                                            for n, c, s in life.timings], indent=1))
     if args.keep is None:
         shutil.rmtree(base, ignore_errors=True)
     return 0 if not life.findings and not life.stuck and wall < TARGET_S else 1
+
+
+def compile_tool() -> None:
+    """The tool's bytecode, compiled once before the life (in its wall time), as `pip install` does: from an
+    editable install under ``PYTHONDONTWRITEBYTECODE=1`` (this machine's shells set it) every command, and
+    every sandboxed runner (``python -I -B``), would otherwise compile the tool from source again."""
+    import compileall
+
+    import conda_distro
+
+    compileall.compile_dir(str(Path(conda_distro.__file__).parent), quiet=1)
+
+
+def _children_cpu() -> float:
+    import resource
+
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def by_command(life: Life) -> str:
+    """Where the time went: the CLI's wall time summed per command (its first two words)."""
+    total: dict[str, list[float]] = {}
+    for _n, cmd, secs in life.timings:
+        words = cmd.split()
+        key = " ".join(words[:2]) if len(words) > 1 and not words[1].startswith("-") else words[0]
+        total.setdefault(key, []).append(secs)
+    rows = sorted(total.items(), key=lambda kv: -sum(kv[1]))
+    return "time per command (sum, count):\n" + "\n".join(
+        f"  {k:28} {sum(v):7.1f} s  {len(v):4}" for k, v in rows)
 
 
 def summary(life: Life, wall: float) -> str:
@@ -786,6 +862,8 @@ def summary(life: Life, wall: float) -> str:
              *(f"  {f}" for f in life.findings),
              f"largest build/: {life.max_build / 2**20:.0f} MiB; most temp entries left after a step: {life.max_tmp}",
              f"wall time: {wall:.0f} s (target < {TARGET_S:.0f} s: {'ok' if wall < TARGET_S else 'MISSED'})",
+             f"CPU time of the commands: {_children_cpu():.0f} s (user + system of every process they ran: "
+             "what the load of a shared machine does not change)",
              f"stuck candidates: {len(life.stuck)}", *(f"  {s}" for s in life.stuck)]
     return "\n".join(lines)
 

@@ -555,3 +555,39 @@ def test_the_reproduce_hint_fails_like_ci_did_and_leaves_shared_staging_alone(bu
     old = json.loads(out)
     assert code == 0 and {t["status"] for t in old["tests"] if t["name"] == "textmetrics"} == {"passed"}
     assert tree_state(old_hint_world / "build" / "results") != shared["results"]
+
+
+@pytest.mark.slow
+def test_a_window_pr_takes_mains_outcomes_for_the_files_it_does_not_change(built_world: Path, capsys):
+    """A PR that only drops the oldest release affects every package; the files main serves are re-tested
+    from main in the PR's scope. A test whose key main's results already hold (same file, release view and
+    dependencies) takes that outcome (``cached``) instead of running again; the verdicts are those of a
+    fresh runner that has no results of main and runs every test; the shared results are only read."""
+    world = built_world
+    code, _, _ = run_cli(capsys, "promote", "--root", str(world))  # hookprofiler and fastquant's pair are held
+    assert code == 1
+    commit_all(world, "channel_state: promote")
+    edit(world, "distro.yaml", 'releases: ["2.4.1", ', "releases: [")
+    commit_all(world, "support 2.5.1 and 2.6.0")
+    shared = tree_state(world / "build" / "results")
+
+    code, doc = check_pr(capsys, world)
+    taken = {t["name"] for t in doc["tests"] if t.get("cached")}
+    ran = {t["name"] for t in doc["tests"] if not t.get("cached")}
+    # main's files (tested by `build --all` with every package in the run: same keys) are not tested again;
+    # the held ones (not in main) are built and tested in the scope
+    assert {"tensorutils", "layerkit", "metrickit", "evalsuite", "visionkit"} <= taken, doc["tests"]
+    assert {"hookprofiler", "fastquant"} <= ran and not taken & {"hookprofiler", "fastquant"}
+    assert {(t["pytorch"], t["variant"]) for t in doc["tests"]} == {(r, v) for r in ("2.5.1", "2.6.0") for v in ("cpu", "cuda")}
+    assert tree_state(world / "build" / "results") == shared  # read, never written
+
+    # a fresh runner (no results of main): every test runs, and the gate comes to the same verdicts
+    fresh = {(t["name"], t["artifact"], t["pytorch"], t["variant"]): t["status"] for t in doc["tests"]}
+    import shutil
+
+    shutil.rmtree(world / "build" / "results")
+    shutil.rmtree(world / "build" / "pr")
+    code2, doc2 = check_pr(capsys, world)
+    assert not any(t.get("cached") for t in doc2["tests"])
+    assert {(t["name"], t["artifact"], t["pytorch"], t["variant"]): t["status"] for t in doc2["tests"]} == fresh
+    assert code2 == 1 and code in (0, 1)  # without main's runs, hookprofiler's 2.6.0 failure is the PR's (fail closed)

@@ -5,7 +5,9 @@ affected set; plus downstream notification (dependents whose pins no longer admi
 The build runs in a scope of its own, ``build/pr/<branch or commit>/`` (its staging channel, results
 store, logs and release views): a PR's artifacts and results never enter the shared staging channel
 or ``build/results/``, so `promote` on main in the same checkout never sees them. The shared staging is
-only read, after the scope's own staging, for dependencies the PR does not rebuild.
+only read, after the scope's own staging, for dependencies the PR does not rebuild; and ``build/results/``
+only read, for a file the PR does not change (re-tested from main): a test of it whose key main's results
+already hold (same file, release view and dependencies) takes that outcome instead of running again.
 
 **Reproducing a failure** (``--only NAME [--pytorch VER]``, the command each failure's hint names): the
 PR's own build of NAME and of the distribution packages it depends on that the PR changes (what CI built
@@ -326,7 +328,8 @@ def check_pr(options: CheckPrOptions, reporter: ProgressSink | None = None) -> C
                 clear_folder(dist.distro.build_dir / SCOPES / scope)
         res.scope = scope_shown(dist, scope)
         run = run_build(built, BuildOptions(names=tuple(res.affected), jobs=options.jobs, sandbox=options.sandbox,
-                                            scope=scope, pytorch=options.pytorch), reporter)
+                                            scope=scope, pytorch=options.pytorch, reuse_shared=options.only is None),
+                        reporter)
         if run.report is not None:
             res.builds, res.tests = run.report.builds, run.report.tests
         res.built = True

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.channels.base import ChannelFile
-from conda_distro.channels.local import LocalChannel
+from conda_distro.channels.local import LocalChannel, sha256_of
 from conda_distro.config import Limits
 from conda_distro.engine.confirm import baseline_artifacts
 from conda_distro.engine.phases import Isolation, clear_stale_folders
@@ -32,11 +32,12 @@ from conda_distro.engine.unit import (
     is_cached,
     launch,
     prepare,
+    reusable,
     reuse,
 )
 from conda_distro.errors import ExitCode
 from conda_distro.state.provenance import BuildProvenance, Stamp
-from conda_distro.state.results import BuildRecord, TestRecord
+from conda_distro.state.results import BuildRecord, ResultsStore, TestRecord
 from conda_distro.util.fsutil import link_or_copy
 from conda_distro.util.progress import ProgressSink
 from conda_distro.util.rattler_env import index_channel
@@ -77,6 +78,8 @@ class ExecContext:
     jobs: int = 1
     provenance: BuildProvenance = field(default_factory=BuildProvenance)  # the checkout's HEAD and dirty recipes
     fallback: tuple[Path, ...] = ()  # local channels read after staging (check-pr: the shared staging)
+    # check-pr: the shared results store (read only): a file re-tested from main takes its outcomes there
+    fallback_store: Path | None = None
     main: Path | None = None  # the local main channel (``from-main`` variants are copied from it)
     gpu: bool = False  # this machine has a working GPU: cuda targets run on it (and say so)
     root: Path = Path("/")  # the repository
@@ -253,11 +256,28 @@ class Executor:
                 link_or_copy(self.ctx.main / art, self.ctx.staging / art)
         if stale or taken or not (self.ctx.staging / "noarch" / "repodata.json").exists():
             index_channel(self.ctx.staging, subdirs=subdirs)
+        self._seed_from_shared(taken)
         for junk in ("bld", "test", ".tmp", "src_cache"):  # rattler-build scratch from earlier runs
             shutil.rmtree(self.ctx.staging / junk, ignore_errors=True)
         clear_stale_folders(self.ctx.isolation.work_root)  # left by a build killed with -9
         if self.ctx.isolation.mirror is not None:  # mirrored files unused for long (a cache never grows for ever)
             self.ctx.isolation.mirror.store.prune()
+
+    def _seed_from_shared(self, taken: list[str]) -> None:
+        """A scope (check-pr) re-testing main's files: the outcomes the shared results store holds for the
+        same file (same sha256) are copied into the scope's store, so a test whose key (artifact, release
+        view, dependencies seen) is one main already ran is reused by the ordinary rule instead of run
+        again; a test with another key still runs. Only when the scope's store has no record of the file
+        (its own outcomes always win); the shared store is never written."""
+        if self.ctx.fallback_store is None or not taken:
+            return
+        shared, own = ResultsStore(self.ctx.fallback_store), ResultsStore(self.ctx.store)
+        for art in taken:
+            path = self.ctx.staging / art
+            theirs = shared.get(art)
+            if theirs is None or not path.is_file() or own.get(art) is not None or theirs.sha256 != sha256_of(path):
+                continue
+            own.put(theirs.model_copy(update={"tests": [t for t in theirs.tests if reusable(t)]}))
 
     def run(self) -> ExecutionResult:
         self._prepare_staging()

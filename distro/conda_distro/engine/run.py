@@ -53,6 +53,10 @@ class BuildOptions:
     # being ``prior`` (earlier shards' records: their failures block dependents as in one run)
     only: tuple[str, ...] = ()
     prior: ExecutionResult | None = None
+    # a scope: a file re-tested from main takes the outcomes the shared results store holds for that same
+    # file and test key (engine.executor.Executor._seed_from_shared); False: every test runs again
+    # (check-pr --only, which reproduces a failure)
+    reuse_shared: bool = True
 
 
 @dataclass
@@ -106,6 +110,8 @@ class Paths:
     views: Path
     remote_staging: str | None = None  # anaconda://OWNER[/LABEL] that `upload` puts the local builds on
     fallback: tuple[Path, ...] = ()  # read-only channels after staging (a scope: the shared staging)
+    # a scope: the shared results store, read only for the outcomes of files re-tested from main (None: none)
+    fallback_store: Path | None = None
 
 
 SCOPES = "pr"  # under build/: check-pr's scopes, one folder per PR ref
@@ -119,8 +125,9 @@ def build_paths(dist: Distribution, scope: str | None = None) -> Paths:
         if not scope or scope in (".", "..") or "/" in scope or ":" in scope:
             raise UsageError(f"bad build scope name {scope!r}", hint="a git branch name or commit, without '/' or ':'")
         base = dist.distro.build_dir / SCOPES / scope
+        shared = build_paths(dist)
         return Paths(staging=base / "channels" / "staging", store=base / "results", logs=base / "logs",
-                     views=base / "release-views", fallback=(build_paths(dist).staging,))
+                     views=base / "release-views", fallback=(shared.staging,), fallback_store=shared.store)
     staging_ref = dist.config.channels.staging
     b = dist.distro.build_dir
     remote = staging_ref if dist.distro.is_anaconda(staging_ref) else None
@@ -299,6 +306,7 @@ def run_build(dist: Distribution, options: BuildOptions, progress: ProgressSink 
                           upstream=(*(f.as_uri() for f in fallback), *dist.distro.upstream_urls),
                           views=views, store=paths.store, logs=paths.logs, pytorch=dist.config.pytorch.name,
                           isolation=iso, jobs=options.jobs or machine_jobs(), fallback=fallback,
+                          fallback_store=paths.fallback_store if options.reuse_shared else None,
                           provenance=build_provenance(dist.root, dist.distro.recipes_dir),
                           gpu=gpu is not None and gpu.available, root=dist.root, limits=limits,
                           default_limits=dist.config.limits, inputs=inputs, prior=options.prior,

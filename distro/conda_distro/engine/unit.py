@@ -224,7 +224,7 @@ def is_cached(unit: Unit) -> bool:
     return True
 
 
-def _reusable(t: TestRecord) -> bool:
+def reusable(t: TestRecord) -> bool:
     """A stored outcome that may stand for a new run with the same key: passed or failed (never an
     infrastructure error), with its environment recorded (an older run without one runs again)."""
     return bool(t.key) and t.status in ("passed", "failed", "flaky") and t.against is not None and not t.baseline
@@ -233,7 +233,7 @@ def _reusable(t: TestRecord) -> bool:
 def _stored_run(prev: ArtifactResults, t: TargetIn, deps_digest: str) -> TestRecord | None:
     """A kept outcome of exactly this test (same key): running it again would only repeat it."""
     key = test_key(prev.sha256, t, deps_digest)
-    return next((r for r in reversed(prev.runs(t.pytorch, t.variant)) if r.key == key and _reusable(r)), None)
+    return next((r for r in reversed(prev.runs(t.pytorch, t.variant)) if r.key == key and reusable(r)), None)
 
 
 def _known_keys(store: ResultsStore, spec: VariantSpec) -> dict[str, list[str]]:
@@ -242,7 +242,7 @@ def _known_keys(store: ResultsStore, spec: VariantSpec) -> dict[str, list[str]]:
         return {}
     out: dict[str, list[str]] = {}
     for t in prev.tests:
-        if t.key and _reusable(t):  # a test runs exactly when the orchestrator will not reuse its outcome
+        if t.key and reusable(t):  # a test runs exactly when the orchestrator will not reuse its outcome
             out.setdefault(target_id(t.pytorch, t.variant), []).append(t.key)
     return out
 
