@@ -1250,3 +1250,19 @@ def test_nightly_watch_keeps_only_its_state_between_nights():
                   "cannot read", "not saved"):
         assert words in " ".join(header.replace("#", " ").split()), words
 
+
+@pytest.mark.parametrize(("code", "saved"), [(0, True), (1, True), (2, False), (3, False), (137, False)])
+def test_nightly_watch_state_is_saved_only_when_the_watch_step_finished(tmp_path: Path, code: int, saved: bool):
+    """Run: the watch step (under the job's shell) succeeds when `conda-distro watch` exits 0 or 1 (1: some
+    package is broken, the report) and fails otherwise (bad input, a crash, killed); the save step decides on
+    that step's outcome, so a state written by a watch that did not finish is not saved."""
+    doc = _load(GITHUB / "workflows/nightly.yml")
+    job = doc["jobs"]["watch"]
+    watch = next(s for s in job["steps"] if s.get("id") == "watch")
+    save = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/cache/save@"))
+    runner = _runner(tmp_path, _EXPRESSIONS)
+    _failing_tool(runner.shims, code)
+    outcome = "success" if runner.run_step(doc, job, watch).returncode == 0 else "failure"
+    assert save["if"] == "always() && steps.watch.outcome == 'success'"  # saved exactly when outcome is success
+    assert (outcome == "success") is saved
+
