@@ -19,6 +19,7 @@ from support.helpers import run_cli_at, run_json_at
 from test_gate import PAIRS, T0, TK12, TK13, cf, edit, gate, held, name_of, results, runs, write_hints
 
 from conda_distro.gate.promote import HoldReason
+from conda_distro.reports import watch as watch_mod
 from conda_distro.state.results import NO_TESTS
 
 NIGHTLY = Path(__file__).parent.parent / ".github" / "workflows" / "nightly.yml"
@@ -414,7 +415,8 @@ def watch_until_broken(world: Path, tmp_path: Path, capsys) -> tuple[dict, str]:
     code, first = run_json_at(capsys, world, "watch", "arrayuser")
     assert code == 0 and (first["checked"], first["reused"], first["tested"]) == (2, 2, 0) and not first["broken"], first
     state_file = world / "build" / "watch" / "state.json"
-    state = json.loads(state_file.read_text())
+    assert json.loads(state_file.read_text())["schema"] == watch_mod.STATE_SCHEMA
+    state = watch_mod.read_state(world / "build")
     assert sorted(k.split("|", 1)[1] for k in state) == ["2.6.0|cpu", "2.6.0|cuda"]
     assert all(e["from_build"] and e["status"] == "passed" and e["passed_in"] == e["env"]
                and any(i.startswith("arraylib-1.0.0-") for i in e["env"].values()) for e in state.values()), state
@@ -427,9 +429,14 @@ def watch_until_broken(world: Path, tmp_path: Path, capsys) -> tuple[dict, str]:
     state_file.unlink()
     code, first = run_json_at(capsys, world, "watch", "arrayuser")
     assert code == 0 and (first["checked"], first["reused"], first["tested"]) == (2, 1, 1) and not first["broken"], first
-    assert [k.split("|")[2] for k, e in json.loads(state_file.read_text()).items() if e.get("from_build")] == ["cpu"]
+    assert [k.split("|")[2] for k, e in watch_mod.read_state(world / "build").items() if e.get("from_build")] == ["cpu"]
     code, again = run_json_at(capsys, world, "watch", "arrayuser")  # nothing changed upstream: all reused
     assert code == 0 and (again["checked"], again["reused"], again["tested"]) == (2, 2, 0), again
+    # a state the watch cannot read (a cache restored from a truncated save) is a miss: the build's
+    # outcome is taken again where it matches (cpu) and the other target is tested, never a crash or a pass
+    state_file.write_text(state_file.read_text()[:40])
+    code, again = run_json_at(capsys, world, "watch", "arrayuser")
+    assert code == 0 and (again["checked"], again["reused"], again["tested"]) == (2, 1, 1), again
 
     # upstream publishes two updates the package installs; only arraylib's breaks it
     new_array = publish(world, tmp_path, "arraylib", "1.1.0", "def new_api(x):\n    return list(x)\n", capsys)
@@ -635,3 +642,62 @@ def test_the_nightly_keeps_one_issue_per_broken_package_and_closes_the_fixed_one
     assert tiny["state"] == "open" and len(tiny["comments"]) == 1 and "`x x-1-h_0 -> x-2-h_0`" in tiny["comments"][0]
     calls = json.dumps(json.loads(gh.state.read_text())["calls"])
     assert "t0ken" not in calls
+
+
+_ENV = {"arraylib": "arraylib-1.0.0-h0_0", "python": "python-3.11.9-h0_0"}
+_GOOD = {"env": _ENV, "status": "passed", "passed_in": _ENV, "log": "build/logs/watch/a/test.log", "reason": None,
+         "from_build": True}
+_BROKEN = {"env": _ENV, "status": "failed", "passed_in": _ENV, "culprit": ["arraylib a -> b"],
+           "changed": {"arraylib": ["arraylib-0.9.0-h0_0", "arraylib-1.0.0-h0_0"], "gone": ["gone-1-h0_0", None]}}
+
+
+def test_watch_state_round_trips_through_its_schema(tmp_path: Path):
+    """What the watch writes it reads back as it was (the nightly job keeps this file between nights)."""
+    state = {"noarch/a-1-h0_0.conda|2.6.0|cpu": dict(_GOOD), "noarch/a-1-h0_0.conda|2.6.0|cuda": dict(_BROKEN)}
+    watch_mod._write_state(tmp_path, state)
+    doc = json.loads((tmp_path / watch_mod.STATE).read_text())
+    assert doc["schema"] == watch_mod.STATE_SCHEMA and set(doc["entries"]) == set(state)
+    assert watch_mod.read_state(tmp_path) == {k: {n: v for n, v in e.items() if v is not None} for k, e in state.items()}
+
+
+@pytest.mark.parametrize("text", [
+    "",  # empty (a save cut short)
+    '{"schema": 1, "entries": {"a|2.6.0|cpu": {"env": {',  # truncated
+    b"\xff\xfe not utf-8",
+    "[" * 100_000,  # nested past the parser's depth
+    "[]",  # not an object
+    json.dumps({"a|2.6.0|cpu": _GOOD}),  # the unversioned layout of earlier watches
+    json.dumps({"schema": 2, "entries": {"a|2.6.0|cpu": _GOOD}}),  # a newer schema
+    json.dumps({"schema": "1", "entries": {"a|2.6.0|cpu": _GOOD}}),
+    json.dumps({"schema": 1, "entries": [_GOOD]}),
+])
+def test_a_watch_state_it_cannot_read_is_a_miss_never_a_crash(tmp_path: Path, text: str | bytes):
+    """A state the watch cannot read (corrupt, another schema) reads as empty: every target is taken from
+    the build again or tested; nothing in it is reused."""
+    (tmp_path / "watch").mkdir()
+    (tmp_path / watch_mod.STATE).write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert watch_mod.read_state(tmp_path) == {}
+    assert watch_mod.read_state(tmp_path / "nowhere") == {}
+
+
+@pytest.mark.parametrize("bad", [
+    "passed",  # not an object
+    {**_GOOD, "status": "error"},  # never kept by the tool
+    {**_GOOD, "status": "PASSED"},
+    {**_GOOD, "env": ["arraylib-1.0.0-h0_0"]},  # the environment is a name -> file table
+    {**_GOOD, "env": {"arraylib": 1}},
+    {k: v for k, v in _GOOD.items() if k != "env"},
+    {k: v for k, v in _GOOD.items() if k != "status"},
+    {**_GOOD, "from_build": "true"},  # no coercion
+    {**_GOOD, "verdict": "passed"},  # a field the tool never writes
+    {**_BROKEN, "changed": {"arraylib": ["only-one"]}},
+    {**_BROKEN, "culprit": "arraylib"},
+])
+def test_a_watch_state_entry_not_in_the_tools_form_is_left_out(tmp_path: Path, bad: object):
+    """One entry the tool would not have written is a miss for that target only; the others are kept."""
+    good_key, bad_key = "noarch/a-1-h0_0.conda|2.6.0|cpu", "noarch/a-1-h0_0.conda|2.6.0|cuda"
+    (tmp_path / "watch").mkdir()
+    (tmp_path / watch_mod.STATE).write_text(json.dumps({"schema": watch_mod.STATE_SCHEMA,
+                                                        "entries": {good_key: _GOOD, bad_key: bad}}))
+    assert set(watch_mod.read_state(tmp_path)) == {good_key}
+

@@ -1204,7 +1204,7 @@ def test_fanned_out_jobs_install_from_the_cache_and_take_the_plan_jobs_renders(n
             restore = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache/restore@"))
             assert "hashFiles('pyproject.toml')" in restore["with"]["key"] and restore["with"]["path"] == ".venv"
             assert uses.index("actions/cache/restore") < [step_name(s) for s in steps].index("install conda-distro")
-        if "actions/cache/save" in uses:
+        if "actions/cache/save" in uses and (name, job_id) != ("nightly.yml", "watch"):  # the watch: below
             assert job_id == "plan" and not _runs_recipe_code(job), (name, job_id)
         if job_id == "plan":
             assert "--renders-out renders-out" in text
@@ -1213,3 +1213,56 @@ def test_fanned_out_jobs_install_from_the_cache_and_take_the_plan_jobs_renders(n
             assert '--renders "${RUNNER_TEMP}/renders"' in text, (name, job_id)
             assert any(str(s.get("uses", "")).startswith("actions/download-artifact@") and s["with"].get("name") == "renders"
                        for s in steps), (name, job_id)
+
+
+def test_nightly_watch_keeps_only_its_state_between_nights():
+    """The nightly watch job restores and saves exactly the watch state file (docs/verdicts.md "Main watched
+    against upstream"): keyed by the run id, restored by the prefix (the newest night's), saved only after the
+    watch step finished (its exit 1 is a report; a crashed or cancelled watch's state is not saved); it is
+    the only job running recipe code that saves a cache, and never the venv or build/ whole."""
+    doc = _load(GITHUB / "workflows/nightly.yml")
+    for wf in sorted((GITHUB / "workflows").glob("*.yml")):
+        for job_id, job in _load(wf).get("jobs", {}).items():
+            saves = [s for s in job.get("steps", []) if str(s.get("uses", "")).startswith("actions/cache/save@")]
+            if saves and _runs_recipe_code(job):
+                assert (wf.name, job_id) == ("nightly.yml", "watch"), (wf.name, job_id)
+    job = doc["jobs"]["watch"]
+    steps = job["steps"]
+    assert _runs_recipe_code(job) and _perm_map(job["permissions"]) == {"contents": "read"} and not _job_tokens(doc, job)
+    caches = [(i, s) for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("actions/cache/")]
+    assert [str(s["uses"]).split("@")[0] for _, s in caches] == ["actions/cache/restore", "actions/cache/save"]
+    (ri, restore), (si, save) = caches
+    [wi] = [i for i, s in enumerate(steps) if re.search(r"\bconda-distro\s+watch\b", str(s.get("run", "")))]
+    watch = steps[wi]
+    assert ri < wi < si
+    state = "build/watch/state.json"
+    assert restore["with"] == {"path": state, "key": "watch-state-${{ github.run_id }}", "restore-keys": "watch-state-"}
+    assert save["with"] == {"path": state, "key": "watch-state-${{ github.run_id }}"}
+    # after the watch step, whatever came later, and only when the watch step itself finished
+    assert watch.get("id") and save["if"] == f"always() && steps.{watch['id']}.outcome == 'success'"
+    assert "|| [ \"$?\" -eq 1 ]" in watch["run"]  # exit 1 (broken) is a finished watch; anything else fails the step
+    # the path is the tool's own file: the one `watch` reads and writes
+    from conda_distro.reports.watch import STATE
+
+    assert state == f"build/{STATE.as_posix()}"
+    header = (GITHUB / "workflows/nightly.yml").read_text().split("\n  watch:\n", 1)[1].split("\n    name:", 1)[0]
+    for words in ("only records conda-distro writes", "sandbox", "solved environment", "scoped to its own ref",
+                  "cannot read", "not saved"):
+        assert words in " ".join(header.replace("#", " ").split()), words
+
+
+@pytest.mark.parametrize(("code", "saved"), [(0, True), (1, True), (2, False), (3, False), (137, False)])
+def test_nightly_watch_state_is_saved_only_when_the_watch_step_finished(tmp_path: Path, code: int, saved: bool):
+    """Run: the watch step (under the job's shell) succeeds when `conda-distro watch` exits 0 or 1 (1: some
+    package is broken, the report) and fails otherwise (bad input, a crash, killed); the save step decides on
+    that step's outcome, so a state written by a watch that did not finish is not saved."""
+    doc = _load(GITHUB / "workflows/nightly.yml")
+    job = doc["jobs"]["watch"]
+    watch = next(s for s in job["steps"] if s.get("id") == "watch")
+    save = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/cache/save@"))
+    runner = _runner(tmp_path, _EXPRESSIONS)
+    _failing_tool(runner.shims, code)
+    outcome = "success" if runner.run_step(doc, job, watch).returncode == 0 else "failure"
+    assert save["if"] == "always() && steps.watch.outcome == 'success'"  # saved exactly when outcome is success
+    assert (outcome == "success") is saved
+

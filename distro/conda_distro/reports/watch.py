@@ -35,13 +35,16 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.channels.local import LocalChannel
 from conda_distro.errors import ExitCode, UsageError
 from conda_distro.util.fsutil import atomic_write_text, link_or_copy
 
 STATE = Path("watch") / "state.json"
+STATE_SCHEMA = 1  # build/watch/state.json: {"schema": 1, "entries": {"<artifact>|<pytorch>|<variant>": entry}}
 REPORT = Path("watch") / "report.json"
 
 
@@ -141,6 +144,46 @@ def _changed(old: Mapping[str, str], new: Mapping[str, str], own: set[str]) -> d
             if old.get(n) != new.get(n) and n not in own}
 
 
+class _Entry(BaseModel):
+    """One watch state entry as the tool writes it; anything else in the file is not trusted."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    env: dict[str, str]
+    status: Literal["passed", "failed"]
+    log: str | None = None
+    reason: str | None = None
+    passed_in: dict[str, str] | None = None
+    changed: dict[str, Annotated[list[str | None], Field(min_length=2, max_length=2)]] | None = None  # name: [then, now] (None: absent)
+    culprit: list[str] | None = None
+    from_build: bool | None = None
+
+
+def read_state(build_dir: Path) -> dict[str, dict[str, Any]]:
+    """The watch's state (``build/watch/state.json``), for reuse. A state the watch cannot read is a miss,
+    never a crash and never a pass: a missing, unreadable or corrupt file, or one of another schema
+    (including the unversioned layout of earlier watches), reads as empty; an entry not in the form the
+    tool writes is left out. A miss only costs a test: the entry is taken from the build again or tested."""
+    try:
+        doc = json.loads((build_dir / STATE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("schema") != STATE_SCHEMA or not isinstance(doc.get("entries"), dict):
+        return {}
+    state: dict[str, dict[str, Any]] = {}
+    for key, raw in doc["entries"].items():
+        try:
+            entry = _Entry.model_validate(raw)
+        except ValidationError:
+            continue
+        state[key] = entry.model_dump(exclude_none=True)
+    return state
+
+
+def _write_state(build_dir: Path, state: Mapping[str, Any]) -> None:
+    atomic_write_text(build_dir / STATE, json.dumps({"schema": STATE_SCHEMA, "entries": state}, indent=2, sort_keys=True)
+                      + "\n")
+
+
 def _built_outcome(builds: Any, f: Any, pytorch: str, variant: str, env: Mapping[str, str]) -> dict[str, Any] | None:
     """The outcome `build` recorded for main's file ``f`` (same bytes: same sha256) on this release ×
     variant, when the environment rattler-build installed for that test is ``env``, today's (the file itself
@@ -238,8 +281,7 @@ def watch(options: WatchOptions) -> WatchResult:
     upstream = list(dist.distro.upstream_urls)
     local_upstream = [Path(u[len("file://"):]) for u in upstream if u.startswith("file://")]
     older = _OlderFiles(local_upstream, remote_files(dist.distro))
-    state_path = build_dir / STATE
-    state: dict[str, dict[str, Any]] = json.loads(state_path.read_text()) if state_path.is_file() else {}
+    state = read_state(build_dir)
     builds = ResultsStore(build_dir / "results")
     maintainers = {out: list(r.maintainers) for r in dist.recipes.values() for out in (r.name, *r.output_names)}
     result = WatchResult()
@@ -310,7 +352,7 @@ def watch(options: WatchOptions) -> WatchResult:
         import os
 
         os.close(lock)
-    atomic_write_text(state_path, json.dumps(state, indent=2, sort_keys=True) + "\n")
+    _write_state(build_dir, state)
     atomic_write_text(build_dir / REPORT, json.dumps(result.to_dict(), indent=2) + "\n")
     return result
 
