@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from pathlib import Path
 
 import git
@@ -678,6 +679,16 @@ def test_a_watch_state_it_cannot_read_is_a_miss_never_a_crash(tmp_path: Path, te
     (tmp_path / watch_mod.STATE).write_bytes(text if isinstance(text, bytes) else text.encode())
     assert watch_mod.read_state(tmp_path) == {}
     assert watch_mod.read_state(tmp_path / "nowhere") == {}
+
+
+def test_a_watch_state_that_is_a_fifo_is_a_miss_without_waiting(tmp_path: Path):
+    """A FIFO (or folder) where the state file goes is not read at all: the watch does not wait for a writer."""
+    (tmp_path / "watch").mkdir()
+    os.mkfifo(tmp_path / watch_mod.STATE)
+    assert watch_mod.read_state(tmp_path) == {}  # (before: a plain read_text blocked here for good)
+    (tmp_path / watch_mod.STATE).unlink()
+    (tmp_path / watch_mod.STATE).mkdir()
+    assert watch_mod.read_state(tmp_path) == {}
 
 
 @pytest.mark.parametrize("bad", [

@@ -40,8 +40,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conda_distro.channels.local import LocalChannel
-from conda_distro.errors import ExitCode, UsageError
+from conda_distro.errors import DistroError, ExitCode, UsageError
 from conda_distro.util.fsutil import atomic_write_text, link_or_copy
+from conda_distro.util.jsonio import read_json
 
 STATE = Path("watch") / "state.json"
 STATE_SCHEMA = 1  # build/watch/state.json: {"schema": 1, "entries": {"<artifact>|<pytorch>|<variant>": entry}}
@@ -163,9 +164,9 @@ def read_state(build_dir: Path) -> dict[str, dict[str, Any]]:
     never a crash and never a pass: a missing, unreadable or corrupt file, or one of another schema
     (including the unversioned layout of earlier watches), reads as empty; an entry not in the form the
     tool writes is left out. A miss only costs a test: the entry is taken from the build again or tested."""
-    try:
-        doc = json.loads((build_dir / STATE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+    try:  # bounded like every state document: regular file (a FIFO in its place cannot hang), size, depth
+        doc = read_json(build_dir / STATE, "results")
+    except (OSError, DistroError):
         return {}
     if not isinstance(doc, dict) or doc.get("schema") != STATE_SCHEMA or not isinstance(doc.get("entries"), dict):
         return {}
