@@ -393,24 +393,31 @@ def publish(world: Path, tmp: Path, name: str, version: str, source: str, capsys
     return json.loads(out)["added"][0]
 
 
+def promote_with_upstream_libs(world: Path, tmp_path: Path, capsys, name: str) -> dict:
+    """arraylib 1.0.0 and helperlib 1.0.0 published upstream, then ``name`` (tests/data/verdicts/NAME)
+    committed, built (every test passed) and promoted on ``world``: the build's JSON."""
+    import shutil
+
+    publish(world, tmp_path, "arraylib", "1.0.0", "def old_api(x):\n    return list(x)\n", capsys)
+    publish(world, tmp_path, "helperlib", "1.0.0", "def identity(x):\n    return x\n", capsys)
+    shutil.copytree(Path(__file__).parent / "data" / "verdicts" / name, world / "recipes" / name)
+    repo = git.Repo(world)
+    repo.git.add("-A")
+    repo.index.commit(name)
+    code, doc = run_json_at(capsys, world, "build", name)
+    assert {t["status"] for t in doc["tests"] if t["name"] == name} == {"passed"}, doc["tests"]
+    code, out = run_json_at(capsys, world, "promote")
+    assert any(name_of(a["artifact"]) == name for a in out["promoted"]), out["held"]
+    return doc
+
+
 def watch_until_broken(world: Path, tmp_path: Path, capsys, promoted=None) -> tuple[dict, str]:
     """arrayuser (tests/data/verdicts) built and promoted on ``world``, watched (the first watch reuses the
     build's outcomes where today's environment is the one the build tested in, and tests the others; the
     next one reuses everything), then broken by an arraylib update published upstream next to a harmless
     helperlib one: the last watch's JSON, checked, and the breaking arraylib file. ``promoted()`` is
     called once arrayuser is in main, before the first watch (e.g. to serve main over HTTP)."""
-    import shutil
-
-    publish(world, tmp_path, "arraylib", "1.0.0", "def old_api(x):\n    return list(x)\n", capsys)
-    publish(world, tmp_path, "helperlib", "1.0.0", "def identity(x):\n    return x\n", capsys)
-    shutil.copytree(Path(__file__).parent / "data" / "verdicts" / "arrayuser", world / "recipes" / "arrayuser")
-    repo = git.Repo(world)
-    repo.git.add("-A")
-    repo.index.commit("arrayuser")
-    code, doc = run_json_at(capsys, world, "build", "arrayuser")
-    assert {t["status"] for t in doc["tests"] if t["name"] == "arrayuser"} == {"passed"}, doc["tests"]
-    code, out = run_json_at(capsys, world, "promote")
-    assert any(name_of(a["artifact"]) == "arrayuser" for a in out["promoted"]), out["held"]
+    doc = promote_with_upstream_libs(world, tmp_path, capsys, "arrayuser")
     if promoted is not None:
         promoted()
 

@@ -5,19 +5,14 @@ first test's environment alone, as older results have, is not enough). tests/dat
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import git
 import pytest
 from support.helpers import run_json_at
-from test_gate import name_of
-from test_verdicts import publish
+from test_verdicts import promote_with_upstream_libs, publish
 
 from conda_distro.engine.backends import environments_of
 from conda_distro.reports import watch as watch_mod
-
-DATA = Path(__file__).parent / "data" / "verdicts" / "twotests"
 
 TABLE = ("\n╭─────────┬─────────┬───────┬─────────┬──────╮\n│ Package ┆ Version ┆ Build ┆ Channel ┆ Size │\n"
          "╞═════════╪═════════╪═══════╪═════════╪══════╡\n│ {n}     ┆ 1.0     ┆ h_0   ┆ up      ┆ 1 B  │\n"
@@ -38,16 +33,7 @@ def test_environments_are_rattler_builds_own_tables_in_order():
 def test_each_test_environment_is_recorded_and_watch_reuses_only_when_every_one_is_unchanged(
         built_world: Path, capsys, tmp_path: Path):
     world = built_world
-    publish(world, tmp_path, "arraylib", "1.0.0", "def old_api(x):\n    return list(x)\n", capsys)
-    publish(world, tmp_path, "helperlib", "1.0.0", "def identity(x):\n    return x\n", capsys)
-    shutil.copytree(DATA, world / "recipes" / "twotests")
-    repo = git.Repo(world)
-    repo.git.add("-A")
-    repo.index.commit("twotests")
-    code, doc = run_json_at(capsys, world, "build", "twotests")
-    assert {t["status"] for t in doc["tests"] if t["name"] == "twotests"} == {"passed"}, doc["tests"]
-    code, out = run_json_at(capsys, world, "promote")
-    assert any(name_of(a["artifact"]) == "twotests" for a in out["promoted"]), out["held"]
+    promote_with_upstream_libs(world, tmp_path, capsys, "twotests")
 
     # the build recorded both test environments, each rattler-build's own (the forged table is not one)
     [res_file] = (world / "build" / "results").glob("*twotests-*.json")
