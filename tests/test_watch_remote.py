@@ -149,3 +149,20 @@ def test_the_nightly_keeps_the_issue_of_a_package_the_watch_got_no_verdict_for(t
     gh.run({"broken": []})  # (a report of an older watch has no `errors`)
     (issue,) = gh.issues()
     assert issue["state"] == "closed"
+
+
+def test_the_nightly_watch_runs_against_the_main_distro_yaml_configures():
+    """The repository's main is the anaconda.org channel (read at anaconda.conda_url, no token); the nightly
+    watch step runs `conda-distro watch` on the checkout as it is (no other root, no other channels, with
+    the sandbox), which reads that main remotely (before, it exited 2: main had to be a local folder)."""
+    from support.ghrunner import load_workflow
+
+    root = Path(__file__).parent.parent
+    distro = load_config(root)
+    assert distro.is_anaconda(distro.config.channels.main)
+    assert distro.channel_url(distro.config.channels.main).startswith(distro.config.anaconda.conda_url)
+    job = load_workflow(root / ".github" / "workflows" / "nightly.yml")["jobs"]["watch"]
+    [step] = [s for s in job["steps"] if s.get("id") == "watch"]
+    assert re.match(r"conda-distro watch --format json > watch\.json\b", step["run"]), step["run"]
+    assert not {"--root", "--no-sandbox"} & set(step["run"].split())
+    assert not any("ANACONDA_API_TOKEN" in str(s.get("env", "")) for s in job["steps"])  # reading needs none
