@@ -110,6 +110,15 @@ def test_a_remote_main_file_is_used_only_with_the_bytes_its_repodata_names(tmp_p
         assert not (main.folder / "noarch" / bad).exists()
         assert not list((tmp_path / "cache" / "mirror" / "pkgs").glob(f"*/{bad}"))  # nothing of it was kept
         assert any(r.startswith("GET /owner/noarch/repodata.json 200") for r in server.requests())
+        # a server sending more bytes than main's repodata says the file has: refused, read no further
+        big = main.files[f"noarch/{good}"]
+        (tmp_path / "srv" / "owner" / "noarch" / good).write_bytes(b"good bytes" + b"x" * (3 << 20))
+        monkeypatch.setenv("CONDA_DISTRO_CACHE", str(tmp_path / "cache2"))
+        main = open_main(load_distribution(tmp_path / "d", strict=False))
+        main.folder = tmp_path / "work2" / "main"
+        with pytest.raises(MainFileError, match=f"larger than the {big.size} bytes"):
+            main.path_of(big)
+        assert not list((tmp_path / "cache2" / "mirror" / "pkgs").glob(".part-*"))
     finally:
         server.close()
 
