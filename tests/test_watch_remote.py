@@ -54,7 +54,7 @@ def test_watch_against_a_remote_main_reuses_names_the_culprit_and_refuses_bytes_
 
         # main now serves other bytes under the same name (its repodata unchanged): refused, never a verdict
         served = own_copy(world / "build" / "channels" / "pytorch" / artifact)
-        served.write_bytes(served.read_bytes() + b"tampered")
+        served.write_bytes(served.read_bytes()[:-8] + b"tampered")  # (same size: the sha256 tells them apart)
         monkeypatch.setenv("CONDA_DISTRO_CACHE", str(tmp_path / "cache2"))  # (the checked copy is not in it)
         state_before = (world / "build" / "watch" / "state.json").read_text()
         code, bad = run_json_at(capsys, world, "watch", "arrayuser")
