@@ -128,7 +128,7 @@ def test_every_write_stamps_the_current_version_atomically(tmp_path):
     old = ArtifactResults.model_validate({**json.loads(OLD_SHAPES["results"][1]), "schema_version": 1})
     store.put(old)
     (written,) = tmp_path.iterdir()  # no temp file beside it
-    assert json.loads(written.read_text())["schema_version"] == RESULTS_VERSION == 3
+    assert json.loads(written.read_text())["schema_version"] == RESULTS_VERSION == 4
     excuses = Excuses.model_validate_json(OLD_SHAPES["excuses"][1])
     path = write_excuses(tmp_path / "excuses.json", excuses)
     doc = json.loads(path.read_text())

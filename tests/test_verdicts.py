@@ -393,23 +393,33 @@ def publish(world: Path, tmp: Path, name: str, version: str, source: str, capsys
     return json.loads(out)["added"][0]
 
 
-def watch_until_broken(world: Path, tmp_path: Path, capsys) -> tuple[dict, str]:
-    """arrayuser (tests/data/verdicts) built and promoted on ``world``, watched (the first watch reuses the
-    build's outcomes where today's environment is the one the build tested in, and tests the others; the
-    next one reuses everything), then broken by an arraylib update published upstream next to a harmless
-    helperlib one: the last watch's JSON, checked, and the breaking arraylib file."""
+def promote_with_upstream_libs(world: Path, tmp_path: Path, capsys, name: str) -> dict:
+    """arraylib 1.0.0 and helperlib 1.0.0 published upstream, then ``name`` (tests/data/verdicts/NAME)
+    committed, built (every test passed) and promoted on ``world``: the build's JSON."""
     import shutil
 
     publish(world, tmp_path, "arraylib", "1.0.0", "def old_api(x):\n    return list(x)\n", capsys)
     publish(world, tmp_path, "helperlib", "1.0.0", "def identity(x):\n    return x\n", capsys)
-    shutil.copytree(Path(__file__).parent / "data" / "verdicts" / "arrayuser", world / "recipes" / "arrayuser")
+    shutil.copytree(Path(__file__).parent / "data" / "verdicts" / name, world / "recipes" / name)
     repo = git.Repo(world)
     repo.git.add("-A")
-    repo.index.commit("arrayuser")
-    code, doc = run_json_at(capsys, world, "build", "arrayuser")
-    assert {t["status"] for t in doc["tests"] if t["name"] == "arrayuser"} == {"passed"}, doc["tests"]
+    repo.index.commit(name)
+    code, doc = run_json_at(capsys, world, "build", name)
+    assert {t["status"] for t in doc["tests"] if t["name"] == name} == {"passed"}, doc["tests"]
     code, out = run_json_at(capsys, world, "promote")
-    assert any(name_of(a["artifact"]) == "arrayuser" for a in out["promoted"]), out["held"]
+    assert any(name_of(a["artifact"]) == name for a in out["promoted"]), out["held"]
+    return doc
+
+
+def watch_until_broken(world: Path, tmp_path: Path, capsys, promoted=None) -> tuple[dict, str]:
+    """arrayuser (tests/data/verdicts) built and promoted on ``world``, watched (the first watch reuses the
+    build's outcomes where today's environment is the one the build tested in, and tests the others; the
+    next one reuses everything), then broken by an arraylib update published upstream next to a harmless
+    helperlib one: the last watch's JSON, checked, and the breaking arraylib file. ``promoted()`` is
+    called once arrayuser is in main, before the first watch (e.g. to serve main over HTTP)."""
+    doc = promote_with_upstream_libs(world, tmp_path, capsys, "arrayuser")
+    if promoted is not None:
+        promoted()
 
     assert all("environment" not in t for t in doc["tests"])  # recorded in the results, not printed
     # the build recorded each test's whole environment; today's solve gives the same: nothing to test again
@@ -425,7 +435,8 @@ def watch_until_broken(world: Path, tmp_path: Path, capsys) -> tuple[dict, str]:
     [res_file] = (world / "build" / "results").glob("*arrayuser-*.json")
     res = json.loads(res_file.read_text())
     [cuda] = [t for t in res["tests"] if t["variant"] == "cuda" and not t.get("baseline")]
-    cuda["environment"]["helperlib"] = "helperlib-0.9.0-h0_0"
+    assert cuda["environments"] == [cuda["environment"]]  # arrayuser has one test: one environment
+    cuda["environments"][0]["helperlib"] = "helperlib-0.9.0-h0_0"
     res_file.write_text(json.dumps(res))
     state_file.unlink()
     code, first = run_json_at(capsys, world, "watch", "arrayuser")
@@ -668,7 +679,7 @@ def test_watch_state_round_trips_through_its_schema(tmp_path: Path):
     "[" * 100_000,  # nested past the parser's depth
     "[]",  # not an object
     json.dumps({"a|2.6.0|cpu": _GOOD}),  # the unversioned layout of earlier watches
-    json.dumps({"schema": 2, "entries": {"a|2.6.0|cpu": _GOOD}}),  # a newer schema
+    json.dumps({"schema": 3, "entries": {"a|2.6.0|cpu": _GOOD}}),  # a newer schema
     json.dumps({"schema": "1", "entries": {"a|2.6.0|cpu": _GOOD}}),
     json.dumps({"schema": 1, "entries": [_GOOD]}),
 ])

@@ -182,8 +182,10 @@ _HTTP_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[^\s]*)?$")
 
 class Anaconda(Strict):
     api_url: str = "https://api.anaconda.org"
+    # where installers read an anaconda:// channel's repodata and files (``<conda_url>/OWNER[/label/LABEL]``)
+    conda_url: str = "https://conda.anaconda.org"
 
-    @field_validator("api_url")
+    @field_validator("api_url", "conda_url")
     @classmethod
     def _url(cls, v: str) -> str:
         if not _HTTP_URL.match(v):
@@ -347,7 +349,7 @@ class DistroRepo:
         if self.is_anaconda(ref):
             owner_label = ref[len(ANACONDA_SCHEME):]
             owner, _, label = owner_label.partition("/")
-            base = "https://conda.anaconda.org"
+            base = self.config.anaconda.conda_url.rstrip("/")
             return f"{base}/{owner}/label/{label}" if label and label != "main" else f"{base}/{owner}"
         if _URL_RE.match(ref) and not ref.startswith("file://"):
             return ref

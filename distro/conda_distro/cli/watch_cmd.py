@@ -20,7 +20,8 @@ def watch(
 ) -> int:
     """Re-test main's packages against today's upstream on every release × variant (reusing outcomes whose
     solved environment is unchanged); for a package that passed and fails now, name the upstream update
-    that broke it (bisecting the changed files). Exit 1 when something broke."""
+    that broke it (bisecting the changed files). Main may be local or remote (anaconda://). Exit 1
+    when something broke or a target got no verdict (an error)."""
     from conda_distro.reports.watch import WatchOptions
     from conda_distro.reports.watch import watch as run_watch
 

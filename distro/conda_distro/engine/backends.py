@@ -100,6 +100,9 @@ class TestOutcome:
     error: bool = False
     #: the packages rattler-build installed into the test environment: name -> "name-version-build"
     env: dict[str, str] = field(default_factory=dict)
+    #: every test environment rattler-build created, in order (one per test; more for a test with several
+    #: environments), each as ``env`` (the package itself left out)
+    envs: tuple[dict[str, str], ...] = ()
     #: the package has no tests (rattler-build ran nothing): passed, and `neutral` in the gate
     no_tests: bool = False
     #: a test environment could not be set up, and no test script had run (rattler-build's own words)
@@ -212,6 +215,31 @@ def environment_of(output: list) -> dict[str, str]:
     return env
 
 
+#: at most so many test environments are recorded for one package (a package has a handful of tests)
+MAX_ENVS = 50
+
+
+def environments_of(output: list) -> list[dict[str, str]]:
+    """Every test environment rattler-build created, in order: each of its tables (``│ name ┆ version ┆
+    build ┆ …``) that it printed as one message (a multi-line chunk of ``output``, top border to bottom
+    border). A test script's output reaches ``output`` a line at a time, so a table printed by a script
+    (to pass off another environment as the one a later test ran in) is never one of them."""
+    envs: list[dict[str, str]] = []
+    for chunk in (str(c) for c in output):
+        lines = [ln.strip() for ln in chunk.splitlines() if ln.strip()]
+        if len(lines) < 3 or not lines[0].startswith("╭") or not lines[-1].startswith("╰"):
+            continue
+        env: dict[str, str] = {}
+        for ln in lines[1:-1]:
+            cells = [c.strip(" │") for c in ln.split("┆")]
+            if ln.startswith("│") and len(cells) >= 3 and cells[0] and cells[0] != "Package":
+                env.setdefault(cells[0], f"{cells[0]}-{cells[1]}-{cells[2]}")
+        envs.append(env)
+        if len(envs) >= MAX_ENVS:
+            break
+    return envs
+
+
 def _explain_unsolvable(spec: str, job: TestJob) -> str | None:
     """The rattler solver's account of why ``spec`` has no test environment in ``job.channels`` (with
     ``__cuda`` exactly when the job is a cuda test); None when it does solve or cannot be asked."""
@@ -309,6 +337,9 @@ class RattlerBuildBackend:
         lines: list[str] = []
         failed = None
         env: dict[str, str] = {}
+        # each result's output is the whole run's (every test's), so the environments are read once
+        envs = tuple({n: i for n, i in e.items() if n != pkg.name} for e in environments_of(results[0].output)) \
+            if results else ()
         setup: tuple[str, ...] | None = None
         full: str | None = None  # the failing test's first line that says the disk was full
         for r in results:
@@ -341,7 +372,7 @@ class RattlerBuildBackend:
                          "`build --retry-errors` runs it again")
         _send(job.sink, lines)
         env.pop(pkg.name, None)
-        return TestOutcome(failed is None, failed, error=killed, env=env, no_tests=not results,
+        return TestOutcome(failed is None, failed, error=killed, env=env, envs=envs, no_tests=not results,
                            env_failed=setup is not None, missing=setup or ())
 
 

@@ -90,6 +90,7 @@ class TestedMsg(_Model):
     error: bool = False  # could not run (infrastructure), neither passed nor failed
     message: str | None = None
     env: dict[str, str] = Field(default_factory=dict)  # the test environment: name -> "name-version-build"
+    envs: list[dict[str, str]] = Field(default_factory=list, max_length=50)  # every test environment, in order
     no_tests: bool = False  # the package has no tests (rattler-build ran nothing)
     env_failed: bool = False  # a test environment could not be set up before any script ran
     missing: list[str] = Field(default_factory=list, max_length=50)  # what its solver found no candidates for

@@ -14,7 +14,8 @@ removed or patched is never served from a mirror left by an earlier run. Views l
 private folder and go with it.
 
 The store, ``$CONDA_DISTRO_CACHE/mirror/pkgs/<sha256>/<file name>``, keeps each package file once,
-checked against the channel's sha256 (or md5) before it is kept; a file used again has its time
+checked against the channel's sha256 (or md5) before it is kept, and never downloaded past the size the
+channel gives for it (a server sending more is refused without filling the disk); a file used again has its time
 renewed, and :func:`prune` (run at the start of every build) removes files unused for
 :data:`KEEP_DAYS` days, then the least recently used ones past :data:`MAX_BYTES`, and parts left by a
 download killed with -9.
@@ -201,8 +202,13 @@ class MirrorStore:
         fd, tmp = tempfile.mkstemp(prefix=".part-", dir=self.pkgs)
         try:
             sha, md5 = hashlib.sha256(), hashlib.md5()  # noqa: S324 - md5 only where the channel gives nothing else
+            got_bytes = 0
             with os.fdopen(fd, "wb") as out, _open(rec.url) as src:
                 while chunk := src.read(1 << 20):
+                    got_bytes += len(chunk)
+                    if rec.size and got_bytes > rec.size:  # bounded: never more than the channel says
+                        raise MirrorError(f"{rec.file_name} from {shown_url(rec.url)} is larger than the {rec.size} "
+                                          "bytes the channel says")
                     sha.update(chunk)
                     md5.update(chunk)
                     out.write(chunk)

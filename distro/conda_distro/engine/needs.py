@@ -83,6 +83,9 @@ class Needs:
     #: the remembered specs (MirrorStore.wanted) this sandbox was prepared with: what it asked for beyond
     #: the package's own solves (a test running beside it may remember more meanwhile)
     asked: tuple[str, ...] = ()
+    #: each test environment's files (``name-version-build``, by name), in the order of the package's tests
+    #: (:func:`test_needs`; an environment that does not solve is left out)
+    envs: list[dict[str, str]] = field(default_factory=list)
 
     def add(self, recs: Iterable[NeededRecord]) -> None:
         seen = {r.url for r in self.records}
@@ -282,7 +285,7 @@ def test_needs(artifact: Path, channels: Sequence[str], cuda: bool, extra: Seque
     gw = gateway if gateway is not None else Gateway()
     needs = Needs()
     vps = virtual_packages(cuda)
-    for specs, required in [*((list(s), r) for s, r in sets), *(([pin, x], True) for x in extra)]:
+    for i, (specs, required) in enumerate([*((list(s), r) for s, r in sets), *(([pin, x], True) for x in extra)]):
         try:
             recs = asyncio.run(solve(list(channels), specs, gateway=gw, platforms=[Subdir.current(), Subdir("noarch")],
                                      virtual_packages=vps, timeout=SOLVE_TIMEOUT))
@@ -294,6 +297,8 @@ def test_needs(artifact: Path, channels: Sequence[str], cuda: bool, extra: Seque
             needs.problem = f"cannot read the channels to solve the test environment: {str(exc).splitlines()[0]}"
             return needs
         needs.add(NeededRecord.of_record(r) for r in recs)
+        if i < len(sets):  # (the package's own environments, not the remembered extras)
+            needs.envs.append({r.name.normalized: r.file_name.removesuffix(".conda").removesuffix(".tar.bz2") for r in recs})
     return needs
 
 

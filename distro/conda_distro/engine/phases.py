@@ -121,6 +121,7 @@ class TestOut:
     message: str | None = None
     log: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    envs: tuple[dict[str, str], ...] = ()  # every test environment, in order (rattler-build's tables)
     no_tests: bool = False
     env_failed: bool = False  # its environment could not be set up before any script ran
     missing: tuple[str, ...] = ()  # what rattler-build's solver found no candidates for, then
@@ -323,8 +324,8 @@ def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: 
         kept = str(log) if log.is_file() else None
         if said is None or ran.killed:  # no verdict: killed, crashed, timed out
             return TestOut(False, error=True, message=ran.why(describe(unit.limits)), log=kept)
-        got = TestOut(said.ok, said.error, said.message, kept, said.env, said.no_tests, said.env_failed,
-                      tuple(said.missing))
+        got = TestOut(said.ok, said.error, said.message, kept, said.env, tuple(said.envs), said.no_tests,
+                      said.env_failed, tuple(said.missing))
         return _judge_mirrored(unit, got, needs) if views else got
     finally:
         remove_tree(folder)

@@ -506,7 +506,8 @@ class _TestRecorder:
                 if got.attempts:
                     status = status_of(got.attempts)
                 rec = TestRecord(**base, status=status, log=got.log, reason=NO_TESTS if got.no_tests else got.message, key=key,
-                                 against=against, environment=dict(got.env) or None, gpu=gpu,
+                                 against=against, environment=dict(got.env) or None,
+                                 environments=[dict(e) for e in got.envs] or None, gpu=gpu,
                                  attempts=list(got.attempts) or None, **provenance)
                 if got.baseline is not None:  # the baseline side's runs: kept beside it, never reused for it
                     results.record(_baseline_record(results, base, got.baseline, unit.closure, gpu, provenance))

@@ -100,7 +100,8 @@ def run_test(job: TestPhaseJob, report: Report) -> None:
     """Run the package's tests once; the verdict is rattler-build's."""
     builder = make_builder(job.engine)
     res = builder.test(TestJob(Path(job.artifact), tuple(job.channels), job.cuda, report.log))
-    report.send(TestedMsg(ok=res.ok, error=res.error, message=res.message, env=res.env, no_tests=res.no_tests,
+    report.send(TestedMsg(ok=res.ok, error=res.error, message=res.message, env=res.env, envs=list(res.envs),
+                          no_tests=res.no_tests,
                           env_failed=res.env_failed, missing=[m[:200] for m in res.missing[:50]]))
 
 

@@ -23,10 +23,13 @@ its pins admit:
    sandboxes' mirrors are: :mod:`conda_distro.engine.mirror`). A file no upstream channel serves any more
    cannot be pinned back: that name stays at today's file.
 
-A failing package that never passed here is reported as failing, without a culprit. Results: `watch`'s
-text, JSON and markdown (``broken: [{name, artifact, pytorch, variant, culprit, changed, log,
-maintainers}]``), ``build/watch/report.json`` (which the status page can read) and exit 1 when something
-broke.
+A failing package that never passed here is reported as failing, without a culprit. A target with no
+verdict (an infrastructure error of its test, or a file of main whose bytes are not the ones main's
+repodata names) is reported under ``errors``; nothing of it is kept, and the next watch tries it again.
+Main may be a local folder or a remote channel (``anaconda://OWNER``): :mod:`.watch_main`. Results:
+`watch`'s text, JSON and markdown (``broken: [{name, artifact, pytorch, variant, culprit, changed, log,
+maintainers}]``, ``errors: [{name, artifact, pytorch, variant, reason}]``), ``build/watch/report.json``
+(which the status page can read) and exit 1 when something broke or a target had no verdict.
 """
 
 from __future__ import annotations
@@ -39,13 +42,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from conda_distro.channels.local import LocalChannel
 from conda_distro.errors import DistroError, ExitCode, UsageError
 from conda_distro.util.fsutil import atomic_write_text, link_or_copy
 from conda_distro.util.jsonio import read_json
+from conda_distro.util.safetext import shown
 
 STATE = Path("watch") / "state.json"
-STATE_SCHEMA = 1  # build/watch/state.json: {"schema": 1, "entries": {"<artifact>|<pytorch>|<variant>": entry}}
+STATE_SCHEMA = 2  # build/watch/state.json: {"schema": 2, "entries": {"<artifact>|<pytorch>|<variant>": entry}}
+#: the state schemas read: 1 has no ``envs`` (each test's environment); its entries are reused only for a
+#: package with one test environment
+READ_SCHEMAS = (1, 2)
 REPORT = Path("watch") / "report.json"
 
 
@@ -82,10 +88,12 @@ class WatchResult:
     broken: list[Broken] = field(default_factory=list)
     failing: list[dict[str, str]] = field(default_factory=list)  # failing, never seen passing here
     flaky: list[dict[str, str]] = field(default_factory=list)  # passed and failed on today's environment
+    errors: list[dict[str, str]] = field(default_factory=list)  # no verdict (infrastructure): tried again next time
 
     @property
     def ok(self) -> bool:
-        return not self.broken
+        """Nothing broke, and every target got a verdict (an error proves nothing: fail closed)."""
+        return not self.broken and not self.errors
 
     @property
     def exit_code(self) -> ExitCode:
@@ -93,7 +101,8 @@ class WatchResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "checked": self.checked, "reused": self.reused, "tested": self.tested,
-                "broken": [b.to_dict() for b in self.broken], "failing": list(self.failing), "flaky": list(self.flaky)}
+                "broken": [b.to_dict() for b in self.broken], "failing": list(self.failing), "flaky": list(self.flaky),
+                "errors": list(self.errors)}
 
     def text_lines(self) -> list[str]:
         lines = [f"{self.checked} checked ({self.reused} reused: environment unchanged, {self.tested} tested)"]
@@ -105,6 +114,8 @@ class WatchResult:
         lines += [f"  failing {f['name']} on pytorch {f['pytorch']} {f['variant']} (never seen passing here)"
                   for f in self.failing]
         lines += [f"  flaky   {f['name']} on pytorch {f['pytorch']} {f['variant']}" for f in self.flaky]
+        lines += [f"  error   {e['name']} on pytorch {e['pytorch']} {e['variant']}: {shown(e['reason'], 'text')}"
+                  for e in self.errors]
         return lines
 
     def markdown(self) -> str:
@@ -116,6 +127,9 @@ class WatchResult:
                     f"{' '.join('@' + m for m in b.maintainers)} |" for b in self.broken]
         else:
             out.append("Nothing broke.")
+        if self.errors:
+            out += ["", "No verdict (an error of the infrastructure; tried again next time):", ""]
+            out += [f"- `{e['name']}` on {e['pytorch']} {e['variant']}: {shown(e['reason'], 'line')}" for e in self.errors]
         return "\n".join(out) + "\n"
 
 
@@ -145,6 +159,28 @@ def _changed(old: Mapping[str, str], new: Mapping[str, str], own: set[str]) -> d
             if old.get(n) != new.get(n) and n not in own}
 
 
+def _changes(then: Mapping[str, str], then_envs: Sequence[Mapping[str, str]] | None, today: Solved,
+             own: str) -> dict[str, tuple[str | None, str | None]]:
+    """The names whose file changed since the environments it passed in: in the table of all of them, or
+    in any one test's environment (a name a later test installs at another version than the first)."""
+    changed = _changed(then, today.env, {own})
+    if then_envs is not None and len(then_envs) == len(today.envs):
+        for a, b in zip(then_envs, today.envs, strict=True):
+            for n, c in _changed(a, b, {own}).items():
+                changed.setdefault(n, c)
+    return dict(sorted(changed.items()))
+
+
+def _files_by_name(then: Mapping[str, str], then_envs: Sequence[Mapping[str, str]] | None) -> dict[str, list[str]]:
+    """Every file each name had in the environments it passed in (what a name is pinned back to)."""
+    out: dict[str, list[str]] = {n: [i] for n, i in then.items()}
+    for e in then_envs or ():
+        for n, i in e.items():
+            if i not in out.setdefault(n, []):
+                out[n].append(i)
+    return out
+
+
 class _Entry(BaseModel):
     """One watch state entry as the tool writes it; anything else in the file is not trusted."""
 
@@ -154,6 +190,8 @@ class _Entry(BaseModel):
     log: str | None = None
     reason: str | None = None
     passed_in: dict[str, str] | None = None
+    envs: list[dict[str, str]] | None = None  # each test environment, in the order of the package's tests
+    passed_envs: list[dict[str, str]] | None = None  # each test environment it last passed in
     changed: dict[str, Annotated[list[str | None], Field(min_length=2, max_length=2)]] | None = None  # name: [then, now] (None: absent)
     culprit: list[str] | None = None
     from_build: bool | None = None
@@ -168,7 +206,7 @@ def read_state(build_dir: Path) -> dict[str, dict[str, Any]]:
         doc = read_json(build_dir / STATE, "results")
     except (OSError, DistroError):
         return {}
-    if not isinstance(doc, dict) or doc.get("schema") != STATE_SCHEMA or not isinstance(doc.get("entries"), dict):
+    if not isinstance(doc, dict) or doc.get("schema") not in READ_SCHEMAS or not isinstance(doc.get("entries"), dict):
         return {}
     state: dict[str, dict[str, Any]] = {}
     for key, raw in doc["entries"].items():
@@ -185,12 +223,34 @@ def _write_state(build_dir: Path, state: Mapping[str, Any]) -> None:
                       + "\n")
 
 
-def _built_outcome(builds: Any, f: Any, pytorch: str, variant: str, env: Mapping[str, str]) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class Solved:
+    """Today's test environments of one file on one target: ``env`` every file they install by name (one
+    table for all of them: what the changes are listed and bisected from), ``envs`` each test
+    environment on its own, in the order of the package's tests (what reuse compares)."""
+
+    env: dict[str, str]
+    envs: list[dict[str, str]]
+
+    def same_as(self, entry: Mapping[str, Any]) -> bool:
+        """Whether ``entry`` (a state entry) was tested in these environments: every test's the same. An
+        entry of the first schema (no ``envs``) only for a package with one test environment."""
+        if entry.get("env") != self.env:
+            return False
+        return entry["envs"] == self.envs if "envs" in entry else len(self.envs) <= 1
+
+    def entry(self, **fields: Any) -> dict[str, Any]:
+        return {"env": dict(self.env), "envs": [dict(e) for e in self.envs], **fields}
+
+
+def _built_outcome(builds: Any, f: Any, pytorch: str, variant: str, today: Solved) -> dict[str, Any] | None:
     """The outcome `build` recorded for main's file ``f`` (same bytes: same sha256) on this release ×
-    variant, when the environment rattler-build installed for that test is ``env``, today's (the file itself
-    left out): a watch entry (``passed_in`` for a pass), so the first watch after a promote tests nothing the
-    build already tested in the same environment. None: no such outcome (not recorded, another environment,
-    an error, a baseline run, a result file that cannot be read)."""
+    variant, when every test environment rattler-build installed then is today's (the file itself left
+    out; ``environments`` of the results; a result older than that field has only its first test's
+    ``environment``, taken for a package with one test environment only): a watch entry (``passed_in``
+    for a pass), so the first watch after a promote tests nothing the build already tested in the same
+    environments. None: no such outcome (not recorded, other environments, an error, a baseline run, a
+    result file that cannot be read)."""
     from conda_distro.errors import DistroError
 
     try:
@@ -199,15 +259,20 @@ def _built_outcome(builds: Any, f: Any, pytorch: str, variant: str, env: Mapping
         return None
     if res is None or res.sha256 != f.sha256:
         return None
-    theirs = {n: i for n, i in env.items() if n != f.name}
+    theirs = [{n: i for n, i in e.items() if n != f.name} for e in today.envs]
+
+    def same(t: Any) -> bool:
+        if t.environments is not None:
+            return bool(t.environments == theirs)
+        return len(theirs) == 1 and t.environment == theirs[0]
+
     rec = next((t for t in reversed(res.runs(pytorch, variant)) if not t.baseline
-                and t.status in ("passed", "failed") and t.environment == theirs), None)
+                and t.status in ("passed", "failed") and same(t)), None)
     if rec is None:
         return None
-    entry: dict[str, Any] = {"env": dict(env), "status": rec.status, "log": rec.log, "reason": rec.reason,
-                             "from_build": True}
+    entry = today.entry(status=rec.status, log=rec.log, reason=rec.reason, from_build=True)
     if rec.status == "passed":
-        entry["passed_in"] = dict(env)
+        entry["passed_in"], entry["passed_envs"] = dict(today.env), [dict(e) for e in today.envs]
     return entry
 
 
@@ -252,24 +317,23 @@ def watch(options: WatchOptions) -> WatchResult:
     from conda_distro.distribution import load_distribution
     from conda_distro.engine.backends import VariantSpec
     from conda_distro.engine.confirm import confirm_failure, needs_confirmation
+    from conda_distro.engine.mirror import Mirroring
     from conda_distro.engine.needs import test_needs
-    from conda_distro.engine.phases import PhaseContext, TargetIn, claim_folder, remove_tree
+    from conda_distro.engine.phases import PhaseContext, TargetIn, claim_folder
     from conda_distro.engine.releases import availability_if_readable, build_release_views
-    from conda_distro.engine.run import Paths, isolation, main_channel
+    from conda_distro.engine.run import Paths, isolation
     from conda_distro.engine.sources import RecipeInputs
     from conda_distro.gate.promote import TestMatrix
     from conda_distro.gate.revdeps import newest_in_main
     from conda_distro.recipe.render import RenderSettings
+    from conda_distro.reports.watch_main import MainFileError, open_main
     from conda_distro.state.results import ResultsStore
     from conda_distro.vocab import Target, Variant
 
     dist = load_distribution(options.root, strict=False)
-    main = main_channel(dist)
-    if main is None or not (main / "noarch" / "repodata.json").is_file():
-        raise UsageError("watch needs a local main channel with packages in it", field="channels.main",
-                         hint="promote something first (`conda-distro promote`)")
     build_dir = dist.distro.build_dir
-    in_main = LocalChannel(main).list_files()
+    main = open_main(dist)  # a local folder, or a remote channel read through the mirror store
+    in_main = main.files
     files = [f for f in newest_in_main(in_main) if not options.names or f.name in options.names]
     available = availability_if_readable(dist.distro)
     views = build_release_views(dist.distro, build_dir / "watch" / "views", available)
@@ -277,8 +341,11 @@ def watch(options: WatchOptions) -> WatchResult:
     # needs, itself or through main's other packages, cannot be installed by anyone, so it is not watched
     matrix = TestMatrix.from_config(dist.config, available,
                                     lockstep_of_files(in_main.values(), dist.config.pytorch.lockstep))
-    iso = isolation(dist, Paths(main, build_dir / "watch", build_dir / "logs" / "watch", build_dir / "watch" / "views"),
-                    options.sandbox)
+    iso = isolation(dist, Paths(build_dir / "watch", build_dir / "watch", build_dir / "logs" / "watch",
+                                build_dir / "watch" / "views"), options.sandbox)
+    if main.remote is not None and iso.bwrap is not None:  # the sandboxes read main through a mirror view too
+        remotes = (*(iso.mirror.remotes if iso.mirror else ()), main.remote)
+        iso = replace(iso, mirror=Mirroring(iso.mirror.store if iso.mirror else main.store, remotes))
     upstream = list(dist.distro.upstream_urls)
     local_upstream = [Path(u[len("file://"):]) for u in upstream if u.startswith("file://")]
     older = _OlderFiles(local_upstream, remote_files(dist.distro))
@@ -288,6 +355,8 @@ def watch(options: WatchOptions) -> WatchResult:
     result = WatchResult()
     confirm_runs = dist.config.policy.confirm_runs
     work, lock = claim_folder(build_dir / "work", "watch-")
+    if main.remote is not None:
+        main.folder = work / "main"  # the files re-tested, linked from the mirror store (go with the folder)
     counter = iter(range(1, 1_000_000))
     gateway = Gateway()  # one for every solve of this watch: each channel's repodata is read once
     try:
@@ -297,31 +366,40 @@ def watch(options: WatchOptions) -> WatchResult:
                 if view is None or view.url is None:
                     continue
                 result.checked += 1
-                channels = [view.url, main.as_uri(), *upstream]
-                needs = test_needs(main / f.artifact, channels, cuda=Variant(v).cuda, gateway=gateway)
-                env = _idents(needs.records)
+                try:
+                    path = main.path_of(f)  # a remote one: fetched, its bytes checked against main's repodata
+                except MainFileError as exc:  # no verdict: nothing kept, the next watch tries again
+                    result.errors.append({"name": f.name, "pytorch": r, "variant": v, "artifact": f.artifact,
+                                          "reason": str(exc)})
+                    continue
+                channels = [view.url, main.url, *upstream]
+                needs = test_needs(path, channels, cuda=Variant(v).cuda, gateway=gateway)
+                today = Solved(_idents(needs.records), needs.envs)
+                env = today.env
                 key = f"{f.artifact}|{r}|{v}"
                 old = state.get(key)
-                built = _built_outcome(builds, f, r, v, env) if old is None else None
-                if old is not None and old.get("env") == env and old.get("status") in ("passed", "failed"):
+                built = _built_outcome(builds, f, r, v, today) if old is None else None
+                if old is not None and today.same_as(old) and old.get("status") in ("passed", "failed"):
                     result.reused += 1
                     entry = old
                 elif built is not None:  # the build's own test of this file, in today's environment
                     result.reused += 1
                     entry = state[key] = built
                 else:
-                    job = _Job(PhaseContext(name=f.name, recipe=main / f.artifact, root=dist.root, inputs=RecipeInputs(),
+                    job = _Job(PhaseContext(name=f.name, recipe=path, root=dist.root, inputs=RecipeInputs(),
                                             variant_config=RenderSettings(), engine="rattler-build",
-                                            channels=(main.as_uri(), *upstream), staging=main,
+                                            channels=(main.url, *upstream), staging=main.folder,
                                             logs=build_dir / "logs" / "watch" / f.name, declared=frozenset({f.name}),
                                             limits=dist.config.limits, isolation=iso, work=work),
                                VariantSpec(f.name, f.version, f.build, f.build_number, f.artifact.split("/")[0]),
-                               main / f.artifact,
+                               path,
                                TargetIn(pytorch=r, variant=v, url=view.url, sha256=view.sha256, cuda=view.cuda_override),
                                counter)
                     got = job.run()
                     result.tested += 1
                     if got.error:  # no verdict: nothing kept, the next watch runs it again
+                        result.errors.append({"name": f.name, "pytorch": r, "variant": v, "artifact": f.artifact,
+                                              "reason": got.message or "error"})
                         continue
                     status = "passed" if got.ok else "failed"
                     if needs_confirmation(got):  # a failure is confirmed before it counts (policy.confirm_runs)
@@ -329,13 +407,16 @@ def watch(options: WatchOptions) -> WatchResult:
                     if status == "flaky":
                         result.flaky.append({"name": f.name, "pytorch": r, "variant": v, "artifact": f.artifact})
                         continue
-                    entry = {"env": env, "status": status, "log": got.log, "reason": got.message}
+                    entry = today.entry(status=status, log=got.log, reason=got.message)
                     passed_in = env if got.ok else (old or {}).get("passed_in")
+                    passed_envs = today.envs if got.ok else (old or {}).get("passed_envs")
                     if passed_in:
                         entry["passed_in"] = passed_in  # the environment it last passed in (what bisection pins back to)
+                    if passed_envs:
+                        entry["passed_envs"] = passed_envs
                     if not got.ok and passed_in:
-                        changed = _changed(passed_in, env, {f.name})
-                        pins = _Pins(job, passed_in, changed, older, work)
+                        changed = _changes(passed_in, passed_envs, today, f.name)
+                        pins = _Pins(job, _files_by_name(passed_in, passed_envs), changed, older, work)
                         culprit = bisect(sorted(changed), pins.fails_with) if changed else []
                         entry["changed"] = {n: list(c) for n, c in changed.items()}
                         entry["culprit"] = [f"{n} {changed[n][0]} -> {changed[n][1]}" for n in culprit]
@@ -349,13 +430,20 @@ def watch(options: WatchOptions) -> WatchResult:
                 else:
                     result.failing.append({"name": f.name, "pytorch": r, "variant": v, "artifact": f.artifact})
     finally:
-        remove_tree(work)
-        import os
-
-        os.close(lock)
+        _release(work, lock)
     _write_state(build_dir, state)
     atomic_write_text(build_dir / REPORT, json.dumps(result.to_dict(), indent=2) + "\n")
     return result
+
+
+def _release(work: Path, lock: int) -> None:
+    """Remove the watch's private folder and let go of its lock."""
+    import os
+
+    from conda_distro.engine.phases import remove_tree
+
+    remove_tree(work)
+    os.close(lock)
 
 
 @dataclass
@@ -384,7 +472,7 @@ class _Pins:
     """Runs ``job`` with some changed names pinned back to the files they had when it passed."""
 
     job: _Job
-    then: Mapping[str, str]
+    then: Mapping[str, Sequence[str]]  # name -> the files it had where the test passed
     changed: Mapping[str, tuple[str | None, str | None]]
     older: _OlderFiles  # where the older files are found
     work: Path
@@ -393,7 +481,7 @@ class _Pins:
         from conda_distro.engine.phases import remove_tree
         from conda_distro.util.rattler_env import index_channel
 
-        back = [self.then[n] for n in self.changed if n not in now and self.then.get(n)]
+        back = [i for n in self.changed if n not in now for i in self.then.get(n, ())]
         pin = _pin_view(self.work / f"pin-{next(self.job.counter)}", back, self.older, index_channel)
         try:
             out = self.job.run(pin)

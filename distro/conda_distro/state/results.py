@@ -26,7 +26,9 @@ from conda_distro.util.validation import to_error
 from conda_distro.util.yamlio import load_fast
 from conda_distro.vocab import RELEASE_RE, Target, Variant
 
-SCHEMA_VERSION = 3  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit); 3: per test: environment
+SCHEMA_VERSION = 4  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit); 3: per test: environment;
+# 4: per test: environments (every test environment, in order). Older documents are read as they are: a
+# field they lack is None (not recorded)
 #: ``error``: the build was stopped at a limit (``timeout``, ``output limit``), not judged: built again next time
 BuildStatus = Literal["built", "skipped-existing", "failed", "blocked", "error"]
 #: ``error``: the test could not run for a reason of the infrastructure (the worker crashed or was killed,
@@ -93,6 +95,11 @@ class TestRecord(StrictModel):
     # "name-version-build"; `watch` reuses this outcome while today's solve gives the same environment.
     # None: not recorded (an older result, a test that did not run)
     environment: dict[str, str] | None = None
+    # every test environment rattler-build created, in the order of the package's tests (one per test; a
+    # test with several environments has them in a row), each as ``environment``: `watch` reuses this
+    # outcome while today's solve gives the same list. ``environment`` above is the first one only (a
+    # package with several tests had only that recorded before). None: not recorded
+    environments: list[dict[str, str]] | None = Field(default=None, max_length=50)
     # cuda tests: whether the machine that ran it had a working GPU (`nvidia-smi`); False = "cuda (no GPU)",
     # an install + import test under the __cuda override. None: a cpu test, not run, or not recorded
     gpu: bool | None = None
@@ -109,7 +116,7 @@ class TestRecord(StrictModel):
 
     def to_dict(self) -> dict:
         """As commands print it (JSON): the fields that are set, without the reuse key."""
-        return self.model_dump(mode="json", exclude={"key", "environment"}, exclude_none=True)
+        return self.model_dump(mode="json", exclude={"key", "environment", "environments"}, exclude_none=True)
 
 
 class ArtifactResults(StateDocument):
