@@ -66,6 +66,7 @@ def test_a_real_compiled_extension_builds_against_real_torch_and_passes_its_test
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2700)  # ten compiles (three by nvcc) in one job: 28 min measured on 2 loaded cores, at nice 19
 def test_a_real_cuda_extension_is_compiled_by_nvcc_against_real_cuda_torch_and_passes_its_test(tmp_path, capsys):
     """pytorch_scatter 2.1.2's CUDA row for PyTorch 2.15 (PyPI has only a CUDA torch 2.15.0, so the CPU row is
     not built): its three .cu files compiled by the machine's nvcc (the toolchain channel's cuda-nvcc wrapper)
