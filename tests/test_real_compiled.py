@@ -1,5 +1,6 @@
-"""The real world's compiled extensions: a real sdist compiled with the machine's g++ against the headers of a
-real torch wheel, bridged from PyPI, then tested (import and a compiled operator on CPU).
+"""The real world's compiled extensions: a real sdist compiled with the machine's g++ (and nvcc, on the CUDA
+row) against the headers of a real torch wheel, bridged from PyPI, then tested (import and a compiled
+operator on CPU).
 
 It needs the real world's inputs on this machine (the committed lock, its bridged upstream channel in the
 cache, the recipes' sdists; getting them means downloading about 7 GB) and several minutes of two cores, so
