@@ -4,6 +4,8 @@ real world (``--real``, needs ``sandbox --real``, docs/real-world.md).
 
     python bench/bench_release_day.py --standin [--compiled] [--keep DIR]
     python bench/bench_release_day.py --real [--keep DIR]
+    python bench/bench_release_day.py --real --keep DIR --setup-only   # the day before, untimed; then:
+    python bench/bench_release_day.py --real --keep DIR                 # release day on it, timed
 
 What it runs, as CI would (release-sweep.yml, then promote.yml on the merges):
 
@@ -44,6 +46,7 @@ REAL_TARGET = 3600.0
 BEFORE = ("2.5.1", "2.6.0")  # the distribution the day before: the two previous minors
 RELEASE = "2.7.0"  # what appears upstream
 PINGED = ("failed", "needs-new-version", "not-solvable")  # statuses whose maintainers the tracking issue pings
+SETUP_MARKER = "day-before.json"  # what --setup-only leaves in --keep DIR for the timed run
 
 
 def _cli(root: Path, *args: str, ok: tuple[int, ...] = (0, 1)) -> tuple[int, dict | None]:
@@ -152,7 +155,7 @@ def _real_publish(root: Path, held: Path):
     return publish
 
 
-def release_day(mode: str, keep: Path | None, repo: Path, compiled: bool = False) -> int:
+def release_day(mode: str, keep: Path | None, repo: Path, compiled: bool = False, setup_only: bool = False) -> int:
     base = keep or Path(tempfile.mkdtemp(prefix="bench-release-day-"))
     root = base / "world"
     clock = Clock()
@@ -160,20 +163,36 @@ def release_day(mode: str, keep: Path | None, repo: Path, compiled: bool = False
     release = RELEASE if mode == "standin" else REAL_RELEASES[-1]
     before = BEFORE if mode == "standin" else REAL_RELEASES[:-1]
 
-    # 0. the day before: main holds the distribution at the two previous releases
-    t = time.perf_counter()
-    if mode == "standin":
-        _standin_day_before(root, compiled)
+    # 0. the day before: main holds the distribution at the two previous releases (or the one a
+    # `--setup-only` run left in --keep DIR)
+    marker = base / SETUP_MARKER
+    if keep is not None and marker.is_file():
+        prepared = json.loads(marker.read_text())
+        if prepared.get("mode") != mode:
+            raise SystemExit(f"{keep} holds a {prepared.get('mode')} world prepared by --setup-only, not {mode}")
+        setup, main_size, held = prepared["setup"], prepared["main_size"], base / "held-release"
+        marker.unlink()  # release day changes the world: it is used once
+        print(f"setup: the day-before world prepared in {keep} ({setup:.1f} s, not counted)", flush=True)
     else:
-        held = _real_day_before(root, repo, release)
-    _git(root, "config", "user.name", "bench")
-    _git(root, "config", "user.email", "bench@example.invalid")
-    _cli(root, "build", "--all", "--jobs", "2")
-    _cli(root, "promote")
-    setup = time.perf_counter() - t
-    _git(root, "add", "-A", "channel_state")
-    _git(root, "commit", "-qm", "channel_state: the day before", "--allow-empty")
-    main_size = len(list((root / "build" / "channels" / "pytorch").rglob("*.conda")))
+        t = time.perf_counter()
+        if mode == "standin":
+            _standin_day_before(root, compiled)
+        else:
+            held = _real_day_before(root, repo, release)
+        _git(root, "config", "user.name", "bench")
+        _git(root, "config", "user.email", "bench@example.invalid")
+        _, setup_doc = _cli(root, "build", "--all", "--jobs", "2")
+        _cli(root, "promote")
+        setup = time.perf_counter() - t
+        _git(root, "add", "-A", "channel_state")
+        _git(root, "commit", "-qm", "channel_state: the day before", "--allow-empty")
+        main_size = len(list((root / "build" / "channels" / "pytorch").rglob("*.conda")))
+        if setup_only:
+            (base / "setup-build.json").write_text(json.dumps(setup_doc, indent=1))
+            marker.write_text(json.dumps({"mode": mode, "setup": setup, "main_size": main_size}))
+            print(f"setup: the day-before world is ready in {base} ({setup:.1f} s, {main_size} artifacts in main); "
+                  f"run again with --keep {base} to measure release day")
+            return 0
 
     # 1. the release appears upstream: t = 0 of the headline
     start = time.perf_counter()
@@ -246,8 +265,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="--real: the repository whose recipes and distro.yaml make the world (default: this one)")
     ap.add_argument("--compiled", action="store_true",
                     help="--standin: with the compiled recipes (sandbox --compiled): built for the new minor on release day")
+    ap.add_argument("--setup-only", action="store_true",
+                    help="with --keep DIR: make the day-before world (built and promoted, not timed) and stop; a "
+                         "later run with the same --keep measures release day on it, so a timed run holds the "
+                         "benchmark lock only for release day itself")
     args = ap.parse_args(argv)
-    return release_day("standin" if args.standin else "real", args.keep, args.repo, args.compiled)
+    if args.setup_only and args.keep is None:
+        ap.error("--setup-only needs --keep DIR (the folder the timed run then uses)")
+    return release_day("standin" if args.standin else "real", args.keep, args.repo, args.compiled, args.setup_only)
 
 
 if __name__ == "__main__":

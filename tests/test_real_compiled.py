@@ -1,5 +1,6 @@
-"""The real world's compiled extensions: a real sdist compiled with the machine's g++ against the headers of a
-real torch wheel, bridged from PyPI, then tested (import and a compiled operator on CPU).
+"""The real world's compiled extensions: a real sdist compiled with the machine's g++ (and nvcc, on the CUDA
+row) against the headers of a real torch wheel, bridged from PyPI, then tested (import and a compiled
+operator on CPU).
 
 It needs the real world's inputs on this machine (the committed lock, its bridged upstream channel in the
 cache, the recipes' sdists; getting them means downloading about 7 GB) and several minutes of two cores, so
@@ -63,6 +64,36 @@ def test_a_real_compiled_extension_builds_against_real_torch_and_passes_its_test
     assert [b["status"] for b in doc["builds"] if b["name"] == "pytorch_scatter"] == ["built"], doc["builds"]
     tests = [t for t in doc["tests"] if t["name"] == "pytorch_scatter"]
     assert [(t["pytorch"], t["variant"], t["status"]) for t in tests] == [("2.13.0", "cpu", "passed")], tests
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2700)  # ten compiles (three by nvcc) in one job: 28 min measured on 2 loaded cores, at nice 19
+def test_a_real_cuda_extension_is_compiled_by_nvcc_against_real_cuda_torch_and_passes_its_test(tmp_path, capsys):
+    """pytorch_scatter 2.1.2's CUDA row for PyTorch 2.15 (PyPI has only a CUDA torch 2.15.0, so the CPU row is
+    not built): its three .cu files compiled by the machine's nvcc (the toolchain channel's cuda-nvcc wrapper)
+    for one GPU architecture against torch 2.15.0's headers and the cuBLAS/cuSPARSE headers of the host's
+    nvidia runtime packages; the artifact needs `__cuda`, is bound to 2.15 and holds the `_<name>_cuda`
+    extensions only, and its test passes on 2.15.0 cuda (`cuda (no GPU)` here: import and the CPU ops)."""
+    world = _real_world(tmp_path)
+    if not list((world / "toolchain" / "linux-64").glob("cuda-nvcc_linux-64-*.conda")):
+        pytest.skip("this machine has no nvcc, so the real world has no CUDA row")
+    code, doc = run_json_at(capsys, world, "build", "pytorch_scatter", "--pytorch", "2.15.0", "--jobs", "1")
+    assert code == 0, doc
+    statuses = {b["artifact"].split("/")[-1].split("_h")[0]: b["status"] for b in doc["builds"] if b["name"] == "pytorch_scatter"}
+    assert statuses == {"pytorch_scatter-2.1.2-cuda_py311": "built"}, doc["builds"]
+    built = sorted((world / "build" / "channels" / "staging" / "linux-64").glob("pytorch_scatter-2.1.2-cuda_py311_*_200.conda"))
+    assert len(built) == 1, built
+    from rattler_build import Package
+
+    pkg = Package.from_file(str(built[0]))
+    depends = list(pkg.depends)
+    assert any(d.startswith("pytorch >=2.15") and "<2.16" in d for d in depends), depends
+    assert "__cuda" in [d.split()[0] for d in depends], depends
+    files = [str(p) for p in pkg.files]
+    assert any(f.endswith(".so") and "torch_scatter/_scatter_cuda" in f for f in files), files
+    assert not any("_cpu" in f for f in files if f.endswith(".so")), files
+    tests = [t for t in doc["tests"] if t["name"] == "pytorch_scatter"]
+    assert [(t["pytorch"], t["variant"], t["status"]) for t in tests] == [("2.15.0", "cuda", "passed")], tests
 
 
 def test_a_cpu_row_build_of_a_minor_without_a_cpu_pytorch_upstream_is_not_built():
