@@ -8,15 +8,17 @@ PyPI); it is only cloned, never changed, except that a branch ``change`` is made
 recipe with one line appended: a pull request changing NAME).
 
 1. **costs** (timed; run it under the bench lock): the per-unit costs the model needs, measured on the
-   real world as bench_scale.measure_costs measures them on the sandbox, each command in a fresh clone
-   (the clone not counted: the emulator does not count a job's checkout), after a warm-up build of the
-   probe package (``--probe``, not NAME and not one of its dependents): ``job`` (`--version`),
-   ``render`` (`fanout plan --all`, less a process start, per recipe), ``build_fixed`` (`build PROBE
-   --dry-run` less `fanout plan --all`: the build command's own planning), ``target`` and ``build`` (the
-   probe built and tested on its first target, and on all its targets). Written to DIR/costs.json.
+   real world, each command in a fresh clone (the clone not counted: the emulator does not count a job's
+   checkout), after a warm-up build of the probe package (``--probe``, not NAME and not one of its
+   dependents): ``job`` (`--version`), ``render`` (`fanout plan --all`, less a process start, per recipe),
+   and the probe built and tested on all its targets with ``--jobs 1`` (one sandbox at a time, as a shard
+   job builds): ``build`` (from the command's start to its build log's last write), ``target`` (a cuda
+   target: the mean time between one test log's last write and the next) and ``target_cpu``. Written to
+   DIR/costs.json.
 2. **predict**: the PR gate of the change at K = 1 by bench_scale's model (:func:`bench_scale.timeline`
    with no GitHub overheads: plan job, one shard per stage, fan-in) from those costs, each package
-   tested on its targets (`build NAME --dry-run`'s list). Written to DIR/prediction.json BEFORE the run.
+   tested on its targets (`build NAME --dry-run`'s list; how many of them cpu). Written to
+   DIR/prediction.json BEFORE the run.
 3. **run** (timed; under the bench lock): pr.yml through the workflow emulator (tests/support/ghworkflow.py)
    at FANOUT_RUNNERS=1, each job in a fresh clone; the wall time is the needs graph's critical path
    over the measured job times (bench_scale.measured_wall). Written to DIR/measured.json with the load.
@@ -81,7 +83,8 @@ def torch_envs(world: Path) -> dict[str, int]:
     """Per package, the test environments holding pytorch it creates per target: rattler-build makes one
     environment per entry of the recipe's ``tests:``; an entry's environment holds pytorch when the
     package's own run requirements name it, or the entry's requirements do (read from the rendered
-    recipe: no recipe code runs). Installing pytorch is what a test environment costs on the real world."""
+    recipe: no recipe code runs). Printed for the record: the model does not count them (a target's later
+    environments link from the package cache its first one filled; docs/scale-out.md)."""
     from conda_distro.distribution import load_distribution
 
     out = {}
@@ -95,15 +98,13 @@ def torch_envs(world: Path) -> dict[str, int]:
 
 def measure(world: Path, work: Path, probe: str, jobs_n: int = 1) -> dict:
     """Step 1 (module docstring): the probe built and tested on all its targets with one sandbox at a time
-    (as a shard job runs), its build and each test timed by its log; a target's cost per test environment
-    holding pytorch (cpu and cuda apart: a cuda torch with its nvidia runtime is ~15 times the bytes)."""
+    (as a shard job runs), its build and each test timed by its log; a test target's cost, cpu and cuda
+    apart (a cuda torch with its nvidia runtime is ~15 times the bytes of a cpu one)."""
     n = len([p for p in (world / "recipes").iterdir() if (p / "recipe.yaml").is_file()])
     targets = targets_of(world, probe)
-    envs = torch_envs(world)[probe]
     release, variant = targets[0].split("/")
     load0 = _load()
-    print(f"costs on the real world ({n} recipes; probe {probe}, {len(targets)} targets, {envs} test environment(s) "
-          f"with pytorch per target), load {load0:.1f}")
+    print(f"costs on the real world ({n} recipes; probe {probe}, {len(targets)} targets), load {load0:.1f}")
     # --jobs 1, as a shard job builds (`fanout shard` runs one sandbox at a time; `build`'s default, one
     # per core, tests a package's targets side by side, so a target costs less than in a shard job)
     jobs = ("--jobs", str(jobs_n))
@@ -121,10 +122,10 @@ def measure(world: Path, work: Path, probe: str, jobs_n: int = 1) -> dict:
     cpu = [d for f, d in tests if "-cpu." in f]
     cuda = [d for f, d in tests if "-cuda." in f]
     costs = Costs(render=max(0.0, t_plan - t_start) / n, build=max(0.1, build_end - t_start),
-                  target=(sum(cuda) / len(cuda) if cuda else sum(cpu) / max(1, len(cpu))) / envs,
-                  target_cpu=(sum(cpu) / len(cpu) / envs) if cpu else None, job=t_start, build_fixed=0.0)
+                  target=sum(cuda) / len(cuda) if cuda else sum(cpu) / max(1, len(cpu)),
+                  target_cpu=sum(cpu) / len(cpu) if cpu else None, job=t_start, build_fixed=0.0)
     raw = {"start": t_start, "plan": t_plan, "dry": t_dry, "all": t_all, "targets": targets, "jobs": jobs_n,
-           "envs": envs, "logs": logs, "tests": tests}
+           "logs": logs, "tests": tests}
     return {"costs": asdict(costs), "raw": raw, "probe": probe, "n_recipes": n, "load_before": load0,
             "load_after": _load()}
 
@@ -142,8 +143,8 @@ def make_change(world: Path, name: str) -> str:
 
 
 def the_run(world: Path, name: str) -> Run:
-    """The PR gate of a change to ``name`` as the model sees it: the affected packages, their targets (the
-    mean over them; how many cpu), each package's test environments holding pytorch."""
+    """The PR gate of a change to ``name`` as the model sees it: the affected packages and their targets
+    (the mean over them; how many of them cpu)."""
     from conda_distro.distribution import load_distribution
 
     dist = load_distribution(world).readable()
@@ -154,18 +155,15 @@ def the_run(world: Path, name: str) -> Run:
     mean = sum(len(t) for t in per.values()) / len(per)
     cpu = sum(sum(1 for x in t if x.endswith("/cpu")) for t in per.values()) / len(per)
     return Run(graph, affected, set(), targets=round(mean), compiled_builds=1, n_recipes=len(dist.recipes),
-               envs={a: envs[a] for a in affected}, cpu_targets=round(cpu),
+               cpu_targets=round(cpu),
                notes=[f"{a}: {len(t)} targets, {envs[a]} test environment(s) with pytorch each" for a, t in per.items()])
 
 
 def predict(world: Path, name: str, costs: Costs) -> dict:
     run = the_run(world, name)
     tl = timeline(run, 1, costs, LOCAL)
-    # the same without the test environments counted (every package costing the probe's: the model before)
-    flat = timeline(replace(run, envs={}), 1, costs, LOCAL)
-    return {"affected": run.affected, "targets": run.targets, "cpu_targets": run.cpu_targets, "envs": run.envs,
-            "notes": run.notes, "timeline": tl, "total": sum(t for _, t in tl),
-            "total_one_env": sum(t for _, t in flat), "costs": asdict(costs)}
+    return {"affected": run.affected, "targets": run.targets, "cpu_targets": run.cpu_targets, "notes": run.notes,
+            "timeline": tl, "total": sum(t for _, t in tl), "costs": asdict(costs)}
 
 
 def run_pr(world: Path, work: Path, ref: str) -> dict:
@@ -221,15 +219,13 @@ def main(argv: list[str] | None = None) -> int:
     measured_costs = json.loads((work / "costs.json").read_text())
     costs = replace(Costs(**measured_costs["costs"]))
     print(f"per-unit costs (real world, load {measured_costs['load_before']:.1f} -> {measured_costs['load_after']:.1f}): "
-          f"render {costs.render:.2f} s/recipe, build {costs.build:.1f} s, a test environment with pytorch: "
-          f"{costs.target:.1f} s on a cuda target, {costs.target_cpu or costs.target:.1f} s on a cpu one; "
-          f"job {costs.job:.1f} s")
+          f"render {costs.render:.2f} s/recipe, build {costs.build:.1f} s, a test target {costs.target:.1f} s (cuda), "
+          f"{costs.target_cpu or costs.target:.1f} s (cpu); job {costs.job:.1f} s")
     ref = make_change(world, args.change)
     if args.step in ("predict", "all") or not (work / "prediction.json").is_file():
         (work / "prediction.json").write_text(json.dumps(predict(world, args.change, costs), indent=1))
     pred = json.loads((work / "prediction.json").read_text())
-    print(f"predicted PR gate of a change to {args.change} at K = 1: {pred['total']:.1f} s (every package "
-          f"with the probe's test environments: {pred['total_one_env']:.1f} s) "
+    print(f"predicted PR gate of a change to {args.change} at K = 1: {pred['total']:.1f} s "
           f"({', '.join(f'{k} {t:.0f} s' for k, t in pred['timeline'])}); affected {pred['affected']}, {pred['notes']}")
     if args.step in ("run", "all"):
         (work / "measured.json").write_text(json.dumps(run_pr(world, work, ref), indent=1))
