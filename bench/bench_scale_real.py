@@ -4,8 +4,8 @@
     python bench/bench_scale_real.py WORLD --work DIR [--change NAME] [--step costs|predict|run|all]
 
 WORLD is a world of `conda-distro sandbox DIR --real` (this repository's recipes against PyTorch from
-PyPI); it is only cloned, never changed, except that a branch ``change`` is made in it once (NAME's
-recipe with one line appended: a pull request changing NAME).
+PyPI); it is only cloned, never changed, except that a branch ``change-NAME`` is made in it once
+(NAME's recipe with one line appended: a pull request changing NAME).
 
 1. **costs** (timed; run it under the bench lock): the per-unit costs the model needs, measured on the
    real world, each command in a fresh clone (the clone not counted: the emulator does not count a job's
@@ -131,15 +131,16 @@ def measure(world: Path, work: Path, probe: str, jobs_n: int = 1) -> dict:
 
 
 def make_change(world: Path, name: str) -> str:
-    """The branch ``change``: ``name``'s recipe with one comment line appended (made once)."""
-    branches = _git(world, "branch", "--list", "change")
-    if not branches:
-        _git(world, "checkout", "-q", "-b", "change")
+    """The branch ``change`` (``change-NAME`` for any package but accelerate, the first one measured):
+    ``name``'s recipe with one comment line appended (made once)."""
+    branch = "change" if name == "accelerate" else f"change-{name}"
+    if not _git(world, "branch", "--list", branch):
+        _git(world, "checkout", "-q", "-b", branch)
         with (world / "recipes" / name / "recipe.yaml").open("a") as f:
             f.write("# changed\n")
         _git(world, "commit", "-qam", f"change {name}")
         _git(world, "checkout", "-q", "main")
-    return "change"
+    return branch
 
 
 def the_run(world: Path, name: str) -> Run:
