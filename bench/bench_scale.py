@@ -138,7 +138,7 @@ def unit_cost(unit: str, run: Run, c: Costs) -> float:
     ``Costs.target_cpu``) or one build of a compiled package (the compiled build and the targets it is
     tested on: the package's targets shared out). A target costs the same whatever number of test
     environments the recipe's ``tests:`` make: on the real world a target's later environments link from
-    the package cache its first one filled (docs/scale-out.md, "Validated on the real world")."""
+    the package cache its first one filled (docs/scale-out.md, "Checked against the real world")."""
     if unit_package(unit) in run.compiled:
         return c.compiled_build + max(1, run.targets // max(1, run.compiled_builds)) * c.target
     cpu = min(run.cpu_targets, run.targets)

@@ -1,5 +1,5 @@
 """The fan-out's cost model (bench/bench_scale.py) checked against a run of the REAL world at K = 1
-(docs/scale-out.md, "Validated on the real world").
+(docs/scale-out.md, "Checked against the real world").
 
     python bench/bench_scale_real.py WORLD --work DIR [--change NAME] [--step costs|predict|run|all]
 
