@@ -35,7 +35,9 @@ day take for N packages on K runners per stage.
    release day (release-sweep.yml to its verdicts: every package against the new release, two targets
    each, compiled packages built for the new minor × 2 variants; nothing uploaded), and release day as
    the workflows were before (every job installing from scratch and rendering). Target: release day for
-   300 packages under an hour at K <= 20.
+   300 packages under an hour at K <= 20. ``--real-costs FILE`` (a costs.json of bench_scale_real.py): the
+   table with the real world's noarch build and cpu / cuda target costs instead of the stand-ins'.
+5. The real world at K = 1: bench/bench_scale_real.py.
 """
 
 from __future__ import annotations
@@ -77,6 +79,9 @@ class Costs:
     compiled_build: float = 300.0  # one compiled build (per minor x variant); PARAMETER: no compiler here
     solve: float = 2.0  # the fan-in's solve, per release x variant; PARAMETER (small next to the rest)
     read: float | None = None  # one recipe read with the plan job's renders taken (None: as ``render``)
+    # a cpu test target, where it differs from a cuda one (None: as ``target``). Real PyTorch: a cpu torch
+    # is ~0.2 GB, a cuda one with its nvidia runtime ~3 GB to install into a target's test environments
+    target_cpu: float | None = None
 
     @property
     def read_cached(self) -> float:
@@ -125,14 +130,20 @@ class Run:
     promote: bool = False
     per_artifact_promote: float = 1.0  # upload + promote, per artifact (PARAMETER)
     notes: list[str] = field(default_factory=list)
+    cpu_targets: int = 0  # of ``targets``, how many are cpu (costing ``Costs.target_cpu`` each)
 
 
 def unit_cost(unit: str, run: Run, c: Costs) -> float:
-    """One unit of a shard: a noarch package (its build and its test targets) or one build of a compiled
-    package (the compiled build and the targets it is tested on: the package's targets shared out)."""
+    """One unit of a shard: a noarch package (its build and its test targets, a cpu target costing
+    ``Costs.target_cpu``) or one build of a compiled package (the compiled build and the targets it is
+    tested on: the package's targets shared out). A target costs the same whatever number of test
+    environments the recipe's ``tests:`` make: on the real world a target's later environments link from
+    the package cache its first one filled (docs/scale-out.md, "Checked against the real world")."""
     if unit_package(unit) in run.compiled:
         return c.compiled_build + max(1, run.targets // max(1, run.compiled_builds)) * c.target
-    return c.build + run.targets * c.target
+    cpu = min(run.cpu_targets, run.targets)
+    per_target = (run.targets - cpu) * c.target + cpu * (c.target if c.target_cpu is None else c.target_cpu)
+    return c.build + per_target
 
 
 def shards_of(run: Run, k: int, per_shard: int = 4, stages: int = 8) -> ShardPlan:
@@ -543,19 +554,21 @@ SHAPES = {"gen_recipes.py": generated_graph, "layered": layered_graph}
 
 
 def runs_of(n: int, shape: str) -> tuple[Run, Run, Run]:
-    """The PR gate, promote and release day runs of ``n`` packages (module docstring, point 4)."""
+    """The PR gate, promote and release day runs of ``n`` packages (module docstring, point 4); half the
+    targets are cpu (``Costs.target_cpu``)."""
     graph = SHAPES[shape](n)
     rng = random.Random(n)
     compiled = set(rng.sample(graph.names, n // 5))  # a realistic mix: 20 % compiled
     sizes = sorted((len(graph.descendants(x)) + 1, x) for x in graph.names)
     changed = sizes[int(0.9 * (len(sizes) - 1))][1]  # the 90th percentile affected set
     affected = graph.affected([changed])
-    pr = Run(graph, affected, compiled & set(affected), targets=6, compiled_builds=6, n_recipes=n)
-    promote = Run(graph, affected, compiled & set(affected), targets=6, compiled_builds=6, n_recipes=n, promote=True)
+    pr = Run(graph, affected, compiled & set(affected), targets=6, compiled_builds=6, n_recipes=n, cpu_targets=3)
+    promote = Run(graph, affected, compiled & set(affected), targets=6, compiled_builds=6, n_recipes=n, promote=True,
+                  cpu_targets=3)
     # release day is release-sweep.yml: its fan-in (the `sweep` job) reads the bundles into staging and
     # decides; it uploads and promotes nothing (its publish job then pushes a branch and opens a pull
     # request per package it changed: not counted here, see docs/scale-out.md)
-    day = Run(graph, graph.order(), compiled, targets=2, compiled_builds=2, n_recipes=n, promote=False)
+    day = Run(graph, graph.order(), compiled, targets=2, compiled_builds=2, n_recipes=n, promote=False, cpu_targets=1)
     return pr, promote, day
 
 
@@ -588,7 +601,11 @@ def main(argv: list[str] | None = None) -> int:
                     "validate/measured.json) instead of running them")
     ap.add_argument("--compiled-build", type=float, default=Costs.__dataclass_fields__["compiled_build"].default,
                     help="seconds of one compiled build (a parameter: this machine has no real extension to build)")
+    ap.add_argument("--real-costs", type=Path, help="a costs.json of bench/bench_scale_real.py: the table with the real "
+                    "world's noarch build and test-target costs (implies --table-only; --costs still gives the render "
+                    "costs and the job's)")
     args = ap.parse_args(argv)
+    args.table_only = args.table_only or args.real_costs is not None
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RATTLER_CACHE_DIR", str(work / "rattler-cache"))
@@ -600,6 +617,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         shutil.rmtree(work / "costs", ignore_errors=True)
         c = replace(measure_costs(world, work / "costs"), compiled_build=args.compiled_build)
+    if args.real_costs:
+        real = json.loads(args.real_costs.read_text())["costs"]
+        c = replace(c, build=real["build"], target=real["target"], target_cpu=real.get("target_cpu"),
+                    build_fixed=real.get("build_fixed", 0.0))
+        print(f"real-world costs ({args.real_costs}): noarch build {c.build:.1f} s, a test target {c.target:.1f} s "
+              f"(cuda) / {c.target_cpu or c.target:.1f} s (cpu)")
     if c.read is None:
         print(f"rendering 300 generated recipes (load {os.getloadavg()[0]:.1f}) ...")
         render, read = measure_render(work / "render")

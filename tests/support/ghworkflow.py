@@ -40,10 +40,12 @@ BIN = Path(sys.executable).parent
 
 
 def clone(world: Path, ref: str, dst: Path) -> Path:
-    """A fresh clone of ``world`` at ``ref`` with its upstream channel (gitignored; conda-forge's stand-in)."""
+    """A fresh clone of ``world`` at ``ref`` with its local channels (gitignored; conda-forge's stand-in:
+    ``upstream/``, and the real world's compilers, ``toolchain/``), hard-linked."""
     subprocess.run(["git", "clone", "-q", "-b", ref, str(world), str(dst)], check=True, timeout=120)
-    if (world / "upstream").is_dir():
-        subprocess.run(["cp", "-al", str(world / "upstream"), str(dst / "upstream")], check=True, timeout=120)
+    for channel in ("upstream", "toolchain"):
+        if (world / channel).is_dir():
+            subprocess.run(["cp", "-al", str(world / channel), str(dst / channel)], check=True, timeout=120)
     return dst
 
 

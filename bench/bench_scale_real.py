@@ -1,0 +1,243 @@
+"""The fan-out's cost model (bench/bench_scale.py) checked against a run of the REAL world at K = 1
+(docs/scale-out.md, "Checked against the real world").
+
+    python bench/bench_scale_real.py WORLD --work DIR [--change NAME] [--step costs|predict|run|all]
+
+WORLD is a world of `conda-distro sandbox DIR --real` (this repository's recipes against PyTorch from
+PyPI); it is only cloned, never changed, except that a branch ``change-NAME`` is made in it once
+(NAME's recipe with one line appended: a pull request changing NAME).
+
+1. **costs** (timed; run it under the bench lock): the per-unit costs the model needs, measured on the
+   real world, each command in a fresh clone (the clone not counted: the emulator does not count a job's
+   checkout), after a warm-up build of the probe package (``--probe``, not NAME and not one of its
+   dependents): ``job`` (`--version`), ``render`` (`fanout plan --all`, less a process start, per recipe),
+   and the probe built and tested on all its targets with ``--jobs 1`` (one sandbox at a time, as a shard
+   job builds): ``build`` (from the command's start to its build log's last write), ``target`` (a cuda
+   target: the mean time between one test log's last write and the next) and ``target_cpu``. Written to
+   DIR/costs.json.
+2. **predict**: the PR gate of the change at K = 1 by bench_scale's model (:func:`bench_scale.timeline`
+   with no GitHub overheads: plan job, one shard per stage, fan-in) from those costs, each package
+   tested on its targets (`build NAME --dry-run`'s list; how many of them cpu). Written to
+   DIR/prediction.json BEFORE the run.
+3. **run** (timed; under the bench lock): pr.yml through the workflow emulator (tests/support/ghworkflow.py)
+   at FANOUT_RUNNERS=1, each job in a fresh clone; the wall time is the needs graph's critical path
+   over the measured job times (bench_scale.measured_wall). Written to DIR/measured.json with the load.
+Then predicted vs measured, per job and in all, and the error (target: within 25 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_scale import CD, LOCAL, Costs, Run, _git, _raw_run, measured_wall, timeline  # noqa: E402
+
+from conda_distro.graph import RecipeGraph  # noqa: E402
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def _timed(world: Path, work: Path, name: str, *argv: str) -> tuple[float, list[tuple[str, float]]]:
+    """``conda-distro ARGV`` in a fresh clone of ``world`` (main): its seconds (the clone not counted) and
+    the logs it wrote (``build/logs/<package>/<file>``, seconds from the command's start to the log's last
+    write: with one sandbox at a time, a test's log is written when it ends), in that order."""
+    from support.ghworkflow import clone
+
+    shutil.rmtree(work / name, ignore_errors=True)
+    ws = clone(world, "main", work / name)
+    t, wall = time.monotonic(), time.time()
+    proc = subprocess.run([str(CD), *argv], cwd=ws, capture_output=True, text=True, timeout=3600, check=False)
+    took = time.monotonic() - t
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr[-2000:]}")
+    (work / f"{name}.out").write_text(proc.stdout + proc.stderr)
+    logs = sorted(((str(p.relative_to(ws / "build" / "logs")), p.stat().st_mtime - wall)
+                   for p in (ws / "build" / "logs").rglob("*.log")), key=lambda x: x[1]) if (ws / "build" / "logs").is_dir() else []
+    shutil.rmtree(ws, ignore_errors=True)
+    print(f"  {' '.join(argv)}: {took:.1f} s (load {_load():.1f})", flush=True)
+    return took, logs
+
+
+def targets_of(world: Path, name: str) -> list[str]:
+    """The targets ``build NAME --dry-run`` tests NAME on (``release/variant``)."""
+    out = subprocess.run([str(CD), "build", name, "--dry-run"], cwd=world, capture_output=True, text=True,
+                         timeout=600, check=True).stdout
+    line = next(x for x in out.splitlines() if x.strip().startswith("test against:"))
+    return [t.strip() for t in line.split(":", 1)[1].split(",")]
+
+
+def torch_envs(world: Path) -> dict[str, int]:
+    """Per package, the test environments holding pytorch it creates per target: rattler-build makes one
+    environment per entry of the recipe's ``tests:``; an entry's environment holds pytorch when the
+    package's own run requirements name it, or the entry's requirements do (read from the rendered
+    recipe: no recipe code runs). Printed for the record: the model does not count them (a target's later
+    environments link from the package cache its first one filled; docs/scale-out.md)."""
+    from conda_distro.distribution import load_distribution
+
+    out = {}
+    for name, rec in load_distribution(world).readable().recipes.items():
+        runs = {r.split()[0] for v in rec.variants for r in v.requirements.get("run", ())}
+        n = sum(1 for t in rec.tests if "pytorch" in runs or any(
+            str(r).split()[0] == "pytorch" for r in ((t.get("requirements") or {}).get("run") or [])))
+        out[name] = max(1, n)
+    return out
+
+
+def measure(world: Path, work: Path, probe: str, jobs_n: int = 1) -> dict:
+    """Step 1 (module docstring): the probe built and tested on all its targets with one sandbox at a time
+    (as a shard job runs), its build and each test timed by its log; a test target's cost, cpu and cuda
+    apart (a cuda torch with its nvidia runtime is ~15 times the bytes of a cpu one)."""
+    n = len([p for p in (world / "recipes").iterdir() if (p / "recipe.yaml").is_file()])
+    targets = targets_of(world, probe)
+    release, variant = targets[0].split("/")
+    load0 = _load()
+    print(f"costs on the real world ({n} recipes; probe {probe}, {len(targets)} targets), load {load0:.1f}")
+    # --jobs 1, as a shard job builds (`fanout shard` runs one sandbox at a time; `build`'s default, one
+    # per core, tests a package's targets side by side, so a target costs less than in a shard job)
+    jobs = ("--jobs", str(jobs_n))
+    _timed(world, work, "warm", "build", probe, "--pytorch", release, "--variant", variant, *jobs)
+    t_start, _ = _timed(world, work, "start", "--version")
+    t_plan, _ = _timed(world, work, "plan", "fanout", "plan", "--all")
+    t_dry, _ = _timed(world, work, "dry", "build", probe, "--dry-run")
+    t_all, logs = _timed(world, work, "all", "build", probe, *jobs)
+    build_end = next(t for f, t in logs if f.endswith(".build.log"))
+    tests, prev = [], build_end
+    for f, t in logs:
+        if f.endswith(".test.log"):
+            tests.append((f, t - prev))
+            prev = t
+    cpu = [d for f, d in tests if "-cpu." in f]
+    cuda = [d for f, d in tests if "-cuda." in f]
+    costs = Costs(render=max(0.0, t_plan - t_start) / n, build=max(0.1, build_end - t_start),
+                  target=sum(cuda) / len(cuda) if cuda else sum(cpu) / max(1, len(cpu)),
+                  target_cpu=sum(cpu) / len(cpu) if cpu else None, job=t_start, build_fixed=0.0)
+    raw = {"start": t_start, "plan": t_plan, "dry": t_dry, "all": t_all, "targets": targets, "jobs": jobs_n,
+           "logs": logs, "tests": tests}
+    return {"costs": asdict(costs), "raw": raw, "probe": probe, "n_recipes": n, "load_before": load0,
+            "load_after": _load()}
+
+
+def make_change(world: Path, name: str) -> str:
+    """The branch ``change`` (``change-NAME`` for any package but accelerate, the first one measured):
+    ``name``'s recipe with one comment line appended (made once)."""
+    branch = "change" if name == "accelerate" else f"change-{name}"
+    if not _git(world, "branch", "--list", branch):
+        _git(world, "checkout", "-q", "-b", branch)
+        with (world / "recipes" / name / "recipe.yaml").open("a") as f:
+            f.write("# changed\n")
+        _git(world, "commit", "-qam", f"change {name}")
+        _git(world, "checkout", "-q", "main")
+    return branch
+
+
+def the_run(world: Path, name: str) -> Run:
+    """The PR gate of a change to ``name`` as the model sees it: the affected packages and their targets
+    (the mean over them; how many of them cpu)."""
+    from conda_distro.distribution import load_distribution
+
+    dist = load_distribution(world).readable()
+    graph = RecipeGraph.from_recipes(dist.recipes)
+    affected = graph.affected([name])
+    per = {a: targets_of(world, a) for a in affected}
+    envs = torch_envs(world)
+    mean = sum(len(t) for t in per.values()) / len(per)
+    cpu = sum(sum(1 for x in t if x.endswith("/cpu")) for t in per.values()) / len(per)
+    return Run(graph, affected, set(), targets=round(mean), compiled_builds=1, n_recipes=len(dist.recipes),
+               cpu_targets=round(cpu),
+               notes=[f"{a}: {len(t)} targets, {envs[a]} test environment(s) with pytorch each" for a, t in per.items()])
+
+
+def predict(world: Path, name: str, costs: Costs) -> dict:
+    run = the_run(world, name)
+    tl = timeline(run, 1, costs, LOCAL)
+    return {"affected": run.affected, "targets": run.targets, "cpu_targets": run.cpu_targets, "notes": run.notes,
+            "timeline": tl, "total": sum(t for _, t in tl), "costs": asdict(costs)}
+
+
+def run_pr(world: Path, work: Path, ref: str) -> dict:
+    from support.ghworkflow import WorkflowRun
+
+    expressions = {"github.base_ref": "main", "github.event.pull_request.number": "7",
+                   "github.event.pull_request.head.sha": "a" * 40, "github.server_url": "https://github.com",
+                   "github.repository": "owner/repo", "github.run_id": "99", "github.run_attempt": "1"}
+    load = _load()
+    shutil.rmtree(work / "k1", ignore_errors=True)
+    wf = WorkflowRun(ROOT / ".github/workflows/pr.yml", world, ref, work / "k1", expressions,
+                     env={"FANOUT_RUNNERS": "1", "FANOUT_PER_SHARD": "1"}).run()
+    raw = _raw_run(1, wf, measured_wall(wf), load)
+    raw["results"] = {j: r.result for j, r in wf.results.items()}
+    for job_id, res in wf.results.items():  # what the shards and the fan-in said, for the record
+        for i, (_entry, run, ws) in enumerate(res.runs):
+            for f in ("shard-report.json", "comment/comment.md"):
+                if (ws / f).is_file():
+                    shutil.copy(ws / f, work / f"{job_id}-{i}-{Path(f).name}")
+            (work / f"{job_id}-{i}.log").write_text("\n".join(f"{s.name}: exit {s.returncode}\n{s.stdout[-3000:]}\n"
+                                                              f"{s.stderr[-3000:]}" for s in run.steps))
+    shutil.rmtree(work / "k1", ignore_errors=True)
+    return raw
+
+
+def compare(pred: dict, meas: dict) -> list[str]:
+    jobs = {}
+    for j in meas["jobs"]:
+        key = "plan" if j["job"] == "plan" else "fan-in" if j["job"] == "check-pr" else f"stage {j['job'].split('-')[1]}"
+        jobs[key] = max(jobs.get(key, 0.0), j["seconds"])
+    rows = ["| job | predicted | measured | error |", "|---|---|---|---|"]
+    for key, t in pred["timeline"]:
+        m = jobs.get(key, 0.0)
+        rows.append(f"| {key} | {t:.1f} s | {m:.1f} s | {(t - m) / m:+.0%} |" if m else f"| {key} | {t:.1f} s | — | |")
+    err = (pred["total"] - meas["wall"]) / meas["wall"]
+    rows.append(f"| **run (critical path)** | **{pred['total']:.1f} s** | **{meas['wall']:.1f} s** | **{err:+.0%}** |")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("world", type=Path, help="a world of `conda-distro sandbox DIR --real`")
+    ap.add_argument("--work", type=Path, required=True, help="scratch folder (kept: costs, prediction, measured run)")
+    ap.add_argument("--change", default="accelerate", help="the package the pull request changes (default accelerate)")
+    ap.add_argument("--probe", default="einops", help="the package the per-unit costs are measured on (default einops)")
+    ap.add_argument("--step", choices=("costs", "predict", "run", "all"), default="all")
+    ap.add_argument("--jobs", type=int, default=1, help="the probe's `build --jobs` (default 1: as a shard job runs)")
+    args = ap.parse_args(argv)
+    world, work = args.world.resolve(), args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    if args.step in ("costs", "all"):
+        (work / "costs.json").write_text(json.dumps(measure(world, work / "costs", args.probe, args.jobs), indent=1))
+    measured_costs = json.loads((work / "costs.json").read_text())
+    costs = replace(Costs(**measured_costs["costs"]))
+    print(f"per-unit costs (real world, load {measured_costs['load_before']:.1f} -> {measured_costs['load_after']:.1f}): "
+          f"render {costs.render:.2f} s/recipe, build {costs.build:.1f} s, a test target {costs.target:.1f} s (cuda), "
+          f"{costs.target_cpu or costs.target:.1f} s (cpu); job {costs.job:.1f} s")
+    ref = make_change(world, args.change)
+    if args.step in ("predict", "all") or not (work / "prediction.json").is_file():
+        (work / "prediction.json").write_text(json.dumps(predict(world, args.change, costs), indent=1))
+    pred = json.loads((work / "prediction.json").read_text())
+    print(f"predicted PR gate of a change to {args.change} at K = 1: {pred['total']:.1f} s "
+          f"({', '.join(f'{k} {t:.0f} s' for k, t in pred['timeline'])}); affected {pred['affected']}, {pred['notes']}")
+    if args.step in ("run", "all"):
+        (work / "measured.json").write_text(json.dumps(run_pr(world, work, ref), indent=1))
+    if (work / "measured.json").is_file():
+        meas = json.loads((work / "measured.json").read_text())
+        print(f"measured (load {meas['load_before']:.1f} -> {meas['load_after']:.1f}; jobs {meas['results']}):")
+        for line in compare(pred, meas):
+            print(line)
+        return 0 if abs(pred["total"] - meas["wall"]) / meas["wall"] <= 0.25 else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
