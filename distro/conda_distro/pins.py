@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from conda_distro.graph import RecipeGraph
 from conda_distro.recipe.model import SECTIONS, Dep, Recipe
 from conda_distro.recipe.specs import admits, parse_spec
+
+if TYPE_CHECKING:  # (an annotation only: promote and excuses import this module, never networkx for it)
+    from conda_distro.graph import RecipeGraph
 
 PIN_SECTIONS = ("build", "host", "run", "run_constraints")
 

@@ -22,7 +22,6 @@ from conda_distro.channels.local import LocalChannel
 from conda_distro.distribution import Distribution, load_distribution
 from conda_distro.engine.releases import SOLVE_TIMEOUT, is_cuda_record, select_releases
 from conda_distro.errors import ChannelError, EngineUnavailableError, UsageError
-from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases, builds_per_minor, uses_pytorch_variant
 from conda_distro.recipe.model import Recipe
 from conda_distro.recipe.specs import next_minor_bound, parse_spec
@@ -230,6 +229,9 @@ def solve(options: SolveOptions) -> SolveResult:
 
 def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions()) -> SolveResult:
     dist = dist.readable()  # unreadable recipes (and their dependents) are reported by the caller
+    from conda_distro.graph import RecipeGraph  # (networkx: imported by `solve` only, not by promote/excuses,
+                                                 # which import this module for its solver)
+
     releases = select_releases(dist, options.pytorch)
     graph = RecipeGraph.from_recipes(dist.recipes)
     pytorch = dist.config.pytorch.name
