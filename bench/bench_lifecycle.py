@@ -32,8 +32,14 @@ After every step it checks the invariants, each counted once per check:
   fix, a hint) and is gone once the life made the fix — else it is a **stuck** candidate;
 * `promote --dry-run`, `excuses` and the status page agree on every package (verdict per name);
 * the repository is clean (on main, nothing modified or untracked, no branch left) after every step;
-* the temp folder (``TMPDIR`` and ``CONDA_DISTRO_TEST_TMPDIR`` of every command: private folders) holds
-  nothing after a command, and the world's ``build/`` stays under a bound.
+* the temp folder (``TMPDIR`` of every command: a private folder; with ``--test-tmpdir-on-disk`` also
+  ``CONDA_DISTRO_TEST_TMPDIR``) holds nothing after a command, and the world's ``build/`` stays under a bound.
+
+Test environments go where the tool puts them for every user: the test sandbox's own /tmp, in memory while
+memory has room, gone with the sandbox (nothing of it can be left on the host). ``--test-tmpdir-on-disk``
+points ``CONDA_DISTRO_TEST_TMPDIR`` at a private folder on disk instead and checks that it is left empty
+too: the slow test ``tests/test_lifecycle.py`` plays its life that way, so that path's hygiene stays
+checked; it costs about 3x the test time on this machine's disk, so it is not the timed default.
 
 It prints days simulated, steps, commands run, invariant checks, findings (each failed invariant), wall
 time and stuck candidates. Exit 1 when an invariant failed or a candidate is stuck. Target: < 600 s on
@@ -82,11 +88,13 @@ class Running:
 
 
 class Life:
-    def __init__(self, base: Path, minors: int, say: Callable[[str], None] = print) -> None:
+    def __init__(self, base: Path, minors: int, say: Callable[[str], None] = print,
+                 test_tmpdir_on_disk: bool = False) -> None:
         self.base = base
         self.root = base / "world"
         self.tmp = base / "tmp"
         self.testtmp = base / "testtmp"
+        self.test_tmpdir_on_disk = test_tmpdir_on_disk
         self.page = base / "page"
         self.src = base / "src"
         for d in (self.tmp, self.testtmp, self.src):
@@ -114,7 +122,10 @@ class Life:
         stamp = f"{int(noon.timestamp()) + self.sequence} +0000"  # git's raw date form (GitPython reads it too)
         self.sequence += 1
         env = {**os.environ, "CI": "true", "CONDA_DISTRO_TEST_TODAY": self.day.isoformat(), "TMPDIR": str(self.tmp),
-               "CONDA_DISTRO_TEST_TMPDIR": str(self.testtmp), "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+               "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+        env.pop("CONDA_DISTRO_TEST_TMPDIR", None)  # never inherited: the default place, or the life's own
+        if self.test_tmpdir_on_disk:
+            env["CONDA_DISTRO_TEST_TMPDIR"] = str(self.testtmp)
         if author:
             name, email = author.rsplit(" <", 1)
             env.update(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email.rstrip(">"),
@@ -808,11 +819,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--minors", type=int, default=3, help="how many PyTorch minors arrive (1-4; default 3)")
     ap.add_argument("--keep", type=Path, help="keep the world in this folder (default: a temporary one, removed)")
     ap.add_argument("--timings", type=Path, help="write every command's wall time to this JSON file")
+    ap.add_argument("--test-tmpdir-on-disk", action="store_true",
+                    help="test environments in a private folder on disk (CONDA_DISTRO_TEST_TMPDIR), checked to be "
+                         "left empty; default: where the tool puts them (the sandbox's own /tmp)")
     args = ap.parse_args(argv)
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench-lifecycle-"))
-    life = Life(base, args.minors)
+    life = Life(base, args.minors, test_tmpdir_on_disk=args.test_tmpdir_on_disk)
     t = time.perf_counter()
-    print(f"a life of the channel: {args.minors} minor(s), world in {base}")
+    where = "on disk (CONDA_DISTRO_TEST_TMPDIR)" if args.test_tmpdir_on_disk else "where the tool puts them"
+    print(f"a life of the channel: {args.minors} minor(s), world in {base}, test environments {where}")
     compile_tool()
     play(life)
     wall = time.perf_counter() - t

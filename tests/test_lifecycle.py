@@ -44,7 +44,7 @@ def test_a_short_life_of_the_channel_leaves_no_candidate_stuck(tmp_path):
     from bench_lifecycle import Life, play, summary
 
     lines: list[str] = []
-    life = Life(tmp_path, minors=1, say=lines.append)
+    life = Life(tmp_path, minors=1, say=lines.append, test_tmpdir_on_disk=True)
     play(life, short=True)
     report = summary(life, 0.0)
     assert life.steps >= 6 and life.checks >= 40, report
