@@ -532,14 +532,13 @@ class RemoteFiles:
     def _read(self, base: str, subdir: str) -> dict[str, Any]:
         url = f"{base}{subdir}/repodata.json"
         if url not in self._repodata:
-            import urllib.request
+            from conda_distro.reports.watch_main import read_repodata
 
-            try:
-                with urllib.request.urlopen(url, timeout=120) as fh:  # noqa: S310 - a channel URL (http/https)
-                    doc = json.loads(fh.read())
-            except (OSError, ValueError):
-                doc = {}
-            self._repodata[url] = doc if isinstance(doc, dict) else {}
+            try:  # bounded as main's repodata is; a channel that cannot be read knows nothing here
+                doc = read_repodata(url, base)
+            except DistroError:
+                doc = None
+            self._repodata[url] = doc or {}
         return self._repodata[url]
 
 

@@ -103,7 +103,7 @@ def open_main(dist: Any) -> WatchMain:
     files: dict[str, ChannelFile] = {}
     answered = False
     for subdir in distro.subdirs:
-        doc = _read_repodata(f"{remote.base}{subdir}/repodata.json", ref)
+        doc = read_repodata(f"{remote.base}{subdir}/repodata.json", ref)
         if doc is None:
             continue
         answered = True
@@ -118,8 +118,9 @@ def open_main(dist: Any) -> WatchMain:
     return WatchMain(ref, url, files, distro.build_dir / "watch" / "main", remote, MirrorStore())
 
 
-def _read_repodata(url: str, ref: str) -> dict[str, Any] | None:
-    """One subdir's repodata of the remote main (None: the server has none for it, HTTP 404)."""
+def read_repodata(url: str, ref: str) -> dict[str, Any] | None:
+    """One subdir's repodata of the remote channel ``ref`` (main, or an upstream channel bisection reads), bounded
+    (None: the server has none for it, HTTP 404)."""
     from conda_distro.engine.mirror import shown_url
 
     def fail(why: str) -> ChannelError:
@@ -146,4 +147,4 @@ def _read_repodata(url: str, ref: str) -> dict[str, Any] | None:
     return doc
 
 
-__all__ = ["MainFileError", "WatchMain", "open_main"]
+__all__ = ["MainFileError", "WatchMain", "open_main", "read_repodata"]
