@@ -49,6 +49,23 @@ def test_depth_scan_counts_brackets_outside_strings_only():
         parse_json("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), Path("x.json"))
 
 
+def test_a_downloaded_repodata_is_checked_as_a_local_one_is(tmp_path):
+    """A remote main's repodata (read over a URL; here a file: URL) is refused, with a message naming the
+    channel, when it nests too deep, repeats a key or is not JSON, as a local channel's file is."""
+    from conda_distro.errors import ChannelError
+    from conda_distro.reports.watch_main import read_repodata
+
+    bad = {"deep.json": b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1),
+           "dup.json": b'{"packages": {}, "packages": {"x-1-0.tar.bz2": {}}}',
+           "junk.json": b"{not json"}
+    for name, data in bad.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ChannelError, match="cannot read the main channel 'ref'.*not valid JSON"):
+            read_repodata((tmp_path / name).as_uri(), "ref")
+    (tmp_path / "ok.json").write_bytes(b'{"packages": {}}')
+    assert read_repodata((tmp_path / "ok.json").as_uri(), "ref") == {"packages": {}}
+
+
 def test_the_reader_refuses_special_files_without_reading_them(tmp_path):
     os.mkfifo(tmp_path / "fifo")  # opened non-blocking: no writer, no hang
     (tmp_path / "zero").symlink_to("/dev/zero")

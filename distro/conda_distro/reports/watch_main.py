@@ -5,8 +5,8 @@ A local main (a folder) is read as it is: its repodata lists the files, which li
 A remote main (``anaconda://OWNER[/LABEL]``, the production setting, read at ``anaconda.conda_url``) is
 read the way the sandboxes read a remote upstream channel (:mod:`conda_distro.engine.mirror`):
 
-* its ``repodata.json`` of every subdir is downloaded once per watch (at most :data:`MAX_REPODATA_BYTES`,
-  :data:`READ_TIMEOUT` seconds without progress), and validated as a local channel's is;
+* its ``repodata.json`` of every subdir is downloaded once per watch (at most what a local channel's may
+  hold, :data:`conda_distro.util.jsonio.MAX_BYTES`, :data:`READ_TIMEOUT` seconds without progress), and validated as a local channel's is;
 * each file the watch re-tests is downloaded into the mirror store (one lock per file, with a timeout),
   and kept only when its bytes have the sha256 the repodata gives; a file whose bytes differ is refused
   (an ``error`` of that package, never a verdict): nothing the file contains decides what is tested or
@@ -20,7 +20,6 @@ The files re-tested are linked into a folder of the watch's private work folder 
 
 from __future__ import annotations
 
-import json
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -32,8 +31,8 @@ from conda_distro.channels.local import LocalChannel
 from conda_distro.channels.repodata import parse_repodata
 from conda_distro.errors import ChannelError, UsageError
 from conda_distro.util.fsutil import link_or_copy
+from conda_distro.util.jsonio import MAX_BYTES, loads_checked
 
-MAX_REPODATA_BYTES = 512 << 20  # a main channel's repodata.json larger than this is not one
 READ_TIMEOUT = 120  # seconds without progress before a repodata download is given up
 
 
@@ -127,21 +126,22 @@ def read_repodata(url: str, ref: str) -> dict[str, Any] | None:
         return ChannelError(f"cannot read the main channel '{ref}': {shown_url(url)}: {why}", field="channels.main",
                             hint="check channels.main and anaconda.conda_url in distro.yaml, and the network")
 
+    limit = MAX_BYTES["repodata"]
     try:
         with urllib.request.urlopen(url, timeout=READ_TIMEOUT) as resp:  # noqa: S310 - an http(s) channel URL
-            data = resp.read(MAX_REPODATA_BYTES + 1)
+            data = resp.read(limit + 1)
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             return None
         raise fail(f"HTTP {exc.code}") from None
     except (OSError, ValueError) as exc:
         raise fail(str(exc) or type(exc).__name__) from None
-    if len(data) > MAX_REPODATA_BYTES:
-        raise fail(f"larger than {MAX_REPODATA_BYTES >> 20} MiB")
+    if len(data) > limit:
+        raise fail(f"larger than {limit >> 20} MiB")
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
-        raise fail("not JSON") from None
+        doc = loads_checked(data)
+    except ValueError as exc:
+        raise fail(f"not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise fail("not a JSON object")
     return doc

@@ -70,6 +70,19 @@ def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def loads_checked(data: bytes) -> Any:
+    """The JSON document ``data`` (bytes read from somewhere other than a file: a download), depth-checked
+    and refusing duplicate keys as :func:`parse_json` does; ``ValueError`` saying why when it is not one."""
+    if too_deep(data):
+        raise ValueError(f"arrays and objects nest deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(data, object_pairs_hook=_refuse_duplicates)
+    except RecursionError:  # (the depth check comes first; this is the parser's own limit)
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        raise ValueError(str(getattr(exc, "msg", exc))) from None
+
+
 def check_depth(text: str, path: Path, *, error: type[DistroError], hint: str | None) -> None:
     """Refuse ``text`` (read from ``path``) when it nests deeper than :data:`MAX_DEPTH`."""
     if too_deep(text.encode("utf-8", "surrogatepass")):
