@@ -13,8 +13,10 @@ day take for N packages on K runners per stage.
    parallel (a stage lasts as long as its slowest shard: GitHub starts a stage when every shard of the
    previous one is done), then the fan-in. The shards are the real ones
    (`conda_distro.fanout.plan.make_shards`) over the run's dependency graph, a compiled package's builds
-   being units of their own. A shard costs a job plus, per unit, a noarch package's build and test
-   targets or one compiled build and its share of the targets. On GitHub a job also costs the runner's
+   being units of their own. A shard costs a job plus its units' steps (a noarch package's build and
+   test targets, or one compiled build and its share of the targets; each package's own costs where a
+   run's logs measured them, ``Costs.packages``, cpu and cuda apart) scheduled on the runner's cores
+   (:func:`shard_work`; ``Runner.cores``, the shard's `--jobs "$(nproc)"`). On GitHub a job also costs the runner's
    start, checkout + setup-python + the venv restored from the cache, and its artifacts' transfer
    (:class:`Runner`, documented parameters, not measured here; download-artifact fetches 5 at a time):
    the plan job renders and uploads the renders; a shard downloads the renders and the bundles of its
@@ -33,10 +35,11 @@ day take for N packages on K runners per stage.
    K = 1, 5, 20, 50 runners per stage, with GitHub runner overheads: the PR gate (a change to the package
    whose affected set is the 90th percentile), promote (the same change, plus upload and promote) and
    release day (release-sweep.yml to its verdicts: every package against the new release, two targets
-   each, compiled packages built for the new minor × 2 variants; nothing uploaded), and release day as
-   the workflows were before (every job installing from scratch and rendering). Target: release day for
-   300 packages under an hour at K <= 20. ``--real-costs FILE`` (a costs.json of bench_scale_real.py): the
-   table with the real world's noarch build and cpu / cuda target costs instead of the stand-ins'.
+   each, compiled packages built for the new minor × 2 variants; nothing uploaded), and release day with
+   one build or test at a time per shard (as before the workflows passed `--jobs`). Target: release day
+   for 300 packages under an hour at K <= 20. ``--real-costs FILE`` (``{"costs": {"build", "target",
+   "target_cpu", "build_fixed", "compiled_build", "compiled_build_cuda"}}``): the table with the real
+   world's generic costs instead of the stand-ins'.
 5. The real world at K = 1: bench/bench_scale_real.py.
 """
 
@@ -683,7 +686,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.real_costs:
         real = json.loads(args.real_costs.read_text())["costs"]
         c = replace(c, build=real["build"], target=real["target"], target_cpu=real.get("target_cpu"),
-                    build_fixed=real.get("build_fixed", 0.0))
+                    build_fixed=real.get("build_fixed", 0.0), compiled_build=real.get("compiled_build", c.compiled_build),
+                    compiled_build_cuda=real.get("compiled_build_cuda", c.compiled_build_cuda))
         print(f"real-world costs ({args.real_costs}): noarch build {c.build:.1f} s, a test target {c.target:.1f} s "
               f"(cuda) / {c.target_cpu or c.target:.1f} s (cpu)")
     if c.read is None:
@@ -741,9 +745,30 @@ def main(argv: list[str] | None = None) -> int:
     print("\nwhat-if (NOT in the workflows): each stage's cuda builds on a second pool of K runners, release day "
           "(layered): " + ", ".join(f"N = {n}, K = {k}: {_m(predict_variant_pools(runs_of(n, 'layered')[2], k, c, r))}"
                                    for n in (300, 1000) for k in (5, 20)))
+    print("compiled builds (cpu and cuda alike) would have to take " + ", ".join(
+        f"{f:.2f} x their time (cuda {f * (c.compiled_build_cuda or c.compiled_build):.0f} s) at K = {k}"
+        for k in (5, 20) if (f := hour_factor(day, k, c, r)) is not None)
+        + " for release day (N = 300, layered) to take under an hour")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if worst > 0.25 else 0
+
+
+def hour_factor(day: Run, k: int, c: Costs, r: Runner) -> float | None:
+    """The factor on both compiled build times at which ``day`` takes just under an hour at ``k`` (None: not
+    even with builds of no time): every stage waits for its slowest compiled build."""
+    def at(f: float) -> float:
+        return predict(day, k, replace(c, compiled_build=c.compiled_build * f,
+                                       compiled_build_cuda=(c.compiled_build_cuda or c.compiled_build) * f), r)
+    if at(0.0) >= 3600:
+        return None
+    lo, hi = 0.0, 1.0
+    while at(hi) < 3600:
+        lo, hi = hi, hi * 2
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if at(mid) < 3600 else (lo, mid)
+    return lo
 
 
 if __name__ == "__main__":
