@@ -23,6 +23,16 @@ PyPI); it is only cloned, never changed, except that a branch ``change-NAME`` is
    at FANOUT_RUNNERS=1, each job in a fresh clone; the wall time is the needs graph's critical path
    over the measured job times (bench_scale.measured_wall). Written to DIR/measured.json with the load.
 Then predicted vs measured, per job and in all, and the error (target: within 25 %).
+
+    python bench/bench_scale_real.py --blind --costs-from LOGS[:sequential] ... --runs RUN[:KEEP] ...
+
+4. **blind** (nothing run, nothing timed): each package's own costs (its build; one cpu and one cuda test
+   target) read from the logs of an earlier run (:func:`log_costs`: ``build/logs/<package>/`` of a world,
+   each log from its creation to its last write; ``:sequential`` for copied logs of a run with one sandbox
+   at a time: from the previous log's last write), predicting each measured run RUN (a ``--work`` folder
+   of step 3: measured.json and the shard reports, which say what each shard built and tested) that the
+   costs did not come from. KEEP: that run's own shard logs (copied as it ran), for the not-blind row and
+   to predict the other runs with the same packages.
 """
 
 from __future__ import annotations
@@ -30,7 +40,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -130,6 +142,129 @@ def measure(world: Path, work: Path, probe: str, jobs_n: int = 1) -> dict:
             "load_after": _load()}
 
 
+TEST_LOG = re.compile(r"^(?P<build>[^.]+)\.(?P<release>\d[\w.]*)-(?P<variant>cpu|cuda)\.test\.log$")
+BUILD_LOG = re.compile(r"^(?P<build>[^.]+)\.build\.log$")
+#: a shard job's cost besides its packages' logged steps (PARAMETER, estimated on the 2026-11-27 runs): the
+#: command's setup before its first build's log is written (planning, release views, staging, the
+#: sandbox) and taking and writing bundles; a build log written one sandbox at a time and read
+#: ``sequential`` holds the setup already (its start is the job's)
+SHARD_SETUP = 25.0
+
+
+def log_steps(logs: Path, sequential: float | None = None) -> list[dict]:
+    """Each build and test log under ``logs`` (``<package>/<build string>.build.log``,
+    ``<build string>.<release>-<variant>.test.log``; confirmation runs left out): package, kind (build,
+    cpu, cuda), seconds. A step lasts from its log's creation (its first line) to its last write;
+    ``sequential`` (copied logs, whose creation time is the copy's; one sandbox at a time): from the
+    previous log's last write, the first from ``sequential`` (the job's start, epoch seconds)."""
+    files = sorted(f for f in logs.glob("*/*.log") if TEST_LOG.match(f.name) or BUILD_LOG.match(f.name))
+    if not files:
+        return []
+    out = subprocess.run(["stat", "-c", "%W %.9Y", *map(str, files)], capture_output=True, text=True, check=True,
+                         timeout=120).stdout.split("\n")
+    steps = []
+    for f, line in zip(files, out, strict=False):
+        born, end = (float(x) for x in line.split())
+        m = TEST_LOG.match(f.name)
+        kind = m["variant"] if m else "build_cuda" if f.name.startswith("cuda") else \
+            "build_cpu" if f.name.startswith("cpu") else "build"
+        steps.append({"package": f.parent.name, "kind": kind, "start": born, "end": end, "log": f.name})
+    steps.sort(key=lambda x: x["end"])
+    prev = sequential
+    for st in steps:
+        if sequential is not None:
+            st["start"], prev = prev, st["end"]
+        st["seconds"] = st["end"] - st["start"] if 0 < st["start"] <= st["end"] else None
+    return [st for st in steps if st["seconds"] is not None]
+
+
+def log_costs(steps: list[dict]) -> dict[str, dict[str, float]]:
+    """Per package, the mean seconds of each kind of step (``Costs.packages``)."""
+    acc: dict[str, dict[str, list[float]]] = {}
+    for st in steps:
+        acc.setdefault(st["package"], {}).setdefault(st["kind"], []).append(st["seconds"])
+    return {p: {k: sum(v) / len(v) for k, v in kinds.items()} for p, kinds in acc.items()}
+
+
+def measured_run(folder: Path) -> dict:
+    """A run of step 3 (``--work`` folder): its measured.json and, per stage, the packages the shard built
+    and their test targets (cpu, cuda), from the shard reports."""
+    meas = json.loads((folder / "measured.json").read_text())
+    stages = []
+    for job in meas["jobs"]:
+        if not job["job"].startswith("level-"):
+            continue
+        report = json.loads((folder / f"{job['job']}-{job['i']}-shard-report.json").read_text())
+        own = set(report["packages"])
+        split = {p: (sum(1 for t in report["tests"] if t["name"] == p and t["variant"] == "cpu"),
+                     sum(1 for t in report["tests"] if t["name"] == p and t["variant"] == "cuda")) for p in own}
+        stages.append({"job": job["job"], "seconds": job["seconds"], "packages": sorted(own), "split": split})
+    return {"wall": meas["wall"], "stages": stages, "load": (meas["load_before"], meas["load_after"]),
+            "plan": next(j["seconds"] for j in meas["jobs"] if j["job"] == "plan"),
+            "fanin": next(j["seconds"] for j in meas["jobs"] if j["job"] == "check-pr")}
+
+
+def blind_predict(run: dict, costs: dict[str, dict[str, float]], others: list[dict], setup: float) -> tuple[float, list]:
+    """``run`` at K = 1 (one shard per stage, one sandbox at a time) from per-package ``costs``: the plan
+    job and the fan-in as the mean of ``others`` (runs the costs did not come from; a few seconds), each
+    stage ``setup`` plus its packages' steps (a step with no measured cost: none, said in the result)."""
+    missing = []
+    total = statistics.mean(o["plan"] for o in others) + statistics.mean(o["fanin"] for o in others)
+    per_stage = []
+    for st in run["stages"]:
+        t = setup
+        for p in st["packages"]:
+            own = costs.get(p, {})
+            cpu, cuda = st["split"][p]
+            for kind, n in (("build", 1), ("cpu", cpu), ("cuda", cuda)):
+                if n and kind not in own:
+                    missing.append(f"{p} {kind}")
+                t += n * own.get(kind, 0.0)
+        per_stage.append((st["job"], t, st["seconds"]))
+        total += t
+    return total, [per_stage, missing]
+
+
+def blind(sources: list[str], runs: list[str]) -> list[str]:
+    """Step 4 (module docstring): every cost source against every measured run it did not come from."""
+    measured = {}
+    own = {}
+    for spec in runs:
+        folder, _, keep = spec.partition(":")
+        run = measured_run(Path(folder))
+        measured[folder] = run
+        if keep:  # the run's own shard logs, one sandbox at a time: each shard's steps from its job's start
+            steps = []
+            for st in run["stages"]:
+                logs = Path(keep) / f"{st['job']}-0"
+                mine = [x for x in log_steps(logs) if x["package"] in st["packages"]]
+                end = max(x["end"] for x in mine)
+                steps += [x for x in log_steps(logs, sequential=end - st["seconds"]) if x["package"] in st["packages"]]
+            own[folder] = log_costs(steps)
+    srcs = []
+    for spec in sources:  # A+B: B's costs where it has them, else A's
+        merged: dict[str, dict[str, float]] = {}
+        for part in spec.split("+"):
+            path, _, mode = part.partition(":")
+            for pkg, kinds in log_costs(log_steps(Path(path)) if mode != "sequential" else []).items():
+                merged.setdefault(pkg, {}).update(kinds)
+        srcs.append((spec, merged, SHARD_SETUP))
+    srcs += [(f"{f} (its own shard logs)", c, 0.0) for f, c in own.items()]
+    rows = ["| costs from | run | predicted | measured | error | per stage (predicted / measured) | no cost for |",
+            "|---|---|---|---|---|---|---|"]
+    for name, costs, setup in srcs:
+        for folder, run in measured.items():
+            if not all(p in costs for st in run["stages"] for p in st["packages"]):
+                continue
+            others = [r for f, r in measured.items() if f != folder] or [run]
+            pred, (stages, missing) = blind_predict(run, costs, others, setup)
+            blindness = "not blind" if name.startswith(folder + " ") else "blind"
+            rows.append(f"| {name} | {folder} ({blindness}) | {pred:.0f} s | {run['wall']:.0f} s | "
+                        f"{(pred - run['wall']) / run['wall']:+.0%} | "
+                        + ", ".join(f"{j} {p:.0f} / {m:.0f} s" for j, p, m in stages) + f" | {', '.join(missing)} |")
+    return rows
+
+
 def make_change(world: Path, name: str) -> str:
     """The branch ``change`` (``change-NAME`` for any package but accelerate, the first one measured):
     ``name``'s recipe with one comment line appended (made once)."""
@@ -206,13 +341,23 @@ def compare(pred: dict, meas: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("world", type=Path, help="a world of `conda-distro sandbox DIR --real`")
-    ap.add_argument("--work", type=Path, required=True, help="scratch folder (kept: costs, prediction, measured run)")
+    ap.add_argument("world", type=Path, nargs="?", help="a world of `conda-distro sandbox DIR --real`")
+    ap.add_argument("--work", type=Path, help="scratch folder (kept: costs, prediction, measured run)")
+    ap.add_argument("--blind", action="store_true", help="step 4: --costs-from sources against --runs, nothing run")
+    ap.add_argument("--costs-from", nargs="*", default=[], help="logs folders (LOGS or LOGS:sequential)")
+    ap.add_argument("--runs", nargs="*", default=[], help="measured runs (a --work folder, or FOLDER:KEEP with "
+                    "its shard logs)")
     ap.add_argument("--change", default="accelerate", help="the package the pull request changes (default accelerate)")
     ap.add_argument("--probe", default="einops", help="the package the per-unit costs are measured on (default einops)")
     ap.add_argument("--step", choices=("costs", "predict", "run", "all"), default="all")
     ap.add_argument("--jobs", type=int, default=1, help="the probe's `build --jobs` (default 1: as a shard job runs)")
     args = ap.parse_args(argv)
+    if args.blind:
+        for line in blind(args.costs_from, args.runs):
+            print(line)
+        return 0
+    if args.world is None or args.work is None:
+        ap.error("WORLD and --work are needed (or --blind)")
     world, work = args.world.resolve(), args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     if args.step in ("costs", "all"):

@@ -304,6 +304,19 @@ def test_pr_workflow_fans_out_by_level_and_fans_in_to_check_pr():
     assert not any(j.get("environment") for j in doc["jobs"].values())
 
 
+@pytest.mark.parametrize("name", ["pr.yml", "promote.yml", "nightly.yml", "release-sweep.yml"])
+def test_shard_jobs_build_on_the_runners_cores(name):
+    """Every shard job runs its builds and tests on all its runner's cores (`fanout shard --jobs
+    "$(nproc)"`, build's own scheduler), not one sandbox at a time (the command's default)."""
+    doc = _load(GITHUB / "workflows" / name)
+    levels = _levels(doc)
+    assert levels
+    for job_id in levels:
+        calls = _steps_text(doc["jobs"][job_id]).split("conda-distro fanout shard --")[1:]
+        assert len(calls) == 1, job_id
+        assert '--jobs "$(nproc)"' in calls[0].split("--format json")[0], job_id
+
+
 def test_fanout_plan_output_fits_the_workflows(tmp_path, capsys):
     """The workflows read `stage-<i>` (a matrix of shard / stage / packages), `count-<i>` and `shards` from
     `fanout plan --format github`, one pair per stage job."""
