@@ -43,6 +43,7 @@ from conda_distro.engine.sources import SourceFetchError, fetch_source, recipe_c
 from conda_distro.engine.supervise import Launch, supervise
 from conda_distro.state.results import Attempt
 from conda_distro.util.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
+from conda_distro.util.scratch import new_scratch
 from conda_distro.vocab import Variant
 
 if TYPE_CHECKING:
@@ -192,13 +193,13 @@ def _fresh(folder: Path, *subs: str) -> Path:
     return rw
 
 
-def _tmpdir(p: PhaseContext, lay: Layout, rw: Path, work_in: Path) -> tuple[str, Path | None]:
+def _tmpdir(lay: Layout, work_in: Path) -> tuple[str, Path | None]:
     """TMPDIR for test environments: a private folder of ``$CONDA_DISTRO_TEST_TMPDIR``; else the sandbox's
     own /tmp (memory) while memory has room (unsandboxed: /dev/shm when roomy); else the work folder."""
     sandboxed = lay.sandboxed
     chosen = os.environ.get(SCRATCH_VAR) or (None if sandboxed else scratch_dir())
     if chosen:
-        scratch = Path(tempfile.mkdtemp(prefix=f"{p.name}-", dir=chosen))
+        scratch = new_scratch("conda-distro-testenv-", chosen)  # (a kill -9 leaves it: the next one sweeps it)
         return str(lay.show(scratch, "scratch", writable=True)), scratch
     if sandboxed and ram_has_room():
         return "/tmp", None
@@ -315,7 +316,7 @@ def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: 
                            channels=channels, cuda=target.cuda)
         job_file = folder / "job.json"
         job_file.write_text(job.model_dump_json(), encoding="utf-8")
-        tmpdir, scratch = _tmpdir(unit, lay, rw, work_in)
+        tmpdir, scratch = _tmpdir(lay, work_in)
         devices = iso.devices if target.gpu else ()
         ran = supervise(Launch("test", str(lay.show(job_file, "job.json")), worker_env(str(work_in), tmpdir), rw,
                                unit.limits.test_timeout, unit.limits.log_limit, (log,),
