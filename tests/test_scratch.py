@@ -235,3 +235,24 @@ def test_a_render_folder_left_at_a_crash_point_is_removed_by_the_next_render(tmp
     assert left not in again.stdout  # removed when the second process made its own
     assert names(shm) == set()  # and the second one's own removed at its exit
     assert names(tmp) == set()
+
+
+def test_removing_a_scratch_folder_never_changes_the_folder_that_holds_it(tmp_path: Path):
+    """What cannot be removed is left, and only folders inside the one removed are made writable: the
+    shared temp folder keeps its mode (it once became 0700 when a removal failed)."""
+    from conda_distro.util.scratch import remove_scratch
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    not_a_folder = shared / f"{KIND}0-0-0-notadir0"
+    not_a_folder.write_text("x")
+    remove_scratch(not_a_folder)  # (rmtree fails on a file: its retry must not touch the parent)
+    assert not_a_folder.is_file() and (shared.stat().st_mode & 0o7777) == 0o1777
+    inner = shared / f"{KIND}0-0-0-readonly"
+    (inner / "a" / "b").mkdir(parents=True)
+    (inner / "a" / "b" / "f").write_text("x")
+    for d in (inner / "a" / "b", inner / "a", inner):
+        os.chmod(d, 0o500)
+    remove_scratch(inner)
+    assert not inner.exists() and (shared.stat().st_mode & 0o7777) == 0o1777

@@ -21,11 +21,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +40,7 @@ from conda_distro.engine.sandbox import Layout, file_url_path, worker_env
 from conda_distro.engine.sources import SourceFetchError, fetch_source, recipe_copy
 from conda_distro.engine.supervise import Launch, supervise
 from conda_distro.state.results import Attempt
+from conda_distro.util.fsutil import remove_tree
 from conda_distro.util.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
 from conda_distro.util.scratch import new_scratch
 from conda_distro.vocab import Variant
@@ -128,19 +127,6 @@ class TestOut:
     missing: tuple[str, ...] = ()  # what rattler-build's solver found no candidates for, then
     attempts: tuple[Attempt, ...] = ()  # every run on these inputs when a failure was confirmed (.confirm)
     baseline: TestOut | None = None  # the baseline side's runs (main's packages), when they were made
-
-
-def remove_tree(folder: Path) -> None:
-    """Remove a sandbox's folder, whatever modes recipe code left on it (a folder made read-only)."""
-    def retry(func: Callable[[str], object], path: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(path), 0o700)
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.chmod(path, 0o700)
-            func(path)
-
-    if folder.exists() or folder.is_symlink():
-        shutil.rmtree(folder, onerror=retry)
 
 
 IN_USE = ".in-use"  # in a unit's private folder: flock-ed by the process using it

@@ -38,13 +38,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import stat
 import tempfile
 import weakref
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+
+from conda_distro.util.fsutil import remove_tree
 
 #: the kinds of scratch folders: ours only, letters and hyphens (a kind never ends in a digit)
 PREFIX_RE = re.compile(r"conda-distro-[a-z]+(?:-[a-z]+)*-")
@@ -151,20 +151,11 @@ def new_scratch(prefix: str, folder: str | os.PathLike[str] | None = None) -> Pa
 
 
 def remove_scratch(path: Path) -> None:
-    """Remove a scratch folder and all in it, whatever modes were left on its folders; never follows a
-    symbolic link (``shutil.rmtree`` refuses one at the top and removes links inside as links); errors
-    are ignored (a folder left behind is swept once its owner is dead)."""
-    def retry(func: Any, name: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            parent = os.path.dirname(name)
-            if not os.path.islink(parent):
-                os.chmod(parent, 0o700)
-            if os.path.isdir(name) and not os.path.islink(name):
-                os.chmod(name, 0o700)
-            func(name)
-
+    """Remove a scratch folder and all in it (:func:`~conda_distro.util.fsutil.remove_tree`: whatever modes
+    were left inside, never through a symbolic link); errors are ignored (a folder left behind is swept
+    once its owner is dead)."""
     with contextlib.suppress(OSError):
-        shutil.rmtree(path, onerror=retry)
+        remove_tree(path)
 
 
 class ScratchDir:
