@@ -256,3 +256,15 @@ def test_removing_a_scratch_folder_never_changes_the_folder_that_holds_it(tmp_pa
         os.chmod(d, 0o500)
     remove_scratch(inner)
     assert not inner.exists() and (shared.stat().st_mode & 0o7777) == 0o1777
+
+
+def test_a_process_sweeps_a_kind_at_most_once_a_minute(tmp: Path, monkeypatch):
+    import conda_distro.util.scratch as scratch
+
+    ScratchDir(KIND).cleanup()  # (the first of the kind here: swept)
+    left = killed_folder(tmp)
+    ScratchDir(KIND).cleanup()
+    assert left.is_dir()  # (swept less than a minute ago: not again)
+    monkeypatch.setattr(scratch, "SWEEP_EVERY", 0.0)
+    ScratchDir(KIND).cleanup()
+    assert names(tmp) == set()

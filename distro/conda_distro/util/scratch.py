@@ -7,7 +7,9 @@ A folder made with :class:`ScratchDir` (or :func:`new_scratch`) is named after t
 ``start`` is the process's start time (clock ticks after boot, field 22 of ``/proc/<pid>/stat``) and
 ``pidns`` the inode of its pid namespace (``/proc/self/ns/pid``). Its owner is alive exactly when
 ``/proc/<pid>/stat`` exists and shows that start time: a pid reused by another process shows another one.
-Each new folder first sweeps the dead owners' folders of its own kind (same prefix, same parent folder).
+A new folder first sweeps the dead owners' folders of its own kind (same prefix, same parent folder):
+the first one a process makes there, then at most once every :data:`SWEEP_EVERY` seconds (at once again
+after a sweep that hit its cap).
 
 What a sweep removes, and why that is safe:
 
@@ -40,6 +42,7 @@ import os
 import re
 import stat
 import tempfile
+import time
 import weakref
 from pathlib import Path
 from types import TracebackType
@@ -50,7 +53,11 @@ from conda_distro.util.fsutil import remove_tree
 PREFIX_RE = re.compile(r"conda-distro-[a-z]+(?:-[a-z]+)*-")
 #: the most folders one call removes (a temp folder full of leftovers converges over a few calls)
 MAX_SWEPT = 16
+#: seconds: a process sweeps a kind's folders in one temp folder at most this often (a scan of a temp folder
+#: of 8,000 entries costs ~5 ms: a sweep's many recipe edits would pay it for each)
+SWEEP_EVERY = 60.0
 _RANDOM = r"[a-z0-9_]{8}"  # tempfile's names: 8 characters of this alphabet
+_last_sweep: dict[tuple[str, str], float] = {}  # (prefix, folder) -> when this process last swept there
 
 
 def _start_time(pid: int | str) -> int | None:
@@ -146,7 +153,11 @@ def new_scratch(prefix: str, folder: str | os.PathLike[str] | None = None) -> Pa
     tag = owner_tag()
     if tag is None:
         return Path(tempfile.mkdtemp(prefix=prefix, dir=folder))
-    sweep_dead(prefix, folder)
+    where = os.path.abspath(folder if folder is not None else tempfile.gettempdir())
+    last = _last_sweep.get((prefix, where))
+    if last is None or time.monotonic() - last >= SWEEP_EVERY:
+        full = len(sweep_dead(prefix, where)) >= MAX_SWEPT
+        _last_sweep[(prefix, where)] = float("-inf") if full else time.monotonic()  # (full: more next time)
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{tag}-", dir=folder))
 
 
