@@ -75,15 +75,21 @@ def test_a_locked_snapshot_label_refuses_writes(anaconda_world, capsys):
 
 
 @pytest.mark.parametrize("step", ["snapshot-after-link", "snapshot-after-publish"])
-def test_a_promotion_killed_while_snapshotting_gets_its_snapshot_on_the_rerun(anaconda_world, step):
+def test_a_promotion_killed_while_snapshotting_gets_its_snapshot_on_the_rerun(anaconda_world, step, tmp_path):
+    """... and the snapshot's scratch folder the kill left in the temp folder is removed by the rerun."""
     from test_promote import run_subprocess
 
     root, srv, st = anaconda_world
-    killed = run_subprocess(root, "promote", env={"CONDA_DISTRO_TEST_CRASH_AT": step})
+    tmp = tmp_path / "tmp"  # the commands' temp folder
+    tmp.mkdir()
+    killed = run_subprocess(root, "promote", env={"CONDA_DISTRO_TEST_CRASH_AT": step, "TMPDIR": str(tmp)})
     assert killed.returncode == -9
     assert len(labelled(srv, "main")) == 2 and not (root / "channel_state" / "snapshots").exists()
-    again = run_subprocess(root, "promote")
+    [left] = [p for p in tmp.iterdir() if p.name.startswith("conda-distro-snapshot-")]
+    assert (left / "index").is_dir()  # (what the killed snapshot was making)
+    again = run_subprocess(root, "promote", env={"TMPDIR": str(tmp)})
     assert again.returncode == 1, again.stderr[-2000:]  # (beta's tests failed: held)
+    assert sorted(p.name for p in tmp.iterdir()) == []  # the killed run's folders removed, the rerun's own too
     snap = json.loads(again.stdout)["snapshot"]
     assert snap and snap.endswith("-1")  # the label copied before the kill is adopted, not copied again (locked)
     assert labelled(srv, snap) == labelled(srv, "main")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from conda_distro.errors import ChannelError, EngineUnavailableError, UsageError
 from conda_distro.pins import admitted_releases, builds_per_minor, uses_pytorch_variant
 from conda_distro.recipe.model import Recipe
 from conda_distro.recipe.specs import next_minor_bound, parse_spec
+from conda_distro.util.scratch import ScratchDir
 from conda_distro.vocab import Release, Target, virtual_packages
 
 if TYPE_CHECKING:
@@ -237,7 +237,7 @@ def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions(
     pytorch = dist.config.pytorch.name
     admitted = admitted_releases(dist.recipes, graph, pytorch, releases)
     by_name = {folder: r.name for folder, r in dist.recipes.items()}
-    with tempfile.TemporaryDirectory(prefix="conda-distro-solve-") as tmp:
+    with ScratchDir("conda-distro-solve-") as tmp:
         if options.source == "recipes":
             channel = write_recipe_channel(dist, releases, Path(tmp))
             available = None

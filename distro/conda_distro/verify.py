@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +47,7 @@ from conda_distro.recipe.model import Recipe
 from conda_distro.state.ledger import Drift, Ledger, compare_with_channel
 from conda_distro.util.fsutil import check_writable
 from conda_distro.util.progress import NULL_SINK, ProgressSink, TaskFinish, TaskProgress, TaskStart, TaskStep
+from conda_distro.util.scratch import new_scratch
 from conda_distro.vocab import Target
 
 SMOKE_TIMEOUT = 300
@@ -293,7 +293,7 @@ def verify_channel(dist: Distribution, options: VerifyOptions = VerifyOptions())
     ledger_drift = compare_with_channel(Ledger(dist.distro.state_dir).load_all(), listed)
     pytorch = dist.config.pytorch.name
     results = []
-    scratch = Path(tempfile.mkdtemp(prefix="conda-distro-verify-"))
+    scratch = new_scratch("conda-distro-verify-")
     try:
         audit = main.audit(scratch / "channel")
         drift: list[DriftItem] = sorted([*audit.problems, *ledger_drift], key=lambda d: (d.artifact, d.kind))

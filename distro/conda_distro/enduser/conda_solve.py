@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from conda_distro.channels.base import ChannelFile
 from conda_distro.engine.releases import SOLVE_TIMEOUT
 from conda_distro.errors import ChannelError
 from conda_distro.recipe.specs import admits, parse_spec
+from conda_distro.util.scratch import ScratchDir
 from conda_distro.vocab import virtual_packages
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class CondaSolver:
         self.platforms = list(dict.fromkeys([*platforms, "noarch"]))
         self.settings = settings
         self.gateway = Gateway()
-        self._tmp = tempfile.TemporaryDirectory(prefix="conda-distro-conda-solve-")
+        self._tmp = ScratchDir("conda-distro-conda-solve-")
         self._sources: dict[frozenset[str], list[Any]] = {}
 
     def close(self) -> None:

@@ -24,7 +24,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from conda_distro.state.ledger import current_user
 from conda_distro.util.dates import utcnow
 from conda_distro.util.gitutil import current_commit, find_repo, origin_url
 from conda_distro.util.jsonio import read_json
+from conda_distro.util.scratch import ScratchDir
 from conda_distro.vocab import Target
 
 
@@ -115,7 +115,7 @@ def _ensure_snapshot(distro: DistroRepo, main: Channel, *, today: dt.date | None
     if any(r.artifacts == current for r in store.all()):
         return SnapshotOutcome(None)
     day = today or utcnow().date()
-    with tempfile.TemporaryDirectory(prefix="conda-distro-snapshot-") as tmp:
+    with ScratchDir("conda-distro-snapshot-") as tmp:
         if isinstance(main, LocalChannel):
             name, copied = store.next_name(day), False
             place = _Place(name, (main.path / LABEL_DIR / name).as_uri(), build=main.path / LABEL_DIR / f".{name}.tmp-{os.getpid()}")

@@ -26,13 +26,14 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from conda_distro.util.scratch import ScratchDir
 
 if TYPE_CHECKING:
     from conda_distro.engine.backends import VariantSpec
@@ -128,7 +129,7 @@ def solve_main(job_file: str) -> int:
     from rattler_build import build_recipes
 
     job = SolveJob.model_validate_json(Path(job_file).read_text(encoding="utf-8"))
-    with tempfile.TemporaryDirectory(prefix="needs-") as tmp:
+    with ScratchDir("conda-distro-needs-") as tmp:
         variants = _variant_file(job.variant_config, Path(tmp))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)

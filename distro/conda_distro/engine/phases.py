@@ -21,11 +21,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,7 +40,9 @@ from conda_distro.engine.sandbox import Layout, file_url_path, worker_env
 from conda_distro.engine.sources import SourceFetchError, fetch_source, recipe_copy
 from conda_distro.engine.supervise import Launch, supervise
 from conda_distro.state.results import Attempt
+from conda_distro.util.fsutil import remove_tree
 from conda_distro.util.rattler_env import SCRATCH_VAR, index_channel, ram_has_room, scratch_dir
+from conda_distro.util.scratch import new_scratch
 from conda_distro.vocab import Variant
 
 if TYPE_CHECKING:
@@ -129,19 +129,6 @@ class TestOut:
     baseline: TestOut | None = None  # the baseline side's runs (main's packages), when they were made
 
 
-def remove_tree(folder: Path) -> None:
-    """Remove a sandbox's folder, whatever modes recipe code left on it (a folder made read-only)."""
-    def retry(func: Callable[[str], object], path: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(path), 0o700)
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.chmod(path, 0o700)
-            func(path)
-
-    if folder.exists() or folder.is_symlink():
-        shutil.rmtree(folder, onerror=retry)
-
-
 IN_USE = ".in-use"  # in a unit's private folder: flock-ed by the process using it
 
 
@@ -192,13 +179,13 @@ def _fresh(folder: Path, *subs: str) -> Path:
     return rw
 
 
-def _tmpdir(p: PhaseContext, lay: Layout, rw: Path, work_in: Path) -> tuple[str, Path | None]:
+def _tmpdir(lay: Layout, work_in: Path) -> tuple[str, Path | None]:
     """TMPDIR for test environments: a private folder of ``$CONDA_DISTRO_TEST_TMPDIR``; else the sandbox's
     own /tmp (memory) while memory has room (unsandboxed: /dev/shm when roomy); else the work folder."""
     sandboxed = lay.sandboxed
     chosen = os.environ.get(SCRATCH_VAR) or (None if sandboxed else scratch_dir())
     if chosen:
-        scratch = Path(tempfile.mkdtemp(prefix=f"{p.name}-", dir=chosen))
+        scratch = new_scratch("conda-distro-testenv-", chosen)  # (a kill -9 leaves it: the next one sweeps it)
         return str(lay.show(scratch, "scratch", writable=True)), scratch
     if sandboxed and ram_has_room():
         return "/tmp", None
@@ -315,7 +302,7 @@ def run_test_phase(unit: PhaseContext, spec: VariantSpec, staged: Path, target: 
                            channels=channels, cuda=target.cuda)
         job_file = folder / "job.json"
         job_file.write_text(job.model_dump_json(), encoding="utf-8")
-        tmpdir, scratch = _tmpdir(unit, lay, rw, work_in)
+        tmpdir, scratch = _tmpdir(lay, work_in)
         devices = iso.devices if target.gpu else ()
         ran = supervise(Launch("test", str(lay.show(job_file, "job.json")), worker_env(str(work_in), tmpdir), rw,
                                unit.limits.test_timeout, unit.limits.log_limit, (log,),

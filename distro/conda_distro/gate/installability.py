@@ -16,7 +16,6 @@ in halves (and so on down to single packages), so k failures cost about k·log(n
 from __future__ import annotations
 
 import json
-import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from pathlib import Path
 from conda_distro.channels.base import ChannelFile
 from conda_distro.errors import ChannelError
 from conda_distro.solve import RattlerSolver
+from conda_distro.util.scratch import ScratchDir
 from conda_distro.vocab import Target, Variant
 
 Required = Callable[[ChannelFile], "Sequence[Target] | None"]
@@ -110,7 +110,7 @@ class Installability:
         subjects = sorted(n for n in by_name if n in cand_names or self.closure(n) & cand_names)
         if not subjects:
             return
-        with tempfile.TemporaryDirectory(prefix="conda-distro-installable-") as tmp:
+        with ScratchDir("conda-distro-installable-") as tmp:
             upstream = self._upstream_records(after_files)
             before = write_channel(main.values(), Path(tmp) / "main")
             after = write_channel(after_files, Path(tmp) / "after")

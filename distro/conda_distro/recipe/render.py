@@ -321,7 +321,7 @@ def _consistent(variant: dict, probe_variants: list[dict]) -> bool:
     return any(all(str(variant[k]) == str(v) for k, v in p.items() if k in variant and k != "target_platform") for p in probe_variants)
 
 
-_scratch_dirs: dict[int, Any] = {}  # thread id -> its TemporaryDirectory (removed at exit)
+_scratch_dirs: dict[int, Any] = {}  # thread id -> its ScratchDir (removed at exit)
 
 
 def _scratch() -> Path:
@@ -330,14 +330,16 @@ def _scratch() -> Path:
     One folder per thread, reused by every render (``from_yaml`` overwrites its ``recipe.yaml``) and
     removed when the process exits: a folder made and removed per render cost more than the render on a
     loaded disk (bench_spine: mkdir + rmdir of 200 folders 9.4 s of 21 s). A kill -9 leaves at most one
-    ``conda-distro-render-*`` folder per thread (as one render in flight did before), in
-    :func:`scratch_root`."""
-    import tempfile
+    ``conda-distro-render-*`` folder per thread in :func:`scratch_root`; it is named after its process
+    (:class:`~conda_distro.util.scratch.ScratchDir`) and the next render scratch folder made there once
+    that process is dead removes it."""
     import threading
+
+    from conda_distro.util.scratch import ScratchDir
 
     key = threading.get_ident()
     if key not in _scratch_dirs:
-        _scratch_dirs[key] = tempfile.TemporaryDirectory(prefix="conda-distro-render-", dir=scratch_root())
+        _scratch_dirs[key] = ScratchDir("conda-distro-render-", scratch_root())
     return Path(_scratch_dirs[key].name)
 
 

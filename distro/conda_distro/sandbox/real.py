@@ -36,7 +36,6 @@ import hashlib
 import logging
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,6 +72,7 @@ from conda_distro.upstream.pypi import BridgeSummary, NotConverted, Unavailable
 from conda_distro.util.cachedir import default_cache_dir
 from conda_distro.util.fsutil import clear_folder
 from conda_distro.util.jsonio import read_json_text
+from conda_distro.util.scratch import ScratchDir, new_scratch
 from conda_distro.vocab import Target, Variant
 
 log = logging.getLogger(__name__)
@@ -346,7 +346,7 @@ def _inputs(req: UpstreamRequest) -> dict:
 
 def _build_upstream(tmp: Path, req: UpstreamRequest, say: Callable[[str], None]) -> BridgeSummary:
     tmp.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="conda-distro-python-") as td:
+    with ScratchDir("conda-distro-python-") as td:
         say(f"repackaging the host python {req.host.version}")
         publish_packages(build_python_package(Path(td), req.host), tmp)
     result = bridge_locked(BridgeOptions(
@@ -558,7 +558,7 @@ def create_real_world(options: RealOptions) -> RealResult:
     if options.use_cache:
         entry, summary, built = ensure_real_upstream(req, say)
     else:
-        entry = Path(tempfile.mkdtemp(prefix="conda-distro-real-")) / "upstream"
+        entry = new_scratch("conda-distro-real-") / "upstream"
         summary, built = _build_upstream(entry, req, say), True
     timings["upstream"] = time.monotonic() - t
 

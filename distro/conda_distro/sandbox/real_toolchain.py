@@ -18,11 +18,11 @@ Every other key, the zips and the comments stay as the repository has them.
 from __future__ import annotations
 
 import io
-import tempfile
 from pathlib import Path
 
 from conda_distro.errors import BridgeError
 from conda_distro.sandbox.upstream import HostPython, Toolchain, build_compiler_packages, publish_packages, reindex
+from conda_distro.util.scratch import ScratchDir
 
 TOOLCHAIN_CHANNEL = "toolchain"
 #: zip_keys groups of conda-forge's pinning that this module rewrites, with each key's new value per row
@@ -33,7 +33,7 @@ _PYTHON_KEYS = ("python", "is_python_min", "is_freethreading", "is_abi3")
 def build_toolchain_channel(channel: Path, toolchain: Toolchain) -> list[Path]:
     """Build the compiler packages for ``toolchain`` into the new local channel ``channel`` (indexed)."""
     channel.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="conda-distro-toolchain-") as td:
+    with ScratchDir("conda-distro-toolchain-") as td:
         published = publish_packages(build_compiler_packages(Path(td), toolchain), channel)
     reindex(channel)
     return published

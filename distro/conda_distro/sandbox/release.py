@@ -189,12 +189,12 @@ def publish_package(options: PackageOptions) -> PackageResult:
     newer timestamp. Refuses (exit 2, nothing written) a folder that is not a sandbox world, bad input and a
     file name already published."""
     import shutil
-    import tempfile
 
     from rattler_build import RattlerBuildError, Stage0Recipe, VariantConfig
 
     from conda_distro.sandbox.upstream import publish_packages, reindex
     from conda_distro.util.rattler_env import channel_url, native_tool_config, run_build
+    from conda_distro.util.scratch import ScratchDir
 
     world = Path(options.world).resolve()
     upstream = sandbox_upstream(world)
@@ -205,7 +205,7 @@ def publish_package(options: PackageOptions) -> PackageResult:
                            hint="a published package is never replaced; change its files, its version or --build-number")
     text = PACKAGE_RECIPE.format(name=options.name, version=options.version, number=options.build_number, digest=digest,
                                  run="\n".join(f"    - {d}" for d in ["python", *run]))
-    with tempfile.TemporaryDirectory(prefix="conda-distro-publish-") as td:
+    with ScratchDir("conda-distro-publish-") as td:
         work = Path(td)
         shutil.copytree(options.source, work / "recipe" / "src")
         (work / "recipe" / "recipe.yaml").write_text(text)

@@ -32,7 +32,6 @@ import re
 import shutil
 import sys
 import sysconfig
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from typing import Any
 from conda_distro.errors import ChannelError, DistroError
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.rattler_env import assert_no_colon, channel_url, index_channel, run_build
+from conda_distro.util.scratch import ScratchDir
 from conda_distro.vocab import Release, Target, Variant
 
 log = logging.getLogger(__name__)
@@ -366,8 +366,8 @@ def check_releases(releases: Sequence[str]) -> list[str]:
     return out
 
 
-def _workdir() -> tempfile.TemporaryDirectory:
-    td = tempfile.TemporaryDirectory(prefix="conda-distro-sandbox-")
+def _workdir() -> ScratchDir:
+    td = ScratchDir("conda-distro-sandbox-")
     assert_no_colon(td.name, what="temporary folder")
     return td
 

@@ -93,9 +93,9 @@ def _rattler_build_parses(text: str) -> str | None:
 
 def _parse_in_scratch(from_yaml: Callable[..., Stage0Recipe]) -> Callable[[str], Stage0Recipe]:
     def parse(text: str) -> Stage0Recipe:
-        import tempfile
+        from conda_distro.util.scratch import ScratchDir
 
-        with tempfile.TemporaryDirectory(prefix="conda-distro-recipe-") as tmp:
+        with ScratchDir("conda-distro-recipe-") as tmp:
             return from_yaml(text, recipe_dir=tmp)
 
     return parse

@@ -294,11 +294,11 @@ def metadata_package(out_dir: Path, *, name: str, version: str, build: str, subd
                      depends: Sequence[str] = (), constrains: Sequence[str] = (),
                      run_exports: Mapping[str, Sequence[str]] | None = None) -> Path:
     """A package with no files, only metadata (e.g. ``python_abi 3.11 2_cp311``)."""
-    import tempfile
-
     from conda_package_handling.conda_fmt import CondaFormat_v2
 
-    with tempfile.TemporaryDirectory(prefix="conda-distro-meta-") as td:
+    from conda_distro.util.scratch import ScratchDir
+
+    with ScratchDir("conda-distro-meta-") as td:
         root = Path(td)
         info = root / "info"
         info.mkdir()

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from conda_distro.errors import BridgeError
 from conda_distro.upstream.names import normalize
+from conda_distro.util.scratch import ScratchDir
 
 PIP_TIMEOUT_S = 3600
 
@@ -152,7 +153,7 @@ def resolve(requirements: Sequence[str], options: PipOptions = PipOptions()) -> 
     t0 = time.monotonic()
     if not requirements:
         return Closure((), (), 0.0)
-    with tempfile.TemporaryDirectory(prefix="conda-distro-pip-") as td:
+    with ScratchDir("conda-distro-pip-") as td:
         report = Path(td) / "report.json"
         # not --quiet: pip explains a conflict ("The conflict is caused by: ...") at its normal verbosity
         run_pip(["install", "--dry-run", "--ignore-installed", "--only-binary", ":all:", "--progress-bar", "off",

@@ -12,7 +12,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -287,6 +287,26 @@ class paused_gc(contextlib.ContextDecorator):
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove ``folder`` and all in it, whatever modes were left on the folders inside (recipe code may make
+    one read-only); a symbolic link is neither followed nor removed (``shutil.rmtree`` works through
+    descriptors). Only folders inside ``folder`` are made writable: never the folder that holds it (a
+    shared ``/tmp``). What cannot be removed is left."""
+    top = os.path.abspath(folder)
+
+    def retry(func: Callable[[str], object], path: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            parent = os.path.dirname(path)
+            if path != top and (parent + os.sep).startswith(top + os.sep) and not os.path.islink(parent):
+                os.chmod(parent, 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)
+            func(path)
+
+    if os.path.lexists(top):
+        shutil.rmtree(top, onerror=retry)
 
 
 def clear_folder(path: Path) -> None:
