@@ -86,6 +86,12 @@ class Costs:
     # is ~0.2 GB, a cuda one with its nvidia runtime ~3 GB to install into a target's test environments
     target_cpu: float | None = None
     compiled_build_cuda: float | None = None  # one compiled cuda build (None: as ``compiled_build``)
+    # a compiled build on a runner's cores (:func:`compiled_build_time`): of its one-core time, the share
+    # that is compiles able to run side by side, and how many can (MEASURED on pytorch_scatter's and
+    # torchsort's builds, docs/scale-out.md: their compiles run one at a time whatever the cores or
+    # MAX_JOBS, so a 4-core runner builds them no faster than one core: width 1)
+    compiled_parallel: float = 0.0
+    compiled_width: int = 1
     # MEASURED, per package, where a run's logs give them (:func:`bench_scale_real.log_costs`): ``build``
     # (noarch), ``build_cpu`` / ``build_cuda`` (a compiled package's builds), ``cpu`` / ``cuda`` (one test
     # target: its test environments created, its tests run); a package or key without one takes the
@@ -148,7 +154,18 @@ class Run:
     target_split: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-def unit_steps(unit: str, run: Run, c: Costs) -> tuple[float, list[float]]:
+def compiled_build_time(one_core: float, cores: int, parallel: float, width: int) -> float:
+    """A compiled build's time on ``cores`` cores from its time with one compile at a time: a serial part
+    (its environments, the build backend's own steps, linking, packaging; ``1 - parallel`` of it) plus its
+    compiles (``parallel`` of it), at most ``min(cores, width)`` of them side by side. ``width`` is what the
+    recipe's build backend allows: setuptools' own compiler calls (torch's BuildExtension with
+    ``use_ninja=False``, as pytorch_scatter's setup.py sets) run one file at a time whatever MAX_JOBS says;
+    with ninja, one extension's files run MAX_JOBS at a time, but extensions still one after another, so
+    ``width`` is at most the files of one extension (torchsort: one file per extension)."""
+    return one_core * (1 - parallel) + one_core * parallel / max(1, min(cores, width))
+
+
+def unit_steps(unit: str, run: Run, c: Costs, cores: int = 1) -> tuple[float, list[float]]:
     """One unit of a shard as its steps: (its build, its test targets, each run after the build). A
     noarch package: its build and every target; one build of a compiled package (``NAME@build=i``: even
     ``i`` cpu, odd cuda, as rattler-build renders cpu/cuda pairs) its compiled build and its share of the
@@ -164,6 +181,7 @@ def unit_steps(unit: str, run: Run, c: Costs) -> tuple[float, list[float]]:
         is_cuda = unit.rsplit("=", 1)[-1].isdigit() and int(unit.rsplit("=", 1)[-1]) % 2 == 1
         build = own.get("build_cuda", c.compiled_build if c.compiled_build_cuda is None else c.compiled_build_cuda) \
             if is_cuda else own.get("build_cpu", c.compiled_build)
+        build = compiled_build_time(build, cores, c.compiled_parallel, c.compiled_width)
         return build, [cuda_t if is_cuda else cpu_t] * max(1, run.targets // max(1, run.compiled_builds))
     cpu, cuda = run.target_split.get(name, (min(run.cpu_targets, run.targets), run.targets - min(run.cpu_targets, run.targets)))
     return own.get("build", c.build), [cpu_t] * cpu + [cuda_t] * cuda
@@ -180,8 +198,10 @@ def shard_work(units: list[str], run: Run, c: Costs, cores: int = 1) -> float:
     (a stage's units are of one level; the folded last stage's dependencies inside a shard are not
     modelled), a unit's test targets once its build is done, each step on the first free core, the
     longest ready step first. One core: the sum of the steps. Steps are taken to run as fast side by
-    side as alone (a runner's cores are its own; measured on this shared machine they were not)."""
-    steps = [unit_steps(u, run, c) for u in units]
+    side as alone (a runner's cores are its own; measured on this shared machine they were not). A
+    compiled build takes :func:`compiled_build_time` on the runner's cores and is counted on one core
+    (with ``Costs.compiled_width`` > 1 that is optimistic when other steps run beside it)."""
+    steps = [unit_steps(u, run, c, cores) for u in units]
     if cores <= 1:
         return sum(b + sum(t) for b, t in steps)
     free = [0.0] * cores
@@ -587,16 +607,17 @@ def generated_graph(n: int, seed: int = 0) -> RecipeGraph:
 
 
 def layered_graph(n: int, depth: int = 6, seed: int = 0) -> RecipeGraph:
-    """A distribution shaped like an ecosystem: ``depth`` levels, each half the size of the one before
-    (many leaves on top of few roots: pytorch's direct dependents, then theirs), each package depending
-    on 1-3 packages of the levels below it."""
+    """A distribution shaped like an ecosystem: ``depth`` levels, each half the size of the one below
+    (most packages depend on pytorch and libraries outside the distribution alone: this distribution's
+    18 recipes sit 13 / 4 / 1 on levels 0 / 1 / 2), each package depending on 1-3 packages of the levels
+    below it."""
     rng = random.Random(seed)
     sizes = [max(1, round(n * 2 ** -(i + 1))) for i in range(depth)]
     sizes[0] += n - sum(sizes)
     levels: list[list[str]] = []
     g: nx.DiGraph[str] = nx.DiGraph()
     count = 0
-    for size in reversed(sizes):  # roots first: the smallest level
+    for size in sizes:  # roots first: the largest level
         names = [f"pkg-{count + j:05d}" for j in range(size)]
         count += size
         g.add_nodes_from(names)
@@ -612,13 +633,37 @@ def layered_graph(n: int, depth: int = 6, seed: int = 0) -> RecipeGraph:
 
 SHAPES = {"gen_recipes.py": generated_graph, "layered": layered_graph}
 
+#: where the compiled packages of the PyTorch ecosystem sit, by dependency level (0: no run requirement
+#: on another package of the distribution; pytorch comes from upstream), counted in conda-forge's
+#: feedstock recipes (docs/scale-out.md): on level 0 torchvision, torchaudio, pytorch_scatter,
+#: pytorch_cluster, xformers, flash-attn, bitsandbytes, torchsort, detectron2 (pytorch and libraries
+#: outside the ecosystem); on level 1 pytorch_sparse (on pytorch_scatter) and pytorch3d (on torchvision)
+COMPILED_LEVELS = {0: 9, 1: 2}
 
-def runs_of(n: int, shape: str) -> tuple[Run, Run, Run]:
+
+def place_compiled(graph: RecipeGraph, count: int, rng: random.Random,
+                   levels: dict[int, int] | None = COMPILED_LEVELS) -> set[str]:
+    """``count`` compiled packages of ``graph``: shared out over the dependency levels in the proportions of
+    ``levels`` (a level taking no more than it holds; what does not fit goes to the lowest levels with
+    room), each level's drawn at random. ``levels=None``: anywhere, every package alike (the model before
+    the placement was checked)."""
+    if levels is None:
+        return set(rng.sample(graph.names, count))
+    by_level = graph.levels()
+    total = sum(levels.values())
+    want = {lv: min(len(by_level[lv]), round(count * w / total)) for lv, w in levels.items() if lv < len(by_level)}
+    for lv, names in enumerate(by_level):  # the rest (rounding, full levels): the lowest levels with room
+        want[lv] = want.get(lv, 0) + min(len(names) - want.get(lv, 0), count - sum(want.values()))
+    return {x for lv, k in want.items() for x in rng.sample(sorted(by_level[lv]), k)}
+
+
+def runs_of(n: int, shape: str, levels: dict[int, int] | None = COMPILED_LEVELS) -> tuple[Run, Run, Run]:
     """The PR gate, promote and release day runs of ``n`` packages (module docstring, point 4); half the
-    targets are cpu (``Costs.target_cpu``)."""
+    targets are cpu (``Costs.target_cpu``); 20 % of the packages compiled, placed by
+    :func:`place_compiled` (``levels``)."""
     graph = SHAPES[shape](n)
     rng = random.Random(n)
-    compiled = set(rng.sample(graph.names, n // 5))  # a realistic mix: 20 % compiled
+    compiled = place_compiled(graph, n // 5, rng, levels)
     sizes = sorted((len(graph.descendants(x)) + 1, x) for x in graph.names)
     changed = sizes[int(0.9 * (len(sizes) - 1))][1]  # the 90th percentile affected set
     affected = graph.affected([changed])
