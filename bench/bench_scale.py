@@ -31,7 +31,9 @@ day take for N packages on K runners per stage.
    slowest shard). The model of that: the plan and fan-in jobs' times, a shard job's fixed cost and each
    package's own cost, fitted by least squares on the runs of the other K (leave one K out). Printed:
    predicted vs measured (median), the error, every run (the spread) and the load (target: within 25 %).
-4. **The table**: N = 50, 300, 1,000 packages (bench/gen_recipes.py's dependency graph, 20 % compiled),
+4. **The table**: N = 50, 300, 1,000 packages (bench/gen_recipes.py's dependency graph and a layered one,
+   20 % compiled, on dependency levels 0 and 1 as conda-forge's compiled feedstocks are: :func:`place_compiled`;
+   a compiled build on the runner's cores: :func:`compiled_build_time`),
    K = 1, 5, 20, 50 runners per stage, with GitHub runner overheads: the PR gate (a change to the package
    whose affected set is the 90th percentile), promote (the same change, plus upload and promote) and
    release day (release-sweep.yml to its verdicts: every package against the new release, two targets
@@ -709,6 +711,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds of one compiled build (a parameter: this machine has no real extension to build)")
     ap.add_argument("--compiled-build-cuda", type=float, help="seconds of one compiled cuda build (default: as "
                     "--compiled-build)")
+    ap.add_argument("--compiled-parallel", type=float, default=0.0, help="of a compiled build's one-core time, the "
+                    "share that is compiles able to run side by side (default 0; docs/scale-out.md)")
+    ap.add_argument("--compiled-width", type=int, default=1, help="at most this many of a compiled build's compiles "
+                    "side by side (default 1: the measured recipes compile one file at a time)")
     ap.add_argument("--cores", type=int, default=Runner.cores, help="a shard runner's cores, passed as `fanout shard "
                     "--jobs` (default 4: GitHub's standard Linux runner for public repositories)")
     ap.add_argument("--real-costs", type=Path, help="a costs.json of bench/bench_scale_real.py: the table with the real "
@@ -735,6 +741,7 @@ def main(argv: list[str] | None = None) -> int:
                     compiled_build_cuda=real.get("compiled_build_cuda", c.compiled_build_cuda))
         print(f"real-world costs ({args.real_costs}): noarch build {c.build:.1f} s, a test target {c.target:.1f} s "
               f"(cuda) / {c.target_cpu or c.target:.1f} s (cpu)")
+    c = replace(c, compiled_parallel=args.compiled_parallel, compiled_width=args.compiled_width)
     if c.read is None:
         print(f"rendering 300 generated recipes (load {os.getloadavg()[0]:.1f}) ...")
         render, read = measure_render(work / "render")
@@ -742,7 +749,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"per-unit costs on this machine: render {c.render:.3f} s/recipe (read with the renders taken: "
           f"{c.read_cached:.3f} s), noarch build {c.build:.1f} s, "
           f"test target {c.target:.1f} s, job {c.job:.1f} s, a build command's planning {c.build_fixed:.1f} s; "
-          f"compiled build {c.compiled_build:.0f} s cpu, {c.compiled_build_cuda or c.compiled_build:.0f} s cuda (parameters)")
+          f"compiled build {c.compiled_build:.0f} s cpu, {c.compiled_build_cuda or c.compiled_build:.0f} s cuda with one "
+          f"compile at a time ({c.compiled_parallel:.0%} of it compiles, {c.compiled_width} side by side at most)")
     worst = 0.0
     if not args.table_only:
         print("\nvalidation: the sandbox PR gate (11 packages, 3 levels, 1 target each) through pr.yml, "
@@ -794,6 +802,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{f:.2f} x their time (cuda {f * (c.compiled_build_cuda or c.compiled_build):.0f} s) at K = {k}"
         for k in (5, 20) if (f := hour_factor(day, k, c, r)) is not None)
         + " for release day (N = 300, layered) to take under an hour")
+    placed = [sum(1 for x in lv if x in day.compiled) for lv in day.graph.levels()]
+    print(f"compiled packages per dependency level (N = 300, layered): {placed} (conda-forge's feedstocks: "
+          f"{[COMPILED_LEVELS.get(i, 0) for i in range(len(placed))]}); placed anywhere instead (every level "
+          "alike, as the model had it), release day (layered): " + ", ".join(
+              f"K = {k}: {_m(predict(runs_of(300, 'layered', None)[2], k, c, r))}" for k in (5, 20)))
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if worst > 0.25 else 0
