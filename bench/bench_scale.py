@@ -31,7 +31,9 @@ day take for N packages on K runners per stage.
    slowest shard). The model of that: the plan and fan-in jobs' times, a shard job's fixed cost and each
    package's own cost, fitted by least squares on the runs of the other K (leave one K out). Printed:
    predicted vs measured (median), the error, every run (the spread) and the load (target: within 25 %).
-4. **The table**: N = 50, 300, 1,000 packages (bench/gen_recipes.py's dependency graph, 20 % compiled),
+4. **The table**: N = 50, 300, 1,000 packages (bench/gen_recipes.py's dependency graph and a layered one,
+   20 % compiled, on dependency levels 0 and 1 as conda-forge's compiled feedstocks are: :func:`place_compiled`;
+   a compiled build on the runner's cores: :func:`compiled_build_time`),
    K = 1, 5, 20, 50 runners per stage, with GitHub runner overheads: the PR gate (a change to the package
    whose affected set is the 90th percentile), promote (the same change, plus upload and promote) and
    release day (release-sweep.yml to its verdicts: every package against the new release, two targets
@@ -86,6 +88,12 @@ class Costs:
     # is ~0.2 GB, a cuda one with its nvidia runtime ~3 GB to install into a target's test environments
     target_cpu: float | None = None
     compiled_build_cuda: float | None = None  # one compiled cuda build (None: as ``compiled_build``)
+    # a compiled build on a runner's cores (:func:`compiled_build_time`): of its one-core time, the share
+    # that is compiles able to run side by side, and how many can (MEASURED on pytorch_scatter's and
+    # torchsort's builds, docs/scale-out.md: their compiles run one at a time whatever the cores or
+    # MAX_JOBS, so a 4-core runner builds them no faster than one core: width 1)
+    compiled_parallel: float = 0.0
+    compiled_width: int = 1
     # MEASURED, per package, where a run's logs give them (:func:`bench_scale_real.log_costs`): ``build``
     # (noarch), ``build_cpu`` / ``build_cuda`` (a compiled package's builds), ``cpu`` / ``cuda`` (one test
     # target: its test environments created, its tests run); a package or key without one takes the
@@ -148,7 +156,18 @@ class Run:
     target_split: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-def unit_steps(unit: str, run: Run, c: Costs) -> tuple[float, list[float]]:
+def compiled_build_time(one_core: float, cores: int, parallel: float, width: int) -> float:
+    """A compiled build's time on ``cores`` cores from its time with one compile at a time: a serial part
+    (its environments, the build backend's own steps, linking, packaging; ``1 - parallel`` of it) plus its
+    compiles (``parallel`` of it), at most ``min(cores, width)`` of them side by side. ``width`` is what the
+    recipe's build backend allows: setuptools' own compiler calls (torch's BuildExtension with
+    ``use_ninja=False``, as pytorch_scatter's setup.py sets) run one file at a time whatever MAX_JOBS says;
+    with ninja, one extension's files run MAX_JOBS at a time, but extensions still one after another, so
+    ``width`` is at most the files of one extension (torchsort: one file per extension)."""
+    return one_core * (1 - parallel) + one_core * parallel / max(1, min(cores, width))
+
+
+def unit_steps(unit: str, run: Run, c: Costs, cores: int = 1) -> tuple[float, list[float]]:
     """One unit of a shard as its steps: (its build, its test targets, each run after the build). A
     noarch package: its build and every target; one build of a compiled package (``NAME@build=i``: even
     ``i`` cpu, odd cuda, as rattler-build renders cpu/cuda pairs) its compiled build and its share of the
@@ -164,6 +183,7 @@ def unit_steps(unit: str, run: Run, c: Costs) -> tuple[float, list[float]]:
         is_cuda = unit.rsplit("=", 1)[-1].isdigit() and int(unit.rsplit("=", 1)[-1]) % 2 == 1
         build = own.get("build_cuda", c.compiled_build if c.compiled_build_cuda is None else c.compiled_build_cuda) \
             if is_cuda else own.get("build_cpu", c.compiled_build)
+        build = compiled_build_time(build, cores, c.compiled_parallel, c.compiled_width)
         return build, [cuda_t if is_cuda else cpu_t] * max(1, run.targets // max(1, run.compiled_builds))
     cpu, cuda = run.target_split.get(name, (min(run.cpu_targets, run.targets), run.targets - min(run.cpu_targets, run.targets)))
     return own.get("build", c.build), [cpu_t] * cpu + [cuda_t] * cuda
@@ -180,8 +200,10 @@ def shard_work(units: list[str], run: Run, c: Costs, cores: int = 1) -> float:
     (a stage's units are of one level; the folded last stage's dependencies inside a shard are not
     modelled), a unit's test targets once its build is done, each step on the first free core, the
     longest ready step first. One core: the sum of the steps. Steps are taken to run as fast side by
-    side as alone (a runner's cores are its own; measured on this shared machine they were not)."""
-    steps = [unit_steps(u, run, c) for u in units]
+    side as alone (a runner's cores are its own; measured on this shared machine they were not). A
+    compiled build takes :func:`compiled_build_time` on the runner's cores and is counted on one core
+    (with ``Costs.compiled_width`` > 1 that is optimistic when other steps run beside it)."""
+    steps = [unit_steps(u, run, c, cores) for u in units]
     if cores <= 1:
         return sum(b + sum(t) for b, t in steps)
     free = [0.0] * cores
@@ -587,16 +609,17 @@ def generated_graph(n: int, seed: int = 0) -> RecipeGraph:
 
 
 def layered_graph(n: int, depth: int = 6, seed: int = 0) -> RecipeGraph:
-    """A distribution shaped like an ecosystem: ``depth`` levels, each half the size of the one before
-    (many leaves on top of few roots: pytorch's direct dependents, then theirs), each package depending
-    on 1-3 packages of the levels below it."""
+    """A distribution shaped like an ecosystem: ``depth`` levels, each half the size of the one below
+    (most packages depend on pytorch and libraries outside the distribution alone: this distribution's
+    18 recipes sit 13 / 4 / 1 on levels 0 / 1 / 2), each package depending on 1-3 packages of the levels
+    below it."""
     rng = random.Random(seed)
     sizes = [max(1, round(n * 2 ** -(i + 1))) for i in range(depth)]
     sizes[0] += n - sum(sizes)
     levels: list[list[str]] = []
     g: nx.DiGraph[str] = nx.DiGraph()
     count = 0
-    for size in reversed(sizes):  # roots first: the smallest level
+    for size in sizes:  # roots first: the largest level
         names = [f"pkg-{count + j:05d}" for j in range(size)]
         count += size
         g.add_nodes_from(names)
@@ -612,13 +635,37 @@ def layered_graph(n: int, depth: int = 6, seed: int = 0) -> RecipeGraph:
 
 SHAPES = {"gen_recipes.py": generated_graph, "layered": layered_graph}
 
+#: where the compiled packages of the PyTorch ecosystem sit, by dependency level (0: no run requirement
+#: on another package of the distribution; pytorch comes from upstream), counted in conda-forge's
+#: feedstock recipes (docs/scale-out.md): on level 0 torchvision, torchaudio, pytorch_scatter,
+#: pytorch_cluster, xformers, flash-attn, bitsandbytes, torchsort, detectron2 (pytorch and libraries
+#: outside the ecosystem); on level 1 pytorch_sparse (on pytorch_scatter) and pytorch3d (on torchvision)
+COMPILED_LEVELS = {0: 9, 1: 2}
 
-def runs_of(n: int, shape: str) -> tuple[Run, Run, Run]:
+
+def place_compiled(graph: RecipeGraph, count: int, rng: random.Random,
+                   levels: dict[int, int] | None = COMPILED_LEVELS) -> set[str]:
+    """``count`` compiled packages of ``graph``: shared out over the dependency levels in the proportions of
+    ``levels`` (a level taking no more than it holds; what does not fit goes to the lowest levels with
+    room), each level's drawn at random. ``levels=None``: anywhere, every package alike (the model before
+    the placement was checked)."""
+    if levels is None:
+        return set(rng.sample(graph.names, count))
+    by_level = graph.levels()
+    total = sum(levels.values())
+    want = {lv: min(len(by_level[lv]), round(count * w / total)) for lv, w in levels.items() if lv < len(by_level)}
+    for lv, names in enumerate(by_level):  # the rest (rounding, full levels): the lowest levels with room
+        want[lv] = want.get(lv, 0) + min(len(names) - want.get(lv, 0), count - sum(want.values()))
+    return {x for lv, k in want.items() for x in rng.sample(sorted(by_level[lv]), k)}
+
+
+def runs_of(n: int, shape: str, levels: dict[int, int] | None = COMPILED_LEVELS) -> tuple[Run, Run, Run]:
     """The PR gate, promote and release day runs of ``n`` packages (module docstring, point 4); half the
-    targets are cpu (``Costs.target_cpu``)."""
+    targets are cpu (``Costs.target_cpu``); 20 % of the packages compiled, placed by
+    :func:`place_compiled` (``levels``)."""
     graph = SHAPES[shape](n)
     rng = random.Random(n)
-    compiled = set(rng.sample(graph.names, n // 5))  # a realistic mix: 20 % compiled
+    compiled = place_compiled(graph, n // 5, rng, levels)
     sizes = sorted((len(graph.descendants(x)) + 1, x) for x in graph.names)
     changed = sizes[int(0.9 * (len(sizes) - 1))][1]  # the 90th percentile affected set
     affected = graph.affected([changed])
@@ -664,6 +711,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds of one compiled build (a parameter: this machine has no real extension to build)")
     ap.add_argument("--compiled-build-cuda", type=float, help="seconds of one compiled cuda build (default: as "
                     "--compiled-build)")
+    ap.add_argument("--compiled-parallel", type=float, default=0.0, help="of a compiled build's one-core time, the "
+                    "share that is compiles able to run side by side (default 0; docs/scale-out.md)")
+    ap.add_argument("--compiled-width", type=int, default=1, help="at most this many of a compiled build's compiles "
+                    "side by side (default 1: the measured recipes compile one file at a time)")
     ap.add_argument("--cores", type=int, default=Runner.cores, help="a shard runner's cores, passed as `fanout shard "
                     "--jobs` (default 4: GitHub's standard Linux runner for public repositories)")
     ap.add_argument("--real-costs", type=Path, help="a costs.json of bench/bench_scale_real.py: the table with the real "
@@ -690,6 +741,7 @@ def main(argv: list[str] | None = None) -> int:
                     compiled_build_cuda=real.get("compiled_build_cuda", c.compiled_build_cuda))
         print(f"real-world costs ({args.real_costs}): noarch build {c.build:.1f} s, a test target {c.target:.1f} s "
               f"(cuda) / {c.target_cpu or c.target:.1f} s (cpu)")
+    c = replace(c, compiled_parallel=args.compiled_parallel, compiled_width=args.compiled_width)
     if c.read is None:
         print(f"rendering 300 generated recipes (load {os.getloadavg()[0]:.1f}) ...")
         render, read = measure_render(work / "render")
@@ -697,7 +749,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"per-unit costs on this machine: render {c.render:.3f} s/recipe (read with the renders taken: "
           f"{c.read_cached:.3f} s), noarch build {c.build:.1f} s, "
           f"test target {c.target:.1f} s, job {c.job:.1f} s, a build command's planning {c.build_fixed:.1f} s; "
-          f"compiled build {c.compiled_build:.0f} s cpu, {c.compiled_build_cuda or c.compiled_build:.0f} s cuda (parameters)")
+          f"compiled build {c.compiled_build:.0f} s cpu, {c.compiled_build_cuda or c.compiled_build:.0f} s cuda with one "
+          f"compile at a time ({c.compiled_parallel:.0%} of it compiles, {c.compiled_width} side by side at most)")
     worst = 0.0
     if not args.table_only:
         print("\nvalidation: the sandbox PR gate (11 packages, 3 levels, 1 target each) through pr.yml, "
@@ -749,6 +802,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{f:.2f} x their time (cuda {f * (c.compiled_build_cuda or c.compiled_build):.0f} s) at K = {k}"
         for k in (5, 20) if (f := hour_factor(day, k, c, r)) is not None)
         + " for release day (N = 300, layered) to take under an hour")
+    placed = [sum(1 for x in lv if x in day.compiled) for lv in day.graph.levels()]
+    print(f"compiled packages per dependency level (N = 300, layered): {placed} (conda-forge's feedstocks: "
+          f"{[COMPILED_LEVELS.get(i, 0) for i in range(len(placed))]}); placed anywhere instead (every level "
+          "alike, as the model had it), release day (layered): " + ", ".join(
+              f"K = {k}: {_m(predict(runs_of(300, 'layered', None)[2], k, c, r))}" for k in (5, 20)))
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if worst > 0.25 else 0
