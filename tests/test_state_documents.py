@@ -144,6 +144,27 @@ def test_every_write_stamps_the_current_version_atomically(tmp_path):
     assert json.loads(SweepDocument(release="2.6.0").to_text())["schema_version"] == 1
 
 
+
+@pytest.mark.parametrize("kind", sorted(OLD_SHAPES))
+@pytest.mark.parametrize("bad", ["", "\n", "{\"artifact\": ", "[]", "{}"])
+def test_a_writer_never_writes_an_empty_or_broken_document(kind, bad, tmp_path, monkeypatch):
+    """A results file was once found empty (0 bytes: its readers failed closed, a gate held). No writer of
+    the tool can make one: the text is parsed as its readers parse it before the atomic write, and an
+    empty or broken one is an error naming the file; the file on disk stays as it was."""
+    path = put(tmp_path, kind, OLD_SHAPES[kind][1])
+    doc = read(kind, tmp_path)
+    assert doc is not None
+    type(doc).check_text(doc.stamped().to_text(), path)  # what the tool writes passes
+    before = path.read_bytes()
+    monkeypatch.setattr(type(doc), "to_text", lambda self: bad)
+    with pytest.raises(DistroError, match=f"refusing to write the {type(doc).DOCUMENT}") as exc:
+        if kind == "ledger":
+            Ledger(tmp_path / "channel_state").save(doc)
+        else:
+            doc.write(path)
+    assert str(exc.value.path) == str(path) and "bug in conda-distro" in (exc.value.hint or "")
+    assert path.read_bytes() == before and sorted(path.parent.iterdir()) == [path]  # untouched, no temp file
+
 def _subclasses(cls: type) -> set[type]:
     out = set(cls.__subclasses__())
     return out | {s for c in out for s in _subclasses(c)}

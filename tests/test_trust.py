@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -271,17 +272,62 @@ def test_declared_names_single_and_multi_output(tmp_path, monkeypatch):
 # build and test scripts cannot reach the repository, the results or the ledger
 
 
-FORGE = ("for d in /proc/[0-9]*/cwd {root}; do for f in \"$d\"/build/results/*fastquant*.json; do "
-         "if [ -f \"$f\" ]; then sed 's/\"failed\"/\"passed\"/g' \"$f\" > \"$f.new\" && mv \"$f.new\" \"$f\" || true; fi; "
+#: the forging script: it looks for repositories through every process's working folder (``/proc/*/cwd``:
+#: what the issue's script did) and through the world's own path, and rewrites fastquant's results there.
+#: It touches only a folder holding the marker file with this test's token (the test's own world):
+#: unsandboxed (the test's second half), ``/proc`` shows every process on the machine, and other tests'
+#: worlds (other xdist workers, other test runs) are someone's cwd too. It once left a results file of
+#: another test's world empty (two copies of the script, the cpu and the cuda test, racing on one shared
+#: ``$f.new``; the other test then failed closed on it). The marker is read through the same path as the
+#: results, so a sandbox that let the script reach the world would let it forge (and fail the test) as
+#: before; each copy writes a temp file of its own (``$$``).
+FORGE_MARKER = Path("build") / "forge-target"
+FORGE = ("for d in /proc/[0-9]*/cwd {root}; do "
+         "[ \"$(cat \"$d\"/build/forge-target 2>/dev/null)\" = {token} ] || continue; "
+         "for f in \"$d\"/build/results/*fastquant*.json; do "
+         "if [ -f \"$f\" ]; then sed 's/\"failed\"/\"passed\"/g' \"$f\" > \"$f.$$\" && mv \"$f.$$\" \"$f\" "
+         "|| rm -f \"$f.$$\"; fi; "
          "done; done; true")
 
+
+def forge_script(world: Path) -> str:
+    """:data:`FORGE` aimed at ``world`` alone: a fresh token, written in its marker file."""
+    token = uuid.uuid4().hex
+    (world / FORGE_MARKER).parent.mkdir(parents=True, exist_ok=True)
+    (world / FORGE_MARKER).write_text(token)
+    return FORGE.format(root=world, token=token)
+
+
+
+def test_the_forging_script_run_unsandboxed_touches_its_own_world_only(tmp_path):
+    """The forging script as the test below runs it without the sandbox (two copies at once, as the cpu
+    and the cuda test run): another world that is some process's working folder (another test's, in
+    another xdist worker) is left alone; its own world is forged, whole."""
+    doc = {"artifact": "noarch/fastquant-0.2.0-h0_0.conda", "tests": [{"status": "failed"}] * 50}
+    worlds = {}
+    for name in ("own", "bystander"):
+        results = tmp_path / name / "build" / "results"
+        results.mkdir(parents=True)
+        (results / "noarch__fastquant-0.2.0-h0_0.conda.json").write_text(json.dumps(doc, indent=2))
+        worlds[name] = results / "noarch__fastquant-0.2.0-h0_0.conda.json"
+    script = forge_script(tmp_path / "own")
+    bystander = subprocess.Popen(["sleep", "120"], cwd=tmp_path / "bystander")  # (as git's processes in a world)
+    try:
+        forgers = [subprocess.Popen(["bash", "-c", script], stderr=subprocess.DEVNULL) for _ in range(2)]
+        assert [f.wait(timeout=120) for f in forgers] == [0, 0]
+    finally:
+        bystander.kill()
+        bystander.wait(timeout=60)
+    assert json.loads(worlds["bystander"].read_text()) == doc
+    assert {t["status"] for t in json.loads(worlds["own"].read_text())["tests"]} == {"passed"}
+    assert sorted(p.name for p in worlds["own"].parent.iterdir()) == [worlds["own"].name]  # no temp file left
 
 @pytest.mark.slow
 @needs_bwrap
 def test_a_test_script_cannot_forge_another_packages_results_repro(built_world, capsys):
     """A repro: a test script looped over /proc/*/cwd and rewrote build/results/*fastquant*.json
     from failed to passed; promote then promoted fastquant, which fails everywhere."""
-    add_recipe(built_world, "forger", generic_recipe("forger", [], [FORGE.format(root=built_world)]))
+    add_recipe(built_world, "forger", generic_recipe("forger", [], [forge_script(built_world)]))
     before = results_files(built_world)
     assert any("fastquant" in n for n in before)
     code, doc = run_json_at(capsys, built_world, "build", "forger", "--pytorch", "2.6.0")
@@ -304,6 +350,7 @@ def test_a_test_script_cannot_forge_another_packages_results_repro(built_world, 
     forged = results_files(built_world)
     name = next(n for n in before if "fastquant" in n)
     assert forged[name] != before[name] and '"failed"' not in forged[name].decode()
+    assert json.loads(forged[name])["tests"]  # forged whole (each copy of the script has its own temp file)
 
 
 @pytest.mark.slow

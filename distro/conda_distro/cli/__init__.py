@@ -170,7 +170,10 @@ def _discard_stdout() -> None:
 
 
 def entrypoint() -> None:
+    from conda_distro.util.exitguard import guard_exit
+
     sys.excepthook = masked_excepthook  # a traceback, should one ever escape, shows no secret
+    guard_exit()  # the exit waits for py-rattler's native threads to leave Python (else: SIGABRT at exit)
     code = main()
     # The interpreter runs one last garbage collection over every object at exit; with a loaded
     # distribution of thousands of recipes that alone takes most of a second. The process is ending,

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from conda_distro.util.exitguard import guard_exit
 from conda_distro.util.scratch import ScratchDir
 
 if TYPE_CHECKING:
@@ -304,6 +305,7 @@ def test_needs(artifact: Path, channels: Sequence[str], cuda: bool, extra: Seque
 
 
 def main(argv: list[str] | None = None) -> int:
+    guard_exit()  # its exit waits for py-rattler's native threads to leave Python
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m conda_distro.engine.needs JOB.json", file=sys.stderr)

@@ -44,6 +44,7 @@ from conda_distro.engine.jobs import (
     TestedMsg,
     TestPhaseJob,
 )
+from conda_distro.util.exitguard import guard_exit
 
 PR_SET_DUMPABLE = 4
 PR_GET_DUMPABLE = 3
@@ -107,6 +108,7 @@ def run_test(job: TestPhaseJob, report: Report) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point inside the sandbox: ``build|test --report-fd N JOB``."""
+    guard_exit()  # its exit waits for py-rattler's native threads to leave Python
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 4 or args[0] not in ("build", "test") or args[1] != "--report-fd":
         print("usage: python -m conda_distro.engine.worker build|test --report-fd N JOB.json", file=sys.stderr)

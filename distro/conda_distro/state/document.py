@@ -13,10 +13,15 @@ uncommitted edits, prune's journal; and the owners file beside them.
 * **Written one way.** :meth:`StateDocument.write`: the current version stamped, then one atomic write
   (:func:`conda_distro.util.fsutil.atomic_write_text`: a temp file beside it, renamed over it, so a kill
   leaves the old file or the new one, never half of one).
+* **Never written empty.** Before the write, the text is parsed as its readers parse it
+  (:meth:`StateDocument.check_text`): an empty text, or one that does not parse into a mapping, is refused
+  with an error naming the file, and the file on disk stays as it was. A reader fails closed on such a
+  file (an empty results file held a gate); the refusal names the writer that made it instead.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -76,6 +81,34 @@ class StateDocument(StrictModel):
         """The file's text: JSON, two spaces of indent, a final newline (a document may write another form)."""
         return self.model_dump_json(indent=2) + "\n"
 
+    @classmethod
+    def parse_text(cls, text: str) -> Any:
+        """The file's text parsed as its readers parse it: JSON (a document written in another form says how)."""
+        return json.loads(text)
+
+    @classmethod
+    def check_text(cls, text: str, path: Path) -> None:
+        """Refuse to write ``text`` to ``path`` when it is empty or does not parse into a mapping: a
+        :class:`DistroError` naming the file (nothing is written; the file on disk stays as it was)."""
+        why = None
+        if not text.strip():
+            why = "the text is empty"
+        else:
+            try:
+                data = cls.parse_text(text)
+            except Exception as exc:  # noqa: BLE001 - json and YAML raise several types
+                why = f"the text does not parse ({str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__})"
+            else:
+                if not isinstance(data, dict) or not data:
+                    why = "the text is not a mapping of fields"
+        if why is not None:
+            raise DistroError(f"refusing to write the {cls.DOCUMENT}: {why}", path=path,
+                              hint="a bug in conda-distro: the file was left as it was; report it with the command "
+                                   "that ran")
+
     def write(self, path: Path) -> None:
-        """Write the document (stamped with the current version) to ``path`` atomically."""
-        atomic_write_text(path, self.stamped().to_text())
+        """Write the document (stamped with the current version) to ``path`` atomically, after
+        :meth:`check_text`."""
+        text = self.stamped().to_text()
+        self.check_text(text, path)
+        atomic_write_text(path, text)

@@ -234,6 +234,7 @@ class Ledger:
                 return None
         except FileNotFoundError:
             pass
+        PackageState.check_text(text, path)
         atomic_write_text(path, text)  # (the text of PackageState.write, compared first)
         return path
 

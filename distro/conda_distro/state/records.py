@@ -48,6 +48,10 @@ class RetirementRecord(StateDocument):
     def to_text(self) -> str:
         return dump_plain(self.model_dump(mode="json"))
 
+    @classmethod
+    def parse_text(cls, text: str) -> Any:
+        return load_typed(text)
+
 
 class RetirementRecords:
     """The ``channel_state/retirements/`` folder."""
