@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import zipfile
 from pathlib import Path
@@ -183,6 +184,17 @@ def test_bridged_packages_install_and_import(bridged, tmp_path):
                           "print(jinja2.__version__, s.__file__)"], timeout=120,
                          capture_output=True, text=True, check=True).stdout
     assert out.startswith("3.1.6 ") and str(tmp_path / "env" / "lib" / "python3.11" / "site-packages") in out
+    # the platform packages ship checked-hash .pyc the interpreter takes: importing them compiles and writes
+    # nothing (bytecode writing allowed); the noarch jinja2 ships none
+    site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
+    shipped = sorted(site.glob("psutil/__pycache__/*.pyc"))
+    assert shipped and all(p.read_bytes()[4:8] == b"\x03\0\0\0" for p in shipped)  # PEP 552: checked hash
+    assert not list(site.glob("jinja2/__pycache__/*.pyc"))
+    verbose = subprocess.run([str(tmp_path / "env" / "bin" / "python"), "-v", "-c", "import psutil, markupsafe"],
+                             timeout=120, capture_output=True, text=True, check=True,
+                             env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}).stderr
+    assert not re.findall(r"^# code object from \S+/site-packages/\S+\.py$", verbose, re.M)
+    assert sorted(site.glob("psutil/__pycache__/*.pyc")) == shipped and "# created" not in verbose
     # the installed METADATA is the wheel's own, byte for byte (whl2conda folds long lines; pip cannot read those)
     from conda_distro.util.cachedir import default_cache_dir
 

@@ -411,6 +411,59 @@ def test_build_pytorch_standins_publishes_a_new_release(world, tmp_path):
     assert not any(r["version"] == "2.7.0" for r in _records(world.cache_entry).values())
 
 
+def _pyc_valid(pyc: Path, source: Path) -> bool:
+    """Whether the interpreter accepts ``pyc`` for ``source`` as it is on disk: its magic number, and the
+    source's hash (hash-based .pyc) or mtime and size (timestamp .pyc) in the header (PEP 552)."""
+    import importlib.util
+
+    head, st = pyc.read_bytes()[:16], source.stat()
+    if head[:4] != importlib.util.MAGIC_NUMBER:
+        return False
+    flags = int.from_bytes(head[4:8], "little")
+    if flags & 1:
+        return head[8:16] == importlib.util.source_hash(source.read_bytes())
+    return (int.from_bytes(head[8:12], "little"), int.from_bytes(head[12:16], "little")) == \
+        (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
+
+
+@pytest.mark.slow
+def test_installed_python_and_torch_ship_valid_bytecode(world, tmp_path):
+    """The repackaged python ships the commonly imported part of its stdlib byte-compiled (checked-hash)
+    and the stand-in torch its .pyc, valid once installed, so a test interpreter imports them without
+    compiling or writing anything."""
+    import subprocess
+
+    from rattler import install
+
+    recs = _solve(world.upstream, ["python", "pytorch 2.6.*"], cuda=False)
+    prefix = tmp_path / "env"
+    asyncio.run(install(list(recs.values()), target_prefix=prefix))
+    stdlib = prefix / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    tag = sys.implementation.cache_tag
+    sources = [p for p in stdlib.rglob("*.py") if "site-packages" not in p.parts]
+    compiled = {p: p.parent / "__pycache__" / f"{p.stem}.{tag}.pyc" for p in sources}
+    shipped = {p: c for p, c in compiled.items() if c.is_file()}
+    # what an interpreter start and common imports load (about 180 modules), not the whole stdlib
+    assert 150 < len(shipped) < len(sources) and (stdlib / "typing.py") in shipped
+    invalid = [c for p, c in shipped.items() if not _pyc_valid(c, p)]
+    assert not invalid
+    assert not any(str(prefix) in p.read_text(errors="replace") for p in shipped)  # rewritten at install
+    assert not list(stdlib.glob("*/test"))  # the stdlib's own test suites are left out
+    torch_py = sorted((stdlib / "site-packages" / "torch").glob("*.py"))
+    assert torch_py and all(_pyc_valid(p.parent / "__pycache__" / f"{p.stem}.{tag}.pyc", p) for p in torch_py)
+
+    before = {p: p.stat().st_mtime_ns for p in prefix.rglob("*.pyc")}
+    env = {"PATH": SAFE_PATH, "LANG": "C.UTF-8", "HOME": str(tmp_path)}  # bytecode writing allowed
+    proc = subprocess.run([str(prefix / "bin" / "python"), "-v", "-c",
+                           "import torch, torch.nn, json, re, contextlib, unittest, asyncio, subprocess, typing, "
+                           "dataclasses, logging, argparse, pathlib, tempfile"],
+                          capture_output=True, text=True, env=env, timeout=120, check=True)
+    from_source = re.findall(r"^# code object from (\S+\.py)$", proc.stderr, re.M)
+    assert not from_source, from_source[:5]
+    assert "# created" not in proc.stderr
+    assert {p: p.stat().st_mtime_ns for p in prefix.rglob("*.pyc")} == before
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "release", "passes"), [
     ("hookprofiler", "2.5.1", True),

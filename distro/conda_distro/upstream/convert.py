@@ -194,6 +194,41 @@ def _restore_metadata(conda_dir: Path, wheel_file: Path) -> None:
     paths_file.write_text(json.dumps(paths, indent=2))
 
 
+def _compile_bytecode(conda_dir: Path, python: TargetPython) -> None:
+    """Byte-compile a platform package's ``site-packages`` (and list the ``.pyc`` in ``paths.json``), as
+    conda-forge's packages ship them: without, every test interpreter compiles what it imports (tests
+    run with ``PYTHONDONTWRITEBYTECODE=1``; importing torch compiles hundreds of modules). Checked-hash
+    ``.pyc`` (valid whatever mtimes the installer gives the sources), no temporary path in the code
+    objects. Only when this interpreter is the target's version (its bytecode is the target's); a
+    source that does not compile (a template, Python 2) is left without. ``noarch: python`` packages
+    stay without: their ``.pyc`` would depend on the python they are installed with."""
+    import compileall
+    import hashlib
+    import py_compile
+    import sys
+
+    site = conda_dir / "lib" / f"python{python.short}" / "site-packages"
+    if python.short != f"{sys.version_info.major}.{sys.version_info.minor}" or not site.is_dir():
+        return
+    before = set(site.rglob("*.pyc"))
+    compileall.compile_dir(str(site), quiet=2, stripdir=str(conda_dir), workers=1,
+                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    added = sorted(p.relative_to(conda_dir).as_posix() for p in set(site.rglob("*.pyc")) - before)
+    if not added:
+        return
+    paths_file = conda_dir / "info" / "paths.json"
+    paths = json.loads(paths_file.read_text())
+    for rel in added:
+        data = (conda_dir / rel).read_bytes()
+        paths["paths"].append({"_path": rel, "path_type": "hardlink", "sha256": hashlib.sha256(data).hexdigest(),
+                               "size_in_bytes": len(data)})
+    paths["paths"].sort(key=lambda e: e["_path"])
+    paths_file.write_text(json.dumps(paths, indent=2))
+    files_list = conda_dir / "info" / "files"
+    if files_list.is_file():
+        files_list.write_text("".join(f"{f}\n" for f in sorted({*files_list.read_text().splitlines(), *added})))
+
+
 def _filename_platform(filename: str) -> str | None:
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
@@ -253,6 +288,8 @@ def convert(options: ConvertOptions) -> Converted:
             info = conda_dir / "info"
             _restore_metadata(conda_dir, opts.wheel_file)
             index = json.loads((info / "index.json").read_text())
+            if index.get("noarch") != "python":
+                _compile_bytecode(conda_dir, opts.python)
             build = f"{opts.build_prefix}{index['build']}"
             deps = [opts.pin_depends.get(d.split()[0], d) for d in index["depends"]] + list(opts.extra_depends)
             if index.get("noarch") == "python" and not any(d.split()[0] == "python" for d in deps):
