@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
 import subprocess
 import zipfile
 from pathlib import Path
@@ -273,6 +274,16 @@ def test_the_real_upstream_cache_is_keyed_by_the_lock(tmp_path, monkeypatch):
     assert ensure(_lock_of("a" * 64, sources=src))[0] == entry and len(made) == 1
     other, _, built = ensure(_lock_of("c" * 64))
     assert built and other != entry and len(made) == 2
+    data = tmp_path / "data"  # the recipe the host python is repackaged with is part of the key
+    shutil.copytree(real.data_dir() / "upstream" / "python", data / "upstream" / "python")
+    monkeypatch.setattr(real, "data_dir", lambda: data)
+    assert ensure(lock)[0] == entry and len(made) == 2
+    with (data / "upstream" / "python" / "recipe.yaml").open("a") as f:
+        f.write("# changed\n")
+    changed, _, built = ensure(lock)
+    assert built and changed not in (entry, other) and len(made) == 3
+    monkeypatch.undo()
+    monkeypatch.setattr(real, "_build_upstream", fake_build)
     (entry / real.ENTRY_FILE).write_text(json.dumps({**doc, "bridge": {"packages": []}}))  # no channel
     with pytest.raises(BridgeError, match="cache entry cannot be read") as exc:
         ensure(lock)

@@ -50,7 +50,15 @@ from conda_distro.errors import BridgeError, UsageError
 from conda_distro.sandbox.cache import EntrySpec, copy_channel, ensure_entry, prune_entries, rattler_build_version_string
 from conda_distro.sandbox.real_toolchain import TOOLCHAIN_CHANNEL, build_toolchain_channel, real_variants
 from conda_distro.sandbox.sources import SourceFile, SourceRequest, fetch_sources, point_recipe_at
-from conda_distro.sandbox.upstream import HostPython, Toolchain, build_python_package, publish_packages, write_run_exports
+from conda_distro.sandbox.upstream import (
+    HostPython,
+    Toolchain,
+    build_python_package,
+    data_dir,
+    iter_data_files,
+    publish_packages,
+    write_run_exports,
+)
 from conda_distro.sandbox.world import commit_world, target_folder
 from conda_distro.upstream import BridgeOptions, TargetPython, TorchBuild, bridge_locked, pypi_name
 from conda_distro.upstream.closures import LockRequest, resolve_lock
@@ -335,6 +343,9 @@ def _inputs(req: UpstreamRequest) -> dict:
     pkg = Path(__file__).resolve().parent.parent / "upstream"
     for name in CHANNEL_CODE:
         code.update((pkg / name).read_bytes())
+    python_recipe = data_dir() / "upstream" / "python"  # the host python is repackaged by this recipe
+    for f in iter_data_files(python_recipe):
+        code.update(f.relative_to(python_recipe).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     closures = [c for b in req.builds if (c := req.lock.closure(b.release, b.variant)) is not None]
     return {
         "format": CACHE_FORMAT, "python_version": req.host.version, "python_prefix": str(req.host.prefix),
