@@ -66,7 +66,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from conda_distro.fanout.plan import COMPILED_WEIGHT, Shard, ShardPlan, ShardSpec, make_shards, unit_package  # noqa: E402
+from conda_distro.fanout.plan import (  # noqa: E402
+    COMPILED_WEIGHT,
+    STATIC_COSTS,
+    Shard,
+    ShardPlan,
+    ShardSpec,
+    make_shards,
+    unit_package,
+    units_of,
+)
 from conda_distro.graph import RecipeGraph  # noqa: E402
 
 CD = Path(sys.executable).parent / "conda-distro"
@@ -227,10 +236,30 @@ def shard_work(units: list[str], run: Run, c: Costs, cores: int = 1) -> float:
 
 def shards_of(run: Run, k: int, per_shard: int = 4, stages: int = 8) -> ShardPlan:
     """The real shards (conda_distro.fanout.plan.make_shards) of ``run`` at ``k`` runners per stage: a
-    compiled package with several builds is one unit per build."""
+    compiled package with several builds is one unit per build, packed by the planner's static estimates
+    (:func:`planner_costs`), as the workflows' plan job packs them."""
     weights = {n: COMPILED_WEIGHT for n in run.compiled}
     builds = {n: [f"build={i}" for i in range(run.compiled_builds)] for n in run.compiled} if run.compiled_builds > 1 else {}
-    return make_shards(run.graph, run.affected, weights, ShardSpec(runners=k, per_shard=per_shard, stages=stages), builds)
+    return make_shards(run.graph, run.affected, weights, ShardSpec(runners=k, per_shard=per_shard, stages=stages), builds,
+                       planner_costs(run, builds))
+
+
+def planner_costs(run: Run, builds: dict[str, list[str]]) -> dict[str, float]:
+    """What the plan job's :func:`conda_distro.fanout.fanin.unit_costs` would estimate for ``run``'s units
+    (``STATIC_COSTS``): a noarch package its build and its cpu and cuda targets; a compiled build
+    (``build=i``: even ``i`` cpu, odd cuda) its build and its share of the package's targets."""
+    out: dict[str, float] = {}
+    for u in units_of(run.affected, builds):
+        name = unit_package(u)
+        if name in run.compiled:
+            cuda = run.compiled_builds > 1 and int(u.rsplit("=", 1)[-1]) % 2 == 1
+            share = max(1, run.targets // max(1, run.compiled_builds))
+            out[u] = STATIC_COSTS.estimate(True, cuda, 0 if cuda else share, share if cuda else 0)
+        else:
+            cpu, cuda_t = run.target_split.get(name, (min(run.cpu_targets, run.targets),
+                                                       run.targets - min(run.cpu_targets, run.targets)))
+            out[u] = STATIC_COSTS.estimate(False, cpu_tests=cpu, cuda_tests=cuda_t)
+    return out
 
 
 def predict(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: int = 8,
