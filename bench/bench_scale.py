@@ -68,6 +68,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from conda_distro.fanout.plan import (  # noqa: E402
     COMPILED_WEIGHT,
+    RUNNER_CORES,
     STATIC_COSTS,
     Shard,
     ShardPlan,
@@ -234,13 +235,15 @@ def shard_work(units: list[str], run: Run, c: Costs, cores: int = 1) -> float:
     return end
 
 
-def shards_of(run: Run, k: int, per_shard: int = 4, stages: int = 8) -> ShardPlan:
+def shards_of(run: Run, k: int, per_shard: int = 4, stages: int = 8, cores: int = RUNNER_CORES) -> ShardPlan:
     """The real shards (conda_distro.fanout.plan.make_shards) of ``run`` at ``k`` runners per stage: a
     compiled package with several builds is one unit per build, packed by the planner's static estimates
-    (:func:`planner_costs`), as the workflows' plan job packs them."""
+    (:func:`planner_costs`) onto shards of ``cores`` cores, as the workflows' plan job packs them (for
+    the runner's 4 cores; ``cores`` 1: the "1 core" column's shards, as a planner packing for one core
+    would cut them)."""
     weights = {n: COMPILED_WEIGHT for n in run.compiled}
     builds = {n: [f"build={i}" for i in range(run.compiled_builds)] for n in run.compiled} if run.compiled_builds > 1 else {}
-    return make_shards(run.graph, run.affected, weights, ShardSpec(runners=k, per_shard=per_shard, stages=stages), builds,
+    return make_shards(run.graph, run.affected, weights, ShardSpec(runners=k, per_shard=per_shard, stages=stages, cores=cores), builds,
                        planner_costs(run, builds))
 
 
@@ -275,7 +278,7 @@ def timeline(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: 
     renders; every shard and fan-in job installs the same way, downloads the renders and its inputs'
     bundles (5 at a time) and reads the recipes from the renders it took (``renders=False``: it renders
     them itself, as before). A PR's fan-in (`check-pr --from-shards`) renders itself."""
-    plan = shards_of(run, k, per_shard, stages)
+    plan = shards_of(run, k, per_shard, stages, r.cores)
     base = r.start + r.install_cached + c.job
     renders_mb = r.renders_mb * run.n_recipes / 1000
     read = (c.read_cached if renders else c.render) * run.n_recipes + (r.download(1, renders_mb) if renders else 0.0)
@@ -331,7 +334,7 @@ def predict_variant_pools(run: Run, k: int, c: Costs, r: Runner) -> float:
 def stage_breakdown(run: Run, k: int, c: Costs, cores: int = 1) -> list[tuple[int, int, int, float, int]]:
     """Per stage: shards, units, the slowest shard's work (its units on ``cores``), and the most inputs a
     shard has."""
-    plan = shards_of(run, k)
+    plan = shards_of(run, k, cores=cores)
     return [(i, len(st), sum(len(s.packages) for s in st), max(shard_work(s.packages, run, c, cores) for s in st),
              max(len(s.inputs) for s in st)) for i, st in enumerate(plan.stages)]
 
