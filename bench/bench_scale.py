@@ -12,7 +12,7 @@ day take for N packages on K runners per stage.
 2. **The model** (:func:`predict`, :func:`timeline`): a run is the plan job, then each stage's shards in
    parallel (a stage lasts as long as its slowest shard: GitHub starts a stage when every shard of the
    previous one is done), then the fan-in. The shards are the real ones
-   (`conda_distro.fanout.plan.make_shards`) over the run's dependency graph, a compiled package's builds
+   (`conda_distro.fanout.plan.make_shards`, packed by its static estimates) over the run's dependency graph, a compiled package's builds
    being units of their own. A shard costs a job plus its units' steps (a noarch package's build and
    test targets, or one compiled build and its share of the targets; each package's own costs where a
    run's logs measured them, ``Costs.packages``, cpu and cuda apart) scheduled on the runner's cores
