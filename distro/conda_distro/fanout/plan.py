@@ -10,8 +10,9 @@ package gets a shard of its own and does not hold up its level's other shards). 
 packed by what their work costs (:class:`UnitCosts`: a static estimate by kind, a cuda build weighing
 more than twice a cpu one): longest first, each onto the shard where it ends soonest, a shard running
 its units on its runner's ``cores`` side by side (as ``build --jobs`` does), so no shard takes a second
-heavy unit onto a core while another shard has a free one. Every package is in exactly one shard; the same inputs give the same shards, so
-the shard jobs and the fan-in agree on them without trusting each other.
+heavy unit onto a core while another shard has a free one. Every package is in exactly one shard; the
+same inputs give the same shards, so the shard jobs and the fan-in agree on them without trusting each
+other.
 
 **The unit of fan-out is one build.** A noarch package is one unit (its build and every test target). A
 compiled package with several builds in the run (one per PyTorch minor × variant, as rattler-build renders
