@@ -12,7 +12,7 @@ day take for N packages on K runners per stage.
 2. **The model** (:func:`predict`, :func:`timeline`): a run is the plan job, then each stage's shards in
    parallel (a stage lasts as long as its slowest shard: GitHub starts a stage when every shard of the
    previous one is done), then the fan-in. The shards are the real ones
-   (`conda_distro.fanout.plan.make_shards`) over the run's dependency graph, a compiled package's builds
+   (`conda_distro.fanout.plan.make_shards`, packed by its static estimates) over the run's dependency graph, a compiled package's builds
    being units of their own. A shard costs a job plus its units' steps (a noarch package's build and
    test targets, or one compiled build and its share of the targets; each package's own costs where a
    run's logs measured them, ``Costs.packages``, cpu and cuda apart) scheduled on the runner's cores
@@ -66,7 +66,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from conda_distro.fanout.plan import COMPILED_WEIGHT, Shard, ShardPlan, ShardSpec, make_shards, unit_package  # noqa: E402
+from conda_distro.fanout.plan import (  # noqa: E402
+    COMPILED_WEIGHT,
+    RUNNER_CORES,
+    STATIC_COSTS,
+    Shard,
+    ShardPlan,
+    ShardSpec,
+    make_shards,
+    unit_package,
+    units_of,
+)
 from conda_distro.graph import RecipeGraph  # noqa: E402
 
 CD = Path(sys.executable).parent / "conda-distro"
@@ -225,12 +235,34 @@ def shard_work(units: list[str], run: Run, c: Costs, cores: int = 1) -> float:
     return end
 
 
-def shards_of(run: Run, k: int, per_shard: int = 4, stages: int = 8) -> ShardPlan:
+def shards_of(run: Run, k: int, per_shard: int = 4, stages: int = 8, cores: int = RUNNER_CORES) -> ShardPlan:
     """The real shards (conda_distro.fanout.plan.make_shards) of ``run`` at ``k`` runners per stage: a
-    compiled package with several builds is one unit per build."""
+    compiled package with several builds is one unit per build, packed by the planner's static estimates
+    (:func:`planner_costs`) onto shards of ``cores`` cores, as the workflows' plan job packs them (for
+    the runner's 4 cores; ``cores`` 1: the "1 core" column's shards, as a planner packing for one core
+    would cut them)."""
     weights = {n: COMPILED_WEIGHT for n in run.compiled}
     builds = {n: [f"build={i}" for i in range(run.compiled_builds)] for n in run.compiled} if run.compiled_builds > 1 else {}
-    return make_shards(run.graph, run.affected, weights, ShardSpec(runners=k, per_shard=per_shard, stages=stages), builds)
+    return make_shards(run.graph, run.affected, weights, ShardSpec(runners=k, per_shard=per_shard, stages=stages, cores=cores), builds,
+                       planner_costs(run, builds))
+
+
+def planner_costs(run: Run, builds: dict[str, list[str]]) -> dict[str, float]:
+    """What the plan job's :func:`conda_distro.fanout.fanin.unit_costs` would estimate for ``run``'s units
+    (``STATIC_COSTS``): a noarch package its build and its cpu and cuda targets; a compiled build
+    (``build=i``: even ``i`` cpu, odd cuda) its build and its share of the package's targets."""
+    out: dict[str, float] = {}
+    for u in units_of(run.affected, builds):
+        name = unit_package(u)
+        if name in run.compiled:
+            cuda = run.compiled_builds > 1 and int(u.rsplit("=", 1)[-1]) % 2 == 1
+            share = max(1, run.targets // max(1, run.compiled_builds))
+            out[u] = STATIC_COSTS.estimate(True, cuda, 0 if cuda else share, share if cuda else 0)
+        else:
+            cpu, cuda_t = run.target_split.get(name, (min(run.cpu_targets, run.targets),
+                                                       run.targets - min(run.cpu_targets, run.targets)))
+            out[u] = STATIC_COSTS.estimate(False, cpu_tests=cpu, cuda_tests=cuda_t)
+    return out
 
 
 def predict(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: int = 8,
@@ -246,7 +278,7 @@ def timeline(run: Run, k: int, c: Costs, r: Runner, per_shard: int = 4, stages: 
     renders; every shard and fan-in job installs the same way, downloads the renders and its inputs'
     bundles (5 at a time) and reads the recipes from the renders it took (``renders=False``: it renders
     them itself, as before). A PR's fan-in (`check-pr --from-shards`) renders itself."""
-    plan = shards_of(run, k, per_shard, stages)
+    plan = shards_of(run, k, per_shard, stages, r.cores)
     base = r.start + r.install_cached + c.job
     renders_mb = r.renders_mb * run.n_recipes / 1000
     read = (c.read_cached if renders else c.render) * run.n_recipes + (r.download(1, renders_mb) if renders else 0.0)
@@ -302,7 +334,7 @@ def predict_variant_pools(run: Run, k: int, c: Costs, r: Runner) -> float:
 def stage_breakdown(run: Run, k: int, c: Costs, cores: int = 1) -> list[tuple[int, int, int, float, int]]:
     """Per stage: shards, units, the slowest shard's work (its units on ``cores``), and the most inputs a
     shard has."""
-    plan = shards_of(run, k)
+    plan = shards_of(run, k, cores=cores)
     return [(i, len(st), sum(len(s.packages) for s in st), max(shard_work(s.packages, run, c, cores) for s in st),
              max(len(s.inputs) for s in st)) for i, st in enumerate(plan.stages)]
 

@@ -200,3 +200,29 @@ def test_release_day_plan_tells_widening_from_new_builds(make_distro, clean_reci
         assert (plan[name].status, plan[name].action, plan[name].edits) == ("unchanged", "build for the new minor", ())
     bugfix = {d.name: d for d in plan_sweep(dist, "2.15.1").decisions}
     assert {(d.status, d.action) for d in bugfix.values()} == {("unchanged", "")}
+
+
+def test_the_fanout_planner_weighs_each_build_by_its_kind(make_distro, clean_recipe):
+    """The plan job's estimates of each unit's work (for packing shards only): a cuda build weighs more
+    than a cpu one of the same recipe, a compiled build more than a noarch package; a build is tested on
+    its own minor's targets of its own variant."""
+    from conda_distro.fanout.fanin import builds, unit_costs
+    from conda_distro.fanout.plan import STATIC_COSTS
+    from conda_distro.graph import RecipeGraph
+
+    root = _world(make_distro, "cuda-optional")
+    (root / "recipes" / "pure").mkdir()
+    (root / "recipes" / "pure" / "recipe.yaml").write_text(clean_recipe("pure", pytorch="pytorch >=2.13,<2.16"))
+    dist = load_distribution(root)
+    names = ["cuda-optional", "pure"]
+    split = builds(dist, RecipeGraph.from_recipes(dist.recipes), names)
+    costs = unit_costs(dist, names, split)
+    targets = len(RELEASES)  # per variant
+    assert costs["pure"] == STATIC_COSTS.estimate(False, cpu_tests=targets, cuda_tests=targets)
+    units = [u for u in costs if u != "pure"]
+    assert len(units) == len(split["cuda-optional"]) == 24  # 4 pythons x 3 minors x cpu/cuda
+    cuda = [u for u in units if "cuda_compiler_version=None" not in u]
+    assert len(cuda) == 12
+    for u in units:
+        assert costs[u] == STATIC_COSTS.estimate(True, u in cuda, 0 if u in cuda else 1, 1 if u in cuda else 0), u
+    assert min(costs[u] for u in cuda) > 2 * max(costs[u] for u in units if u not in cuda) > costs["pure"]

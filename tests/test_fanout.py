@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from conda_distro.errors import ShardError
 from conda_distro.fanout.bundle import MANIFEST, Checkout, read_bundles
-from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardSpec, make_shards, unit_package, units_of
+from conda_distro.fanout.plan import COMPILED_WEIGHT, STATIC_COSTS, ShardSpec, make_shards, unit_package, units_of
 from conda_distro.graph import RecipeGraph
 from conda_distro.state.provenance import recipe_digest
 
@@ -89,6 +89,55 @@ def test_a_compiled_package_builds_on_shards_of_their_own():
     assert make_shards(graph, graph.names, {}, spec, {"ext": ["pytorch=2.5"]}).owner()["ext"] == "s0-0"
 
 
+def _heavy_level(compiled: int, noarch: int):
+    """One level: ``compiled`` packages built cpu and cuda (two units each) and ``noarch`` noarch ones, with
+    the planner's static estimates (two targets: one cpu, one cuda)."""
+    names = [f"c{i:02d}" for i in range(compiled)] + [f"n{i:02d}" for i in range(noarch)]
+    builds = {f"c{i:02d}": ["cuda_compiler_version=None", "cuda_compiler_version=12.4"] for i in range(compiled)}
+    weights = {n: COMPILED_WEIGHT for n in builds}
+    costs = {n: STATIC_COSTS.estimate(False, cpu_tests=1, cuda_tests=1) for n in names if n not in builds}
+    for n in builds:
+        costs[f"{n}@0:cuda_compiler_version=None"] = STATIC_COSTS.estimate(True, False, cpu_tests=1)
+        costs[f"{n}@1:cuda_compiler_version=12.4"] = STATIC_COSTS.estimate(True, True, cuda_tests=1)
+    return _graph([], names), builds, weights, costs
+
+
+@pytest.mark.parametrize(("compiled", "noarch", "runners"), [(49, 105, 20), (27, 60, 20), (9, 60, 5), (27, 60, 5)])
+def test_cuda_builds_take_a_free_core_before_any_shard_doubles_up(compiled, noarch, runners):
+    """A level of many cuda builds and many noarch packages (the first case: release day's stage 0 at
+    N = 300, K = 20): the cuda builds (the heaviest units) go one per core of the runners' shards before
+    any shard holds more cuda builds than its cores, and the shards' counts differ by at most one; the
+    cpu builds and noarch packages fill in around them. Packed by the weights alone (a cuda build
+    weighing as much as a cpu one), 9 of those 20 shards got 5 cuda builds on 4 cores and 10 none."""
+    graph, builds, weights, costs = _heavy_level(compiled, noarch)
+    spec = ShardSpec(runners=runners, per_shard=4, cores=4)
+    plan = make_shards(graph, graph.names, weights, spec, builds, costs)
+    assert len(plan.stages[0]) == runners  # as many shards as before: the count is the weights', bounded by runners
+    cuda = [sum(u.endswith("12.4") for u in s.packages) for s in plan.stages[0]]
+    assert sum(cuda) == compiled and max(cuda) - min(cuda) <= 1
+    if compiled <= runners * spec.cores:
+        assert max(cuda) <= spec.cores  # one per core while any core is free
+    else:
+        assert min(cuda) >= spec.cores  # every core has one before a shard doubles up
+    _check_invariants(graph, graph.names, plan, spec, builds)
+    if (compiled, runners) == (49, 20):
+        before = make_shards(graph, graph.names, weights, spec, builds)  # no costs: by the weights, as before
+        assert sorted(sum(u.endswith("12.4") for u in s.packages) for s in before.stages[0]).count(5) == 9
+
+
+def test_the_packing_is_deterministic():
+    """Same input, same shards: whatever order the packages come in (every job recomputes the plan and
+    they must agree), and the output format is the one the workflows read."""
+    graph, builds, weights, costs = _heavy_level(13, 41)
+    spec = ShardSpec(runners=7, per_shard=3, cores=4)
+    plan = make_shards(graph, graph.names, weights, spec, builds, costs)
+    again = make_shards(graph, list(reversed(graph.names)), dict(reversed(weights.items())), spec,
+                        dict(reversed(builds.items())), dict(reversed(costs.items())))
+    assert plan.to_dict() == again.to_dict()
+    assert plan.github_lines(8) == again.github_lines(8)
+    assert set(plan.stages[0][0].to_dict()) == {"shard", "stage", "packages", "inputs"}
+
+
 def test_deep_levels_fold_into_the_last_stage_as_whole_pieces():
     chain = [(f"c{i}", f"c{i + 1}") for i in range(5)]  # c0 -> ... -> c5: six levels
     graph = _graph([*chain, ("c2", "side"), ("z0", "z1"), ("z1", "z2"), ("z2", "z3")])
@@ -128,6 +177,11 @@ def test_any_graph_is_cut_into_shards_that_respect_its_order(case):
     plan = make_shards(graph, affected, weights, spec, builds)
     _check_invariants(graph, affected, plan, spec, builds)
     assert plan.to_dict() == make_shards(graph, list(reversed(affected)), weights, spec, builds).to_dict()  # deterministic
+    costs = {u: STATIC_COSTS.estimate(unit_package(u) in weights, u.endswith("=2.1")) for u in units_of(affected, builds)}
+    packed = make_shards(graph, affected, weights, spec, builds, costs)  # packed by estimated costs
+    _check_invariants(graph, affected, packed, spec, builds)
+    assert [len(st) for st in packed.stages] == [len(st) for st in plan.stages]  # as many shards as by weights
+    assert packed.to_dict() == make_shards(graph, list(reversed(affected)), weights, spec, builds, costs).to_dict()
 
 
 # --- bundles: what a reader refuses

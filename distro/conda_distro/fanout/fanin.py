@@ -17,9 +17,10 @@ from pathlib import Path
 from conda_distro.distribution import Distribution
 from conda_distro.engine.run import SCOPES, build_paths
 from conda_distro.fanout.bundle import Checkout, Merged, read_bundles, take_bundles
-from conda_distro.fanout.plan import COMPILED_WEIGHT, ShardPlan, ShardSpec, make_shards
+from conda_distro.fanout.plan import COMPILED_WEIGHT, STATIC_COSTS, ShardPlan, ShardSpec, make_shards, units_of
 from conda_distro.graph import RecipeGraph
 from conda_distro.pins import admitted_releases
+from conda_distro.recipe.render import CPU_CUDA, CUDA_KEY
 from conda_distro.state.locks import DEFAULT_LOCK_TIMEOUT, Deadline, staging_lock
 from conda_distro.state.results import ResultsStore
 from conda_distro.util.fsutil import clear_folder
@@ -71,12 +72,51 @@ def builds(dist: Distribution, graph: RecipeGraph, affected: list[str], pytorch:
     return out
 
 
+def _is_cuda(value: str | None) -> bool:
+    return value not in (None, "", CPU_CUDA)
+
+
+def unit_costs(dist: Distribution, affected: list[str], builds: dict[str, list[str]],
+               pytorch: tuple[str, ...] = ()) -> dict[str, float]:
+    """Each unit's estimated work (:data:`~.plan.STATIC_COSTS`, for balancing shards only), from what the
+    checkout says: a noarch package (its build and a test per target of the run: its releases ×
+    distro.yaml's variants); a compiled package (a recipe that is not noarch) whose builds are one unit
+    (a cuda build when a rendered variant has a ``cuda_compiler_version`` other than "None"; every
+    target); each build of a split one (cuda or cpu by its own variant values, tested on the targets of
+    its variant, of its PyTorch minor when its values name one)."""
+    name = dist.config.pytorch.name
+    releases = [r for r in dist.config.pytorch.releases if not pytorch or r in pytorch]
+    cpu_t = len(releases) * sum(not v.cuda for v in dist.config.pytorch.variants)
+    cuda_t = len(releases) * sum(v.cuda for v in dist.config.pytorch.variants)
+    out: dict[str, float] = {}
+    for n in affected:
+        recipe = dist.recipes[n]
+        if recipe.noarch:
+            out[n] = STATIC_COSTS.estimate(False, cpu_tests=cpu_t, cuda_tests=cuda_t)
+            continue
+        if n not in builds:
+            cuda = any(_is_cuda(v.variant.get(CUDA_KEY)) for v in recipe.variants)
+            out[n] = STATIC_COSTS.estimate(True, cuda, cpu_t, cuda_t)
+            continue
+        common_cuda = any(_is_cuda(v.variant.get(CUDA_KEY)) for v in recipe.variants)
+        for unit, key in zip(units_of([n], builds), builds[n], strict=True):
+            values = dict(kv.split("=", 1) for kv in key.split(",") if "=" in kv)
+            cuda = _is_cuda(values[CUDA_KEY]) if CUDA_KEY in values else common_cuda
+            minor = values.get(name)
+            mine = [r for r in releases if not minor or Release(r).minor == minor]
+            variants = [v for v in dist.config.pytorch.variants if v.cuda == cuda]
+            tests = len(mine) * len(variants)
+            out[unit] = STATIC_COSTS.estimate(True, cuda, 0 if cuda else tests, tests if cuda else 0)
+    return out
+
+
 def shard_plan(dist: Distribution, affected: list[str], spec: ShardSpec,
                pytorch: tuple[str, ...] = ()) -> tuple[RecipeGraph, ShardPlan]:
     """The shards of a run of ``affected`` (against the releases ``pytorch``, empty: all) over the (readable)
     distribution ``dist``: each build of a compiled package with several is a unit of its own."""
     graph = RecipeGraph.from_recipes(dist.recipes)
-    return graph, make_shards(graph, affected, weights(dist), spec, builds(dist, graph, affected, pytorch))
+    split = builds(dist, graph, affected, pytorch)
+    return graph, make_shards(graph, affected, weights(dist), spec, split, unit_costs(dist, affected, split, pytorch))
 
 
 def checkout_of(dist: Distribution, run: str) -> Checkout:

@@ -4,11 +4,15 @@ A run builds an affected set (check-pr's, `build --changed-since`'s or every pac
 levels become **stages**: stage ``i`` holds level ``i``; a workflow has a fixed number of stage jobs
 (``stages``), so every level from ``stages - 1`` on is folded into the last stage, whose shards then
 hold whole connected pieces of those levels and build them in dependency order. Each stage's packages
-are split over at most ``runners`` shards, longest first onto the least loaded shard (a compiled
-package weighs :data:`COMPILED_WEIGHT` noarch ones), and a shard holds at most ``per_shard`` weight
-when more runners can take it: one slow package gets a shard of its own and does not hold up its
-level's other shards. Every package is in exactly one shard; the same inputs give the same shards, so
-the shard jobs and the fan-in agree on them without trusting each other.
+are split over at most ``runners`` shards (how many: a compiled package weighs :data:`COMPILED_WEIGHT`
+noarch ones, and a shard holds at most ``per_shard`` weight when more runners can take it: one slow
+package gets a shard of its own and does not hold up its level's other shards). The units are then
+packed by what their work costs (:class:`UnitCosts`: a static estimate by kind, a cuda build weighing
+more than twice a cpu one): longest first, each onto the shard where it ends soonest, a shard running
+its units on its runner's ``cores`` side by side (as ``build --jobs`` does), so no shard takes a second
+heavy unit onto a core while another shard has a free one. Every package is in exactly one shard; the
+same inputs give the same shards, so the shard jobs and the fan-in agree on them without trusting each
+other.
 
 **The unit of fan-out is one build.** A noarch package is one unit (its build and every test target). A
 compiled package with several builds in the run (one per PyTorch minor × variant, as rattler-build renders
@@ -32,6 +36,9 @@ from conda_distro.graph import RecipeGraph
 
 #: how many noarch packages one compiled package (a recipe that is not noarch) weighs when shards are cut
 COMPILED_WEIGHT = 5
+#: the cores of a shard job's runner (GitHub's standard Linux runner for public repositories): its job runs
+#: ``fanout shard --jobs "$(nproc)"``; a fixed number, not this machine's, so every job cuts the same shards
+RUNNER_CORES = 4
 #: stage jobs a workflow defines (``level-0`` … ``level-7``); deeper levels fold into the last one
 DEFAULT_STAGES = 8
 
@@ -57,6 +64,31 @@ class ShardSpec:
     runners: int = 20
     per_shard: int = 4
     stages: int = DEFAULT_STAGES
+    cores: int = RUNNER_CORES  # a shard runner's cores: how many units it runs side by side
+
+
+@dataclass(frozen=True)
+class UnitCosts:
+    """Static estimates of a unit's work in seconds, by kind, used ONLY to balance shards (never for a
+    verdict, a timeout or a report). From the measured costs in docs/scale-out.md ("Predicted: real
+    costs"): the medians of a `build --all` of the real world's recipes (a noarch build 21 s, a test
+    target 53 s cpu and 96 s cuda) and pytorch_scatter's compiled builds on this machine (750 s cpu,
+    1,800 s cuda, one compile at a time: as long on a 4-core runner as on one core)."""
+
+    noarch_build: float = 21.0
+    cpu_build: float = 750.0
+    cuda_build: float = 1800.0
+    cpu_test: float = 53.0
+    cuda_test: float = 96.0
+
+    def estimate(self, compiled: bool, cuda: bool = False, cpu_tests: int = 1, cuda_tests: int = 0) -> float:
+        """One unit's work on one core: its build (noarch; compiled, cpu or cuda) and its test targets."""
+        build = (self.cuda_build if cuda else self.cpu_build) if compiled else self.noarch_build
+        return build + cpu_tests * self.cpu_test + cuda_tests * self.cuda_test
+
+
+#: the estimates the planner uses (see :class:`UnitCosts`)
+STATIC_COSTS = UnitCosts()
 
 
 @dataclass(frozen=True)
@@ -135,23 +167,45 @@ class ShardPlan:
         return out
 
 
-def _split(items: list[tuple[list[str], int]], count: int) -> list[list[list[str]]]:
-    """Longest first onto the least loaded of ``count`` bins (ties: the lowest index); each item is a
-    group of packages that stays together, with its weight."""
+def _placed(cores: list[float], costs: list[float]) -> list[float]:
+    """``cores``' loads after ``costs`` are run on them, longest first, each on the least loaded core."""
+    out = list(cores)
+    for c in sorted(costs, reverse=True):
+        i = min(range(len(out)), key=lambda j: (out[j], j))
+        out[i] += c
+    return out
+
+
+def _split(items: list[tuple[list[str], list[float]]], count: int, cores: int) -> list[list[list[str]]]:
+    """Longest first (LPT) onto ``count`` shards of ``cores`` cores each: an item (a group of units that
+    stays together, with each unit's cost) goes to the shard where it ends soonest, its units each on
+    that shard's least loaded core (ties: the least total work, then the lowest index). A heavy unit so
+    takes a free core of any shard before it doubles up on a busy one. Deterministic: the order and the
+    ties depend only on the costs and the units' names."""
     bins: list[list[list[str]]] = [[] for _ in range(count)]
-    load = [0] * count
-    for group, weight in sorted(items, key=lambda it: (-it[1], it[0])):
-        i = min(range(count), key=lambda j: (load[j], j))
+    loads = [[0.0] * max(1, cores) for _ in range(count)]
+    for group, costs in sorted(items, key=lambda it: (-sum(it[1]), it[0])):
+        trials = [_placed(loads[j], costs) for j in range(count)]
+        i = min(range(count), key=lambda j: (max(trials[j]), sum(trials[j]), j))
         bins[i].append(group)
-        load[i] += weight
+        loads[i] = trials[i]
     return [b for b in bins if b]
 
 
 def make_shards(graph: RecipeGraph, affected: list[str], weights: dict[str, int], spec: ShardSpec,
-                builds: dict[str, list[str]] | None = None) -> ShardPlan:
+                builds: dict[str, list[str]] | None = None, costs: dict[str, float] | None = None) -> ShardPlan:
     """Cut ``affected`` (a subset of ``graph``) into shards by stage (see the module docstring); ``builds``:
-    the builds (``K=V,…``) of each package with several (its units; a unit weighs the package's weight)."""
+    the builds (``K=V,…``) of each package with several (its units; a unit weighs the package's weight,
+    ``weights``, default 1, which sets how many shards a stage gets); ``costs``: each unit's (or, for
+    all its units, each package's) estimated seconds of work (:class:`UnitCosts`), by which the units
+    are packed (None: by ``weights``)."""
     builds = builds or {}
+
+    def cost(u: str) -> float:
+        if costs is None:
+            return float(weights.get(unit_package(u), 1))
+        return costs.get(u, costs.get(unit_package(u), STATIC_COSTS.estimate(False)))
+
     stages_n = max(1, spec.stages)
     levels = graph.levels(affected)
     order = {n: i for i, n in enumerate(graph.order(affected))}
@@ -166,10 +220,9 @@ def make_shards(graph: RecipeGraph, affected: list[str], weights: dict[str, int]
             groups = [units_of(sorted(c, key=order.__getitem__), builds) for c in nx.weakly_connected_components(sub)]
         else:
             groups = [[u] for u in units_of(names, builds)]
-        items = [(g, sum(weights.get(unit_package(u), 1) for u in g)) for g in groups]
-        total = sum(w for _, w in items)
-        count = max(1, min(spec.runners, len(items), math.ceil(total / max(1, spec.per_shard))))
-        bins = _split(items, count)
+        total = sum(weights.get(unit_package(u), 1) for g in groups for u in g)
+        count = max(1, min(spec.runners, len(groups), math.ceil(total / max(1, spec.per_shard))))
+        bins = _split([(g, [cost(u) for u in g]) for g in groups], count, spec.cores)
         rank = {u: i for i, u in enumerate(units_of(plan.affected, builds))}
         shards = [sorted((u for g in b for u in g), key=rank.__getitem__) for b in bins]
         shards.sort(key=lambda s: rank[s[0]])
