@@ -133,7 +133,7 @@ def test_a_remote_main_that_does_not_answer_is_a_clear_error(tmp_path: Path):
         assert err.value.field == "channels.main" and "conda_url" in (err.value.hint or "")
         _channel(tmp_path / "srv" / "owner", {})
         (tmp_path / "srv" / "owner" / "noarch" / "repodata.json").write_text("{not json")
-        with pytest.raises(ChannelError, match="not JSON"):
+        with pytest.raises(ChannelError, match="not valid JSON: Expecting property name"):
             open_main(load_distribution(tmp_path / "d", strict=False))
     finally:
         server.close()
