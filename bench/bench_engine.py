@@ -16,7 +16,6 @@ import asyncio
 import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from conda_distro.recipe.specs import admits
 from conda_distro.sandbox.world import SandboxOptions, create_sandbox
 from conda_distro.solve import solve_distribution
 from conda_distro.util.rattler_env import rattler_env, scratch_dir
+from conda_distro.util.scratch import new_scratch
 
 RATTLER_TIME = [0.0]  # seconds spent inside rattler-build's run_build / run_tests since the last reset
 
@@ -93,7 +93,7 @@ def direct_loop(root: Path, names: list[str], staging: Path) -> int:
 def main() -> int:
     argparse.ArgumentParser(description=__doc__).parse_args()
     _count_rattler_time()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-engine-"))
+    tmp = new_scratch("conda-distro-bench-engine-")
     try:
         root = world(tmp, "a")
         dist = load_distribution(root)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from conda_distro.channels.depends import distribution_closure
 from conda_distro.gate.installability import Installability, write_channel
 from conda_distro.gate.promote import PlanInputs, TestMatrix, plan_gate
 from conda_distro.state.results import ArtifactResults, TestRecord
+from conda_distro.util.scratch import ScratchDir
 
 RELEASES = ("2.4.1", "2.5.1", "2.6.0")
 VARIANTS = ("cpu", "cuda")
@@ -101,7 +101,7 @@ def main_(argv: list[str] | None = None) -> int:
     names, deps_of, main, staging = generate(args.main, args.candidates)
     res = results_for(names, deps_of, main, staging)
     matrix = TestMatrix("pytorch", RELEASES, VARIANTS)
-    with tempfile.TemporaryDirectory() as tmp:
+    with ScratchDir("conda-distro-bench-gate-") as tmp:
         up = upstream_channel(Path(tmp) / "upstream").as_uri()
         t0 = time.perf_counter()
         checker = Installability([up], ["linux-64", "noarch"], "pytorch", matrix.required,

@@ -60,7 +60,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,6 +68,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from support.worlds import copy_world  # noqa: E402 - the tests' world copy (package files hard-linked)
+
+from conda_distro.util.scratch import new_scratch
 
 SWEEP_RELEASE = "2.7.0"
 SWEEP_BRANCH = f"sweep/pytorch-{SWEEP_RELEASE}"
@@ -534,7 +535,7 @@ def main() -> int:
     ap.add_argument("--sweep-build", action="store_true", help="sweep with builds and tests (slow)")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the worlds here (default: a temp folder)")
     args = ap.parse_args()
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kill9-"))
+    workdir = args.workdir or new_scratch("conda-distro-bench-kill-")
     workdir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RATTLER_CACHE_DIR", str(workdir / "rattler-cache"))
     t0 = time.monotonic()

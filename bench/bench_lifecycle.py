@@ -57,11 +57,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from conda_distro.util.scratch import new_scratch
 
 TARGET_S = 600.0
 COMMAND_TIMEOUT = 1800  # seconds one command may take (a hung command is a finding, never a hung bench)
@@ -823,7 +824,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="test environments in a private folder on disk (CONDA_DISTRO_TEST_TMPDIR), checked to be "
                          "left empty; default: where the tool puts them (the sandbox's own /tmp)")
     args = ap.parse_args(argv)
-    base = args.keep or Path(tempfile.mkdtemp(prefix="bench-lifecycle-"))
+    base = args.keep or new_scratch("conda-distro-bench-lifecycle-")
     life = Life(base, args.minors, test_tmpdir_on_disk=args.test_tmpdir_on_disk)
     t = time.perf_counter()
     where = "on disk (CONDA_DISTRO_TEST_TMPDIR)" if args.test_tmpdir_on_disk else "where the tool puts them"

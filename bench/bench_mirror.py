@@ -20,7 +20,6 @@ import argparse
 import re
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +34,7 @@ from conda_distro.distribution import load_distribution  # noqa: E402
 from conda_distro.engine.mirror import MirrorStore  # noqa: E402
 from conda_distro.engine.run import BuildOptions, run_build  # noqa: E402
 from conda_distro.sandbox.world import SandboxOptions, create_sandbox  # noqa: E402
+from conda_distro.util.scratch import new_scratch
 
 SPENT: dict[str, float] = {}
 
@@ -61,7 +61,7 @@ def main() -> int:
     phases.build_needs = timing("build/host solves (rattler-build)", phases.build_needs)
     phases.test_needs = timing("test solves (rattler)", phases.test_needs)
     MirrorStore.views = timing("mirror views (download, link, index)", MirrorStore.views)  # type: ignore[method-assign]
-    tmp = Path(tempfile.mkdtemp(prefix="bench-mirror-"))
+    tmp = new_scratch("conda-distro-bench-mirror-")
     import os
 
     os.environ["CONDA_DISTRO_CACHE"] = str(tmp / "cache")

@@ -19,7 +19,6 @@ import json
 import shutil
 import sys
 import tarfile
-import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 from conda_distro.gate.promote import PromoteOptions, promote
 from conda_distro.state.provenance import recipe_digest
 from conda_distro.state.results import ArtifactResults, ResultsStore, TestRecord
+from conda_distro.util.scratch import new_scratch
 
 RELEASES = ["2.4.1", "2.5.1", "2.6.0"]
 VARIANTS = ["cpu", "cuda"]
@@ -123,7 +123,7 @@ def main() -> int:
     ap.add_argument("--target", type=float, default=10.0)
     ap.add_argument("--keep", action="store_true", help="keep the temp repo and print its path")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-promote-"))
+    tmp = new_scratch("conda-distro-bench-promote-")
     try:
         t0 = time.perf_counter()
         make_world(tmp / "distro", args.n)

@@ -23,10 +23,11 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
+
+from conda_distro.util.scratch import new_scratch
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -83,7 +84,7 @@ def test_env_times(world: Path) -> list[str]:
     upstream = world / "upstream"
     repodata = json.loads((upstream / "linux-64" / "repodata.json").read_text())["packages.conda"]
     builds = sorted((r["version"], r["build"]) for r in repodata.values() if r["name"] == "pytorch")
-    cache = Path(tempfile.mkdtemp(prefix="bench-real-pkgs-"))
+    cache = new_scratch("conda-distro-bench-real-pkgs-")
     os.environ["RATTLER_CACHE_DIR"] = str(cache)
     vps = [v.into_generic() for v in VirtualPackage.detect()]
     from rattler import BuildString, GenericVirtualPackage, PackageName, Version
@@ -92,7 +93,7 @@ def test_env_times(world: Path) -> list[str]:
     try:
         for version, build in builds:
             for rnd in ("cold", "warm"):
-                prefix = Path(tempfile.mkdtemp(prefix="bench-real-env-"))
+                prefix = new_scratch("conda-distro-bench-real-env-")
 
                 async def go(version=version, build=build, prefix=prefix):
                     recs = await solve([Channel(upstream.as_uri())], [f"pytorch =={version} {build}", "python 3.11.*"],
@@ -184,7 +185,7 @@ def main() -> int:
     ap.add_argument("--overhead", action="store_true", help="run step 5")
     ap.add_argument("--only-overhead", action="store_true", help="run step 5 only")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-real-"))
+    tmp = new_scratch("conda-distro-bench-real-")
     try:
         if args.only_overhead:
             print(overhead(tmp))

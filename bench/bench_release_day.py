@@ -37,11 +37,12 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from bench_lifecycle import compile_tool
+
+from conda_distro.util.scratch import new_scratch
 
 STANDIN_TARGET = 120.0
 REAL_TARGET = 3600.0
@@ -158,7 +159,7 @@ def _real_publish(root: Path, held: Path):
 
 
 def release_day(mode: str, keep: Path | None, repo: Path, compiled: bool = False, setup_only: bool = False) -> int:
-    base = keep or Path(tempfile.mkdtemp(prefix="bench-release-day-"))
+    base = keep or new_scratch("conda-distro-bench-release-day-")
     root = base / "world"
     clock = Clock()
     target = STANDIN_TARGET if mode == "standin" else REAL_TARGET

@@ -18,7 +18,6 @@ import argparse
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from bench_promote import DISTRO, RELEASES, VARIANTS, write_conda  # noqa: E402
 from conda_distro.enduser.snapshots import SnapshotStore  # noqa: E402
 from conda_distro.gate.promote import PromoteOptions, promote  # noqa: E402
 from conda_distro.gate.retire import RetireOptions, retire  # noqa: E402
+from conda_distro.util.scratch import new_scratch
 
 
 def make_world(root: Path, n: int) -> None:
@@ -92,7 +92,7 @@ def main() -> int:
     ap.add_argument("--target", type=float, default=300.0)
     ap.add_argument("--keep", action="store_true", help="keep the temp repo and print its path")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-rollback-"))
+    tmp = new_scratch("conda-distro-bench-rollback-")
     root = tmp / "distro"
     main_dir = root / "build" / "channels" / "main"
     try:

@@ -18,14 +18,13 @@ import argparse
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 from conda_distro.distribution import load_distribution
 from conda_distro.engine.run import BuildOptions, run_build
 from conda_distro.engine.sandbox import Layout, require_bwrap, wrap
 from conda_distro.sandbox.world import SandboxOptions, create_sandbox
+from conda_distro.util.scratch import new_scratch
 
 
 def timed(fn):
@@ -37,7 +36,7 @@ def timed(fn):
 def main() -> int:
     argparse.ArgumentParser(description=__doc__).parse_args()
     bwrap = require_bwrap()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
+    tmp = new_scratch("conda-distro-bench-sandbox-")
     try:
         rounds = []
         for rnd in range(3):

@@ -55,7 +55,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -78,6 +77,7 @@ from conda_distro.fanout.plan import (  # noqa: E402
     units_of,
 )
 from conda_distro.graph import RecipeGraph  # noqa: E402
+from conda_distro.util.scratch import new_scratch  # noqa: E402
 
 CD = Path(sys.executable).parent / "conda-distro"
 
@@ -754,7 +754,7 @@ def main(argv: list[str] | None = None) -> int:
                     "costs and the job's)")
     args = ap.parse_args(argv)
     args.table_only = args.table_only or args.real_costs is not None
-    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    work = args.keep or new_scratch("conda-distro-bench-scale-")
     work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RATTLER_CACHE_DIR", str(work / "rattler-cache"))
     world = make_world(work) if not (args.costs and args.table_only) else work / "world"

@@ -26,7 +26,6 @@ import gc
 import os
 import pstats
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from gen_recipes import generate  # noqa: E402
 from conda_distro.distribution import load_distribution  # noqa: E402
 from conda_distro.graph import RecipeGraph  # noqa: E402
 from conda_distro.lint import LintOptions, lint_distribution  # noqa: E402
+from conda_distro.util.scratch import ScratchDir
 
 TARGETS = {"cold": 3.0, "warm": 1.0}
 COLD_RATIO = 1.2  # cold load + lint + graph <= 1.2 x rattler-build's own render of the same recipes
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="the engine yardstick's worker processes (default 2: the cores)")
     args = ap.parse_args(argv)
 
-    with tempfile.TemporaryDirectory(prefix="bench-spine-") as tmp:
+    with ScratchDir("conda-distro-bench-spine-") as tmp:
         root = Path(tmp)
         generate(args.recipes, root)
         if args.profile:

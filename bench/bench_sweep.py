@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import random
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from pathlib import Path
 from conda_distro.distribution import load_distribution
 from conda_distro.sweep import add_release_text, edited_text, plan_sweep
 from conda_distro.util.fsutil import atomic_write_text
+from conda_distro.util.scratch import ScratchDir
 
 TARGET_SECONDS = 3.0
 RELEASE = "2.7.0"
@@ -178,7 +178,7 @@ def generate(root: Path, n: int) -> dict[str, Generated]:
 
 def main(argv: list[str]) -> int:
     n = int(argv[1]) if len(argv) > 1 else 200
-    with tempfile.TemporaryDirectory(prefix="bench-sweep-") as tmp:
+    with ScratchDir("conda-distro-bench-sweep-") as tmp:
         root = Path(tmp)
         generated = generate(root, n)
 

@@ -14,11 +14,11 @@ import argparse
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
 from conda_distro.channels import LocalChannel
+from conda_distro.util.scratch import ScratchDir
 from conda_distro.util.secret import Secret, mask, register
 
 
@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--size-kib", type=int, default=512)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with ScratchDir("conda-distro-bench-audit-") as tmp:
         total = make_channel(Path(tmp) / "main", args.files, args.size_kib * 1024)
         ch = LocalChannel(Path(tmp) / "main")
         t0 = time.perf_counter()

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from conda_distro.util.scratch import ScratchDir
+
 
 def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -64,7 +66,7 @@ def main() -> int:
     ap.add_argument("--world", type=Path, help="an existing world, built and promoted")
     ap.add_argument("--target", type=float, default=120.0, help="seconds for a watch with nothing changed")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-watch-") as td:
+    with ScratchDir("conda-distro-bench-watch-") as td:
         world = args.world
         if world is None:
             world = Path(td) / "world"
