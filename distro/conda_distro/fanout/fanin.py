@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.distribution import Distribution
+from conda_distro.engine.plan import parse_unit
 from conda_distro.engine.run import SCOPES, build_paths
 from conda_distro.fanout.bundle import Checkout, Merged, read_bundles, take_bundles
 from conda_distro.fanout.plan import COMPILED_WEIGHT, STATIC_COSTS, ShardPlan, ShardSpec, make_shards, units_of
@@ -94,14 +95,13 @@ def unit_costs(dist: Distribution, affected: list[str], builds: dict[str, list[s
         if recipe.noarch:
             out[n] = STATIC_COSTS.estimate(False, cpu_tests=cpu_t, cuda_tests=cuda_t)
             continue
+        any_cuda = any(_is_cuda(v.variant.get(CUDA_KEY)) for v in recipe.variants)
         if n not in builds:
-            cuda = any(_is_cuda(v.variant.get(CUDA_KEY)) for v in recipe.variants)
-            out[n] = STATIC_COSTS.estimate(True, cuda, cpu_t, cuda_t)
+            out[n] = STATIC_COSTS.estimate(True, any_cuda, cpu_t, cuda_t)
             continue
-        common_cuda = any(_is_cuda(v.variant.get(CUDA_KEY)) for v in recipe.variants)
-        for unit, key in zip(units_of([n], builds), builds[n], strict=True):
-            values = dict(kv.split("=", 1) for kv in key.split(",") if "=" in kv)
-            cuda = _is_cuda(values[CUDA_KEY]) if CUDA_KEY in values else common_cuda
+        for unit in units_of([n], builds):
+            values = parse_unit(unit)[2]
+            cuda = _is_cuda(values[CUDA_KEY]) if CUDA_KEY in values else any_cuda
             minor = values.get(name)
             mine = [r for r in releases if not minor or Release(r).minor == minor]
             variants = [v for v in dist.config.pytorch.variants if v.cuda == cuda]

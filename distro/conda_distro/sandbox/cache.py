@@ -40,8 +40,8 @@ from conda_distro.sandbox.upstream import (
     Toolchain,
     build_upstream_channel,
     data_dir,
-    iter_data_files,
     read_repodata,
+    tree_sha256,
 )
 from conda_distro.util.cachedir import CACHE_ENV, default_cache_dir  # noqa: F401  (re-exported)
 
@@ -66,17 +66,13 @@ def rattler_build_version_string() -> str:
 
 def cache_inputs(releases: Sequence[str], host: HostPython, toolchain: Toolchain | None = None) -> dict:
     """Everything an upstream channel's content depends on (hashed into the cache key)."""
-    upstream = data_dir() / "upstream"
-    files = hashlib.sha256()
-    for f in iter_data_files(upstream):
-        files.update(f.relative_to(upstream).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     return {
         "format": CACHE_FORMAT,
         "python_version": host.version,
         "python_prefix": str(host.prefix),
         "rattler_build": rattler_build_version_string(),
         "releases": list(releases),
-        "data_sha256": files.hexdigest(),
+        "data_sha256": tree_sha256(data_dir() / "upstream"),
         "toolchain": (toolchain or Toolchain.detect()).to_dict(),
     }
 

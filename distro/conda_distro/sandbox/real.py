@@ -55,8 +55,8 @@ from conda_distro.sandbox.upstream import (
     Toolchain,
     build_python_package,
     data_dir,
-    iter_data_files,
     publish_packages,
+    tree_sha256,
     write_run_exports,
 )
 from conda_distro.sandbox.world import commit_world, target_folder
@@ -343,15 +343,13 @@ def _inputs(req: UpstreamRequest) -> dict:
     pkg = Path(__file__).resolve().parent.parent / "upstream"
     for name in CHANNEL_CODE:
         code.update((pkg / name).read_bytes())
-    python_recipe = data_dir() / "upstream" / "python"  # the host python is repackaged by this recipe
-    for f in iter_data_files(python_recipe):
-        code.update(f.relative_to(python_recipe).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     closures = [c for b in req.builds if (c := req.lock.closure(b.release, b.variant)) is not None]
     return {
         "format": CACHE_FORMAT, "python_version": req.host.version, "python_prefix": str(req.host.prefix),
         "rattler_build": rattler_build_version_string(), "whl2conda": dist_version("whl2conda"),
         "lock": req.lock.channel_key(closures, req.needs.exclude),
         "builds": [[b.release, b.variant] for b in req.builds], "bridge_code": code.hexdigest(),
+        "python_recipe": tree_sha256(data_dir() / "upstream" / "python"),  # the host python is repackaged by it
     }
 
 

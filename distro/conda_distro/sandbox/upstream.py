@@ -25,6 +25,7 @@ per subdir (rattler's indexer does not write one).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -99,6 +100,15 @@ def iter_data_files(root: Path) -> Iterable[Path]:
     for p in sorted(root.rglob("*")):
         if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
             yield p
+
+
+def tree_sha256(root: Path) -> str:
+    """The sha256 of the files under ``root`` (:func:`iter_data_files`: names relative to it and contents),
+    for cache keys: it changes when any file's name or bytes do."""
+    h = hashlib.sha256()
+    for f in iter_data_files(root):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def cuda_version_for(release: str) -> str:
