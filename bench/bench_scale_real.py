@@ -33,6 +33,14 @@ Then predicted vs measured, per job and in all, and the error (target: within 25
    of step 3: measured.json and the shard reports, which say what each shard built and tested) that the
    costs did not come from. KEEP: that run's own shard logs (copied as it ran), for the not-blind row and
    to predict the other runs with the same packages.
+
+    python bench/bench_scale_real.py --release-day KEEP --out FILE [--compare MEASURED]
+
+5. **release day** (nothing run, nothing timed): bench_release_day.py --real's stages and headline on the
+   day-before world its ``--setup-only`` left in KEEP, predicted from that world's own logs, the sweep's
+   plan of it and the ``--jobs 2`` schedule (:func:`predict_day`), written to FILE before the timed run;
+   ``--compare`` reads what bench_release_day.py printed (docs/scale-out.md, "Release day, predicted
+   before it is run").
 """
 
 from __future__ import annotations
