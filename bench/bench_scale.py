@@ -213,25 +213,42 @@ def shard_work(units: list[str], run: Run, c: Costs, cores: int = 1) -> float:
     side as alone (a runner's cores are its own; measured on this shared machine they were not). A
     compiled build takes :func:`compiled_build_time` on the runner's cores and is counted on one core
     (with ``Costs.compiled_width`` > 1 that is optimistic when other steps run beside it)."""
-    steps = [unit_steps(u, run, c, cores) for u in units]
+    return schedule([unit_steps(u, run, c, cores) for u in units], cores)
+
+
+def schedule(steps: list[tuple[float, list[float]]], cores: int, waits: list[set[int]] | None = None,
+             rank: list[int] | None = None) -> float:
+    """The wall time of units' steps (each unit: its build, then its test targets) on ``cores`` cores, as
+    `build --jobs` runs them: each step on the first free core, a unit's test targets once its build is
+    done; among the ready steps, the one of the highest ``rank`` first (the engine's longest chain of
+    dependents), then the longest. ``waits``: per unit, the units whose every step must be done before
+    its build starts (the executor starts a package once its dependencies are built and tested); None:
+    every build ready at once. One core: the sum of the steps."""
     if cores <= 1:
         return sum(b + sum(t) for b, t in steps)
+    waits = [set(w) for w in waits] if waits is not None else [set() for _ in steps]
+    needs = [set(w) for w in waits]
+    rank = rank or [0] * len(steps)
     free = [0.0] * cores
-    ready: list[tuple[float, float]] = [(0.0, b) for b, _ in steps]  # (ready at, seconds)
-    later = {i: t for i, (_, t) in enumerate(steps)}
-    owner = list(range(len(steps)))
+    left = [1 + len(t) for _, t in steps]  # steps of a unit not placed yet
+    done = [0.0] * len(steps)
+    ready = [(0.0, b, i, True) for i, (b, _) in enumerate(steps) if not waits[i]]  # (ready at, s, unit, build)
     end = 0.0
     while ready:
         core = min(range(cores), key=free.__getitem__)
-        now = max(free[core], min(r for r, _ in ready))
-        pick = max((i for i, (r, _) in enumerate(ready) if r <= now), key=lambda i: ready[i][1])
-        _, secs = ready.pop(pick)
-        who = owner.pop(pick)
+        now = max(free[core], min(r for r, *_ in ready))
+        pick = max((j for j, (r, *_) in enumerate(ready) if r <= now), key=lambda j: (rank[ready[j][2]], ready[j][1]))
+        _, secs, who, build = ready.pop(pick)
         free[core] = now + secs
-        end = max(end, free[core])
-        for t in later.pop(who, []) if who >= 0 else []:
-            ready.append((free[core], t))
-            owner.append(-1)
+        end, done[who], left[who] = max(end, free[core]), max(done[who], free[core]), left[who] - 1
+        if build:
+            ready += [(free[core], t, who, False) for t in steps[who][1]]
+        if left[who] == 0:  # the unit is done: its dependents whose every dependency is done can build
+            for i, w in enumerate(waits):
+                if who in w:
+                    w.discard(who)
+                    if not w:
+                        ready.append((max(done[d] for d in needs[i]), steps[i][0], i, True))
     return end
 
 

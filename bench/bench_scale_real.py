@@ -33,6 +33,14 @@ Then predicted vs measured, per job and in all, and the error (target: within 25
    of step 3: measured.json and the shard reports, which say what each shard built and tested) that the
    costs did not come from. KEEP: that run's own shard logs (copied as it ran), for the not-blind row and
    to predict the other runs with the same packages.
+
+    python bench/bench_scale_real.py --release-day KEEP --out FILE [--compare MEASURED]
+
+5. **release day** (nothing run, nothing timed): bench_release_day.py --real's stages and headline on the
+   day-before world its ``--setup-only`` left in KEEP, predicted from that world's own logs, the sweep's
+   plan of it and the ``--jobs 2`` schedule (:func:`predict_day`), written to FILE before the timed run;
+   ``--compare`` reads what bench_release_day.py printed (docs/scale-out.md, "Release day, predicted
+   before it is run").
 """
 
 from __future__ import annotations
@@ -46,14 +54,14 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_scale import CD, LOCAL, Costs, Run, _git, _raw_run, measured_wall, timeline  # noqa: E402
+from bench_scale import CD, LOCAL, Costs, Run, _git, _raw_run, measured_wall, schedule, timeline  # noqa: E402
 
 from conda_distro.graph import RecipeGraph  # noqa: E402
 
@@ -151,12 +159,15 @@ BUILD_LOG = re.compile(r"^(?P<build>[^.]+)\.build\.log$")
 SHARD_SETUP = 25.0
 
 
-def log_steps(logs: Path, sequential: float | None = None) -> list[dict]:
+def log_steps(logs: Path, sequential: float | None = None, until: float | None = None) -> list[dict]:
     """Each build and test log under ``logs`` (``<package>/<build string>.build.log``,
     ``<build string>.<release>-<variant>.test.log``; confirmation runs left out): package, kind (build,
-    cpu, cuda), seconds. A step lasts from its log's creation (its first line) to its last write;
-    ``sequential`` (copied logs, whose creation time is the copy's; one sandbox at a time): from the
-    previous log's last write, the first from ``sequential`` (the job's start, epoch seconds)."""
+    build_cpu, build_cuda, cpu, cuda), seconds; a test's ``release``; a compiled build's PyTorch ``minor``
+    (the one minor of the releases its build string was tested on; its log does not name it). A step
+    lasts from its log's creation (its first line) to its last write; ``sequential`` (copied logs, whose
+    creation time is the copy's; one sandbox at a time): from the previous log's last write, the first
+    from ``sequential`` (the job's start, epoch seconds). ``until``: logs last written later are left out
+    (another command's)."""
     files = sorted(f for f in logs.glob("*/*.log") if TEST_LOG.match(f.name) or BUILD_LOG.match(f.name))
     if not files:
         return []
@@ -168,7 +179,16 @@ def log_steps(logs: Path, sequential: float | None = None) -> list[dict]:
         m = TEST_LOG.match(f.name)
         kind = m["variant"] if m else "build_cuda" if f.name.startswith("cuda") else \
             "build_cpu" if f.name.startswith("cpu") else "build"
-        steps.append({"package": f.parent.name, "kind": kind, "start": born, "end": end, "log": f.name})
+        if until is None or end <= until:
+            steps.append({"package": f.parent.name, "kind": kind, "start": born, "end": end, "log": f.name,
+                          **({"release": m["release"]} if m else {})})
+    minors: dict[tuple[str, str], set[str]] = {}
+    for st in steps:
+        if m := TEST_LOG.match(st["log"]):
+            minors.setdefault((st["package"], m["build"]), set()).add(".".join(m["release"].split(".")[:2]))
+    for st in steps:
+        if st["kind"] != "build" and (m := BUILD_LOG.match(st["log"])) and len(mm := minors.get((st["package"], m["build"]), set())) == 1:
+            st["minor"] = next(iter(mm))
     steps.sort(key=lambda x: x["end"])
     prev = sequential
     for st in steps:
@@ -179,10 +199,12 @@ def log_steps(logs: Path, sequential: float | None = None) -> list[dict]:
 
 
 def log_costs(steps: list[dict]) -> dict[str, dict[str, float]]:
-    """Per package, the mean seconds of each kind of step (``Costs.packages``)."""
+    """Per package, the mean seconds of each kind of step (``Costs.packages``); a compiled build's also
+    per minor (``build_cuda 2.14``)."""
     acc: dict[str, dict[str, list[float]]] = {}
     for st in steps:
-        acc.setdefault(st["package"], {}).setdefault(st["kind"], []).append(st["seconds"])
+        for kind in (st["kind"], *([f"{st['kind']} {st['minor']}"] if "minor" in st else [])):
+            acc.setdefault(st["package"], {}).setdefault(kind, []).append(st["seconds"])
     return {p: {k: sum(v) / len(v) for k, v in kinds.items()} for p, kinds in acc.items()}
 
 
@@ -265,6 +287,177 @@ def blind(sources: list[str], runs: list[str]) -> list[str]:
     return rows
 
 
+# --- release day, predicted (nothing run): bench_release_day.py --real from the world's day-before logs
+
+#: bench_release_day.py's stage lines (``  <name>  <seconds> s``), told apart by their first word
+DAY_STAGES = ("release", "sweep", "automerge", "build", "promote")
+#: each stage's seconds besides its logged builds and tests (PARAMETERS, not measured here): the release's
+#: files moved back and the upstream channel (6 GB) re-indexed; the sweep's edits, renders, solve and
+#: commits on top of a build command's setup (``SHARD_SETUP``); a merge per bumped package (7 took 0.1 s
+#: on the sandbox); the build on main's setup; the promotion gate (3.6 s on the noarch-only real release
+#: day of 2026-11-23)
+DAY_FIXED = {"release": 30.0, "sweep": SHARD_SETUP + 30.0, "automerge": 0.1, "build": SHARD_SETUP, "promote": 10.0}
+NEW_RELEASE = "2.15.0"  # bench_release_day.py --real's (REAL_RELEASES[-1])
+NEW_VARIANTS = ("cuda",)  # its targets when the world does not say: PyPI has no cpu torch 2.15.0
+
+
+@dataclass
+class Day:
+    """A release day's work as the world says it will be: which packages the sweep builds or tests against
+    the new release, and which the build on main tests on the older releases."""
+
+    graph: RecipeGraph
+    compiled: set[str]  # built per pytorch minor: new builds for the new minor's rows
+    bumped: set[str]  # pins widened (the release not admitted): built again
+    swept: list[str]  # what the sweep builds and tests against the release
+    new_variants: tuple[str, ...]  # the release's targets (the rows upstream has a pytorch build of)
+    before: dict[str, list[tuple[str, str]]]  # per package, the targets (release, variant) it was tested on
+
+    def main(self) -> list[str]:
+        """The build on main's packages: the merged (bumped) ones and their dependents."""
+        return self.graph.affected(self.bumped)
+
+
+def new_variants_of(keep: Path, world: Path, release: str) -> tuple[str, ...]:
+    """The release's rows: those of its pytorch builds in the folder bench_release_day.py holds them in
+    until it appears (``held-release/``) or in the upstream channel once it has; else NEW_VARIANTS."""
+    files = [*(keep / "held-release").glob(f"pytorch-{release}-*.conda"),
+             *(world / "upstream" / "linux-64").glob(f"pytorch-{release}-*.conda")]
+    found = {"cuda" if "cuda" in f.name[len(f"pytorch-{release}-"):] else "cpu" for f in files}
+    return tuple(v for v in ("cpu", "cuda") if v in found) or NEW_VARIANTS
+
+
+def day_of(world: Path, release: str, new_variants: tuple[str, ...], steps: list[dict]) -> Day:
+    """The day's structure from the sweep's own plan of the world (conda_distro.sweep.plan: which packages
+    get their pins widened, which new builds for the new minor, which are built and tested against it)
+    and from what the day before tested (``steps``, its logs)."""
+    from conda_distro.distribution import load_distribution
+    from conda_distro.sweep.model import NEW_BUILD, WIDEN
+    from conda_distro.sweep.plan import is_new_minor, plan_sweep, to_test
+
+    dist = load_distribution(world)
+    plan = plan_sweep(dist, release)
+    graph = RecipeGraph.from_recipes(dist.readable().recipes)
+    swept = to_test(plan, graph, is_new_minor(dist, release))
+    before: dict[str, list[tuple[str, str]]] = {}
+    for st in steps:
+        if st["kind"] in ("cpu", "cuda") and st["release"] != release \
+                and (st["release"], st["kind"]) not in before.setdefault(st["package"], []):
+            before[st["package"]].append((st["release"], st["kind"]))
+    return Day(graph, {d.name for d in plan.decisions if d.action == NEW_BUILD},
+               {d.name for d in plan.decisions if d.action == WIDEN}, swept, new_variants, before)
+
+
+def day_units(day: Day, costs: dict[str, dict[str, float]]) -> tuple[dict, dict, list[str]]:
+    """Each stage's units (package -> (its build's seconds, its tests' seconds)) and the costs taken from
+    other packages: a package's own cost from the logs, else the median of that kind over the packages
+    that have one. The sweep: a bumped package's build, a compiled package's builds of the new rows (a
+    minor not built the day before: the mean of its row's builds of the earlier minors), each tested on
+    the new targets. The build on main: the sweep's builds and tests reused (same inputs), each package
+    tested on the older targets it was tested on the day before."""
+    missing: list[str] = []
+
+    def cost(pkg: str, kind: str) -> float:
+        if kind in costs.get(pkg, {}):
+            return costs[pkg][kind]
+        missing.append(f"{pkg} {kind}")
+        return statistics.median([c[kind] for c in costs.values() if kind in c] or [0.0])
+
+    sweep = {}
+    for n in day.swept:
+        build = cost(n, "build") if n in day.bumped else \
+            sum(cost(n, f"build_{v}") for v in day.new_variants) if n in day.compiled else 0.0
+        sweep[n] = (build, [cost(n, v) for v in day.new_variants])
+    old = {n: (0.0, [cost(n, v) for _, v in day.before.get(n, [])]) for n in day.main()}
+    return sweep, old, missing
+
+
+def day_stage(units: dict[str, tuple[float, list[float]]], graph: RecipeGraph, slots: int) -> float:
+    """A build command's units on ``slots`` job slots (bench_scale.schedule): a package waits for its
+    dependencies in the command to be built and tested; the longest chain of dependents first."""
+    names = list(units)
+    chain: dict[str, int] = {}
+    for n in reversed(graph.order(names)):
+        chain[n] = 1 + max((chain[d] for d in graph.dependents(n) if d in chain), default=0)
+    waits = [{names.index(d) for d in graph.ancestors(n) if d in units} for n in names]
+    return schedule([units[n] for n in names], slots, waits, [chain[n] for n in names])
+
+
+def predict_day(where: Path, logs: Path | None, release: str, variants: tuple[str, ...] | None, slots: int) -> dict:
+    """bench_release_day.py --real's stages and headline on the world ``where`` (its --keep folder, or
+    the world in it), from the logs of the day before (``logs``; default the world's own
+    ``build/logs``, as its ``build --all`` left them: logs written after ``setup-build.json`` left out)."""
+    keep = where if (where / "world" / "distro.yaml").is_file() else where.parent
+    world = keep / "world" if (keep / "world" / "distro.yaml").is_file() else where
+    marker = keep / "setup-build.json"
+    logs = logs or world / "build" / "logs"
+    steps = log_steps(logs, until=marker.stat().st_mtime if marker.is_file() and logs.is_relative_to(world) else None)
+    costs = log_costs(steps)
+    day = day_of(world, release, variants or new_variants_of(keep, world, release), steps)
+    sweep, old, missing = day_units(day, costs)
+    stages = dict(DAY_FIXED)
+    stages["sweep"] += day_stage(sweep, day.graph, slots)
+    stages["automerge"] *= len(day.bumped)
+    stages["build"] += day_stage(old, day.graph, slots)
+    return {"made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "world": str(world), "logs": str(logs),
+            "release": release, "new_targets": list(day.new_variants), "slots": slots, "stages": stages,
+            "headline": sum(stages.values()), "compiled": sorted(day.compiled), "bumped": sorted(day.bumped),
+            "sweep": {n: {"build": b, "tests": t} for n, (b, t) in sweep.items()},
+            "build_on_main": {n: {"tests": t, "targets": [f"{r}/{v}" for r, v in day.before.get(n, [])]}
+                              for n, (_, t) in old.items()},
+            "costs": costs, "fixed": DAY_FIXED, "steps": len(steps), "no_cost_for": sorted(set(missing))}
+
+
+def day_lines(pred: dict) -> list[str]:
+    s = pred["stages"]
+    return [f"release day predicted ({pred['made']}, nothing run): {pred['world']}, {pred['release']} appearing "
+            f"(targets: {', '.join(pred['new_targets'])}), {pred['slots']} job slots; costs from {pred['logs']} "
+            f"({pred['steps']} logged steps)",
+            f"  release appears upstream {s['release']:8.1f} s",
+            f"  sweep                    {s['sweep']:8.1f} s   ({len(pred['sweep'])} packages; compiled, built for the new "
+            f"minor: {', '.join(pred['compiled']) or 'none'})",
+            f"  automerge                {s['automerge']:8.1f} s   ({len(pred['bumped'])} bumped)",
+            f"  build on main            {s['build']:8.1f} s   ({len(pred['build_on_main'])} packages, "
+            f"{sum(len(x['tests']) for x in pred['build_on_main'].values())} tests on the older releases)",
+            f"  promote                  {s['promote']:8.1f} s",
+            f"headline: release appearing -> last passing package promoted: {pred['headline']:.1f} s"
+            + (f"; no cost of their own for: {', '.join(pred['no_cost_for'])}" if pred["no_cost_for"] else "")]
+
+
+STAGE_LINE = re.compile(r"^  (?P<name>\S.*?)\s+(?P<s>\d+(?:\.\d+)?) s$")
+HEADLINE = re.compile(r"^headline: .*?(?P<s>\d+(?:\.\d+)?) s\b")
+
+
+def parse_measured(text: str) -> dict:
+    """A measured release day: bench_release_day.py's printed output (its stage lines and headline) or a
+    JSON of the prediction's shape (``stages``, ``headline``)."""
+    if text.lstrip().startswith("{"):
+        doc = json.loads(text)
+        return {"stages": doc["stages"], "headline": doc["headline"]}
+    stages: dict[str, float] = {}
+    headline = None
+    for line in text.splitlines():
+        if (m := STAGE_LINE.match(line)) and (key := m["name"].split()[0]) in DAY_STAGES:
+            stages[key] = float(m["s"])
+        elif m := HEADLINE.match(line):
+            headline = float(m["s"])
+    if headline is None:
+        raise SystemExit("no 'headline: ... <seconds> s' line in the measured output")
+    return {"stages": stages, "headline": headline}
+
+
+def compare_day(pred: dict, meas: dict) -> tuple[list[str], float]:
+    """Predicted vs measured per stage and the headline; the headline's error."""
+    rows = ["| stage | predicted | measured | error |", "|---|---|---|---|"]
+    for key in DAY_STAGES:
+        p, m = pred["stages"].get(key), meas["stages"].get(key)
+        err = f"{(p - m) / m:+.0%}" if p is not None and m else ""
+        rows.append(f"| {key} | {'—' if p is None else f'{p:.1f} s'} | {'—' if m is None else f'{m:.1f} s'} | {err} |")
+    err = (pred["headline"] - meas["headline"]) / meas["headline"]
+    rows.append(f"| **headline** | **{pred['headline']:.1f} s** | **{meas['headline']:.1f} s** | **{err:+.0%}** |")
+    return rows, err
+
+
 def make_change(world: Path, name: str) -> str:
     """The branch ``change`` (``change-NAME`` for any package but accelerate, the first one measured):
     ``name``'s recipe with one comment line appended (made once)."""
@@ -339,6 +532,29 @@ def compare(pred: dict, meas: dict) -> list[str]:
     return rows
 
 
+def release_day_main(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
+    """--release-day (the prediction, written to --out) and --compare (it against a measured run)."""
+    if args.release_day:
+        logs = Path(args.costs_from[0]) if args.costs_from else None
+        variants = tuple(args.new_targets.split(",")) if args.new_targets else None
+        pred = predict_day(args.release_day.resolve(), logs, args.release, variants, args.slots)
+        if args.out:
+            args.out.write_text(json.dumps(pred, indent=1))
+    elif args.out and args.out.is_file():
+        pred = json.loads(args.out.read_text())
+    else:
+        ap.error("--compare needs --release-day WORLD or --out FILE (a prediction written before)")
+    for line in day_lines(pred):
+        print(line)
+    if not args.compare:
+        return 0
+    rows, err = compare_day(pred, parse_measured(args.compare.read_text()))
+    print(f"against {args.compare}:")
+    for line in rows:
+        print(line)
+    return 0 if abs(err) <= 0.25 else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("world", type=Path, nargs="?", help="a world of `conda-distro sandbox DIR --real`")
@@ -351,7 +567,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--probe", default="einops", help="the package the per-unit costs are measured on (default einops)")
     ap.add_argument("--step", choices=("costs", "predict", "run", "all"), default="all")
     ap.add_argument("--jobs", type=int, default=1, help="the probe's `build --jobs` (default 1: as a shard job runs)")
+    ap.add_argument("--release-day", type=Path, metavar="WORLD", help="predict bench_release_day.py --real on this "
+                    "world (its --keep folder, or the world in it) from its day-before logs, nothing run; with --out")
+    ap.add_argument("--release", default=NEW_RELEASE, help=f"--release-day: the release appearing (default {NEW_RELEASE})")
+    ap.add_argument("--new-targets", help="--release-day: the release's rows, comma-separated (default: those of its "
+                    "pytorch builds held beside the world or upstream, else " + ",".join(NEW_VARIANTS) + ")")
+    ap.add_argument("--slots", type=int, default=2, help="--release-day: job slots (bench_release_day's --jobs 2)")
+    ap.add_argument("--out", type=Path, help="--release-day: the prediction's JSON (read back by --compare alone)")
+    ap.add_argument("--compare", type=Path, metavar="MEASURED", help="bench_release_day.py's printed output (or a "
+                    "JSON with stages and headline): predicted vs measured per stage (target: within 25 %%)")
     args = ap.parse_args(argv)
+    if args.release_day or args.compare:
+        return release_day_main(args, ap)
     if args.blind:
         for line in blind(args.costs_from, args.runs):
             print(line)

@@ -4,7 +4,11 @@ generated distribution puts its compiled packages. The model is pure arithmetic 
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -74,3 +78,102 @@ def test_release_day_builds_every_compiled_package_for_the_new_minor_on_levels_0
     levels = day.graph.levels()
     assert len(day.compiled) == 60 and day.compiled <= set(levels[0]) | set(levels[1])
     assert day.compiled_builds == 2 and set(day.affected) == set(day.graph.names)
+
+
+# --- bench_scale_real.py --release-day: release day predicted from a world's day-before logs
+
+DAY_BEFORE = ["2.13.0", "2.14.1"]
+COMPILED = Path(__file__).resolve().parent / "data" / "compiled"
+
+
+def _log(logs: Path, package: str, name: str, seconds: float) -> None:
+    """A log that lasts ``seconds``: written now, its last write ``seconds`` after its creation."""
+    f = logs / package / name
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text("log\n")
+    born = int(subprocess.run(["stat", "-c", "%W", str(f)], capture_output=True, text=True, timeout=60, check=True).stdout)
+    if born <= 0:
+        pytest.skip("this file system keeps no creation time (the logs' steps are measured from it)")
+    os.utime(f, (born + seconds, born + seconds))
+
+
+def _day_world(make_distro, clean_recipe, logs: Path, scatter_cuda: float = 900.0, ok_test: float = 40.0) -> Path:
+    """The day before 2.15.0: ``pure`` and ``dep`` (on pure) pinned below it, ``ok`` admitting it already,
+    the compiled ``host-minor``; their day-before logs (noarch: a build, then 2.13.0 cpu / cuda and 2.14.1
+    cuda tests; host-minor: 2.13 cpu, 2.13 cuda and 2.14 cuda builds, each tested)."""
+    root = make_distro({"pure": clean_recipe("pure", pytorch="pytorch >=2.13,<2.15"),
+                        "dep": clean_recipe("dep", pytorch="pytorch >=2.13,<2.15", run=["pure"]),
+                        "ok": clean_recipe("ok", pytorch="pytorch >=2.13,<2.16")},
+                       {"pytorch": {"releases": DAY_BEFORE}}, variants=True, name=logs.name)
+    shutil.copytree(COMPILED / "host-minor", root / "recipes" / "host-minor")
+    for pkg in ("pure", "dep", "ok"):
+        _log(logs, pkg, "pyh1_0.build.log", 20.0)
+        for target, secs in (("2.13.0-cpu", 30.0), ("2.13.0-cuda", 60.0), ("2.14.1-cuda", 60.0)):
+            _log(logs, pkg, f"pyh1_0.{target}.test.log", ok_test if pkg == "ok" else secs)
+    for build, secs, target in (("cpu_py311_ha_0", 300.0, "2.13.0-cpu"), ("cuda_py311_hb_200", scatter_cuda, "2.13.0-cuda"),
+                                ("cuda_py311_hc_200", scatter_cuda + 100.0, "2.14.1-cuda")):
+        _log(logs, "host-minor", f"{build}.build.log", secs)
+        _log(logs, "host-minor", f"{build}.{target}.test.log", 50.0)
+    return root
+
+
+def test_release_day_prediction_follows_the_sweep_plan_and_the_logs(make_distro, clean_recipe, tmp_path):
+    from bench_scale_real import log_costs, log_steps, predict_day
+
+    logs = tmp_path / "logs"
+    world = _day_world(make_distro, clean_recipe, logs)
+    costs = log_costs(log_steps(logs))
+    # a compiled build's minor from the releases its build string was tested on; its row's mean
+    assert costs["host-minor"]["build_cuda 2.14"] == pytest.approx(1000.0, abs=2)
+    assert costs["host-minor"]["build_cuda"] == pytest.approx(950.0, abs=2)
+    pred = predict_day(world, logs, "2.15.0", ("cuda",), 2)
+    assert pred["bumped"] == ["dep", "pure"] and pred["compiled"] == ["host-minor"]
+    assert set(pred["sweep"]) == {"pure", "dep", "ok", "host-minor"}
+    # the sweep: host-minor's new cuda build (the earlier minors' mean) is the longest chain; ok: tests only
+    assert pred["sweep"]["host-minor"]["build"] == pytest.approx(950.0, abs=2)
+    assert pred["sweep"]["ok"]["build"] == 0.0
+    # the build on main: the bumped packages only, on the day before's targets, their builds reused
+    assert set(pred["build_on_main"]) == {"pure", "dep"}
+    assert pred["build_on_main"]["pure"]["targets"] == ["2.13.0/cpu", "2.13.0/cuda", "2.14.1/cuda"]
+    assert pred["headline"] == pytest.approx(sum(pred["stages"].values()))
+
+    # a longer compiled build lengthens the sweep by as much (it is the longest chain); main is unchanged
+    logs2 = tmp_path / "logs2"
+    longer = predict_day(_day_world(make_distro, clean_recipe, logs2, scatter_cuda=1900.0), logs2, "2.15.0", ("cuda",), 2)
+    assert longer["stages"]["sweep"] == pytest.approx(pred["stages"]["sweep"] + 1000.0, abs=4)
+    assert longer["stages"]["build"] == pytest.approx(pred["stages"]["build"], abs=2)
+    # a package with no bumped file (ok admits the release) adds nothing to the build on main
+    logs3 = tmp_path / "logs3"
+    slow_ok = predict_day(_day_world(make_distro, clean_recipe, logs3, ok_test=400.0), logs3, "2.15.0", ("cuda",), 2)
+    assert slow_ok["stages"]["build"] == pytest.approx(pred["stages"]["build"], abs=2)
+    assert slow_ok["sweep"]["ok"]["tests"][0] == pytest.approx(400.0, abs=2)
+
+
+def test_release_day_compare_reads_bench_release_days_output(tmp_path, capsys):
+    from bench_scale_real import main, parse_measured
+
+    out = """release day on the real world (PyTorch from PyPI): 2.13.0, 2.14.1 in main, 2.15.0 appears upstream (2 cores, jobs 2)
+  setup (not counted): world + build + promote at 2.13.0, 2.14.1: 5123.4 s (60 artifacts in main)
+  release appears upstream                           12.5 s
+  sweep --commit (build + test the affected set)   1862.6 s
+  automerge (merge the passing packages' PRs)         0.1 s
+  build on main (--changed-since, jobs 2)          1132.7 s
+  promote (the gate)                                  2.6 s
+headline: release appearing -> last passing package promoted: 3010.5 s (target < 3600 s: ok)
+sweep: 15 bumped, 2 unchanged; automerged: a, b
+"""
+    meas = parse_measured(out)
+    assert meas == {"stages": {"release": 12.5, "sweep": 1862.6, "automerge": 0.1, "build": 1132.7, "promote": 2.6},
+                    "headline": 3010.5}
+    pred = {"made": "now", "world": "w", "logs": "l", "release": "2.15.0", "new_targets": ["cuda"], "slots": 2,
+            "stages": {"release": 30.0, "sweep": 2000.0, "automerge": 30.0, "build": 1000.0, "promote": 10.0},
+            "headline": 3070.0, "sweep": {}, "bumped": [], "compiled": [], "build_on_main": {}, "steps": 0,
+            "no_cost_for": []}
+    (tmp_path / "pred.json").write_text(json.dumps(pred))
+    (tmp_path / "measured.txt").write_text(out)
+    assert main(["--compare", str(tmp_path / "measured.txt"), "--out", str(tmp_path / "pred.json")]) == 0
+    text = capsys.readouterr().out
+    assert "| sweep | 2000.0 s | 1862.6 s | +7% |" in text and "**+2%**" in text
+    far = {**pred, "headline": 4000.0}
+    (tmp_path / "pred.json").write_text(json.dumps(far))
+    assert main(["--compare", str(tmp_path / "measured.txt"), "--out", str(tmp_path / "pred.json")]) == 1
