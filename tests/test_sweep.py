@@ -679,6 +679,18 @@ def test_sweep_widens_a_pytorch_pin_written_only_in_a_test(make_distro):
     assert own_admitted(edited, "pytorch", ["2.6.0", "2.7.0"]) == {"2.6.0", "2.7.0"}
 
 
+def test_round_trip_fallback_widens_a_test_pin_too():
+    """The ruamel fallback (for shapes a line edit cannot handle) finds a test's pin as well."""
+    from conda_distro.sweep.edit import _roundtrip_edit, _verify
+
+    text = _test_pinned("testonly", "pytorch >=2.4,<2.7")
+    recipe = _recipe(text, "testonly")
+    dec = decide(recipe, "pytorch", "2.7.0")
+    out = _roundtrip_edit(recipe, dec)
+    assert "        - pytorch >=2.4,<2.8   # the torch backend is tested\n" in out and "  number: 1\n" in out
+    assert _verify(recipe, out, dec, "pytorch", "2.7.0").test_requirements() == ["pytorch >=2.4,<2.8"]
+
+
 def test_a_bare_pytorch_in_a_test_counts_as_depending_on_pytorch(make_distro):
     root = make_distro({"bare": _test_pinned("bare", "pytorch"), "none": _test_pinned("none", "numpy >=1.24,<3")})
     plan = plan_sweep(load_distribution(root), "2.7.0")
