@@ -5,9 +5,9 @@ at the top level or in ``outputs:``, in every ``if/then/else`` branch (a release
 branch's pin as well as the CPU one), and in the requirements of a test (``tests[].requirements.run`` and
 ``build``, written literally): a test that installs ``pytorch >=2.13,<2.15`` can only be run on the releases
 it admits, so the sweep widens it like any other pin, and a recipe whose only pytorch requirement is in its
-tests depends on pytorch for the sweep (its tests are what a release must pass). Requirements on the recipe's own outputs (``pin_subpackage``,
-``libtorch ==${{ version }}`` between the outputs of one feedstock) are never pins of pytorch: a recipe
-that produces ``pytorch`` itself has none.
+tests depends on pytorch for the sweep (its tests are what a release must pass). Requirements on the recipe's
+own outputs (``pin_subpackage``, ``libtorch ==${{ version }}`` between the outputs of one feedstock) are
+never pins of pytorch: a recipe that produces ``pytorch`` itself has none.
 """
 
 from __future__ import annotations

@@ -317,7 +317,7 @@ def written_requirements(doc: Any) -> tuple[tuple[str, str, int], ...]:
         if not isinstance(body, dict):
             continue
         tests = body.get("tests")
-        reqs = [(body.get("requirements"), REQUIREMENT_SECTIONS, "")]
+        reqs: list[tuple[Any, tuple[str, ...], str]] = [(body.get("requirements"), REQUIREMENT_SECTIONS, "")]
         reqs += [(t.get("requirements"), ("build", "run"), "tests.") for t in tests if isinstance(t, dict)] \
             if isinstance(tests, list) else []
         for req, sections, prefix in reqs:
