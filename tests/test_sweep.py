@@ -30,6 +30,7 @@ from support.worlds import _shared, copy_world
 from conda_distro.config import load_config
 from conda_distro.distribution import load_distribution
 from conda_distro.graph import RecipeGraph
+from conda_distro.pins import own_admitted, pytorch_pins
 from conda_distro.recipe.model import parse_recipe
 from conda_distro.sweep import (
     EditError,
@@ -42,6 +43,7 @@ from conda_distro.sweep import (
     widen,
 )
 from conda_distro.sweep import to_test as _to_test
+from conda_distro.sweep.model import TEST, WIDEN
 
 PYTORCH_DEPENDENT = {"tensorutils", "layerkit", "trainloop", "metrickit", "visionmetrics", "textmetrics", "evalsuite",
                      "visionkit", "hookprofiler", "fastquant", "quantserve"}
@@ -639,6 +641,78 @@ def test_what_is_built_and_tested(make_distro, clean_recipe):
     assert _to_test(plan, graph, new_minor=False) == ["a", "b"]  # a bugfix release: only what changed
     outcomes = [Outcome(d, "failed" if d.name == "a" else d.status) for d in plan.decisions]  # (the plan is frozen)
     assert _to_test(outcomes, graph, new_minor=False) == []
+
+
+def _test_pinned(name: str, pin: str) -> str:
+    """A recipe with no pytorch requirement whose script test installs ``pin`` (einops' shape)."""
+    from support.repos import clean_recipe_text
+
+    script_test = (f"  - requirements:\n      run:\n        - {pin}   # the torch backend is tested\n"
+                   "    script:\n      interpreter: python\n      content: import torch\n")
+    text = clean_recipe_text(name, pytorch=None)
+    return text.replace("\nabout:", f"{script_test}\nabout:", 1)
+
+
+def test_sweep_widens_a_pytorch_pin_written_only_in_a_test(make_distro):
+    text = _test_pinned("testonly", "pytorch >=2.4,<2.7")
+    root = make_distro({"testonly": text, "other": _test_pinned("other", "pytorch >=2.4,<3")})
+    dist = load_distribution(root)
+    recipe = dist.recipes["testonly"]
+    line = text.splitlines().index("        - pytorch >=2.4,<2.7   # the torch backend is tested") + 1
+    assert [(d.section, d.raw, d.line) for d in pytorch_pins(recipe, "pytorch")] == [("tests.run", "pytorch >=2.4,<2.7", line)]
+    assert own_admitted(recipe, "pytorch", ["2.6.0", "2.7.0"]) == {"2.6.0"}  # (its test cannot run on 2.7)
+    plan = plan_sweep(dist, "2.7.0")
+    by_name = {d.name: d for d in plan.decisions}
+    dec = by_name["testonly"]
+    assert (dec.status, dec.action, dec.old_pin, dec.new_pin) == ("bumped", WIDEN, "pytorch >=2.4,<2.7", "pytorch >=2.4,<2.8")
+    assert [(e.line, e.old, e.new) for e in dec.edits] == [(line, "pytorch >=2.4,<2.7", "pytorch >=2.4,<2.8")]
+    # a test that admits the release already: its package depends on pytorch and is tested with the new minor
+    assert (by_name["other"].status, by_name["other"].action) == ("unchanged", TEST)
+    assert _to_test(plan, RecipeGraph.from_recipes(dist.recipes), new_minor=True) == ["other", "testonly"]
+    out = edited_text(recipe, dec, "pytorch", "2.7.0")  # the sweep's edit: that line and the build number
+    assert changed_lines(text, out) == [
+        (text.splitlines().index("  number: 0") + 1, "  number: 0", "  number: 1"),
+        (line, "        - pytorch >=2.4,<2.7   # the torch backend is tested",
+         "        - pytorch >=2.4,<2.8   # the torch backend is tested")]
+    edited = parse_recipe(out, recipe.path, recipe.settings)  # (rendered by rattler-build again)
+    assert edited.test_requirements() == ["pytorch >=2.4,<2.8"]
+    assert own_admitted(edited, "pytorch", ["2.6.0", "2.7.0"]) == {"2.6.0", "2.7.0"}
+
+
+def test_round_trip_fallback_widens_a_test_pin_too():
+    """The ruamel fallback (for shapes a line edit cannot handle) finds a test's pin as well."""
+    from conda_distro.sweep.edit import _roundtrip_edit, _verify
+
+    text = _test_pinned("testonly", "pytorch >=2.4,<2.7")
+    recipe = _recipe(text, "testonly")
+    dec = decide(recipe, "pytorch", "2.7.0")
+    out = _roundtrip_edit(recipe, dec)
+    assert "        - pytorch >=2.4,<2.8   # the torch backend is tested\n" in out and "  number: 1\n" in out
+    assert _verify(recipe, out, dec, "pytorch", "2.7.0").test_requirements() == ["pytorch >=2.4,<2.8"]
+
+
+def test_a_bare_pytorch_in_a_test_counts_as_depending_on_pytorch(make_distro):
+    root = make_distro({"bare": _test_pinned("bare", "pytorch"), "none": _test_pinned("none", "numpy >=1.24,<3")})
+    plan = plan_sweep(load_distribution(root), "2.7.0")
+    assert [(d.name, d.status, d.depends_on_pytorch, d.edits) for d in plan.decisions] == [("bare", "unchanged", True, ())]
+
+
+def test_einops_pinned_only_in_its_test_is_in_the_release_day_plan(make_distro):
+    """The repository's einops recipe (no pytorch requirement; its script test installs pytorch) with its
+    test pin one minor short of the release swept."""
+    text = (Path(__file__).resolve().parents[1] / "recipes" / "einops" / "recipe.yaml").read_text()
+    pins = [ln for ln in text.splitlines() if ln.strip().startswith("- pytorch >=")]
+    assert len(pins) == 1 and pins[0].endswith("<2.16")
+    text = text.replace(pins[0], pins[0].replace("<2.16", "<2.15"))
+    root = make_distro({"einops": text}, {"pytorch": {"releases": ["2.13.0", "2.14.1"]}}, variants=True)
+    dist = load_distribution(root)
+    plan = plan_sweep(dist, "2.15.0")
+    [dec] = plan.decisions
+    line = text.splitlines().index(pins[0].replace("<2.16", "<2.15")) + 1
+    assert (dec.name, dec.status, dec.new_pin) == ("einops", "bumped", "pytorch >=2.13,<2.16")
+    assert [e.line for e in dec.edits] == [line]
+    out = edited_text(dist.recipes["einops"], dec, "pytorch", "2.15.0")
+    assert [n for n, _, _ in changed_lines(text, out)] == [dist.recipes["einops"].lines["build.number"], line]
 
 
 def test_add_release_flow_list_keeps_the_line_layout(tmp_path):

@@ -2,9 +2,12 @@
 
 A pin here is a versioned ``pytorch`` requirement in ``build``, ``host``, ``run`` or ``run_constraints``,
 at the top level or in ``outputs:``, in every ``if/then/else`` branch (a release must satisfy the CUDA
-branch's pin as well as the CPU one). Requirements on the recipe's own outputs (``pin_subpackage``,
-``libtorch ==${{ version }}`` between the outputs of one feedstock) are never pins of pytorch: a recipe
-that produces ``pytorch`` itself has none.
+branch's pin as well as the CPU one), and in the requirements of a test (``tests[].requirements.run`` and
+``build``, written literally): a test that installs ``pytorch >=2.13,<2.15`` can only be run on the releases
+it admits, so the sweep widens it like any other pin, and a recipe whose only pytorch requirement is in its
+tests depends on pytorch for the sweep (its tests are what a release must pass). Requirements on the recipe's
+own outputs (``pin_subpackage``, ``libtorch ==${{ version }}`` between the outputs of one feedstock) are
+never pins of pytorch: a recipe that produces ``pytorch`` itself has none.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from conda_distro.recipe.model import SECTIONS, Dep, Recipe
+from conda_distro.recipe.model import SECTIONS, TEST_SECTIONS, Dep, Recipe
 from conda_distro.recipe.specs import admits, parse_spec
 
 if TYPE_CHECKING:  # (an annotation only: promote and excuses import this module, never networkx for it)
@@ -48,6 +51,14 @@ def _find_written_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
     return found
 
 
+def test_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
+    """Versioned pytorch pins written literally in the requirements of the recipe's tests (sections
+    :data:`~conda_distro.recipe.model.TEST_SECTIONS`). Empty for a recipe that produces ``pytorch``."""
+    if recipe.produces(pytorch):
+        return []
+    return [d for d in _written_pins(recipe, pytorch) if d.section in TEST_SECTIONS and d.version]
+
+
 def _templated_lines(recipe: Recipe, pytorch: str) -> set[int]:
     """Lines of requirements written with the PyTorch variant key (``pytorch ${{ pytorch }}.*``, or a key
     zipped with it): what they render to follows the variant, one minor per build, so they are no pin a
@@ -63,7 +74,7 @@ def _templated_lines(recipe: Recipe, pytorch: str) -> set[int]:
 def pytorch_pins(recipe: Recipe, pytorch: str, *, all_branches: bool = True) -> list[Dep]:
     """Versioned pins of ``pytorch`` (see the module doc), one per line, in line order. Empty for a
     recipe that produces ``pytorch`` itself. ``all_branches=False``: only the requirements that apply
-    to the recipe's platform (what a build of it gets)."""
+    to the recipe's platform (what a build of it gets; its tests' pins left out: see :func:`test_pins`)."""
     key = ("pytorch_pins", pytorch, all_branches)  # (asked by three lint checks and the sweep: found once)
     if key not in recipe.derived:
         recipe.derived[key] = _pytorch_pins(recipe, pytorch, all_branches)
@@ -85,7 +96,8 @@ def _pytorch_pins(recipe: Recipe, pytorch: str, all_branches: bool) -> list[Dep]
 
 
 def depends_on(recipe: Recipe, pytorch: str) -> bool:
-    """Does the recipe require ``pytorch`` at all (bare, pinned or through a pin function)?"""
+    """Does the recipe require ``pytorch`` at all (bare, pinned or through a pin function), in its
+    requirements or its tests' requirements (a package whose tests install pytorch is tested with it)?"""
     if recipe.produces(pytorch):
         return False
     return any(d.name == pytorch for d in recipe.deps(*[s for s in PIN_SECTIONS if s in SECTIONS])) or \
@@ -97,18 +109,20 @@ def own_admitted(recipe: Recipe, pytorch: str, releases: Sequence[str]) -> set[s
     they pin against), read per rendered variant as rattler-build renders it: a release is admitted by an
     output when one of its variants' pins all admit it (``pytorch ${{ pytorch }}.*`` in host renders
     ``pytorch 2.13.*`` in one variant and ``pytorch 2.14.*`` in the next: each minor has its build), and
-    by the recipe when every output admits it."""
+    by the recipe when every output admits it. Its tests' pins (:func:`test_pins`) count too: a release
+    they leave out is one the recipe cannot be tested on (its test environment would not solve)."""
     if recipe.produces(pytorch):
         return set(releases)
+    tested = {r for r in releases if all(admits(d.version, r) for d in test_pins(recipe, pytorch) if d.version)}
     if not recipe.variants:
         specs = [d.version for d in pytorch_pins(recipe, pytorch, all_branches=False)]
-        return {r for r in releases if all(admits(s, r) for s in specs)}
+        return {r for r in tested if all(admits(s, r) for s in specs)}
     per_output: dict[str, set[str]] = {}
     for v in recipe.variants:
         specs = [p.version for section in PIN_SECTIONS for p in map(parse_spec, v.requirements.get(section, ()))
                  if p.ok and p.name == pytorch and p.version]
         per_output.setdefault(v.output, set()).update(r for r in releases if all(admits(s, r) for s in specs))
-    out = set(releases)
+    out = tested
     for admitted in per_output.values():
         out &= admitted
     return out

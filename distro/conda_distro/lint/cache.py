@@ -38,7 +38,7 @@ from conda_distro.lint.context import LintContext
 from conda_distro.recipe.model import MAX_PACKS, PACK_UNUSED_DAYS, PACKS, Recipe, model_key
 from conda_distro.util.cachedir import PackedCache, prune_packs
 
-LINT_SCHEMA = "1"  # bump when what a cached finding holds changes
+LINT_SCHEMA = "2"  # bump when what a cached finding holds changes
 RECIPE_SCOPE = "recipe"
 
 

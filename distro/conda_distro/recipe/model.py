@@ -142,7 +142,8 @@ class Recipe:
     #: what is derived from the text once and asked for again (e.g. its written pins: three lint checks and
     #: the sweep ask; bench_spine warm 300 recipes: 900 computations of 3.7 s profiled became 300)
     derived: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
-    #: (section, text as written, line) of every requirement item in the text, top level and outputs, every
+    #: (section, text as written, line) of every requirement item in the text, top level and outputs (and their
+    #: tests': sections ``tests.build``, ``tests.run``), every
     #: if/then/else branch: what the pins are read from, kept in the model cache so that a warm lint never
     #: parses the YAML again (None: not known yet, read from :attr:`tree` when asked)
     written: tuple[tuple[str, str, int], ...] | None = field(default=None, repr=False, compare=False)
@@ -300,21 +301,31 @@ def written_items(value: Any, line: int) -> list[tuple[str, int]]:
 
 
 REQUIREMENT_SECTIONS = ("build", "host", "run", "run_constraints")
+#: the requirements of a test (``tests: [{requirements: {build: [...], run: [...]}}]``), as the sections
+#: :func:`written_requirements` names them
+TEST_SECTIONS = ("tests.build", "tests.run")
 
 
 def written_requirements(doc: Any) -> tuple[tuple[str, str, int], ...]:
     """(section, text as written, line) of every requirement item of a recipe's tree: the top level's and
-    each output's ``requirements`` (build, host, run, run_constraints), both branches of every condition."""
+    each output's ``requirements`` (build, host, run, run_constraints) and the requirements of each of
+    their tests (sections ``tests.build``, ``tests.run``), both branches of every condition."""
     outputs = doc.get("outputs") if isinstance(doc, dict) else None
     bodies = [doc] + [o for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else [doc]
     found: list[tuple[str, str, int]] = []
     for body in bodies:
-        req = body.get("requirements") if isinstance(body, dict) else None
-        if not isinstance(req, dict):
+        if not isinstance(body, dict):
             continue
-        for section in REQUIREMENT_SECTIONS:
-            start = req.line_of(section) if isinstance(req, LDict) else 1
-            found.extend((section, text, line) for text, line in written_items(req.get(section), start))
+        tests = body.get("tests")
+        reqs: list[tuple[Any, tuple[str, ...], str]] = [(body.get("requirements"), REQUIREMENT_SECTIONS, "")]
+        reqs += [(t.get("requirements"), ("build", "run"), "tests.") for t in tests if isinstance(t, dict)] \
+            if isinstance(tests, list) else []
+        for req, sections, prefix in reqs:
+            if not isinstance(req, dict):
+                continue
+            for section in sections:
+                start = req.line_of(section) if isinstance(req, LDict) else 1
+                found.extend((prefix + section, text, line) for text, line in written_items(req.get(section), start))
     return tuple(found)
 
 
@@ -535,7 +546,7 @@ def _tree(text: str, path: Path) -> LDict:
     return doc if isinstance(doc, LDict) else LDict(doc)
 
 
-MODEL_SCHEMA = "4"  # bump when the Recipe model or how it is built changes
+MODEL_SCHEMA = "5"  # bump when the Recipe model or how it is built changes
 
 
 def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) -> Recipe:

@@ -147,7 +147,12 @@ def _roundtrip_edit(recipe: Recipe, dec: Decision) -> str:
     """The fallback: a ruamel round trip (comments and quoting kept; whitespace may be normalised)."""
     tree = TreeEditor(recipe.text, path=recipe.path)
     outputs = tree.get("outputs") or []
-    bodies = ["requirements", *[f"outputs[{i}].requirements" for i, o in enumerate(outputs) if isinstance(o, dict)]]
+    tops = ["", *[f"outputs[{i}]." for i, o in enumerate(outputs) if isinstance(o, dict)]]
+    bodies = [f"{top}requirements" for top in tops]
+    for top in tops:  # the tests' requirements (a test's pytorch pin is widened like the others)
+        tests = tree.get(f"{top}tests")
+        bodies += [f"{top}tests[{j}].requirements" for j, t in enumerate(tests if isinstance(tests, list) else [])
+                   if isinstance(t, dict) and isinstance(t.get("requirements"), dict)]
     for e in {e.old: e for e in dec.edits}.values():  # identical host and run pins: one replacement does both
         if e.error:
             raise EditError(e.error)
