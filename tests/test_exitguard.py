@@ -19,25 +19,28 @@ import textwrap
 import pytest
 
 HOLD_OPEN = textwrap.dedent("""
-    import asyncio.base_events as base_events, sys, threading, time
+    import asyncio.base_events as base_events, os, sys, threading, time
     from pathlib import Path
 
     MAIN = threading.get_ident()
     complete = base_events.BaseEventLoop.call_soon_threadsafe
 
+    def say(line):  # one write(2) per line: print() writes the text and its newline apart, and two threads'
+        os.write(2, (line + "\\n").encode())  # lines then mix ("native thread in pythonmain thread ends")
+
     def held_open(self, *args, **kwargs):
         handle = complete(self, *args, **kwargs)
         if threading.get_ident() != MAIN:  # py-rattler's native thread, completing the future
-            print("native thread in python", file=sys.stderr, flush=True)
+            say("native thread in python")
             time.sleep(1.5)  # (sleeping lets go of the GIL: the main thread goes on and ends the process)
-            print("native thread leaves python", file=sys.stderr, flush=True)
+            say("native thread leaves python")
         return handle
 
     base_events.BaseEventLoop.call_soon_threadsafe = held_open
     from conda_distro.channels.local import LocalChannel
 
     LocalChannel(Path(sys.argv[1]), subdirs=("linux-64",)).publish()  # asyncio.run(rattler's index_fs)
-    print("main thread ends", file=sys.stderr, flush=True)
+    say("main thread ends")
 """)
 
 ENTRY_POINTS = {
