@@ -208,6 +208,21 @@ def log_costs(steps: list[dict]) -> dict[str, dict[str, float]]:
     return {p: {k: sum(v) / len(v) for k, v in kinds.items()} for p, kinds in acc.items()}
 
 
+def table_costs(steps: list[dict]) -> dict[str, float]:
+    """The generic costs bench_scale.py's table takes (``--real-costs FILE``) from a run's logged steps: the
+    median noarch build and cuda / cpu test target, and a compiled build per row as long as the slowest
+    compiled package's mean for that row (the table's compiled packages are all built like it); a shard's
+    setup is :data:`SHARD_SETUP` (not in the logs)."""
+    def median(kind: str) -> float:
+        return statistics.median(st["seconds"] for st in steps if st["kind"] == kind)
+
+    per_package = log_costs(steps)
+    slowest = {row: max((k[row] for k in per_package.values() if row in k), default=0.0) for row in ("build_cpu", "build_cuda")}
+    return {"build": round(median("build"), 1), "target": round(median("cuda"), 1), "target_cpu": round(median("cpu"), 1),
+            "build_fixed": SHARD_SETUP, "compiled_build": round(slowest["build_cpu"], 1),
+            "compiled_build_cuda": round(slowest["build_cuda"], 1)}
+
+
 def measured_run(folder: Path) -> dict:
     """A run of step 3 (``--work`` folder): its measured.json and, per stage, the packages the shard built
     and their test targets (cpu, cuda), from the shard reports."""
@@ -574,9 +589,21 @@ def main(argv: list[str] | None = None) -> int:
                     "pytorch builds held beside the world or upstream, else " + ",".join(NEW_VARIANTS) + ")")
     ap.add_argument("--slots", type=int, default=2, help="--release-day: job slots (bench_release_day's --jobs 2)")
     ap.add_argument("--out", type=Path, help="--release-day: the prediction's JSON (read back by --compare alone)")
+    ap.add_argument("--table-costs", type=Path, metavar="LOGS", help="write bench_scale.py's --real-costs FILE (to "
+                    "--out) from a run's logs (a world's build/logs: medians; a compiled build: the slowest package's; in a "
+                    "release day's --keep folder, the day before's logs only)")
     ap.add_argument("--compare", type=Path, metavar="MEASURED", help="bench_release_day.py's printed output (or a "
                     "JSON with stages and headline): predicted vs measured per stage (target: within 25 %%)")
     args = ap.parse_args(argv)
+    if args.table_costs:
+        if args.out is None:
+            ap.error("--table-costs needs --out FILE")
+        # a release day's --keep folder: only the day before's logs (written before its setup-build.json)
+        marker = args.table_costs.resolve().parents[2] / "setup-build.json"
+        costs = table_costs(log_steps(args.table_costs, until=marker.stat().st_mtime if marker.is_file() else None))
+        args.out.write_text(json.dumps({"costs": costs, "from": str(args.table_costs), "load": _load()}, indent=1))
+        print(f"{args.out}: " + ", ".join(f"{k} {v:.1f} s" for k, v in costs.items()))
+        return 0
     if args.release_day or args.compare:
         return release_day_main(args, ap)
     if args.blind:

@@ -10,6 +10,7 @@ import random
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,31 @@ sweep: 15 bumped, 2 unchanged; automerged: a, b
     far = {**pred, "headline": 4000.0}
     (tmp_path / "pred.json").write_text(json.dumps(far))
     assert main(["--compare", str(tmp_path / "measured.txt"), "--out", str(tmp_path / "pred.json")]) == 1
+
+
+def test_table_costs_are_the_logs_medians_and_the_slowest_compiled_package(tmp_path):
+    """bench_scale.py's --real-costs FILE from a run's logs: medians of noarch builds and test targets; a
+    compiled build per row as long as the slowest compiled package's; a later run's logs left out."""
+    from bench_scale_real import main
+
+    logs = tmp_path / "keep" / "world" / "build" / "logs"
+    for pkg, build, cuda in (("a", 4.0, 20.0), ("b", 6.0, 30.0), ("c", 50.0, 90.0)):
+        _log(logs, pkg, "pyh1_0.build.log", build)
+        _log(logs, pkg, "pyh1_0.2.13.0-cuda.test.log", cuda)
+        _log(logs, pkg, "pyh1_0.2.13.0-cpu.test.log", cuda / 2)
+    for pkg, cpu, cuda in (("fast", 30.0, 100.0), ("slow", 200.0, 500.0)):
+        _log(logs, pkg, "cpu_py311_ha_0.build.log", cpu)
+        _log(logs, pkg, "cuda_py311_hb_200.build.log", cuda)
+        _log(logs, pkg, "cuda_py311_hb_200.2.13.0-cuda.test.log", 10.0)
+    out = tmp_path / "costs.json"
+    assert main(["--table-costs", str(logs), "--out", str(out)]) == 0
+    costs = json.loads(out.read_text())["costs"]
+    assert costs == {"build": 6.0, "target": 20.0, "target_cpu": 15.0, "build_fixed": 25.0,
+                     "compiled_build": 200.0, "compiled_build_cuda": 500.0}
+    # in a release day's --keep folder only the day before's logs count (those before setup-build.json)
+    (tmp_path / "keep" / "setup-build.json").write_text("{}")
+    after_them = time.time() + 1000  # (the logs above end up to 500 s from now: their last writes are set ahead)
+    os.utime(tmp_path / "keep" / "setup-build.json", (after_them, after_them))
+    _log(logs, "slow", "cuda_py311_hz_200.build.log", 9000.0)
+    assert main(["--table-costs", str(logs), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["costs"]["compiled_build_cuda"] == 500.0
