@@ -241,29 +241,31 @@ def measured_run(folder: Path) -> dict:
             "fanin": next(j["seconds"] for j in meas["jobs"] if j["job"] == "check-pr")}
 
 
-def blind_predict(run: dict, costs: dict[str, dict[str, float]], others: list[dict], setup: float) -> tuple[float, list]:
-    """``run`` at K = 1 (one shard per stage, one sandbox at a time) from per-package ``costs``: the plan
-    job and the fan-in as the mean of ``others`` (runs the costs did not come from; a few seconds), each
-    stage ``setup`` plus its packages' steps (a step with no measured cost: none, said in the result)."""
+def blind_predict(run: dict, costs: dict[str, dict[str, float]], others: list[dict], setup: float,
+                  cores: int = 1) -> tuple[float, list]:
+    """``run`` at K = 1 (one shard per stage) from per-package ``costs``: the plan job and the fan-in as the
+    mean of ``others`` (runs the costs did not come from; a few seconds), each stage ``setup`` plus its
+    packages' steps on ``cores`` sandboxes (the shard's `fanout shard --jobs "$(nproc)"`; a package's tests
+    after its build, :func:`bench_scale.schedule`; a step with no measured cost: none, said in the result)."""
     missing = []
     total = statistics.mean(o["plan"] for o in others) + statistics.mean(o["fanin"] for o in others)
     per_stage = []
     for st in run["stages"]:
-        t = setup
+        units = []
         for p in st["packages"]:
             own = costs.get(p, {})
             cpu, cuda = st["split"][p]
-            for kind, n in (("build", 1), ("cpu", cpu), ("cuda", cuda)):
-                if n and kind not in own:
-                    missing.append(f"{p} {kind}")
-                t += n * own.get(kind, 0.0)
+            missing += [f"{p} {kind}" for kind, n in (("build", 1), ("cpu", cpu), ("cuda", cuda)) if n and kind not in own]
+            units.append((own.get("build", 0.0), [own.get("cpu", 0.0)] * cpu + [own.get("cuda", 0.0)] * cuda))
+        t = setup + schedule(units, cores)
         per_stage.append((st["job"], t, st["seconds"]))
         total += t
     return total, [per_stage, missing]
 
 
-def blind(sources: list[str], runs: list[str]) -> list[str]:
-    """Step 4 (module docstring): every cost source against every measured run it did not come from."""
+def blind(sources: list[str], runs: list[str], cores: int = 1) -> list[str]:
+    """Step 4 (module docstring): every cost source against every measured run it did not come from, each
+    shard's steps on ``cores`` sandboxes (its own shard logs, read one after another: on one)."""
     measured = {}
     own = {}
     for spec in runs:
@@ -294,7 +296,7 @@ def blind(sources: list[str], runs: list[str]) -> list[str]:
             if not all(p in costs for st in run["stages"] for p in st["packages"]):
                 continue
             others = [r for f, r in measured.items() if f != folder] or [run]
-            pred, (stages, missing) = blind_predict(run, costs, others, setup)
+            pred, (stages, missing) = blind_predict(run, costs, others, setup, cores if setup else 1)
             blindness = "not blind" if name.startswith(folder + " ") else "blind"
             rows.append(f"| {name} | {folder} ({blindness}) | {pred:.0f} s | {run['wall']:.0f} s | "
                         f"{(pred - run['wall']) / run['wall']:+.0%} | "
@@ -576,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, help="scratch folder (kept: costs, prediction, measured run)")
     ap.add_argument("--blind", action="store_true", help="step 4: --costs-from sources against --runs, nothing run")
     ap.add_argument("--costs-from", nargs="*", default=[], help="logs folders (LOGS or LOGS:sequential)")
+    ap.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="--blind: a shard's sandboxes side by side "
+                    "(pr.yml's `fanout shard --jobs \"$(nproc)\"`; default: this machine's cores)")
     ap.add_argument("--runs", nargs="*", default=[], help="measured runs (a --work folder, or FOLDER:KEEP with "
                     "its shard logs)")
     ap.add_argument("--change", default="accelerate", help="the package the pull request changes (default accelerate)")
@@ -607,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.release_day or args.compare:
         return release_day_main(args, ap)
     if args.blind:
-        for line in blind(args.costs_from, args.runs):
+        for line in blind(args.costs_from, args.runs, args.cores):
             print(line)
         return 0
     if args.world is None or args.work is None:

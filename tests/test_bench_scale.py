@@ -206,3 +206,20 @@ def test_table_costs_are_the_logs_medians_and_the_slowest_compiled_package(tmp_p
     _log(logs, "slow", "cuda_py311_hz_200.build.log", 9000.0)
     assert main(["--table-costs", str(logs), "--out", str(out)]) == 0
     assert json.loads(out.read_text())["costs"]["compiled_build_cuda"] == 500.0
+
+
+def test_a_blind_prediction_runs_a_shards_steps_on_its_sandboxes():
+    """A stage of the measured PR gate from per-package costs: on one sandbox the sum of the steps (the
+    shards before `--jobs`), on two a package's tests side by side after its build (pr.yml's
+    `fanout shard --jobs "$(nproc)"`); the plan and fan-in from the other runs."""
+    from bench_scale_real import blind_predict
+
+    run = {"stages": [{"job": "level-0", "seconds": 80.0, "packages": ["a", "b"], "split": {"a": (1, 3), "b": (0, 1)}}]}
+    other = {"plan": 1.0, "fanin": 2.0}
+    costs = {"a": {"build": 4.0, "cpu": 10.0, "cuda": 30.0}, "b": {"build": 6.0, "cuda": 20.0}}
+    one, (stages, missing) = blind_predict(run, costs, [other], setup=25.0, cores=1)
+    assert one == 3.0 + 25.0 + (4 + 10 + 3 * 30) + (6 + 20) and not missing
+    two, _ = blind_predict(run, costs, [other], setup=25.0, cores=2)
+    assert 3.0 + 25.0 + (4 + 10 + 3 * 30 + 6 + 20) / 2 <= two < one
+    _, (_, missing) = blind_predict(run, {"a": costs["a"]}, [other], setup=25.0, cores=2)
+    assert missing == ["b build", "b cuda"]
