@@ -198,6 +198,15 @@ def log_steps(logs: Path, sequential: float | None = None, until: float | None =
     return [st for st in steps if st["seconds"] is not None]
 
 
+def day_before_cut(logs: Path) -> float | None:
+    """For the logs of a release day's world (``KEEP/world/build/logs``, bench_release_day.py's ``--keep``):
+    the time its ``--setup-only`` run wrote ``KEEP/setup-build.json``; logs last written later are release
+    day's own, not the day before's (``log_steps``'s ``until``). None for logs anywhere else."""
+    parents = logs.resolve().parents
+    marker = parents[2] / "setup-build.json" if len(parents) > 2 else None
+    return marker.stat().st_mtime if marker is not None and marker.is_file() else None
+
+
 def log_costs(steps: list[dict]) -> dict[str, dict[str, float]]:
     """Per package, the mean seconds of each kind of step (``Costs.packages``); a compiled build's also
     per minor (``build_cuda 2.14``)."""
@@ -406,9 +415,8 @@ def predict_day(where: Path, logs: Path | None, release: str, variants: tuple[st
     ``build/logs``, as its ``build --all`` left them: logs written after ``setup-build.json`` left out)."""
     keep = where if (where / "world" / "distro.yaml").is_file() else where.parent
     world = keep / "world" if (keep / "world" / "distro.yaml").is_file() else where
-    marker = keep / "setup-build.json"
     logs = logs or world / "build" / "logs"
-    steps = log_steps(logs, until=marker.stat().st_mtime if marker.is_file() and logs.is_relative_to(world) else None)
+    steps = log_steps(logs, until=day_before_cut(logs))
     costs = log_costs(steps)
     day = day_of(world, release, variants or new_variants_of(keep, world, release), steps)
     sweep, old, missing = day_units(day, costs)
@@ -602,9 +610,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.table_costs:
         if args.out is None:
             ap.error("--table-costs needs --out FILE")
-        # a release day's --keep folder: only the day before's logs (written before its setup-build.json)
-        marker = args.table_costs.resolve().parents[2] / "setup-build.json"
-        costs = table_costs(log_steps(args.table_costs, until=marker.stat().st_mtime if marker.is_file() else None))
+        steps = log_steps(args.table_costs, until=day_before_cut(args.table_costs))
+        if not any(st["kind"] == "build" for st in steps) or not any(st["kind"] in ("cpu", "cuda") for st in steps):
+            ap.error(f"--table-costs {args.table_costs}: no noarch build or no test logs there "
+                     "(<package>/<build>.build.log, <build>.<release>-<variant>.test.log): give a world's build/logs")
+        costs = table_costs(steps)
         args.out.write_text(json.dumps({"costs": costs, "from": str(args.table_costs), "load": _load()}, indent=1))
         print(f"{args.out}: " + ", ".join(f"{k} {v:.1f} s" for k, v in costs.items()))
         return 0

@@ -206,6 +206,12 @@ def test_table_costs_are_the_logs_medians_and_the_slowest_compiled_package(tmp_p
     _log(logs, "slow", "cuda_py311_hz_200.build.log", 9000.0)
     assert main(["--table-costs", str(logs), "--out", str(out)]) == 0
     assert json.loads(out.read_text())["costs"]["compiled_build_cuda"] == 500.0
+    # a folder without logs: a clear error (exit 2), nothing written
+    empty, none = tmp_path / "empty", tmp_path / "none.json"
+    empty.mkdir()
+    with pytest.raises(SystemExit) as exc:
+        main(["--table-costs", str(empty), "--out", str(none)])
+    assert exc.value.code == 2 and not none.exists()
 
 
 def test_a_blind_prediction_runs_a_shards_steps_on_its_sandboxes():

@@ -113,7 +113,7 @@ def own_admitted(recipe: Recipe, pytorch: str, releases: Sequence[str]) -> set[s
     they leave out is one the recipe cannot be tested on (its test environment would not solve)."""
     if recipe.produces(pytorch):
         return set(releases)
-    tested = {r for r in releases if all(admits(d.version, r) for d in test_pins(recipe, pytorch) if d.version)}
+    tested = {r for r in releases if all(admits(d.version, r) for d in test_pins(recipe, pytorch))}
     if not recipe.variants:
         specs = [d.version for d in pytorch_pins(recipe, pytorch, all_branches=False)]
         return {r for r in tested if all(admits(s, r) for s in specs)}

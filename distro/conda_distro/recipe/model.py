@@ -301,9 +301,10 @@ def written_items(value: Any, line: int) -> list[tuple[str, int]]:
 
 
 REQUIREMENT_SECTIONS = ("build", "host", "run", "run_constraints")
-#: the requirements of a test (``tests: [{requirements: {build: [...], run: [...]}}]``), as the sections
-#: :func:`written_requirements` names them
-TEST_SECTIONS = ("tests.build", "tests.run")
+#: the requirements of a test (``tests: [{requirements: {build: [...], run: [...]}}]``), and the sections
+#: :func:`written_requirements` names them by
+TEST_REQUIREMENT_SECTIONS = ("build", "run")
+TEST_SECTIONS = tuple(f"tests.{s}" for s in TEST_REQUIREMENT_SECTIONS)
 
 
 def written_requirements(doc: Any) -> tuple[tuple[str, str, int], ...]:
@@ -318,7 +319,7 @@ def written_requirements(doc: Any) -> tuple[tuple[str, str, int], ...]:
             continue
         tests = body.get("tests")
         reqs: list[tuple[Any, tuple[str, ...], str]] = [(body.get("requirements"), REQUIREMENT_SECTIONS, "")]
-        reqs += [(t.get("requirements"), ("build", "run"), "tests.") for t in tests if isinstance(t, dict)] \
+        reqs += [(t.get("requirements"), TEST_REQUIREMENT_SECTIONS, "tests.") for t in tests if isinstance(t, dict)] \
             if isinstance(tests, list) else []
         for req, sections, prefix in reqs:
             if not isinstance(req, dict):
