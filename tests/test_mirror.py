@@ -352,3 +352,52 @@ def test_a_test_is_judged_by_what_its_own_sandbox_asked_the_mirror_for(tmp_path)
     # a sandbox that had asked for it and still lacks it: nothing new to fetch, rattler-build's verdict
     same = _judge_mirrored(unit, got, Needs(asked=("python 3.11.*",)))  # type: ignore[arg-type]
     assert not same.error and not same.ok, same
+
+
+def test_tests_side_by_side_make_their_views_from_one_store_without_tripping_over_each_other(tmp_path):
+    """A package's tests run side by side in threads of one process and make their mirror views at once:
+    each indexes a file the store has not seen yet and keeps the entry beside it. They once shared one
+    temp file name (the process's pid), so one test's rename took the file from under another's, which
+    became an infrastructure ``error`` (seen once on a loaded CI machine: one of arrayuser's two tests)."""
+    import threading
+
+    from support.channel_builds import build_package
+
+    from conda_distro.engine.mirror import MirrorStore, RemoteChannel
+    from conda_distro.engine.needs import NeededRecord
+
+    pkg = build_package(tmp_path / "ch" / "noarch", "alpha", [])
+    base = (tmp_path / "ch").as_uri() + "/"
+    rec = NeededRecord(url=pkg.as_uri(), file_name=pkg.name, subdir="noarch", channel=base,
+                       sha256=hashlib.sha256(pkg.read_bytes()).hexdigest(), size=pkg.stat().st_size)
+    remote = RemoteChannel(0, "ch", "ch", base)
+
+    def side_by_side(store: MirrorStore, views: Path, n: int) -> list[BaseException]:
+        start, errors = threading.Barrier(n), []
+
+        def one(i: int) -> None:
+            start.wait()
+            try:
+                store.views(views / str(i), [remote], [rec])
+                store.want("alpha", [f"spec-{i}"])
+            except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(exc)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        return errors
+
+    for round_ in range(5):  # a fresh store each round: every thread finds no entry and indexes
+        store = MirrorStore(tmp_path / f"mirror{round_}")
+        store.fetch(rec)
+        assert not side_by_side(store, tmp_path / f"views{round_}", 8)
+        entry = json.loads((store.pkgs / rec.sha256 / "entry.json").read_text())
+        assert entry["name"] == "alpha"
+        assert not [p.name for p in (store.pkgs / rec.sha256).iterdir() if p.name.startswith(".entry")]
+        assert sorted(store.wanted("alpha")) == sorted(f"spec-{i}" for i in range(8))  # none lost
+        for i in range(8):
+            repodata = json.loads((tmp_path / f"views{round_}" / str(i) / remote.slug / "noarch" / "repodata.json").read_text())
+            assert pkg.name in repodata["packages.conda"]

@@ -393,6 +393,19 @@ def publish(world: Path, tmp: Path, name: str, version: str, source: str, capsys
     return json.loads(out)["added"][0]
 
 
+def why_not_passed(world: Path, doc: dict, name: str) -> str:
+    """Each of ``name``'s tests that did not pass, with its reason and the end of its log: what a failure
+    of a test built on a passing build says (a one-off on a loaded machine can be read from it)."""
+    said = []
+    for t in doc["tests"]:
+        if t["name"] == name and t["status"] != "passed":
+            log = Path(t["log"]) if t.get("log") else None
+            log = log if log is None or log.is_absolute() else world / log
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) if log and log.is_file() else "(no log)"
+            said.append(f"{t['pytorch']} {t['variant']}: {t['status']}: {t.get('reason')}\n{tail}")
+    return "\n\n".join(said)
+
+
 def promote_with_upstream_libs(world: Path, tmp_path: Path, capsys, name: str) -> dict:
     """arraylib 1.0.0 and helperlib 1.0.0 published upstream, then ``name`` (tests/data/verdicts/NAME)
     committed, built (every test passed) and promoted on ``world``: the build's JSON."""
@@ -405,7 +418,7 @@ def promote_with_upstream_libs(world: Path, tmp_path: Path, capsys, name: str) -
     repo.git.add("-A")
     repo.index.commit(name)
     code, doc = run_json_at(capsys, world, "build", name)
-    assert {t["status"] for t in doc["tests"] if t["name"] == name} == {"passed"}, doc["tests"]
+    assert {t["status"] for t in doc["tests"] if t["name"] == name} == {"passed"}, why_not_passed(world, doc, name)
     code, out = run_json_at(capsys, world, "promote")
     assert any(name_of(a["artifact"]) == name for a in out["promoted"]), out["held"]
     return doc

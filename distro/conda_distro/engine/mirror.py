@@ -46,7 +46,7 @@ from filelock import FileLock, Timeout
 from conda_distro.config import Limits
 from conda_distro.errors import ConfigError, DistroError
 from conda_distro.util.cachedir import default_cache_dir
-from conda_distro.util.fsutil import link_or_copy, open_regular, read_bounded_text
+from conda_distro.util.fsutil import atomic_write_text, link_or_copy, open_regular, read_bounded_text
 from conda_distro.util.rattler_env import index_channel
 
 if TYPE_CHECKING:
@@ -270,9 +270,9 @@ class MirrorStore:
         entry = (doc.get("packages.conda") or {}).get(rec.file_name) or (doc.get("packages") or {}).get(rec.file_name)
         if not isinstance(entry, dict):
             raise MirrorError(f"rattler's indexer made no entry for {rec.file_name}: it is not a readable package")
-        tmp_file = cached.with_name(f".{ENTRY}.{os.getpid()}")
-        tmp_file.write_text(json.dumps(entry), encoding="utf-8")
-        os.replace(tmp_file, cached)
+        # a temp file of its own: the tests of one package index the same new file side by side, in
+        # threads of one process (a name made of the pid alone let one rename take another's file)
+        atomic_write_text(cached, json.dumps(entry))
         return entry
 
     # -------------------------------------------------------------- what rattler-build asked for beyond our solves
@@ -281,14 +281,13 @@ class MirrorStore:
         """Remember ``specs`` that a sandbox of ``package`` needed and its mirror lacked: the next
         attempt solves them too (:meth:`wanted`)."""
         path = self._wanted_file(package)
-        have = self.wanted(package)
-        new = [s for s in dict.fromkeys(specs) if s and s not in have]
-        if not new:
-            return
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps((have + new)[-MAX_WANTED:]), encoding="utf-8")
-        os.replace(tmp, path)
+        # the package's tests remember side by side: read, add and write under one lock, or one's specs are lost
+        with FileLock(str(path.parent / LOCK), timeout=self.lock_timeout):  # (one file for every package)
+            have = self.wanted(package)
+            new = [s for s in dict.fromkeys(specs) if s and s not in have]
+            if new:
+                atomic_write_text(path, json.dumps((have + new)[-MAX_WANTED:]))
 
     def wanted(self, package: str) -> list[str]:
         """What sandboxes of ``package`` needed beyond the solves (read: kept by :meth:`prune` for
