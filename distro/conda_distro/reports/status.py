@@ -48,7 +48,7 @@ from conda_distro.reports.watch import read_report as read_watch_report
 from conda_distro.state.ledger import ArtifactEntry, latest_tests, newest_artifact
 from conda_distro.state.results import TestStatus
 from conda_distro.util.dates import parse_as_of
-from conda_distro.util.fsutil import atomic_write_text
+from conda_distro.util.fsutil import atomic_write_bytes, atomic_write_text
 from conda_distro.util.gitutil import find_repo, origin_url
 from conda_distro.util.layout import clash
 from conda_distro.util.safetext import shown
@@ -664,10 +664,7 @@ def _safe(name: str) -> str:
 def _write(path: Path, data: str | bytes) -> None:
     try:
         if isinstance(data, bytes):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(data)
-            tmp.replace(path)
+            atomic_write_bytes(path, data)
         else:
             atomic_write_text(path, data)
     except OSError as exc:

@@ -224,10 +224,15 @@ def new_file_mode() -> int:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder + ``os.replace``). The file keeps
-    its permissions (a recipe the sweep edits and puts back stays as git checked it out); a new one gets
-    :func:`new_file_mode` (what the umask allows, as any program creating a file). An ``OSError`` names
-    ``path`` (:func:`naming`)."""
+    """Write ``text`` to ``path`` atomically as UTF-8 (:func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (a temp file of its own in the same folder, so writers side by
+    side never share one, + ``os.replace``). The file keeps its permissions (a recipe the sweep edits and
+    puts back stays as git checked it out); a new one gets :func:`new_file_mode` (what the umask allows, as
+    any program creating a file). An ``OSError`` names ``path`` (:func:`naming`)."""
     with naming(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -237,8 +242,8 @@ def atomic_write_text(path: Path, text: str) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
             os.fchmod(fd, mode)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
