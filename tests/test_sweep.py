@@ -691,6 +691,42 @@ def test_round_trip_fallback_widens_a_test_pin_too():
     assert _verify(recipe, out, dec, "pytorch", "2.7.0").test_requirements() == ["pytorch >=2.4,<2.8"]
 
 
+def _conditional_test_pinned(name: str, pin: str) -> str:
+    """A recipe with no pytorch requirement whose tests install ``pin`` in both branches of an ``if:``
+    item: a script test on linux, a list of one on the other platforms."""
+    from support.repos import clean_recipe_text
+
+    tests = (f"  - if: linux\n    then:\n      requirements:\n        run:\n          - {pin}\n"
+             "      script:\n        interpreter: python\n        content: import torch\n"
+             f"    else:\n      - requirements:\n          run: [\"{pin}\"]\n        script: [\"true\"]\n")
+    text = clean_recipe_text(name, pytorch=None)
+    return text.replace("\nabout:", f"{tests}\nabout:", 1)
+
+
+def test_sweep_widens_a_test_pin_inside_an_if_item_of_tests(make_distro):
+    """A test written inside an ``if:`` item of ``tests:`` (both branches) is read like any other: its
+    pytorch pins are the recipe's pins, and the sweep widens each (the line edit and the ruamel fallback)."""
+    from conda_distro.sweep.edit import _roundtrip_edit, _verify
+
+    text = _conditional_test_pinned("condtest", "pytorch >=2.4,<2.7")
+    root = make_distro({"condtest": text})
+    dist = load_distribution(root)
+    recipe = dist.recipes["condtest"]
+    lines = [i + 1 for i, ln in enumerate(text.splitlines()) if "pytorch >=2.4,<2.7" in ln]
+    assert len(lines) == 2
+    assert [(d.section, d.raw, d.line) for d in pytorch_pins(recipe, "pytorch")] == \
+        [("tests.run", "pytorch >=2.4,<2.7", ln) for ln in lines]
+    assert own_admitted(recipe, "pytorch", ["2.6.0", "2.7.0"]) == {"2.6.0"}
+    [dec] = plan_sweep(dist, "2.7.0").decisions
+    assert (dec.status, dec.action, dec.new_pin) == ("bumped", WIDEN, "pytorch >=2.4,<2.8")
+    out = edited_text(recipe, dec, "pytorch", "2.7.0")
+    assert [n for n, _, _ in changed_lines(text, out)] == sorted([recipe.lines["build.number"], *lines])
+    assert "<2.7" not in out
+    fallback = _roundtrip_edit(recipe, dec)  # (the shapes a line edit cannot handle: it finds both too)
+    assert "<2.7" not in fallback and fallback.count("pytorch >=2.4,<2.8") == 2
+    assert own_admitted(_verify(recipe, fallback, dec, "pytorch", "2.7.0"), "pytorch", ["2.6.0", "2.7.0"]) == {"2.6.0", "2.7.0"}
+
+
 def test_a_bare_pytorch_in_a_test_counts_as_depending_on_pytorch(make_distro):
     root = make_distro({"bare": _test_pinned("bare", "pytorch"), "none": _test_pinned("none", "numpy >=1.24,<3")})
     plan = plan_sweep(load_distribution(root), "2.7.0")

@@ -307,20 +307,32 @@ TEST_REQUIREMENT_SECTIONS = ("build", "run")
 TEST_SECTIONS = tuple(f"tests.{s}" for s in TEST_REQUIREMENT_SECTIONS)
 
 
+def written_tests(tests: Any) -> list[dict]:
+    """The tests of a ``tests:`` list as written, those in both branches of an ``if:`` item included
+    (``- if: linux`` / ``then:`` a test or a list of them / ``else:`` ...), in text order."""
+    found: list[dict] = []
+    for item in tests if isinstance(tests, list) else [tests] if isinstance(tests, dict) else []:
+        if isinstance(item, dict) and "if" in item:
+            for key in ("then", "else"):
+                found += written_tests(item.get(key))
+        elif isinstance(item, dict):
+            found.append(item)
+    return found
+
+
 def written_requirements(doc: Any) -> tuple[tuple[str, str, int], ...]:
     """(section, text as written, line) of every requirement item of a recipe's tree: the top level's and
     each output's ``requirements`` (build, host, run, run_constraints) and the requirements of each of
-    their tests (sections ``tests.build``, ``tests.run``), both branches of every condition."""
+    their tests (sections ``tests.build``, ``tests.run``; a test inside an ``if:`` item too), both branches of
+    every condition."""
     outputs = doc.get("outputs") if isinstance(doc, dict) else None
     bodies = [doc] + [o for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else [doc]
     found: list[tuple[str, str, int]] = []
     for body in bodies:
         if not isinstance(body, dict):
             continue
-        tests = body.get("tests")
         reqs: list[tuple[Any, tuple[str, ...], str]] = [(body.get("requirements"), REQUIREMENT_SECTIONS, "")]
-        reqs += [(t.get("requirements"), TEST_REQUIREMENT_SECTIONS, "tests.") for t in tests if isinstance(t, dict)] \
-            if isinstance(tests, list) else []
+        reqs += [(t.get("requirements"), TEST_REQUIREMENT_SECTIONS, "tests.") for t in written_tests(body.get("tests"))]
         for req, sections, prefix in reqs:
             if not isinstance(req, dict):
                 continue
@@ -547,7 +559,7 @@ def _tree(text: str, path: Path) -> LDict:
     return doc if isinstance(doc, LDict) else LDict(doc)
 
 
-MODEL_SCHEMA = "5"  # bump when the Recipe model or how it is built changes
+MODEL_SCHEMA = "6"  # bump when the Recipe model or how it is built changes
 
 
 def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) -> Recipe:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rattler import MatchSpec, Version
 from rattler.exceptions import InvalidMatchSpecError
@@ -143,6 +143,24 @@ def _bump_build_number(tree: TreeEditor) -> None:
     raise EditError("cannot find a build number to increment (write build: {number: N})")
 
 
+def _test_paths(tests: Any, at: str) -> list[tuple[str, dict]]:
+    """(path, test) of each test of the ``tests`` list at ``at``, both branches of an ``if:`` item included
+    (as :func:`~conda_distro.recipe.model.written_tests` reads them)."""
+    return [found for j, t in enumerate(tests) for found in _test_item(t, f"{at}[{j}]")] if isinstance(tests, list) else []
+
+
+def _test_item(test: Any, at: str) -> list[tuple[str, dict]]:
+    if not isinstance(test, dict):
+        return []
+    if "if" not in test:
+        return [(at, test)]
+    found: list[tuple[str, dict]] = []
+    for key in ("then", "else"):
+        branch = test.get(key)
+        found += _test_paths(branch, f"{at}.{key}") if isinstance(branch, list) else _test_item(branch, f"{at}.{key}")
+    return found
+
+
 def _roundtrip_edit(recipe: Recipe, dec: Decision) -> str:
     """The fallback: a ruamel round trip (comments and quoting kept; whitespace may be normalised)."""
     tree = TreeEditor(recipe.text, path=recipe.path)
@@ -150,9 +168,8 @@ def _roundtrip_edit(recipe: Recipe, dec: Decision) -> str:
     tops = ["", *[f"outputs[{i}]." for i, o in enumerate(outputs) if isinstance(o, dict)]]
     bodies = [f"{top}requirements" for top in tops]
     for top in tops:  # the tests' requirements (a test's pytorch pin is widened like the others)
-        tests = tree.get(f"{top}tests")
-        bodies += [f"{top}tests[{j}].requirements" for j, t in enumerate(tests if isinstance(tests, list) else [])
-                   if isinstance(t, dict) and isinstance(t.get("requirements"), dict)]
+        bodies += [f"{at}.requirements" for at, t in _test_paths(tree.get(f"{top}tests"), f"{top}tests")
+                   if isinstance(t.get("requirements"), dict)]
     for e in {e.old: e for e in dec.edits}.values():  # identical host and run pins: one replacement does both
         if e.error:
             raise EditError(e.error)
