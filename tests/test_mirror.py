@@ -297,10 +297,21 @@ def test_prune_removes_what_went_unused_and_keeps_the_store_under_its_size(tmp_p
     part = store.pkgs / ".part-xyz"
     part.write_bytes(b"half")
     os.utime(part, (old, old))
+    # the temp files of an entry writer and a wanted writer killed with -9 (the folder itself is in use)
+    entry_tmp = recent[0] / ".entry.json.k9x.tmp"
+    entry_tmp.write_text("{")
+    (store.root / "wanted").mkdir(parents=True)
+    wanted_tmp = store.root / "wanted" / ".metrickit.json.k9x.tmp"
+    wanted_tmp.write_text("[")
+    fresh_tmp = recent[1] / ".entry.json.now.tmp"  # a writer at work now: left alone
+    fresh_tmp.write_text("{")
+    for f in (entry_tmp, wanted_tmp):
+        os.utime(f, (old, old))
     store.want("metrickit", ["pip"])
     os.utime(store.root / "wanted" / "metrickit.json", (old, old))
     removed = store.prune(keep_days=30, max_bytes=250)
     assert stale in removed and part in removed and not stale.exists() and not part.exists()
+    assert not entry_tmp.exists() and not wanted_tmp.exists() and fresh_tmp.exists()
     assert not (store.root / "wanted" / "metrickit.json").exists()
     # over 250 bytes: the least recently used of the recent ones goes too
     assert [p.exists() for p in recent] == [True, True, False]

@@ -317,7 +317,9 @@ class MirrorStore:
                     removed.append(stale)
         if not self.pkgs.is_dir():
             return removed
-        for part in self.pkgs.glob(".part-*"):
+        # part files of killed downloads, and the temp files of entry / wanted writers killed with -9
+        wanted_temps = (self.root / "wanted").glob(".*.tmp") if (self.root / "wanted").is_dir() else ()
+        for part in [*self.pkgs.glob(".part-*"), *self.pkgs.glob(f"*/.{ENTRY}.*.tmp"), *wanted_temps]:
             with contextlib.suppress(OSError):
                 if now - part.stat().st_mtime > PART_AGE:
                     part.unlink()
@@ -326,7 +328,7 @@ class MirrorStore:
         for folder in self.pkgs.iterdir():
             if not folder.is_dir() or folder.is_symlink():
                 continue
-            files = [f for f in folder.iterdir() if f.is_file() and f.name not in (LOCK, ENTRY)]
+            files = [f for f in folder.iterdir() if f.is_file() and f.name not in (LOCK, ENTRY) and not f.name.startswith(".")]
             if not files:  # a download that failed (or was killed) left only its lock
                 with contextlib.suppress(OSError):
                     if now - folder.stat().st_mtime > PART_AGE:
