@@ -307,17 +307,17 @@ TEST_REQUIREMENT_SECTIONS = ("build", "run")
 TEST_SECTIONS = tuple(f"tests.{s}" for s in TEST_REQUIREMENT_SECTIONS)
 
 
-def written_tests(tests: Any) -> list[dict]:
-    """The tests of a ``tests:`` list as written, those in both branches of an ``if:`` item included
-    (``- if: linux`` / ``then:`` a test or a list of them / ``else:`` ...), in text order."""
-    found: list[dict] = []
-    for item in tests if isinstance(tests, list) else [tests] if isinstance(tests, dict) else []:
-        if isinstance(item, dict) and "if" in item:
-            for key in ("then", "else"):
-                found += written_tests(item.get(key))
-        elif isinstance(item, dict):
-            found.append(item)
-    return found
+def written_tests(tests: Any, at: str = "tests") -> list[tuple[str, dict]]:
+    """(path, test) of each test of a ``tests:`` list as written (``at``: the list's path, in the recipe
+    editors' syntax: ``tests[1].then[0]``), those in both branches of an ``if:`` item included (``- if:
+    linux`` / ``then:`` a test or a list of them / ``else:`` ...), in text order."""
+    if isinstance(tests, list):
+        return [found for j, t in enumerate(tests) for found in written_tests(t, f"{at}[{j}]")]
+    if not isinstance(tests, dict):
+        return []
+    if "if" not in tests:
+        return [(at, tests)]
+    return [found for key in ("then", "else") for found in written_tests(tests.get(key), f"{at}.{key}")]
 
 
 def written_requirements(doc: Any) -> tuple[tuple[str, str, int], ...]:
@@ -332,7 +332,7 @@ def written_requirements(doc: Any) -> tuple[tuple[str, str, int], ...]:
         if not isinstance(body, dict):
             continue
         reqs: list[tuple[Any, tuple[str, ...], str]] = [(body.get("requirements"), REQUIREMENT_SECTIONS, "")]
-        reqs += [(t.get("requirements"), TEST_REQUIREMENT_SECTIONS, "tests.") for t in written_tests(body.get("tests"))]
+        reqs += [(t.get("requirements"), TEST_REQUIREMENT_SECTIONS, "tests.") for _, t in written_tests(body.get("tests"))]
         for req, sections, prefix in reqs:
             if not isinstance(req, dict):
                 continue

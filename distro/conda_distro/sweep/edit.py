@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rattler import MatchSpec, Version
 from rattler.exceptions import InvalidMatchSpecError
@@ -16,7 +16,7 @@ from conda_distro.config import DistroRepo
 from conda_distro.errors import DistroError
 from conda_distro.pins import own_names, pytorch_pins
 from conda_distro.recipe.edit import CONTEXT_VAR, EditError, LineEditor, TreeEditor, comment_start, split_eol
-from conda_distro.recipe.model import Recipe, parse_recipe
+from conda_distro.recipe.model import Recipe, parse_recipe, written_tests
 from conda_distro.recipe.specs import SpecEditError, admits, build_outside_brackets, next_minor_bound, split_spec, widen_version
 from conda_distro.sweep.model import Decision, PinEdit
 from conda_distro.util.yamlio import LDict, LList, load_fast
@@ -143,24 +143,6 @@ def _bump_build_number(tree: TreeEditor) -> None:
     raise EditError("cannot find a build number to increment (write build: {number: N})")
 
 
-def _test_paths(tests: Any, at: str) -> list[tuple[str, dict]]:
-    """(path, test) of each test of the ``tests`` list at ``at``, both branches of an ``if:`` item included
-    (as :func:`~conda_distro.recipe.model.written_tests` reads them)."""
-    return [found for j, t in enumerate(tests) for found in _test_item(t, f"{at}[{j}]")] if isinstance(tests, list) else []
-
-
-def _test_item(test: Any, at: str) -> list[tuple[str, dict]]:
-    if not isinstance(test, dict):
-        return []
-    if "if" not in test:
-        return [(at, test)]
-    found: list[tuple[str, dict]] = []
-    for key in ("then", "else"):
-        branch = test.get(key)
-        found += _test_paths(branch, f"{at}.{key}") if isinstance(branch, list) else _test_item(branch, f"{at}.{key}")
-    return found
-
-
 def _roundtrip_edit(recipe: Recipe, dec: Decision) -> str:
     """The fallback: a ruamel round trip (comments and quoting kept; whitespace may be normalised)."""
     tree = TreeEditor(recipe.text, path=recipe.path)
@@ -168,7 +150,7 @@ def _roundtrip_edit(recipe: Recipe, dec: Decision) -> str:
     tops = ["", *[f"outputs[{i}]." for i, o in enumerate(outputs) if isinstance(o, dict)]]
     bodies = [f"{top}requirements" for top in tops]
     for top in tops:  # the tests' requirements (a test's pytorch pin is widened like the others)
-        bodies += [f"{at}.requirements" for at, t in _test_paths(tree.get(f"{top}tests"), f"{top}tests")
+        bodies += [f"{at}.requirements" for at, t in written_tests(tree.get(f"{top}tests"), f"{top}tests")
                    if isinstance(t.get("requirements"), dict)]
     for e in {e.old: e for e in dec.edits}.values():  # identical host and run pins: one replacement does both
         if e.error:
