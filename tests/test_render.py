@@ -141,6 +141,36 @@ def test_the_cache_key_is_the_text_and_variant_config_and_no_file_is_written_per
     assert len({key, model_key(text, other), model_key(text + "\n", cf_settings(tmp_path))}) == 3
 
 
+@pytest.mark.parametrize("name, renders", [
+    ("torchcf-ext.yaml", 2),  # uses compiler('cuda'): every row, once, + its skip probe (before: 3, without the CUDA rows first)
+    ("torchcf-noarch.yaml", 1),  # names no CUDA: without the CUDA rows, once
+    ("cuda-in-a-comment", 2),  # names the key where rattler-build does not read it: the guess costs a render
+])
+def test_a_recipe_renders_once_with_the_rows_it_uses(name, renders, monkeypatch):
+    """rattler-build renders each recipe once with the rows it uses: the CUDA rows only for a recipe that
+    uses the CUDA key, and a recipe whose text names the key or the CUDA compiler is rendered with them
+    first. The answer is the same as rendering without them first (the test's own reading, above)."""
+    from rattler_build.stage0 import Stage0Recipe as Base
+
+    if name == "cuda-in-a-comment":
+        text = (CF_DIR / "torchcf-noarch.yaml").read_text() + "# no compiler('cuda') here, no cuda_compiler_version\n"
+    else:
+        text = (CF_DIR / name).read_text()
+    from conda_distro.recipe import render
+
+    monkeypatch.setattr(render, "_probe_memo", {})  # (an earlier test's equal skip probe would answer it)
+    calls = []
+    real = Base.render
+    monkeypatch.setattr(Base, "render", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    settings = cf_settings()
+    recipe = parse_recipe(text, Path(f"/r/{Path(name).stem}/recipe.yaml"), settings)
+    assert len(calls) == renders
+    monkeypatch.setattr(Base, "render", real)
+    assert {(o.name, o.version) for o in recipe.outputs} == _rattler_reading(text, settings)[0]
+    cuda_rows = {v.variant.get("cuda_compiler_version") for v in recipe.variants}
+    assert ("12.9" in cuda_rows) == (name == "torchcf-ext.yaml"), cuda_rows
+
+
 def test_render_errors_are_the_same_every_time_and_write_nothing(tmp_path):
     text = "package: {name: a, version: '1'}\nrequirements:\n  run:\n    - ${{ python_min }}\n"
     for _ in range(2):

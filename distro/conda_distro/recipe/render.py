@@ -376,6 +376,29 @@ def uses_cuda(variants: list) -> bool:
     return any(CUDA_KEY in v.variant for v in variants)
 
 
+_NAMES_CUDA = re.compile(r"""cuda_compiler|compiler\(\s*['"]cuda['"]""")  # the key, or the compiler that sets it
+
+
+def _cuda_or_not(stage0: Any, text: str, settings: RenderSettings, render_config: Any) -> tuple[RenderSettings, list]:
+    """The settings a recipe renders with and rattler-build's render with them: without the CUDA rows
+    unless rattler-build says the recipe uses the CUDA key (:func:`uses_cuda`). Which it does is a
+    property of the recipe's expressions (rattler-build collects the variables they name), not of the
+    rows it is rendered with, so a recipe whose text names the key or the CUDA compiler is rendered
+    with every row first and, in the common case, once; any other recipe without the CUDA rows first.
+    The guess only orders the renders: a wrong one costs one more render, never a different answer
+    (before, every CUDA recipe rendered twice)."""
+    narrow = settings.without_cuda_rows()
+    if narrow is settings:
+        return settings, stage0.render(settings.to_config(), render_config)
+    full = stage0.render(settings.to_config(), render_config) if _NAMES_CUDA.search(text) else None
+    if full is not None and uses_cuda(full):
+        return settings, full
+    variants = stage0.render(narrow.to_config(), render_config)
+    if uses_cuda(variants):
+        return settings, full if full is not None else stage0.render(settings.to_config(), render_config)
+    return narrow, variants
+
+
 def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool, tree: Any = None) -> tuple[bool, list]:
     """(multi-output?, rattler-build's RenderedVariant objects) with the variants ``build.skip`` skips
     left out. A recipe that does not use the CUDA key renders without the variant config's CUDA rows
@@ -388,11 +411,7 @@ def _variants(text: str, path: Path, settings: RenderSettings, from_file: bool, 
         stage0 = Stage0Recipe.from_file(str(path)) if from_file else \
             Stage0Recipe.from_yaml(text, recipe_dir=_scratch() / "recipe")  # (from_yaml writes the text there)
         multi = type(stage0).__name__ == "MultiOutputRecipe"
-        narrow = settings.without_cuda_rows()
-        variants = stage0.render(narrow.to_config(), render_config)
-        if narrow is not settings and uses_cuda(variants):
-            narrow = settings
-            variants = stage0.render(settings.to_config(), render_config)
+        narrow, variants = _cuda_or_not(stage0, text, settings, render_config)
         probe = None if multi else _skip_probe(text, narrow, tree)
         if probe is not None:
             probe_variants = _probe_variants(probe, narrow, render_config)
