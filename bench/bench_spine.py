@@ -12,7 +12,8 @@ Each round runs twice: with a cold render cache (an empty $CONDA_DISTRO_CACHE) a
 The yardstick, measured in the same run and paired with each cold run (engine, ours, engine, ours,
 ...): rattler-build's own render of the same recipe texts with the same variant configuration
 (``Stage0Recipe.from_yaml(text).render(...)``, nothing else), spread over ``--jobs`` spawned
-worker processes as our cold load spreads its renders. On a machine shared with others, absolute
+worker processes as our cold load spreads its renders; and the floor, the same render with each
+rendered variant read into Python (``to_dict()``), the least any user of the engine's answer does. On a machine shared with others, absolute
 times move with the load; the ratio of each pair does not (much). Targets on a 2-core machine:
 cold <= 1.2 x the engine's render of the same recipes (the spine costs what the engine costs),
 warm < 1 s. The best of ``--repeat`` rounds is reported, with its CPU time, and the median ratio.
