@@ -727,6 +727,36 @@ def test_sweep_widens_a_test_pin_inside_an_if_item_of_tests(make_distro):
     assert own_admitted(_verify(recipe, fallback, dec, "pytorch", "2.7.0"), "pytorch", ["2.6.0", "2.7.0"]) == {"2.6.0", "2.7.0"}
 
 
+def test_sweep_widens_a_test_pin_written_with_a_context_variable(make_distro):
+    """A test's pin written with an expression (``pytorch >=2.4,<${{ torch_hi }}``) is read as rattler-build
+    renders it, at its line; the sweep edits the context variable its bound comes from. One in a branch
+    that does not render here is not read, nor taken for a literal pin that renders alike."""
+    from conda_distro.sweep.edit import _verify
+
+    text = _test_pinned("ctxtest", "pytorch >=2.4,<${{ torch_hi }}").replace("context:\n", 'context:\n  torch_hi: "2.7"\n', 1)
+    hidden = _test_pinned("hidden", "pytorch >=2.4,<2.7").replace("context:\n", 'context:\n  torch_hi: "2.9"\n', 1).replace(
+        "\nabout:", "  - if: win\n    then:\n      requirements:\n        run:\n          - pytorch >=2.4,<${{ torch_hi }}\n"
+        "      script: [\"true\"]\n\nabout:", 1)
+    root = make_distro({"ctxtest": text, "hidden": hidden})
+    dist = load_distribution(root)
+    recipe = dist.recipes["ctxtest"]
+    line = next(i + 1 for i, ln in enumerate(text.splitlines()) if "<${{ torch_hi }}" in ln)
+    assert [(d.section, d.raw, d.line) for d in pytorch_pins(recipe, "pytorch")] == [("tests.run", "pytorch >=2.4,<2.7", line)]
+    assert own_admitted(recipe, "pytorch", ["2.6.0", "2.7.0"]) == {"2.6.0"}
+    literal = next(i + 1 for i, ln in enumerate(hidden.splitlines()) if "pytorch >=2.4,<2.7" in ln)
+    assert [(d.raw, d.line) for d in pytorch_pins(dist.recipes["hidden"], "pytorch")] == [("pytorch >=2.4,<2.7", literal)]
+    by_name = {d.name: d for d in plan_sweep(dist, "2.7.0").decisions}
+    dec = by_name["ctxtest"]
+    assert (dec.status, dec.action, dec.new_pin) == ("bumped", WIDEN, "pytorch >=2.4,<2.8")
+    out = edited_text(recipe, dec, "pytorch", "2.7.0")
+    hi = text.splitlines().index('  torch_hi: "2.7"') + 1
+    assert [(n, new) for n, _, new in changed_lines(text, out)] == sorted(
+        [(hi, '  torch_hi: "2.8"'), (recipe.lines["build.number"], "  number: 1")])
+    assert own_admitted(_verify(recipe, out, dec, "pytorch", "2.7.0"), "pytorch", ["2.6.0", "2.7.0"]) == {"2.6.0", "2.7.0"}
+    warm = load_distribution(root).recipes["ctxtest"]  # (read back from the packed model cache)
+    assert warm.data is None and [(d.raw, d.line) for d in pytorch_pins(warm, "pytorch")] == [("pytorch >=2.4,<2.7", line)]
+
+
 def test_a_bare_pytorch_in_a_test_counts_as_depending_on_pytorch(make_distro):
     root = make_distro({"bare": _test_pinned("bare", "pytorch"), "none": _test_pinned("none", "numpy >=1.24,<3")})
     plan = plan_sweep(load_distribution(root), "2.7.0")

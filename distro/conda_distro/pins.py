@@ -40,10 +40,17 @@ def _written_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
 
 
 def _find_written_pins(recipe: Recipe, pytorch: str) -> list[Dep]:
+    """A test's requirement written with an expression is read as rattler-build renders it, when it renders
+    to one text (:attr:`~conda_distro.recipe.model.Recipe.test_rendered`) and is not written with the
+    PyTorch variant key (:func:`_templated_lines`); any other is not a literal pin."""
     found: list[Dep] = []
+    rendered = dict(recipe.test_rendered)
+    templated = _templated_lines(recipe, pytorch) if rendered else set()
     for section, text, line in recipe.written_requirements():  # (kept in the model cache: no YAML parse)
         text = text.strip()
-        if "${{" in text or not text:
+        if "${{" in text:
+            text = rendered.get(line, "") if section in TEST_SECTIONS and line not in templated else ""
+        if not text:
             continue
         spec = parse_spec(text)
         if spec.ok and spec.name == pytorch:

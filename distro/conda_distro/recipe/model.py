@@ -147,6 +147,9 @@ class Recipe:
     #: if/then/else branch: what the pins are read from, kept in the model cache so that a warm lint never
     #: parses the YAML again (None: not known yet, read from :attr:`tree` when asked)
     written: tuple[tuple[str, str, int], ...] | None = field(default=None, repr=False, compare=False)
+    #: (line, text as rendered) of each test requirement written with an expression (``pytorch >=2.4,<${{ hi }}``)
+    #: that rattler-build renders to one text in every variant (:func:`rendered_test_entries`)
+    test_rendered: tuple[tuple[int, str], ...] = field(default=(), repr=False, compare=False)
 
     def written_requirements(self) -> tuple[tuple[str, str, int], ...]:
         """:attr:`written`, read from the text's tree the first time when not known."""
@@ -183,6 +186,7 @@ class Recipe:
             "outputs": [vars(o) for o in self.outputs], "multi_output": self.multi_output,
             "variants": [[v.output, v.variant, {k: list(x) for k, x in v.requirements.items()}] for v in self.variants],
             "written": [list(w) for w in self.written_requirements()],
+            "test_rendered": [list(t) for t in self.test_rendered],
         }
 
     @classmethod
@@ -206,6 +210,7 @@ class Recipe:
             variants=[VariantReqs(share(o), {share(a): share(b) for a, b in v.items()},
                                   {share(k): share(tuple(x)) for k, x in r.items()}) for o, v, r in data["variants"]],
             written=tuple(share((a, b, c)) for a, b, c in data["written"]),
+            test_rendered=tuple((a, b) for a, b in data["test_rendered"]),
         )
 
     def packed(self) -> Recipe:
@@ -340,6 +345,29 @@ def written_requirements(doc: Any) -> tuple[tuple[str, str, int], ...]:
                 start = req.line_of(section) if isinstance(req, LDict) else 1
                 found.extend((prefix + section, text, line) for text, line in written_items(req.get(section), start))
     return tuple(found)
+
+
+def rendered_test_entries(written: Iterable[tuple[str, str, int]], rendered: RenderedRecipe) -> tuple[tuple[int, str], ...]:
+    """(line, text as rendered) of each test requirement ``written`` with an expression, found among the
+    requirements rattler-build rendered for the tests of every output × variant: those the entry's
+    literal parts match (``pytorch >=2.4,<${{ hi }}`` -> ``pytorch >=2.4,<(.+?)``), less any entry written
+    literally in that section. Kept only when exactly one text matches: an entry in a branch that does not
+    render here, or one that renders differently per variant, stays unread (as before)."""
+    entries = [(section, text.strip(), line) for section, text, line in written if section in TEST_SECTIONS]
+    out: list[tuple[int, str]] = []
+    for section, text, line in entries:
+        if _EXPR not in text:
+            continue
+        parts = re.split(r"(\$\{\{.*?\}\})", text)
+        pattern = re.compile("".join("(.+?)" if p.startswith(_EXPR) else re.escape(p) for p in parts))
+        literal = {t for s, t, _ in entries if s == section and _EXPR not in t}
+        wanted = section.removeprefix("tests.")
+        hits = {req.strip() for o in rendered.outputs for t in o.get("tests") or [] if isinstance(t, dict)
+                for req in ((t.get("requirements") or {}).get(wanted) or []) if isinstance(req, str)
+                and req.strip() not in literal and pattern.fullmatch(req.strip())}
+        if len(hits) == 1:
+            out.append((line, hits.pop()))
+    return tuple(out)
 
 
 class _LineFinder:
@@ -559,7 +587,7 @@ def _tree(text: str, path: Path) -> LDict:
     return doc if isinstance(doc, LDict) else LDict(doc)
 
 
-MODEL_SCHEMA = "6"  # bump when the Recipe model or how it is built changes
+MODEL_SCHEMA = "7"  # bump when the Recipe model or how it is built changes
 
 
 def parse_recipe(text: str, path: Path, settings: RenderSettings | None = None) -> Recipe:
@@ -703,6 +731,7 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
     build_number = number if _declared_build_number(doc, lines) else None
     requirements, run_exports = _requirements(doc, rendered, index, lines.get("requirements", lines.get("build", 1)))
     tests = _tests(doc, rendered, lines)
+    written = written_requirements(doc)
     first = next((o for o in rendered.outputs if main is not None and o["name"] == main.name), None)
     about = dict(first["about"]) if first else {}
     about_raw = _mapping(doc.get("about"))
@@ -718,7 +747,7 @@ def _parse(text: str, path: Path, settings: RenderSettings) -> Recipe:
         maintainers=maintainers, lockstep=lockstep, skip_lints=skip_lints, sources=sources,
         platform=settings.target_platform, run_exports=run_exports, lines=lines, outputs=outputs,
         multi_output=rendered.multi_output, settings=settings, variants=_variant_reqs(rendered),
-        written=written_requirements(doc),
+        written=written, test_rendered=rendered_test_entries(written, rendered),
     )
 
 
