@@ -249,6 +249,37 @@ def test_intake_checks_name_file_name_and_plan_on_a_real_package(built_template,
     assert res.rejected is None and res.sha256[art] == sha256(src) == sha256(tmp_path / "staging" / art)
 
 
+@pytest.mark.slow
+def test_an_intake_killed_with_9_leaves_no_copy_in_staging_after_the_next_build(built_world, capsys, tmp_path):
+    """Killed with -9 while it copies a package into staging, an intake leaves its temp copy there: never
+    indexed, never removed, a package's size each. The next build (it holds staging's lock before its own
+    intakes) removes it; any other file stays."""
+    import signal
+    import sys
+
+    staging = built_world / STAGING
+    src = next((staging / "noarch").glob("tensorutils-*.conda"))
+    art = f"noarch/{src.name}"
+    out = tmp_path / "out"
+    (out / "noarch").mkdir(parents=True)
+    shutil.copy(src, out / art)
+    script = ("import os, signal\nfrom pathlib import Path\nfrom conda_distro.engine import intake\n"
+              "intake.sha256_of = lambda p: os.kill(os.getpid(), signal.SIGKILL)  # killed once the copy is written\n"
+              f"intake.accept(Path({str(out)!r}), {{{art!r}}}, frozenset({{'tensorutils'}}), Path({str(staging)!r}), 'r')\n")
+    proc = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    left = [p.name for p in (staging / "noarch").iterdir() if ".intake" in p.name]
+    assert left, "the killed intake left nothing behind: this test would not test"
+    other = staging / "noarch" / ".kept-by-someone"
+    other.write_text("not an intake's")
+    before = staging_files(built_world)
+    code, doc = run_json_at(capsys, built_world, "build", "tensorutils", "--pytorch", "2.6.0")
+    assert code == 0, doc
+    assert [p.name for p in (staging / "noarch").iterdir() if ".intake" in p.name] == []
+    assert other.read_text() == "not an intake's"
+    assert set(staging_files(built_world)) == set(before)
+
+
 def test_declared_names_single_and_multi_output(tmp_path, monkeypatch):
     from conda_distro.engine.backends import RattlerBuildBackend
     from conda_distro.recipe.render import RenderSettings

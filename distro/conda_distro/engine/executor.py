@@ -16,6 +16,7 @@ from pathlib import Path
 from conda_distro.channels.base import ChannelFile
 from conda_distro.channels.local import LocalChannel, sha256_of
 from conda_distro.config import Limits
+from conda_distro.engine import intake
 from conda_distro.engine.confirm import baseline_artifacts
 from conda_distro.engine.phases import Isolation, clear_stale_folders
 from conda_distro.engine.plan import BuildPlan, PackagePlan
@@ -260,6 +261,7 @@ class Executor:
         for junk in ("bld", "test", ".tmp", "src_cache"):  # rattler-build scratch from earlier runs
             shutil.rmtree(self.ctx.staging / junk, ignore_errors=True)
         clear_stale_folders(self.ctx.isolation.work_root)  # left by a build killed with -9
+        intake.clear_temps(self.ctx.staging)  # ... and its intake's copies (we hold staging's lock)
         if self.ctx.isolation.mirror is not None:  # mirrored files unused for long (a cache never grows for ever)
             self.ctx.isolation.mirror.store.prune()
 

@@ -13,6 +13,7 @@ promoted are the bytes built.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass, field
@@ -86,6 +87,27 @@ def seal(out_dir: Path) -> dict[str, str]:
     """The sha256 of every package file (regular, not a link) in the output folder, by artifact."""
     return {p.artifact: sha256_of(p.path) for p in produced_files(out_dir)
             if stat.S_ISREG(os.lstat(p.path).st_mode)}
+
+
+#: the temp files an intake writes beside its staging file: ``.<file>.<pid>.intake`` (the copy, renamed
+#: into place once every file of the build is checked) and ``.<file>.<pid>.intake.<pid>.part`` (that
+#: copy while it is written)
+_TEMP = re.compile(r"\..+\.\d+\.intake(?:\.\d+\.part)?")
+
+
+def clear_temps(staging: Path) -> list[Path]:
+    """Remove the temp files of intakes killed with -9 (a copy of a package each, never indexed, never
+    removed otherwise) from staging's channel subfolders. Only for a caller that holds staging's
+    exclusive lock before its own intakes start: no intake runs then."""
+    removed: list[Path] = []
+    for sub in sorted(staging.iterdir()) if staging.is_dir() else []:
+        if not is_subdir_name(sub.name) or not sub.is_dir() or sub.is_symlink():
+            continue
+        for f in sorted(sub.iterdir()):
+            if _TEMP.fullmatch(f.name) and not f.is_dir():
+                f.unlink(missing_ok=True)
+                removed.append(f)
+    return removed
 
 
 def _copy_into(src: Path, dest: Path) -> str:
