@@ -280,6 +280,31 @@ def test_an_intake_killed_with_9_leaves_no_copy_in_staging_after_the_next_build(
     assert set(staging_files(built_world)) == set(before)
 
 
+def test_a_copy_across_devices_killed_midway_leaves_no_file_under_the_packages_name(tmp_path):
+    """``link_or_copy`` across devices (a main channel on another disk than staging): killed with -9 before
+    the copy is complete, it leaves a hidden temp file, never a file under the package's name that the next
+    run would take for the package (before, ``shutil.copy2`` wrote straight to it); a build clears the temp."""
+    import signal
+    import sys
+
+    src, dst = tmp_path / "main" / "a-1.0-0.conda", tmp_path / "staging" / "noarch" / "a-1.0-0.conda"
+    src.parent.mkdir()
+    dst.parent.mkdir(parents=True)
+    src.write_bytes(os.urandom(1 << 20))
+    script = ("import errno, os, shutil, signal\nfrom pathlib import Path\nfrom conda_distro.util import fsutil\n"
+              "def exdev(a, b): raise OSError(errno.EXDEV, 'Invalid cross-device link')\n"
+              "os.link = exdev\n"
+              "shutil.copystat = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # killed in the copy\n"
+              f"fsutil.link_or_copy(Path({str(src)!r}), Path({str(dst)!r}))\n")
+    proc = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert not dst.exists()
+    [left] = [p.name for p in dst.parent.iterdir()]
+    assert left.startswith(".a-1.0-0.conda.") and left.endswith(".copy")
+    assert intake.clear_temps(tmp_path / "staging") == [dst.parent / left]
+    assert list(dst.parent.iterdir()) == []
+
+
 def test_declared_names_single_and_multi_output(tmp_path, monkeypatch):
     from conda_distro.engine.backends import RattlerBuildBackend
     from conda_distro.recipe.render import RenderSettings

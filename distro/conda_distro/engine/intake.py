@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conda_distro.channels.local import PACKAGE_SUFFIXES, is_subdir_name, sha256_of
+from conda_distro.util.fsutil import COPY_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,9 @@ def seal(out_dir: Path) -> dict[str, str]:
 
 #: the temp files an intake writes beside its staging file: ``.<file>.<pid>.intake`` (the copy, renamed
 #: into place once every file of the build is checked) and ``.<file>.<pid>.intake.<pid>.part`` (that
-#: copy while it is written)
-_TEMP = re.compile(r"\..+\.\d+\.intake(?:\.\d+\.part)?")
+#: copy while it is written); and a copy of main's file a build re-tests (``.<file>.<random>.copy``,
+#: :func:`~conda_distro.util.fsutil.link_or_copy` across devices)
+_TEMP = re.compile(r"\..+\.(?:\d+\.intake(?:\.\d+\.part)?|(?:conda|tar\.bz2)\.\w+" + re.escape(COPY_SUFFIX) + ")")
 
 
 def clear_temps(staging: Path) -> list[Path]:

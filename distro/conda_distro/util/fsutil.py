@@ -323,9 +323,24 @@ def clear_folder(path: Path) -> None:
             child.unlink()
 
 
+COPY_SUFFIX = ".copy"  # the temp file :func:`link_or_copy` copies into, beside ``dst``
+
+
 def link_or_copy(src: Path, dst: Path) -> None:
-    """Hard-link ``src`` to ``dst`` (package files are never rewritten in place), copying across devices."""
+    """Hard-link ``src`` to ``dst`` (package files are never rewritten in place), copying across devices.
+    A copy is made under a temp name of its own beside ``dst`` (``.<name>.<random>.copy``) and renamed:
+    killed mid-copy, it leaves a hidden temp file, never a truncated file under ``dst``'s name that the
+    next run would take for the package."""
     try:
         os.link(src, dst)
+        return
     except OSError:
-        shutil.copy2(src, dst)
+        pass
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=COPY_SUFFIX, dir=dst.parent)
+    try:
+        os.close(fd)
+        shutil.copy2(src, tmp)
+        os.replace(tmp, dst)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
