@@ -400,3 +400,18 @@ def test_a_runner_message_that_passes_with_a_failures_words_is_refused():
         with pytest.raises(ValidationError):
             Envelope.model_validate_json(Envelope(msg=TestedMsg(ok=False)).model_dump_json()
                                          .replace('"ok":false', '"ok":true').replace('"message":null', '"message":"x"'))
+
+
+@pytest.mark.slow
+def test_a_damaged_release_view_stamp_makes_the_view_again(built_world, capsys):
+    """A release view's stamp (``.source.json``: which pytorch file the view holds) written by a command killed
+    with -9 mid-write is a damaged cache: the next build makes the view again, it does not stop on it."""
+    stamps = sorted((built_world / "build" / "release-views").glob("*/.source.json"))
+    assert stamps
+    for p in stamps:
+        text = p.read_text()
+        p.write_text(text[: len(text) // 2])  # (what a kill mid-write left)
+    code, doc = run_json_at(capsys, built_world, "build", "tensorutils", "--pytorch", "2.6.0")
+    assert code == 0, doc
+    made = [json.loads(p.read_text()) for p in stamps if p.read_text().endswith("}")]
+    assert made and all(m["url"].startswith((built_world / "upstream").as_uri()) for m in made)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from conda_distro.channels.pytorch_record import TorchBuild
 from conda_distro.errors import ChannelError, UsageError
-from conda_distro.util.fsutil import link_or_copy
+from conda_distro.util.fsutil import atomic_write_text, link_or_copy
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.rattler_env import index_channel
 from conda_distro.vocab import Release, Target, Variant
@@ -161,6 +161,15 @@ def _fetch(url: str, dest: Path) -> None:
         shutil.copyfileobj(resp, fh)
 
 
+def _stamped(stamp: Path) -> object:
+    """What the view's stamp says it holds; None when there is none or it cannot be read (a damaged stamp
+    of a cache: the view is made again, never an error a person must clear by hand)."""
+    try:
+        return read_json(stamp, "cache", error=ChannelError)
+    except (OSError, ChannelError):
+        return None
+
+
 def build_release_views(distro: DistroRepo, folder: Path, available: Availability | None = None) -> dict[Target, ReleaseView]:
     """Create (or reuse) one pin channel per target under ``folder``, for the pytorch builds ``available``
     chose (None: read upstream now)."""
@@ -176,11 +185,11 @@ def build_release_views(distro: DistroRepo, folder: Path, available: Availabilit
         stamp = view_dir / ".source.json"
         sha = rec.sha256.hex() if rec.sha256 else None
         want = {"url": rec.url, "sha256": sha}
-        if not (stamp.is_file() and read_json(stamp, "cache", error=ChannelError) == want):
+        if _stamped(stamp) != want:
             shutil.rmtree(view_dir, ignore_errors=True)
             (view_dir / rec.subdir).mkdir(parents=True, exist_ok=True)
             _fetch(rec.url, view_dir / rec.subdir / rec.file_name)
             index_channel(view_dir, subdirs=[rec.subdir])
-            stamp.write_text(json.dumps(want))
+            atomic_write_text(stamp, json.dumps(want))
         views[target] = ReleaseView(target, view_dir.as_uri(), rec.file_name, sha)
     return views
