@@ -153,7 +153,8 @@ def ensure_entry(spec: EntrySpec, *, cache_dir: Path | None = None,
     except Timeout:
         raise LockTimeoutError(f"another process has been building the cache entry {entry} for over "
                                f"{spec.lock_timeout:.0f} s", path=root / f"{key}.lock",
-                               hint="wait for it to finish, or remove the lock file if no conda-distro is running") from None
+                               hint="wait for it to finish and run again (the lock is an flock: it is let go when that "
+                                    "process ends, even killed with -9, so removing the file would not help)") from None
     try:
         if spec.complete(entry):  # built by another process while we waited
             _touch(entry)
