@@ -330,6 +330,29 @@ def test_unindexed_copy_that_is_no_longer_promotable_is_moved_out(root):
     assert (root / "build" / "channels" / "retired" / st["gamma"].artifact).exists()
 
 
+def test_a_deleted_main_index_is_rebuilt_by_promote_and_no_recorded_file_leaves_main(root, capsys):
+    """What a damaged index's advice says (delete it, run promote) never costs main a file: promote indexes
+    main again from its files, keeping every file channel_state/ records in main, even one its plan leaves
+    out; retire keeps them too. Before, every file of main not in the plan (for retire: every file) was
+    moved out to retired/."""
+    run(root, "promote", capsys=capsys)
+    st = by_name(staging_files(root / "build" / "channels" / "staging"))
+    before = assert_main_consistent(root)
+    assert set(before) == {st["alpha"].artifact, st["gamma"].artifact}
+    for index in main_dir(root).glob("*/repodata.json"):
+        index.unlink()
+    retired = root / "build" / "channels" / "retired"
+    assert cli_main(["retire", "alpha", "--reason", "x", "--root", str(root)]) == 2  # (nothing indexed to retire)
+    capsys.readouterr()
+    assert not any(retired.rglob("*.conda")) and all((main_dir(root) / a).is_file() for a in before)
+    # gamma is no longer promotable (a failed test recorded since), so promote's plan leaves it out
+    ResultsStore(root / "build" / "results").put(with_provenance(root, record(st["gamma"], [("2.4.1", "cpu")], status="failed")))
+    code, doc = run(root, "promote", capsys=capsys)
+    assert assert_main_consistent(root) == before
+    assert not any(retired.rglob("*.conda"))
+    assert Ledger(root / "channel_state").load("gamma").artifacts[0].retired is None
+
+
 def _size(path: Path) -> int | None:
     """The file's size, or None when it is not there (now: a retirement may move it at any moment)."""
     try:

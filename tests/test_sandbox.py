@@ -580,6 +580,38 @@ def test_cli_publish_package_then_a_second_build_of_the_version_is_the_one_insta
 
 
 @pytest.mark.slow
+def test_cli_publish_package_killed_before_its_index_is_published_by_the_rerun(sandbox_world: Path, capsys,
+                                                                               tmp_path: Path):
+    """A publish killed mid-copy, before its re-index, leaves a truncated package file its index does not name.
+    Before, every later index of the channel died on it (a panic, exit 1) and the rerun refused it as "already
+    published"; now an index names the unreadable file (exit 2, what to do), and the rerun publishes it."""
+    from support.helpers import run_cli
+
+    from conda_distro.errors import ChannelError
+    from conda_distro.sandbox.upstream import reindex
+
+    src = tmp_path / "src" / "arraylib"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text("X = 1\n")
+    argv = ["sandbox", "publish-package", str(sandbox_world), "arraylib", "1.0.0", "--source", str(src.parent)]
+    code, out, err = run_cli(capsys, *argv, "--format", "json")
+    assert code == 0, err
+    [added] = json.loads(out)["added"]
+    upstream = sandbox_world / "upstream"
+    whole = (upstream / added).read_bytes()
+    (upstream / added).unlink()
+    reindex(upstream)  # (the channel as it was before that publish)
+    (upstream / added).write_bytes(whole[: len(whole) // 2])  # (what a kill mid-copy left)
+    with pytest.raises(ChannelError, match="is not a readable package") as info:
+        reindex(upstream)
+    assert Path(str(info.value.path)).name == Path(added).name and "move" in (info.value.hint or "")
+    code, out, err = run_cli(capsys, *argv, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["added"] == [added] and len((upstream / added).read_bytes()) > len(whole) // 2
+    assert _solve(upstream, ["arraylib"], cuda=False)["arraylib"].file_name == Path(added).name
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "field"), [
     (["python", "1.0"], "NAME"), (["pytorch", "2.9.0"], "NAME"), (["Bad Name", "1.0"], "NAME"),
     (["arraylib", "1 .0"], "VERSION"), (["arraylib", "1.0", "--depends", "arraylib 1.0"], "--depends"),

@@ -280,6 +280,20 @@ def test_an_intake_killed_with_9_leaves_no_copy_in_staging_after_the_next_build(
     assert set(staging_files(built_world)) == set(before)
 
 
+@pytest.mark.slow
+def test_an_unreadable_package_in_staging_is_named_not_a_traceback(built_world, capsys):
+    """A package file in staging that cannot be read (a copy killed midway by an older version, a damaged disk)
+    made rattler's indexer panic: every later build died with a traceback (exit 1) and no word of which file.
+    Now the build exits 2 naming the file and what to do."""
+    junk = built_world / STAGING / "noarch" / "zzjunk-1.0-pyh4616a5c_0.conda"
+    junk.write_bytes(os.urandom(3000))
+    (built_world / STAGING / "noarch" / "repodata.json").unlink()  # (so that this build indexes staging)
+    code, out, err = run_cli_at(capsys, built_world, "build", "tensorutils", "--pytorch", "2.6.0")
+    assert code == 2, err
+    assert "Traceback" not in err and "zzjunk-1.0-pyh4616a5c_0.conda" in err and "is not a readable package" in err
+    assert "hint: move the unreadable package file away" in err
+
+
 def test_a_copy_across_devices_killed_midway_leaves_no_file_under_the_packages_name(tmp_path):
     """``link_or_copy`` across devices (a main channel on another disk than staging): killed with -9 before
     the copy is complete, it leaves a hidden temp file, never a file under the package's name that the next

@@ -82,7 +82,8 @@ def _is_package(name: str) -> bool:
 
 
 def read_repodata(path: Path) -> dict[str, Any]:
-    hint = "re-index the channel (delete the file; the next promote rebuilds it)"
+    hint = ("re-index the channel: for main, delete the file and run `conda-distro promote` (it indexes main again from "
+            "its files, keeping every file channel_state/ records); for staging, delete it and run `conda-distro build --all`")
     try:
         data = read_json(path, "repodata", error=ChannelError, hint=hint)
     except FileNotFoundError:
@@ -176,13 +177,16 @@ class LocalChannel:
             )
 
     def recover(self, source: Channel, keep: set[str], progress: Progress = no_progress) -> None:
-        """Remove partial files; move unindexed package files that are not about to be promoted out of
-        the channel (into the retired folder), so a later index never publishes them by accident."""
+        """Remove partial files; move unindexed package files not in ``keep`` out of the channel (into the
+        retired folder), so a later index never publishes them by accident. Callers keep what channel_state/
+        records in main (:meth:`~conda_distro.state.ledger.Ledger.in_main_artifacts`) unless they mean to
+        take it out: with an index deleted to be rebuilt, every file is unindexed."""
         for subdir in self.subdirs_on_disk():
             for p in (self.path / subdir).glob(f".*{PART_SUFFIX}"):
                 progress(f"removing partial file {p.name} left by an interrupted run")
                 p.unlink(missing_ok=True)
-        for artifact in self.unindexed_files():
+        unindexed = self.unindexed_files()
+        for artifact in unindexed:
             if artifact not in keep:
                 dest = self._move_out(self.path / artifact, artifact.split("/")[0])
                 progress(f"moved unindexed {artifact} out of the channel to {dest}")

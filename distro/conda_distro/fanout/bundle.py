@@ -33,7 +33,7 @@ from conda_distro.errors import ShardError
 from conda_distro.fanout.plan import Shard, ShardPlan, unit_package
 from conda_distro.state.provenance import CheckoutRecipes
 from conda_distro.state.results import ArtifactResults, BuildRecord, ResultsStore, TestRecord, read_results
-from conda_distro.util.fsutil import atomic_write_text, hash_file
+from conda_distro.util.fsutil import atomic_write_text, copy_atomic, hash_file
 
 MANIFEST = "shard.json"
 BUNDLE_VERSION = 1
@@ -353,8 +353,7 @@ def take_bundles(bundles: list[Bundle], staging: Path, store: ResultsStore, chec
         for art in sorted(b.manifest.files):
             dst = staging / art
             dst.parent.mkdir(parents=True, exist_ok=True)
-            dst.unlink(missing_ok=True)
-            shutil.copyfile(b.folder / "channel" / art, dst)
+            copy_atomic(b.folder / "channel" / art, dst)  # (killed midway: never a truncated package in staging)
             res = b.results[art].model_copy(deep=True)
             for t in res.tests:
                 t.log = _abs_log(t.log, root)

@@ -638,8 +638,12 @@ def execute_plan(plan: PromotionPlan, ctx: PromotionContext, inputs: PlanInputs,
     """Carry out ``plan`` (made from ``results``); the caller holds the main channel's lock. Reports the task
     ``promote`` to ``progress`` (three steps: copy, index, record). Returns the ledger files written."""
     say = log_lines(progress)
-    ctx.main.recover(ctx.staging, {f.artifact for f in plan.promote}, say)
+    # what channel_state/ records in main stays in main even when no index names it (an index deleted to be
+    # rebuilt, as a damaged index's advice says): indexed again below, never moved out as a leftover
+    ctx.main.recover(ctx.staging, {f.artifact for f in plan.promote} | ctx.ledger.in_main_artifacts(), say)
     if not plan.promote:
+        if isinstance(ctx.main, LocalChannel) and ctx.main.unindexed_files():
+            ctx.main.publish(say)
         return record_in_ledger(plan, ctx, inputs.results, inputs.main)
     progress.on_start(TaskStart(PROMOTE_TASK, len(PROMOTE_STEPS),
                                 f"promoting {len(plan.promote)} artifact(s) to {ctx.main.describe()}"))

@@ -216,7 +216,7 @@ def retire(options: RetireOptions) -> RetireResult:
         crash_point("retire-locked")
         if dist.changed_on_disk():
             dist = load_distribution(distro=distro, strict=False)
-        main.recover(main, set(), options.progress)
+        main.recover(main, ledger.in_main_artifacts(), options.progress)  # (what is recorded in main stays)
         in_main = main.list_files()
         files = sorted((f for f in in_main.values() if f.name == name), key=lambda f: f.artifact)
         before = ledger.load(name)

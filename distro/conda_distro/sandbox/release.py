@@ -192,7 +192,7 @@ def publish_package(options: PackageOptions) -> PackageResult:
 
     from rattler_build import RattlerBuildError, Stage0Recipe, VariantConfig
 
-    from conda_distro.sandbox.upstream import publish_packages, reindex
+    from conda_distro.sandbox.upstream import is_published, publish_packages, reindex
     from conda_distro.util.rattler_env import channel_url, native_tool_config, run_build
     from conda_distro.util.scratch import ScratchDir
 
@@ -200,7 +200,7 @@ def publish_package(options: PackageOptions) -> PackageResult:
     upstream = sandbox_upstream(world)
     digest, run = _check_package(options)
     filename = f"{options.name}-{options.version}-h{digest}_{options.build_number}.conda"
-    if (upstream / "noarch" / filename).exists():
+    if (upstream / "noarch" / filename).exists() and is_published(upstream, "noarch", filename):
         raise SandboxError(f"noarch/{filename} is already published in {upstream}", field="--source",
                            hint="a published package is never replaced; change its files, its version or --build-number")
     text = PACKAGE_RECIPE.format(name=options.name, version=options.version, number=options.build_number, digest=digest,

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from conda_distro.errors import ChannelError, DistroError
+from conda_distro.util.fsutil import copy_atomic
 from conda_distro.util.jsonio import read_json
 from conda_distro.util.rattler_env import assert_no_colon, channel_url, index_channel, run_build
 from conda_distro.util.scratch import ScratchDir
@@ -231,16 +232,26 @@ def reindex(channel_dir: str | os.PathLike[str]) -> None:
     write_run_exports(root)
 
 
+def is_published(channel_dir: Path, subdir: str, filename: str) -> bool:
+    """Does the channel's index name the file? (A file its index does not name was left by a publish
+    interrupted before its re-index: not published.)"""
+    doc = read_repodata(channel_dir, subdir)
+    return any(filename in (doc.get(key) or {}) for key in ("packages", "packages.conda"))
+
+
 def publish_packages(files: Iterable[Path], channel_dir: Path) -> list[Path]:
-    """Copy built packages into the channel (readable by all; rattler-build writes them 0600)."""
+    """Copy built packages into the channel (readable by all; rattler-build writes them 0600), each
+    through a temp name and a rename (never a truncated file under a package's name). A file the index
+    already names is never replaced; one it does not name is a leftover of an interrupted publish and is."""
     out = []
     for f in files:
         dest = channel_dir / f.parent.name / f.name
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if dest.exists():
+        if dest.exists() and is_published(channel_dir, f.parent.name, f.name):
             raise ChannelError(f"{dest.name} is already in the channel", path=dest,
-                               hint="a package filename is never overwritten (engine-notes gotcha 3); bump the build number")
-        shutil.copyfile(f, dest)
+                               hint="a published package file is never replaced (installers cache it by its "
+                                    "name): bump the build number")
+        copy_atomic(f, dest)
         dest.chmod(0o644)
         out.append(dest)
     return out

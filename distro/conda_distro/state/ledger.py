@@ -264,6 +264,11 @@ class Ledger:
                 by_artifact[e.artifact] = current.model_copy(update={"retired": retirement})
         return self.save(state.model_copy(update={"artifacts": list(by_artifact.values())}))
 
+    def in_main_artifacts(self, states: Mapping[str, PackageState] | None = None) -> set[str]:
+        """Every artifact recorded as promoted to main and not retired."""
+        states = self.load_all() if states is None else states
+        return {a.artifact for s in states.values() for a in s.artifacts if a.in_main}
+
     def retired_artifacts(self, states: Mapping[str, PackageState] | None = None) -> dict[str, Retirement]:
         states = self.load_all() if states is None else states
         return {a.artifact: a.retired for s in states.values() for a in s.artifacts if a.retired is not None}

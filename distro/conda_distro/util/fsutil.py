@@ -336,6 +336,13 @@ def link_or_copy(src: Path, dst: Path) -> None:
         return
     except OSError:
         pass
+    copy_atomic(src, dst)
+
+
+def copy_atomic(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst`` (replacing it) through a temp name of its own beside ``dst``
+    (``.<name>.<random>.copy``), renamed once complete: a kill leaves that hidden temp, never a truncated file
+    under ``dst``'s name."""
     fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=COPY_SUFFIX, dir=dst.parent)
     try:
         os.close(fd)

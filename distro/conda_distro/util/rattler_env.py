@@ -277,8 +277,30 @@ def index_channel(channel_dir: str | os.PathLike[str], *, subdirs: Sequence[str]
         for stale in ("repodata.json.zst", "repodata_shards.msgpack.zst"):
             (d / stale).unlink(missing_ok=True)
         shutil.rmtree(d / "shards", ignore_errors=True)
-    _run_coro(index_fs(root, force=force, write_zst=False, write_shards=False))
+    try:
+        _run_coro(index_fs(root, force=force, write_zst=False, write_shards=False))
+    except Exception as exc:  # noqa: BLE001 - rattler raises several types (a panic in a task among them)
+        _quiesce()
+        bad = _unreadable_package(root, ("noarch", *subdirs))
+        raise ChannelError(f"indexing {root} failed: {str(exc).splitlines()[0][:200]}"
+                           + (f"; {bad.relative_to(root)} is not a readable package" if bad else ""),
+                           path=bad or root, hint="move the unreadable package file away (it was left by an "
+                           "interrupted copy, or damaged) and run the command again") from None
     _quiesce()
+
+
+def _unreadable_package(root: Path, subdirs: Sequence[str]) -> Path | None:
+    """The first package file under ``root``'s ``subdirs`` that rattler-build cannot open (what an index
+    that failed choked on), or None."""
+    from rattler_build import Package
+
+    for sub in subdirs:
+        for p in sorted((root / sub).glob("*.conda")) + sorted((root / sub).glob("*.tar.bz2")):
+            try:
+                Package.from_file(str(p))
+            except Exception:  # noqa: BLE001 - any refusal is the answer
+                return p
+    return None
 
 
 def _quiesce(limit: float = 2.0) -> None:
