@@ -415,3 +415,20 @@ def test_a_damaged_release_view_stamp_makes_the_view_again(built_world, capsys):
     assert code == 0, doc
     made = [json.loads(p.read_text()) for p in stamps if p.read_text().endswith("}")]
     assert made and all(m["url"].startswith((built_world / "upstream").as_uri()) for m in made)
+
+
+@pytest.mark.slow
+def test_a_file_staging_lost_is_rebuilt_and_its_index_entry_follows(built_world, capsys):
+    """Staging's index names a file that is gone (what `promote` and `excuses` then advise: build it again).
+    The rebuild's file has other bytes; before, the index kept the old entry (an index after an intake only
+    adds new names), so the package stayed "not tested: sha256 differs" however often it was built."""
+    from conda_distro.channels import LocalChannel
+
+    staging = built_world / "build" / "channels" / "staging"
+    [old] = [f for f in LocalChannel(staging).list_files().values() if f.name == "tensorutils"]
+    (staging / old.artifact).unlink()
+    code, doc = run_json_at(capsys, built_world, "build", "tensorutils", "--pytorch", "2.6.0")
+    assert code == 0, doc
+    [new] = [f for f in LocalChannel(staging).list_files().values() if f.name == "tensorutils"]
+    assert (staging / new.artifact).is_file() and new.sha256 == sha256(staging / new.artifact)
+

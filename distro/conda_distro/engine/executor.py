@@ -36,7 +36,7 @@ from conda_distro.engine.unit import (
     reusable,
     reuse,
 )
-from conda_distro.errors import ExitCode
+from conda_distro.errors import ChannelError, ExitCode
 from conda_distro.state.provenance import BuildProvenance, Stamp
 from conda_distro.state.results import BuildRecord, ResultsStore, TestRecord
 from conda_distro.util.fsutil import link_or_copy
@@ -245,17 +245,21 @@ class Executor:
         subdirs = sorted({v.spec.subdir for p in self.plan.packages for v in p.variants} - {"noarch"})
         for sub in ("noarch", *subdirs):
             (self.ctx.staging / sub).mkdir(parents=True, exist_ok=True)
-        stale = [self.ctx.staging / v.spec.artifact for p in self.plan.packages for v in p.variants
-                 if v.action == "build" and (self.ctx.staging / v.spec.artifact).exists()]
+        builds = [v.spec.artifact for p in self.plan.packages for v in p.variants if v.action == "build"]
+        stale = [self.ctx.staging / a for a in builds if (self.ctx.staging / a).exists()]
         for f in stale:
             f.unlink()
+        # an index entry of a file this run builds again (its file gone: removed just now, or lost) is dropped
+        # before the build: the index after an intake adds new names only and would keep the old sha256
+        indexed = self._staging_index()
+        dropped = indexed is None or any(a in indexed for a in builds)
         # a dependent already in main is re-tested from main's file, never rebuilt under the same name
         taken = [v.spec.artifact for p in self.plan.packages for v in p.variants if v.action == "from-main"]
         for art in taken:
             if self.ctx.main is not None:
                 (self.ctx.staging / art).unlink(missing_ok=True)
                 link_or_copy(self.ctx.main / art, self.ctx.staging / art)
-        if stale or taken or not (self.ctx.staging / "noarch" / "repodata.json").exists():
+        if stale or dropped or taken or not (self.ctx.staging / "noarch" / "repodata.json").exists():
             index_channel(self.ctx.staging, subdirs=subdirs)
         self._seed_from_shared(taken)
         for junk in ("bld", "test", ".tmp", "src_cache"):  # rattler-build scratch from earlier runs
@@ -264,6 +268,13 @@ class Executor:
         intake.clear_temps(self.ctx.staging)  # ... and its intake's copies (we hold staging's lock)
         if self.ctx.isolation.mirror is not None:  # mirrored files unused for long (a cache never grows for ever)
             self.ctx.isolation.mirror.store.prune()
+
+    def _staging_index(self) -> set[str] | None:
+        """The artifacts staging's index names; None when an index cannot be read (it is made again)."""
+        try:
+            return set(LocalChannel(self.ctx.staging).list_files())
+        except ChannelError:
+            return None
 
     def _seed_from_shared(self, taken: list[str]) -> None:
         """A scope (check-pr) re-testing main's files: the outcomes the shared results store holds for the
