@@ -13,6 +13,7 @@ import sys
 import tarfile
 import tempfile
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -310,3 +311,25 @@ def test_a_private_folder_left_by_a_killed_build_is_removed_and_one_in_use_is_ke
     assert mine.is_dir()
     os.close(fd)
     assert clear_stale_folders(root) == [mine] and list(root.iterdir()) == []
+
+
+def test_a_download_temp_in_the_source_cache_is_never_taken_for_the_source(tmp_path):
+    """The sandbox's own downloads write a hidden temp in the same cache folder (``.download-*``). Killed after
+    its last write, before its rename, the temp holds the right bytes under a name rattler-build cannot unpack
+    by: the source is fetched again under its own name, and such temps are removed once a day old."""
+    import hashlib
+
+    from conda_distro.engine.sources import UrlSource, fetch_source
+
+    src = tmp_path / "pkg-1.0.tar.gz"
+    src.write_bytes(b"the source's bytes")
+    sha = hashlib.sha256(src.read_bytes()).hexdigest()
+    folder = tmp_path / "cache" / sha
+    folder.mkdir(parents=True)
+    (folder / ".download-x1").write_bytes(src.read_bytes())  # (complete, not renamed)
+    old = folder / ".download-x2"
+    old.write_bytes(b"cut short")
+    os.utime(old, (time.time() - 2 * 86400,) * 2)
+    got = fetch_source(UrlSource(url=src.as_uri(), sha256=sha, line=1), tmp_path / "cache")
+    assert got == folder / "pkg-1.0.tar.gz" and got.read_bytes() == src.read_bytes()
+    assert sorted(p.name for p in folder.iterdir()) == [".download-x1", "pkg-1.0.tar.gz"]  # (a fresh temp: kept)

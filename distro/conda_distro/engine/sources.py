@@ -105,7 +105,14 @@ def fetch_source(src: UrlSource, cache: Path) -> Path:
     if not re.fullmatch(r"[0-9a-f]{64}", src.sha256):
         raise SourceFetchError(f"'{src.sha256}' is not a sha256")
     folder = cache / src.sha256
-    have = [p for p in folder.iterdir() if p.is_file() and not p.is_symlink()] if folder.is_dir() else []
+    entries = list(folder.iterdir()) if folder.is_dir() else []
+    for p in entries:  # a temp a download killed with -9 left in the folder (the sandbox's own downloads)
+        if p.name.startswith("."):
+            with contextlib.suppress(OSError):
+                if time.time() - p.lstat().st_mtime > 86400:
+                    p.unlink()
+    # (never a temp, hidden: a complete one would carry the right bytes under a name rattler-build cannot unpack)
+    have = [p for p in entries if not p.name.startswith(".") and p.is_file() and not p.is_symlink()]
     for p in have:
         if _sha256(p) == src.sha256:
             return p
