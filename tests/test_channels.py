@@ -139,6 +139,34 @@ def test_local_recover_moves_unplanned_unindexed_files_out(template, tmp_path):
     assert not (main.path / "noarch" / ".x.conda.123.part").exists()
 
 
+def test_temps_of_killed_writers_do_not_pile_up_in_main_or_channel_state(template, tmp_path):
+    """A write or an index killed with -9 leaves its temp beside the file (``.<name>.*.tmp``) or in the
+    indexer's ``.tmp/``: the next write of that file removes its day-old temps (a younger one may be a
+    writer at work), and the next index of main removes ``.tmp/``. Before, they stayed for good (in
+    channel_state/, tracked by git, as untracked files)."""
+    import os
+    import time
+
+    from conda_distro.util.fsutil import atomic_write_text
+
+    state = tmp_path / "channel_state"
+    state.mkdir()
+    old, young = state / ".alpha.json.k1ll3d.tmp", state / ".alpha.json.w0rk1n.tmp"
+    for t in (old, young):
+        t.write_text("{")
+    os.utime(old, (time.time() - 2 * 86400,) * 2)
+    atomic_write_text(state / "alpha.json", "{}")
+    assert sorted(p.name for p in state.iterdir()) == [young.name, "alpha.json"]
+
+    staging = LocalChannel(copy_channel(template / "staging", tmp_path / "staging"))
+    main = LocalChannel(tmp_path / "channels" / "main")
+    main.receive(staging, [by_name(staging.list_files())["alpha"]])
+    (main.path / ".tmp").mkdir()
+    (main.path / ".tmp" / "repodata.json.x7q").write_text("{")
+    main.publish()
+    assert not (main.path / ".tmp").exists() and set(main.list_files()) == {by_name(staging.list_files())["alpha"].artifact}
+
+
 def test_local_withdraw_unlists_then_moves(template, tmp_path):
     staging = LocalChannel(copy_channel(template / "staging", tmp_path / "staging"))
     main = LocalChannel(tmp_path / "channels" / "main")

@@ -16,6 +16,7 @@ files copied but not yet indexed) is cleaned up by :meth:`LocalChannel.recover` 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -91,6 +92,9 @@ def read_repodata(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ChannelError("channel index is not a JSON object", path=path)
     return data
+
+
+INDEXER_TEMP = ".tmp"  # where rattler's indexer writes a repodata.json before renaming it into place
 
 
 class LocalChannel:
@@ -258,11 +262,14 @@ class LocalChannel:
         from rattler.index import index_fs
 
         self.ensure_layout()
+        shutil.rmtree(self.path / INDEXER_TEMP, ignore_errors=True)  # (an index killed with -9 left its temps there)
         try:
             asyncio.run(index_fs(self.path, force=False, write_zst=False, write_shards=False))
         except Exception as exc:  # noqa: BLE001 - rattler raises several types; the old index stays valid
             raise ChannelError(f"indexing {self.describe()} failed: {exc}", path=self.path,
                                hint="a package file in the channel is unreadable; move it away and rerun") from None
+        with contextlib.suppress(OSError):
+            (self.path / INDEXER_TEMP).rmdir()  # (the indexer leaves it behind, empty)
         for subdir in self.subdirs_on_disk():
             self._drop_stale_index(self.path / subdir)
             if (self.path / subdir / REPODATA).exists():

@@ -12,6 +12,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -250,6 +251,21 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+    _clear_old_temps(path)
+
+
+STALE_TEMP_AGE = 86400.0  # seconds: a writer's temp file this old was left by a writer killed with -9
+
+
+def _clear_old_temps(path: Path) -> None:
+    """Remove the temp files writers of ``path`` killed with -9 left beside it (``.<name>.*.tmp``), once a
+    day old (no writer takes a day: a younger one may be another writer's, at work). Errors are ignored."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+            with contextlib.suppress(OSError):
+                if now - tmp.lstat().st_mtime > STALE_TEMP_AGE:
+                    tmp.unlink()
 
 
 def clear_stale_temps(path: Path) -> list[Path]:
