@@ -169,6 +169,34 @@ def test_concurrent_cache_fill_builds_once(tmp_path, monkeypatch):
     assert not list(results[0].path.parent.glob("*.tmp-*"))
 
 
+def test_stand_in_upstream_entries_unused_for_long_and_killed_builders_folders_are_pruned(tmp_path, monkeypatch):
+    """Each new set of inputs (releases, python, rattler-build) makes another stand-in upstream entry and a
+    builder killed with -9 leaves its temp folder: using the cache removes entries unused for 14 days and the
+    folders of builders that are gone (before, only the real world's cache was pruned)."""
+    import os
+    import time as _time
+    from types import SimpleNamespace
+
+    import conda_distro.sandbox.cache as cache
+
+    def fake_build(channel_dir, releases, host=None, toolchain=None):
+        for sub in ("linux-64", "noarch"):
+            (Path(channel_dir) / sub).mkdir(parents=True)
+            (Path(channel_dir) / sub / "repodata.json").write_text(json.dumps({"info": {"subdir": sub}, "packages": {}}))
+        return SimpleNamespace(python=Path(channel_dir) / "linux-64" / "python-0-h0_0.conda", pytorch={})
+
+    monkeypatch.setattr(cache, "build_upstream_channel", fake_build)
+    root = tmp_path / cache.UPSTREAM_KIND
+    for key in ("old", "recent"):
+        (root / key).mkdir(parents=True)
+        (root / key / cache.ENTRY_FILE).write_text("{}")
+    month_ago = _time.time() - 30 * 86400
+    os.utime(root / "old" / cache.ENTRY_FILE, (month_ago, month_ago))
+    (root / "gone.tmp-999999999-abcd").mkdir()  # (no such process)
+    entry = cache.ensure_upstream_cached(DEFAULT_RELEASES, cache_dir=tmp_path)
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == sorted([entry.path.name, "recent"])
+
+
 def test_cache_key_depends_on_inputs():
     from conda_distro.sandbox.cache import cache_inputs, cache_key
     from conda_distro.sandbox.upstream import HostPython

@@ -51,6 +51,8 @@ CACHE_FORMAT = 1  # bump when the layout or the way entries are built changes
 ENTRY_FILE = "cache-entry.json"
 PACKAGE_SUFFIXES = (".conda", ".tar.bz2")
 LOCK_TIMEOUT_S = 900.0
+UPSTREAM_KIND = "sandbox-upstream"  # the stand-in upstream channels' entries
+IDLE_DAYS = 14.0  # an entry unused this long is removed (so are the temp folders of builders that are gone)
 
 
 def rattler_build_version_string() -> str:
@@ -212,6 +214,8 @@ def prune_entries(kind: str, *, keep: Sequence[str] = (), max_idle_days: float, 
             lock.acquire(timeout=0)
         except Timeout:
             continue  # being built or rebuilt right now
+        except OSError:
+            continue  # (a read-only cache: nothing is removed from it)
         try:
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry)
@@ -234,10 +238,13 @@ def ensure_upstream_cached(releases: Sequence[str], *, cache_dir: Path | None = 
         built = build_upstream_channel(tmp, releases, host=host, toolchain=toolchain)
         return {"python": built.python.name, "pytorch": sorted(p.name for p in built.pytorch.values())}
 
-    return ensure_entry(EntrySpec("sandbox-upstream", cache_inputs(releases, host, toolchain), build,
-                                  f"the upstream channel (python {host.version} + pytorch stand-ins {', '.join(releases)})",
-                                  complete=_entry_complete, lock_timeout=lock_timeout),
-                        cache_dir=cache_dir, progress=progress)
+    entry = ensure_entry(EntrySpec(UPSTREAM_KIND, cache_inputs(releases, host, toolchain), build,
+                                   f"the upstream channel (python {host.version} + pytorch stand-ins {', '.join(releases)})",
+                                   complete=_entry_complete, lock_timeout=lock_timeout),
+                         cache_dir=cache_dir, progress=progress)
+    # (each new set of inputs — a release list, a python, rattler-build — makes another entry of ~14 MB)
+    prune_entries(UPSTREAM_KIND, keep=[entry.key], max_idle_days=IDLE_DAYS, cache_dir=cache_dir)
+    return entry
 
 
 def copy_channel(src: Path, dest: Path) -> None:
