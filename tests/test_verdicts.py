@@ -436,8 +436,12 @@ def watch_until_broken(world: Path, tmp_path: Path, capsys, promoted=None) -> tu
 
     assert all("environment" not in t for t in doc["tests"])  # recorded in the results, not printed
     # the build recorded each test's whole environment; today's solve gives the same: nothing to test again
+    killed = world / "build" / "work" / "watch-killed"  # (a watch killed with -9 left its private folder)
+    killed.mkdir(parents=True, exist_ok=True)
+    (killed / ".in-use").touch()
     code, first = run_json_at(capsys, world, "watch", "arrayuser")
     assert code == 0 and (first["checked"], first["reused"], first["tested"]) == (2, 2, 0) and not first["broken"], first
+    assert not killed.exists()  # (a watch clears them as a build does: where only watches run, they piled up)
     state_file = world / "build" / "watch" / "state.json"
     assert json.loads(state_file.read_text())["schema"] == watch_mod.STATE_SCHEMA
     state = watch_mod.read_state(world / "build")

@@ -319,7 +319,7 @@ def watch(options: WatchOptions) -> WatchResult:
     from conda_distro.engine.confirm import confirm_failure, needs_confirmation
     from conda_distro.engine.mirror import Mirroring
     from conda_distro.engine.needs import test_needs
-    from conda_distro.engine.phases import PhaseContext, TargetIn, claim_folder
+    from conda_distro.engine.phases import PhaseContext, TargetIn, claim_folder, clear_stale_folders
     from conda_distro.engine.releases import availability_if_readable, build_release_views
     from conda_distro.engine.run import Paths, isolation
     from conda_distro.engine.sources import RecipeInputs
@@ -354,6 +354,7 @@ def watch(options: WatchOptions) -> WatchResult:
     maintainers = {out: list(r.maintainers) for r in dist.recipes.values() for out in (r.name, *r.output_names)}
     result = WatchResult()
     confirm_runs = dist.config.policy.confirm_runs
+    clear_stale_folders(build_dir / "work")  # left by a watch or a build killed with -9 (in-use ones are locked)
     work, lock = claim_folder(build_dir / "work", "watch-")
     if main.remote is not None:
         main.folder = work / "main"  # the files re-tested, linked from the mirror store (go with the folder)
