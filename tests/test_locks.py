@@ -59,6 +59,8 @@ def test_readers_share_the_lock_and_a_writer_waits_for_them(tmp_path):
         assert f"another conda-distro process (a sweep, build, check-pr, promote or retire) is using the repository {tmp_path}" \
                in err.value.message and "gave up waiting after 0.3 s" in err.value.message
         assert "--lock-timeout" in err.value.hint
+        named = err.value.hint.split("sweep wait longer")[0].rsplit(";", 1)[1].replace(" and", ",").split(",")
+        _the_commands_named_take_lock_timeout([c.strip() for c in named if c.strip()] + ["sweep"])
     finally:
         stop(reader)
     with repository_lock(tmp_path / "build", tmp_path, 0, shared=False):  # the reader is gone
@@ -256,3 +258,19 @@ def test_nothing_but_conda_distro_locks_takes_an_flock(tmp_path):
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     finally:
         os.close(fd)
+
+
+def _the_commands_named_take_lock_timeout(named: list[str]) -> None:
+    """The lock's advice names exactly the commands whose --help lists --lock-timeout (before, it advised
+    the option to every command, check-pr and fanout among them, which have none)."""
+    commands = ["build", "promote", "retire", "prune", "rollback", "sweep", "check-pr", "watch", "verify-channel",
+                "upload", "snapshots", "fanout shard", "fanout merge"]
+    have = []
+    for cmd in commands:
+        r = subprocess.run([sys.executable, "-m", "conda_distro", *cmd.split(), "--help"], capture_output=True,
+                           text=True, timeout=120, check=False)
+        assert r.returncode == 0, r.stderr
+        if "--lock-timeout" in r.stdout:
+            have.append(cmd)
+    assert sorted(named) == sorted(have)
+

@@ -281,6 +281,8 @@ def test_propose_refuses_existing_proposal(root, capsys):
     (root / "proposals/foo.yaml").write_text("mine\n")
     code, _, err = run_cli(capsys, "propose", "foo", "--maintainer", "octocat", "--root", str(root))
     assert code == 2 and "proposals/foo.yaml" in err and "--force" in err
+    # (what lint's proposal-recipe-missing leads to: the recipe by hand, never --force over the answers)
+    assert "write recipes/foo/recipe.yaml by hand" in err and "overwrite both files" in err
     assert (root / "proposals/foo.yaml").read_text() == "mine\n"
     assert not (root / "recipes/foo/recipe.yaml").exists()
 

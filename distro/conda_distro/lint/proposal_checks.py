@@ -79,7 +79,8 @@ class ProposalRecipeMissing(ProposalCheck):
     creating a conda package is available")."""
 
     id = "proposal-recipe-missing"
-    hint = "add the recipe in the same pull request (`conda-distro propose` writes a skeleton)"
+    hint = ("add the recipe in the same pull request: write recipes/NAME/recipe.yaml (docs/add-your-package.md "
+            "shows one; `conda-distro propose NAME` writes both files only while neither exists)")
 
     def check(self, proposal: Proposal, pctx: ProposalContext) -> Iterable[Problem]:
         if pctx.recipe(proposal) is None and not pctx.recipe_unreadable(proposal):

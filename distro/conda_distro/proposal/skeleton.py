@@ -213,10 +213,12 @@ def propose(opts: ProposeOptions) -> ProposeResult:
     proposal_text = render_proposal(distro, opts)
     recipe_text = render_recipe_skeleton(distro, opts)
     if not opts.force:
-        for path in (proposal_path, recipe_path):
+        for path, other in ((proposal_path, recipe_path), (recipe_path, proposal_path)):
             if path.exists():
-                raise UsageError("the file already exists (nothing was written)", path=path,
-                                 hint="edit it, or pass --force to overwrite it with a fresh skeleton")
+                hint = (f"edit it, and write {other.relative_to(distro.root)} by hand (docs/add-your-package.md): "
+                        "--force would overwrite both files with fresh skeletons") if not other.exists() else \
+                    "edit it, or pass --force to overwrite both files with fresh skeletons"
+                raise UsageError("the file already exists (nothing was written)", path=path, hint=hint)
     result = ProposeResult(distro.root, opts.name)
     created_proposal = not proposal_path.exists()
     atomic_write_text(proposal_path, proposal_text)

@@ -88,8 +88,9 @@ def hold(lock_path: Path, timeout: float | Deadline, what: str, *, others: str, 
                     raise LockTimeoutError(
                         f"another conda-distro process ({others}) is using {what}; gave up waiting after "
                         f"{budget.seconds:g} s", path=lock_path,
-                        hint="wait for it to finish, or pass a longer --lock-timeout (the lock is released "
-                             "automatically when that process ends)")
+                        hint="wait for it to finish and run again (the lock is released automatically when "
+                             "that process ends); build, promote, retire, prune, rollback and sweep wait longer "
+                             "with --lock-timeout SECONDS")
                 time.sleep(min(_POLL, left))
         finally:
             budget.waited += time.monotonic() - start
