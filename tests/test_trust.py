@@ -319,6 +319,22 @@ def test_a_copy_across_devices_killed_midway_leaves_no_file_under_the_packages_n
     assert list(dst.parent.iterdir()) == []
 
 
+@pytest.mark.slow
+def test_build_takes_a_package_name_for_the_recipe_that_makes_it(built_world, capsys):
+    """The gate's advice (`conda-distro build NAME`) names the package held, which for an output of a
+    multi-output recipe is not its recipe folder: build takes it for the recipe that produces it (before:
+    "no recipe named 'split-extra'")."""
+    add_recipe(built_world, "split", "\n".join([
+        'context: {version: "0.1.0"}', 'recipe: {name: split, version: "${{ version }}"}', "outputs:",
+        "  - package: {name: split}", "    build: {number: 0, noarch: generic, script: [echo]}",
+        "  - package: {name: split-extra}", "    build: {number: 0, noarch: generic, script: [echo]}", ""]))
+    code, doc = run_json_at(capsys, built_world, "build", "split-extra", "--dry-run")
+    assert code == 0, doc
+    assert [p["name"] for p in doc["plan"]["packages"]] == ["split"]
+    code, _, err = run_cli_at(capsys, built_world, "build", "split-extar", "--dry-run")
+    assert code == 2 and "no recipe named 'split-extar'" in err
+
+
 def test_declared_names_single_and_multi_output(tmp_path, monkeypatch):
     from conda_distro.engine.backends import RattlerBuildBackend
     from conda_distro.recipe.render import RenderSettings

@@ -168,6 +168,15 @@ class Distribution:
             if n not in self.recipes and not any(e.path and n in e.path for e in self.errors):
                 self.get(n)
 
+    def folder_of_package(self, name: str) -> str:
+        """The recipe folder ``name`` names: a folder itself, or a package name that exactly one readable
+        recipe produces (an output of a multi-output recipe: what the gate's advice and channel files
+        name); else ``name`` unchanged (:meth:`require` then says what is wrong)."""
+        if name in self.recipes:
+            return name
+        makers = [folder for folder, r in self.recipes.items() if name in r.output_names]
+        return makers[0] if len(makers) == 1 else name
+
     def require(self, names: list[str] | tuple[str, ...]) -> None:
         """Named targets must exist and be readable (exit 2 otherwise)."""
         broken = self.broken

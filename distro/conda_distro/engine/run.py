@@ -174,7 +174,7 @@ def plan_build(dist: Distribution, options: BuildOptions, available: Availabilit
     """Plan on the readable recipes (unreadable ones and their dependents are left out and reported by
     the caller); a named recipe that cannot be read is an error. ``available``: what upstream can serve
     (None: unknown, every target is tried)."""
-    names = list(options.names)
+    names = list(dict.fromkeys(dist.folder_of_package(n) for n in options.names))  # (a package name: its recipe)
     dist.require(names)
     if options.changed_since:
         names += changed_recipes(dist.root, options.changed_since)
