@@ -22,7 +22,7 @@ from conda_distro.errors import ChannelError
 PACKAGE_KEYS = ("packages", "packages.conda")
 _SUFFIX = {"packages": ".tar.bz2", "packages.conda": ".conda"}
 _HINT = ("re-index the channel from its files: delete this repodata.json and run "
-         "`conda-distro build` (staging) or `conda-distro promote` (main) again")
+         "`conda-distro build --all` (staging) or `conda-distro promote` (main) again")
 
 
 class RepodataRecord(BaseModel):
