@@ -148,7 +148,7 @@ def _gate_owner(f: ChannelFile, res: ArtifactResults, owners: Mapping[str, Owner
         return None  # no recipe of this checkout declares the name and nobody owns it: provenance decides
     owner = owners[f.name]
     built = res.recipe or "a recipe its results do not name"
-    fix = "; the owner registry is package_owners.yaml and channel_state/ (README \"Owned package names\")"
+    fix = "; the owner registry is package_owners.yaml and channel_state/ (docs/add-your-package.md, section \"Owned package names\")"
     if owner is None:
         return Held(f, HoldReason.NOT_OWNER, f"several recipes declare '{f.name}' and none owns it (this file was "
                                              f"built from {built})" + fix)

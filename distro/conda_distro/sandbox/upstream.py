@@ -239,7 +239,8 @@ def publish_packages(files: Iterable[Path], channel_dir: Path) -> list[Path]:
         dest.parent.mkdir(parents=True, exist_ok=True)
         if dest.exists():
             raise ChannelError(f"{dest.name} is already in the channel", path=dest,
-                               hint="a package filename is never overwritten (engine-notes gotcha 3); bump the build number")
+                               hint="a package filename is never overwritten (conda clients cache a package by its filename, so "
+                                    "changed bytes under the same name would not reach them); bump the build number")
         shutil.copyfile(f, dest)
         dest.chmod(0o644)
         out.append(dest)
