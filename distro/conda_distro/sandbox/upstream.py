@@ -201,7 +201,8 @@ def _packages(channel_dir: Path, subdir: str) -> list[Path]:
 def read_repodata(channel_dir: Path, subdir: str) -> dict:
     f = channel_dir / subdir / "repodata.json"
     try:
-        return read_json(f, "repodata", error=ChannelError, hint="re-index the channel")
+        return read_json(f, "repodata", error=ChannelError,
+                         hint="make the world again: `conda-distro sandbox DIR --force` (with --real for the real world)")
     except FileNotFoundError:
         return {"info": {"subdir": subdir}, "packages": {}, "packages.conda": {}}
 
