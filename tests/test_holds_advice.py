@@ -220,3 +220,35 @@ def test_waiting_on_a_retest_that_installs_a_stale_build_prune_then_build():
            for r in res]
     p, _ = plan(staging, [TK12, AK09], res, recipes=HERE, outputs=outputs)
     assert promoted(p, ha) and p.exit_code == 0
+
+
+def test_untested_and_unsealed_name_the_package_to_build(tmp_path):
+    """What has no results, results of another build, or results without a recipe hash is advised
+    `conda-distro build NAME` with its name: a bare `conda-distro build` selects nothing and is refused."""
+    from conda_distro.gate.excuses import excuses_of
+    from conda_distro.gate.policies import _gate_provenance, _gate_sealed
+    from conda_distro.state.results import read_results
+
+    p, inputs = plan([TK13], [TK12], [])  # in staging, no results at all
+    assert p.untracked == [TK13.artifact]
+    line = next(x for x in p.text_lines() if "untested" in x)
+    assert command(line) == "build tensorkit"
+    (e,) = [e for e in excuses_of(p, inputs).candidates if e.name == "tensorkit"]
+    assert command(next(r for r in e.reasons if "not tested yet" in r)) == "build tensorkit"
+    (kept,) = [k for k in plan_prune(inputs, p).kept if k.artifact == TK13.artifact]
+    assert command(kept.detail) == "build tensorkit"
+
+    res = results_of(TK13, runs(TK13))
+    h = _gate_sealed(TK13, res, on_disk="f" * 64)  # the file on disk is not the one tested
+    assert h is not None and command(h.detail) == "build tensorkit"
+    h = _gate_provenance(TK13, res, HERE)  # results that record no recipe input hash
+    assert h is not None and command(h.detail) == "build tensorkit"
+
+    bad = tmp_path / "noarch__tensorkit-1.3-h0_0.conda.json"
+    bad.write_text("{not json", encoding="utf-8")
+    try:
+        read_results(bad, TK13.artifact)
+    except Exception as exc:  # noqa: BLE001 - the error's hint is what is checked
+        assert command(exc.hint) == "build tensorkit", exc.hint
+    else:
+        raise AssertionError("a corrupt results file was read")

@@ -53,8 +53,15 @@ def test_a_test_killed_at_its_limit_is_an_infrastructure_error_with_its_cause_no
     assert findings[1].startswith("- ⚠️ `slowpkg` test could not finish on 2.6.0 cpu/cuda (infrastructure error: timeout): "
                                   "timeout: limits: build 3600 s, test 30 s")
     assert "(+1 more)" in findings[1]
-    assert "  hint: not a failure of the package: `conda-distro build --retry-errors` runs it again" in lines
-    assert "`extra: limits:`" in lines[-2] and "--retry-errors" in lines[-2] and lines[-2].startswith("**Next:**")
+    # rerun as the check did, in the PR's own scope (`build --retry-errors` reads the shared results store
+    # and builds into the shared staging)
+    for name in ("loudpkg", "slowpkg"):
+        assert f"  hint: not a failure of the package: `conda-distro check-pr --base origin/main --only {name}` " \
+               "runs it again" in lines
+    assert "`extra: limits:`" in lines[-2] and lines[-2].startswith("**Next:**")
+    assert ("locally `conda-distro check-pr --base origin/main --only loudpkg`, "
+            "`conda-distro check-pr --base origin/main --only slowpkg`") in lines[-2]
+    assert "--retry-errors" not in md
     assert "blocked" not in md.split("**Findings:**")[0].split("|---|---|---|---|")[1]
     text = to_text(res)
     assert text.startswith("check-pr: infrastructure error, run it again\n")

@@ -151,7 +151,8 @@ class Policy(Strict):
     # used when the upstream channel's metadata is not available: name -> granularity of the bound.
     run_exports: dict[str, PinExpr] = Field(default_factory=_pytorch_run_exports)
     # How many more times a failing test runs on the same inputs before it counts (and, for a dependent in
-    # main, the baseline side with main's packages): passed and failed = `flaky` (README "Verdicts").
+    # main, the baseline side with main's packages): passed and failed = `flaky` (docs/verdicts.md, section
+    # "Confirmation before blocking").
     confirm_runs: int = Field(default=2, ge=0, le=20)
 
     @field_validator("unbounded_allowed")
@@ -199,7 +200,8 @@ _RUNNER_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 class Runners(Strict):
-    """The CI runner each variant's tests run on (README "CI: variant runners"). A cuda runner with a GPU
+    """The CI runner each variant's tests run on (docs/operate.md, section "CI: gates that can fail, tokens
+    out of reach of recipe code"; docs/scale-out.md, section "Variants on other runners"). A cuda runner with a GPU
     tests cuda for real; on one without, cuda tests run as "cuda (no GPU)"."""
 
     cpu: str = "ubuntu-latest"
@@ -227,7 +229,7 @@ MAX_TIMEOUT = 7 * 24 * 3600  # a week
 
 
 class Limits(Strict):
-    """What one build or test of recipe code may take (README "Build sandbox"): wall-clock seconds per
+    """What one build or test of recipe code may take (docs/operate.md, section "Build sandbox"): wall-clock seconds per
     build (per variant) and per test, and the size of each log. At a limit the whole sandbox is killed and
     the build or test is an ``error`` (``timeout`` / ``output limit``). A recipe may set its own in
     ``extra: limits:`` (same keys)."""
@@ -388,7 +390,8 @@ def load_config(root: Path) -> DistroRepo:
     try:
         config = DistroConfig.model_validate(doc)
     except ValidationError as exc:
-        raise to_error(exc, doc, path, root=DistroConfig, error=ConfigError, see="see the README's distro.yaml section") from None
+        raise to_error(exc, doc, path, root=DistroConfig, error=ConfigError,
+                       see="see docs/reference/schemas.md, section \"distro.yaml\"") from None
     distro = DistroRepo(config, root.resolve())
     check_channel_layout(distro, doc)
     _check_variant_files(distro, doc)

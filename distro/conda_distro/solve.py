@@ -248,7 +248,7 @@ def solve_distribution(dist: Distribution, options: SolveOptions = SolveOptions(
             channel = dist.distro.resolve_local(ref)
             if not channel.is_dir():
                 raise ChannelError(f"the {options.source} channel {channel} does not exist yet", field=f"channels.{options.source}",
-                                   hint="run `conda-distro build` first (or solve --from recipes)")
+                                   hint="run `conda-distro build --all` first (or solve --from recipes)")
             available = {f.name for f in LocalChannel(channel).list_files().values()}
         else:
             raise UsageError(f"unknown source '{options.source}'", field="--from", hint="recipes, staging or main")

@@ -241,7 +241,7 @@ class LocalChannel:
         except FileNotFoundError:
             part.unlink(missing_ok=True)
             raise ChannelError(f"{f.artifact} is listed in the staging index but missing on disk",
-                               path=source.file_path(f), hint="rebuild it with `conda-distro build`") from None
+                               path=source.file_path(f), hint=f"rebuild it with `conda-distro build {f.name}`") from None
         except BaseException:
             part.unlink(missing_ok=True)
             raise

@@ -47,7 +47,8 @@ class UpstreamIndex:
     def _read(self, path: Path, label: str) -> None:
         try:
             data = read_json(path, "repodata", error=ChannelError,
-                             hint="re-index the channel (rattler-index) or fix channels.upstream in distro.yaml")
+                             hint="the channel's owner must re-index it (a sandbox world's upstream channel: make the world "
+                                  "again, `conda-distro sandbox DIR --force`), or fix channels.upstream in distro.yaml")
         except FileNotFoundError:
             return
         except ChannelError as exc:

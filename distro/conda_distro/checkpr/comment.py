@@ -49,7 +49,6 @@ ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "needs-pin-update": "�
 ON_BASE = "already failing on the base (not caused by this PR)"
 #: the causes of an infrastructure ``error`` (a build or test that could not finish), as its reason begins
 CAUSES = (("timeout", "timeout"), ("output limit", "output limit"), ("mirror", "mirror"), ("disk full", "disk full"))
-RERUN_HINT = ("not a failure of the package: `conda-distro build --retry-errors` runs it again")
 MARKER = "<!-- conda-distro:check-pr -->"  # the sticky comment's hidden marker (the comment workflow adds it)
 
 
@@ -295,6 +294,16 @@ def reproduce(res: CheckPrResult, name: str, release: str | None = None) -> str:
     return f"conda-distro check-pr --base {base} --only {name}" + (f" --pytorch {release}" if release else "")
 
 
+def rerun_hint(res: CheckPrResult, name: str) -> str:
+    """An infrastructure error of ``name``: the command that runs it again as the check did (not `build
+    --retry-errors`: that reads the shared results store, not the PR's, and builds into the shared staging)."""
+    return f"not a failure of the package: `{reproduce(res, name)}` runs it again"
+
+
+def _errored(res: CheckPrResult) -> list[str]:
+    return sorted({t.name for t in res.tests if t.status == "error"} | {b.name for b in res.builds if b.status == "error"})
+
+
 def _only_errors(res: CheckPrResult) -> bool:
     """Nothing is wrong with the PR's packages, but some build or test could not finish."""
     errors = any(t.status == "error" for t in res.tests) or any(b.status == "error" for b in res.builds)
@@ -409,9 +418,10 @@ def _next_steps(res: CheckPrResult, rep: PrReport) -> list[str]:
         steps.append("make the pins co-installable (`conda-distro solve` explains the conflict)")
     if res.needs_pin_update:
         steps.append("update the dependents' pins listed above")
-    if any(t.status == "error" for t in res.tests) or any(b.status == "error" for b in res.builds):
-        steps.append("run the infrastructure errors again (rerun the check; locally `conda-distro build "
-                     "--retry-errors`); a package that needs more time or output sets `extra: limits:` in its recipe")
+    if errored := _errored(res):
+        again = ", ".join(f"`{reproduce(res, n)}`" for n in errored)
+        steps.append(f"run the infrastructure errors again (rerun the check; locally {again}); a package that needs "
+                     "more time or output sets `extra: limits:` in its recipe")
     return steps or ["see the findings above"]
 
 
@@ -438,7 +448,7 @@ def _error_items(res: CheckPrResult, links: LogLinks) -> list[Item]:
     for b in res.builds:
         if b.status == "error":
             items.append(Item("warning", f"`{b.name}` build could not finish (infrastructure error: "
-                                         f"{infra_cause(b.reason)})", b.name, hint=RERUN_HINT,
+                                         f"{infra_cause(b.reason)})", b.name, hint=rerun_hint(res, b.name),
                               log_path=links.path(b.log), log_url=links.url(b.log), detail=b.reason or "no reason given"))
     grouped: dict[tuple[str, str], list[TestRecord]] = {}
     for t in res.tests:
@@ -448,7 +458,7 @@ def _error_items(res: CheckPrResult, links: LogLinks) -> list[Item]:
         first = sorted(tests, key=lambda t: (_version_key(t.pytorch), t.variant))[0]
         on = targets_text([t.target for t in tests], _targets_of(res, name))
         items.append(Item("warning", f"`{name}` test could not finish on {on} (infrastructure error: "
-                                     f"{infra_cause(first.reason)})", name, hint=RERUN_HINT,
+                                     f"{infra_cause(first.reason)})", name, hint=rerun_hint(res, name),
                           log_path=links.path(first.log), log_url=links.url(first.log), more_logs=len(tests) - 1,
                           detail=reason))
     return items

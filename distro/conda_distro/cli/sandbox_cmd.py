@@ -55,7 +55,7 @@ def sandbox(
                                            "copying it from $CONDA_DISTRO_CACHE (~/.cache/conda-distro).")] = False,
     real: Annotated[bool, typer.Option("--real", help="The real world: this repository's recipes/ and distro.yaml "
                                        "against real PyTorch, with an upstream channel converted from PyPI wheels "
-                                       "(first run downloads several GB; see docs/develop/real-world.md).")] = False,
+                                       "(first run downloads several GB; see docs/real-world.md).")] = False,
     refresh: Annotated[bool, typer.Option("--refresh", help="With --real: resolve again with pip, rewrite the lock "
                                           "(real-world.lock.json) and print what changed; without it the world is "
                                           "made of exactly the locked files.")] = False,

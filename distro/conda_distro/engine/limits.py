@@ -25,7 +25,7 @@ from conda_distro.errors import RecipeError
 from conda_distro.util.validation import to_error
 from conda_distro.util.yamlio import LDict, load_fast
 
-SEE = "see the README's \"Build sandbox\" section (limits)"
+SEE = "see docs/operate.md, section \"Build sandbox\" (limits)"
 
 
 def recipe_limits(path: Path, text: str, defaults: Limits) -> Limits:

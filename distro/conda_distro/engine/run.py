@@ -148,7 +148,7 @@ def upload_staging(dist: Distribution) -> list[str]:
     files = sorted(p for p in paths.staging.glob("*/*.conda") if p.parent.name in dist.distro.subdirs)
     if not files:
         raise UsageError(f"no built packages in {paths.staging}", field="channels.staging",
-                         hint="run `conda-distro build` first")
+                         hint="run `conda-distro build --all` (or `conda-distro build NAME`) first")
     return sorted(f.artifact for f in open_anaconda_channel(dist.distro, paths.remote_staging).upload(files))
 
 

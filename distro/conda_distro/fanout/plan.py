@@ -70,8 +70,8 @@ class ShardSpec:
 @dataclass(frozen=True)
 class UnitCosts:
     """Static estimates of a unit's work in seconds, by kind, used ONLY to balance shards (never for a
-    verdict, a timeout or a report). From the measured costs in docs/scale-out.md ("Predicted: real
-    costs"): the medians of a `build --all` of the real world's recipes (a noarch build 21 s, a test
+    verdict, a timeout or a report). From the measured costs in docs/scale-out.md ("Predicted (2026-11-27):
+    real costs, 4 cores per shard runner"): the medians of a `build --all` of the real world's recipes (a noarch build 21 s, a test
     target 53 s cpu and 96 s cuda) and pytorch_scatter's compiled builds on this machine (750 s cpu,
     1,800 s cuda, one compile at a time: as long on a 4-core runner as on one core)."""
 

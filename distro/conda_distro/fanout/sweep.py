@@ -67,7 +67,8 @@ def _stopped(options: SweepOptions) -> None:
     except _Stop:
         return
     raise UsageError(f"the sweep of pytorch {options.release} builds nothing: there is nothing to fan out",
-                     field="--pytorch", hint="run `conda-distro sweep` on one machine, or see `sweep report`")
+                     field="--pytorch", hint=f"run `conda-distro sweep --pytorch {options.release}` on one machine, or see "
+                                                f"`conda-distro sweep report --pytorch {options.release}`")
 
 
 def plan_sweep_shards(options: SweepOptions, fanin: FanIn) -> ShardPlan:

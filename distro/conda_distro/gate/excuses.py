@@ -339,7 +339,7 @@ def excuses_of(plan: Any, inputs: Any, now: dt.datetime | None = None) -> Excuse
             worst = "waiting"
         reasons = list(dict.fromkeys(shown(f"{h.reason.value}: {h.detail}", "text", width=REASON_WIDTH) for h in hs))
         if any(a in untracked for a in arts):
-            reasons.append("not tested yet: run `conda-distro build`")
+            reasons.append(f"not tested yet: run `conda-distro build {name}`")
         with_ = sorted({label.get(b, b) for a in arts if a in promoted for b in set_of.get(a, ())} - {f"{name} {version}"})
         first = _first_seen(arts, inputs)
         blocked_by = sorted({b for h in hs for b in h.blocked_by})

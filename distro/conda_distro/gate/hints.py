@@ -48,7 +48,7 @@ from conda_distro.util.yamlio import LDict, LList, load_fast_file
 HINTS_FILE = "hints.yaml"
 Action = Literal["block", "unblock", "force", "force-badtest", "urgent"]
 ACTIONS: tuple[str, ...] = get_args(Action)
-_SEE = "see the comment at the top of hints.yaml, or the README's \"Promotion gate\" section"
+_SEE = "see the comment at the top of hints.yaml, or docs/release-day.md, section \"Promotion gate: hints.yaml\""
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 

@@ -101,7 +101,7 @@ def _gate_sealed(f: ChannelFile, res: ArtifactResults, on_disk: str | None = Non
     if on_disk is not None and on_disk != res.sha256:  # the sealed sha256, re-checked against the bytes
         return Held(f, HoldReason.NOT_TESTED, f"the test results are for another build of this file "
                                               f"(sha256 {res.sha256[:12]}…, the staging file on disk has {on_disk[:12]}…); "
-                                              "rebuild it with `conda-distro build`")
+                                              f"rebuild it with `conda-distro build {f.name}`")
     return None
 
 
@@ -115,7 +115,7 @@ def _gate_provenance(f: ChannelFile, res: ArtifactResults, recipes: Mapping[str,
     this checkout's."""
     if recipes is None:
         return None
-    rebuild = "; build and test it from this checkout with `conda-distro build`"
+    rebuild = f"; build and test it from this checkout with `conda-distro build {f.name}`"
     if not res.recipe or not res.recipe_hash:
         return Held(f, HoldReason.NOT_FROM_THIS_CHECKOUT,
                     "its results record no recipe input hash (made before provenance was recorded)" + rebuild)
@@ -148,7 +148,7 @@ def _gate_owner(f: ChannelFile, res: ArtifactResults, owners: Mapping[str, Owner
         return None  # no recipe of this checkout declares the name and nobody owns it: provenance decides
     owner = owners[f.name]
     built = res.recipe or "a recipe its results do not name"
-    fix = "; the owner registry is package_owners.yaml and channel_state/ (README \"Owned package names\")"
+    fix = "; the owner registry is package_owners.yaml and channel_state/ (docs/add-your-package.md, section \"Owned package names\")"
     if owner is None:
         return Held(f, HoldReason.NOT_OWNER, f"several recipes declare '{f.name}' and none owns it (this file was "
                                              f"built from {built})" + fix)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from conda_distro.channels import Channel, ChannelFile, crash_point, open_channel
+from conda_distro.channels.base import artifact_name
 from conda_distro.channels.depends import (
     ChannelDep,
     distribution_closure,
@@ -130,7 +131,7 @@ class PromotionPlan:
             for more in h.also:  # every further hold of it, in the gate's order
                 lines.append(f"           also {more.reason.value}: {shown(more.detail, 'text', width=600)}")
                 lines.append(f"           what to do: {more.what_to_do}")
-        lines += [f"  untested {a}  (no test results; run `conda-distro build`)" for a in self.untracked]
+        lines += [f"  untested {a}  (no test results; run `conda-distro build {artifact_name(a)}`)" for a in self.untracked]
         lines += [f"  hint     {n}" for n in self.hint_notes]
         for t in self.flaky:
             lines.append(f"  flaky    {t.package} {t.version} on pytorch {t.pytorch} {t.variant}: "

@@ -171,7 +171,7 @@ def plan_prune(inputs: PlanInputs, gate: PromotionPlan, staging_ref: str = "stag
             h = held[art]
             plan.kept.append(PruneItem(art, "candidate", h.detail, h.reason.value, h.hold_class.value, h.what_to_do))
         else:
-            plan.kept.append(PruneItem(art, "untested", "no test results yet: `conda-distro build` tests it"))
+            plan.kept.append(PruneItem(art, "untested", f"no test results yet: `conda-distro build {f.name}` tests it"))
     for art in sorted(set(inputs.results) - set(inputs.staging) - set(inputs.main)):
         plan.results.append(art)
         plan.removed.append(PruneItem(art, "orphan-results", "results (and logs) of a file in neither staging nor main"))

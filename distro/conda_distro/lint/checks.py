@@ -1,4 +1,4 @@
-"""The lint checks. Each class is one check; its docstring is what `conda-distro lint --explain` shows."""
+"""The lint checks. Each class is one check; its docstring is what `conda-distro lint --list-checks` shows."""
 
 from __future__ import annotations
 

@@ -33,7 +33,8 @@ def load_variant_files(distro: DistroRepo) -> tuple[dict[str, list], list[list[s
     for i, path in enumerate(distro.variant_files):
         if not path.exists() and not path.is_symlink():  # (anything else there: the reader says what is wrong)
             raise ConfigError(f"variant config file {path} does not exist", path=distro.path, field=f"variant_config[{i}]",
-                              hint="create it (see the README's variants.yaml section) or drop it from distro.yaml")
+                              hint="create it (see docs/add-your-package.md, section \"Recipes as rattler-build renders them\") "
+                                   "or drop it from distro.yaml")
     return read_variant_files(distro.variant_files)
 
 

@@ -202,7 +202,8 @@ def _packages(channel_dir: Path, subdir: str) -> list[Path]:
 def read_repodata(channel_dir: Path, subdir: str) -> dict:
     f = channel_dir / subdir / "repodata.json"
     try:
-        return read_json(f, "repodata", error=ChannelError, hint="re-index the channel")
+        return read_json(f, "repodata", error=ChannelError,
+                         hint="make the world again: `conda-distro sandbox DIR --force` (with --real for the real world)")
     except FileNotFoundError:
         return {"info": {"subdir": subdir}, "packages": {}, "packages.conda": {}}
 
@@ -249,8 +250,8 @@ def publish_packages(files: Iterable[Path], channel_dir: Path) -> list[Path]:
         dest.parent.mkdir(parents=True, exist_ok=True)
         if dest.exists() and is_published(channel_dir, f.parent.name, f.name):
             raise ChannelError(f"{dest.name} is already in the channel", path=dest,
-                               hint="a published package file is never replaced (installers cache it by its "
-                                    "name): bump the build number")
+                               hint="a package filename is never overwritten (conda clients cache a package by its filename, so "
+                                    "changed bytes under the same name would not reach them); bump the build number")
         copy_atomic(f, dest)
         dest.chmod(0o644)
         out.append(dest)

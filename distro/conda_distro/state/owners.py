@@ -50,7 +50,7 @@ OWNERS_FILE = "package_owners.yaml"
 RECIPES = "recipes"
 _FOLDER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _NAME_RE = re.compile(r"^[a-z0-9_][a-z0-9_.+-]*$")
-_SEE = "see the comment at the top of package_owners.yaml, or the README's \"Owned package names\" section"
+_SEE = "see the comment at the top of package_owners.yaml, or docs/add-your-package.md, section \"Owned package names\""
 _NEVER = dt.datetime.min.replace(tzinfo=dt.UTC)
 Source = Literal["package_owners.yaml", "channel_state", "folder", "declared"]
 

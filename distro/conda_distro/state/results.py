@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError
 
+from conda_distro.channels.base import artifact_name
 from conda_distro.errors import DistroError
 from conda_distro.state.document import StateDocument, StrictModel
 from conda_distro.state.ledger import RECIPE_RE
@@ -163,18 +164,19 @@ class ArtifactResults(StateDocument):
         return sorted((t for t in self.tests if t.target == (pytorch, variant)), key=lambda t: t.date)
 
 
-_HINT = "delete it; the next `conda-distro build` re-tests the artifact"
+def _hint(artifact: str) -> str:
+    return f"delete it; `conda-distro build {artifact_name(artifact)}` re-tests the artifact"
 
 
 def read_results(path: Path, artifact: str) -> ArtifactResults:
     """One results file, validated strictly (no coercion of types); a bad file is an error naming the
     file, the field and the line. ``FileNotFoundError`` passes through."""
-    text = read_json_text(path, "results", error=DistroError, hint=_HINT)
-    data = parse_json(text, path, error=DistroError, hint=_HINT)
+    text = read_json_text(path, "results", error=DistroError, hint=_hint(artifact))
+    data = parse_json(text, path, error=DistroError, hint=_hint(artifact))
     if not isinstance(data, dict):
-        raise DistroError("corrupt results file: must be a JSON object", path=path, line=1, hint=_HINT)
-    ArtifactResults.check_version(data, path, hint="upgrade conda-distro, or delete the file: the next "
-                                                   "`conda-distro build` re-tests the artifact")
+        raise DistroError("corrupt results file: must be a JSON object", path=path, line=1, hint=_hint(artifact))
+    ArtifactResults.check_version(data, path, hint="upgrade conda-distro, or delete the file: "
+                                                   f"`conda-distro build {artifact_name(artifact)}` re-tests the artifact")
     try:
         res = ArtifactResults.model_validate_json(text, strict=True)
     except ValidationError as exc:
@@ -182,12 +184,12 @@ def read_results(path: Path, artifact: str) -> ArtifactResults:
             doc = load_fast(text)
         except DistroError:
             doc = None
-        err = to_error(exc, doc, path, root=ArtifactResults, error=DistroError, see=_HINT)
+        err = to_error(exc, doc, path, root=ArtifactResults, error=DistroError, see=_hint(artifact))
         err.message = f"corrupt results file: {err.message}"
         raise err from None
     if res.artifact != artifact:
         raise DistroError(f"corrupt results file: it is about '{res.artifact}', its name says '{artifact}'",
-                          path=path, field="artifact", hint=_HINT)
+                          path=path, field="artifact", hint=_hint(artifact))
     return res
 
 

@@ -45,7 +45,7 @@ from conda_distro.vocab import Target, Variant
 
 SCHEMA_VERSION: Literal[1] = 1
 LOCK_FILE = "real-world.lock.json"
-SEE = "the lock is written by `conda-distro sandbox DIR --real` (README 'Against real PyTorch')"
+SEE = "the lock is written by `conda-distro sandbox DIR --real` (docs/real-world.md)"
 REFRESH_HINT = ("re-resolve with `conda-distro sandbox DIR --real --refresh` (it rewrites {lock} and prints what "
                 "changed), then commit the lock")
 
