@@ -259,7 +259,8 @@ class Executor:
             if self.ctx.main is not None:
                 (self.ctx.staging / art).unlink(missing_ok=True)
                 link_or_copy(self.ctx.main / art, self.ctx.staging / art)
-        if stale or dropped or taken or not (self.ctx.staging / "noarch" / "repodata.json").exists():
+        unindexed = any(not (self.ctx.staging / sub / "repodata.json").exists() for sub in ("noarch", *subdirs))
+        if stale or dropped or taken or unindexed:  # (an index deleted to be rebuilt, as a damaged one's hint says)
             index_channel(self.ctx.staging, subdirs=subdirs)
         self._seed_from_shared(taken)
         for junk in ("bld", "test", ".tmp", "src_cache"):  # rattler-build scratch from earlier runs
