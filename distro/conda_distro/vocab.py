@@ -1,5 +1,6 @@
 """The distribution's words, on the ground floor (every layer may use them): a PyTorch :class:`Release`,
-a :class:`Variant`, a test :class:`Target` (release × variant) and a sweep's :class:`SweepStatus`.
+a :class:`Variant`, a test :class:`Target` (release × variant), a sweep's :class:`SweepStatus`, and the
+package name an artifact's file name carries (:func:`artifact_name`).
 
 Each value is what it reads as: a release and the enums are ``str`` subclasses and a target is a tuple,
 so JSON documents, dict keys and text written before these types existed read and print the same
@@ -171,3 +172,10 @@ class SweepStatus(enum.StrEnum):
         """Its dependents wait (``awaiting-upstream``: no test of the release could run, upstream lacks a
         build it needs); everything but ``unchanged`` and ``bumped``."""
         return self not in (SweepStatus.UNCHANGED, SweepStatus.BUMPED)
+
+
+def artifact_name(artifact: str) -> str:
+    """``"noarch/foo-bar-1.0-h0_0.conda"`` (or the file name alone) -> ``"foo-bar"``: the package name a
+    conda file name carries before its version and build (what `conda-distro build` takes)."""
+    return artifact.rsplit("/", 1)[-1].rsplit("-", 2)[0]
+

@@ -90,11 +90,6 @@ def split_artifact(artifact: str) -> tuple[str, str]:
     return subdir, filename
 
 
-def artifact_name(artifact: str) -> str:
-    """``"noarch/foo-bar-1.0-h0_0.conda"`` -> ``"foo-bar"``: the package name (what `conda-distro build` takes)."""
-    return split_artifact(artifact)[1].rsplit("-", 2)[0]
-
-
 @runtime_checkable
 class Channel(Protocol):
     """What promotion and retirement need from a channel backend."""

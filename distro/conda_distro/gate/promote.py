@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from conda_distro.channels import Channel, ChannelFile, crash_point, open_channel
-from conda_distro.channels.base import artifact_name
 from conda_distro.channels.depends import (
     ChannelDep,
     distribution_closure,
@@ -66,7 +65,7 @@ from conda_distro.util.dates import utcnow
 from conda_distro.util.fsutil import check_writable
 from conda_distro.util.progress import NULL_SINK, ProgressSink, TaskFinish, TaskProgress, TaskStart, TaskStep, log_lines
 from conda_distro.util.safetext import shown
-from conda_distro.vocab import Target, Variant
+from conda_distro.vocab import Target, Variant, artifact_name
 
 
 @dataclass

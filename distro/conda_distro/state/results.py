@@ -17,7 +17,6 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError
 
-from conda_distro.channels.base import artifact_name
 from conda_distro.errors import DistroError
 from conda_distro.state.document import StateDocument, StrictModel
 from conda_distro.state.ledger import RECIPE_RE
@@ -25,7 +24,7 @@ from conda_distro.util.dates import utcnow
 from conda_distro.util.jsonio import parse_json, read_json_text
 from conda_distro.util.validation import to_error
 from conda_distro.util.yamlio import load_fast
-from conda_distro.vocab import RELEASE_RE, Target, Variant
+from conda_distro.vocab import RELEASE_RE, Target, Variant, artifact_name
 
 SCHEMA_VERSION = 4  # 2: provenance (recipe, recipe_hash, commit; per test: recipes, commit); 3: per test: environment;
 # 4: per test: environments (every test environment, in order). Older documents are read as they are: a
