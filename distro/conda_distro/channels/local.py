@@ -35,6 +35,7 @@ from conda_distro.errors import ChannelError
 from conda_distro.state.locks import LOCK_NAME, Deadline, main_lock
 from conda_distro.util.fsutil import atomic_write_text, naming, open_regular, sha256_regular
 from conda_distro.util.jsonio import read_json
+from conda_distro.util.rattler_env import INDEXER_TEMP
 
 PART_SUFFIX = ".part"
 PACKAGE_SUFFIXES = (".conda", ".tar.bz2")
@@ -92,9 +93,6 @@ def read_repodata(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ChannelError("channel index is not a JSON object", path=path)
     return data
-
-
-INDEXER_TEMP = ".tmp"  # where rattler's indexer writes a repodata.json before renaming it into place
 
 
 class LocalChannel:
@@ -189,8 +187,7 @@ class LocalChannel:
             for p in (self.path / subdir).glob(f".*{PART_SUFFIX}"):
                 progress(f"removing partial file {p.name} left by an interrupted run")
                 p.unlink(missing_ok=True)
-        unindexed = self.unindexed_files()
-        for artifact in unindexed:
+        for artifact in self.unindexed_files():
             if artifact not in keep:
                 dest = self._move_out(self.path / artifact, artifact.split("/")[0])
                 progress(f"moved unindexed {artifact} out of the channel to {dest}")

@@ -46,7 +46,7 @@ from filelock import FileLock, Timeout
 from conda_distro.config import Limits
 from conda_distro.errors import ConfigError, DistroError
 from conda_distro.util.cachedir import default_cache_dir
-from conda_distro.util.fsutil import atomic_write_text, link_or_copy, open_regular, read_bounded_text
+from conda_distro.util.fsutil import atomic_write_text, link_or_copy, open_regular, read_bounded_text, remove_stale
 from conda_distro.util.rattler_env import index_channel
 
 if TYPE_CHECKING:
@@ -319,11 +319,7 @@ class MirrorStore:
             return removed
         # part files of killed downloads, and the temp files of entry / wanted writers killed with -9
         wanted_temps = (self.root / "wanted").glob(".*.tmp") if (self.root / "wanted").is_dir() else ()
-        for part in [*self.pkgs.glob(".part-*"), *self.pkgs.glob(f"*/.{ENTRY}.*.tmp"), *wanted_temps]:
-            with contextlib.suppress(OSError):
-                if now - part.stat().st_mtime > PART_AGE:
-                    part.unlink()
-                    removed.append(part)
+        removed += remove_stale([*self.pkgs.glob(".part-*"), *self.pkgs.glob(f"*/.{ENTRY}.*.tmp"), *wanted_temps], PART_AGE)
         entries: list[tuple[float, int, Path]] = []
         for folder in self.pkgs.iterdir():
             if not folder.is_dir() or folder.is_symlink():

@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import tempfile
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from conda_distro.errors import RecipeError
 from conda_distro.recipe.model import Recipe
 from conda_distro.recipe.sources import check_sources, point_recipe_at, source_paths
 from conda_distro.util.cachedir import default_cache_dir
-from conda_distro.util.fsutil import open_regular, sha256_regular
+from conda_distro.util.fsutil import open_regular, remove_stale, sha256_regular
 
 FETCH_TIMEOUT = 120  # seconds without progress before a download is given up
 MAX_SOURCE_BYTES = 8 << 30
@@ -106,11 +105,7 @@ def fetch_source(src: UrlSource, cache: Path) -> Path:
         raise SourceFetchError(f"'{src.sha256}' is not a sha256")
     folder = cache / src.sha256
     entries = list(folder.iterdir()) if folder.is_dir() else []
-    for p in entries:  # a temp a download killed with -9 left in the folder (the sandbox's own downloads)
-        if p.name.startswith("."):
-            with contextlib.suppress(OSError):
-                if time.time() - p.lstat().st_mtime > 86400:
-                    p.unlink()
+    remove_stale(p for p in entries if p.name.startswith("."))  # temps of the sandbox's own downloads, killed
     # (never a temp, hidden: a complete one would carry the right bytes under a name rattler-build cannot unpack)
     have = [p for p in entries if not p.name.startswith(".") and p.is_file() and not p.is_symlink()]
     for p in have:
@@ -118,10 +113,7 @@ def fetch_source(src: UrlSource, cache: Path) -> Path:
             return p
         p.unlink(missing_ok=True)  # not the bytes it is filed under (cut short by a crash): fetch again
     folder.mkdir(parents=True, exist_ok=True)
-    for old in cache.glob(".part-*"):  # left by a fetch killed with -9 (a day is longer than any fetch)
-        with contextlib.suppress(OSError):
-            if time.time() - old.stat().st_mtime > 86400:
-                old.unlink()
+    remove_stale(cache.glob(".part-*"))  # left by a fetch killed with -9 (a day is longer than any fetch)
     dest = folder / _file_name(src.url)
     fd, tmp = tempfile.mkstemp(prefix=".part-", dir=cache)
     try:

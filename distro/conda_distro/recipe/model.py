@@ -354,13 +354,17 @@ def rendered_test_entries(written: Iterable[tuple[str, str, int]], rendered: Ren
     literally in that section. Kept only when exactly one text matches: an entry in a branch that does not
     render here, or one that renders differently per variant, stays unread (as before)."""
     entries = [(section, text.strip(), line) for section, text, line in written if section in TEST_SECTIONS]
+    literals: dict[str, set[str]] = {s: set() for s in TEST_SECTIONS}
+    for section, text, _ in entries:
+        if _EXPR not in text:
+            literals[section].add(text)
     out: list[tuple[int, str]] = []
     for section, text, line in entries:
         if _EXPR not in text:
             continue
         parts = re.split(r"(\$\{\{.*?\}\})", text)
         pattern = re.compile("".join("(.+?)" if p.startswith(_EXPR) else re.escape(p) for p in parts))
-        literal = {t for s, t, _ in entries if s == section and _EXPR not in t}
+        literal = literals[section]
         wanted = section.removeprefix("tests.")
         hits = {req.strip() for o in rendered.outputs for t in o.get("tests") or [] if isinstance(t, dict)
                 for req in ((t.get("requirements") or {}).get(wanted) or []) if isinstance(req, str)

@@ -227,9 +227,6 @@ def reindex(channel_dir: str | os.PathLike[str]) -> None:
     """Index a local channel (repodata.json only) and refresh its run_exports.json files."""
     root = Path(channel_dir)
     index_channel(root, subdirs=[PLATFORM])
-    tmp = root / ".tmp"
-    if tmp.is_dir() and not any(tmp.iterdir()):  # the indexer leaves an empty .tmp/ behind
-        tmp.rmdir()
     write_run_exports(root)
 
 

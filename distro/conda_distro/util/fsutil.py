@@ -13,7 +13,7 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -257,15 +257,24 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 STALE_TEMP_AGE = 86400.0  # seconds: a writer's temp file this old was left by a writer killed with -9
 
 
+def remove_stale(paths: Iterable[Path], age: float = STALE_TEMP_AGE) -> list[Path]:
+    """Remove each of ``paths`` (files left by a process killed with -9) last modified more than ``age``
+    seconds ago: a younger one may be another process's, at work. Errors are ignored. Returns what was
+    removed."""
+    now, removed = time.time(), []
+    with contextlib.suppress(OSError):
+        for p in paths:
+            with contextlib.suppress(OSError):
+                if now - p.lstat().st_mtime > age:
+                    p.unlink()
+                    removed.append(p)
+    return removed
+
+
 def _clear_old_temps(path: Path) -> None:
     """Remove the temp files writers of ``path`` killed with -9 left beside it (``.<name>.*.tmp``), once a
-    day old (no writer takes a day: a younger one may be another writer's, at work). Errors are ignored."""
-    now = time.time()
-    with contextlib.suppress(OSError):
-        for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-            with contextlib.suppress(OSError):
-                if now - tmp.lstat().st_mtime > STALE_TEMP_AGE:
-                    tmp.unlink()
+    day old (no writer takes a day)."""
+    remove_stale(path.parent.glob(f".{glob.escape(path.name)}.*.tmp"))
 
 
 def clear_stale_temps(path: Path) -> list[Path]:

@@ -27,6 +27,7 @@ without a GPU, and fails to set up its test environment without it). ``rattler_e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
@@ -263,6 +264,9 @@ def _run_coro(coro: Any) -> Any:
     return result.get("value")
 
 
+INDEXER_TEMP = ".tmp"  # where rattler's indexer writes a repodata.json before renaming it into place
+
+
 def index_channel(channel_dir: str | os.PathLike[str], *, subdirs: Sequence[str] = ("linux-64",),
                   force: bool = True) -> None:
     """(Re)index a local channel with rattler's indexer: plain ``repodata.json`` only (no ``.zst``,
@@ -287,6 +291,8 @@ def index_channel(channel_dir: str | os.PathLike[str], *, subdirs: Sequence[str]
                            path=bad or root, hint="move the unreadable package file away (it was left by an "
                            "interrupted copy, or damaged) and run the command again") from None
     _quiesce()
+    with contextlib.suppress(OSError):
+        (root / INDEXER_TEMP).rmdir()  # (the indexer leaves it behind, empty)
 
 
 def _unreadable_package(root: Path, subdirs: Sequence[str]) -> Path | None:
